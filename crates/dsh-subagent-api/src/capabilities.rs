@@ -1,0 +1,79 @@
+//! Provider capabilities: which optional start fields a provider honours.
+
+use std::fmt;
+
+/// The optional start-request fields a provider can honour.
+///
+/// The service refuses a request that sets a field its provider cannot honour
+/// before the provider is called, with `UNSUPPORTED_CAPABILITY`. They describe
+/// one-shot starts only.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Capabilities {
+    /// Honours [`StartRequest::output_schema`](crate::StartRequest::output_schema).
+    pub output_schema: bool,
+    /// Honours [`StartRequest::max_depth`](crate::StartRequest::max_depth).
+    pub depth_limit: bool,
+    /// Honours [`StartRequest::tool_filter`](crate::StartRequest::tool_filter).
+    pub tool_filter: bool,
+    /// Honours [`StartRequest::persona`](crate::StartRequest::persona).
+    pub persona: bool,
+}
+
+impl Capabilities {
+    /// Every capability: what an in-process provider usually offers.
+    pub const ALL: Self = Self {
+        output_schema: true,
+        depth_limit: true,
+        tool_filter: true,
+        persona: true,
+    };
+
+    /// No capability: what an out-of-process provider usually offers.
+    pub const NONE: Self = Self {
+        output_schema: false,
+        depth_limit: false,
+        tool_filter: false,
+        persona: false,
+    };
+
+    /// Whether `capability` is offered.
+    pub fn supports(&self, capability: Capability) -> bool {
+        match capability {
+            Capability::OutputSchema => self.output_schema,
+            Capability::DepthLimit => self.depth_limit,
+            Capability::ToolFilter => self.tool_filter,
+            Capability::Persona => self.persona,
+        }
+    }
+}
+
+/// One capability, named as the contract names it (`depthLimit`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Capability {
+    /// `outputSchema`
+    OutputSchema,
+    /// `depthLimit`
+    DepthLimit,
+    /// `toolFilter`
+    ToolFilter,
+    /// `persona`
+    Persona,
+}
+
+impl Capability {
+    /// The contract's name for the capability.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OutputSchema => "outputSchema",
+            Self::DepthLimit => "depthLimit",
+            Self::ToolFilter => "toolFilter",
+            Self::Persona => "persona",
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

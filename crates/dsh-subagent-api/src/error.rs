@@ -1,0 +1,105 @@
+//! Errors of the subagent seam, each with a stable code.
+
+use std::borrow::Cow;
+
+use crate::Capability;
+
+/// A failure to start, run or release a child.
+///
+/// The `Display` text is model-facing: a tool shows it as `Error: <text>`.
+/// [`SubagentError::code`] is stable for programs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubagentError {
+    /// No provider of that name is registered (`NO_PROVIDER`).
+    #[error("no subagent provider registered for \"{name}\"")]
+    NoProvider {
+        /// The requested provider name.
+        name: String,
+    },
+    /// A provider of that name is already registered (`DUPLICATE_PROVIDER`).
+    #[error("a subagent provider named \"{name}\" is already registered")]
+    DuplicateProvider {
+        /// The contested name.
+        name: String,
+    },
+    /// The request sets a field the provider cannot honour (`UNSUPPORTED_CAPABILITY`).
+    #[error("subagent provider \"{provider}\" does not support the \"{capability}\" capability")]
+    UnsupportedCapability {
+        /// The provider's name.
+        provider: String,
+        /// The missing capability.
+        capability: Capability,
+    },
+    /// `maxDepth` is not a non-negative safe integer (`INVALID_MAX_DEPTH`).
+    #[error("subagent maxDepth must be a non-negative safe integer")]
+    InvalidMaxDepth,
+    /// The parent's depth is not a non-negative safe integer (`INVALID_DEPTH`).
+    #[error("agent subagentDepth must be a non-negative safe integer")]
+    InvalidAgentDepth,
+    /// The child's depth would leave the safe-integer range (`INVALID_DEPTH`).
+    #[error("subagent child depth exceeds the safe-integer range")]
+    DepthOverflow,
+    /// The child would be deeper than `maxDepth` allows (`DEPTH_EXCEEDED`).
+    #[error("subagent depth {attempted} exceeds maxDepth {max}")]
+    DepthExceeded {
+        /// The child's depth.
+        attempted: u64,
+        /// The cap.
+        max: u64,
+    },
+    /// The start was cancelled before the child was published (`ABORTED`).
+    /// The message is the provider's own wording.
+    #[error("{message}")]
+    Aborted {
+        /// What was aborted, in the provider's words.
+        message: String,
+    },
+    /// Any other failure a provider or the runtime reports.
+    #[error("{message}")]
+    Failed {
+        /// The model-facing message.
+        message: String,
+        /// A stable code; `FAILED` when absent.
+        code: Option<Cow<'static, str>>,
+    },
+}
+
+impl SubagentError {
+    /// A provider failure with this message.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed {
+            message: message.into(),
+            code: None,
+        }
+    }
+
+    /// A provider failure with this message and code.
+    pub fn failed_with_code(message: impl Into<String>, code: impl Into<Cow<'static, str>>) -> Self {
+        Self::Failed {
+            message: message.into(),
+            code: Some(code.into()),
+        }
+    }
+
+    /// A start cancelled before publication, in the provider's words.
+    pub fn aborted(message: impl Into<String>) -> Self {
+        Self::Aborted {
+            message: message.into(),
+        }
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> &str {
+        match self {
+            Self::NoProvider { .. } => "NO_PROVIDER",
+            Self::DuplicateProvider { .. } => "DUPLICATE_PROVIDER",
+            Self::UnsupportedCapability { .. } => "UNSUPPORTED_CAPABILITY",
+            Self::InvalidMaxDepth => "INVALID_MAX_DEPTH",
+            Self::InvalidAgentDepth | Self::DepthOverflow => "INVALID_DEPTH",
+            Self::DepthExceeded { .. } => "DEPTH_EXCEEDED",
+            Self::Aborted { .. } => "ABORTED",
+            Self::Failed { code, .. } => code.as_deref().unwrap_or("FAILED"),
+        }
+    }
+}

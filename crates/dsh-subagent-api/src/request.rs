@@ -1,0 +1,152 @@
+//! The start request: everything a provider needs to start one child.
+
+use dsh_tools::{AgentRef, CancellationToken};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{Capability, ContentBlock};
+
+/// Options for the child agent itself, overlaid on the parent's.
+///
+/// Absent fields stay absent: the child inherits the parent's value.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentOptions {
+    /// The model provider (backend) to use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The model to use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The output-token budget per model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+/// Which tools the child may see and call.
+///
+/// Omitted lists stay absent (`None`): an absent `allow` means "every tool",
+/// while `Some(vec![])` means "no tool". `deny` wins over `allow`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolFilter {
+    /// When present, only these tools are visible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+    /// These tools are never visible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny: Option<Vec<String>>,
+}
+
+impl ToolFilter {
+    /// Whether a tool of this name passes the filter.
+    pub fn permits(&self, name: &str) -> bool {
+        let allowed = self.allow.as_ref().is_none_or(|allow| allow.iter().any(|a| a == name));
+        let denied = self.deny.as_ref().is_some_and(|deny| deny.iter().any(|d| d == name));
+        allowed && !denied
+    }
+}
+
+/// A request to start one child.
+///
+/// `prompt`, `parent` and `cancel` are required; every other field is
+/// optional and stays `None` unless the caller sets it. The token covers the
+/// whole life of the child: while `start` is pending the provider must roll
+/// back and fail, and after publication it must stop the child and settle its
+/// result as `aborted`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct StartRequest {
+    /// The child's first user message.
+    pub prompt: Vec<ContentBlock>,
+    /// The delegating agent.
+    pub parent: AgentRef,
+    /// Cancellation of the start and of the live run.
+    pub cancel: CancellationToken,
+    /// A short display label for the child (the tool's `description`).
+    pub label: Option<String>,
+    /// Child agent options overlaid on the parent's.
+    pub agent_options: Option<AgentOptions>,
+    /// A persona replacing the child's system prompt. Needs [`Capability::Persona`].
+    pub persona: Option<String>,
+    /// A tool filter for the child. Needs [`Capability::ToolFilter`].
+    pub tool_filter: Option<ToolFilter>,
+    /// An absolute depth cap: the child's depth must be at most this. Needs [`Capability::DepthLimit`].
+    pub max_depth: Option<u64>,
+    /// A JSON schema the child's final answer must match. Needs [`Capability::OutputSchema`].
+    pub output_schema: Option<Value>,
+}
+
+impl StartRequest {
+    /// A request with the three required fields and nothing else.
+    pub fn new(prompt: Vec<ContentBlock>, parent: AgentRef, cancel: CancellationToken) -> Self {
+        Self {
+            prompt,
+            parent,
+            cancel,
+            label: None,
+            agent_options: None,
+            persona: None,
+            tool_filter: None,
+            max_depth: None,
+            output_schema: None,
+        }
+    }
+
+    /// A request whose prompt is one text block.
+    pub fn text(prompt: impl Into<String>, parent: AgentRef, cancel: CancellationToken) -> Self {
+        Self::new(vec![ContentBlock::text(prompt)], parent, cancel)
+    }
+
+    /// The capabilities this request needs, in the order the service checks them.
+    pub fn required_capabilities(&self) -> impl Iterator<Item = Capability> + '_ {
+        [
+            (self.output_schema.is_some(), Capability::OutputSchema),
+            (self.max_depth.is_some(), Capability::DepthLimit),
+            (self.tool_filter.is_some(), Capability::ToolFilter),
+            (self.persona.is_some(), Capability::Persona),
+        ]
+        .into_iter()
+        .filter_map(|(needed, capability)| needed.then_some(capability))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn omitted_filter_lists_stay_absent() {
+        let filter: ToolFilter = serde_json::from_str(r#"{"deny":["subagent"]}"#).unwrap();
+        assert_eq!(filter.allow, None);
+        assert_eq!(serde_json::to_string(&filter).unwrap(), r#"{"deny":["subagent"]}"#);
+    }
+
+    #[test]
+    fn filter_semantics() {
+        let grant_only = ToolFilter {
+            allow: Some(vec![]),
+            deny: None,
+        };
+        assert!(!grant_only.permits("read"));
+        let deny = ToolFilter {
+            allow: None,
+            deny: Some(vec!["subagent".into()]),
+        };
+        assert!(deny.permits("read"));
+        assert!(!deny.permits("subagent"));
+    }
+
+    #[test]
+    fn capabilities_are_listed_in_check_order() {
+        let mut request = StartRequest::text("p", AgentRef::new("a"), CancellationToken::new());
+        request.persona = Some("x".into());
+        request.max_depth = Some(1);
+        request.output_schema = Some(serde_json::json!({}));
+        let needed: Vec<_> = request.required_capabilities().collect();
+        assert_eq!(
+            needed,
+            [Capability::OutputSchema, Capability::DepthLimit, Capability::Persona]
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! How a child run ended: its stop reason, its output and an optional diagnostic.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::{ContentBlock, concat_text};
+
+/// Why a child run stopped. Only [`StopReason::Completed`] is success.
+///
+/// The set is open: a provider may report a reason of its own
+/// ([`StopReason::Other`]), which every consumer must treat as a failure.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum StopReason {
+    /// `completed`: the child finished its task.
+    Completed,
+    /// `aborted`: the run was cancelled.
+    Aborted,
+    /// `error`: the run failed.
+    Error,
+    /// `max-tokens`: a token or turn budget ran out before the child finished.
+    MaxTokens,
+    /// `refusal`: the child declined the task.
+    Refusal,
+    /// A provider-specific reason, never one of the names above.
+    Other(String),
+}
+
+impl StopReason {
+    /// The wire name: `completed`, `aborted`, `error`, `max-tokens`, `refusal`, or the custom text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Completed => "completed",
+            Self::Aborted => "aborted",
+            Self::Error => "error",
+            Self::MaxTokens => "max-tokens",
+            Self::Refusal => "refusal",
+            Self::Other(reason) => reason,
+        }
+    }
+
+    /// Parses a wire name; a known name always maps to its own variant.
+    pub fn parse(reason: &str) -> Self {
+        match reason {
+            "completed" => Self::Completed,
+            "aborted" => Self::Aborted,
+            "error" => Self::Error,
+            "max-tokens" => Self::MaxTokens,
+            "refusal" => Self::Refusal,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// Whether this is success.
+    pub fn is_completed(&self) -> bool {
+        matches!(self, Self::Completed)
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for StopReason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for StopReason {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let reason = String::deserialize(deserializer)?;
+        Ok(Self::parse(&reason))
+    }
+}
+
+/// The largest diagnostic, in UTF-8 bytes, a result carries.
+pub const MAX_DIAGNOSTIC_BYTES: usize = 4096;
+
+const TRUNCATION_MARK: &str = "\n[diagnostic truncated]";
+
+/// Bounds a diagnostic to [`MAX_DIAGNOSTIC_BYTES`], cutting on a character
+/// boundary and marking the cut with `\n[diagnostic truncated]`.
+pub fn bound_diagnostic(diagnostic: impl Into<String>) -> String {
+    let mut text = diagnostic.into();
+    if text.len() <= MAX_DIAGNOSTIC_BYTES {
+        return text;
+    }
+    let mut cut = MAX_DIAGNOSTIC_BYTES - TRUNCATION_MARK.len();
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    text.push_str(TRUNCATION_MARK);
+    text
+}
+
+/// The outcome of one child run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SubagentResult {
+    /// Why the run stopped.
+    pub stop_reason: StopReason,
+    /// The child's last non-empty assistant message (partial when the run did not complete).
+    pub output: Vec<ContentBlock>,
+    /// A provider-authored, safe explanation of a failure; never assistant output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostic: Option<String>,
+    /// The structured answer, when an output schema was requested and met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+}
+
+impl SubagentResult {
+    /// A result with this stop reason and output.
+    pub fn new(stop_reason: StopReason, output: Vec<ContentBlock>) -> Self {
+        Self {
+            stop_reason,
+            output,
+            diagnostic: None,
+            structured: None,
+        }
+    }
+
+    /// A completed run whose answer is one text block.
+    pub fn completed(text: impl Into<String>) -> Self {
+        Self::new(StopReason::Completed, vec![ContentBlock::text(text)])
+    }
+
+    /// Attaches a diagnostic, bounded by [`bound_diagnostic`].
+    #[must_use]
+    pub fn with_diagnostic(mut self, diagnostic: impl Into<String>) -> Self {
+        self.diagnostic = Some(bound_diagnostic(diagnostic));
+        self
+    }
+
+    /// Attaches a structured answer.
+    #[must_use]
+    pub fn with_structured(mut self, structured: Value) -> Self {
+        self.structured = Some(structured);
+        self
+    }
+
+    /// The concatenated text of the output's text blocks.
+    pub fn text(&self) -> String {
+        concat_text(&self.output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_names_round_trip_and_unknown_names_stay_open() {
+        for name in ["completed", "aborted", "error", "max-tokens", "refusal", "frobnicated"] {
+            assert_eq!(StopReason::parse(name).as_str(), name);
+        }
+        assert_eq!(StopReason::parse("max-tokens"), StopReason::MaxTokens);
+        assert!(matches!(StopReason::parse("paused"), StopReason::Other(_)));
+    }
+
+    #[test]
+    fn a_diagnostic_at_the_bound_passes_unchanged() {
+        let exact = "x".repeat(MAX_DIAGNOSTIC_BYTES);
+        assert_eq!(bound_diagnostic(exact.clone()), exact);
+    }
+
+    #[test]
+    fn an_oversize_multibyte_diagnostic_is_cut_on_a_char_boundary() {
+        let big = "é".repeat(MAX_DIAGNOSTIC_BYTES);
+        let bounded = bound_diagnostic(big);
+        assert!(bounded.len() <= MAX_DIAGNOSTIC_BYTES);
+        assert!(bounded.ends_with("[diagnostic truncated]"));
+        assert!(!bounded.contains('\u{FFFD}'));
+    }
+}

@@ -1,0 +1,175 @@
+//! The run handle: a published child, its result, and its release.
+
+use std::fmt;
+use std::future::Future;
+
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
+
+use crate::{SubagentError, SubagentResult};
+
+type DisposeFuture = Shared<BoxFuture<'static, Result<(), SubagentError>>>;
+
+enum ResultSlot {
+    Pending(BoxFuture<'static, Result<SubagentResult, SubagentError>>),
+    Ready(Result<SubagentResult, SubagentError>),
+}
+
+/// A published child run. Ownership of the child passes to the holder.
+///
+/// - [`SubagentRun::result`] settles once, with the child's
+///   [`SubagentResult`]. Child-level failures are results (`error`,
+///   `aborted`, …); `Err` is kept for infrastructure faults that no stop
+///   reason describes. It is cancel-safe: a dropped wait loses nothing, and
+///   every later call returns the same outcome.
+/// - [`SubagentRun::dispose`] cancels whatever remains, waits for the result
+///   to settle and for the child's resources to be released. The provider's
+///   release code runs exactly once, however often and however concurrently
+///   `dispose` is called; every caller sees the same outcome. It fails only for
+///   a release failure of its own.
+///
+/// The holder must call `dispose` on every path: success, failure and abort.
+pub struct SubagentRun {
+    id: String,
+    result: ResultSlot,
+    dispose: DisposeFuture,
+}
+
+impl SubagentRun {
+    /// A run handle over a provider's result future and release function.
+    ///
+    /// `dispose` is called at most once, on the first poll of the first
+    /// [`SubagentRun::dispose`] future.
+    ///
+    /// ```
+    /// use dsh_subagent_api::{SubagentRun, SubagentResult};
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mut run = SubagentRun::new(
+    ///     "child-1",
+    ///     async { Ok(SubagentResult::completed("done")) },
+    ///     || async { Ok(()) },
+    /// );
+    /// assert_eq!(run.result().await.unwrap().text(), "done");
+    /// run.dispose().await.unwrap();
+    /// run.dispose().await.unwrap(); // idempotent
+    /// # });
+    /// ```
+    pub fn new<R, D, DF>(id: impl Into<String>, result: R, dispose: D) -> Self
+    where
+        R: Future<Output = Result<SubagentResult, SubagentError>> + Send + 'static,
+        D: FnOnce() -> DF + Send + 'static,
+        DF: Future<Output = Result<(), SubagentError>> + Send + 'static,
+    {
+        Self {
+            id: id.into(),
+            result: ResultSlot::Pending(result.boxed()),
+            dispose: async move { dispose().await }.boxed().shared(),
+        }
+    }
+
+    /// The run's id: the child's id for a local child, a parent-unique id otherwise.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Waits for the run's outcome. Cancel-safe and repeatable.
+    pub async fn result(&mut self) -> Result<SubagentResult, SubagentError> {
+        if let ResultSlot::Pending(pending) = &mut self.result {
+            let outcome = pending.await;
+            self.result = ResultSlot::Ready(outcome);
+        }
+        match &self.result {
+            ResultSlot::Ready(outcome) => outcome.clone(),
+            ResultSlot::Pending(_) => unreachable_pending(),
+        }
+    }
+
+    /// The outcome, if the result has already been awaited to completion.
+    pub fn settled_result(&self) -> Option<&Result<SubagentResult, SubagentError>> {
+        match &self.result {
+            ResultSlot::Ready(outcome) => Some(outcome),
+            ResultSlot::Pending(_) => None,
+        }
+    }
+
+    /// Releases the child: cancels remaining work and waits until it is gone.
+    ///
+    /// The returned future owns what it needs, so it may outlive the handle.
+    pub fn dispose(&self) -> impl Future<Output = Result<(), SubagentError>> + Send + 'static + use<> {
+        self.dispose.clone()
+    }
+
+    /// Wraps the result future, for layers that observe settlement (lifecycle events).
+    #[must_use]
+    pub fn map_result<F, Fut>(mut self, wrap: F) -> Self
+    where
+        F: FnOnce(BoxFuture<'static, Result<SubagentResult, SubagentError>>) -> Fut,
+        Fut: Future<Output = Result<SubagentResult, SubagentError>> + Send + 'static,
+    {
+        self.result = match self.result {
+            ResultSlot::Pending(pending) => ResultSlot::Pending(wrap(pending).boxed()),
+            ResultSlot::Ready(outcome) => ResultSlot::Pending(wrap(futures::future::ready(outcome).boxed()).boxed()),
+        };
+        self
+    }
+}
+
+#[cold]
+fn unreachable_pending() -> Result<SubagentResult, SubagentError> {
+    // `result` replaces the pending slot before reading it; this is never reached.
+    Err(SubagentError::failed("subagent run result was not settled"))
+}
+
+impl fmt::Debug for SubagentRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubagentRun")
+            .field("id", &self.id)
+            .field("settled", &matches!(self.result, ResultSlot::Ready(_)))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn dispose_runs_once_however_often_it_is_called() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = calls.clone();
+        let run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, move || async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Err(SubagentError::failed("reap failed"))
+        });
+        let first = run.dispose();
+        let second = run.dispose();
+        assert_eq!(calls.load(Ordering::SeqCst), 0, "dispose is lazy");
+        let (a, b) = futures::join!(first, second);
+        assert_eq!(a, b);
+        assert_eq!(run.dispose().await, a);
+        drop(run);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn result_is_cancel_safe_and_repeatable() {
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let mut run = SubagentRun::new(
+            "r",
+            async move {
+                let _ = rx.await;
+                Ok(SubagentResult::completed("late"))
+            },
+            || async { Ok(()) },
+        );
+        // A wait that is dropped before settlement loses nothing.
+        assert!(futures::poll!(Box::pin(run.result())).is_pending());
+        tx.send(()).unwrap();
+        assert_eq!(run.result().await.unwrap().text(), "late");
+        assert_eq!(run.result().await.unwrap().text(), "late");
+        assert!(run.settled_result().is_some());
+    }
+}

@@ -1,0 +1,133 @@
+//! Who is calling: the identity of the agent on whose behalf a tool runs.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// The stable identifier of an agent (its durable session id).
+///
+/// Cheap to clone: the text is shared.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AgentId(Arc<str>);
+
+impl AgentId {
+    /// Wraps an id.
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AgentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for AgentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl From<&str> for AgentId {
+    fn from(id: &str) -> Self {
+        Self::new(id)
+    }
+}
+
+impl From<String> for AgentId {
+    fn from(id: String) -> Self {
+        Self::new(id)
+    }
+}
+
+impl AsRef<str> for AgentId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A reference to the agent that issued a tool call.
+///
+/// Tools that act on the caller's behalf (delegation above all) need its id and
+/// its delegation depth. An in-process harness can also attach a typed *handle*
+/// (its own agent object) so that in-process providers can reach the live
+/// parent, for example to fork its completed turns, without this crate knowing
+/// the harness's types.
+#[derive(Clone)]
+pub struct AgentRef {
+    id: AgentId,
+    depth: u64,
+    handle: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+impl AgentRef {
+    /// A top-level agent (depth 0) with no handle.
+    pub fn new(id: impl Into<AgentId>) -> Self {
+        Self {
+            id: id.into(),
+            depth: 0,
+            handle: None,
+        }
+    }
+
+    /// Sets the delegation depth: 0 for a top-level agent, parent depth + 1 for a child.
+    #[must_use]
+    pub fn with_depth(mut self, depth: u64) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Attaches a typed handle that in-process code can recover with [`AgentRef::handle`].
+    #[must_use]
+    pub fn with_handle<T: Any + Send + Sync>(mut self, handle: Arc<T>) -> Self {
+        self.handle = Some(handle);
+        self
+    }
+
+    /// The agent's id.
+    pub fn id(&self) -> &AgentId {
+        &self.id
+    }
+
+    /// The agent's delegation depth.
+    pub fn depth(&self) -> u64 {
+        self.depth
+    }
+
+    /// The attached handle, if one of type `T` was attached.
+    pub fn handle<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.handle.clone()?.downcast::<T>().ok()
+    }
+}
+
+impl fmt::Debug for AgentRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentRef")
+            .field("id", &self.id)
+            .field("depth", &self.depth)
+            .field("has_handle", &self.handle.is_some())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handle_downcasts_to_the_attached_type_only() {
+        let agent = AgentRef::new("a").with_handle(Arc::new(7_u32));
+        assert_eq!(agent.handle::<u32>().as_deref(), Some(&7));
+        assert!(agent.handle::<String>().is_none());
+        assert!(AgentRef::new("b").handle::<u32>().is_none());
+    }
+}

@@ -1,0 +1,336 @@
+//! The tool registry: names are reserved, tools are mounted into reservations,
+//! and every handle undoes exactly what it did when dropped.
+
+use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use futures::FutureExt;
+use serde_json::Value;
+
+use crate::{Tool, ToolError, ToolExecution, ToolResult};
+
+/// The code of the error for a call whose token was cancelled before dispatch.
+pub const ABORTED_BEFORE_DISPATCH: &str = "ABORTED_BEFORE_DISPATCH";
+
+/// Why the registry refused a name or a tool.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Another reservation or registration already holds this name.
+    #[error("a tool named \"{name}\" is already registered")]
+    DuplicateName {
+        /// The contested name.
+        name: String,
+    },
+    /// A tool was mounted into a reservation held for another name.
+    #[error("tool \"{tool}\" cannot be mounted under the name reserved as \"{reserved}\"")]
+    NameMismatch {
+        /// The name the reservation holds.
+        reserved: String,
+        /// The name the tool reports.
+        tool: String,
+    },
+    /// The reservation already has a tool mounted.
+    #[error("a tool is already mounted under \"{name}\"")]
+    AlreadyMounted {
+        /// The reserved name.
+        name: String,
+    },
+    /// The name is empty.
+    #[error("a tool name must not be empty")]
+    EmptyName,
+}
+
+/// The model-facing definition of one registered tool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// The tool's description.
+    pub description: String,
+    /// The JSON schema of its arguments.
+    pub parameters: Value,
+}
+
+#[derive(Default)]
+struct State {
+    slots: BTreeMap<String, Slot>,
+    next_id: u64,
+}
+
+struct Slot {
+    reservation: u64,
+    mounted: Option<(u64, Arc<dyn Tool>)>,
+}
+
+impl State {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+/// A set of tools addressed by unique name. Cheap to clone: clones share state.
+///
+/// A name is first *reserved* ([`ToolRegistry::reserve`]), then a tool is
+/// *mounted* into the reservation ([`NameReservation::mount`]). The split lets
+/// a plugin claim its name when it is configured, long before the tool can be
+/// built, so a duplicate name fails at configuration and never later.
+/// [`ToolRegistry::register`] does both at once.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry").field("names", &self.names()).finish()
+    }
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Claims `name`; fails when it is already held.
+    pub fn reserve(&self, name: &str) -> Result<NameReservation, RegistryError> {
+        if name.is_empty() {
+            return Err(RegistryError::EmptyName);
+        }
+        let mut state = lock(&self.state);
+        if state.slots.contains_key(name) {
+            return Err(RegistryError::DuplicateName { name: name.to_owned() });
+        }
+        let reservation = state.next_id();
+        state.slots.insert(
+            name.to_owned(),
+            Slot {
+                reservation,
+                mounted: None,
+            },
+        );
+        Ok(NameReservation {
+            registry: self.clone(),
+            name: name.to_owned(),
+            id: reservation,
+        })
+    }
+
+    /// Reserves the tool's name and mounts it; dropping the handle removes both.
+    pub fn register(&self, tool: Arc<dyn Tool>) -> Result<ToolRegistration, RegistryError> {
+        let reservation = self.reserve(tool.name())?;
+        let mounted = reservation.mount(tool)?;
+        Ok(ToolRegistration {
+            _mounted: mounted,
+            _reservation: reservation,
+        })
+    }
+
+    /// The mounted tool with this name.
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        let state = lock(&self.state);
+        state.slots.get(name)?.mounted.as_ref().map(|(_, tool)| tool.clone())
+    }
+
+    /// The names of the mounted tools, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let state = lock(&self.state);
+        state
+            .slots
+            .iter()
+            .filter(|(_, slot)| slot.mounted.is_some())
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// The definitions of the mounted tools, sorted by name.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let tools: Vec<Arc<dyn Tool>> = {
+            let state = lock(&self.state);
+            state
+                .slots
+                .values()
+                .filter_map(|slot| slot.mounted.as_ref().map(|(_, tool)| tool.clone()))
+                .collect()
+        };
+        tools
+            .iter()
+            .map(|tool| ToolSpec {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters().clone(),
+            })
+            .collect()
+    }
+
+    /// Dispatches one call and renders its result.
+    ///
+    /// A call whose token is already cancelled is refused before dispatch
+    /// (`Error: tool call aborted before dispatch`, code
+    /// [`ABORTED_BEFORE_DISPATCH`]); an unknown name and a panicking tool
+    /// become error results too, so a call never panics the caller.
+    pub async fn call(&self, name: &str, args: Value, exec: ToolExecution) -> ToolResult {
+        if exec.cancel().is_cancelled() {
+            return ToolError::new("tool call aborted before dispatch")
+                .with_code(ABORTED_BEFORE_DISPATCH)
+                .into();
+        }
+        let Some(tool) = self.get(name) else {
+            return ToolError::new(format!("unknown tool \"{name}\""))
+                .with_code("UNKNOWN_TOOL")
+                .into();
+        };
+        match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
+            Ok(outcome) => ToolResult::from_outcome(outcome),
+            Err(panic) => ToolError::new(format!("tool \"{name}\" panicked: {}", panic_message(&*panic)))
+                .with_code("TOOL_PANICKED")
+                .into(),
+        }
+    }
+}
+
+/// The text of a panic payload, for error messages.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "<non-string panic payload>".to_owned()
+    }
+}
+
+/// A claim on a tool name. Dropping it frees the name and removes any tool
+/// mounted under it.
+#[must_use = "dropping a reservation frees the name at once"]
+pub struct NameReservation {
+    registry: ToolRegistry,
+    name: String,
+    id: u64,
+}
+
+impl NameReservation {
+    /// The reserved name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Mounts `tool`, whose name must be the reserved one. Dropping the
+    /// returned handle unmounts it and keeps the reservation.
+    pub fn mount(&self, tool: Arc<dyn Tool>) -> Result<MountedTool, RegistryError> {
+        if tool.name() != self.name {
+            return Err(RegistryError::NameMismatch {
+                reserved: self.name.clone(),
+                tool: tool.name().to_owned(),
+            });
+        }
+        let mut state = lock(&self.registry.state);
+        let mount_id = state.next_id();
+        let slot = match state.slots.get_mut(&self.name) {
+            Some(slot) if slot.reservation == self.id => slot,
+            // Unreachable while `self` is alive; report it as a conflict rather than panic.
+            _ => {
+                return Err(RegistryError::DuplicateName {
+                    name: self.name.clone(),
+                });
+            }
+        };
+        if slot.mounted.is_some() {
+            return Err(RegistryError::AlreadyMounted {
+                name: self.name.clone(),
+            });
+        }
+        slot.mounted = Some((mount_id, tool));
+        Ok(MountedTool {
+            registry: self.registry.clone(),
+            name: self.name.clone(),
+            reservation: self.id,
+            id: mount_id,
+        })
+    }
+}
+
+impl Drop for NameReservation {
+    fn drop(&mut self) {
+        let removed = {
+            let mut state = lock(&self.registry.state);
+            match state.slots.get(&self.name) {
+                Some(slot) if slot.reservation == self.id => state.slots.remove(&self.name),
+                _ => None,
+            }
+        };
+        // The tool (and whatever it owns) drops outside the lock.
+        drop(removed);
+    }
+}
+
+impl std::fmt::Debug for NameReservation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NameReservation").field("name", &self.name).finish()
+    }
+}
+
+/// A tool mounted under a reservation. Dropping it unmounts the tool.
+#[must_use = "dropping the handle unmounts the tool at once"]
+pub struct MountedTool {
+    registry: ToolRegistry,
+    name: String,
+    reservation: u64,
+    id: u64,
+}
+
+impl MountedTool {
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Unmounts the tool now (the same as dropping the handle).
+    pub fn dispose(self) {}
+}
+
+impl Drop for MountedTool {
+    fn drop(&mut self) {
+        let removed = {
+            let mut state = lock(&self.registry.state);
+            match state.slots.get_mut(&self.name) {
+                Some(slot)
+                    if slot.reservation == self.reservation
+                        && slot.mounted.as_ref().is_some_and(|(id, _)| *id == self.id) =>
+                {
+                    slot.mounted.take()
+                }
+                _ => None,
+            }
+        };
+        drop(removed);
+    }
+}
+
+impl std::fmt::Debug for MountedTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MountedTool").field("name", &self.name).finish()
+    }
+}
+
+/// A reserved and mounted tool. Dropping it (or [`ToolRegistration::dispose`])
+/// removes the tool and frees its name.
+#[must_use = "dropping the registration removes the tool at once"]
+#[derive(Debug)]
+pub struct ToolRegistration {
+    // Field order is drop order: unmount, then free the name.
+    _mounted: MountedTool,
+    _reservation: NameReservation,
+}
+
+impl ToolRegistration {
+    /// Removes the tool now (the same as dropping the handle).
+    pub fn dispose(self) {}
+}

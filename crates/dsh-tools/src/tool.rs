@@ -1,0 +1,179 @@
+//! The tool trait and the values that flow through one call.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::AgentRef;
+
+/// A model-facing tool: a name, a description, a JSON-schema for its
+/// arguments, and an async `execute`.
+///
+/// `execute` returns `Ok` for a success the model should read as a result and
+/// `Err` for a failure; [`ToolResult::from_outcome`] renders either into what
+/// the model sees (a failure reads `Error: <message>`). Implementations must
+/// not panic on bad arguments: return a [`ToolError`] that names the field.
+pub trait Tool: Send + Sync + 'static {
+    /// The unique, model-visible name.
+    fn name(&self) -> &str;
+
+    /// The model-visible description.
+    fn description(&self) -> &str;
+
+    /// The JSON schema of the arguments; its root is `"type": "object"`.
+    fn parameters(&self) -> &Value;
+
+    /// Runs one call. `exec` carries the cancellation token and the caller.
+    fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
+}
+
+/// The context of one tool call: its cancellation token and its caller.
+///
+/// The token is always present: a harness with nothing to cancel passes a
+/// fresh one that never fires.
+#[derive(Clone, Debug)]
+pub struct ToolExecution {
+    cancel: CancellationToken,
+    agent: Option<AgentRef>,
+}
+
+impl ToolExecution {
+    /// A call with the given cancellation token and no calling agent.
+    pub fn new(cancel: CancellationToken) -> Self {
+        Self { cancel, agent: None }
+    }
+
+    /// Sets the calling agent.
+    #[must_use]
+    pub fn with_agent(mut self, agent: AgentRef) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Cancelled when the caller gives up on this call.
+    pub fn cancel(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// The calling agent, when the harness supplied one.
+    pub fn agent(&self) -> Option<&AgentRef> {
+        self.agent.as_ref()
+    }
+}
+
+/// A successful tool output: the text the model reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolOutput {
+    /// The text the model reads.
+    pub text: String,
+}
+
+impl ToolOutput {
+    /// A text output.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { text: text.into() }
+    }
+}
+
+/// A tool failure: a model-facing message plus an optional stable code.
+///
+/// The message is what follows `Error: ` in the tool result, so it should say
+/// what failed and, where it can, what to do.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ToolError {
+    message: String,
+    code: Option<Cow<'static, str>>,
+}
+
+impl ToolError {
+    /// A failure with this message and no code.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: None,
+        }
+    }
+
+    /// Attaches a stable machine-readable code, such as `UNSUPPORTED_CAPABILITY`.
+    #[must_use]
+    pub fn with_code(mut self, code: impl Into<Cow<'static, str>>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// The model-facing message (without the `Error: ` prefix).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The stable code, when there is one.
+    pub fn code(&self) -> Option<&str> {
+        self.code.as_deref()
+    }
+}
+
+/// What the model sees for one call: text and whether it is an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolResult {
+    /// The model-visible text.
+    pub text: String,
+    /// `true` when the call failed.
+    pub is_error: bool,
+    /// The failure behind an error result, kept for logs and tests.
+    pub error: Option<ToolError>,
+}
+
+impl ToolResult {
+    /// Renders an execute outcome: `Ok` as its text, `Err` as `Error: <message>`.
+    pub fn from_outcome(outcome: Result<ToolOutput, ToolError>) -> Self {
+        match outcome {
+            Ok(output) => Self {
+                text: output.text,
+                is_error: false,
+                error: None,
+            },
+            Err(error) => Self {
+                text: format!("Error: {}", error.message),
+                is_error: true,
+                error: Some(error),
+            },
+        }
+    }
+}
+
+impl From<ToolError> for ToolResult {
+    fn from(error: ToolError) -> Self {
+        Self::from_outcome(Err(error))
+    }
+}
+
+impl fmt::Display for ToolResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_render_with_the_error_prefix_and_keep_their_code() {
+        let result = ToolResult::from(ToolError::new("it broke").with_code("BROKEN"));
+        assert_eq!(result.text, "Error: it broke");
+        assert!(result.is_error);
+        assert_eq!(result.error.as_ref().and_then(ToolError::code), Some("BROKEN"));
+    }
+
+    #[test]
+    fn outputs_render_verbatim() {
+        let result = ToolResult::from_outcome(Ok(ToolOutput::text("hi")));
+        assert_eq!(result.text, "hi");
+        assert!(!result.is_error);
+    }
+}
