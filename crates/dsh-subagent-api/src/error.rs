@@ -34,6 +34,9 @@ pub enum SubagentError {
     /// `maxDepth` is not a non-negative safe integer (`INVALID_MAX_DEPTH`).
     #[error("subagent maxDepth must be a non-negative safe integer")]
     InvalidMaxDepth,
+    /// The output schema is not an object-rooted JSON schema (`INVALID_OUTPUT_SCHEMA`).
+    #[error("subagent outputSchema must be a JSON Schema object whose root has \"type\": \"object\"")]
+    InvalidOutputSchema,
     /// The parent's depth is not a non-negative safe integer (`INVALID_DEPTH`).
     #[error("agent subagentDepth must be a non-negative safe integer")]
     InvalidAgentDepth,
@@ -96,6 +99,7 @@ impl SubagentError {
             Self::DuplicateProvider { .. } => "DUPLICATE_PROVIDER",
             Self::UnsupportedCapability { .. } => "UNSUPPORTED_CAPABILITY",
             Self::InvalidMaxDepth => "INVALID_MAX_DEPTH",
+            Self::InvalidOutputSchema => "INVALID_OUTPUT_SCHEMA",
             Self::InvalidAgentDepth | Self::DepthOverflow => "INVALID_DEPTH",
             Self::DepthExceeded { .. } => "DEPTH_EXCEEDED",
             Self::Aborted { .. } => "ABORTED",

@@ -4,7 +4,7 @@ use dsh_tools::{AgentRef, CancellationToken};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Capability, ContentBlock};
+use crate::{Capability, ContentBlock, SubagentError, validate_max_depth};
 
 /// Options for the child agent itself, overlaid on the parent's.
 ///
@@ -96,6 +96,20 @@ impl StartRequest {
     /// A request whose prompt is one text block.
     pub fn text(prompt: impl Into<String>, parent: AgentRef, cancel: CancellationToken) -> Self {
         Self::new(vec![ContentBlock::text(prompt)], parent, cancel)
+    }
+
+    /// Checks the optional fields that have a shape of their own: `max_depth`
+    /// must be a safe integer and `output_schema` object-rooted.
+    pub fn validate(&self) -> Result<(), SubagentError> {
+        if let Some(max_depth) = self.max_depth {
+            validate_max_depth(max_depth)?;
+        }
+        if let Some(schema) = &self.output_schema
+            && schema.get("type").and_then(Value::as_str) != Some("object")
+        {
+            return Err(SubagentError::InvalidOutputSchema);
+        }
+        Ok(())
     }
 
     /// The capabilities this request needs, in the order the service checks them.

@@ -1,0 +1,74 @@
+//! Service events: providers coming and going, runs starting and ending.
+
+use std::fmt;
+use std::sync::Arc;
+
+use dsh_subagent_api::{AgentId, StopReason, SubagentError, SubagentProvider};
+
+/// What a run-started event says about a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunInfo {
+    /// Unique per run within the service, even when provider and child ids repeat.
+    pub run_id: u64,
+    /// The provider's name.
+    pub provider: String,
+    /// The run handle's id.
+    pub id: String,
+    /// The delegating agent.
+    pub parent: AgentId,
+    /// The child's display label, when the request had one.
+    pub label: Option<String>,
+}
+
+/// What a run-ended event adds: how it ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunEndInfo {
+    /// The run, as announced when it started.
+    pub run: RunInfo,
+    /// Why it stopped (`error` when the result itself failed).
+    pub stop_reason: StopReason,
+    /// The text of its output; absent when the output was empty.
+    pub last_assistant_message: Option<String>,
+}
+
+/// A change in the service.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum SubagentEvent {
+    /// A provider was registered. A listener that fails rolls the registration back.
+    ProviderAdded(Arc<dyn SubagentProvider>),
+    /// A provider was unregistered. Runs it already returned are untouched.
+    ProviderRemoved(String),
+    /// A run was published. Always precedes its [`SubagentEvent::RunEnded`].
+    RunStarted(RunInfo),
+    /// A run's result settled.
+    RunEnded(RunEndInfo),
+}
+
+impl SubagentEvent {
+    /// The event's name, as used in logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::ProviderAdded(_) => "subagent/provider-added",
+            Self::ProviderRemoved(_) => "subagent/provider-removed",
+            Self::RunStarted(_) => "subagent/start",
+            Self::RunEnded(_) => "subagent/end",
+        }
+    }
+}
+
+impl fmt::Debug for SubagentEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ProviderAdded(provider) => f.debug_tuple("ProviderAdded").field(&provider.name()).finish(),
+            Self::ProviderRemoved(name) => f.debug_tuple("ProviderRemoved").field(name).finish(),
+            Self::RunStarted(info) => f.debug_tuple("RunStarted").field(info).finish(),
+            Self::RunEnded(info) => f.debug_tuple("RunEnded").field(info).finish(),
+        }
+    }
+}
+
+/// A subscriber. Called synchronously, in registration order, outside the
+/// service's locks. Returning `Err` from a [`SubagentEvent::ProviderAdded`]
+/// call rolls that registration back; for other events it is logged.
+pub type Listener = Arc<dyn Fn(&SubagentEvent) -> Result<(), SubagentError> + Send + Sync>;

@@ -1,0 +1,307 @@
+//! The subagent service: the provider registry and checked starts.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use dsh_subagent_api::{
+    StartRequest, StopReason, SubagentError, SubagentProvider, SubagentRun, child_depth, concat_text,
+};
+use dsh_tools::panic_message;
+
+use crate::events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
+
+struct ProviderEntry {
+    id: u64,
+    provider: Arc<dyn SubagentProvider>,
+}
+
+#[derive(Default)]
+struct State {
+    providers: Vec<ProviderEntry>,
+    listeners: Vec<(u64, Listener)>,
+    next_id: u64,
+}
+
+impl State {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    state: Mutex<State>,
+    next_run: AtomicU64,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn listeners(&self) -> Vec<Listener> {
+        self.lock()
+            .listeners
+            .iter()
+            .map(|(_, listener)| listener.clone())
+            .collect()
+    }
+
+    /// Calls every listener; the first failure (error or panic) is returned.
+    fn dispatch(&self, event: &SubagentEvent) -> Result<(), SubagentError> {
+        for listener in self.listeners() {
+            match catch_unwind(AssertUnwindSafe(|| listener(event))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => return Err(error),
+                Err(panic) => {
+                    return Err(SubagentError::failed(format!(
+                        "{} listener panicked: {}",
+                        event.name(),
+                        panic_message(&*panic)
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls every listener; failures are logged, never propagated.
+    fn notify(&self, event: &SubagentEvent) {
+        for listener in self.listeners() {
+            match catch_unwind(AssertUnwindSafe(|| listener(event))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::warn!("subagent: {} listener threw: {error}", event.name()),
+                Err(panic) => {
+                    tracing::warn!("subagent: {} listener threw: {}", event.name(), panic_message(&*panic))
+                }
+            }
+        }
+    }
+
+    fn remove_provider(&self, id: u64) -> Option<Arc<dyn SubagentProvider>> {
+        let mut state = self.lock();
+        let index = state.providers.iter().position(|entry| entry.id == id)?;
+        Some(state.providers.remove(index).provider)
+    }
+}
+
+/// The subagent service: registered providers and checked starts.
+///
+/// Cheap to clone; clones share state. Providers are registered with
+/// [`SubagentService::register_provider`] and leave when the returned handle
+/// drops. Subscribers ([`SubagentService::subscribe`]) hear every change, and
+/// a subscriber that subscribes first and then looks ([`SubagentService::provider`])
+/// cannot miss a provider.
+#[derive(Clone, Default)]
+pub struct SubagentService {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SubagentService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentService")
+            .field("providers", &self.list())
+            .finish()
+    }
+}
+
+impl SubagentService {
+    /// A service with no providers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a provider under its name and announces it.
+    ///
+    /// Fails with `DUPLICATE_PROVIDER` when the name is taken. When a
+    /// [`SubagentEvent::ProviderAdded`] listener fails, the registration is
+    /// rolled back (a removal is announced) and its error returned.
+    pub fn register_provider(
+        &self,
+        provider: Arc<dyn SubagentProvider>,
+    ) -> Result<ProviderRegistration, SubagentError> {
+        let name = provider.name().to_owned();
+        let id = {
+            let mut state = self.inner.lock();
+            if state.providers.iter().any(|entry| entry.provider.name() == name) {
+                return Err(SubagentError::DuplicateProvider { name });
+            }
+            let id = state.next_id();
+            state.providers.push(ProviderEntry {
+                id,
+                provider: provider.clone(),
+            });
+            id
+        };
+        if let Err(error) = self.inner.dispatch(&SubagentEvent::ProviderAdded(provider)) {
+            if self.inner.remove_provider(id).is_some() {
+                self.inner.notify(&SubagentEvent::ProviderRemoved(name));
+            }
+            return Err(error);
+        }
+        Ok(ProviderRegistration {
+            service: Arc::downgrade(&self.inner),
+            id,
+            name,
+        })
+    }
+
+    /// The provider registered under `name`.
+    pub fn provider(&self, name: &str) -> Option<Arc<dyn SubagentProvider>> {
+        let state = self.inner.lock();
+        state
+            .providers
+            .iter()
+            .find(|entry| entry.provider.name() == name)
+            .map(|entry| entry.provider.clone())
+    }
+
+    /// The registered provider names, in registration order.
+    pub fn list(&self) -> Vec<String> {
+        let state = self.inner.lock();
+        state
+            .providers
+            .iter()
+            .map(|entry| entry.provider.name().to_owned())
+            .collect()
+    }
+
+    /// Subscribes to every later event; dropping the handle unsubscribes.
+    pub fn subscribe(&self, listener: Listener) -> Subscription {
+        let mut state = self.inner.lock();
+        let id = state.next_id();
+        state.listeners.push((id, listener));
+        Subscription {
+            service: Arc::downgrade(&self.inner),
+            id,
+        }
+    }
+
+    /// Starts a child on the named provider.
+    ///
+    /// Checks, in this order, before the provider is called: the provider
+    /// exists (`NO_PROVIDER`); it supports every optional field the request
+    /// sets, in the order `outputSchema`, `depthLimit`, `toolFilter`,
+    /// `persona` (`UNSUPPORTED_CAPABILITY`); `max_depth` is a safe integer and
+    /// `output_schema` object-rooted;
+    /// the child's depth (parent depth + 1) is within `max_depth`. A start
+    /// that fails announces nothing; a published run is announced with
+    /// [`SubagentEvent::RunStarted`], and its settled result with
+    /// [`SubagentEvent::RunEnded`].
+    pub async fn start(&self, provider_name: &str, request: StartRequest) -> Result<SubagentRun, SubagentError> {
+        let provider = self.provider(provider_name).ok_or_else(|| SubagentError::NoProvider {
+            name: provider_name.to_owned(),
+        })?;
+        let capabilities = provider.capabilities();
+        if let Some(missing) = request.required_capabilities().find(|&c| !capabilities.supports(c)) {
+            return Err(SubagentError::UnsupportedCapability {
+                provider: provider_name.to_owned(),
+                capability: missing,
+            });
+        }
+        request.validate()?;
+        if request.max_depth.is_some() {
+            child_depth(request.parent.depth(), request.max_depth)?;
+        }
+        let info = RunInfo {
+            run_id: self.inner.next_run.fetch_add(1, Ordering::Relaxed) + 1,
+            provider: provider_name.to_owned(),
+            id: String::new(),
+            parent: request.parent.id().clone(),
+            label: request.label.clone(),
+        };
+        let run = provider.start(request).await?;
+        let info = RunInfo {
+            id: run.id().to_owned(),
+            ..info
+        };
+        let observer = Arc::downgrade(&self.inner);
+        let end_info = info.clone();
+        let run = run.map_result(move |result| async move {
+            let outcome = result.await;
+            if let Some(inner) = observer.upgrade() {
+                let (stop_reason, text) = match &outcome {
+                    Ok(result) => (result.stop_reason.clone(), concat_text(&result.output)),
+                    Err(_) => (StopReason::Error, String::new()),
+                };
+                inner.notify(&SubagentEvent::RunEnded(RunEndInfo {
+                    run: end_info,
+                    stop_reason,
+                    last_assistant_message: (!text.is_empty()).then_some(text),
+                }));
+            }
+            outcome
+        });
+        self.inner.notify(&SubagentEvent::RunStarted(info));
+        Ok(run)
+    }
+}
+
+/// A registered provider. Dropping it (or [`ProviderRegistration::dispose`])
+/// unregisters the provider and announces the removal. Runs already returned
+/// keep running.
+#[must_use = "dropping the registration unregisters the provider at once"]
+pub struct ProviderRegistration {
+    service: Weak<Inner>,
+    id: u64,
+    name: String,
+}
+
+impl ProviderRegistration {
+    /// The provider's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Unregisters the provider now (the same as dropping the handle).
+    pub fn dispose(self) {}
+}
+
+impl Drop for ProviderRegistration {
+    fn drop(&mut self) {
+        if let Some(inner) = self.service.upgrade()
+            && inner.remove_provider(self.id).is_some()
+        {
+            inner.notify(&SubagentEvent::ProviderRemoved(std::mem::take(&mut self.name)));
+        }
+    }
+}
+
+impl std::fmt::Debug for ProviderRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderRegistration")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// A subscription to service events. Dropping it unsubscribes.
+#[must_use = "dropping the subscription unsubscribes at once"]
+pub struct Subscription {
+    service: Weak<Inner>,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(inner) = self.service.upgrade() {
+            let removed = {
+                let mut state = inner.lock();
+                state
+                    .listeners
+                    .iter()
+                    .position(|(id, _)| *id == self.id)
+                    .map(|index| state.listeners.remove(index))
+            };
+            drop(removed);
+        }
+    }
+}
+
+impl std::fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscription").field("id", &self.id).finish()
+    }
+}
