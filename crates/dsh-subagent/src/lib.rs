@@ -41,3 +41,7 @@ mod service;
 pub use events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
 pub use gate::Gate;
 pub use service::{ProviderRegistration, SubagentService, Subscription};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

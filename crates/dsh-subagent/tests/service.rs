@@ -128,7 +128,8 @@ async fn each_unsupported_capability_rejects_before_the_provider_starts() {
         .build();
     let _reg = service.register_provider(provider.clone()).unwrap();
     let mut messages = Vec::new();
-    let cases: [(&str, fn(&mut StartRequest)); 4] = [
+    type SetField = fn(&mut StartRequest);
+    let cases: [(&str, SetField); 4] = [
         ("outputSchema", |r| r.output_schema = Some(json!({"type": "object"}))),
         ("depthLimit", |r| r.max_depth = Some(3)),
         ("toolFilter", |r| {

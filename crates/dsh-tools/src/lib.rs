@@ -65,3 +65,7 @@ pub use registry::{
 pub use schema::parameters_schema;
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{Tool, ToolError, ToolExecution, ToolOutput, ToolResult};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

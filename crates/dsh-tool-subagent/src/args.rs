@@ -1,0 +1,75 @@
+//! The tool's arguments: the schema the model sees, and strict parsing.
+
+use dsh_tools::ToolError;
+use schemars::JsonSchema;
+use serde_json::Value;
+
+use crate::config::kind;
+use crate::wording::{self, Wording};
+
+/// The arguments the model sends. Property order is field order.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // Read through `DelegationArgs::parse`; the derive is the schema.
+struct SubagentArgs {
+    #[schemars(description = wording::DESCRIPTION_PARAMETER)]
+    description: String,
+    /// Replaced per wording by [`parameters`].
+    prompt: String,
+}
+
+/// The parameter schema for a wording: `{description, prompt}`, both required.
+pub fn parameters(wording: Wording) -> Value {
+    let mut schema = dsh_tools::parameters_schema::<SubagentArgs>();
+    if let Some(prompt) = schema.pointer_mut("/properties/prompt").and_then(Value::as_object_mut) {
+        prompt.insert("description".to_owned(), Value::from(wording.prompt_description()));
+    }
+    schema
+}
+
+/// Parsed, checked arguments of one call.
+#[derive(Debug)]
+pub(crate) struct DelegationArgs {
+    pub(crate) description: String,
+    pub(crate) prompt: String,
+    pub(crate) run_in_background: Option<bool>,
+}
+
+impl DelegationArgs {
+    /// Parses the model's arguments. Undeclared keys are ignored, except
+    /// `run_in_background`, which must be a boolean when present.
+    pub(crate) fn parse(args: &Value) -> Result<Self, ToolError> {
+        let object = args
+            .as_object()
+            .ok_or_else(|| invalid(wording::arguments_not_object(kind(args))))?;
+        let text = |field: &str| -> Result<String, ToolError> {
+            match object.get(field) {
+                None => Err(invalid(wording::argument_missing(field))),
+                Some(Value::String(text)) if text.trim().is_empty() => Err(invalid(wording::argument_empty(field))),
+                Some(Value::String(text)) => Ok(text.clone()),
+                Some(other) => Err(invalid(wording::argument_wrong_type(field, "a string", kind(other)))),
+            }
+        };
+        let description = text("description")?;
+        let prompt = text("prompt")?;
+        let run_in_background = match object.get("run_in_background") {
+            None => None,
+            Some(Value::Bool(flag)) => Some(*flag),
+            Some(other) => {
+                return Err(invalid(wording::argument_wrong_type(
+                    "run_in_background",
+                    "a boolean",
+                    kind(other),
+                )));
+            }
+        };
+        Ok(Self {
+            description,
+            prompt,
+            run_in_background,
+        })
+    }
+}
+
+fn invalid(message: String) -> ToolError {
+    ToolError::new(message).with_code("INVALID_ARGUMENTS")
+}

@@ -1,0 +1,282 @@
+//! Configuration of one `subagent` tool instance, and its load-time checks.
+
+use dsh_subagent_api::{AgentOptions, MAX_SAFE_INTEGER, ToolFilter};
+use serde_json::{Map, Value};
+
+use crate::wording;
+
+/// How deep delegation may nest below this tool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaxDepth {
+    /// The child's depth (caller's depth + 1) must be at most this. `0` forbids delegation.
+    Limit(u64),
+    /// The provider keeps its own recursion budget; no cap is sent.
+    ProviderManaged,
+}
+
+/// The configuration of one `subagent` tool instance: one provider, one tool name.
+///
+/// Every optional field stays absent unless set, and absent fields are never
+/// sent to the provider: no `agentOptions` key, no cap, no filter, no persona.
+///
+/// ```
+/// use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
+/// let config = SubagentToolConfig::new("acp")
+///     .tool_name("subagent_acp")
+///     .max_depth(MaxDepth::ProviderManaged);
+/// assert_eq!(config, SubagentToolConfig::from_json(&serde_json::json!({
+///     "provider": "acp", "toolName": "subagent_acp", "maxDepth": "provider-managed"
+/// })).unwrap());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SubagentToolConfig {
+    /// The provider the tool delegates to (required).
+    pub provider: String,
+    /// The model-visible tool name (default `subagent`); unique per registry.
+    pub tool_name: String,
+    /// Child agent options, forwarded unchanged.
+    pub agent_options: Option<AgentOptions>,
+    /// A persona for every child (needs the provider's `persona` capability).
+    pub persona: Option<String>,
+    /// A tool filter for every child (needs the provider's `toolFilter` capability).
+    pub tool_filter: Option<ToolFilter>,
+    /// The depth cap; absent means no cap is sent.
+    pub max_depth: Option<MaxDepth>,
+    /// Whether the model may run a delegation in the background (default `false`;
+    /// background delegation is not available in this release).
+    pub enable_run_in_background: bool,
+}
+
+/// A configuration the tool refuses, at load or when its provider appears.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `maxDepth` is neither a non-negative safe integer nor `"provider-managed"`.
+    #[error("{}", wording::MAX_DEPTH_INVALID)]
+    InvalidMaxDepth,
+    /// `toolFilter` names neither `allow` nor `deny`.
+    #[error("{}", wording::TOOL_FILTER_EMPTY)]
+    EmptyToolFilter,
+    /// A numeric `maxDepth` over a provider without the `depthLimit` capability.
+    #[error("{}", wording::cannot_enforce_max_depth(provider))]
+    CannotEnforceMaxDepth {
+        /// The provider's name.
+        provider: String,
+    },
+    /// Another tool (or another instance) already holds the tool name.
+    #[error(
+        "tool-subagent: a tool named \"{name}\" is already registered — give each tool-subagent instance its own `toolName`"
+    )]
+    DuplicateToolName {
+        /// The contested name.
+        name: String,
+    },
+    /// Background delegation was enabled, which this release cannot do yet.
+    #[error(
+        "tool-subagent: `enableRunInBackground: true` needs background tasks, which this release does not provide — omit the key or set it to false"
+    )]
+    BackgroundUnavailable,
+    /// Any other malformed configuration; the message names the key.
+    #[error("tool-subagent: {0}")]
+    Invalid(String),
+}
+
+const KNOWN_KEYS: [&str; 7] = [
+    "provider",
+    "toolName",
+    "agentOptions",
+    "persona",
+    "toolFilter",
+    "maxDepth",
+    "enableRunInBackground",
+];
+
+impl SubagentToolConfig {
+    /// The default tool name.
+    pub const DEFAULT_TOOL_NAME: &'static str = "subagent";
+
+    /// A configuration for `provider` with every default: tool name
+    /// `subagent`, no options, no persona, no filter, no cap.
+    pub fn new(provider: impl Into<String>) -> Self {
+        Self {
+            provider: provider.into(),
+            tool_name: Self::DEFAULT_TOOL_NAME.to_owned(),
+            agent_options: None,
+            persona: None,
+            tool_filter: None,
+            max_depth: None,
+            enable_run_in_background: false,
+        }
+    }
+
+    /// Sets the tool name.
+    #[must_use]
+    pub fn tool_name(mut self, name: impl Into<String>) -> Self {
+        self.tool_name = name.into();
+        self
+    }
+
+    /// Sets the child agent options.
+    #[must_use]
+    pub fn agent_options(mut self, options: AgentOptions) -> Self {
+        self.agent_options = Some(options);
+        self
+    }
+
+    /// Sets the persona.
+    #[must_use]
+    pub fn persona(mut self, persona: impl Into<String>) -> Self {
+        self.persona = Some(persona.into());
+        self
+    }
+
+    /// Sets the tool filter.
+    #[must_use]
+    pub fn tool_filter(mut self, filter: ToolFilter) -> Self {
+        self.tool_filter = Some(filter);
+        self
+    }
+
+    /// Sets the depth cap.
+    #[must_use]
+    pub fn max_depth(mut self, max_depth: MaxDepth) -> Self {
+        self.max_depth = Some(max_depth);
+        self
+    }
+
+    /// Reads a configuration from JSON with the reference's camelCase keys
+    /// (`provider`, `toolName`, `agentOptions`, `persona`, `toolFilter`,
+    /// `maxDepth`, `enableRunInBackground`), then [`validate`](Self::validate)s it.
+    /// Unknown keys and wrong types are refused with a message naming the key.
+    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
+        let object = value
+            .as_object()
+            .ok_or_else(|| ConfigError::Invalid(format!("config must be a JSON object, got {}", kind(value))))?;
+        if let Some(unknown) = object.keys().find(|key| !KNOWN_KEYS.contains(&key.as_str())) {
+            return Err(ConfigError::Invalid(format!(
+                "unknown config key \"{unknown}\" (known keys: {})",
+                KNOWN_KEYS.join(", ")
+            )));
+        }
+        let provider = string(object, "provider")?
+            .ok_or_else(|| ConfigError::Invalid("config key \"provider\" is required".to_owned()))?;
+        let mut config = Self::new(provider);
+        if let Some(name) = string(object, "toolName")? {
+            config.tool_name = name;
+        }
+        config.persona = string(object, "persona")?;
+        config.agent_options = typed(object, "agentOptions")?;
+        config.tool_filter = typed(object, "toolFilter")?;
+        config.max_depth = object.get("maxDepth").map(parse_max_depth).transpose()?;
+        if let Some(enable) = object.get("enableRunInBackground") {
+            config.enable_run_in_background = enable.as_bool().ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "config key \"enableRunInBackground\" must be a boolean, got {}",
+                    kind(enable)
+                ))
+            })?;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The load-time checks: `maxDepth` is a safe integer, `toolFilter` names
+    /// a list, names are not empty, `maxTokens` is a positive safe integer.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(MaxDepth::Limit(limit)) = self.max_depth
+            && limit > MAX_SAFE_INTEGER
+        {
+            return Err(ConfigError::InvalidMaxDepth);
+        }
+        if let Some(filter) = &self.tool_filter
+            && filter.allow.is_none()
+            && filter.deny.is_none()
+        {
+            return Err(ConfigError::EmptyToolFilter);
+        }
+        if self.provider.is_empty() {
+            return Err(ConfigError::Invalid(
+                "config key \"provider\" must not be empty".to_owned(),
+            ));
+        }
+        if self.tool_name.is_empty() {
+            return Err(ConfigError::Invalid(
+                "config key \"toolName\" must not be empty".to_owned(),
+            ));
+        }
+        if let Some(max_tokens) = self.agent_options.as_ref().and_then(|options| options.max_tokens)
+            && !(1..=MAX_SAFE_INTEGER).contains(&max_tokens)
+        {
+            return Err(ConfigError::Invalid(
+                "config key \"agentOptions.maxTokens\" must be an integer from 1 to 9007199254740991".to_owned(),
+            ));
+        }
+        if self.enable_run_in_background {
+            return Err(ConfigError::BackgroundUnavailable);
+        }
+        Ok(())
+    }
+}
+
+/// `maxDepth`: a non-negative safe integer (an integral float such as `2.0`
+/// counts, `-0` does not) or the literal `"provider-managed"`.
+fn parse_max_depth(value: &Value) -> Result<MaxDepth, ConfigError> {
+    if value.as_str() == Some("provider-managed") {
+        return Ok(MaxDepth::ProviderManaged);
+    }
+    let Value::Number(number) = value else {
+        return Err(ConfigError::InvalidMaxDepth);
+    };
+    if let Some(limit) = number.as_u64() {
+        return (limit <= MAX_SAFE_INTEGER)
+            .then_some(MaxDepth::Limit(limit))
+            .ok_or(ConfigError::InvalidMaxDepth);
+    }
+    match number.as_f64() {
+        Some(float)
+            if float.is_finite()
+                && float.fract() == 0.0
+                && float >= 0.0
+                && !(float == 0.0 && float.is_sign_negative())
+                && float <= MAX_SAFE_INTEGER as f64 =>
+        {
+            // Exact: an integral float within the safe range converts losslessly.
+            Ok(MaxDepth::Limit(float as u64))
+        }
+        _ => Err(ConfigError::InvalidMaxDepth),
+    }
+}
+
+fn string(object: &Map<String, Value>, key: &str) -> Result<Option<String>, ConfigError> {
+    match object.get(key) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(other) => Err(ConfigError::Invalid(format!(
+            "config key \"{key}\" must be a string, got {}",
+            kind(other)
+        ))),
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(object: &Map<String, Value>, key: &str) -> Result<Option<T>, ConfigError> {
+    object
+        .get(key)
+        .map(|value| {
+            T::deserialize(value)
+                .map_err(|error| ConfigError::Invalid(format!("config key \"{key}\" is invalid: {error}")))
+        })
+        .transpose()
+}
+
+/// How a JSON value's kind reads in an error message.
+pub(crate) fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

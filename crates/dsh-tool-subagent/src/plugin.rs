@@ -1,0 +1,162 @@
+//! Mounting: the tool follows its provider in and out of the service.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use dsh_subagent::{SubagentEvent, SubagentService, Subscription};
+use dsh_subagent_api::{SubagentError, SubagentProvider};
+use dsh_tools::{MountedTool, NameReservation, RegistryError, ToolRegistry};
+
+use crate::config::{ConfigError, MaxDepth, SubagentToolConfig};
+use crate::tool::SubagentTool;
+use crate::wording::{self, Wording};
+
+/// One loaded `subagent` tool instance.
+///
+/// [`SubagentToolPlugin::apply`] checks the configuration and claims the tool
+/// name at once (a duplicate name fails here, before any provider exists),
+/// then mounts the tool whenever its provider is registered and unmounts it
+/// whenever the provider leaves. Each mount re-derives the wording from the
+/// provider instance that arrived. Dropping the plugin (or
+/// [`SubagentToolPlugin::dispose`]) unmounts the tool, frees the name and
+/// stops following: a plugin disposed while waiting never mounts.
+pub struct SubagentToolPlugin {
+    inner: Arc<PluginInner>,
+    _subscription: Subscription,
+}
+
+struct PluginInner {
+    config: Arc<SubagentToolConfig>,
+    service: SubagentService,
+    reservation: NameReservation,
+    state: Mutex<PluginState>,
+}
+
+#[derive(Default)]
+struct PluginState {
+    disposed: bool,
+    mounted: Option<(MountedTool, Wording)>,
+}
+
+impl SubagentToolPlugin {
+    /// Loads one instance: validates `config`, reserves its tool name in
+    /// `tools`, and mounts the tool now if the provider is registered in
+    /// `service` (else when it appears).
+    pub fn apply(
+        config: SubagentToolConfig,
+        service: &SubagentService,
+        tools: &ToolRegistry,
+    ) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let reservation = tools.reserve(&config.tool_name).map_err(|error| match error {
+            RegistryError::DuplicateName { name } => ConfigError::DuplicateToolName { name },
+            other => ConfigError::Invalid(other.to_string()),
+        })?;
+        let inner = Arc::new(PluginInner {
+            config: Arc::new(config),
+            service: service.clone(),
+            reservation,
+            state: Mutex::default(),
+        });
+        // Subscribe first, then look: no registration can slip between the two.
+        let weak = Arc::downgrade(&inner);
+        let subscription = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            let Some(inner) = weak.upgrade() else { return Ok(()) };
+            match event {
+                SubagentEvent::ProviderAdded(provider) if provider.name() == inner.config.provider => inner
+                    .mount(provider.clone())
+                    .map_err(|error| SubagentError::failed_with_code(error.to_string(), "TOOL_MOUNT_FAILED")),
+                SubagentEvent::ProviderRemoved(name) if *name == inner.config.provider => {
+                    inner.unmount();
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
+        }));
+        match service.provider(&inner.config.provider) {
+            Some(provider) => inner.mount(provider)?,
+            None => tracing::info!(
+                "{}",
+                wording::waiting_for_provider(&inner.config.provider, &inner.config.tool_name)
+            ),
+        }
+        Ok(Self {
+            inner,
+            _subscription: subscription,
+        })
+    }
+
+    /// The tool name this instance holds.
+    pub fn tool_name(&self) -> &str {
+        &self.inner.config.tool_name
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &SubagentToolConfig {
+        &self.inner.config
+    }
+
+    /// Whether the tool is mounted (its provider is registered).
+    pub fn is_mounted(&self) -> bool {
+        self.inner.lock().mounted.is_some()
+    }
+
+    /// The wording of the mounted tool, if it is mounted.
+    pub fn wording(&self) -> Option<Wording> {
+        self.inner.lock().mounted.as_ref().map(|(_, wording)| *wording)
+    }
+
+    /// Unloads the instance now (the same as dropping it).
+    pub fn dispose(self) {}
+}
+
+impl Drop for SubagentToolPlugin {
+    fn drop(&mut self) {
+        let mounted = {
+            let mut state = self.inner.lock();
+            state.disposed = true;
+            state.mounted.take()
+        };
+        drop(mounted);
+    }
+}
+
+impl std::fmt::Debug for SubagentToolPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentToolPlugin")
+            .field("tool_name", &self.tool_name())
+            .field("provider", &self.inner.config.provider)
+            .field("mounted", &self.is_mounted())
+            .finish()
+    }
+}
+
+impl PluginInner {
+    fn lock(&self) -> MutexGuard<'_, PluginState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn mount(&self, provider: Arc<dyn SubagentProvider>) -> Result<(), ConfigError> {
+        let mut state = self.lock();
+        if state.disposed || state.mounted.is_some() {
+            return Ok(());
+        }
+        if matches!(self.config.max_depth, Some(MaxDepth::Limit(_))) && !provider.capabilities().depth_limit {
+            return Err(ConfigError::CannotEnforceMaxDepth {
+                provider: provider.name().to_owned(),
+            });
+        }
+        let wording = Wording::for_provider(provider.inherits_parent_context());
+        let tool = SubagentTool::new(self.config.clone(), wording, self.service.clone());
+        let mounted = self
+            .reservation
+            .mount(Arc::new(tool))
+            .map_err(|error| ConfigError::Invalid(error.to_string()))?;
+        state.mounted = Some((mounted, wording));
+        Ok(())
+    }
+
+    fn unmount(&self) {
+        let mounted = self.lock().mounted.take();
+        drop(mounted);
+    }
+}

@@ -1,0 +1,147 @@
+//! Every model-facing string of the `subagent` tool, in one place.
+//!
+//! Texts quoted from the reference contract are reproduced byte for byte; the
+//! snapshot tests in `tests/wording.rs` pin all of them. Nothing outside this
+//! module formats text the model reads.
+
+use std::borrow::Cow;
+
+use dsh_subagent_api::StopReason;
+
+/// Tool description for a provider whose child starts with a fresh conversation.
+pub const STANDALONE_DESCRIPTION: &str = "Delegate a self-contained task to a subagent (a separate agent that works in its own context) and return its final result. Use this to offload focused, independent work — research, a scoped implementation, an analysis — so it does not consume this conversation's context. The subagent runs to completion and you receive only its final answer, not its intermediate steps. Give it a complete, standalone prompt: it does not see this conversation.";
+
+/// Tool description for a provider whose child inherits the parent's completed turns.
+pub const INHERITED_DESCRIPTION: &str = "Delegate a task to a subagent that INHERITS this conversation: a child agent seeded with all completed turns so far (it does not see the current in-flight turn), returning only its final result. Use this when the subtask builds on this conversation's context — a follow-up analysis, a review, a continuation — without consuming this conversation's context for the work itself. You receive only its final answer, not its intermediate steps.";
+
+/// `prompt` parameter description, fresh-conversation wording.
+pub const STANDALONE_PROMPT: &str = "The complete, self-contained task for the subagent. It does not share this conversation's context, so include everything it needs.";
+
+/// `prompt` parameter description, inherited-context wording.
+pub const INHERITED_PROMPT: &str = "The task for the subagent. It already sees this conversation's completed turns, so build on them freely and state only what is new.";
+
+/// `description` parameter description (both wordings).
+pub const DESCRIPTION_PARAMETER: &str = "A short (3-5 word) description of the delegated task, for display.";
+
+/// The wording a provider calls for, chosen by whether its child inherits the parent's context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wording {
+    /// The child works in its own context and sees nothing of this conversation.
+    Standalone,
+    /// The child is seeded with this conversation's completed turns.
+    Inherited,
+}
+
+impl Wording {
+    /// The wording for a provider that does (`true`) or does not inherit the parent's context.
+    pub fn for_provider(inherits_parent_context: bool) -> Self {
+        if inherits_parent_context {
+            Self::Inherited
+        } else {
+            Self::Standalone
+        }
+    }
+
+    /// The tool description.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::Standalone => STANDALONE_DESCRIPTION,
+            Self::Inherited => INHERITED_DESCRIPTION,
+        }
+    }
+
+    /// The `prompt` parameter description.
+    pub fn prompt_description(self) -> &'static str {
+        match self {
+            Self::Standalone => STANDALONE_PROMPT,
+            Self::Inherited => INHERITED_PROMPT,
+        }
+    }
+}
+
+// ---- call-time errors -------------------------------------------------------
+
+/// The call came without a calling agent.
+pub const NO_CALLING_AGENT: &str = "subagent tool requires a calling agent (exec.agent was undefined)";
+
+/// `run_in_background: true` on an instance that does not allow it.
+pub const BACKGROUND_DISABLED: &str =
+    "run_in_background is disabled for this tool instance (enableRunInBackground: false)";
+
+/// The headline of a run that stopped for `reason` (never called for `completed`).
+pub fn stop_headline(reason: &StopReason) -> Cow<'static, str> {
+    match reason {
+        StopReason::Aborted => "subagent run was cancelled".into(),
+        StopReason::Error => "subagent run failed".into(),
+        StopReason::MaxTokens => "subagent run hit its token limit before finishing".into(),
+        StopReason::Refusal => "subagent declined the task".into(),
+        StopReason::Completed | StopReason::Other(_) => format!("subagent run ended abnormally ({reason})").into(),
+    }
+}
+
+/// A non-completed run: the headline, then the diagnostic and the partial
+/// output when there are any.
+pub fn stopped_run(reason: &StopReason, diagnostic: Option<&str>, partial_output: &str) -> String {
+    let mut message = stop_headline(reason).into_owned();
+    if let Some(diagnostic) = diagnostic {
+        message.push_str("\nDiagnostic: ");
+        message.push_str(diagnostic);
+    }
+    if !partial_output.is_empty() {
+        message.push_str("\nPartial output before the run ended:\n");
+        message.push_str(partial_output);
+    }
+    message
+}
+
+/// The run failed and so did releasing it: one error carrying both.
+pub fn run_and_dispose_failed(run_error: &str, dispose_error: &str) -> String {
+    format!("subagent run failed: {run_error}; dispose failed: {dispose_error}")
+}
+
+/// An argument that is not a JSON object.
+pub fn arguments_not_object(kind: &str) -> String {
+    format!("subagent arguments must be a JSON object with \"description\" and \"prompt\" strings, got {kind}")
+}
+
+/// A required argument is missing.
+pub fn argument_missing(field: &str) -> String {
+    format!("subagent argument \"{field}\" is required")
+}
+
+/// An argument has the wrong JSON type.
+pub fn argument_wrong_type(field: &str, expected: &str, kind: &str) -> String {
+    format!("subagent argument \"{field}\" must be {expected}, got {kind}")
+}
+
+/// A text argument is empty or only white space.
+pub fn argument_empty(field: &str) -> String {
+    format!("subagent argument \"{field}\" must not be empty")
+}
+
+/// A provider panicked in one stage of the child's life.
+pub fn provider_panicked(stage: &str, message: &str) -> String {
+    format!("subagent provider panicked during {stage}: {message}")
+}
+
+// ---- configuration and mount errors ------------------------------------------
+
+/// `maxDepth` is neither a non-negative safe integer nor `"provider-managed"`.
+pub const MAX_DEPTH_INVALID: &str = "subagent maxDepth must be a non-negative safe integer";
+
+/// `toolFilter` names neither list.
+pub const TOOL_FILTER_EMPTY: &str = "tool-subagent: `toolFilter` is configured but names neither `allow` nor `deny` — remove the key or fill the filter";
+
+/// A numeric `maxDepth` over a provider that cannot enforce it.
+pub fn cannot_enforce_max_depth(provider: &str) -> String {
+    format!(
+        "tool-subagent: provider \"{provider}\" cannot enforce maxDepth (no depthLimit capability) — set maxDepth: 'provider-managed' to leave the recursion budget to the provider"
+    )
+}
+
+/// The info line logged while the provider is absent.
+pub fn waiting_for_provider(provider: &str, tool_name: &str) -> String {
+    format!(
+        "subagent provider \"{provider}\" not registered yet; the \"{tool_name}\" tool will register when it appears"
+    )
+}

@@ -1,0 +1,113 @@
+//! Load-time validation (reference-contract §1.2, §1.3 rules 1–2).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use dsh_tool_subagent::{ConfigError, MaxDepth, SubagentToolConfig};
+use serde_json::json;
+
+#[test]
+fn a_minimal_config_has_every_default() {
+    let config = SubagentToolConfig::from_json(&json!({"provider": "spawn"})).unwrap();
+    assert_eq!(config, SubagentToolConfig::new("spawn"));
+    assert_eq!(config.tool_name, "subagent");
+    assert!(config.agent_options.is_none() && config.max_depth.is_none());
+    assert!(!config.enable_run_in_background);
+}
+
+#[test]
+fn max_depth_accepts_safe_integers_and_provider_managed() {
+    for (value, expected) in [
+        (json!(0), MaxDepth::Limit(0)),
+        (json!(3), MaxDepth::Limit(3)),
+        (json!(2.0), MaxDepth::Limit(2)),
+        (json!(9_007_199_254_740_991_u64), MaxDepth::Limit(9_007_199_254_740_991)),
+        (json!("provider-managed"), MaxDepth::ProviderManaged),
+    ] {
+        let config = SubagentToolConfig::from_json(&json!({"provider": "p", "maxDepth": value})).unwrap();
+        assert_eq!(config.max_depth, Some(expected), "{value}");
+    }
+}
+
+#[test]
+fn max_depth_rejects_everything_else_with_the_contract_message() {
+    // NaN and the infinities have no JSON form; the typed API cannot hold them either.
+    for value in [
+        json!("1"),
+        json!(-1),
+        json!(1.5),
+        json!(-0.0),
+        json!(9_007_199_254_740_992_u64),
+        json!(1e300),
+        json!(null),
+        json!(true),
+        json!("unbounded"),
+    ] {
+        let error = SubagentToolConfig::from_json(&json!({"provider": "p", "maxDepth": value})).unwrap_err();
+        assert_eq!(error, ConfigError::InvalidMaxDepth, "{value}");
+        assert_eq!(
+            error.to_string(),
+            "subagent maxDepth must be a non-negative safe integer"
+        );
+    }
+    let typed = SubagentToolConfig::new("p").max_depth(MaxDepth::Limit(1 << 53));
+    assert_eq!(typed.validate(), Err(ConfigError::InvalidMaxDepth));
+}
+
+#[test]
+fn an_empty_tool_filter_is_refused_and_partial_filters_keep_absent_lists_absent() {
+    let error = SubagentToolConfig::from_json(&json!({"provider": "p", "toolFilter": {}})).unwrap_err();
+    assert_eq!(error, ConfigError::EmptyToolFilter);
+    assert!(error.to_string().contains("names neither `allow` nor `deny`"));
+    let config =
+        SubagentToolConfig::from_json(&json!({"provider": "p", "toolFilter": {"deny": ["subagent"]}})).unwrap();
+    let filter = config.tool_filter.unwrap();
+    assert_eq!(filter.allow, None);
+    let grant_only = SubagentToolConfig::from_json(&json!({"provider": "p", "toolFilter": {"allow": []}})).unwrap();
+    assert_eq!(grant_only.tool_filter.unwrap().allow, Some(vec![]));
+}
+
+#[test]
+fn agent_options_are_kept_verbatim_and_absent_stays_absent() {
+    let config = SubagentToolConfig::from_json(&json!({
+        "provider": "p", "agentOptions": {"model": "child-model"}
+    }))
+    .unwrap();
+    let options = config.agent_options.unwrap();
+    assert_eq!(serde_json::to_value(options).unwrap(), json!({"model": "child-model"}));
+}
+
+#[test]
+fn malformed_configs_name_the_key() {
+    let cases = [
+        json!("spawn"),
+        json!({}),
+        json!({"provider": 1}),
+        json!({"provider": ""}),
+        json!({"provider": "p", "toolName": ""}),
+        json!({"provider": "p", "toolName": false}),
+        json!({"provider": "p", "tool_name": "x"}),
+        json!({"provider": "p", "persona": ["x"]}),
+        json!({"provider": "p", "agentOptions": {"model": 3}}),
+        json!({"provider": "p", "agentOptions": {"modle": "x"}}),
+        json!({"provider": "p", "agentOptions": {"maxTokens": 0}}),
+        json!({"provider": "p", "toolFilter": {"deny": "subagent"}}),
+        json!({"provider": "p", "toolFilter": {"block": ["x"]}}),
+        json!({"provider": "p", "enableRunInBackground": "no"}),
+        json!({"provider": "p", "enableRunInBackground": true}),
+    ];
+    let mut rendered = Vec::new();
+    for config in cases {
+        let error = SubagentToolConfig::from_json(&config).unwrap_err();
+        rendered.push(format!("{config} -> {error}"));
+    }
+    insta::assert_snapshot!("config_errors", rendered.join("\n"));
+}
+
+#[test]
+fn contract_config_errors_are_pinned() {
+    let errors = [
+        ConfigError::InvalidMaxDepth.to_string(),
+        ConfigError::EmptyToolFilter.to_string(),
+        ConfigError::CannotEnforceMaxDepth { provider: "acp".into() }.to_string(),
+    ];
+    insta::assert_snapshot!("contract_config_errors", errors.join("\n"));
+}
