@@ -1,0 +1,64 @@
+//! The boot manifest: one entry per tool crate, and how to mount it.
+
+use std::any::Any;
+
+use dsh_subagent::SubagentService;
+use dsh_subagent::scripted::ScriptedProvider;
+use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
+use dsh_tools::ToolRegistry;
+
+/// Whatever keeps a mounted crate's tools registered; dropped after harvest.
+pub type MountGuard = Box<dyn Any>;
+
+/// One tool crate in the catalog.
+pub struct ToolPackage {
+    /// The crate's name, e.g. `dsh-tool-subagent`.
+    pub package: &'static str,
+    /// For each tool it registers, the file that defines it (relative to the workspace root).
+    pub sources: &'static [(&'static str, &'static str)],
+    /// What a harness must provide to mount it.
+    pub requires: &'static [&'static str],
+    /// What its tools write or affect.
+    pub writes: &'static [&'static str],
+    /// Other names the tool is commonly loaded under.
+    pub shipped_aliases: &'static [&'static str],
+    /// How it is deployed; shown in the table and under its section.
+    pub note: &'static str,
+    /// Mounts the crate's tools, with default configuration, on `tools`.
+    pub mount: fn(&ToolRegistry) -> Result<MountGuard, String>,
+}
+
+impl std::fmt::Debug for ToolPackage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolPackage").field("package", &self.package).finish()
+    }
+}
+
+/// Crates under `crates/` that are named like tool crates but are not.
+pub const NOT_TOOL_CRATES: &[&str] = &["dsh-tool-catalog"];
+
+/// Every shipped tool crate, in catalog order.
+pub fn manifest() -> Vec<ToolPackage> {
+    vec![ToolPackage {
+        package: "dsh-tool-subagent",
+        sources: &[("subagent", "crates/dsh-tool-subagent/src/tool.rs")],
+        requires: &["dsh_tools::ToolRegistry", "dsh_subagent::SubagentService"],
+        writes: &[
+            "tool/call",
+            "tool/result",
+            "child agent state through the chosen provider",
+        ],
+        shipped_aliases: &["subagent", "subagent_fork", "subagent_acp"],
+        note: "The registered tool name is the load-time `toolName` config (default `subagent`); the schema above is that default, over a provider whose child starts with a fresh conversation. A harness loads this crate once per provider, so the model may also see `subagent_fork`, bound to the fork provider: its description and `prompt` text use the inherited-context wording (`INHERITS this conversation`, `It already sees this conversation's completed turns`), and its parameters are otherwise identical. `subagent_acp` (an out-of-process child over ACP) keeps the wording above.",
+        mount: mount_subagent,
+    }]
+}
+
+fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {
+    let service = SubagentService::new();
+    let provider = ScriptedProvider::builder("catalog").build();
+    let registration = service.register_provider(provider).map_err(|error| error.to_string())?;
+    let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)
+        .map_err(|error| error.to_string())?;
+    Ok(Box::new((plugin, registration, service)))
+}

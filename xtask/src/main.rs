@@ -1,0 +1,74 @@
+//! Workspace chores.
+//!
+//! - `cargo xtask catalog` writes `docs/tool-catalog.md` from the tools as they register.
+//! - `cargo xtask catalog --check` exits 0 when that file is current, 1 when it is stale.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use dsh_tool_catalog::{CATALOG_PATH, Freshness};
+
+const USAGE: &str = "usage: cargo xtask catalog [--check]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let outcome = match args.as_slice() {
+        ["catalog"] => catalog(false),
+        ["catalog", "--check"] => catalog(true),
+        _ => Err(USAGE.to_owned()),
+    };
+    match outcome {
+        Ok(message) => {
+            println!("{message}");
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
+    xtask.parent().unwrap_or(xtask).to_path_buf()
+}
+
+fn catalog(check: bool) -> Result<String, String> {
+    let root = workspace_root();
+    let crate_dirs = std::fs::read_dir(root.join("crates"))
+        .map_err(|error| format!("tool-catalog: cannot list crates/: {error}"))?
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().join("Cargo.toml").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect::<Vec<_>>();
+    let manifest = dsh_tool_catalog::manifest();
+    dsh_tool_catalog::check_completeness(&crate_dirs, &manifest).map_err(|error| error.to_string())?;
+    let page = dsh_tool_catalog::render(&dsh_tool_catalog::harvest(&manifest).map_err(|error| error.to_string())?);
+    let path = root.join(CATALOG_PATH);
+    if !check {
+        std::fs::write(&path, &page).map_err(|error| format!("tool-catalog: cannot write {CATALOG_PATH}: {error}"))?;
+        return Ok(format!("tool-catalog: wrote {CATALOG_PATH}."));
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    match dsh_tool_catalog::compare(&committed, &page) {
+        Freshness::Current => Ok(format!("tool-catalog: {CATALOG_PATH} is up to date.")),
+        Freshness::Stale {
+            line,
+            committed,
+            rendered,
+        } => Err(format!(
+            "tool-catalog: {CATALOG_PATH} is stale. Run `cargo xtask catalog` and commit {CATALOG_PATH}.\n  first difference at line {line}:\n  committed: {}\n  generated: {}",
+            quote(committed.as_deref()),
+            quote(rendered.as_deref()),
+        )),
+    }
+}
+
+fn quote(line: Option<&str>) -> String {
+    match line {
+        Some(line) => serde_json::to_string(line).unwrap_or_else(|_| line.to_owned()),
+        None => "(end of file)".to_owned(),
+    }
+}
