@@ -1,0 +1,149 @@
+//! The one error type of this crate.
+
+use std::time::Duration;
+
+/// Everything that can go wrong when talking to a chat model (real or scripted).
+///
+/// Messages are written for a human reading an agent's log: they name the
+/// HTTP status, the server's own message, the file and JSON path of a bad
+/// script, and so on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The caller's cancellation token fired; the request was dropped.
+    #[error("the model call was cancelled")]
+    Cancelled,
+
+    /// Invalid configuration (bad base URL, bad header value, HTTP client setup).
+    #[error("invalid model configuration: {0}")]
+    Config(String),
+
+    /// The server answered with a non-success HTTP status.
+    ///
+    /// `message` is the server's `{"error":{"message":...}}` text when present,
+    /// else the start of the raw body.
+    #[error("HTTP {status} from {url}: {message}{hint}", hint = status_hint(*status))]
+    Http {
+        /// HTTP status code.
+        status: u16,
+        /// Request URL (never contains the API key).
+        url: String,
+        /// The server's error message, or a bounded prefix of the body.
+        message: String,
+    },
+
+    /// The connection could not be made or broke before the response started.
+    #[error("could not reach {url}: {message}")]
+    Connection {
+        /// Request URL.
+        url: String,
+        /// Underlying transport error, flattened to text.
+        message: String,
+    },
+
+    /// A timeout elapsed (`phase` says which one).
+    #[error("timed out after {after:?} {phase}")]
+    Timeout {
+        /// What we were waiting for, e.g. "waiting for the response headers".
+        phase: &'static str,
+        /// The configured limit that elapsed.
+        after: Duration,
+    },
+
+    /// A streamed event could not be understood (bad JSON, wrong shape).
+    #[error("malformed stream event: {message}; data: {data}")]
+    MalformedEvent {
+        /// What was wrong.
+        message: String,
+        /// The offending event data, truncated to a few hundred bytes.
+        data: String,
+    },
+
+    /// The server sent an error object inside the event stream.
+    #[error("the server reported an error mid-stream: {0}")]
+    StreamError(String),
+
+    /// The stream stopped before the model reported that it had finished.
+    #[error("stream ended before the model finished ({0})")]
+    StreamEnded(String),
+
+    /// A scripted-model file could not be loaded.
+    #[error("invalid model script {source_name} at {path}: {message}")]
+    Script {
+        /// File path, or `<inline>` for a string.
+        source_name: String,
+        /// JSON path inside the script (e.g. `rules[2].when`), `.` for the root.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+
+    /// No rule of a scripted model matched the request.
+    #[error("no scripted rule matched the request (last message: {last_message})")]
+    NoRuleMatched {
+        /// A short rendering of the request's last message.
+        last_message: String,
+    },
+
+    /// A scripted rule asked for an error reply (to test error handling).
+    #[error("scripted error: {0}")]
+    Scripted(String),
+}
+
+impl LlmError {
+    /// Whether retrying the same request later might succeed (429, 5xx,
+    /// connection failures and first-byte timeouts).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            LlmError::Http { status, .. } => *status == 429 || (500..=599).contains(status),
+            LlmError::Connection { .. } | LlmError::Timeout { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+fn status_hint(status: u16) -> &'static str {
+    match status {
+        401 | 403 => " (check the API key, e.g. DSH_API_KEY)",
+        404 => " (check the base URL, e.g. DSH_BASE_URL, and the model name)",
+        _ => "",
+    }
+}
+
+/// Truncates `text` to at most `max` bytes on a char boundary, adding `…` when cut.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncate_respects_char_boundaries() {
+        assert_eq!(truncate("abc", 10), "abc");
+        assert_eq!(truncate("ééé", 3), "é…");
+        assert_eq!(truncate("abcdef", 3), "abc…");
+    }
+
+    #[test]
+    fn retryable_classification() {
+        let http = |status| LlmError::Http {
+            status,
+            url: String::new(),
+            message: String::new(),
+        };
+        assert!(http(429).is_retryable());
+        assert!(http(503).is_retryable());
+        assert!(!http(400).is_retryable());
+        assert!(!http(401).is_retryable());
+        assert!(!LlmError::Cancelled.is_retryable());
+    }
+}

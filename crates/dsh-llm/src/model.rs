@@ -1,0 +1,311 @@
+//! The [`ChatModel`] trait, its request, its streamed events and the
+//! [`collect_response`] helper.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::LlmError;
+use crate::message::{Message, ToolCall, ToolDefinition};
+
+/// One call to a chat model: the conversation so far and the tools on offer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation, oldest first.
+    pub messages: Vec<Message>,
+    /// Tools the model may call (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolDefinition>,
+    /// Model override; `None` uses the model's configured default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Upper bound on generated tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Sampling temperature, when the caller wants to pin it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+impl ChatRequest {
+    /// A request with these messages and no tools.
+    pub fn new(messages: Vec<Message>) -> Self {
+        ChatRequest {
+            messages,
+            ..ChatRequest::default()
+        }
+    }
+
+    /// Sets the tools on offer.
+    pub fn with_tools(mut self, tools: Vec<ToolDefinition>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Sets the model override.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the token limit.
+    pub fn with_max_tokens(mut self, max_tokens: u64) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+}
+
+/// Token accounting for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the request.
+    pub prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// Their sum (as reported by the server).
+    pub total_tokens: u64,
+}
+
+/// Why the model stopped generating.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FinishReason {
+    /// Natural end of the answer.
+    Stop,
+    /// Hit the token limit; the answer is truncated.
+    Length,
+    /// The model wants its tool calls run.
+    ToolCalls,
+    /// The provider filtered the content.
+    ContentFilter,
+    /// Anything else the provider reported, verbatim.
+    Other(String),
+}
+
+impl FinishReason {
+    /// The wire spelling (`stop`, `length`, `tool_calls`, `content_filter`, or the other text).
+    pub fn as_str(&self) -> &str {
+        match self {
+            FinishReason::Stop => "stop",
+            FinishReason::Length => "length",
+            FinishReason::ToolCalls => "tool_calls",
+            FinishReason::ContentFilter => "content_filter",
+            FinishReason::Other(other) => other,
+        }
+    }
+}
+
+impl From<&str> for FinishReason {
+    fn from(value: &str) -> Self {
+        match value {
+            "stop" => FinishReason::Stop,
+            "length" => FinishReason::Length,
+            // `function_call` is the legacy spelling of the same thing.
+            "tool_calls" | "function_call" => FinishReason::ToolCalls,
+            "content_filter" => FinishReason::ContentFilter,
+            other => FinishReason::Other(other.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for FinishReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FinishReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FinishReason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(FinishReason::from(text.as_str()))
+    }
+}
+
+/// One item of a model's streamed answer.
+///
+/// A well-formed stream yields text deltas, then complete tool calls, then
+/// (usually) usage, then a finish reason; usage may also come after the
+/// finish reason. Consumers should not rely on more than "text deltas come
+/// in order" and "tool calls are complete when they appear".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum ChatEvent {
+    /// A piece of the answer's text, to append.
+    TextDelta(String),
+    /// A complete tool call (assembled from the provider's deltas).
+    ToolCall(ToolCall),
+    /// Token usage for the whole call.
+    Usage(Usage),
+    /// The model finished, for this reason.
+    Finish(FinishReason),
+}
+
+/// The stream a [`ChatModel`] returns: events or one final error.
+///
+/// After an `Err` item the stream ends.
+pub type ChatStream = Pin<Box<dyn Stream<Item = Result<ChatEvent, LlmError>> + Send + 'static>>;
+
+/// A chat model that streams answers and may call tools.
+///
+/// Object safe: agents hold an `Arc<dyn ChatModel>`, and one instance may
+/// serve many concurrent conversations.
+pub trait ChatModel: Send + Sync + 'static {
+    /// The default model name (used when [`ChatRequest::model`] is `None`).
+    fn model_name(&self) -> &str;
+
+    /// Starts one call. Nothing happens until the stream is polled.
+    ///
+    /// When `cancel` fires, the stream yields [`LlmError::Cancelled`] and
+    /// ends, dropping any in-flight request. Dropping the stream also
+    /// cancels.
+    fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream;
+}
+
+impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
+
+    fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        (**self).stream_chat(request, cancel)
+    }
+}
+
+impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
+    fn model_name(&self) -> &str {
+        (**self).model_name()
+    }
+
+    fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        (**self).stream_chat(request, cancel)
+    }
+}
+
+/// A whole answer, collected from a [`ChatStream`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// All text deltas, concatenated.
+    pub text: String,
+    /// Tool calls in the order they arrived.
+    pub tool_calls: Vec<ToolCall>,
+    /// Usage, when the model reported it.
+    pub usage: Option<Usage>,
+    /// The reported finish reason; when the stream ended cleanly without
+    /// one, `ToolCalls` if there were tool calls, else `Stop`.
+    pub finish_reason: FinishReason,
+}
+
+impl ChatResponse {
+    /// The assistant [`Message`] to append to the conversation.
+    pub fn to_message(&self) -> Message {
+        Message::assistant_with_tool_calls(self.text.clone(), self.tool_calls.clone())
+    }
+}
+
+/// Collects a stream into a [`ChatResponse`].
+///
+/// Returns [`LlmError::Cancelled`] as soon as `cancel` fires (the stream is
+/// dropped, which drops any HTTP request), and the stream's first error.
+pub async fn collect_response(stream: ChatStream, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+    collect_response_with(stream, cancel, |_| {}).await
+}
+
+/// Like [`collect_response`], calling `on_event` for each event as it
+/// arrives (e.g. to print text deltas live).
+pub async fn collect_response_with(
+    mut stream: ChatStream,
+    cancel: &CancellationToken,
+    mut on_event: impl FnMut(&ChatEvent),
+) -> Result<ChatResponse, LlmError> {
+    let mut text = String::new();
+    let mut tool_calls = Vec::new();
+    let mut usage = None;
+    let mut finish_reason = None;
+    loop {
+        let item = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(LlmError::Cancelled),
+            item = stream.next() => item,
+        };
+        let Some(item) = item else { break };
+        let event = item?;
+        on_event(&event);
+        match event {
+            ChatEvent::TextDelta(delta) => text.push_str(&delta),
+            ChatEvent::ToolCall(call) => tool_calls.push(call),
+            ChatEvent::Usage(u) => usage = Some(u),
+            ChatEvent::Finish(reason) => finish_reason = Some(reason),
+        }
+    }
+    let finish_reason = finish_reason.unwrap_or(if tool_calls.is_empty() {
+        FinishReason::Stop
+    } else {
+        FinishReason::ToolCalls
+    });
+    Ok(ChatResponse {
+        text,
+        tool_calls,
+        usage,
+        finish_reason,
+    })
+}
+
+/// Runs one call on `model` and collects the answer: the usual one-liner.
+pub async fn complete(
+    model: &dyn ChatModel,
+    request: ChatRequest,
+    cancel: &CancellationToken,
+) -> Result<ChatResponse, LlmError> {
+    collect_response(model.stream_chat(request, cancel.clone()), cancel).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finish_reason_round_trip() {
+        for text in ["stop", "length", "tool_calls", "content_filter", "weird"] {
+            let reason = FinishReason::from(text);
+            assert_eq!(reason.as_str(), text);
+            let json = serde_json::to_string(&reason).unwrap();
+            assert_eq!(serde_json::from_str::<FinishReason>(&json).unwrap(), reason);
+        }
+        assert_eq!(FinishReason::from("weird"), FinishReason::Other("weird".into()));
+    }
+
+    #[tokio::test]
+    async fn collect_infers_finish_reason_and_stops_on_error() {
+        let events = vec![
+            Ok(ChatEvent::TextDelta("a".into())),
+            Ok(ChatEvent::ToolCall(ToolCall::new("1", "t", "{}"))),
+        ];
+        let stream: ChatStream = Box::pin(futures::stream::iter(events));
+        let response = collect_response(stream, &CancellationToken::new()).await.unwrap();
+        assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(response.text, "a");
+
+        let events = vec![Ok(ChatEvent::TextDelta("a".into())), Err(LlmError::Cancelled)];
+        let stream: ChatStream = Box::pin(futures::stream::iter(events));
+        assert_eq!(
+            collect_response(stream, &CancellationToken::new()).await,
+            Err(LlmError::Cancelled)
+        );
+    }
+
+    #[tokio::test]
+    async fn collect_returns_promptly_when_cancelled() {
+        let stream: ChatStream = Box::pin(futures::stream::pending());
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        assert_eq!(collect_response(stream, &cancel).await, Err(LlmError::Cancelled));
+    }
+}

@@ -1,0 +1,340 @@
+//! The HTTP side: retries, timeouts, SSE decoding, cancellation.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
+use tokio_util::sync::CancellationToken;
+
+use super::config::OpenAiConfig;
+use super::wire::{Assembler, QUOTE_LIMIT, error_message, request_body};
+use crate::error::{LlmError, truncate};
+use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream};
+
+/// How much of an error response body is read (the rest is ignored).
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+type SseStream = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
+
+/// A [`ChatModel`] backed by an OpenAI-compatible `/chat/completions`
+/// endpoint, always streaming.
+///
+/// Cheap to clone; clones share one connection pool.
+#[derive(Debug, Clone)]
+pub struct OpenAiChatModel {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: OpenAiConfig,
+    client: reqwest::Client,
+    url: String,
+}
+
+impl OpenAiChatModel {
+    /// Builds a client from `config`; fails on an unusable base URL.
+    pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
+        let base = config.base_url.trim().trim_end_matches('/');
+        let parsed = reqwest::Url::parse(base)
+            .map_err(|err| LlmError::Config(format!("base URL {base:?} is not a valid URL: {err}")))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(LlmError::Config(format!(
+                "base URL {base:?} must start with http:// or https://"
+            )));
+        }
+        let url = format!("{base}/chat/completions");
+        let mut builder = reqwest::Client::builder().connect_timeout(config.request_timeout);
+        let loopback = parsed.host_str().is_some_and(|host| {
+            host.eq_ignore_ascii_case("localhost")
+                || host
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        if loopback {
+            // A proxy from the environment must not capture local servers.
+            builder = builder.no_proxy();
+        }
+        let client = builder
+            .build()
+            .map_err(|err| LlmError::Config(format!("could not build the HTTP client: {}", error_chain(&err))))?;
+        Ok(OpenAiChatModel {
+            inner: Arc::new(Inner { config, client, url }),
+        })
+    }
+
+    /// Builds a client from `DSH_BASE_URL`, `DSH_API_KEY` and `DSH_MODEL`.
+    pub fn from_env() -> Result<Self, LlmError> {
+        OpenAiChatModel::new(OpenAiConfig::from_env())
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.inner.config
+    }
+
+    /// The full endpoint URL (`{base_url}/chat/completions`).
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+}
+
+impl ChatModel for OpenAiChatModel {
+    fn model_name(&self) -> &str {
+        &self.inner.config.model
+    }
+
+    fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        let body = request_body(&self.inner.config.model, &request).to_string();
+        let run = Run {
+            inner: Arc::clone(&self.inner),
+            cancel,
+            body: Some(body),
+            events: None,
+            assembler: Assembler::default(),
+            pending: VecDeque::new(),
+            done: false,
+        };
+        Box::pin(futures::stream::unfold(run, Run::next))
+    }
+}
+
+/// The state of one streamed call.
+struct Run {
+    inner: Arc<Inner>,
+    cancel: CancellationToken,
+    /// The request body, until the request is sent.
+    body: Option<String>,
+    /// The SSE events of the response, once it started.
+    events: Option<SseStream>,
+    assembler: Assembler,
+    pending: VecDeque<ChatEvent>,
+    /// No more items after `pending`.
+    done: bool,
+}
+
+impl Run {
+    async fn next(mut self) -> Option<(Result<ChatEvent, LlmError>, Run)> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Some((Ok(event), self));
+            }
+            if self.done {
+                return None;
+            }
+            if self.cancel.is_cancelled() {
+                return self.fail(LlmError::Cancelled);
+            }
+            if let Some(body) = self.body.take() {
+                match open(&self.inner, body, &self.cancel).await {
+                    Ok(response) => self.events = Some(Box::pin(response.bytes_stream().eventsource())),
+                    Err(err) => return self.fail(err),
+                }
+                continue;
+            }
+            let events = self.events.as_mut()?;
+            let idle = self.inner.config.idle_timeout;
+            let next = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return self.fail(LlmError::Cancelled),
+                next = tokio::time::timeout(idle, events.next()) => next,
+            };
+            match next {
+                Err(_) => {
+                    return self.fail(LlmError::Timeout {
+                        phase: "waiting for the next chunk of the stream",
+                        after: idle,
+                    });
+                }
+                Ok(None) => {
+                    if !self.assembler.finished() {
+                        return self.fail(LlmError::StreamEnded(
+                            "the server closed the stream without a finish reason or [DONE]".into(),
+                        ));
+                    }
+                    // A finish reason arrived but [DONE] did not: accept what we have.
+                    self.finish();
+                }
+                Ok(Some(Err(err))) => return self.fail(sse_error(err)),
+                Ok(Some(Ok(event))) => {
+                    if let Err(err) = self.handle(event) {
+                        return self.fail(err);
+                    }
+                }
+            }
+        }
+    }
+
+    fn handle(&mut self, event: Event) -> Result<(), LlmError> {
+        let data = event.data.trim();
+        if event.event == "error" {
+            return Err(LlmError::StreamError(error_message(data)));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data == "[DONE]" {
+            tracing::debug!(url = %self.inner.url, "chat stream done");
+            let calls = self.assembler.flush()?;
+            self.pending.extend(calls);
+            self.finish();
+            return Ok(());
+        }
+        let events = self.assembler.push(data)?;
+        self.pending.extend(events);
+        Ok(())
+    }
+
+    /// Ends the stream after the pending events; drops the connection.
+    fn finish(&mut self) {
+        self.done = true;
+        self.events = None;
+    }
+
+    fn fail(mut self, err: LlmError) -> Option<(Result<ChatEvent, LlmError>, Run)> {
+        tracing::debug!(url = %self.inner.url, error = %err, "chat stream failed");
+        self.pending.clear();
+        self.finish();
+        Some((Err(err), self))
+    }
+}
+
+/// Sends the request, retrying on 429 / 5xx / connection errors / header
+/// timeouts, until a 2xx response (whose body has not been read yet).
+async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result<reqwest::Response, LlmError> {
+    let config = &inner.config;
+    let mut retry = 0;
+    loop {
+        tracing::debug!(url = %inner.url, attempt = retry + 1, "sending chat request");
+        let (err, retry_after) = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(LlmError::Cancelled),
+            result = attempt(inner, body.clone()) => match result {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
+            },
+        };
+        if !err.is_retryable() || retry >= config.max_retries {
+            return Err(err);
+        }
+        let delay = config.retry_delay(retry, retry_after);
+        tracing::warn!(url = %inner.url, error = %err, retry = retry + 1, ?delay, "chat request failed; retrying");
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(LlmError::Cancelled),
+            () = tokio::time::sleep(delay) => {}
+        }
+        retry += 1;
+    }
+}
+
+/// One attempt: a 2xx response, or the error and the server's `Retry-After`.
+async fn attempt(inner: &Inner, body: String) -> Result<reqwest::Response, (LlmError, Option<Duration>)> {
+    let config = &inner.config;
+    let mut builder = inner
+        .client
+        .post(&inner.url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .body(body);
+    if let Some(key) = &config.api_key {
+        builder = builder.bearer_auth(key);
+    }
+    let response = match tokio::time::timeout(config.request_timeout, builder.send()).await {
+        Err(_) => {
+            let err = LlmError::Timeout {
+                phase: "waiting for the response headers",
+                after: config.request_timeout,
+            };
+            return Err((err, None));
+        }
+        Ok(Err(err)) if err.is_timeout() => {
+            let err = LlmError::Timeout {
+                phase: "connecting",
+                after: config.request_timeout,
+            };
+            return Err((err, None));
+        }
+        Ok(Err(err)) => {
+            let err = LlmError::Connection {
+                url: inner.url.clone(),
+                message: error_chain(&err),
+            };
+            return Err((err, None));
+        }
+        Ok(Ok(response)) => response,
+    };
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    let body = tokio::time::timeout(config.request_timeout, read_bounded(response))
+        .await
+        .unwrap_or_default();
+    let message = if body.trim().is_empty() {
+        status.canonical_reason().unwrap_or("no error message").to_owned()
+    } else {
+        error_message(&body)
+    };
+    let err = LlmError::Http {
+        status: status.as_u16(),
+        url: inner.url.clone(),
+        message,
+    };
+    Err((err, retry_after))
+}
+
+/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an (error) body.
+async fn read_bounded(mut response: reqwest::Response) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < ERROR_BODY_LIMIT {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    bytes.truncate(ERROR_BODY_LIMIT);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+fn sse_error(err: EventStreamError<reqwest::Error>) -> LlmError {
+    match err {
+        EventStreamError::Transport(err) => {
+            LlmError::StreamEnded(format!("the connection failed mid-stream: {}", error_chain(&err)))
+        }
+        EventStreamError::Utf8(err) => LlmError::MalformedEvent {
+            message: format!("the stream is not valid UTF-8 ({err})"),
+            data: String::new(),
+        },
+        EventStreamError::Parser(err) => LlmError::MalformedEvent {
+            message: "the stream is not valid server-sent events".into(),
+            data: truncate(&err.to_string(), QUOTE_LIMIT),
+        },
+    }
+}
+
+/// An error and its sources, joined with `: ` (reqwest's own message is terse).
+fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,377 @@
+//! The OpenAI chat-completions wire format: the request body, and the
+//! assembly of streamed chunks into [`ChatEvent`]s.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::{LlmError, truncate};
+use crate::message::{Message, ToolCall};
+use crate::model::{ChatEvent, ChatRequest, FinishReason, Usage};
+
+/// How much of an offending payload an error message quotes.
+pub(crate) const QUOTE_LIMIT: usize = 300;
+
+/// The JSON body of a streaming chat-completions request.
+pub(crate) fn request_body(default_model: &str, request: &ChatRequest) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
+    let mut body = json!({
+        "model": request.model.as_deref().unwrap_or(default_model),
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if let Value::Object(map) = &mut body {
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({
+                        "type": "function",
+                        "function": {
+                            "name": tool.name,
+                            "description": tool.description,
+                            "parameters": tool.parameters,
+                        }
+                    })
+                })
+                .collect();
+            map.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(max_tokens) = request.max_tokens {
+            map.insert("max_tokens".into(), json!(max_tokens));
+        }
+        if let Some(temperature) = request.temperature {
+            map.insert("temperature".into(), json!(temperature));
+        }
+    }
+    body
+}
+
+fn wire_message(message: &Message) -> Value {
+    match message {
+        Message::System { content } => json!({"role": "system", "content": content}),
+        Message::User { content } => json!({"role": "user", "content": content}),
+        Message::Assistant { content, tool_calls } if tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": content})
+        }
+        Message::Assistant { content, tool_calls } => {
+            let calls: Vec<Value> = tool_calls
+                .iter()
+                .map(|call| {
+                    json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    })
+                })
+                .collect();
+            let content = if content.is_empty() {
+                Value::Null
+            } else {
+                json!(content)
+            };
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+        Message::Tool { tool_call_id, content } => {
+            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+        }
+    }
+}
+
+/// The server's error message in an error body: `{"error":{"message":..}}`,
+/// `{"error":".."}` or `{"message":..}`; else the bounded raw body.
+pub(crate) fn error_message(body: &str) -> String {
+    if let Some(message) = serde_json::from_str::<Value>(body)
+        .ok()
+        .as_ref()
+        .and_then(json_error_message)
+    {
+        return truncate(&message, 2 * QUOTE_LIMIT);
+    }
+    truncate(body.trim(), QUOTE_LIMIT)
+}
+
+fn json_error_message(value: &Value) -> Option<String> {
+    let error = value.get("error").unwrap_or(value);
+    match error {
+        Value::String(text) => Some(text.clone()),
+        Value::Object(map) => match map.get("message") {
+            Some(Value::String(text)) => Some(text.clone()),
+            _ => Some(error.to_string()).filter(|_| value.get("error").is_some()),
+        },
+        _ => None,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    index: u32,
+    #[serde(default)]
+    delta: Option<Delta>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Delta {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    total_tokens: Option<u64>,
+}
+
+#[derive(Debug, Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+/// Turns the `data:` payloads of one streamed response into events,
+/// assembling tool calls by `index` and emitting them complete when the
+/// finish reason (or the end of the stream) arrives.
+#[derive(Debug, Default)]
+pub(crate) struct Assembler {
+    calls: BTreeMap<u32, PartialCall>,
+    finished: bool,
+}
+
+impl Assembler {
+    /// Whether the model reported a finish reason.
+    pub(crate) fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Handles one `data:` payload (not `[DONE]`).
+    pub(crate) fn push(&mut self, data: &str) -> Result<Vec<ChatEvent>, LlmError> {
+        let chunk: Chunk = serde_json::from_str(data).map_err(|err| LlmError::MalformedEvent {
+            message: format!("chunk is not valid chat-completion JSON ({err})"),
+            data: truncate(data, QUOTE_LIMIT),
+        })?;
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
+            let message = json_error_message(&json!({ "error": error })).unwrap_or_default();
+            return Err(LlmError::StreamError(truncate(&message, 2 * QUOTE_LIMIT)));
+        }
+        let mut events = Vec::new();
+        for choice in chunk.choices.unwrap_or_default() {
+            if choice.index != 0 {
+                continue; // only the first choice is used (we never ask for n > 1)
+            }
+            let delta = choice.delta.unwrap_or_default();
+            if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                events.push(ChatEvent::TextDelta(text));
+            }
+            for (position, call) in delta.tool_calls.unwrap_or_default().into_iter().enumerate() {
+                let index = call.index.unwrap_or(u32::try_from(position).unwrap_or(u32::MAX));
+                let partial = self.calls.entry(index).or_default();
+                if partial.id.is_empty() {
+                    partial.id = call.id.unwrap_or_default();
+                }
+                if let Some(function) = call.function {
+                    if partial.name.is_empty() {
+                        partial.name = function.name.unwrap_or_default();
+                    }
+                    if let Some(arguments) = function.arguments {
+                        partial.arguments.push_str(&arguments);
+                    }
+                }
+            }
+            if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty() && !self.finished) {
+                events.extend(self.flush()?);
+                self.finished = true;
+                events.push(ChatEvent::Finish(FinishReason::from(reason.as_str())));
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            events.push(ChatEvent::Usage(Usage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                total_tokens: usage
+                    .total_tokens
+                    .unwrap_or(usage.prompt_tokens + usage.completion_tokens),
+            }));
+        }
+        Ok(events)
+    }
+
+    /// Emits the tool calls assembled so far, in index order.
+    pub(crate) fn flush(&mut self) -> Result<Vec<ChatEvent>, LlmError> {
+        let mut events = Vec::with_capacity(self.calls.len());
+        for (index, call) in std::mem::take(&mut self.calls) {
+            if call.name.is_empty() {
+                return Err(LlmError::MalformedEvent {
+                    message: format!("tool call at index {index} has no function name"),
+                    data: truncate(&call.arguments, QUOTE_LIMIT),
+                });
+            }
+            let id = if call.id.is_empty() {
+                format!("call_{index}")
+            } else {
+                call.id
+            };
+            // Some servers send no argument text at all for argument-less tools.
+            let arguments = if call.arguments.trim().is_empty() {
+                "{}".to_owned()
+            } else {
+                call.arguments
+            };
+            events.push(ChatEvent::ToolCall(ToolCall {
+                id,
+                name: call.name,
+                arguments,
+            }));
+        }
+        Ok(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolDefinition;
+
+    #[test]
+    fn body_has_openai_shape() {
+        let request = ChatRequest::new(vec![
+            Message::system("s"),
+            Message::user("u"),
+            Message::assistant_with_tool_calls("", vec![ToolCall::new("c1", "t", "{}")]),
+            Message::tool("c1", "r"),
+        ])
+        .with_tools(vec![ToolDefinition::new("t", "a tool", json!({"type": "object"}))])
+        .with_max_tokens(7);
+        let body = request_body("m", &request);
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["stream"], true);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        assert_eq!(body["max_tokens"], 7);
+        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["name"], "t");
+        assert_eq!(body["messages"][3]["tool_call_id"], "c1");
+        assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
+        assert!(request_body("m", &ChatRequest::new(vec![])).get("tools").is_none());
+    }
+
+    #[test]
+    fn error_messages_are_extracted_or_bounded() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad key","type":"x"}}"#),
+            "bad key"
+        );
+        assert_eq!(error_message(r#"{"error":"nope"}"#), "nope");
+        assert_eq!(error_message(r#"{"message":"plain"}"#), "plain");
+        assert_eq!(error_message("<html>oops</html>"), "<html>oops</html>");
+        assert!(error_message(&"x".repeat(5000)).len() < QUOTE_LIMIT + 10);
+    }
+
+    #[test]
+    fn assembles_interleaved_tool_calls() {
+        let mut asm = Assembler::default();
+        let chunks = [
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"g","arguments":"{\"x\""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":":1}"}}]}}]}"#,
+        ];
+        for chunk in chunks {
+            assert_eq!(asm.push(chunk).unwrap(), vec![]);
+        }
+        let events = asm
+            .push(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#)
+            .unwrap();
+        assert_eq!(
+            events,
+            vec![
+                ChatEvent::ToolCall(ToolCall::new("a", "f", "{}")),
+                ChatEvent::ToolCall(ToolCall::new("b", "g", r#"{"x":1}"#)),
+                ChatEvent::Finish(FinishReason::ToolCalls),
+            ]
+        );
+        assert!(asm.finished());
+    }
+
+    #[test]
+    fn malformed_chunks_are_named() {
+        let mut asm = Assembler::default();
+        let err = asm.push("{not json").unwrap_err();
+        assert!(err.to_string().contains("malformed stream event"), "{err}");
+        assert!(err.to_string().contains("{not json"), "{err}");
+        let err = asm.push(r#"{"choices":"nope"}"#).unwrap_err();
+        assert!(err.to_string().contains("choices"), "{err}");
+        let err = asm.push(r#"{"error":{"message":"overloaded"}}"#).unwrap_err();
+        assert_eq!(err, LlmError::StreamError("overloaded".into()));
+        let mut asm = Assembler::default();
+        asm.push(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#)
+            .unwrap();
+        assert!(asm.flush().unwrap_err().to_string().contains("no function name"));
+        let mut asm = Assembler::default();
+        asm.push(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"now"}}]}}]}"#)
+            .unwrap();
+        assert_eq!(
+            asm.flush().unwrap(),
+            vec![ChatEvent::ToolCall(ToolCall::new("call_0", "now", "{}"))]
+        );
+    }
+
+    #[test]
+    fn tolerates_nulls_and_usage_only_chunks() {
+        let mut asm = Assembler::default();
+        let events = asm
+            .push(r#"{"choices":[{"index":0,"delta":{"content":"hi","tool_calls":null},"finish_reason":null}],"usage":null}"#)
+            .unwrap();
+        assert_eq!(events, vec![ChatEvent::TextDelta("hi".into())]);
+        let events = asm
+            .push(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#)
+            .unwrap();
+        assert_eq!(
+            events,
+            vec![ChatEvent::Usage(Usage {
+                prompt_tokens: 3,
+                completion_tokens: 4,
+                total_tokens: 7
+            })]
+        );
+    }
+}

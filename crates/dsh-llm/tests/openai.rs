@@ -1,0 +1,632 @@
+//! The OpenAI-compatible client against a raw HTTP/1.1 server on loopback.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dsh_llm::{
+    CancellationToken, ChatEvent, ChatModel, ChatRequest, FinishReason, LlmError, Message, OpenAiChatModel,
+    OpenAiConfig, ToolCall, ToolDefinition, Usage, collect_response, complete,
+};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+/// Generous bound for things that should happen at once.
+const SOON: Duration = Duration::from_secs(10);
+
+/// What the server does for one request.
+enum Reply {
+    /// 200 with these SSE pieces, each written as one HTTP chunk; then a
+    /// clean end of the chunked body, or (when `abort`) an abrupt close.
+    Sse { pieces: Vec<String>, abort: bool },
+    /// A plain response.
+    Status {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: String,
+    },
+    /// 200, these pieces, then wait until the client closes the connection
+    /// and report whether it did (within [`SOON`]).
+    Hold {
+        pieces: Vec<String>,
+        closed: oneshot::Sender<bool>,
+    },
+    /// Accept and read the request, never answer.
+    Silent,
+}
+
+#[derive(Debug, Clone)]
+struct Captured {
+    head: String,
+    body: Value,
+}
+
+struct Server {
+    base_url: String,
+    requests: Arc<Mutex<Vec<Captured>>>,
+}
+
+impl Server {
+    /// Serves `replies` in order (one connection per request).
+    async fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&requests);
+        tokio::spawn(async move {
+            for reply in replies {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let Some(captured) = read_request(&mut socket).await else {
+                    return;
+                };
+                seen.lock().unwrap().push(captured);
+                tokio::spawn(respond(socket, reply));
+            }
+        });
+        Server { base_url, requests }
+    }
+
+    fn config(&self) -> OpenAiConfig {
+        OpenAiConfig::new()
+            .with_base_url(&self.base_url)
+            .with_api_key("sk-test")
+            .with_model("test-model")
+            .with_retry_base_delay(Duration::from_millis(1))
+            .with_request_timeout(SOON)
+            .with_idle_timeout(SOON)
+    }
+
+    fn model(&self) -> OpenAiChatModel {
+        OpenAiChatModel::new(self.config()).unwrap()
+    }
+
+    fn count(&self) -> usize {
+        self.requests.lock().unwrap().len()
+    }
+}
+
+async fn read_request(socket: &mut TcpStream) -> Option<Captured> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break pos + 4;
+        }
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            line.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().to_owned())
+        })
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < head_end + length {
+        let n = socket.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
+    Some(Captured { head, body })
+}
+
+const SSE_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+
+async fn write_chunk(socket: &mut TcpStream, piece: &str) -> std::io::Result<()> {
+    socket
+        .write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes())
+        .await?;
+    socket.flush().await
+}
+
+async fn respond(mut socket: TcpStream, reply: Reply) {
+    match reply {
+        Reply::Sse { pieces, abort } => {
+            let _ = socket.write_all(SSE_HEAD.as_bytes()).await;
+            for piece in pieces {
+                let _ = write_chunk(&mut socket, &piece).await;
+            }
+            if !abort {
+                let _ = socket.write_all(b"0\r\n\r\n").await;
+            }
+            let _ = socket.shutdown().await;
+        }
+        Reply::Status { status, headers, body } => {
+            let mut text = format!(
+                "HTTP/1.1 {status} Whatever\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (name, value) in headers {
+                text.push_str(&format!("{name}: {value}\r\n"));
+            }
+            text.push_str("\r\n");
+            text.push_str(&body);
+            let _ = socket.write_all(text.as_bytes()).await;
+            let _ = socket.shutdown().await;
+        }
+        Reply::Hold { pieces, closed } => {
+            let _ = socket.write_all(SSE_HEAD.as_bytes()).await;
+            for piece in pieces {
+                let _ = write_chunk(&mut socket, &piece).await;
+            }
+            let mut byte = [0u8; 1];
+            let saw_close = matches!(
+                tokio::time::timeout(SOON, socket.read(&mut byte)).await,
+                Ok(Ok(0) | Err(_))
+            );
+            let _ = closed.send(saw_close);
+        }
+        Reply::Silent => {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+    }
+}
+
+fn data(value: Value) -> String {
+    format!("data: {value}\n\n")
+}
+
+fn text_chunk(text: &str) -> String {
+    data(
+        json!({"id": "x", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}], "usage": null}),
+    )
+}
+
+fn finish_chunk(reason: &str) -> String {
+    data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}))
+}
+
+fn usage_chunk(prompt: u64, completion: u64) -> String {
+    data(
+        json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}),
+    )
+}
+
+fn tool_delta(index: u32, id: Option<&str>, name: Option<&str>, arguments: &str) -> String {
+    let mut call = json!({"index": index, "function": {"arguments": arguments}});
+    if let Some(id) = id {
+        call["id"] = json!(id);
+        call["type"] = json!("function");
+    }
+    if let Some(name) = name {
+        call["function"]["name"] = json!(name);
+    }
+    data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+}
+
+const DONE: &str = "data: [DONE]\n\n";
+
+fn request() -> ChatRequest {
+    ChatRequest::new(vec![Message::system("be brief"), Message::user("hi")])
+}
+
+async fn run(model: &OpenAiChatModel) -> Result<dsh_llm::ChatResponse, LlmError> {
+    tokio::time::timeout(SOON, complete(model, request(), &CancellationToken::new()))
+        .await
+        .expect("call hung")
+}
+
+#[tokio::test]
+async fn streams_text_usage_and_finish() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![
+            ": keep-alive comment\n\n".into(),
+            text_chunk("Hel"),
+            // CRLF line endings, and one event split across two HTTP chunks.
+            text_chunk("lo").replace('\n', "\r\n"),
+            "data: {\"choices\":[{\"index\":0,".into(),
+            "\"delta\":{\"content\":\", world\"}}]}\n\n".into(),
+            // A multi-line event: data lines are joined with a newline.
+            "data: {\"choices\":[{\"index\":0,\ndata: \"delta\":{\"content\":\"!\"}}]}\n\n".into(),
+            finish_chunk("stop"),
+            usage_chunk(12, 4),
+            DONE.into(),
+        ],
+        abort: false,
+    }])
+    .await;
+    let model = server.model();
+    let mut stream = model.stream_chat(request(), CancellationToken::new());
+    let mut events = Vec::new();
+    while let Some(event) = tokio::time::timeout(SOON, stream.next()).await.unwrap() {
+        events.push(event.unwrap());
+    }
+    assert_eq!(
+        events,
+        vec![
+            ChatEvent::TextDelta("Hel".into()),
+            ChatEvent::TextDelta("lo".into()),
+            ChatEvent::TextDelta(", world".into()),
+            ChatEvent::TextDelta("!".into()),
+            ChatEvent::Finish(FinishReason::Stop),
+            ChatEvent::Usage(Usage {
+                prompt_tokens: 12,
+                completion_tokens: 4,
+                total_tokens: 16
+            }),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn assembles_interleaved_tool_calls_split_across_chunks() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![
+            text_chunk("Let me look."),
+            tool_delta(0, Some("call_a"), Some("read_file"), ""),
+            tool_delta(1, Some("call_b"), Some("grep"), "{\"pat"),
+            tool_delta(0, None, None, "{\"pa"),
+            tool_delta(1, None, None, "tern\": \"fn \\\"main\\\"\"}"),
+            tool_delta(0, None, None, "th\": \"READ"),
+            tool_delta(0, None, None, "ME.md\"}"),
+            finish_chunk("tool_calls"),
+            usage_chunk(30, 20),
+            DONE.into(),
+        ],
+        abort: false,
+    }])
+    .await;
+    let response = run(&server.model()).await.unwrap();
+    assert_eq!(response.text, "Let me look.");
+    assert_eq!(
+        response.tool_calls,
+        vec![
+            ToolCall::new("call_a", "read_file", r#"{"path": "README.md"}"#),
+            ToolCall::new("call_b", "grep", r#"{"pattern": "fn \"main\""}"#),
+        ]
+    );
+    assert_eq!(response.finish_reason, FinishReason::ToolCalls);
+    assert_eq!(
+        response.usage,
+        Some(Usage {
+            prompt_tokens: 30,
+            completion_tokens: 20,
+            total_tokens: 50
+        })
+    );
+    for call in &response.tool_calls {
+        serde_json::from_str::<Value>(&call.arguments).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn sends_model_messages_tools_and_stream_flag() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![finish_chunk("stop"), DONE.into()],
+        abort: false,
+    }])
+    .await;
+    let request = ChatRequest::new(vec![
+        Message::system("sys"),
+        Message::user("do it"),
+        Message::assistant_with_tool_calls("", vec![ToolCall::new("c1", "read_file", r#"{"path":"a"}"#)]),
+        Message::tool("c1", "file text"),
+    ])
+    .with_tools(vec![ToolDefinition::new(
+        "read_file",
+        "Reads a file",
+        json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+    )])
+    .with_max_tokens(100);
+    let response = complete(&server.model(), request, &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(response.text, "");
+    let captured = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        captured.head.starts_with("POST /v1/chat/completions HTTP/1.1"),
+        "{}",
+        captured.head
+    );
+    assert!(
+        captured
+            .head
+            .to_ascii_lowercase()
+            .contains("authorization: bearer sk-test"),
+        "{}",
+        captured.head
+    );
+    let body = captured.body;
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(body["max_tokens"], 100);
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "do it"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}
+            ]},
+            {"role": "tool", "tool_call_id": "c1", "content": "file text"},
+        ])
+    );
+    assert_eq!(body["tools"][0]["type"], "function");
+    assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+    assert_eq!(
+        body["tools"][0]["function"]["parameters"]["properties"]["path"]["type"],
+        "string"
+    );
+}
+
+#[tokio::test]
+async fn request_model_overrides_the_default() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![finish_chunk("stop"), DONE.into()],
+        abort: false,
+    }])
+    .await;
+    let model = server.model();
+    assert_eq!(model.model_name(), "test-model");
+    complete(&model, request().with_model("other"), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(server.requests.lock().unwrap()[0].body["model"], "other");
+}
+
+#[tokio::test]
+async fn retries_429_then_succeeds() {
+    let server = Server::start(vec![
+        Reply::Status {
+            status: 429,
+            headers: vec![("retry-after", "0".into())],
+            body: r#"{"error":{"message":"slow down"}}"#.into(),
+        },
+        Reply::Sse {
+            pieces: vec![text_chunk("ok"), finish_chunk("stop"), DONE.into()],
+            abort: false,
+        },
+    ])
+    .await;
+    let response = run(&server.model()).await.unwrap();
+    assert_eq!(response.text, "ok");
+    assert_eq!(server.count(), 2);
+}
+
+#[tokio::test]
+async fn gives_up_after_max_retries_on_5xx() {
+    let busy = || Reply::Status {
+        status: 503,
+        headers: vec![],
+        body: "upstream overloaded".into(),
+    };
+    let server = Server::start(vec![busy(), busy(), busy(), busy()]).await;
+    let model = OpenAiChatModel::new(server.config().with_max_retries(2)).unwrap();
+    let err = run(&model).await.unwrap_err();
+    assert!(matches!(err, LlmError::Http { status: 503, .. }), "{err:?}");
+    assert!(err.to_string().contains("upstream overloaded"), "{err}");
+    assert_eq!(server.count(), 3);
+}
+
+#[tokio::test]
+async fn unauthorized_is_not_retried_and_shows_the_server_message() {
+    let server = Server::start(vec![Reply::Status {
+        status: 401,
+        headers: vec![("content-type", "application/json".into())],
+        body: r#"{"error":{"message":"Authentication Fails, Your api key: ****abcd is invalid","type":"authentication_error"}}"#.into(),
+    }])
+    .await;
+    let err = run(&server.model()).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("401"), "{text}");
+    assert!(text.contains("Your api key: ****abcd is invalid"), "{text}");
+    assert!(text.contains("DSH_API_KEY"), "{text}");
+    assert_eq!(server.count(), 1);
+}
+
+#[tokio::test]
+async fn bad_request_shows_the_server_message_or_bounded_body() {
+    let server = Server::start(vec![
+        Reply::Status {
+            status: 400,
+            headers: vec![],
+            body: r#"{"error":{"message":"Invalid 'messages[1].role': unknown role"}}"#.into(),
+        },
+        Reply::Status {
+            status: 400,
+            headers: vec![],
+            body: format!("<html>{}</html>", "x".repeat(10_000)),
+        },
+    ])
+    .await;
+    let model = server.model();
+    let err = run(&model).await.unwrap_err();
+    assert!(matches!(err, LlmError::Http { status: 400, .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("Invalid 'messages[1].role': unknown role"),
+        "{err}"
+    );
+    let err = run(&model).await.unwrap_err();
+    assert!(err.to_string().contains("HTTP 400"), "{err}");
+    assert!(err.to_string().contains("<html>xxx"), "{err}");
+    assert!(err.to_string().len() < 600, "{err}");
+    assert_eq!(server.count(), 2);
+}
+
+#[tokio::test]
+async fn malformed_json_in_the_stream_is_an_error() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![
+            text_chunk("ok"),
+            "data: {\"choices\": [oops\n\n".into(),
+            finish_chunk("stop"),
+            DONE.into(),
+        ],
+        abort: false,
+    }])
+    .await;
+    let err = run(&server.model()).await.unwrap_err();
+    assert!(matches!(err, LlmError::MalformedEvent { .. }), "{err:?}");
+    assert!(err.to_string().contains("{\"choices\": [oops"), "{err}");
+}
+
+#[tokio::test]
+async fn error_object_in_the_stream_is_an_error() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![
+            text_chunk("ok"),
+            data(json!({"error": {"message": "model overloaded"}})),
+        ],
+        abort: false,
+    }])
+    .await;
+    let err = run(&server.model()).await.unwrap_err();
+    assert_eq!(err, LlmError::StreamError("model overloaded".into()));
+}
+
+#[tokio::test]
+async fn abrupt_close_mid_stream_is_an_error() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![text_chunk("partial")],
+        abort: true,
+    }])
+    .await;
+    let err = run(&server.model()).await.unwrap_err();
+    assert!(matches!(err, LlmError::StreamEnded(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("stream ended before the model finished"),
+        "{err}"
+    );
+    assert_eq!(server.count(), 1, "nothing is retried once the body started");
+}
+
+#[tokio::test]
+async fn clean_close_without_done_or_finish_is_an_error() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![text_chunk("partial")],
+        abort: false,
+    }])
+    .await;
+    let err = run(&server.model()).await.unwrap_err();
+    assert!(
+        err.to_string().contains("stream ended before the model finished"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn finish_reason_without_done_is_accepted() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![text_chunk("a"), finish_chunk("length")],
+        abort: false,
+    }])
+    .await;
+    let response = run(&server.model()).await.unwrap();
+    assert_eq!(response.finish_reason, FinishReason::Length);
+}
+
+#[tokio::test]
+async fn cancellation_mid_stream_closes_the_connection() {
+    let (closed_tx, closed_rx) = oneshot::channel();
+    let server = Server::start(vec![Reply::Hold {
+        pieces: vec![text_chunk("first")],
+        closed: closed_tx,
+    }])
+    .await;
+    let model: Arc<dyn ChatModel> = Arc::new(server.model());
+    let cancel = CancellationToken::new();
+    let mut stream = model.stream_chat(request(), cancel.clone());
+    let first = tokio::time::timeout(SOON, stream.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(first, ChatEvent::TextDelta("first".into()));
+    cancel.cancel();
+    let next = tokio::time::timeout(SOON, stream.next()).await.unwrap();
+    assert_eq!(next, Some(Err(LlmError::Cancelled)));
+    // The stream dropped the response already; the server must see the close.
+    assert!(
+        tokio::time::timeout(SOON, closed_rx).await.unwrap().unwrap(),
+        "server did not see the connection close"
+    );
+    assert_eq!(tokio::time::timeout(SOON, stream.next()).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn collect_returns_cancelled_while_waiting_for_headers() {
+    let server = Server::start(vec![Reply::Silent]).await;
+    let model = server.model();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        trigger.cancel();
+    });
+    let result = tokio::time::timeout(
+        SOON,
+        collect_response(model.stream_chat(request(), cancel.clone()), &cancel),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.unwrap_err(), LlmError::Cancelled);
+}
+
+#[tokio::test]
+async fn header_timeout_is_reported() {
+    let server = Server::start(vec![Reply::Silent]).await;
+    let model = OpenAiChatModel::new(
+        server
+            .config()
+            .with_request_timeout(Duration::from_millis(200))
+            .with_max_retries(0),
+    )
+    .unwrap();
+    let err = run(&model).await.unwrap_err();
+    assert!(matches!(err, LlmError::Timeout { .. }), "{err:?}");
+    assert!(err.to_string().contains("response headers"), "{err}");
+}
+
+#[tokio::test]
+async fn idle_timeout_between_chunks_is_reported() {
+    let (closed_tx, _closed_rx) = oneshot::channel();
+    let server = Server::start(vec![Reply::Hold {
+        pieces: vec![text_chunk("first")],
+        closed: closed_tx,
+    }])
+    .await;
+    let model = OpenAiChatModel::new(server.config().with_idle_timeout(Duration::from_millis(200))).unwrap();
+    let err = run(&model).await.unwrap_err();
+    assert!(err.to_string().contains("next chunk"), "{err}");
+}
+
+#[tokio::test]
+async fn connection_refused_is_retried_then_reported() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let config = OpenAiConfig::new()
+        .with_base_url(format!("http://{addr}"))
+        .with_max_retries(1)
+        .with_retry_base_delay(Duration::from_millis(1));
+    let err = run(&OpenAiChatModel::new(config).unwrap()).await.unwrap_err();
+    assert!(matches!(err, LlmError::Connection { .. }), "{err:?}");
+    assert!(err.to_string().contains("could not reach"), "{err}");
+}
+
+#[test]
+fn bad_base_urls_are_config_errors() {
+    let err = OpenAiChatModel::new(OpenAiConfig::new().with_base_url("not a url")).unwrap_err();
+    assert!(matches!(err, LlmError::Config(_)), "{err:?}");
+    let err = OpenAiChatModel::new(OpenAiConfig::new().with_base_url("ftp://example.com")).unwrap_err();
+    assert!(err.to_string().contains("http"), "{err}");
+    let model = OpenAiChatModel::new(OpenAiConfig::new().with_base_url("http://127.0.0.1:9/v1/")).unwrap();
+    assert_eq!(model.url(), "http://127.0.0.1:9/v1/chat/completions");
+    assert_eq!(model.model_name(), "deepseek-chat");
+}
