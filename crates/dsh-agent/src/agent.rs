@@ -1,0 +1,432 @@
+//! The agent loop: one run = model → tool calls → tool results → model, until
+//! a final answer, a limit, or cancellation.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use dsh_llm::{ChatRequest, LlmError, Message, ToolCall, Usage, collect_response};
+use dsh_subagent_api::ToolFilter;
+use dsh_tools::{AgentId, AgentRef, CancellationToken, ToolExecution};
+
+use crate::transcript::{TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
+use crate::usage::{UsageTotals, add};
+use crate::{AgentInfo, AgentRuntime, AgentStop, RunOutcome, ToolView};
+
+/// The default limit of model calls per run.
+pub const DEFAULT_MAX_TURNS: u32 = 16;
+
+/// An agent: an id, a place in a delegation tree, a model, a system prompt,
+/// a tool view, limits, a conversation and a transcript.
+///
+/// Cheap to clone; clones are the same agent. One run at a time: a second
+/// [`Agent::run`] waits for the first. The conversation keeps only completed
+/// runs, so a fork always sees balanced turns (every tool call answered).
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    info: AgentInfo,
+    runtime: Arc<AgentRuntime>,
+    system_prompt: Option<String>,
+    model_override: Option<String>,
+    max_tokens: Option<u64>,
+    max_turns: u32,
+    tools: ToolView,
+    state: Mutex<State>,
+    transcript: Option<TranscriptWriter>,
+    run_lock: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct State {
+    history: Vec<Message>,
+    usage: UsageTotals,
+}
+
+/// Why an agent could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The tool filter is invalid (names an unknown tool).
+    #[error("{0}")]
+    ToolFilter(String),
+    /// The transcript file could not be created.
+    #[error("cannot create the transcript for agent {id}: {source}")]
+    Transcript {
+        /// The agent.
+        id: AgentId,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// Builds an [`Agent`].
+#[must_use]
+pub struct AgentBuilder {
+    runtime: Arc<AgentRuntime>,
+    id: Option<AgentId>,
+    parent: Option<AgentId>,
+    depth: u64,
+    label: Option<String>,
+    system_prompt: Option<String>,
+    model_override: Option<String>,
+    max_tokens: Option<u64>,
+    max_turns: u32,
+    tool_filter: Option<ToolFilter>,
+    seed: Vec<Message>,
+}
+
+impl AgentBuilder {
+    /// Sets the id (default: a random UUID).
+    pub fn id(mut self, id: impl Into<AgentId>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+
+    /// Sets the parent, for a child.
+    pub fn parent(mut self, parent: AgentId) -> Self {
+        self.parent = Some(parent);
+        self
+    }
+
+    /// Sets the delegation depth (0 for a top-level agent).
+    pub fn depth(mut self, depth: u64) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Sets the display label.
+    pub fn label(mut self, label: Option<String>) -> Self {
+        self.label = label;
+        self
+    }
+
+    /// Sets the system prompt.
+    pub fn system_prompt(mut self, system_prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(system_prompt.into());
+        self
+    }
+
+    /// Names a model on the runtime's client (default: the client's own).
+    pub fn model(mut self, model: Option<String>) -> Self {
+        self.model_override = model;
+        self
+    }
+
+    /// Caps the output tokens of each model call.
+    pub fn max_tokens(mut self, max_tokens: Option<u64>) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Caps the model calls of each run (default [`DEFAULT_MAX_TURNS`]).
+    pub fn max_turns(mut self, max_turns: u32) -> Self {
+        self.max_turns = max_turns;
+        self
+    }
+
+    /// Hides and refuses the tools the filter does not permit.
+    pub fn tool_filter(mut self, filter: ToolFilter) -> Self {
+        self.tool_filter = Some(filter);
+        self
+    }
+
+    /// Seeds the conversation (a fork's inherited turns).
+    pub fn seed(mut self, messages: Vec<Message>) -> Self {
+        self.seed = messages;
+        self
+    }
+
+    /// Builds the agent and, with a data directory, starts its transcript.
+    pub fn build(self) -> Result<Agent, AgentError> {
+        let tools = match self.tool_filter {
+            Some(filter) => ToolView::filtered(self.runtime.tools().clone(), filter).map_err(AgentError::ToolFilter)?,
+            None => ToolView::all(self.runtime.tools().clone()),
+        };
+        let id = self
+            .id
+            .unwrap_or_else(|| AgentId::new(uuid::Uuid::new_v4().to_string()));
+        let model = self
+            .model_override
+            .clone()
+            .unwrap_or_else(|| self.runtime.model().model_name().to_owned());
+        let info = AgentInfo {
+            id: id.clone(),
+            parent: self.parent,
+            depth: self.depth,
+            label: self.label,
+            model,
+        };
+        let transcript = match self.runtime.data_dir() {
+            Some(dir) => {
+                let writer = TranscriptWriter::open(transcript_path(dir, &id))
+                    .map_err(|source| AgentError::Transcript { id: id.clone(), source })?;
+                let header = TranscriptEntry::Header {
+                    version: TRANSCRIPT_VERSION,
+                    id: id.clone(),
+                    parent: info.parent.clone(),
+                    depth: info.depth,
+                    label: info.label.clone(),
+                    model: info.model.clone(),
+                    system_prompt: self.system_prompt.clone(),
+                    created_at_ms: SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, |elapsed| elapsed.as_millis() as u64),
+                };
+                writer
+                    .append(&header)
+                    .map_err(|source| AgentError::Transcript { id: id.clone(), source })?;
+                if !self.seed.is_empty() {
+                    writer
+                        .append(&TranscriptEntry::Seed {
+                            messages: self.seed.clone(),
+                        })
+                        .map_err(|source| AgentError::Transcript { id: id.clone(), source })?;
+                }
+                Some(writer)
+            }
+            None => None,
+        };
+        Ok(Agent {
+            inner: Arc::new(Inner {
+                info,
+                runtime: self.runtime,
+                system_prompt: self.system_prompt,
+                model_override: self.model_override,
+                max_tokens: self.max_tokens,
+                max_turns: self.max_turns,
+                tools,
+                state: Mutex::new(State {
+                    history: self.seed,
+                    usage: UsageTotals::default(),
+                }),
+                transcript,
+                run_lock: tokio::sync::Mutex::new(()),
+            }),
+        })
+    }
+}
+
+impl Agent {
+    /// A builder for an agent on `runtime`.
+    pub fn builder(runtime: Arc<AgentRuntime>) -> AgentBuilder {
+        AgentBuilder {
+            runtime,
+            id: None,
+            parent: None,
+            depth: 0,
+            label: None,
+            system_prompt: None,
+            model_override: None,
+            max_tokens: None,
+            max_turns: DEFAULT_MAX_TURNS,
+            tool_filter: None,
+            seed: Vec::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The agent's id.
+    pub fn id(&self) -> &AgentId {
+        &self.inner.info.id
+    }
+
+    /// Who the agent is.
+    pub fn info(&self) -> &AgentInfo {
+        &self.inner.info
+    }
+
+    /// The runtime it shares with its tree.
+    pub fn runtime(&self) -> &Arc<AgentRuntime> {
+        &self.inner.runtime
+    }
+
+    /// Its system prompt.
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.inner.system_prompt.as_deref()
+    }
+
+    /// The model it names on the runtime's client, if not the default.
+    pub fn model_override(&self) -> Option<&str> {
+        self.inner.model_override.as_deref()
+    }
+
+    /// Its per-call output-token cap.
+    pub fn max_tokens(&self) -> Option<u64> {
+        self.inner.max_tokens
+    }
+
+    /// Its per-run model-call cap.
+    pub fn max_turns(&self) -> u32 {
+        self.inner.max_turns
+    }
+
+    /// The tools it may see and call.
+    pub fn tools(&self) -> &ToolView {
+        &self.inner.tools
+    }
+
+    /// The conversation of completed runs (a seed first, for a fork).
+    pub fn history(&self) -> Vec<Message> {
+        self.lock().history.clone()
+    }
+
+    /// Tokens spent by this agent and by its children.
+    pub fn usage(&self) -> UsageTotals {
+        self.lock().usage
+    }
+
+    /// Adds a finished child's total to this agent's children usage.
+    pub fn add_child_usage(&self, usage: Usage) {
+        let mut state = self.lock();
+        state.usage.children = add(state.usage.children, usage);
+    }
+
+    /// Its transcript file, when transcripts are kept.
+    pub fn transcript_path(&self) -> Option<&std::path::Path> {
+        self.inner.transcript.as_ref().map(TranscriptWriter::path)
+    }
+
+    /// A reference for tool calls made on this agent's behalf; in-process
+    /// providers recover the agent from it with `handle::<Agent>()`.
+    pub fn agent_ref(&self) -> AgentRef {
+        AgentRef::new(self.id().clone())
+            .with_depth(self.inner.info.depth)
+            .with_handle(Arc::new(self.clone()))
+    }
+
+    fn record(&self, entry: &TranscriptEntry) {
+        if let Some(transcript) = &self.inner.transcript
+            && let Err(error) = transcript.append(entry)
+        {
+            tracing::warn!(agent = %self.id(), "transcript write failed: {error}");
+        }
+    }
+
+    fn record_message(&self, message: &Message) {
+        self.record(&TranscriptEntry::Message {
+            message: message.clone(),
+        });
+    }
+
+    /// Runs one user prompt to a final answer, a limit, or cancellation.
+    ///
+    /// Cancellation is honoured at every await: the model stream is dropped,
+    /// running tool calls receive the cancellation, and the run ends
+    /// [`AgentStop::Cancelled`] with every tool call answered.
+    pub async fn run(&self, prompt: impl Into<String>, cancel: &CancellationToken) -> RunOutcome {
+        let _one_run_at_a_time = self.inner.run_lock.lock().await;
+        let observer = self.inner.runtime.observer();
+        if let Some(observer) = observer {
+            observer.run_started(&self.inner.info);
+        }
+        let mut turn = vec![Message::user(prompt)];
+        self.record_message(&turn[0]);
+        let mut usage = Usage::default();
+        let mut steps = 0;
+        let stop = loop {
+            if cancel.is_cancelled() {
+                break AgentStop::Cancelled;
+            }
+            if steps >= self.inner.max_turns {
+                break AgentStop::MaxTurns(self.inner.max_turns);
+            }
+            steps += 1;
+            let request = self.request(&turn);
+            let stream = self.inner.runtime.model().stream_chat(request, cancel.clone());
+            let response = match collect_response(stream, cancel).await {
+                Ok(response) => response,
+                Err(LlmError::Cancelled) => break AgentStop::Cancelled,
+                Err(error) => break AgentStop::Error(error.to_string()),
+            };
+            if let Some(spent) = response.usage {
+                usage = add(usage, spent);
+                let mut state = self.lock();
+                state.usage.own = add(state.usage.own, spent);
+            }
+            if let Some(observer) = observer {
+                observer.step_finished(self.id(), steps, usage);
+            }
+            let message = response.to_message();
+            self.record_message(&message);
+            turn.push(message);
+            match response.finish_reason {
+                dsh_llm::FinishReason::Length => break AgentStop::MaxTokens,
+                dsh_llm::FinishReason::ContentFilter => break AgentStop::Refusal,
+                _ => {}
+            }
+            if response.tool_calls.is_empty() {
+                break AgentStop::Completed;
+            }
+            let results =
+                futures::future::join_all(response.tool_calls.iter().map(|call| self.call_tool(call, cancel))).await;
+            for (call, text) in response.tool_calls.iter().zip(results) {
+                let message = Message::tool(call.id.clone(), text);
+                self.record_message(&message);
+                turn.push(message);
+            }
+        };
+        let text = turn
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                Message::Assistant { content, .. } if !content.is_empty() => Some(content.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        self.lock().history.extend(turn);
+        self.record(&TranscriptEntry::TurnEnd {
+            stop: stop.to_string(),
+            steps,
+            usage,
+        });
+        if let Some(transcript) = &self.inner.transcript
+            && let Err(error) = transcript.flush()
+        {
+            tracing::warn!(agent = %self.id(), "transcript flush failed: {error}");
+        }
+        let outcome = RunOutcome {
+            stop,
+            text,
+            steps,
+            usage,
+        };
+        if let Some(observer) = observer {
+            observer.run_finished(self.id(), &outcome);
+        }
+        outcome
+    }
+
+    fn request(&self, turn: &[Message]) -> ChatRequest {
+        let history = self.history();
+        let mut messages = Vec::with_capacity(history.len() + turn.len() + 1);
+        if let Some(system) = &self.inner.system_prompt {
+            messages.push(Message::system(system.clone()));
+        }
+        messages.extend(history);
+        messages.extend(turn.iter().cloned());
+        ChatRequest {
+            messages,
+            tools: self.inner.tools.definitions(),
+            model: self.inner.model_override.clone(),
+            max_tokens: self.inner.max_tokens,
+            temperature: None,
+        }
+    }
+
+    async fn call_tool(&self, call: &ToolCall, cancel: &CancellationToken) -> String {
+        let exec = ToolExecution::new(cancel.child_token()).with_agent(self.agent_ref());
+        self.inner.tools.call(&call.name, &call.arguments, exec).await.text
+    }
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").field("info", &self.inner.info).finish()
+    }
+}

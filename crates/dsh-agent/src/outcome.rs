@@ -1,0 +1,50 @@
+//! How one run of an agent ended.
+
+use std::fmt;
+
+use dsh_llm::Usage;
+use serde::{Deserialize, Serialize};
+
+/// Why a run stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
+pub enum AgentStop {
+    /// The model gave a final answer.
+    Completed,
+    /// The model stopped because its output-token budget ran out.
+    MaxTokens,
+    /// The run made its maximum number of model calls without a final answer.
+    MaxTurns(u32),
+    /// The model's output was withheld (content filter).
+    Refusal,
+    /// The run was cancelled.
+    Cancelled,
+    /// The model call failed.
+    Error(String),
+}
+
+impl fmt::Display for AgentStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Completed => f.write_str("completed"),
+            Self::MaxTokens => f.write_str("max-tokens"),
+            Self::MaxTurns(limit) => write!(f, "max-turns ({limit})"),
+            Self::Refusal => f.write_str("refusal"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::Error(message) => write!(f, "error: {message}"),
+        }
+    }
+}
+
+/// The outcome of one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Why it stopped.
+    pub stop: AgentStop,
+    /// The last non-empty assistant text of the run (partial when it did not complete).
+    pub text: String,
+    /// Model calls made.
+    pub steps: u32,
+    /// Tokens this run spent in its own model calls.
+    pub usage: Usage,
+}

@@ -1,0 +1,77 @@
+//! What an agent tree shares: the model, the tools, the data directory, the observer.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dsh_llm::ChatModel;
+use dsh_tools::ToolRegistry;
+
+use crate::AgentObserver;
+
+/// The environment a parent and all its in-process children share.
+///
+/// Children inherit it: the same model client (a child may name another
+/// model on it), the same tool registry (seen through the child's own
+/// filter), the same data directory for transcripts, the same observer.
+#[derive(Clone)]
+pub struct AgentRuntime {
+    model: Arc<dyn ChatModel>,
+    tools: ToolRegistry,
+    data_dir: Option<PathBuf>,
+    observer: Option<Arc<dyn AgentObserver>>,
+}
+
+impl AgentRuntime {
+    /// A runtime with this model and tool registry, no transcripts, no observer.
+    pub fn new(model: Arc<dyn ChatModel>, tools: ToolRegistry) -> Self {
+        Self {
+            model,
+            tools,
+            data_dir: None,
+            observer: None,
+        }
+    }
+
+    /// Writes every agent's transcript under `data_dir/agents/<id>.jsonl`.
+    #[must_use]
+    pub fn with_data_dir(mut self, data_dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(data_dir.into());
+        self
+    }
+
+    /// Reports progress of every agent to `observer`.
+    #[must_use]
+    pub fn with_observer(mut self, observer: Arc<dyn AgentObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The model client.
+    pub fn model(&self) -> &Arc<dyn ChatModel> {
+        &self.model
+    }
+
+    /// The tool registry.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The transcript directory, if transcripts are kept.
+    pub fn data_dir(&self) -> Option<&Path> {
+        self.data_dir.as_deref()
+    }
+
+    pub(crate) fn observer(&self) -> Option<&dyn AgentObserver> {
+        self.observer.as_deref()
+    }
+}
+
+impl std::fmt::Debug for AgentRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentRuntime")
+            .field("model", &self.model.model_name())
+            .field("tools", &self.tools.names())
+            .field("data_dir", &self.data_dir)
+            .finish()
+    }
+}

@@ -1,0 +1,205 @@
+//! Transcripts: one append-only JSONL file per agent.
+//!
+//! Each line is one [`TranscriptEntry`]. Entries are written through as they
+//! happen (a reader can follow a child while it works), and a run's end is
+//! marked by a [`TranscriptEntry::TurnEnd`]. A crash can tear at most the
+//! last line; [`read_transcript`] reports that as a diagnostic and keeps
+//! every earlier entry.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use dsh_llm::{Message, Usage};
+use dsh_tools::AgentId;
+use serde::{Deserialize, Serialize};
+
+/// The format version written in every header.
+pub const TRANSCRIPT_VERSION: u32 = 1;
+
+/// One line of a transcript.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TranscriptEntry {
+    /// The first line: who the agent is.
+    Header {
+        /// [`TRANSCRIPT_VERSION`].
+        version: u32,
+        /// The agent's id.
+        id: AgentId,
+        /// Its parent, for a child.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<AgentId>,
+        /// Its delegation depth.
+        depth: u64,
+        /// Its display label.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        /// The model it uses.
+        model: String,
+        /// Its system prompt.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        system_prompt: Option<String>,
+        /// Milliseconds since the Unix epoch.
+        created_at_ms: u64,
+    },
+    /// Messages the agent was seeded with (a fork's inherited turns).
+    Seed {
+        /// The inherited messages.
+        messages: Vec<Message>,
+    },
+    /// One message of the conversation, as it happened.
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// A run ended.
+    TurnEnd {
+        /// Why it stopped (`completed`, `cancelled`, …).
+        stop: String,
+        /// Model calls made.
+        steps: u32,
+        /// Tokens spent.
+        usage: Usage,
+    },
+}
+
+/// The path of an agent's transcript under a data directory.
+pub fn transcript_path(data_dir: &Path, id: &AgentId) -> PathBuf {
+    data_dir.join("agents").join(format!("{id}.jsonl"))
+}
+
+/// Appends entries to one transcript file.
+#[derive(Debug)]
+pub struct TranscriptWriter {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl TranscriptWriter {
+    /// Creates (or appends to) the file, making its directory if needed.
+    pub fn open(path: PathBuf) -> std::io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        Ok(Self {
+            path,
+            file: Mutex::new(file),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes one entry as one line, in a single write.
+    pub fn append(&self, entry: &TranscriptEntry) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        file.write_all(&line)
+    }
+
+    /// Flushes the file to the operating system.
+    pub fn flush(&self) -> std::io::Result<()> {
+        self.file.lock().unwrap_or_else(PoisonError::into_inner).flush()
+    }
+}
+
+/// A transcript as read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transcript {
+    /// Every complete entry, in order.
+    pub entries: Vec<TranscriptEntry>,
+    /// Set when the last line was torn (a crash mid-write); earlier entries are intact.
+    pub diagnostic: Option<String>,
+}
+
+impl Transcript {
+    /// The conversation: seeded messages, then every message, in order.
+    pub fn messages(&self) -> Vec<Message> {
+        let mut messages = Vec::new();
+        for entry in &self.entries {
+            match entry {
+                TranscriptEntry::Seed { messages: seed } => messages.extend(seed.iter().cloned()),
+                TranscriptEntry::Message { message } => messages.push(message.clone()),
+                _ => {}
+            }
+        }
+        messages
+    }
+}
+
+/// Why a transcript could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TranscriptError {
+    /// The file could not be read.
+    #[error("cannot read transcript {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A complete line in the middle of the file is not a transcript entry.
+    #[error("transcript {path} line {line} is corrupt: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Reads a transcript. A torn last line (no newline, not valid JSON) is
+/// reported in [`Transcript::diagnostic`], not dropped silently; a corrupt
+/// line anywhere else is an error.
+pub fn read_transcript(path: &Path) -> Result<Transcript, TranscriptError> {
+    let io = |source| TranscriptError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut reader = BufReader::new(File::open(path).map_err(io)?);
+    let mut entries = Vec::new();
+    let mut diagnostic = None;
+    let mut line = Vec::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
+            break;
+        }
+        number += 1;
+        let complete = line.last() == Some(&b'\n');
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<TranscriptEntry>(text.trim_end()) {
+            Ok(entry) => entries.push(entry),
+            Err(_) if !complete => {
+                diagnostic = Some(format!(
+                    "transcript {} ends with a torn line {number} ({} bytes, likely a crash mid-write); the {} entries before it are intact",
+                    path.display(),
+                    line.len(),
+                    entries.len()
+                ));
+            }
+            Err(error) => {
+                return Err(TranscriptError::Corrupt {
+                    path: path.to_owned(),
+                    line: number,
+                    message: error.to_string(),
+                });
+            }
+        }
+    }
+    Ok(Transcript { entries, diagnostic })
+}

@@ -1,0 +1,49 @@
+//! Every text of the agent loop and the child driver that a model reads.
+
+/// The runtime context every in-process child receives after its system
+/// prompt (reference-contract §3.7.B item 9).
+pub const DELEGATION_CONTEXT: &str = "You are a delegated subagent: your permission scope was fixed when you were started and cannot be widened from inside this session — operations that require approval are rejected automatically. When the task needs access beyond that scope, do not retry the denied operation; state the limitation in your reply so the delegating agent can handle it.";
+
+/// A start cancelled before the child was published (in-process driver).
+pub const ABORTED_BEFORE_PUBLICATION: &str = "subagent request was aborted before child publication";
+
+/// A tool hidden by the agent's filter was called anyway.
+pub fn tool_not_available(name: &str) -> String {
+    format!("tool \"{name}\" is not available to this agent")
+}
+
+/// A tool call whose arguments are not JSON.
+pub fn arguments_not_json(name: &str, error: &str) -> String {
+    format!("the arguments of tool \"{name}\" are not valid JSON ({error}); send a JSON object")
+}
+
+/// A tool filter naming a tool that does not exist.
+pub fn unknown_filter_tool(name: &str, known: &[String]) -> String {
+    format!(
+        "subagent toolFilter names unknown tool \"{name}\" (available: {})",
+        if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        }
+    )
+}
+
+/// The diagnostic of a child that used up its model calls.
+pub fn max_turns_diagnostic(limit: u32) -> String {
+    format!("the child made its limit of {limit} model calls without giving a final answer")
+}
+
+/// The diagnostic of a child whose model call failed.
+pub fn model_error_diagnostic(message: &str) -> String {
+    format!("the child's model call failed: {message}")
+}
+
+/// A start on behalf of an agent that is not an in-process dsh agent.
+pub const NOT_IN_PROCESS_PARENT: &str =
+    "in-process subagent providers need an in-process parent: the calling agent carries no dsh-agent handle";
+
+/// The child's task panicked.
+pub fn child_panicked(message: &str) -> String {
+    format!("subagent child stopped unexpectedly: {message}")
+}
