@@ -53,3 +53,7 @@ pub use outcome::{AgentStop, RunOutcome};
 pub use runtime::AgentRuntime;
 pub use tools::ToolView;
 pub use usage::{UsageTotals, add as add_usage};
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

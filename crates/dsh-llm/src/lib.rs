@@ -153,3 +153,7 @@ pub use model::{
 pub use openai::{OpenAiChatModel, OpenAiConfig};
 pub use scripted::{BUILTIN_SCRIPT, ScriptedModel};
 pub use tokio_util::sync::CancellationToken;
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -68,3 +68,7 @@ impl SubagentProvider for ForkProvider {
         Box::pin(async move { start_child(request, ChildContext::InheritParent) })
     }
 }
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -69,3 +69,7 @@ impl SubagentProvider for SpawnProvider {
         Box::pin(async move { start_child(request, ChildContext::Fresh) })
     }
 }
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

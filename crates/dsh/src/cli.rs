@@ -1,0 +1,58 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// dsh: an agent that delegates to subagents.
+#[derive(Debug, Parser)]
+#[command(name = "dsh", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run a task with a parent agent that can delegate to subagents.
+    ///
+    /// With no model configured, the embedded scripted model runs offline.
+    /// Set DSH_BASE_URL and DSH_API_KEY (and optionally DSH_MODEL) to use an
+    /// OpenAI-compatible endpoint; DeepSeek is the default base URL.
+    Run(RunArgs),
+    /// Print an agent's transcript readably.
+    Transcript(TranscriptArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The task for the parent agent.
+    pub(crate) task: String,
+    /// Where transcripts are kept.
+    #[arg(long, default_value = ".dsh")]
+    pub(crate) data_dir: PathBuf,
+    /// Hide the live progress of children.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+    /// The base URL of an OpenAI-compatible endpoint (default: $DSH_BASE_URL).
+    #[arg(long)]
+    pub(crate) base_url: Option<String>,
+    /// The model to use (default: $DSH_MODEL, or the endpoint's default).
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// Use a scripted model from this JSON file instead of an endpoint.
+    #[arg(long, conflicts_with = "base_url")]
+    pub(crate) script: Option<PathBuf>,
+    /// The most model calls any one agent may make per run.
+    #[arg(long, default_value_t = dsh_agent::DEFAULT_MAX_TURNS)]
+    pub(crate) max_turns: u32,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct TranscriptArgs {
+    /// The agent's id (as printed at the end of `dsh run`).
+    pub(crate) agent_id: String,
+    /// Where transcripts are kept.
+    #[arg(long, default_value = ".dsh")]
+    pub(crate) data_dir: PathBuf,
+}

@@ -1,0 +1,80 @@
+//! `dsh`: run a parent agent that delegates to subagents, and read what each
+//! agent did.
+//!
+//! - `dsh run "<task>"` runs the task and prints the final answer on stdout.
+//!   Its first stderr line names the model; children show live progress on
+//!   stderr (`--quiet` hides it); transcripts go to `--data-dir` (`.dsh/`).
+//! - `dsh transcript <agent-id>` prints one agent's transcript.
+
+mod cli;
+mod model;
+mod progress;
+mod run;
+mod transcript;
+mod wording;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+/// Why `dsh` exits non-zero: a message for stderr and an exit code.
+pub(crate) struct Failure {
+    message: String,
+    code: u8,
+}
+
+impl Failure {
+    /// Bad input or configuration.
+    fn usage(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 2,
+        }
+    }
+
+    /// The task did not complete.
+    fn failed(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 1,
+        }
+    }
+
+    /// Interrupted by the user.
+    fn interrupted(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: 130,
+        }
+    }
+
+    /// A bug in dsh itself.
+    fn internal(message: impl Into<String>) -> Self {
+        Self {
+            message: format!("dsh: internal error: {}", message.into()),
+            code: 70,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let outcome = match cli.command {
+        cli::Command::Run(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(run::run(args)),
+            Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
+        },
+        cli::Command::Transcript(args) => transcript::print(&args),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("{}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}

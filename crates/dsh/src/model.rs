@@ -1,0 +1,50 @@
+//! Which model `dsh run` talks to.
+
+use std::sync::Arc;
+
+use dsh_llm::{ChatModel, OpenAiChatModel, OpenAiConfig, ScriptedModel};
+
+use crate::cli::RunArgs;
+use crate::wording;
+
+/// The chosen model and the line that names it.
+pub(crate) struct ModelChoice {
+    pub(crate) model: Arc<dyn ChatModel>,
+    pub(crate) banner: String,
+}
+
+/// A script file wins; then an endpoint, when a base URL or key is
+/// configured; else the embedded scripted model.
+pub(crate) fn choose(args: &RunArgs, env: impl Fn(&str) -> Option<String>) -> Result<ModelChoice, String> {
+    if let Some(path) = &args.script {
+        let model = ScriptedModel::from_path(path).map_err(|error| error.to_string())?;
+        return Ok(ModelChoice {
+            model: Arc::new(model),
+            banner: wording::banner_script(path),
+        });
+    }
+    let configured = args.base_url.is_some()
+        || [dsh_llm::openai::ENV_BASE_URL, dsh_llm::openai::ENV_API_KEY]
+            .iter()
+            .any(|key| env(key).is_some_and(|value| !value.is_empty()));
+    if !configured {
+        let model = ScriptedModel::builtin();
+        return Ok(ModelChoice {
+            model: Arc::new(model),
+            banner: wording::BANNER_BUILTIN.to_owned(),
+        });
+    }
+    let mut config = OpenAiConfig::from_lookup(env);
+    if let Some(base_url) = &args.base_url {
+        config = config.with_base_url(base_url.clone());
+    }
+    if let Some(model) = &args.model {
+        config = config.with_model(model.clone());
+    }
+    let client = OpenAiChatModel::new(config).map_err(|error| error.to_string())?;
+    let banner = wording::banner_endpoint(client.model_name(), client.url());
+    Ok(ModelChoice {
+        model: Arc::new(client),
+        banner,
+    })
+}

@@ -1,0 +1,17 @@
+//! Every text `dsh` shows a model or a person, in one place.
+
+/// The parent agent's system prompt.
+pub(crate) const PARENT_SYSTEM_PROMPT: &str = "You are dsh, a capable assistant. For self-contained work that would fill this conversation with intermediate steps, delegate with the `subagent` tool (a fresh child that sees nothing of this conversation) or `subagent_fork` (a child that inherits this conversation's completed turns), then answer the user with what you learned.";
+
+/// The first stderr line with the embedded scripted model.
+pub(crate) const BANNER_BUILTIN: &str = "dsh: using the embedded scripted model (offline, deterministic). For a real model set DSH_API_KEY (DeepSeek by default), or DSH_BASE_URL for any OpenAI-compatible endpoint, and optionally DSH_MODEL.";
+
+/// The first stderr line with a scripted model file.
+pub(crate) fn banner_script(path: &std::path::Path) -> String {
+    format!("dsh: using the scripted model from {} (offline)", path.display())
+}
+
+/// The first stderr line with an endpoint.
+pub(crate) fn banner_endpoint(model: &str, url: &str) -> String {
+    format!("dsh: using model {model} at {url}")
+}
