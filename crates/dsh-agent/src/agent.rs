@@ -75,10 +75,17 @@ pub struct AgentBuilder {
     max_tokens: Option<u64>,
     max_turns: u32,
     tool_filter: Option<ToolFilter>,
+    local_tools: Vec<Arc<dyn dsh_tools::Tool>>,
     seed: Vec<Message>,
 }
 
 impl AgentBuilder {
+    /// Gives this agent a tool of its own, outside the shared registry.
+    pub fn local_tool(mut self, tool: Arc<dyn dsh_tools::Tool>) -> Self {
+        self.local_tools.push(tool);
+        self
+    }
+
     /// Sets the id (default: a random UUID).
     pub fn id(mut self, id: impl Into<AgentId>) -> Self {
         self.id = Some(id.into());
@@ -141,10 +148,13 @@ impl AgentBuilder {
 
     /// Builds the agent and, with a data directory, starts its transcript.
     pub fn build(self) -> Result<Agent, AgentError> {
-        let tools = match self.tool_filter {
+        let mut tools = match self.tool_filter {
             Some(filter) => ToolView::filtered(self.runtime.tools().clone(), filter).map_err(AgentError::ToolFilter)?,
             None => ToolView::all(self.runtime.tools().clone()),
         };
+        for tool in self.local_tools {
+            tools = tools.with_local(tool);
+        }
         let id = self
             .id
             .unwrap_or_else(|| AgentId::new(uuid::Uuid::new_v4().to_string()));
@@ -223,6 +233,7 @@ impl Agent {
             max_tokens: None,
             max_turns: DEFAULT_MAX_TURNS,
             tool_filter: None,
+            local_tools: Vec::new(),
             seed: Vec::new(),
         }
     }

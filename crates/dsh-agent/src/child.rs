@@ -3,8 +3,11 @@
 use dsh_subagent_api::{
     ContentBlock, StartRequest, StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
 };
+use std::sync::{Arc, PoisonError};
+
 use futures::FutureExt;
 
+use crate::structured::{Captured, StructuredOutput};
 use crate::{Agent, AgentStop, RunOutcome, wording};
 
 /// What the child starts from.
@@ -24,7 +27,10 @@ pub enum ChildContext {
 /// persona replaces the parent's system prompt; a tool filter hides and
 /// refuses tools (naming an unknown tool fails the start); the child's depth
 /// is the parent's + 1, checked against `max_depth`. Every child's system
-/// prompt ends with the delegation context.
+/// prompt ends with the delegation context. An output schema gives the child
+/// a `structured_output` tool of its own; the captured, schema-checked value
+/// becomes the result's `structured`, and a run that completes without it is
+/// an `error`.
 ///
 /// The child runs on its own task. The result is its final assistant text;
 /// cancelling the request's token stops it (`aborted`, partial text kept);
@@ -39,9 +45,19 @@ pub fn start_child(request: StartRequest, context: ChildContext) -> Result<Subag
         .ok_or_else(|| SubagentError::failed_with_code(wording::NOT_IN_PROCESS_PARENT, "NOT_IN_PROCESS"))?;
     let depth = child_depth(request.parent.depth(), request.max_depth)?;
     let options = request.agent_options.clone().unwrap_or_default();
-    let system_prompt = match request.persona.as_deref().or(parent.system_prompt()) {
+    let mut system_prompt = match request.persona.as_deref().or(parent.system_prompt()) {
         Some(prompt) => format!("{prompt}\n\n{}", wording::DELEGATION_CONTEXT),
         None => wording::DELEGATION_CONTEXT.to_owned(),
+    };
+    let structured = match request.output_schema.clone() {
+        Some(schema) => {
+            let (tool, captured) = StructuredOutput::new(schema)
+                .map_err(|message| SubagentError::failed_with_code(message, "INVALID_OUTPUT_SCHEMA"))?;
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(wording::STRUCTURED_OUTPUT_INSTRUCTION);
+            Some((Arc::new(tool), captured))
+        }
+        None => None,
     };
     let mut builder = Agent::builder(parent.runtime().clone())
         .parent(parent.id().clone())
@@ -53,6 +69,9 @@ pub fn start_child(request: StartRequest, context: ChildContext) -> Result<Subag
         .max_turns(parent.max_turns());
     if let Some(filter) = request.tool_filter.clone() {
         builder = builder.tool_filter(filter);
+    }
+    if let Some((tool, _)) = &structured {
+        builder = builder.local_tool(tool.clone());
     }
     if context == ChildContext::InheritParent {
         builder = builder.seed(parent.history());
@@ -66,6 +85,7 @@ pub fn start_child(request: StartRequest, context: ChildContext) -> Result<Subag
     let stop = request.cancel.child_token();
     let run_token = stop.clone();
     let id = child.id().to_string();
+    let captured = structured.map(|(_, captured)| captured);
     let task = tokio::spawn(async move {
         let outcome = child.run(prompt, &run_token).await;
         parent.add_child_usage(child.usage().total());
@@ -73,7 +93,7 @@ pub fn start_child(request: StartRequest, context: ChildContext) -> Result<Subag
     });
     let done = async move {
         match task.await {
-            Ok(outcome) => Ok(result_of(outcome)),
+            Ok(outcome) => Ok(with_structured(result_of(outcome), captured)),
             Err(error) => Err(SubagentError::failed(wording::child_panicked(&error.to_string()))),
         }
     }
@@ -86,6 +106,20 @@ pub fn start_child(request: StartRequest, context: ChildContext) -> Result<Subag
         let _ = done.await;
         Ok(())
     }))
+}
+
+/// A requested structured answer: attached when captured; a completed run
+/// without one is a failure, never a success without its structure.
+fn with_structured(result: SubagentResult, captured: Option<Captured>) -> SubagentResult {
+    let Some(captured) = captured else { return result };
+    let value = captured.lock().unwrap_or_else(PoisonError::into_inner).take();
+    match (result.stop_reason.is_completed(), value) {
+        (true, Some(value)) => result.with_structured(value),
+        (true, None) => {
+            SubagentResult::new(StopReason::Error, result.output).with_diagnostic(wording::STRUCTURED_OUTPUT_MISSING)
+        }
+        (false, _) => result,
+    }
 }
 
 /// Maps a run outcome to the seam's result (reference-contract §4, in-process driver).

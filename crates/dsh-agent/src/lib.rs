@@ -42,6 +42,7 @@ pub mod child;
 mod observer;
 mod outcome;
 mod runtime;
+mod structured;
 mod tools;
 pub mod transcript;
 mod usage;

@@ -2,22 +2,52 @@
 
 use dsh_llm::ToolDefinition;
 use dsh_subagent_api::ToolFilter;
-use dsh_tools::{ToolExecution, ToolRegistry, ToolResult};
+use std::sync::Arc;
+
+use dsh_tools::{Tool, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::Value;
 
 use crate::wording;
 
-/// The tools one agent may see and call: a registry seen through a filter.
-#[derive(Clone, Debug)]
+/// The tools one agent may see and call: a registry seen through a filter,
+/// plus tools local to this agent (such as a child's `structured_output`),
+/// which the filter does not apply to and which shadow registry tools.
+#[derive(Clone)]
 pub struct ToolView {
     registry: ToolRegistry,
     filter: Option<ToolFilter>,
+    local: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for ToolView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolView")
+            .field("registry", &self.registry)
+            .field("filter", &self.filter)
+            .field("local", &self.local.iter().map(|tool| tool.name()).collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl ToolView {
     /// Every tool of `registry`.
     pub fn all(registry: ToolRegistry) -> Self {
-        Self { registry, filter: None }
+        Self {
+            registry,
+            filter: None,
+            local: Vec::new(),
+        }
+    }
+
+    /// Adds a tool local to this agent.
+    #[must_use]
+    pub fn with_local(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.local.push(tool);
+        self
+    }
+
+    fn local(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.local.iter().find(|tool| tool.name() == name)
     }
 
     /// The tools of `registry` that `filter` permits.
@@ -33,6 +63,7 @@ impl ToolView {
         Ok(Self {
             registry,
             filter: Some(filter),
+            local: Vec::new(),
         })
     }
 
@@ -48,21 +79,29 @@ impl ToolView {
 
     /// Whether the view shows a tool of this name.
     pub fn permits(&self, name: &str) -> bool {
-        self.filter.as_ref().is_none_or(|filter| filter.permits(name))
+        self.local(name).is_some() || self.filter.as_ref().is_none_or(|filter| filter.permits(name))
     }
 
     /// The definitions the model is offered, sorted by name.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.registry
+        let mut definitions: Vec<ToolDefinition> = self
+            .registry
             .specs()
             .into_iter()
-            .filter(|spec| self.permits(&spec.name))
+            .filter(|spec| self.local(&spec.name).is_none() && self.permits(&spec.name))
             .map(|spec| ToolDefinition {
                 name: spec.name,
                 description: spec.description,
                 parameters: spec.parameters,
             })
-            .collect()
+            .chain(self.local.iter().map(|tool| ToolDefinition {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters().clone(),
+            }))
+            .collect();
+        definitions.sort_by(|a, b| a.name.cmp(&b.name));
+        definitions
     }
 
     /// Calls a tool the view permits; a filtered tool is refused, never run.
@@ -84,6 +123,9 @@ impl ToolView {
                 }
             }
         };
-        self.registry.call(name, args, exec).await
+        match self.local(name) {
+            Some(tool) => ToolResult::from_outcome(tool.execute(args, exec).await),
+            None => self.registry.call(name, args, exec).await,
+        }
     }
 }

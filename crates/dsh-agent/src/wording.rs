@@ -47,3 +47,31 @@ pub const NOT_IN_PROCESS_PARENT: &str =
 pub fn child_panicked(message: &str) -> String {
     format!("subagent child stopped unexpectedly: {message}")
 }
+
+/// The structured-output tool's name.
+pub const STRUCTURED_OUTPUT_TOOL: &str = "structured_output";
+
+/// The structured-output tool's description (reference-contract §4).
+pub const STRUCTURED_OUTPUT_DESCRIPTION: &str = "Report your final structured result. Call this exactly once, when your answer is complete; the arguments must match this tool's parameter schema exactly.";
+
+/// The structured-output tool's acknowledgement (reference-contract §4).
+pub const STRUCTURED_OUTPUT_ACK: &str = "Structured output recorded.";
+
+/// The instruction added to a child's system prompt when a schema is requested.
+pub const STRUCTURED_OUTPUT_INSTRUCTION: &str = "When your answer is complete, deliver it by calling the structured_output tool exactly once; its arguments are your final result and must match its parameter schema.";
+
+/// A second call of the structured-output tool.
+pub const STRUCTURED_OUTPUT_TWICE: &str = "structured output was already recorded; call structured_output exactly once";
+
+/// Structured-output arguments that do not match the schema.
+pub fn structured_output_mismatch(detail: &str) -> String {
+    format!("the arguments do not match the structured_output schema: {detail}; call it again with a matching object")
+}
+
+/// An output schema that does not compile.
+pub fn invalid_output_schema(detail: &str) -> String {
+    format!("subagent outputSchema is not a valid JSON Schema: {detail}")
+}
+
+/// A child that finished without delivering its structured result.
+pub const STRUCTURED_OUTPUT_MISSING: &str = "the child finished without calling structured_output";
