@@ -17,9 +17,27 @@ struct SubagentArgs {
     prompt: String,
 }
 
-/// The parameter schema for a wording: `{description, prompt}`, both required.
-pub fn parameters(wording: Wording) -> Value {
-    let mut schema = dsh_tools::parameters_schema::<SubagentArgs>();
+/// The arguments with background runs enabled: `run_in_background` is appended.
+#[derive(JsonSchema)]
+#[allow(dead_code)] // Read through `DelegationArgs::parse`; the derive is the schema.
+struct BackgroundSubagentArgs {
+    #[schemars(description = wording::DESCRIPTION_PARAMETER)]
+    description: String,
+    /// Replaced per wording by [`parameters`].
+    prompt: String,
+    #[schemars(description = wording::RUN_IN_BACKGROUND_ONE_SHOT)]
+    run_in_background: Option<bool>,
+}
+
+/// The parameter schema the model sees: `{description, prompt}`, both
+/// required, plus an optional `run_in_background` when background runs are
+/// enabled; the `prompt` text follows the wording.
+pub fn parameters(wording: Wording, background: bool) -> Value {
+    let mut schema = if background {
+        dsh_tools::parameters_schema::<BackgroundSubagentArgs>()
+    } else {
+        dsh_tools::parameters_schema::<SubagentArgs>()
+    };
     if let Some(prompt) = schema.pointer_mut("/properties/prompt").and_then(Value::as_object_mut) {
         prompt.insert("description".to_owned(), Value::from(wording.prompt_description()));
     }

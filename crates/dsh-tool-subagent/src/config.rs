@@ -43,8 +43,10 @@ pub struct SubagentToolConfig {
     pub tool_filter: Option<ToolFilter>,
     /// The depth cap; absent means no cap is sent.
     pub max_depth: Option<MaxDepth>,
-    /// Whether the model may run a delegation in the background (default `false`;
-    /// background delegation is not available in this release).
+    /// Whether the model may run a delegation in the background (default
+    /// `false`): adds `run_in_background` to the schema and a sentence to the
+    /// description. Background runs become tasks of the calling agent, so the
+    /// plugin needs a task registry ([`SubagentToolPlugin::apply_with_tasks`](crate::SubagentToolPlugin::apply_with_tasks)).
     pub enable_run_in_background: bool,
 }
 
@@ -72,11 +74,6 @@ pub enum ConfigError {
         /// The contested name.
         name: String,
     },
-    /// Background delegation was enabled, which this release cannot do yet.
-    #[error(
-        "tool-subagent: `enableRunInBackground: true` needs background tasks, which this release does not provide — omit the key or set it to false"
-    )]
-    BackgroundUnavailable,
     /// Any other malformed configuration; the message names the key.
     #[error("tool-subagent: {0}")]
     Invalid(String),
@@ -135,6 +132,13 @@ impl SubagentToolConfig {
     #[must_use]
     pub fn tool_filter(mut self, filter: ToolFilter) -> Self {
         self.tool_filter = Some(filter);
+        self
+    }
+
+    /// Lets the model run delegations in the background.
+    #[must_use]
+    pub fn enable_run_in_background(mut self, enable: bool) -> Self {
+        self.enable_run_in_background = enable;
         self
     }
 
@@ -211,9 +215,6 @@ impl SubagentToolConfig {
             return Err(ConfigError::Invalid(
                 "config key \"agentOptions.maxTokens\" must be an integer from 1 to 9007199254740991".to_owned(),
             ));
-        }
-        if self.enable_run_in_background {
-            return Err(ConfigError::BackgroundUnavailable);
         }
         Ok(())
     }

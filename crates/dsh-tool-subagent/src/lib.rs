@@ -47,6 +47,7 @@ mod config;
 mod lifecycle;
 mod plugin;
 mod render;
+mod settlement;
 mod tool;
 pub mod wording;
 

@@ -83,7 +83,7 @@ impl Drop for RunGuard {
 /// After a cancellation the provider settles the result as `aborted`; a
 /// provider that instead finishes releasing first has nothing left to
 /// report, and the run reads as cancelled.
-async fn settle(
+pub(crate) async fn settle(
     run: &mut SubagentRun,
     cancel: &CancellationToken,
 ) -> (Result<SubagentResult, SubagentError>, Result<(), SubagentError>) {

@@ -4,10 +4,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_subagent::{SubagentEvent, SubagentService, Subscription};
 use dsh_subagent_api::{SubagentError, SubagentProvider};
+use dsh_tasks::TaskRegistry;
 use dsh_tools::{MountedTool, NameReservation, RegistryError, ToolRegistry};
 
 use crate::config::{ConfigError, MaxDepth, SubagentToolConfig};
-use crate::tool::SubagentTool;
+use crate::tool::{Background, SubagentTool};
 use crate::wording::{self, Wording};
 
 /// One loaded `subagent` tool instance.
@@ -27,6 +28,7 @@ pub struct SubagentToolPlugin {
 struct PluginInner {
     config: Arc<SubagentToolConfig>,
     service: SubagentService,
+    background: Option<Background>,
     reservation: NameReservation,
     state: Mutex<PluginState>,
 }
@@ -46,7 +48,32 @@ impl SubagentToolPlugin {
         service: &SubagentService,
         tools: &ToolRegistry,
     ) -> Result<Self, ConfigError> {
+        Self::load(config, service, tools, None)
+    }
+
+    /// Loads one instance whose background runs (when
+    /// `enableRunInBackground` is set) become tasks in `tasks`, collected
+    /// with the task tools mounted in `tools`.
+    pub fn apply_with_tasks(
+        config: SubagentToolConfig,
+        service: &SubagentService,
+        tools: &ToolRegistry,
+        tasks: &TaskRegistry,
+    ) -> Result<Self, ConfigError> {
+        Self::load(config, service, tools, Some(tasks.clone()))
+    }
+
+    fn load(
+        config: SubagentToolConfig,
+        service: &SubagentService,
+        tools: &ToolRegistry,
+        tasks: Option<TaskRegistry>,
+    ) -> Result<Self, ConfigError> {
         config.validate()?;
+        let background = config.enable_run_in_background.then(|| Background {
+            tasks,
+            tools: tools.clone(),
+        });
         let reservation = tools.reserve(&config.tool_name).map_err(|error| match error {
             RegistryError::DuplicateName { name } => ConfigError::DuplicateToolName { name },
             other => ConfigError::Invalid(other.to_string()),
@@ -54,6 +81,7 @@ impl SubagentToolPlugin {
         let inner = Arc::new(PluginInner {
             config: Arc::new(config),
             service: service.clone(),
+            background,
             reservation,
             state: Mutex::default(),
         });
@@ -146,7 +174,12 @@ impl PluginInner {
             });
         }
         let wording = Wording::for_provider(provider.inherits_parent_context());
-        let tool = SubagentTool::new(self.config.clone(), wording, self.service.clone());
+        let tool = SubagentTool::new(
+            self.config.clone(),
+            wording,
+            self.service.clone(),
+            self.background.clone(),
+        );
         let mounted = self
             .reservation
             .mount(Arc::new(tool))

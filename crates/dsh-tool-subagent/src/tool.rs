@@ -4,30 +4,50 @@ use std::sync::Arc;
 
 use dsh_subagent::SubagentService;
 use dsh_subagent_api::StartRequest;
-use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput};
+use dsh_tasks::{TaskOutcome, TaskRegistry, TaskSpec};
+use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::args::{self, DelegationArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
-use crate::lifecycle;
 use crate::wording::{self, Wording};
+use crate::{lifecycle, settlement};
 
 /// One mounted `subagent` tool, bound to one provider and one wording.
 pub(crate) struct SubagentTool {
     config: Arc<SubagentToolConfig>,
-    wording: Wording,
+    description: String,
     parameters: Value,
     service: SubagentService,
+    background: Option<Background>,
+}
+
+/// What a background call needs: the task registry, and the tool registry in
+/// which the caller collects results.
+#[derive(Clone)]
+pub(crate) struct Background {
+    pub(crate) tasks: Option<TaskRegistry>,
+    pub(crate) tools: ToolRegistry,
 }
 
 impl SubagentTool {
-    pub(crate) fn new(config: Arc<SubagentToolConfig>, wording: Wording, service: SubagentService) -> Self {
+    pub(crate) fn new(
+        config: Arc<SubagentToolConfig>,
+        wording: Wording,
+        service: SubagentService,
+        background: Option<Background>,
+    ) -> Self {
+        let mut description = wording.description().to_owned();
+        if background.is_some() {
+            description.push_str(wording::ONE_SHOT_SUFFIX);
+        }
         Self {
             config,
-            wording,
-            parameters: args::parameters(wording),
+            description,
+            parameters: args::parameters(wording, background.is_some()),
             service,
+            background,
         }
     }
 
@@ -37,9 +57,14 @@ impl SubagentTool {
             .agent()
             .cloned()
             .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code("NO_CALLING_AGENT"))?;
-        if args.run_in_background == Some(true) && !self.config.enable_run_in_background {
-            return Err(ToolError::new(wording::BACKGROUND_DISABLED).with_code("BACKGROUND_DISABLED"));
-        }
+        let background = match (args.run_in_background, &self.background) {
+            (Some(true), None) => {
+                return Err(ToolError::new(wording::BACKGROUND_DISABLED).with_code("BACKGROUND_DISABLED"));
+            }
+            (Some(true), Some(background)) => Some(background),
+            _ => None,
+        };
+        let label = args.description.clone();
         let mut request = StartRequest::text(args.prompt, parent, exec.cancel().child_token());
         request.label = Some(args.description);
         request.agent_options = self.config.agent_options.clone();
@@ -49,7 +74,49 @@ impl SubagentTool {
             Some(MaxDepth::Limit(limit)) => Some(limit),
             Some(MaxDepth::ProviderManaged) | None => None,
         };
-        lifecycle::delegate(&self.service, &self.config.provider, request).await
+        match background {
+            Some(background) => self.start_in_background(background, label, request),
+            None => lifecycle::delegate(&self.service, &self.config.provider, request).await,
+        }
+    }
+
+    /// The one-shot background route: the run becomes a task of the caller,
+    /// settled and released by the task; the call returns its id at once.
+    fn start_in_background(
+        &self,
+        background: &Background,
+        label: String,
+        mut request: StartRequest,
+    ) -> Result<ToolOutput, ToolError> {
+        let tasks = background
+            .tasks
+            .as_ref()
+            .ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code("TASKS_UNAVAILABLE"))?;
+        if background.tools.get("task_output").is_none() {
+            return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code("TASKS_UNAVAILABLE"));
+        }
+        let owner = request.parent.id().clone();
+        let service = self.service.clone();
+        let provider = self.config.provider.clone();
+        let spec = TaskSpec::new("subagent", label, owner);
+        let id = tasks
+            .spawn(spec, move |control| async move {
+                // The task's kill, not the call's token, governs a background run.
+                request.cancel = control.token().child_token();
+                let cancel = request.cancel.clone();
+                match service.start(&provider, request).await {
+                    Ok(mut run) => {
+                        let (result, disposed) = lifecycle::settle(&mut run, &cancel).await;
+                        settlement::task_outcome(result, disposed)
+                    }
+                    Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
+                    Err(error) => TaskOutcome::Failed {
+                        detail: error.to_string(),
+                    },
+                }
+            })
+            .map_err(|error| ToolError::new(error.to_string()).with_code(error.code()))?;
+        Ok(ToolOutput::text(wording::started_background(&id)))
     }
 }
 
@@ -59,7 +126,7 @@ impl Tool for SubagentTool {
     }
 
     fn description(&self) -> &str {
-        self.wording.description()
+        &self.description
     }
 
     fn parameters(&self) -> &Value {

@@ -59,6 +59,44 @@ impl Wording {
     }
 }
 
+// ---- background (07-23 task vocabulary) --------------------------------------
+
+/// Appended to the description when one-shot background runs are enabled.
+pub const ONE_SHOT_SUFFIX: &str =
+    " Set `run_in_background: true` to return a task id; collect with `task_output` and stop with `task_kill`.";
+
+/// `run_in_background` parameter description, one-shot route.
+pub const RUN_IN_BACKGROUND_ONE_SHOT: &str =
+    "Run as a background task and return its id; collect with task_output or stop with task_kill.";
+
+/// What a one-shot background call returns.
+pub fn started_background(task_id: &str) -> String {
+    format!("started background subagent task {task_id}")
+}
+
+/// A background call on an instance that was given no task registry.
+pub const TASKS_UNAVAILABLE: &str = "background tasks unavailable: load dsh-tasks and dsh-tool-tasks";
+
+/// A background call whose caller cannot collect the result (no `task_output`).
+pub const NO_CONTROL_SURFACE: &str =
+    "background tasks unavailable: no control surface is attached (load dsh-tool-tasks)";
+
+/// The detail of a background task whose run failed, from its stop reason.
+pub fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
+    match diagnostic {
+        Some(diagnostic) => format!("{reason}; diagnostic: {diagnostic}"),
+        None => reason.to_string(),
+    }
+}
+
+/// The detail of a background task whose release failed.
+pub fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
+    match previous {
+        Some(previous) => format!("{previous}; dispose failed: {error}"),
+        None => format!("dispose failed: {error}"),
+    }
+}
+
 // ---- call-time errors -------------------------------------------------------
 
 /// The call came without a calling agent.

@@ -92,7 +92,6 @@ fn malformed_configs_name_the_key() {
         json!({"provider": "p", "toolFilter": {"deny": "subagent"}}),
         json!({"provider": "p", "toolFilter": {"block": ["x"]}}),
         json!({"provider": "p", "enableRunInBackground": "no"}),
-        json!({"provider": "p", "enableRunInBackground": true}),
     ];
     let mut rendered = Vec::new();
     for config in cases {

@@ -10,7 +10,8 @@ use serde_json::Value;
 /// features unify: JSON Schema draft 2020-12, subschemas inlined, no
 /// `$schema`, and no root `title` or `description` (the tool description says
 /// what the tool does; field doc comments describe the fields). Property order
-/// is field order.
+/// is field order. An `Option` field is optional (absent from `required`) and
+/// keeps its plain type: `Option<bool>` is `{"type": "boolean"}`.
 pub fn parameters_schema<T: JsonSchema>() -> Value {
     let generator = SchemaSettings::draft2020_12()
         .with(|settings| {
@@ -21,7 +22,35 @@ pub fn parameters_schema<T: JsonSchema>() -> Value {
     let mut schema = generator.into_root_schema_for::<T>();
     schema.remove("title");
     schema.remove("description");
-    schema.to_value()
+    let mut value = schema.to_value();
+    drop_null_from_optional_properties(&mut value);
+    value
+}
+
+/// An optional argument is one the model may omit, not one it may send as
+/// `null`: `{"type": ["boolean", "null"]}` on a property outside `required`
+/// becomes `{"type": "boolean"}`, in nested objects too.
+fn drop_null_from_optional_properties(schema: &mut Value) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (name, property) in properties.iter_mut() {
+        if !required.contains(name)
+            && let Some(types) = property.get("type").and_then(Value::as_array)
+            && types.len() == 2
+            && types.contains(&Value::from("null"))
+            && let Some(kind) = types.iter().find(|kind| kind.as_str() != Some("null")).cloned()
+            && let Some(object) = property.as_object_mut()
+        {
+            object.insert("type".to_owned(), kind);
+        }
+        drop_null_from_optional_properties(property);
+    }
 }
 
 #[cfg(test)]
@@ -44,7 +73,7 @@ mod tests {
         let text = serde_json::to_string(&schema).unwrap();
         assert_eq!(
             text,
-            r#"{"type":"object","properties":{"zeta":{"type":"string","description":"Second in the alphabet, first in the struct."},"alpha":{"type":["boolean","null"],"description":"Optional flag."}},"required":["zeta"]}"#
+            r#"{"type":"object","properties":{"zeta":{"type":"string","description":"Second in the alphabet, first in the struct."},"alpha":{"type":"boolean","description":"Optional flag."}},"required":["zeta"]}"#
         );
     }
 }

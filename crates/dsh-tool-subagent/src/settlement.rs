@@ -1,0 +1,105 @@
+//! A background run's settlement, as its task reports it (reference-contract §3.5).
+
+use dsh_subagent_api::{StopReason, SubagentError, SubagentResult};
+use dsh_tasks::TaskOutcome;
+
+use crate::wording;
+
+/// Maps a settled and released run to its task's outcome.
+///
+/// `completed` → completed with the text; `aborted` → killed; any other stop
+/// reason → failed with the reason (and `; diagnostic: …`; partial output is
+/// not included); a rejected result → failed with the error. A failed
+/// release is appended (`…; dispose failed: …`), and turns a completed or
+/// killed task into a failed one: the release happened before the outcome
+/// is reported.
+pub(crate) fn task_outcome(
+    result: Result<SubagentResult, SubagentError>,
+    disposed: Result<(), SubagentError>,
+) -> TaskOutcome {
+    let outcome = match result {
+        Ok(result) => match result.stop_reason {
+            StopReason::Completed => TaskOutcome::Completed { output: result.text() },
+            StopReason::Aborted => TaskOutcome::Killed,
+            reason => TaskOutcome::Failed {
+                detail: wording::failed_run_detail(&reason, result.diagnostic.as_deref()),
+            },
+        },
+        Err(error) => TaskOutcome::Failed {
+            detail: error.to_string(),
+        },
+    };
+    match (outcome, disposed) {
+        (outcome, Ok(())) => outcome,
+        (TaskOutcome::Failed { detail }, Err(error)) => TaskOutcome::Failed {
+            detail: wording::dispose_failed_detail(Some(&detail), &error.to_string()),
+        },
+        (_, Err(error)) => TaskOutcome::Failed {
+            detail: wording::dispose_failed_detail(None, &error.to_string()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use dsh_subagent_api::ContentBlock;
+
+    use super::*;
+
+    fn result(reason: &str) -> Result<SubagentResult, SubagentError> {
+        Ok(SubagentResult::new(
+            StopReason::parse(reason),
+            vec![ContentBlock::text("partial")],
+        ))
+    }
+
+    #[test]
+    fn stop_reasons_map_to_task_outcomes() {
+        assert_eq!(
+            task_outcome(result("completed"), Ok(())),
+            TaskOutcome::Completed {
+                output: "partial".into()
+            }
+        );
+        assert_eq!(task_outcome(result("aborted"), Ok(())), TaskOutcome::Killed);
+        for reason in ["error", "max-tokens", "refusal", "paused"] {
+            assert_eq!(
+                task_outcome(result(reason), Ok(())),
+                TaskOutcome::Failed { detail: reason.into() }
+            );
+        }
+    }
+
+    #[test]
+    fn rejections_release_failures_and_diagnostics_stay_separate_from_output() {
+        let failed = |m: &str| SubagentError::failed(m);
+        assert_eq!(
+            task_outcome(Err(failed("transport gone")), Ok(())),
+            TaskOutcome::Failed {
+                detail: "transport gone".into()
+            }
+        );
+        assert_eq!(
+            task_outcome(result("completed"), Err(failed("reap failed"))),
+            TaskOutcome::Failed {
+                detail: "dispose failed: reap failed".into()
+            }
+        );
+        assert_eq!(
+            task_outcome(Err(failed("result failed")), Err(failed("reap failed"))),
+            TaskOutcome::Failed {
+                detail: "result failed; dispose failed: reap failed".into()
+            }
+        );
+        let diagnosed = Ok(
+            SubagentResult::new(StopReason::Error, vec![ContentBlock::text("partial")])
+                .with_diagnostic("Claude Code denied a tool request"),
+        );
+        assert_eq!(
+            task_outcome(diagnosed, Ok(())),
+            TaskOutcome::Failed {
+                detail: "error; diagnostic: Claude Code denied a tool request".into()
+            }
+        );
+    }
+}
