@@ -1,12 +1,16 @@
 //! One foreground delegation: start, wait, release — on every path.
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use dsh_subagent::SubagentService;
 use dsh_subagent_api::{CancellationToken, StartRequest, StopReason, SubagentError, SubagentResult, SubagentRun};
 use dsh_tools::{ToolError, ToolOutput, panic_message};
 use futures::FutureExt;
+use futures::future::BoxFuture;
 
 use crate::{render, wording};
 
@@ -37,26 +41,31 @@ pub const RELEASE_GRACE: Duration = Duration::from_secs(5);
 /// The grace timer is created only on that cancellation path, so runtimes
 /// without the time driver work as long as nothing is cancelled (and fall
 /// back to a timer thread when something is).
-pub(crate) async fn delegate(
-    service: &SubagentService,
-    provider: &str,
+///
+/// Only small handles stay in the returned future while the child runs: the
+/// start (request and all) lives in its own allocation, freed once the
+/// provider answers, so an in-flight delegation holds little memory.
+pub(crate) fn delegate<'a>(
+    service: &'a SubagentService,
+    provider: &'a str,
     request: StartRequest,
-) -> Result<ToolOutput, ToolError> {
+) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
     let cancel = request.cancel.clone();
-    let run = start(service, provider, request, &cancel).await?;
-    let mut guard = RunGuard { run: Some(run), cancel };
-    let (result, disposed) = guard.settle().await;
-    render::settled(result, disposed)
+    let starting = AssertUnwindSafe(service.start(provider, request))
+        .catch_unwind()
+        .boxed();
+    async move {
+        let run = start(starting, &cancel).await?;
+        let mut guard = RunGuard { run: Some(run), cancel };
+        let (result, disposed) = guard.settle().await;
+        render::settled(result, disposed)
+    }
 }
 
-/// Starts the child; a start that ignores the cancellation is dropped.
-async fn start(
-    service: &SubagentService,
-    provider: &str,
-    request: StartRequest,
-    cancel: &CancellationToken,
-) -> Result<SubagentRun, ToolError> {
-    let starting = AssertUnwindSafe(service.start(provider, request)).catch_unwind();
+type Starting<'a> = BoxFuture<'a, std::thread::Result<Result<SubagentRun, SubagentError>>>;
+
+/// Waits for the start; a start that ignores the cancellation is dropped.
+async fn start(starting: Starting<'_>, cancel: &CancellationToken) -> Result<SubagentRun, ToolError> {
     // Biased: after a cancellation the start is polled once more first, so a
     // provider that reacts to the token (or finishes) reports in its own words.
     let outcome = tokio::select! {
@@ -131,7 +140,7 @@ async fn settle(
     let mut dispose = std::pin::pin!(AssertUnwindSafe(run.dispose()).catch_unwind());
     // Lazy: the timer is created on its first poll, which only the
     // cancellation path reaches, and only while something is still pending.
-    let mut grace = std::pin::pin!(release_grace());
+    let mut grace = Grace::default();
     let mut disposed = None;
     let result = tokio::select! {
         biased;
@@ -146,7 +155,7 @@ async fn settle(
                     None => Ok(SubagentResult::new(StopReason::Aborted, Vec::new())),
                 }
             }
-            () = grace.as_mut() => {
+            () = &mut grace => {
                 disposed = Some(Err(release_abandoned()));
                 Ok(SubagentResult::new(StopReason::Aborted, Vec::new()))
             }
@@ -160,7 +169,7 @@ async fn settle(
             () = cancel.cancelled() => tokio::select! {
                 biased;
                 released = dispose.as_mut() => caught_release(released),
-                () = grace.as_mut() => Err(release_abandoned()),
+                () = &mut grace => Err(release_abandoned()),
             },
         },
     };
@@ -180,6 +189,19 @@ fn caught_release(
 
 fn release_abandoned() -> SubagentError {
     SubagentError::failed_with_code(wording::RELEASE_ABANDONED, "RELEASE_ABANDONED")
+}
+
+/// Completes [`RELEASE_GRACE`] after its first poll, and holds nothing (no
+/// timer, no memory beyond a pointer) until then.
+#[derive(Default)]
+struct Grace(Option<BoxFuture<'static, ()>>);
+
+impl Future for Grace {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.0.get_or_insert_with(|| release_grace().boxed()).poll_unpin(cx)
+    }
 }
 
 /// Completes [`RELEASE_GRACE`] after its first poll.

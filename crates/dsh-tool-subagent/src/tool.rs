@@ -31,8 +31,10 @@ impl SubagentTool {
         }
     }
 
-    async fn delegate(&self, args: Value, exec: ToolExecution) -> Result<ToolOutput, ToolError> {
-        let args = DelegationArgs::parse(&args)?;
+    /// Checks the call and builds the start request. Synchronous, so the
+    /// arguments and the call context are dropped before anything is awaited.
+    fn request(&self, args: &Value, exec: &ToolExecution) -> Result<StartRequest, ToolError> {
+        let args = DelegationArgs::parse(args)?;
         let parent = exec
             .agent()
             .cloned()
@@ -49,7 +51,7 @@ impl SubagentTool {
             Some(MaxDepth::Limit(limit)) => Some(limit),
             Some(MaxDepth::ProviderManaged) | None => None,
         };
-        lifecycle::delegate(&self.service, &self.config.provider, request).await
+        Ok(request)
     }
 }
 
@@ -67,6 +69,9 @@ impl Tool for SubagentTool {
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        Box::pin(self.delegate(args, exec))
+        match self.request(&args, &exec) {
+            Ok(request) => Box::pin(lifecycle::delegate(&self.service, &self.config.provider, request)),
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
     }
 }
