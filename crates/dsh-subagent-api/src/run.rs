@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::{Mutex, PoisonError};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
@@ -9,6 +10,16 @@ use futures::future::{BoxFuture, Shared};
 use crate::{SubagentError, SubagentResult};
 
 type DisposeFuture = Shared<BoxFuture<'static, Result<(), SubagentError>>>;
+type ReleaseFn = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), SubagentError>> + Send>;
+
+/// The release: only the provider's function until the first `dispose`, so
+/// a live run does not hold the release's future (or its sharing machinery).
+enum DisposeSlot {
+    Unstarted(ReleaseFn),
+    Started(DisposeFuture),
+    /// Transient, under the lock only.
+    Taken,
+}
 
 enum ResultSlot {
     Pending(BoxFuture<'static, Result<SubagentResult, SubagentError>>),
@@ -32,7 +43,7 @@ enum ResultSlot {
 pub struct SubagentRun {
     id: String,
     result: ResultSlot,
-    dispose: DisposeFuture,
+    dispose: Mutex<DisposeSlot>,
 }
 
 impl SubagentRun {
@@ -63,7 +74,7 @@ impl SubagentRun {
         Self {
             id: id.into(),
             result: ResultSlot::Pending(result.boxed()),
-            dispose: async move { dispose().await }.boxed().shared(),
+            dispose: Mutex::new(DisposeSlot::Unstarted(Box::new(move || dispose().boxed()))),
         }
     }
 
@@ -96,7 +107,17 @@ impl SubagentRun {
     ///
     /// The returned future owns what it needs, so it may outlive the handle.
     pub fn dispose(&self) -> impl Future<Output = Result<(), SubagentError>> + Send + 'static + use<> {
-        self.dispose.clone()
+        let mut slot = self.dispose.lock().unwrap_or_else(PoisonError::into_inner);
+        let shared = match std::mem::replace(&mut *slot, DisposeSlot::Taken) {
+            DisposeSlot::Started(shared) => shared,
+            // Lazy: the release itself runs on the first poll.
+            DisposeSlot::Unstarted(release) => async move { release().await }.boxed().shared(),
+            DisposeSlot::Taken => futures::future::ready(Err(SubagentError::failed("subagent run release was lost")))
+                .boxed()
+                .shared(),
+        };
+        *slot = DisposeSlot::Started(shared.clone());
+        shared
     }
 
     /// Wraps the result future, for layers that observe settlement (lifecycle events).

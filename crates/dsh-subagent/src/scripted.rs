@@ -109,12 +109,13 @@ impl ScriptedStats {
         self.cancels_observed.load(Ordering::SeqCst)
     }
 
-    /// Copies of every start request received, in order.
+    /// Copies of every start request received, in order (none when recording
+    /// is off: [`ScriptedProviderBuilder::record_requests`]).
     pub fn requests(&self) -> Vec<StartRequest> {
         self.requests.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
-    /// The last start request received.
+    /// The last start request received (`None` when recording is off).
     pub fn last_request(&self) -> Option<StartRequest> {
         self.requests
             .lock()
@@ -152,16 +153,32 @@ impl ScriptedStats {
 #[derive(Debug)]
 pub struct ScriptedProvider {
     name: String,
-    capabilities: Capabilities,
     inherits_parent_context: bool,
+    script: Arc<Script>,
+    start: StartBehavior,
+    result: ResultBehavior,
+    dispose: DisposeBehavior,
+    holds: Holds,
+    record_requests: bool,
+    stats: Arc<ScriptedStats>,
+}
+
+/// What a settled result says; shared by every run, read only when it settles.
+#[derive(Clone, Debug)]
+struct Script {
+    capabilities: Capabilities,
     reply: String,
     stop_reason: StopReason,
     diagnostic: Option<String>,
     structured: Option<serde_json::Value>,
-    start: StartBehavior,
-    result: ResultBehavior,
-    dispose: DisposeBehavior,
-    stats: Arc<ScriptedStats>,
+}
+
+/// Gates each stage waits at before its scripted behaviour.
+#[derive(Clone, Debug, Default)]
+struct Holds {
+    start: Option<Gate>,
+    result: Option<Gate>,
+    dispose: Option<Gate>,
 }
 
 /// Builds a [`ScriptedProvider`].
@@ -174,15 +191,19 @@ impl ScriptedProvider {
     pub fn builder(name: impl Into<String>) -> ScriptedProviderBuilder {
         ScriptedProviderBuilder(Self {
             name: name.into(),
-            capabilities: Capabilities::ALL,
             inherits_parent_context: false,
-            reply: DEFAULT_REPLY.to_owned(),
-            stop_reason: StopReason::Completed,
-            diagnostic: None,
-            structured: None,
+            script: Arc::new(Script {
+                capabilities: Capabilities::ALL,
+                reply: DEFAULT_REPLY.to_owned(),
+                stop_reason: StopReason::Completed,
+                diagnostic: None,
+                structured: None,
+            }),
             start: StartBehavior::default(),
             result: ResultBehavior::default(),
             dispose: DisposeBehavior::default(),
+            holds: Holds::default(),
+            record_requests: true,
             stats: Arc::default(),
         })
     }
@@ -191,8 +212,11 @@ impl ScriptedProvider {
     pub fn stats(&self) -> &Arc<ScriptedStats> {
         &self.stats
     }
+}
 
-    fn outcome(&self, request: &StartRequest, cancelled: bool) -> SubagentResult {
+impl Script {
+    /// The settled result: `aborted` when cancelled, else the scripted stop reason.
+    fn outcome(&self, wants_structured: bool, cancelled: bool) -> SubagentResult {
         let stop_reason = if cancelled {
             StopReason::Aborted
         } else {
@@ -204,7 +228,7 @@ impl ScriptedProvider {
         {
             result = result.with_diagnostic(diagnostic.clone());
         }
-        if request.output_schema.is_some() && self.capabilities.output_schema {
+        if wants_structured && self.capabilities.output_schema {
             let structured = self
                 .structured
                 .clone()
@@ -216,9 +240,14 @@ impl ScriptedProvider {
 }
 
 impl ScriptedProviderBuilder {
+    fn script(&mut self) -> &mut Script {
+        // The builder is the script's only owner, so this never copies.
+        Arc::make_mut(&mut self.0.script)
+    }
+
     /// The capabilities to advertise (default: all).
     pub fn capabilities(mut self, capabilities: Capabilities) -> Self {
-        self.0.capabilities = capabilities;
+        self.script().capabilities = capabilities;
         self
     }
 
@@ -230,25 +259,25 @@ impl ScriptedProviderBuilder {
 
     /// The child's answer text.
     pub fn reply(mut self, reply: impl Into<String>) -> Self {
-        self.0.reply = reply.into();
+        self.script().reply = reply.into();
         self
     }
 
     /// The stop reason of a run that is not cancelled.
     pub fn stop_reason(mut self, stop_reason: StopReason) -> Self {
-        self.0.stop_reason = stop_reason;
+        self.script().stop_reason = stop_reason;
         self
     }
 
     /// A diagnostic attached to non-completed results.
     pub fn diagnostic(mut self, diagnostic: impl Into<String>) -> Self {
-        self.0.diagnostic = Some(diagnostic.into());
+        self.script().diagnostic = Some(diagnostic.into());
         self
     }
 
     /// The structured value returned when an output schema is requested.
     pub fn structured(mut self, structured: serde_json::Value) -> Self {
-        self.0.structured = Some(structured);
+        self.script().structured = Some(structured);
         self
     }
 
@@ -270,6 +299,39 @@ impl ScriptedProviderBuilder {
         self
     }
 
+    /// Holds every `start` at `gate` before its scripted behaviour. The hold
+    /// ignores cancellation, like a provider busy in setup: once the gate
+    /// opens, the behaviour runs (and a publish still rejects if the token
+    /// was cancelled meanwhile).
+    pub fn hold_start(mut self, gate: Gate) -> Self {
+        self.0.holds.start = Some(gate);
+        self
+    }
+
+    /// Holds every run's result at `gate` before its scripted behaviour,
+    /// ignoring cancellation; once open, a [`ResultBehavior::Settle`] run that
+    /// was cancelled meanwhile settles `aborted`.
+    pub fn hold_result(mut self, gate: Gate) -> Self {
+        self.0.holds.result = Some(gate);
+        self
+    }
+
+    /// Holds every release at `gate` before its scripted behaviour, ignoring
+    /// cancellation. The release counts in [`ScriptedStats::disposes`] on
+    /// arrival.
+    pub fn hold_dispose(mut self, gate: Gate) -> Self {
+        self.0.holds.dispose = Some(gate);
+        self
+    }
+
+    /// Whether `start` keeps a copy of every request for
+    /// [`ScriptedStats::requests`] (default: yes). Turn it off where many
+    /// starts run (benchmarks, soak tests): the record grows without bound.
+    pub fn record_requests(mut self, record: bool) -> Self {
+        self.0.record_requests = record;
+        self
+    }
+
     /// The provider, ready to register.
     pub fn build(self) -> Arc<ScriptedProvider> {
         Arc::new(self.0)
@@ -282,7 +344,7 @@ impl SubagentProvider for ScriptedProvider {
     }
 
     fn capabilities(&self) -> Capabilities {
-        self.capabilities
+        self.script.capabilities
     }
 
     fn inherits_parent_context(&self) -> bool {
@@ -292,13 +354,18 @@ impl SubagentProvider for ScriptedProvider {
     fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
         Box::pin(async move {
             self.stats.starts.fetch_add(1, Ordering::SeqCst);
-            self.stats
-                .requests
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(request.clone());
+            if self.record_requests {
+                self.stats
+                    .requests
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(request.clone());
+            }
             if request.cancel.is_cancelled() {
                 return Err(SubagentError::aborted(START_ABORTED));
+            }
+            if let Some(gate) = &self.holds.start {
+                gate.pass().await;
             }
             match &self.start {
                 StartBehavior::Publish => {}
@@ -326,26 +393,31 @@ impl ScriptedProvider {
         self.stats.published.fetch_add(1, Ordering::SeqCst);
         let id = format!("scripted-subagent:{}:{}", self.name, request.parent.id());
         let run_token = request.cancel.child_token();
-        let settled = self.outcome(&request, false);
-        let aborted = self.outcome(&request, true);
+        let wants_structured = request.output_schema.is_some();
+        drop(request);
+        let script = self.script.clone();
         let stats = self.stats.clone();
         let watch_token = run_token.clone();
         let behavior = self.result.clone();
+        let hold = self.holds.result.clone();
         let result = async move {
+            if let Some(gate) = hold {
+                gate.pass().await;
+            }
             let cancelled = async {
                 watch_token.cancelled().await;
                 stats.cancels_observed.fetch_add(1, Ordering::SeqCst);
             };
+            let settled = |cancelled| Ok(script.outcome(wants_structured, cancelled));
             match behavior {
-                ResultBehavior::Settle if watch_token.is_cancelled() => Ok(aborted),
-                ResultBehavior::Settle => Ok(settled),
+                ResultBehavior::Settle => settled(watch_token.is_cancelled()),
                 ResultBehavior::Gated(gate) => tokio::select! {
-                    () = gate.pass() => Ok(settled),
-                    () = cancelled => Ok(aborted),
+                    () = gate.pass() => settled(false),
+                    () = cancelled => settled(true),
                 },
                 ResultBehavior::UntilCancelled => {
                     cancelled.await;
-                    Ok(aborted)
+                    settled(true)
                 }
                 ResultBehavior::Fail(message) => Err(SubagentError::failed(message)),
                 ResultBehavior::Hang => futures::future::pending().await,
@@ -354,9 +426,13 @@ impl ScriptedProvider {
         };
         let stats = self.stats.clone();
         let behavior = self.dispose.clone();
+        let hold = self.holds.dispose.clone();
         let dispose = move || async move {
             stats.disposes.fetch_add(1, Ordering::SeqCst);
             run_token.cancel();
+            if let Some(gate) = hold {
+                gate.pass().await;
+            }
             match behavior {
                 DisposeBehavior::Release => {
                     stats.released.fetch_add(1, Ordering::SeqCst);

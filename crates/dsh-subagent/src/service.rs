@@ -19,7 +19,8 @@ struct ProviderEntry {
 #[derive(Default)]
 struct State {
     providers: Vec<ProviderEntry>,
-    listeners: Vec<(u64, Listener)>,
+    /// Copy-on-write: an event clones the `Arc`, not the list.
+    listeners: Arc<Vec<(u64, Listener)>>,
     next_id: u64,
 }
 
@@ -41,17 +42,14 @@ impl Inner {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn listeners(&self) -> Vec<Listener> {
-        self.lock()
-            .listeners
-            .iter()
-            .map(|(_, listener)| listener.clone())
-            .collect()
+    /// A snapshot of the listeners, taken without copying the list.
+    fn listeners(&self) -> Arc<Vec<(u64, Listener)>> {
+        self.lock().listeners.clone()
     }
 
     /// Calls every listener; the first failure (error or panic) is returned.
     fn dispatch(&self, event: &SubagentEvent) -> Result<(), SubagentError> {
-        for listener in self.listeners() {
+        for (_, listener) in self.listeners().iter() {
             match catch_unwind(AssertUnwindSafe(|| listener(event))) {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => return Err(error),
@@ -69,7 +67,7 @@ impl Inner {
 
     /// Calls every listener; failures are logged, never propagated.
     fn notify(&self, event: &SubagentEvent) {
-        for listener in self.listeners() {
+        for (_, listener) in self.listeners().iter() {
             match catch_unwind(AssertUnwindSafe(|| listener(event))) {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => tracing::warn!("subagent: {} listener threw: {error}", event.name()),
@@ -172,7 +170,7 @@ impl SubagentService {
     pub fn subscribe(&self, listener: Listener) -> Subscription {
         let mut state = self.inner.lock();
         let id = state.next_id();
-        state.listeners.push((id, listener));
+        Arc::make_mut(&mut state.listeners).push((id, listener));
         Subscription {
             service: Arc::downgrade(&self.inner),
             id,
@@ -217,8 +215,14 @@ impl SubagentService {
             id: run.id().to_owned(),
             ..info
         };
+        // Announce first, then move the same info into the settlement
+        // observer: no copy. Nobody can poll the result before we return it.
+        let started = SubagentEvent::RunStarted(info);
+        self.inner.notify(&started);
+        let SubagentEvent::RunStarted(end_info) = started else {
+            return Ok(run);
+        };
         let observer = Arc::downgrade(&self.inner);
-        let end_info = info.clone();
         let run = run.map_result(move |result| async move {
             let outcome = result.await;
             if let Some(inner) = observer.upgrade() {
@@ -234,7 +238,6 @@ impl SubagentService {
             }
             outcome
         });
-        self.inner.notify(&SubagentEvent::RunStarted(info));
         Ok(run)
     }
 }
@@ -289,11 +292,11 @@ impl Drop for Subscription {
         if let Some(inner) = self.service.upgrade() {
             let removed = {
                 let mut state = inner.lock();
-                state
-                    .listeners
+                let listeners = Arc::make_mut(&mut state.listeners);
+                listeners
                     .iter()
                     .position(|(id, _)| *id == self.id)
-                    .map(|index| state.listeners.remove(index))
+                    .map(|index| listeners.remove(index))
             };
             drop(removed);
         }

@@ -53,6 +53,7 @@ pub mod wording;
 
 pub use args::parameters;
 pub use config::{ConfigError, MaxDepth, SubagentToolConfig};
+pub use lifecycle::RELEASE_GRACE;
 pub use plugin::SubagentToolPlugin;
 pub use wording::Wording;
 

@@ -23,6 +23,12 @@ pub(crate) struct SubagentTool {
     background: Option<Background>,
 }
 
+/// A checked call: run it now, or hand it to a background task.
+enum Call<'a> {
+    Foreground(StartRequest),
+    Background(&'a Background, String, StartRequest),
+}
+
 /// What a background call needs: the task registry, and the tool registry in
 /// which the caller collects results.
 #[derive(Clone)]
@@ -51,8 +57,10 @@ impl SubagentTool {
         }
     }
 
-    async fn delegate(&self, args: Value, exec: ToolExecution) -> Result<ToolOutput, ToolError> {
-        let args = DelegationArgs::parse(&args)?;
+    /// Checks the call and builds its start request. Synchronous, so the
+    /// arguments and the call context are dropped before anything is awaited.
+    fn prepare(&self, args: &Value, exec: &ToolExecution) -> Result<Call<'_>, ToolError> {
+        let args = DelegationArgs::parse(args)?;
         let parent = exec
             .agent()
             .cloned()
@@ -74,10 +82,10 @@ impl SubagentTool {
             Some(MaxDepth::Limit(limit)) => Some(limit),
             Some(MaxDepth::ProviderManaged) | None => None,
         };
-        match background {
-            Some(background) => self.start_in_background(background, label, request),
-            None => lifecycle::delegate(&self.service, &self.config.provider, request).await,
-        }
+        Ok(match background {
+            Some(background) => Call::Background(background, label, request),
+            None => Call::Foreground(request),
+        })
     }
 
     /// The one-shot background route: the run becomes a task of the caller,
@@ -134,6 +142,14 @@ impl Tool for SubagentTool {
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        Box::pin(self.delegate(args, exec))
+        match self.prepare(&args, &exec) {
+            Ok(Call::Foreground(request)) => {
+                Box::pin(lifecycle::delegate(&self.service, &self.config.provider, request))
+            }
+            Ok(Call::Background(background, label, request)) => {
+                Box::pin(std::future::ready(self.start_in_background(background, label, request)))
+            }
+            Err(error) => Box::pin(std::future::ready(Err(error))),
+        }
     }
 }
