@@ -330,14 +330,23 @@ impl Agent {
     /// Cancellation is honoured at every await: the model stream is dropped,
     /// running tool calls receive the cancellation, and the run ends
     /// [`AgentStop::Cancelled`] with every tool call answered.
+    ///
+    /// With a [`NoticeSource`](crate::NoticeSource) on the runtime, notices
+    /// pending for this agent join the conversation as a user message: those
+    /// from between runs just before the prompt, later ones before the model
+    /// call that follows their arrival.
     pub async fn run(&self, prompt: impl Into<String>, cancel: &CancellationToken) -> RunOutcome {
         let _one_run_at_a_time = self.inner.run_lock.lock().await;
         let observer = self.inner.runtime.observer();
         if let Some(observer) = observer {
             observer.run_started(&self.inner.info);
         }
-        let mut turn = vec![Message::user(prompt)];
-        self.record_message(&turn[0]);
+        // Notices that arrived between runs come before the new prompt.
+        let mut turn = Vec::new();
+        self.take_notices(&mut turn);
+        let prompt = Message::user(prompt);
+        self.record_message(&prompt);
+        turn.push(prompt);
         let mut usage = Usage::default();
         let mut steps = 0;
         let stop = loop {
@@ -348,6 +357,7 @@ impl Agent {
                 break AgentStop::MaxTurns(self.inner.max_turns);
             }
             steps += 1;
+            self.take_notices(&mut turn);
             let request = self.request(&turn);
             let stream = self.inner.runtime.model().stream_chat(request, cancel.clone());
             let response = match collect_response(stream, cancel).await {
@@ -411,6 +421,20 @@ impl Agent {
             observer.run_finished(self.id(), &outcome);
         }
         outcome
+    }
+
+    /// Appends the notices pending for this agent as one user message.
+    fn take_notices(&self, turn: &mut Vec<Message>) {
+        let Some(source) = self.inner.runtime.notices() else {
+            return;
+        };
+        let notices = source.take(self.id());
+        if notices.is_empty() {
+            return;
+        }
+        let message = Message::user(crate::wording::notices(&notices));
+        self.record_message(&message);
+        turn.push(message);
     }
 
     fn request(&self, turn: &[Message]) -> ChatRequest {

@@ -9,7 +9,9 @@
 //! results → model until a final answer, a limit or cancellation, which is
 //! honoured at every await. Tool calls of one assistant message run
 //! concurrently; their results are recorded in the model's order. Usage is
-//! counted per agent and rolled up from children.
+//! counted per agent and rolled up from children. Before each model call,
+//! notices pending for the agent (from the runtime's [`NoticeSource`], such
+//! as finished background tasks) join the conversation as a user message.
 //!
 //! [`child::start_child`] is the in-process child driver behind the spawn and
 //! fork providers.
@@ -39,6 +41,7 @@
 
 mod agent;
 pub mod child;
+mod notices;
 mod observer;
 mod outcome;
 mod runtime;
@@ -49,6 +52,7 @@ mod usage;
 pub mod wording;
 
 pub use agent::{Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS};
+pub use notices::NoticeSource;
 pub use observer::{AgentInfo, AgentObserver};
 pub use outcome::{AgentStop, RunOutcome};
 pub use runtime::AgentRuntime;

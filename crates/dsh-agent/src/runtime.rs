@@ -6,19 +6,21 @@ use std::sync::Arc;
 use dsh_llm::ChatModel;
 use dsh_tools::ToolRegistry;
 
-use crate::AgentObserver;
+use crate::{AgentObserver, NoticeSource};
 
 /// The environment a parent and all its in-process children share.
 ///
 /// Children inherit it: the same model client (a child may name another
 /// model on it), the same tool registry (seen through the child's own
-/// filter), the same data directory for transcripts, the same observer.
+/// filter), the same data directory for transcripts, the same observer, the
+/// same notice source.
 #[derive(Clone)]
 pub struct AgentRuntime {
     model: Arc<dyn ChatModel>,
     tools: ToolRegistry,
     data_dir: Option<PathBuf>,
     observer: Option<Arc<dyn AgentObserver>>,
+    notices: Option<Arc<dyn NoticeSource>>,
 }
 
 impl AgentRuntime {
@@ -29,6 +31,7 @@ impl AgentRuntime {
             tools,
             data_dir: None,
             observer: None,
+            notices: None,
         }
     }
 
@@ -43,6 +46,14 @@ impl AgentRuntime {
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn AgentObserver>) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Hands every agent its pending notices before each model call (see
+    /// [`NoticeSource`]).
+    #[must_use]
+    pub fn with_notices(mut self, notices: Arc<dyn NoticeSource>) -> Self {
+        self.notices = Some(notices);
         self
     }
 
@@ -64,6 +75,10 @@ impl AgentRuntime {
     pub(crate) fn observer(&self) -> Option<&dyn AgentObserver> {
         self.observer.as_deref()
     }
+
+    pub(crate) fn notices(&self) -> Option<&dyn NoticeSource> {
+        self.notices.as_deref()
+    }
 }
 
 impl std::fmt::Debug for AgentRuntime {
@@ -72,6 +87,7 @@ impl std::fmt::Debug for AgentRuntime {
             .field("model", &self.model.model_name())
             .field("tools", &self.tools.names())
             .field("data_dir", &self.data_dir)
+            .field("notices", &self.notices.is_some())
             .finish()
     }
 }

@@ -75,3 +75,8 @@ pub fn invalid_output_schema(detail: &str) -> String {
 
 /// A child that finished without delivering its structured result.
 pub const STRUCTURED_OUTPUT_MISSING: &str = "the child finished without calling structured_output";
+
+/// The user message that carries an agent's pending notices: one per line.
+pub fn notices(notices: &[String]) -> String {
+    notices.join("\n")
+}

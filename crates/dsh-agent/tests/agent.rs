@@ -234,3 +234,52 @@ async fn a_torn_last_line_is_reported_and_earlier_entries_survive() {
             .contains("line 1 is corrupt")
     );
 }
+
+#[tokio::test]
+async fn pending_notices_reach_the_next_model_call_as_a_user_message_and_the_transcript() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!({"rules": [
+        {"when": {"last_message": "user", "last_user_contains": "notice two"}, "reply": {"text": "saw: {{last_user}}"}},
+        {"when": {"last_message": "user"}, "reply": {"tool_calls": [{"name": "lookup", "arguments": {"key": "a"}}]}},
+        {"when": {"last_message": "tool"}, "reply": {"text": "no notice"}}
+    ]});
+    let model = ScriptedModel::from_json_str(&script.to_string()).unwrap();
+    // Taken at the run's start: one notice; before the first model call:
+    // none; before the second (after `lookup` ran): two.
+    let takes = AtomicUsize::new(0);
+    let source = move |agent: &dsh_tools::AgentId| {
+        assert_eq!(agent.as_str(), "parent");
+        match takes.fetch_add(1, Ordering::SeqCst) {
+            0 => vec!["notice one".to_owned()],
+            2 => vec!["notice two".to_owned(), "notice three".to_owned()],
+            _ => Vec::new(),
+        }
+    };
+    let runtime = Arc::new(
+        AgentRuntime::new(Arc::new(model), registry())
+            .with_data_dir(dir.path())
+            .with_notices(Arc::new(source)),
+    );
+    let agent = Agent::builder(runtime).id("parent").build().unwrap();
+    let outcome = agent.run("go", &CancellationToken::new()).await;
+    let history: Vec<_> = agent
+        .history()
+        .iter()
+        .map(|m| format!("{}: {}", m.role().as_str(), m.content()))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            "user: notice one",
+            "user: go",
+            "assistant: ",
+            "tool: value of a",
+            "user: notice two\nnotice three",
+            "assistant: saw: notice two\nnotice three",
+        ]
+    );
+    assert_eq!(outcome.text, "saw: notice two\nnotice three");
+    let transcript = read_transcript(agent.transcript_path().unwrap()).unwrap();
+    assert_eq!(transcript.messages(), agent.history());
+}

@@ -78,3 +78,81 @@ pub fn owner_disposed(owner: &str) -> String {
 pub fn producer_panicked(message: &str) -> String {
     format!("task stopped unexpectedly: {message}")
 }
+
+// ---- the task tools (`dsh-tool-tasks`) ---------------------------------------
+
+/// The name of the tool that reads a task.
+pub const TASK_OUTPUT: &str = "task_output";
+
+/// The name of the tool that kills a task.
+pub const TASK_KILL: &str = "task_kill";
+
+/// The name of the tool that lists tasks.
+pub const TASK_LIST: &str = "task_list";
+
+/// `task_output`'s description.
+pub const TASK_OUTPUT_DESCRIPTION: &str = "Read the output and status of one of your background tasks (such as a subagent started in the background). Returns the task's output, or (no new output) while it has none, then a status line: [status: running], [status: completed], [status: failed, <detail>] or [status: killed]. Reading does not consume anything: reading again returns the same. By default it answers at once; pass wait: true only when you have nothing else to do until the task finishes. You are told in the conversation when a task finishes, so there is no need to poll.";
+
+/// `task_kill`'s description.
+pub const TASK_KILL_DESCRIPTION: &str = "Stop one of your background tasks that is still running, such as a subagent whose result you no longer need. Cancellation is requested at once and the task then finishes as killed; read its final status with task_output. Killing a task that has already finished changes nothing and reports how it finished.";
+
+/// `task_list`'s description.
+pub const TASK_LIST_DESCRIPTION: &str = "List your background tasks, oldest first: one line per task with its id, its status line and what it is. Use it to find a task id you no longer have or to see which tasks are still running; read a task's output with task_output.";
+
+/// The `task_id` parameter (both `task_output` and `task_kill`).
+pub const TASK_ID_PARAMETER: &str =
+    "The id of the task, as given when it started (for example subagent-1); task_list shows your tasks.";
+
+/// `task_output`'s `wait` parameter.
+pub const WAIT_PARAMETER: &str = "Wait until the task finishes (or timeout_ms passes) before answering. Default false: answer at once with the task as it is now.";
+
+/// `task_output`'s `timeout_ms` parameter.
+pub const TIMEOUT_MS_PARAMETER: &str = "Only with wait: true. The longest to wait, in milliseconds: default 30000 (30 seconds), at most 600000 (10 minutes). When it passes, the task is shown as it is, still running.";
+
+/// `task_kill`'s `reason` parameter.
+pub const REASON_PARAMETER: &str = "Why the task is being stopped (optional); the task's producer receives it.";
+
+/// A task tool called without a calling agent.
+pub fn no_calling_agent(tool: &str) -> String {
+    format!("{tool} requires a calling agent (exec.agent was undefined)")
+}
+
+/// A task tool's arguments are not a JSON object.
+pub fn arguments_not_object(tool: &str, kind: &str) -> String {
+    format!("{tool} arguments must be a JSON object, got {kind}")
+}
+
+/// A required argument is missing.
+pub fn argument_missing(tool: &str, field: &str) -> String {
+    format!("{tool} argument \"{field}\" is required")
+}
+
+/// An argument has the wrong JSON type.
+pub fn argument_wrong_type(tool: &str, field: &str, expected: &str, kind: &str) -> String {
+    format!("{tool} argument \"{field}\" must be {expected}, got {kind}")
+}
+
+/// A text argument is empty or only white space.
+pub fn argument_empty(tool: &str, field: &str) -> String {
+    format!("{tool} argument \"{field}\" must not be empty")
+}
+
+/// `timeout_ms` above the maximum.
+pub fn timeout_too_long(tool: &str, max_ms: u64, got: u64) -> String {
+    format!("{tool} argument \"timeout_ms\" must be at most {max_ms} (milliseconds), got {got}")
+}
+
+/// `timeout_ms` without `wait: true`.
+pub fn timeout_without_wait(tool: &str) -> String {
+    format!(
+        "{tool} argument \"timeout_ms\" only applies with \"wait\": true; add \"wait\": true or drop \"timeout_ms\""
+    )
+}
+
+/// `task_list` output: one line per task, or [`NO_TASKS`].
+pub fn task_list(tasks: &[TaskSnapshot]) -> String {
+    if tasks.is_empty() {
+        return NO_TASKS.to_owned();
+    }
+    tasks.iter().map(list_line).collect::<Vec<_>>().join("\n")
+}

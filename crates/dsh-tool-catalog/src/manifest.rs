@@ -4,7 +4,9 @@ use std::any::Any;
 
 use dsh_subagent::SubagentService;
 use dsh_subagent::scripted::ScriptedProvider;
+use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
+use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::ToolRegistry;
 
 /// Whatever keeps a mounted crate's tools registered; dropped after harvest.
@@ -39,19 +41,38 @@ pub const NOT_TOOL_CRATES: &[&str] = &["dsh-tool-catalog"];
 
 /// Every shipped tool crate, in catalog order.
 pub fn manifest() -> Vec<ToolPackage> {
-    vec![ToolPackage {
-        package: "dsh-tool-subagent",
-        sources: &[("subagent", "crates/dsh-tool-subagent/src/tool.rs")],
-        requires: &["dsh_tools::ToolRegistry", "dsh_subagent::SubagentService"],
-        writes: &[
-            "tool/call",
-            "tool/result",
-            "child agent state through the chosen provider",
-        ],
-        shipped_aliases: &["subagent", "subagent_fork", "subagent_acp"],
-        note: "The registered tool name is the load-time `toolName` config (default `subagent`); the schema above is that default, over a provider whose child starts with a fresh conversation. A harness loads this crate once per provider, so the model may also see `subagent_fork`, bound to the fork provider: its description and `prompt` text use the inherited-context wording (`INHERITS this conversation`, `It already sees this conversation's completed turns`), and its parameters are otherwise identical. `subagent_acp` (an out-of-process child over ACP) keeps the wording above.",
-        mount: mount_subagent,
-    }]
+    vec![
+        ToolPackage {
+            package: "dsh-tool-subagent",
+            sources: &[("subagent", "crates/dsh-tool-subagent/src/tool.rs")],
+            requires: &["dsh_tools::ToolRegistry", "dsh_subagent::SubagentService"],
+            writes: &[
+                "tool/call",
+                "tool/result",
+                "child agent state through the chosen provider",
+            ],
+            shipped_aliases: &["subagent", "subagent_fork", "subagent_acp"],
+            note: "The registered tool name is the load-time `toolName` config (default `subagent`); the schema above is that default, over a provider whose child starts with a fresh conversation. A harness loads this crate once per provider, so the model may also see `subagent_fork`, bound to the fork provider: its description and `prompt` text use the inherited-context wording (`INHERITS this conversation`, `It already sees this conversation's completed turns`), and its parameters are otherwise identical. `subagent_acp` (an out-of-process child over ACP) keeps the wording above.",
+            mount: mount_subagent,
+        },
+        ToolPackage {
+            package: "dsh-tool-tasks",
+            sources: &[
+                ("task_kill", "crates/dsh-tool-tasks/src/tools.rs"),
+                ("task_list", "crates/dsh-tool-tasks/src/tools.rs"),
+                ("task_output", "crates/dsh-tool-tasks/src/tools.rs"),
+            ],
+            requires: &["dsh_tools::ToolRegistry", "dsh_tasks::TaskRegistry"],
+            writes: &[
+                "tool/call",
+                "tool/result",
+                "cancellation of the caller's background tasks (task_kill only)",
+            ],
+            shipped_aliases: &[],
+            note: "The three tools act only on the calling agent's own background tasks (another agent's task id is refused), so they are registered once and shared by every agent. A task finishing queues a completion notice for its owner (`background task <id> (<kind>: <label>) finished [status: …]. Read its output with task_output.`); a harness hands those to the owner's next model call by giving its `dsh_agent::AgentRuntime` the registry's notices (`with_notices`).",
+            mount: mount_tasks,
+        },
+    ]
 }
 
 fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {
@@ -61,4 +82,10 @@ fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {
     let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)
         .map_err(|error| error.to_string())?;
     Ok(Box::new((plugin, registration, service)))
+}
+
+fn mount_tasks(tools: &ToolRegistry) -> Result<MountGuard, String> {
+    let tasks = TaskRegistry::new();
+    let plugin = TaskToolsPlugin::apply(&tasks, tools).map_err(|error| error.to_string())?;
+    Ok(Box::new((plugin, tasks)))
 }
