@@ -219,3 +219,35 @@ fn a_rejected_key_fails_with_the_servers_message() {
     assert!(stderr.contains("Authentication Fails (bad key)"), "{stderr}");
     assert_eq!(requests.lock().unwrap().len(), 1, "a 401 is not retried");
 }
+
+#[test]
+fn dsh_run_can_start_a_background_child_and_collect_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = json!({"rules": [
+        {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "background result"}},
+        {"when": {"last_tool": "task_output"}, "reply": {"text": "Collected: {{last_tool_result}}"}},
+        {"when": {"last_tool": "subagent"},
+         "reply": {"tool_calls": [{"name": "task_output", "arguments": {"task_id": "subagent-1", "wait": true}}]}},
+        {"when": {"last_message": "user"},
+         "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "in the background", "prompt": "work", "run_in_background": true}}]}}
+    ]});
+    std::fs::write(dir.path().join("bg.json"), script.to_string()).unwrap();
+    let output = dsh(dir.path(), &["run", "--script", "bg.json", "go"], &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        text(&output.stdout),
+        "Collected: background result\n[status: completed]\n"
+    );
+
+    // The parent heard of the finished task through the completion notice.
+    let parent = std::fs::read_dir(dir.path().join(".dsh/agents"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .find(|transcript| !transcript.contains("\"parent\":"))
+        .unwrap();
+    assert!(
+        parent.contains("background task subagent-1 (subagent: in the background) finished [status: completed]. Read its output with task_output."),
+        "{parent}"
+    );
+}
