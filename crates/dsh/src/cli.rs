@@ -22,18 +22,17 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Print an agent's transcript readably.
     Transcript(TranscriptArgs),
+    /// Serve the dsh agent as an Agent Client Protocol (ACP) agent on stdio.
+    ///
+    /// Each ACP session is a parent agent with the same subagent tools and
+    /// model choice as `dsh run`. Stdout carries only the protocol; logs and
+    /// progress go to stderr.
+    Acp(AcpArgs),
 }
 
+/// How the parent agent's model is chosen, and its limits (shared by `run` and `acp`).
 #[derive(Debug, clap::Args)]
-pub(crate) struct RunArgs {
-    /// The task for the parent agent.
-    pub(crate) task: String,
-    /// Where transcripts are kept.
-    #[arg(long, default_value = ".dsh")]
-    pub(crate) data_dir: PathBuf,
-    /// Hide the live progress of children.
-    #[arg(long, short)]
-    pub(crate) quiet: bool,
+pub(crate) struct AgentArgs {
     /// The base URL of an OpenAI-compatible endpoint (default: $DSH_BASE_URL).
     #[arg(long)]
     pub(crate) base_url: Option<String>,
@@ -46,6 +45,32 @@ pub(crate) struct RunArgs {
     /// The most model calls any one agent may make per run.
     #[arg(long, default_value_t = dsh_agent::DEFAULT_MAX_TURNS)]
     pub(crate) max_turns: u32,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct AcpArgs {
+    /// Where transcripts are kept (default: none are written).
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Hide the model banner and the live progress of children on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The task for the parent agent.
+    pub(crate) task: String,
+    /// Where transcripts are kept.
+    #[arg(long, default_value = ".dsh")]
+    pub(crate) data_dir: PathBuf,
+    /// Hide the live progress of children.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
 }
 
 #[derive(Debug, clap::Args)]

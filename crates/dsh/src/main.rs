@@ -5,11 +5,15 @@
 //!   Its first stderr line names the model; children show live progress on
 //!   stderr (`--quiet` hides it); transcripts go to `--data-dir` (`.dsh/`).
 //! - `dsh transcript <agent-id>` prints one agent's transcript.
+//! - `dsh acp` serves the same parent agent over the Agent Client Protocol on
+//!   stdio, so any ACP client (or the `acp` subagent provider) can drive it.
 
+mod acp;
 mod cli;
 mod model;
 mod progress;
 mod run;
+mod setup;
 mod transcript;
 mod wording;
 
@@ -48,6 +52,11 @@ impl Failure {
         }
     }
 
+    /// The message for stderr.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
     /// A bug in dsh itself.
     fn internal(message: impl Into<String>) -> Self {
         Self {
@@ -69,6 +78,10 @@ fn main() -> ExitCode {
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
         },
         cli::Command::Transcript(args) => transcript::print(&args),
+        cli::Command::Acp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(acp::serve(args)),
+            Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
+        },
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

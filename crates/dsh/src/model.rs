@@ -1,10 +1,10 @@
-//! Which model `dsh run` talks to.
+//! Which model `dsh run` and `dsh acp` talk to.
 
 use std::sync::Arc;
 
 use dsh_llm::{ChatModel, OpenAiChatModel, OpenAiConfig, ScriptedModel};
 
-use crate::cli::RunArgs;
+use crate::cli::AgentArgs;
 use crate::wording;
 
 /// The chosen model and the line that names it.
@@ -15,7 +15,7 @@ pub(crate) struct ModelChoice {
 
 /// A script file wins; then an endpoint, when a base URL or key is
 /// configured; else the embedded scripted model.
-pub(crate) fn choose(args: &RunArgs, env: impl Fn(&str) -> Option<String>) -> Result<ModelChoice, String> {
+pub(crate) fn choose(args: &AgentArgs, env: impl Fn(&str) -> Option<String>) -> Result<ModelChoice, String> {
     if let Some(path) = &args.script {
         let model = ScriptedModel::from_path(path).map_err(|error| error.to_string())?;
         return Ok(ModelChoice {

@@ -1,0 +1,283 @@
+//! The provider: start = spawn + handshake; publication; result; dispose.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::StopReason as AcpStop;
+use dsh_subagent_api::{
+    Capabilities, ContentBlock, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
+    concat_text,
+};
+use futures::channel::oneshot;
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::AcpConfig;
+use crate::diagnostic::{Diagnostic, Stage};
+use crate::process::ChildProcess;
+use crate::session::{Broken, Conversation, Ended, converse, map_stop};
+use crate::transport::{RunState, reader, writer};
+use crate::wording;
+
+/// How long a failed run waits for the child's exit status and the end of its
+/// stderr before writing the diagnostic without them.
+const EXIT_WAIT: Duration = Duration::from_millis(1000);
+const STDERR_WAIT: Duration = Duration::from_millis(200);
+
+/// Runs each delegation as an out-of-process ACP child; see the crate docs.
+#[derive(Debug)]
+pub struct AcpProvider {
+    config: Arc<AcpConfig>,
+}
+
+impl AcpProvider {
+    /// A provider for this configuration, checked by [`AcpConfig::validate`].
+    pub fn new(config: AcpConfig) -> Result<Self, SubagentError> {
+        config
+            .validate()
+            .map_err(|message| SubagentError::failed_with_code(message, "INVALID_CONFIG"))?;
+        Ok(Self {
+            config: Arc::new(config),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AcpConfig {
+        &self.config
+    }
+}
+
+impl SubagentProvider for AcpProvider {
+    fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NONE
+    }
+
+    fn inherits_parent_context(&self) -> bool {
+        false
+    }
+
+    fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(start(self.config.clone(), request))
+    }
+}
+
+/// Aborts the conversation task if `start` is dropped or fails.
+struct AbortOnDrop(Option<JoinHandle<Result<Ended, Broken>>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
+async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<SubagentRun, SubagentError> {
+    if request.cancel.is_cancelled() {
+        return Err(SubagentError::aborted(wording::ABORTED_BEFORE_START));
+    }
+    let cwd: PathBuf = match &config.cwd {
+        Some(cwd) => cwd.clone(),
+        None => std::env::current_dir()
+            .map_err(|error| SubagentError::failed_with_code(wording::no_cwd(&error), "ACP_NO_CWD"))?,
+    };
+    let (process, pipes) = ChildProcess::spawn(&config, &cwd).map_err(|error| {
+        SubagentError::failed_with_code(wording::spawn_failed(&config.command, &error), "ACP_SPAWN_FAILED")
+    })?;
+    let process = Arc::new(process);
+    tracing::debug!(pgid = process.group.id(), command = %config.command.display(), "ACP child started");
+
+    let state = Arc::new(RunState::default());
+    let outgoing = writer(pipes.stdin, process.stdin_closer());
+    let incoming = reader(pipes.stdout, state.clone(), config.max_line_bytes);
+    let run_cancel = request.cancel.child_token();
+    let (published_tx, published) = oneshot::channel();
+    let (done_tx, done) = watch::channel(false);
+    let conversation = Conversation {
+        prompt: concat_text(&request.prompt),
+        cwd,
+        permission: config.permission,
+        cancel_grace: config.cancel_grace,
+        max_output_bytes: config.max_output_bytes,
+    };
+    let task = tokio::spawn({
+        let (state, cancel) = (state.clone(), run_cancel.clone());
+        async move {
+            let ended = converse(conversation, incoming, outgoing, state, cancel, published_tx).await;
+            let _ = done_tx.send(true);
+            ended
+        }
+    });
+    let mut task = AbortOnDrop(Some(task));
+
+    enum Startup {
+        Published,
+        Ended,
+        Cancelled,
+        TimedOut,
+    }
+    let startup = tokio::select! {
+        biased;
+        () = request.cancel.cancelled() => Startup::Cancelled,
+        published = published => if published.is_ok() { Startup::Published } else { Startup::Ended },
+        () = tokio::time::sleep(config.startup_timeout) => Startup::TimedOut,
+    };
+    let failure = match startup {
+        Startup::Published => None,
+        Startup::Cancelled => Some(Err(SubagentError::aborted(wording::ABORTED_WHILE_STARTING))),
+        Startup::TimedOut => Some(Ok((
+            format!(
+                "no answer within the startup timeout ({} ms)",
+                config.startup_timeout.as_millis()
+            ),
+            false,
+        ))),
+        Startup::Ended => {
+            let ended = match task.0.take() {
+                Some(handle) => handle.await,
+                None => Ok(Err(Broken::Closed)),
+            };
+            let exited = state.take_fault().is_none();
+            Some(Ok((describe_end(ended, &state), exited)))
+        }
+    };
+    if let Some(failure) = failure {
+        drop(task);
+        let stage = state.stage();
+        let error = match failure {
+            Err(aborted) => aborted,
+            Ok((what, exited)) => {
+                let diagnostic = diagnose(&process, stage, what, exited).await;
+                SubagentError::failed_with_code(wording::start_failed(&diagnostic), "ACP_START_FAILED")
+            }
+        };
+        if let Err(teardown) = process
+            .teardown(config.dispose_eof_grace, config.dispose_term_grace)
+            .await
+        {
+            tracing::warn!("{teardown}");
+        }
+        tracing::debug!(code = error.code(), "ACP child start failed: {error}");
+        return Err(error);
+    }
+
+    let Some(handle) = task.0.take() else {
+        return Err(SubagentError::failed("the ACP conversation task was lost"));
+    };
+    let id = format!("acp-{}", uuid::Uuid::new_v4());
+    let result = {
+        let (process, state, run_cancel, config) = (process.clone(), state.clone(), run_cancel.clone(), config.clone());
+        async move { Ok(settle(handle.await, &state, &process, &run_cancel, &config).await) }
+    };
+    let dispose = move || async move {
+        run_cancel.cancel();
+        let mut done = done;
+        let conversation_end = config.cancel_grace + Duration::from_secs(1);
+        let _ = tokio::time::timeout(conversation_end, done.wait_for(|done| *done)).await;
+        let torn = process
+            .teardown(config.dispose_eof_grace, config.dispose_term_grace)
+            .await;
+        tracing::debug!(pgid = process.group.id(), ?torn, "ACP child released");
+        torn.map(|_| ())
+            .map_err(|error| SubagentError::failed_with_code(error, "ACP_TEARDOWN_FAILED"))
+    };
+    Ok(SubagentRun::new(id, result, dispose))
+}
+
+/// What ended a conversation that did not answer, in words.
+fn describe_end(ended: Result<Result<Ended, Broken>, tokio::task::JoinError>, state: &RunState) -> String {
+    if let Some(fault) = state.take_fault() {
+        return fault.to_string();
+    }
+    if let Some(raw) = state.raw_stop_reason()
+        && !["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"].contains(&raw.as_str())
+    {
+        let raw: String = raw.chars().filter(char::is_ascii_graphic).take(64).collect();
+        return format!("the child ended the turn with an unknown stop reason \"{raw}\"");
+    }
+    match ended {
+        Ok(Ok(_)) => "the child ended the conversation early".to_owned(),
+        Ok(Err(Broken::Closed)) => "the child closed the connection before answering".to_owned(),
+        Ok(Err(Broken::Failed(error))) => format!("the request failed: {error}"),
+        Err(error) => format!("the conversation task failed: {error}"),
+    }
+}
+
+/// A diagnostic for `what` at `stage`. When the child's own exit ended the
+/// conversation (`exited`), waits briefly for its status and last stderr;
+/// otherwise (a fault we caught, a timeout, an error stop) quotes the stderr
+/// tail as it is, and no exit status: any exit then is our doing.
+async fn diagnose(process: &ChildProcess, stage: Stage, what: String, exited: bool) -> Diagnostic {
+    let (exit, stderr) = if exited {
+        (
+            process.wait_exit(EXIT_WAIT).await,
+            process.stderr_tail(STDERR_WAIT).await,
+        )
+    } else {
+        (None, process.stderr_tail(Duration::ZERO).await)
+    };
+    Diagnostic {
+        stage,
+        what,
+        exit,
+        stderr,
+    }
+}
+
+/// The run's result from how its conversation ended.
+async fn settle(
+    ended: Result<Result<Ended, Broken>, tokio::task::JoinError>,
+    state: &RunState,
+    process: &ChildProcess,
+    cancel: &tokio_util::sync::CancellationToken,
+    config: &AcpConfig,
+) -> SubagentResult {
+    let output = state.output();
+    let blocks = if output.is_empty() {
+        Vec::new()
+    } else {
+        vec![ContentBlock::text(output)]
+    };
+    match ended {
+        Ok(Ok(Ended::Answered(stop))) => {
+            let reason = map_stop(stop);
+            let result = SubagentResult::new(reason.clone(), blocks);
+            if reason == StopReason::Error {
+                let diagnostic = diagnose(process, Stage::Prompt, wording::error_stop(stop), false).await;
+                return result.with_diagnostic(diagnostic.to_string());
+            }
+            result
+        }
+        Ok(Ok(Ended::Cancelled(acknowledged))) => {
+            let result = SubagentResult::new(StopReason::Aborted, blocks);
+            match acknowledged {
+                Some(_) => result,
+                None => result.with_diagnostic(wording::cancel_ignored(config.cancel_grace)),
+            }
+        }
+        // Local cancellation wins over whatever the child did after it.
+        _ if cancel.is_cancelled() => SubagentResult::new(StopReason::Aborted, blocks),
+        other => {
+            let stage = state.stage();
+            let exited = state.take_fault().is_none() && state.raw_stop_reason().is_none();
+            let what = describe_end(other, state);
+            let diagnostic = diagnose(process, stage, what, exited).await;
+            tracing::warn!("ACP child run failed: {diagnostic}");
+            SubagentResult::new(StopReason::Error, blocks).with_diagnostic(diagnostic.to_string())
+        }
+    }
+}
+
+/// `max_turn_requests` and other non-success stops that map to `error`.
+pub(crate) fn stop_name(stop: AcpStop) -> String {
+    serde_json::to_value(stop)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{stop:?}"))
+}

@@ -1,0 +1,196 @@
+//! `acp-fault-agent <mode>`: a tiny ACP agent over raw JSON-RPC lines on
+//! stdio that misbehaves on purpose, one way per mode, so the provider's
+//! tests can show that every fault ends as a bounded result with nothing left
+//! running. Test support only; not a product binary.
+//!
+//! With `FAULT_AGENT_PID_FILE` set, it first writes its pid there (the
+//! provider starts it as a process-group leader, so the pid is the group id).
+//!
+//! Every mode answers `initialize` and `session/new` (except `exit-at-init`
+//! and `silent-init`) and exits at stdin EOF (except `ignore-cancel`).
+//!
+//! | mode | on `session/prompt` |
+//! |---|---|
+//! | `echo` | streams `echo: <prompt>` in two chunks, `end_turn` |
+//! | `stop=<reason>` | streams `partial`, ends with that raw stop reason |
+//! | `env` | answers with the sorted variable names and the cwd |
+//! | `permission` | asks permission; answers `granted <option>` or `denied` |
+//! | `cancel-ok` | streams `started`, answers `cancelled` at `session/cancel` |
+//! | `exit-at-init` | (writes to stderr and exits 7 at `initialize`) |
+//! | `silent-init` | (never answers `initialize`) |
+//! | `exit-mid-turn` | streams `partial answer`, writes to stderr, exits 3 |
+//! | `not-json` | writes a line that is not JSON |
+//! | `unknown-method` | calls `frobnicate/now` |
+//! | `flood` | streams chunks forever |
+//! | `flood-line` | writes one endless line |
+//! | `ignore-cancel` | streams `working`, then ignores everything, EOF included |
+
+use std::io::{BufRead, Write};
+
+use serde_json::{Value, json};
+
+fn send(value: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{value}");
+    let _ = out.flush();
+}
+
+fn reply(id: &Value, result: Value) {
+    send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+}
+
+fn chunk(session: &str, text: &str) {
+    send(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": session,
+        "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+    }}));
+}
+
+fn forever() -> ! {
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+fn main() {
+    if let Some(path) = std::env::var_os("FAULT_AGENT_PID_FILE") {
+        let _ = std::fs::write(path, std::process::id().to_string());
+    }
+    let mode = std::env::args().nth(1).unwrap_or_else(|| "echo".to_owned());
+    let session = "fault-session-1";
+    let mut pending_prompt: Option<Value> = None;
+    let mut pending_permission: Option<Value> = None;
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
+        match method {
+            "initialize" => match mode.as_str() {
+                "exit-at-init" => {
+                    eprintln!("fault agent: cannot start (exit-at-init)");
+                    std::process::exit(7);
+                }
+                "silent-init" => {}
+                _ => reply(
+                    &id,
+                    json!({"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}),
+                ),
+            },
+            "session/new" => reply(&id, json!({"sessionId": session})),
+            "session/prompt" => {
+                let prompt = message
+                    .pointer("/params/prompt/0/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                match mode.as_str() {
+                    "echo" => {
+                        chunk(session, "echo: ");
+                        chunk(session, &prompt);
+                        reply(&id, json!({"stopReason": "end_turn"}));
+                    }
+                    "env" => {
+                        let mut names: Vec<String> = std::env::vars_os()
+                            .map(|(name, _)| name.to_string_lossy().into_owned())
+                            .collect();
+                        names.sort();
+                        let cwd = std::env::current_dir()
+                            .map(|d| d.display().to_string())
+                            .unwrap_or_default();
+                        chunk(session, &format!("env: {}; cwd: {cwd}", names.join(",")));
+                        reply(&id, json!({"stopReason": "end_turn"}));
+                    }
+                    "permission" => {
+                        pending_prompt = Some(id);
+                        let request_id = json!("perm-1");
+                        pending_permission = Some(request_id.clone());
+                        send(
+                            &json!({"jsonrpc": "2.0", "id": request_id, "method": "session/request_permission", "params": {
+                                "sessionId": session,
+                                "toolCall": {"toolCallId": "call-1", "title": "write a file"},
+                                "options": [
+                                    {"optionId": "allow-1", "name": "Allow", "kind": "allow_once"},
+                                    {"optionId": "reject-1", "name": "Reject", "kind": "reject_once"}
+                                ]
+                            }}),
+                        );
+                    }
+                    "cancel-ok" => {
+                        chunk(session, "started");
+                        pending_prompt = Some(id);
+                    }
+                    "exit-mid-turn" => {
+                        chunk(session, "partial answer");
+                        eprintln!("fault agent: crashing mid-turn");
+                        std::process::exit(3);
+                    }
+                    "not-json" => {
+                        println!("this line is not JSON");
+                        let _ = std::io::stdout().flush();
+                    }
+                    "unknown-method" => {
+                        send(&json!({"jsonrpc": "2.0", "id": "x-1", "method": "frobnicate/now", "params": {}}));
+                    }
+                    "flood" => {
+                        let text = "x".repeat(1000);
+                        loop {
+                            let mut out = std::io::stdout().lock();
+                            let line = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+                                "sessionId": session,
+                                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+                            }});
+                            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                                std::process::exit(0);
+                            }
+                        }
+                    }
+                    "flood-line" => {
+                        let block = vec![b'x'; 64 * 1024];
+                        let mut out = std::io::stdout().lock();
+                        while out.write_all(&block).is_ok() {}
+                        std::process::exit(0);
+                    }
+                    "ignore-cancel" => {
+                        chunk(session, "working");
+                        forever();
+                    }
+                    other => {
+                        let reason = other.strip_prefix("stop=").unwrap_or("end_turn");
+                        chunk(session, "partial");
+                        reply(&id, json!({"stopReason": reason}));
+                    }
+                }
+            }
+            "session/cancel" => {
+                if let Some(prompt) = pending_prompt.take() {
+                    reply(&prompt, json!({"stopReason": "cancelled"}));
+                }
+            }
+            "" if pending_permission.as_ref().is_some_and(|p| *p == id) => {
+                pending_permission = None;
+                let answer = match message.pointer("/result/outcome/outcome").and_then(Value::as_str) {
+                    Some("selected") => format!(
+                        "granted {}",
+                        message
+                            .pointer("/result/outcome/optionId")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                    ),
+                    _ => "denied".to_owned(),
+                };
+                if let Some(prompt) = pending_prompt.take() {
+                    chunk(session, &answer);
+                    reply(&prompt, json!({"stopReason": "end_turn"}));
+                }
+            }
+            _ => {}
+        }
+    }
+    if mode == "ignore-cancel" {
+        forever();
+    }
+}

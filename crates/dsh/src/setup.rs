@@ -1,0 +1,113 @@
+//! What `dsh run` and `dsh acp` share: the model, the subagent service with
+//! the spawn and fork providers, the two delegation tools, and parent agents.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent_api::ToolFilter;
+use dsh_subagent_fork::ForkProvider;
+use dsh_subagent_spawn::SpawnProvider;
+use dsh_tasks::TaskRegistry;
+use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
+use dsh_tool_tasks::TaskToolsPlugin;
+use dsh_tools::{AgentId, ToolRegistry};
+
+use crate::cli::AgentArgs;
+use crate::{Failure, model, wording};
+
+/// Children of a dsh parent do their task themselves: they neither see nor
+/// call the delegation tools (nor the task tools that collect background
+/// ones), and the depth cap backs that up. The parent may run them in the
+/// background.
+fn child_policy(config: SubagentToolConfig) -> SubagentToolConfig {
+    let mut deny = vec!["subagent".to_owned(), "subagent_fork".to_owned()];
+    deny.extend(dsh_tool_tasks::TOOL_NAMES.iter().map(|name| (*name).to_owned()));
+    config
+        .max_depth(MaxDepth::Limit(1))
+        .enable_run_in_background(true)
+        .tool_filter(ToolFilter {
+            allow: None,
+            deny: Some(deny),
+        })
+}
+
+/// A model, a runtime with `subagent` (spawn) and `subagent_fork` (fork)
+/// mounted, the task tools that collect background children, and the
+/// registrations that keep them alive.
+pub(crate) struct Setup {
+    /// The line that names the model.
+    pub(crate) banner: String,
+    runtime: Arc<AgentRuntime>,
+    max_turns: u32,
+    tasks: TaskRegistry,
+    _service: SubagentService,
+    _providers: Vec<ProviderRegistration>,
+    _tools: Vec<SubagentToolPlugin>,
+    _task_tools: TaskToolsPlugin,
+}
+
+impl Setup {
+    /// Chooses the model (`--script`, `--base-url`/`DSH_*`, else the embedded
+    /// scripted model) and mounts the delegation tools.
+    pub(crate) fn new(
+        args: &AgentArgs,
+        data_dir: Option<&Path>,
+        observer: Arc<dyn AgentObserver>,
+    ) -> Result<Self, Failure> {
+        let choice = model::choose(args, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let service = SubagentService::new();
+        let tools = ToolRegistry::new();
+        let tasks = TaskRegistry::new();
+        let task_tools =
+            TaskToolsPlugin::apply(&tasks, &tools).map_err(|error| Failure::internal(error.to_string()))?;
+        let providers = [
+            service.register_provider(Arc::new(SpawnProvider::new())),
+            service.register_provider(Arc::new(ForkProvider::new())),
+        ]
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| Failure::internal(error.to_string()))?;
+        let mounted = [
+            SubagentToolConfig::new("spawn"),
+            SubagentToolConfig::new("fork").tool_name("subagent_fork"),
+        ]
+        .into_iter()
+        .map(|config| SubagentToolPlugin::apply_with_tasks(child_policy(config), &service, &tools, &tasks))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| Failure::internal(error.to_string()))?;
+        let notices = tasks.clone();
+        let mut runtime = AgentRuntime::new(choice.model, tools)
+            .with_observer(observer)
+            .with_notices(Arc::new(move |agent: &AgentId| notices.take_notices(agent)));
+        if let Some(dir) = data_dir {
+            runtime = runtime.with_data_dir(dir);
+        }
+        Ok(Self {
+            banner: choice.banner,
+            runtime: Arc::new(runtime),
+            max_turns: args.max_turns,
+            tasks,
+            _service: service,
+            _providers: providers,
+            _tools: mounted,
+            _task_tools: task_tools,
+        })
+    }
+
+    /// The background tasks of every parent on this runtime.
+    pub(crate) fn tasks(&self) -> &TaskRegistry {
+        &self.tasks
+    }
+
+    /// A new parent agent (its own conversation) on the shared runtime.
+    pub(crate) fn parent(&self, label: &str) -> Result<Agent, Failure> {
+        Agent::builder(self.runtime.clone())
+            .system_prompt(wording::PARENT_SYSTEM_PROMPT)
+            .max_turns(self.max_turns)
+            .label(Some(label.to_owned()))
+            .build()
+            .map_err(|error| Failure::internal(error.to_string()))
+    }
+}

@@ -1,0 +1,290 @@
+//! `dsh acp` as a real child of the `acp` provider, and as a raw JSON-RPC
+//! peer. Offline: the child uses the embedded scripted model or `--script`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dsh_agent::{Agent, AgentRuntime, AgentStop};
+use dsh_llm::ScriptedModel;
+use dsh_subagent::SubagentService;
+use dsh_subagent_acp::{AcpConfig, AcpProvider};
+use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason, SubagentProvider};
+use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
+use dsh_tools::{ToolExecution, ToolRegistry};
+use nix::errno::Errno;
+use nix::sys::signal::killpg;
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+
+/// A hang guard, far above anything these tests wait for.
+const GUARD: Duration = Duration::from_secs(60);
+
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+
+/// A child script: prompts containing "slow" never finish (until cancelled).
+const SLOW_SCRIPT: &str = r#"{"rules": [
+  {"when": {"last_user_contains": "slow"}, "reply": {"text": "never finished", "delay_ms": 60000}},
+  {"when": {}, "reply": {"text": "quick answer"}}
+]}"#;
+
+/// `dsh acp --quiet <extra>` as the provider's child. A shell records each
+/// child's pid (= its process-group id) in `dir/pids/` and then execs dsh.
+fn config(dir: &Path, extra: &[&str]) -> AcpConfig {
+    let pids = dir.join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let mut args = vec![
+        "-c".to_owned(),
+        "echo $$ > \"$PID_DIR/$$\"; exec \"$0\" acp --quiet \"$@\"".to_owned(),
+        DSH.to_owned(),
+    ];
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    AcpConfig::new("sh")
+        .args(args)
+        .env("PID_DIR", pids.display().to_string())
+        .cwd(dir)
+        .startup_timeout(Duration::from_secs(30))
+        .cancel_grace(Duration::from_secs(5))
+        .dispose_eof_grace(Duration::from_secs(5))
+        .dispose_term_grace(Duration::from_secs(2))
+}
+
+fn groups(dir: &Path) -> Vec<Pid> {
+    std::fs::read_dir(dir.join("pids"))
+        .unwrap()
+        .map(|entry| Pid::from_raw(entry.unwrap().file_name().to_string_lossy().parse().unwrap()))
+        .collect()
+}
+
+fn assert_groups_gone(dir: &Path, expected: usize) {
+    let groups = groups(dir);
+    assert_eq!(groups.len(), expected, "children started");
+    for pgid in groups {
+        assert_eq!(
+            killpg(pgid, None),
+            Err(Errno::ESRCH),
+            "process group {pgid} still exists"
+        );
+    }
+}
+
+/// A service with the `acp` provider and the `subagent_acp` tool.
+fn mount(config: AcpConfig) -> (SubagentService, ToolRegistry, impl Drop, impl Drop) {
+    let service = SubagentService::new();
+    let tools = ToolRegistry::new();
+    let provider = service
+        .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
+        .unwrap();
+    let tool = SubagentToolPlugin::apply(
+        SubagentToolConfig::new("acp")
+            .tool_name("subagent_acp")
+            .max_depth(MaxDepth::ProviderManaged),
+        &service,
+        &tools,
+    )
+    .unwrap();
+    (service, tools, provider, tool)
+}
+
+const BUILTIN_ANSWER: &str = "The subagent finished the task. Its report:\n\nScripted subagent here. I was asked: \"Summarize the README.\". In a real run I would do that work now; this demo model only reports back.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_agent_delegates_through_subagent_acp_to_dsh_acp() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_service, tools, _provider, _tool) = mount(config(dir.path(), &[]));
+    // The parent delegates its task to `subagent_acp` and reports the answer.
+    let parent_model = ScriptedModel::from_json_str(
+        r#"{"rules": [
+          {"when": {"last_tool": "subagent_acp"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}},
+          {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+            {"name": "subagent_acp", "arguments": {"description": "summarize", "prompt": "{{last_user}}"}}
+          ]}}
+        ]}"#,
+    )
+    .unwrap();
+    let runtime = Arc::new(AgentRuntime::new(Arc::new(parent_model), tools));
+    let parent = Agent::builder(runtime).build().unwrap();
+    let outcome = tokio::time::timeout(GUARD, parent.run("Summarize the README.", &CancellationToken::new()))
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, AgentStop::Completed);
+    // The child (dsh acp on the embedded model) delegated once more, in its own process.
+    assert_eq!(outcome.text, format!("Parent heard: {BUILTIN_ANSWER}"));
+    assert_groups_gone(dir.path(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_delegation_reaches_dsh_acp_and_settles_aborted() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("slow.json");
+    std::fs::write(&script, SLOW_SCRIPT).unwrap();
+    let provider = AcpProvider::new(config(dir.path(), &["--script", script.to_str().unwrap()])).unwrap();
+    let cancel = CancellationToken::new();
+    let request = StartRequest::text("be slow", AgentRef::new("parent"), cancel.clone());
+    let mut run = tokio::time::timeout(GUARD, provider.start(request))
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    cancel.cancel();
+    let result = tokio::time::timeout(GUARD, run.result()).await.unwrap().unwrap();
+    assert_eq!(result.stop_reason, StopReason::Aborted);
+    assert_eq!(
+        result.diagnostic, None,
+        "dsh acp answered session/cancel with `cancelled`"
+    );
+    assert_eq!(result.text(), "");
+    tokio::time::timeout(GUARD, run.dispose()).await.unwrap().unwrap();
+    assert_groups_gone(dir.path(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_concurrent_delegations_run_in_two_children() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("script.json");
+    std::fs::write(&script, SLOW_SCRIPT.replace("quick answer", "answer to {{last_user}}")).unwrap();
+    let (_service, tools, _provider, _tool) = mount(config(dir.path(), &["--script", script.to_str().unwrap()]));
+    let call = |prompt: &str| {
+        let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("parent"));
+        tools.call("subagent_acp", json!({"description": "d", "prompt": prompt}), exec)
+    };
+    let (first, second) = tokio::time::timeout(GUARD, async { futures::join!(call("one"), call("two")) })
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.text.as_str(), second.text.as_str()),
+        ("answer to one", "answer to two")
+    );
+    assert_groups_gone(dir.path(), 2);
+}
+
+/// Lines from a child's stdout, read on a thread so every wait is bounded.
+struct Peer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Peer {
+    fn start(dir: &Path, args: &[&str]) -> Self {
+        let mut child = Command::new(DSH)
+            .arg("acp")
+            .args(args)
+            .current_dir(dir)
+            .env_remove("DSH_API_KEY")
+            .env_remove("DSH_BASE_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, stdin, lines }
+    }
+
+    fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next stdout line, which must be JSON-RPC.
+    fn next(&self) -> Value {
+        let line = self.lines.recv_timeout(GUARD).expect("a line from dsh acp");
+        let value: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
+        assert_eq!(value["jsonrpc"], "2.0", "{line}");
+        value
+    }
+
+    /// Messages up to and including the response with this id.
+    fn until_response(&self, id: u64) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let message = self.next();
+            let done = message["id"] == id && message.get("method").is_none();
+            seen.push(message);
+            if done {
+                return seen;
+            }
+        }
+    }
+}
+
+fn script_file(dir: &Path) -> PathBuf {
+    let path = dir.join("slow.json");
+    std::fs::write(&path, SLOW_SCRIPT).unwrap();
+    path
+}
+
+#[test]
+fn dsh_acp_speaks_json_rpc_on_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script_file(dir.path());
+    let mut peer = Peer::start(dir.path(), &["--script", script.to_str().unwrap()]);
+
+    peer.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+    let init = peer.until_response(1);
+    assert_eq!(init.len(), 1);
+    assert_eq!(init[0]["result"]["protocolVersion"], 1);
+    assert_eq!(init[0]["result"]["agentInfo"]["name"], "dsh");
+
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": dir.path(), "mcpServers": []}}));
+    let session = peer.until_response(2)[0]["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // A prompt: the answer streams as an agent_message_chunk, then end_turn.
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hello"}]}}));
+    let turn = peer.until_response(3);
+    assert_eq!(turn.len(), 2, "{turn:?}");
+    assert_eq!(turn[0]["method"], "session/update");
+    assert_eq!(turn[0]["params"]["sessionId"], session.as_str());
+    assert_eq!(turn[0]["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+    assert_eq!(
+        turn[0]["params"]["update"]["content"],
+        json!({"type": "text", "text": "quick answer"})
+    );
+    assert_eq!(turn[1]["result"]["stopReason"], "end_turn");
+
+    // A slow prompt, cancelled: the turn ends `cancelled`.
+    peer.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "slow please"}]}}));
+    std::thread::sleep(Duration::from_millis(200));
+    peer.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}));
+    let cancelled = peer.until_response(4);
+    assert_eq!(cancelled.last().unwrap()["result"]["stopReason"], "cancelled");
+
+    // An unknown session is refused.
+    peer.send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/prompt",
+        "params": {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}}));
+    let refused = peer.until_response(5);
+    assert_eq!(refused[0]["error"]["code"], -32602);
+    assert_eq!(refused[0]["error"]["message"], "unknown session nope");
+
+    // EOF on stdin ends the server cleanly, with nothing more on stdout.
+    let Peer {
+        mut child,
+        stdin,
+        lines,
+    } = peer;
+    drop(stdin);
+    assert!(lines.recv_timeout(GUARD).is_err(), "stdout closes without another line");
+    assert!(child.wait().unwrap().success());
+}
