@@ -1,11 +1,14 @@
 //! What `dsh run` and `dsh acp` share: the model, the subagent service with
-//! the spawn and fork providers, the two delegation tools, and parent agents.
+//! the spawn and fork providers, the two delegation tools, `send_message`
+//! (with a data directory: background spawn children are continuable), and
+//! parent agents.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use dsh_agent::store::JsonlChildStore;
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
-use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
 use dsh_subagent_api::ToolFilter;
 use dsh_subagent_fork::ForkProvider;
 use dsh_subagent_spawn::SpawnProvider;
@@ -20,10 +23,17 @@ use crate::{Failure, model, wording};
 /// Children of a dsh parent do their task themselves: they neither see nor
 /// call the delegation tools (nor the task tools that collect background
 /// ones), and the depth cap backs that up. The parent may run them in the
-/// background.
-fn child_policy(config: SubagentToolConfig) -> SubagentToolConfig {
+/// background (nor `send_message`, when it is mounted).
+fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> SubagentToolConfig {
     let mut deny = vec!["subagent".to_owned(), "subagent_fork".to_owned()];
     deny.extend(dsh_tool_tasks::TOOL_NAMES.iter().map(|name| (*name).to_owned()));
+    if with_send_message {
+        deny.extend(
+            dsh_tool_subagent_control::TOOL_NAMES
+                .iter()
+                .map(|name| (*name).to_owned()),
+        );
+    }
     config
         .max_depth(MaxDepth::Limit(1))
         .enable_run_in_background(true)
@@ -46,6 +56,7 @@ pub(crate) struct Setup {
     _providers: Vec<ProviderRegistration>,
     _tools: Vec<SubagentToolPlugin>,
     _task_tools: TaskToolsPlugin,
+    _control: Option<dsh_tool_subagent_control::SubagentControlPlugin>,
 }
 
 impl Setup {
@@ -69,12 +80,25 @@ impl Setup {
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| Failure::internal(error.to_string()))?;
+        // Continuable children live in transcripts: only with a data directory.
+        let control = data_dir
+            .map(|dir| SubagentControl::new(service.clone(), tasks.clone(), Arc::new(JsonlChildStore::new(dir))));
+        let control_tools = control
+            .as_ref()
+            .map(|control| dsh_tool_subagent_control::SubagentControlPlugin::apply(control, &tools))
+            .transpose()
+            .map_err(|error| Failure::internal(error.to_string()))?;
         let mounted = [
             SubagentToolConfig::new("spawn"),
             SubagentToolConfig::new("fork").tool_name("subagent_fork"),
         ]
         .into_iter()
-        .map(|config| SubagentToolPlugin::apply_with_tasks(child_policy(config), &service, &tools, &tasks))
+        .map(|config| match &control {
+            Some(control) => {
+                SubagentToolPlugin::apply_with_control(child_policy(config, true), &service, &tools, control)
+            }
+            None => SubagentToolPlugin::apply_with_tasks(child_policy(config, false), &service, &tools, &tasks),
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| Failure::internal(error.to_string()))?;
         let notices = tasks.clone();
@@ -93,6 +117,7 @@ impl Setup {
             _providers: providers,
             _tools: mounted,
             _task_tools: task_tools,
+            _control: control_tools,
         })
     }
 
