@@ -97,7 +97,18 @@ impl Setup {
             Some(control) => {
                 SubagentToolPlugin::apply_with_control(child_policy(config, true), &service, &tools, control)
             }
-            None => SubagentToolPlugin::apply_with_tasks(child_policy(config, false), &service, &tools, &tasks),
+            None => {
+                // Without transcripts a spawn child cannot be continuable, and
+                // its provider's background route is the continuable one: keep
+                // `subagent` foreground rather than advertise what would fail.
+                // `subagent_fork` keeps its one-shot background route.
+                let config = child_policy(config, false);
+                let continuable = service
+                    .provider(&config.provider)
+                    .is_some_and(|provider| provider.continuation().is_some());
+                let config = config.enable_run_in_background(!continuable);
+                SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
+            }
         })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| Failure::internal(error.to_string()))?;
@@ -134,5 +145,63 @@ impl Setup {
             .label(Some(label.to_owned()))
             .build()
             .map_err(|error| Failure::internal(error.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    struct Quiet;
+    impl AgentObserver for Quiet {}
+
+    fn setup(data_dir: Option<&Path>) -> Setup {
+        let script = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(script.path(), r#"{"rules": [{"when": {}, "reply": {"text": "ok"}}]}"#).unwrap();
+        let args = AgentArgs {
+            base_url: None,
+            model: None,
+            script: Some(script.path().to_owned()),
+            max_turns: 4,
+        };
+        match Setup::new(&args, data_dir, Arc::new(Quiet)) {
+            Ok(setup) => setup,
+            Err(_) => panic!("setup failed"),
+        }
+    }
+
+    #[test]
+    fn with_a_data_directory_spawn_children_are_continuable() {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = setup(Some(dir.path()));
+        let tools = setup.runtime.tools();
+        let subagent = tools.get("subagent").unwrap();
+        assert!(
+            subagent
+                .description()
+                .ends_with(dsh_tool_subagent::wording::CONTINUABLE_SUFFIX)
+        );
+        assert!(tools.get("send_message").is_some());
+        let fork = tools.get("subagent_fork").unwrap();
+        assert!(
+            fork.description()
+                .ends_with(dsh_tool_subagent::wording::ONE_SHOT_SUFFIX)
+        );
+    }
+
+    #[test]
+    fn without_one_spawn_stays_foreground_and_fork_keeps_one_shot_tasks() {
+        let setup = setup(None);
+        let tools = setup.runtime.tools();
+        let subagent = tools.get("subagent").unwrap();
+        assert!(subagent.parameters()["properties"].get("run_in_background").is_none());
+        assert!(tools.get("send_message").is_none());
+        let fork = tools.get("subagent_fork").unwrap();
+        assert!(
+            fork.description()
+                .ends_with(dsh_tool_subagent::wording::ONE_SHOT_SUFFIX)
+        );
     }
 }
