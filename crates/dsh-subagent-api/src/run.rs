@@ -3,6 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
@@ -16,7 +17,12 @@ type ReleaseFn = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), SubagentError
 /// a live run does not hold the release's future (or its sharing machinery).
 enum DisposeSlot {
     Unstarted(ReleaseFn),
+    /// Driven by [`SubagentRun::poll_dispose`] alone: no sharing machinery
+    /// until a [`SubagentRun::dispose`] future asks for it.
+    Running(BoxFuture<'static, Result<(), SubagentError>>),
     Started(DisposeFuture),
+    /// Finished, as seen by [`SubagentRun::poll_dispose`].
+    Done(Result<(), SubagentError>),
     /// Transient, under the lock only.
     Taken,
 }
@@ -50,7 +56,8 @@ impl SubagentRun {
     /// A run handle over a provider's result future and release function.
     ///
     /// `dispose` is called at most once, on the first poll of the first
-    /// [`SubagentRun::dispose`] future.
+    /// [`SubagentRun::dispose`] future (or the first
+    /// [`SubagentRun::poll_dispose`]).
     ///
     /// ```
     /// use dsh_subagent_api::{SubagentRun, SubagentResult};
@@ -85,13 +92,30 @@ impl SubagentRun {
 
     /// Waits for the run's outcome. Cancel-safe and repeatable.
     pub async fn result(&mut self) -> Result<SubagentResult, SubagentError> {
+        std::future::poll_fn(|cx| self.poll_result(cx).map(Clone::clone)).await
+    }
+
+    /// Polls the run's outcome without copying it: the poll-based form of
+    /// [`SubagentRun::result`], for hand-written futures. Cancel-safe and
+    /// repeatable; once ready, every later poll is ready with the same outcome.
+    pub fn poll_result(&mut self, cx: &mut Context<'_>) -> Poll<&Result<SubagentResult, SubagentError>> {
         if let ResultSlot::Pending(pending) = &mut self.result {
-            let outcome = pending.await;
+            let outcome = ready!(pending.poll_unpin(cx));
             self.result = ResultSlot::Ready(outcome);
         }
         match &self.result {
-            ResultSlot::Ready(outcome) => outcome.clone(),
-            ResultSlot::Pending(_) => unreachable_pending(),
+            ResultSlot::Ready(outcome) => Poll::Ready(outcome),
+            ResultSlot::Pending(_) => Poll::Pending,
+        }
+    }
+
+    /// Consumes the handle and returns its outcome, if the result has already
+    /// settled (without copying it). The holder must have released the run
+    /// first.
+    pub fn into_settled_result(self) -> Option<Result<SubagentResult, SubagentError>> {
+        match self.result {
+            ResultSlot::Ready(outcome) => Some(outcome),
+            ResultSlot::Pending(_) => None,
         }
     }
 
@@ -112,12 +136,40 @@ impl SubagentRun {
             DisposeSlot::Started(shared) => shared,
             // Lazy: the release itself runs on the first poll.
             DisposeSlot::Unstarted(release) => async move { release().await }.boxed().shared(),
+            // Already under way through `poll_dispose`: share the same release.
+            DisposeSlot::Running(running) => running.shared(),
+            DisposeSlot::Done(outcome) => futures::future::ready(outcome).boxed().shared(),
             DisposeSlot::Taken => futures::future::ready(Err(SubagentError::failed("subagent run release was lost")))
                 .boxed()
                 .shared(),
         };
         *slot = DisposeSlot::Started(shared.clone());
         shared
+    }
+
+    /// Polls the release: the poll-based form of [`SubagentRun::dispose`],
+    /// for a holder that drives the release itself. The release runs exactly
+    /// once whichever form starts it, and both forms see the same outcome;
+    /// this one allocates nothing to share it unless a `dispose` future is
+    /// also taken.
+    pub fn poll_dispose(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SubagentError>> {
+        let slot = self.dispose.get_mut().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let outcome = match slot {
+                DisposeSlot::Unstarted(_) => {
+                    if let DisposeSlot::Unstarted(release) = std::mem::replace(slot, DisposeSlot::Taken) {
+                        *slot = DisposeSlot::Running(release());
+                    }
+                    continue;
+                }
+                DisposeSlot::Running(running) => ready!(running.poll_unpin(cx)),
+                DisposeSlot::Started(shared) => ready!(shared.poll_unpin(cx)),
+                DisposeSlot::Done(outcome) => return Poll::Ready(outcome.clone()),
+                DisposeSlot::Taken => Err(SubagentError::failed("subagent run release was lost")),
+            };
+            *slot = DisposeSlot::Done(outcome.clone());
+            return Poll::Ready(outcome);
+        }
     }
 
     /// Wraps the result future, for layers that observe settlement (lifecycle events).
@@ -133,12 +185,6 @@ impl SubagentRun {
         };
         self
     }
-}
-
-#[cold]
-fn unreachable_pending() -> Result<SubagentResult, SubagentError> {
-    // `result` replaces the pending slot before reading it; this is never reached.
-    Err(SubagentError::failed("subagent run result was not settled"))
 }
 
 impl fmt::Debug for SubagentRun {
@@ -176,6 +222,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn poll_dispose_and_dispose_share_one_release() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = calls.clone();
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let mut run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, move || async move {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let _ = rx.await;
+            Err(SubagentError::failed("reap failed"))
+        });
+        // Started by `poll_dispose`, then shared with a `dispose` future.
+        assert!(
+            std::future::poll_fn(|cx| Poll::Ready(run.poll_dispose(cx)))
+                .await
+                .is_pending()
+        );
+        let shared = run.dispose();
+        tx.send(()).unwrap();
+        let polled = std::future::poll_fn(|cx| run.poll_dispose(cx)).await;
+        assert_eq!(shared.await, polled);
+        assert_eq!(run.dispose().await, polled);
+        assert_eq!(std::future::poll_fn(|cx| run.poll_dispose(cx)).await, polled);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
     async fn result_is_cancel_safe_and_repeatable() {
         let (tx, rx) = futures::channel::oneshot::channel::<()>();
         let mut run = SubagentRun::new(
@@ -192,5 +263,6 @@ mod tests {
         assert_eq!(run.result().await.unwrap().text(), "late");
         assert_eq!(run.result().await.unwrap().text(), "late");
         assert!(run.settled_result().is_some());
+        assert_eq!(run.into_settled_result().unwrap().unwrap().text(), "late");
     }
 }

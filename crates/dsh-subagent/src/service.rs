@@ -1,7 +1,7 @@
 //! The subagent service: the provider registry and checked starts.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use dsh_subagent_api::{
@@ -20,7 +20,7 @@ struct ProviderEntry {
 struct State {
     providers: Vec<ProviderEntry>,
     /// Copy-on-write: an event clones the `Arc`, not the list.
-    listeners: Arc<Vec<(u64, Listener)>>,
+    listeners: Arc<Vec<Subscriber>>,
     next_id: u64,
 }
 
@@ -31,10 +31,27 @@ impl State {
     }
 }
 
+/// One listener and whether it hears run events.
+#[derive(Clone)]
+struct Subscriber {
+    id: u64,
+    listener: Listener,
+    runs: bool,
+}
+
+impl Subscriber {
+    fn hears(&self, event: &SubagentEvent) -> bool {
+        self.runs || !matches!(event, SubagentEvent::RunStarted(_) | SubagentEvent::RunEnded(_))
+    }
+}
+
 #[derive(Default)]
 struct Inner {
     state: Mutex<State>,
     next_run: AtomicU64,
+    /// Subscribers that hear run events; with none, runs are not announced
+    /// and carry no observer.
+    run_listeners: AtomicUsize,
 }
 
 impl Inner {
@@ -43,13 +60,13 @@ impl Inner {
     }
 
     /// A snapshot of the listeners, taken without copying the list.
-    fn listeners(&self) -> Arc<Vec<(u64, Listener)>> {
+    fn listeners(&self) -> Arc<Vec<Subscriber>> {
         self.lock().listeners.clone()
     }
 
     /// Calls every listener; the first failure (error or panic) is returned.
     fn dispatch(&self, event: &SubagentEvent) -> Result<(), SubagentError> {
-        for (_, listener) in self.listeners().iter() {
+        for Subscriber { listener, .. } in self.listeners().iter().filter(|s| s.hears(event)) {
             match catch_unwind(AssertUnwindSafe(|| listener(event))) {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => return Err(error),
@@ -67,7 +84,7 @@ impl Inner {
 
     /// Calls every listener; failures are logged, never propagated.
     fn notify(&self, event: &SubagentEvent) {
-        for (_, listener) in self.listeners().iter() {
+        for Subscriber { listener, .. } in self.listeners().iter().filter(|s| s.hears(event)) {
             match catch_unwind(AssertUnwindSafe(|| listener(event))) {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => tracing::warn!("subagent: {} listener threw: {error}", event.name()),
@@ -167,10 +184,31 @@ impl SubagentService {
     }
 
     /// Subscribes to every later event; dropping the handle unsubscribes.
+    ///
+    /// Runs are announced ([`SubagentEvent::RunStarted`], then
+    /// [`SubagentEvent::RunEnded`]) only when some subscriber hears run
+    /// events as the run starts: a run started while none does is never
+    /// announced, so no subscriber sees a run end it did not see start.
     pub fn subscribe(&self, listener: Listener) -> Subscription {
+        self.add_subscriber(listener, true)
+    }
+
+    /// Subscribes to provider events only ([`SubagentEvent::ProviderAdded`],
+    /// [`SubagentEvent::ProviderRemoved`]); dropping the handle unsubscribes.
+    ///
+    /// Such a subscriber costs runs nothing: while every subscriber is of
+    /// this kind, starts announce nothing and settle without an observer.
+    pub fn subscribe_to_providers(&self, listener: Listener) -> Subscription {
+        self.add_subscriber(listener, false)
+    }
+
+    fn add_subscriber(&self, listener: Listener, runs: bool) -> Subscription {
         let mut state = self.inner.lock();
         let id = state.next_id();
-        Arc::make_mut(&mut state.listeners).push((id, listener));
+        Arc::make_mut(&mut state.listeners).push(Subscriber { id, listener, runs });
+        if runs {
+            self.inner.run_listeners.fetch_add(1, Ordering::SeqCst);
+        }
         Subscription {
             service: Arc::downgrade(&self.inner),
             id,
@@ -187,7 +225,8 @@ impl SubagentService {
     /// the child's depth (parent depth + 1) is within `max_depth`. A start
     /// that fails announces nothing; a published run is announced with
     /// [`SubagentEvent::RunStarted`], and its settled result with
-    /// [`SubagentEvent::RunEnded`].
+    /// [`SubagentEvent::RunEnded`], when a subscriber hears run events
+    /// ([`SubagentService::subscribe`]).
     pub async fn start(&self, provider_name: &str, request: StartRequest) -> Result<SubagentRun, SubagentError> {
         let provider = self.provider(provider_name).ok_or_else(|| SubagentError::NoProvider {
             name: provider_name.to_owned(),
@@ -202,6 +241,10 @@ impl SubagentService {
         request.validate()?;
         if request.max_depth.is_some() {
             child_depth(request.parent.depth(), request.max_depth)?;
+        }
+        if self.inner.run_listeners.load(Ordering::SeqCst) == 0 {
+            // Nobody hears run events: no announcement, no observer.
+            return provider.start(request).await;
         }
         let info = RunInfo {
             run_id: self.inner.next_run.fetch_add(1, Ordering::Relaxed) + 1,
@@ -295,9 +338,12 @@ impl Drop for Subscription {
                 let listeners = Arc::make_mut(&mut state.listeners);
                 listeners
                     .iter()
-                    .position(|(id, _)| *id == self.id)
+                    .position(|subscriber| subscriber.id == self.id)
                     .map(|index| listeners.remove(index))
             };
+            if removed.as_ref().is_some_and(|subscriber| subscriber.runs) {
+                inner.run_listeners.fetch_sub(1, Ordering::SeqCst);
+            }
             drop(removed);
         }
     }

@@ -63,17 +63,18 @@ pub(crate) struct DelegationArgs {
 }
 
 impl DelegationArgs {
-    /// Parses the model's arguments. Undeclared keys are ignored, except
-    /// `run_in_background`, which must be a boolean when present.
-    pub(crate) fn parse(args: &Value) -> Result<Self, ToolError> {
-        let object = args
-            .as_object()
-            .ok_or_else(|| invalid(wording::arguments_not_object(kind(args))))?;
-        let text = |field: &str| -> Result<String, ToolError> {
-            match object.get(field) {
+    /// Parses the model's arguments, moving the strings out of them.
+    /// Undeclared keys are ignored, except `run_in_background`, which must be
+    /// a boolean when present.
+    pub(crate) fn parse(args: Value) -> Result<Self, ToolError> {
+        let Value::Object(mut object) = args else {
+            return Err(invalid(wording::arguments_not_object(kind(&args))));
+        };
+        let mut text = |field: &str| -> Result<String, ToolError> {
+            match object.get_mut(field) {
                 None => Err(invalid(wording::argument_missing(field))),
                 Some(Value::String(text)) if text.trim().is_empty() => Err(invalid(wording::argument_empty(field))),
-                Some(Value::String(text)) => Ok(text.clone()),
+                Some(Value::String(text)) => Ok(std::mem::take(text)),
                 Some(other) => Err(invalid(wording::argument_wrong_type(field, "a string", kind(other)))),
             }
         };

@@ -1,7 +1,7 @@
 //! One foreground delegation: start, wait, release — on every path.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -11,6 +11,7 @@ use dsh_subagent_api::{CancellationToken, StartRequest, StopReason, SubagentErro
 use dsh_tools::{ToolError, ToolOutput, panic_message};
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::{render, wording};
 
@@ -44,78 +45,254 @@ pub const RELEASE_GRACE: Duration = Duration::from_secs(5);
 ///
 /// Only small handles stay in the returned future while the child runs: the
 /// start (request and all) lives in its own allocation, freed once the
-/// provider answers, so an in-flight delegation holds little memory.
-pub(crate) fn delegate<'a>(
-    service: &'a SubagentService,
-    provider: &'a str,
-    request: StartRequest,
-) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
+/// provider answers, and the wait is a hand-written state machine
+/// ([`Settle`]) that holds the run, the token and nothing else until a
+/// cancellation needs more.
+pub(crate) fn delegate<'a>(service: &'a SubagentService, provider: &'a str, request: StartRequest) -> Delegation<'a> {
     let cancel = request.cancel.clone();
-    let starting = AssertUnwindSafe(service.start(provider, request))
-        .catch_unwind()
-        .boxed();
-    async move {
-        let run = start(starting, &cancel).await?;
-        let mut guard = RunGuard { run: Some(run), cancel };
-        let (result, disposed) = guard.settle().await;
-        render::settled(result, disposed)
+    Delegation::Starting {
+        starting: Box::pin(service.start(provider, request)),
+        cancel,
+        cancelled: None,
     }
 }
 
-type Starting<'a> = BoxFuture<'a, std::thread::Result<Result<SubagentRun, SubagentError>>>;
+type Starting<'a> = Pin<Box<dyn Future<Output = Result<SubagentRun, SubagentError>> + Send + 'a>>;
+type Cancelled = Pin<Box<WaitForCancellationFutureOwned>>;
 
-/// Waits for the start; a start that ignores the cancellation is dropped.
-async fn start(starting: Starting<'_>, cancel: &CancellationToken) -> Result<SubagentRun, ToolError> {
-    // Biased: after a cancellation the start is polled once more first, so a
-    // provider that reacts to the token (or finishes) reports in its own words.
-    let outcome = tokio::select! {
-        biased;
-        outcome = starting => outcome,
-        () = cancel.cancelled() => {
-            return Err(ToolError::new(wording::START_ABANDONED).with_code("ABORTED"));
+/// One foreground delegation: the start, then the settlement of its run.
+// The whole future is boxed once by `Tool::execute`; boxing `Settle` too
+// would add an allocation per call and save nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Delegation<'a> {
+    Starting {
+        starting: Starting<'a>,
+        cancel: CancellationToken,
+        /// Registered on the token only while the start is pending.
+        cancelled: Option<Cancelled>,
+    },
+    Settling(Settle),
+    Done,
+}
+
+impl Future for Delegation<'_> {
+    type Output = Result<ToolOutput, ToolError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Delegation::Starting {
+            starting,
+            cancel,
+            cancelled,
+        } = this
+        {
+            // Biased: after a cancellation the start is polled once more
+            // first, so a provider that reacts to the token (or finishes)
+            // reports in its own words.
+            let started = match catch_unwind(AssertUnwindSafe(|| starting.as_mut().poll(cx))) {
+                Ok(Poll::Ready(Ok(run))) => Ok(run),
+                Ok(Poll::Ready(Err(error))) => Err(render::start_failed(error)),
+                Ok(Poll::Pending) => {
+                    if !is_cancelled(cancel, cancelled, cx) {
+                        return Poll::Pending;
+                    }
+                    // A start that ignores the cancellation is dropped.
+                    Err(ToolError::new(wording::START_ABANDONED).with_code("ABORTED"))
+                }
+                Err(panic) => Err(panicked("start", &*panic)),
+            };
+            let cancel = cancel.clone();
+            match started {
+                // The finished start (request and all) is freed here.
+                Ok(run) => *this = Delegation::Settling(Settle::new(run, cancel)),
+                Err(error) => {
+                    *this = Delegation::Done;
+                    return Poll::Ready(Err(error));
+                }
+            }
         }
-    };
-    match outcome {
-        Ok(Ok(run)) => Ok(run),
-        Ok(Err(error)) => Err(render::start_failed(error)),
-        Err(panic) => Err(panicked("start", &*panic)),
+        match this {
+            Delegation::Settling(settle) => {
+                let (result, disposed) = std::task::ready!(Pin::new(settle).poll(cx));
+                *this = Delegation::Done;
+                Poll::Ready(render::settled(result, disposed))
+            }
+            Delegation::Starting { .. } | Delegation::Done => Poll::Pending,
+        }
     }
 }
 
-/// Owns a published run until it is released.
-struct RunGuard {
+/// Whether the token is cancelled; if not, the task is woken when it is.
+fn is_cancelled(cancel: &CancellationToken, cancelled: &mut Option<Cancelled>, cx: &mut Context<'_>) -> bool {
+    if cancel.is_cancelled() {
+        return true;
+    }
+    cancelled
+        .get_or_insert_with(|| Box::pin(cancel.clone().cancelled_owned()))
+        .as_mut()
+        .poll(cx)
+        .is_ready()
+}
+
+/// Waits for a published run's result, then releases it: `dispose` is called
+/// exactly once, and the output is the result and the release outcome.
+///
+/// After a cancellation the provider settles the result as `aborted`; a
+/// provider that instead finishes releasing first has nothing left to
+/// report, and the run reads as cancelled. A result or release still pending
+/// [`RELEASE_GRACE`] after the cancellation is abandoned.
+///
+/// If it is dropped before it finishes (the harness abandoned the call), the
+/// child is cancelled and settled and released in the background exactly as
+/// a finished call would.
+pub(crate) struct Settle {
     run: Option<SubagentRun>,
     cancel: CancellationToken,
+    /// Registered on the token only while something is pending.
+    cancelled: Option<Cancelled>,
+    /// Lazy: the timer is created on its first poll, which only the
+    /// cancellation path reaches, and only while something is still pending.
+    grace: Grace,
+    /// Whether the result has settled (its outcome stays in the run, or in
+    /// `outcome` when the run could not give one).
+    settled: bool,
+    /// Boxed: set only on the rare paths (a panic, an abandoned result), so
+    /// a live settlement stays small.
+    outcome: Option<Box<Result<SubagentResult, SubagentError>>>,
+    disposed: Option<Result<(), SubagentError>>,
+    /// A settlement already running in the background: dropping it does not respawn it.
+    detached: bool,
 }
 
-impl RunGuard {
-    async fn settle(&mut self) -> (Result<SubagentResult, SubagentError>, Result<(), SubagentError>) {
-        match self.run.as_mut() {
-            Some(run) => {
-                let settled = settle(run, &self.cancel).await;
-                self.run = None;
-                settled
+type Settled = (Result<SubagentResult, SubagentError>, Result<(), SubagentError>);
+
+impl Settle {
+    /// A settlement whose drop abandons nothing: dropping it drops the run.
+    pub(crate) fn detached(run: SubagentRun, cancel: CancellationToken) -> Self {
+        let mut settle = Self::new(run, cancel);
+        settle.detached = true;
+        settle
+    }
+
+    pub(crate) fn new(run: SubagentRun, cancel: CancellationToken) -> Self {
+        Self {
+            run: Some(run),
+            cancel,
+            cancelled: None,
+            grace: Grace::default(),
+            settled: false,
+            outcome: None,
+            disposed: None,
+            detached: false,
+        }
+    }
+
+    /// Polls the run's result; a panic settles it as a failure.
+    fn poll_result(
+        run: &mut SubagentRun,
+        outcome: &mut Option<Box<Result<SubagentResult, SubagentError>>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        match catch_unwind(AssertUnwindSafe(|| run.poll_result(cx).is_ready())) {
+            Ok(true) => Poll::Ready(()),
+            Ok(false) => Poll::Pending,
+            Err(panic) => {
+                *outcome = Some(Box::new(Err(SubagentError::failed(wording::provider_panicked(
+                    "the run",
+                    &panic_message(&*panic),
+                )))));
+                Poll::Ready(())
             }
-            None => (Err(SubagentError::failed("subagent run was already released")), Ok(())),
+        }
+    }
+
+    fn poll_dispose(run: &mut SubagentRun, cx: &mut Context<'_>) -> Poll<Result<(), SubagentError>> {
+        match catch_unwind(AssertUnwindSafe(|| run.poll_dispose(cx))) {
+            Ok(poll) => poll,
+            Err(panic) => Poll::Ready(Err(SubagentError::failed(wording::provider_panicked(
+                "dispose",
+                &panic_message(&*panic),
+            )))),
         }
     }
 }
 
-impl Drop for RunGuard {
+impl Future for Settle {
+    type Output = Settled;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Settled> {
+        let this = &mut *self;
+        let Some(run) = this.run.as_mut() else {
+            return Poll::Ready((Err(SubagentError::failed("subagent run was already released")), Ok(())));
+        };
+        if !this.settled {
+            if Self::poll_result(run, &mut this.outcome, cx).is_ready() {
+                this.settled = true;
+            } else {
+                if !is_cancelled(&this.cancel, &mut this.cancelled, cx) {
+                    return Poll::Pending;
+                }
+                // Cancelled: the release runs while the result is awaited.
+                if let Poll::Ready(disposed) = Self::poll_dispose(run, cx) {
+                    this.disposed = Some(disposed);
+                    let mut noop = Context::from_waker(std::task::Waker::noop());
+                    if Self::poll_result(run, &mut this.outcome, &mut noop).is_pending() {
+                        this.outcome = Some(Box::new(Ok(aborted())));
+                    }
+                } else if Pin::new(&mut this.grace).poll(cx).is_ready() {
+                    this.disposed = Some(Err(release_abandoned()));
+                    this.outcome = Some(Box::new(Ok(aborted())));
+                } else {
+                    return Poll::Pending;
+                }
+                this.settled = true;
+            }
+        }
+        if this.disposed.is_none() {
+            match Self::poll_dispose(run, cx) {
+                Poll::Ready(disposed) => this.disposed = Some(disposed),
+                Poll::Pending => {
+                    if !is_cancelled(&this.cancel, &mut this.cancelled, cx)
+                        || Pin::new(&mut this.grace).poll(cx).is_pending()
+                    {
+                        return Poll::Pending;
+                    }
+                    this.disposed = Some(Err(release_abandoned()));
+                }
+            }
+        }
+        let disposed = this.disposed.take().unwrap_or(Ok(()));
+        let run = this.run.take();
+        let result = match this.outcome.take() {
+            Some(outcome) => *outcome,
+            None => run
+                .and_then(SubagentRun::into_settled_result)
+                .unwrap_or_else(|| Err(SubagentError::failed("subagent run result was not settled"))),
+        };
+        Poll::Ready((result, disposed))
+    }
+}
+
+impl Drop for Settle {
     fn drop(&mut self) {
-        let Some(mut run) = self.run.take() else { return };
+        if self.detached {
+            return;
+        }
+        let Some(run) = self.run.take() else { return };
         // The call was abandoned mid-run: stop the child, then settle and
         // release it exactly as a finished call would.
         self.cancel.cancel();
-        let cancel = self.cancel.clone();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
+                let mut settle = Settle::new(run, self.cancel.clone());
+                settle.settled = self.settled;
+                settle.outcome = self.outcome.take();
+                settle.disposed = self.disposed.take();
+                settle.detached = true;
                 handle.spawn(async move {
-                    if let (_, Err(error)) = settle(&mut run, &cancel).await {
-                        tracing::warn!(
-                            run = run.id(),
-                            "subagent release after an abandoned call failed: {error}"
-                        );
+                    let id = settle.run.as_ref().map(|run| run.id().to_owned()).unwrap_or_default();
+                    if let (_, Err(error)) = settle.await {
+                        tracing::warn!(run = id, "subagent release after an abandoned call failed: {error}");
                     }
                 });
             }
@@ -127,64 +304,8 @@ impl Drop for RunGuard {
     }
 }
 
-/// Waits for the result, then releases the run; `dispose` is called exactly once.
-///
-/// After a cancellation the provider settles the result as `aborted`; a
-/// provider that instead finishes releasing first has nothing left to
-/// report, and the run reads as cancelled. A result or release still pending
-/// [`RELEASE_GRACE`] after the cancellation is abandoned.
-pub(crate) async fn settle(
-    run: &mut SubagentRun,
-    cancel: &CancellationToken,
-) -> (Result<SubagentResult, SubagentError>, Result<(), SubagentError>) {
-    let mut dispose = std::pin::pin!(AssertUnwindSafe(run.dispose()).catch_unwind());
-    // Lazy: the timer is created on its first poll, which only the
-    // cancellation path reaches, and only while something is still pending.
-    let mut grace = Grace::default();
-    let mut disposed = None;
-    let result = tokio::select! {
-        biased;
-        result = catch_result(run) => result,
-        () = cancel.cancelled() => tokio::select! {
-            biased;
-            result = catch_result(run) => result,
-            released = dispose.as_mut() => {
-                disposed = Some(caught_release(released));
-                match catch_result(run).now_or_never() {
-                    Some(result) => result,
-                    None => Ok(SubagentResult::new(StopReason::Aborted, Vec::new())),
-                }
-            }
-            () = &mut grace => {
-                disposed = Some(Err(release_abandoned()));
-                Ok(SubagentResult::new(StopReason::Aborted, Vec::new()))
-            }
-        },
-    };
-    let disposed = match disposed {
-        Some(disposed) => disposed,
-        None => tokio::select! {
-            biased;
-            released = dispose.as_mut() => caught_release(released),
-            () = cancel.cancelled() => tokio::select! {
-                biased;
-                released = dispose.as_mut() => caught_release(released),
-                () = &mut grace => Err(release_abandoned()),
-            },
-        },
-    };
-    (result, disposed)
-}
-
-fn caught_release(
-    released: Result<Result<(), SubagentError>, Box<dyn std::any::Any + Send>>,
-) -> Result<(), SubagentError> {
-    released.unwrap_or_else(|panic| {
-        Err(SubagentError::failed(wording::provider_panicked(
-            "dispose",
-            &panic_message(&*panic),
-        )))
-    })
+fn aborted() -> SubagentResult {
+    SubagentResult::new(StopReason::Aborted, Vec::new())
 }
 
 fn release_abandoned() -> SubagentError {
@@ -225,16 +346,6 @@ async fn release_grace() {
                 let _ = elapsed.await;
             }
         }
-    }
-}
-
-async fn catch_result(run: &mut SubagentRun) -> Result<SubagentResult, SubagentError> {
-    match AssertUnwindSafe(run.result()).catch_unwind().await {
-        Ok(result) => result,
-        Err(panic) => Err(SubagentError::failed(wording::provider_panicked(
-            "the run",
-            &panic_message(&*panic),
-        ))),
     }
 }
 

@@ -112,7 +112,8 @@ impl SubagentToolPlugin {
         });
         // Subscribe first, then look: no registration can slip between the two.
         let weak = Arc::downgrade(&inner);
-        let subscription = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+        // Provider events only: the tool costs runs no announcement.
+        let subscription = service.subscribe_to_providers(Arc::new(move |event: &SubagentEvent| {
             let Some(inner) = weak.upgrade() else { return Ok(()) };
             match event {
                 SubagentEvent::ProviderAdded(provider) if provider.name() == inner.config.provider => inner

@@ -26,7 +26,7 @@ pub(crate) struct SubagentTool {
 /// A checked call: run it now, or hand it to a background task.
 enum Call<'a> {
     Foreground(StartRequest),
-    Background(&'a Background, String, StartRequest),
+    Background(&'a Background, StartRequest),
 }
 
 /// What a background call needs: the task registry, and the tool registry in
@@ -70,7 +70,7 @@ impl SubagentTool {
 
     /// Checks the call and builds its start request. Synchronous, so the
     /// arguments and the call context are dropped before anything is awaited.
-    fn prepare(&self, args: &Value, exec: &ToolExecution) -> Result<Call<'_>, ToolError> {
+    fn prepare(&self, args: Value, exec: &ToolExecution) -> Result<Call<'_>, ToolError> {
         let args = DelegationArgs::parse(args)?;
         let parent = exec
             .agent()
@@ -83,7 +83,6 @@ impl SubagentTool {
             (Some(true), Some(background)) => Some(background),
             _ => None,
         };
-        let label = args.description.clone();
         let mut request = StartRequest::text(args.prompt, parent, exec.cancel().child_token());
         request.label = Some(args.description);
         request.agent_options = self.config.agent_options.clone();
@@ -94,19 +93,14 @@ impl SubagentTool {
             Some(MaxDepth::ProviderManaged) | None => None,
         };
         Ok(match background {
-            Some(background) => Call::Background(background, label, request),
+            Some(background) => Call::Background(background, request),
             None => Call::Foreground(request),
         })
     }
 
     /// The one-shot background route: the run becomes a task of the caller,
     /// settled and released by the task; the call returns its id at once.
-    fn start_in_background(
-        &self,
-        background: &Background,
-        label: String,
-        mut request: StartRequest,
-    ) -> Result<ToolOutput, ToolError> {
+    fn start_in_background(&self, background: &Background, mut request: StartRequest) -> Result<ToolOutput, ToolError> {
         let tasks = background
             .tasks
             .as_ref()
@@ -117,6 +111,7 @@ impl SubagentTool {
         let owner = request.parent.id().clone();
         let service = self.service.clone();
         let provider = self.config.provider.clone();
+        let label = request.label.clone().unwrap_or_default();
         let spec = TaskSpec::new("subagent", label, owner);
         let id = tasks
             .spawn(spec, move |control| async move {
@@ -124,8 +119,8 @@ impl SubagentTool {
                 request.cancel = control.token().child_token();
                 let cancel = request.cancel.clone();
                 match service.start(&provider, request).await {
-                    Ok(mut run) => {
-                        let (result, disposed) = lifecycle::settle(&mut run, &cancel).await;
+                    Ok(run) => {
+                        let (result, disposed) = lifecycle::Settle::detached(run, cancel).await;
                         settlement::task_outcome(result, disposed)
                     }
                     Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
@@ -153,11 +148,12 @@ impl Tool for SubagentTool {
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        match self.prepare(&args, &exec) {
+        match self.prepare(args, &exec) {
             Ok(Call::Foreground(request)) => {
                 Box::pin(lifecycle::delegate(&self.service, &self.config.provider, request))
             }
-            Ok(Call::Background(background, label, request)) if background.continuable => {
+            Ok(Call::Background(background, request)) if background.continuable => {
+                let label = request.label.clone().unwrap_or_default();
                 Box::pin(std::future::ready(crate::continuable::start(
                     background.control.as_ref(),
                     &background.tools,
@@ -166,8 +162,8 @@ impl Tool for SubagentTool {
                     request,
                 )))
             }
-            Ok(Call::Background(background, label, request)) => {
-                Box::pin(std::future::ready(self.start_in_background(background, label, request)))
+            Ok(Call::Background(background, request)) => {
+                Box::pin(std::future::ready(self.start_in_background(background, request)))
             }
             Err(error) => Box::pin(std::future::ready(Err(error))),
         }
