@@ -222,6 +222,53 @@ async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
     );
 }
 
+#[tokio::test]
+async fn a_run_interrupted_between_two_lines_stays_out_of_every_later_history() {
+    let data = tempfile::tempdir().unwrap();
+    let world = World::open(data.path());
+    let me = world.parent();
+    let (child, task) = world.start(&me, "first").await;
+    world.output(&me, &task).await;
+    let path = transcript_path(data.path(), &AgentId::new(child.as_str()));
+    // A crash after a complete line: no torn bytes, but no turn end either.
+    let interrupted = serde_json::to_string(&TranscriptEntry::Message {
+        message: Message::user("interrupted"),
+    })
+    .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(format!("{interrupted}\n").as_bytes());
+    std::fs::write(&path, bytes).unwrap();
+
+    for (n, message) in ["second", "third"].into_iter().enumerate() {
+        let task = started_task(&world.send(&me, &child, message).await, &child);
+        assert_eq!(
+            world.output(&me, &task).await,
+            format!(
+                "answer to {message} after {} earlier answers\n[status: completed]",
+                n + 1
+            )
+        );
+    }
+    let transcript = read_transcript(&path).unwrap();
+    let users: Vec<String> = transcript
+        .committed_messages()
+        .iter()
+        .filter_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        users,
+        ["first", "second", "third"],
+        "the interrupted prompt never rejoins the history"
+    );
+    assert!(transcript.entries.iter().any(|e| matches!(
+        e,
+        TranscriptEntry::Repair { diagnostic, torn } if torn.is_empty() && diagnostic.contains("1 message(s) of an interrupted run")
+    )));
+}
+
 /// A tiny deterministic generator (xorshift64*).
 struct Rng(u64);
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, PoisonError};
 use futures::FutureExt;
 
 use crate::structured::{Captured, StructuredOutput};
-use crate::transcript::{TranscriptEntry, read_transcript, repair_torn_tail, transcript_path};
+use crate::transcript::{TranscriptEntry, abandon_interrupted_run, read_transcript, repair_torn_tail, transcript_path};
 use crate::{Agent, AgentStop, RunOutcome, wording};
 
 /// What the child starts from.
@@ -106,7 +106,14 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
         tracing::warn!(child = %id, "{diagnostic}");
     }
     if dropped > 0 {
-        tracing::warn!(child = %id, "{}", wording::interrupted_turn_dropped(dropped));
+        let diagnostic = wording::interrupted_turn_dropped(dropped);
+        tracing::warn!(child = %id, "{diagnostic}");
+        // A torn tail's repair entry already abandons them; otherwise record
+        // it, or the next run's end would commit them with its own messages.
+        if transcript.torn.is_none() {
+            abandon_interrupted_run(&path, diagnostic)
+                .map_err(|error| SubagentError::failed_with_code(error.to_string(), "TRANSCRIPT_REPAIR_FAILED"))?;
+        }
     }
     let depth = child_depth(request.parent.depth(), None)?.max(recorded_depth);
     let descriptor = &request.descriptor;

@@ -193,6 +193,18 @@ impl Transcript {
     }
 }
 
+/// Records a [`TranscriptEntry::Repair`] (with no torn bytes) that abandons
+/// the messages of a run that never reached its end, e.g. after a crash
+/// between two complete lines.
+pub fn abandon_interrupted_run(path: &Path, diagnostic: String) -> std::io::Result<()> {
+    let writer = TranscriptWriter::open(path.to_owned())?;
+    writer.append(&TranscriptEntry::Repair {
+        diagnostic,
+        torn: String::new(),
+    })?;
+    writer.flush()
+}
+
 /// Cuts a torn last line off the file and records it as a
 /// [`TranscriptEntry::Repair`], so appending after a crash never glues a new
 /// entry onto the torn bytes. A complete last entry that lost only its
