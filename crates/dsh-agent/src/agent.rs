@@ -77,9 +77,28 @@ pub struct AgentBuilder {
     tool_filter: Option<ToolFilter>,
     local_tools: Vec<Arc<dyn dsh_tools::Tool>>,
     seed: Vec<Message>,
+    descriptor: Option<serde_json::Value>,
+    continued: bool,
 }
 
 impl AgentBuilder {
+    /// Records a continuable child's descriptor in its new transcript, right
+    /// after the header (and seed), before its first turn.
+    pub fn descriptor(mut self, descriptor: serde_json::Value) -> Self {
+        self.descriptor = Some(descriptor);
+        self
+    }
+
+    /// Continues an existing agent: `history` is its conversation so far and
+    /// its transcript is appended to, with no new header (set the same
+    /// [`id`](Self::id)). Repair a torn transcript tail first
+    /// ([`repair_torn_tail`](crate::transcript::repair_torn_tail)).
+    pub fn continue_from(mut self, history: Vec<Message>) -> Self {
+        self.seed = history;
+        self.continued = true;
+        self
+    }
+
     /// Gives this agent a tool of its own, outside the shared registry.
     pub fn local_tool(mut self, tool: Arc<dyn dsh_tools::Tool>) -> Self {
         self.local_tools.push(tool);
@@ -147,16 +166,17 @@ impl AgentBuilder {
     }
 
     /// Builds the agent and, with a data directory, starts its transcript.
-    pub fn build(self) -> Result<Agent, AgentError> {
-        let mut tools = match self.tool_filter {
+    pub fn build(mut self) -> Result<Agent, AgentError> {
+        let mut tools = match self.tool_filter.take() {
             Some(filter) => ToolView::filtered(self.runtime.tools().clone(), filter).map_err(AgentError::ToolFilter)?,
             None => ToolView::all(self.runtime.tools().clone()),
         };
-        for tool in self.local_tools {
+        for tool in std::mem::take(&mut self.local_tools) {
             tools = tools.with_local(tool);
         }
         let id = self
             .id
+            .take()
             .unwrap_or_else(|| AgentId::new(uuid::Uuid::new_v4().to_string()));
         let model = self
             .model_override
@@ -164,15 +184,18 @@ impl AgentBuilder {
             .unwrap_or_else(|| self.runtime.model().model_name().to_owned());
         let info = AgentInfo {
             id: id.clone(),
-            parent: self.parent,
+            parent: self.parent.take(),
             depth: self.depth,
-            label: self.label,
+            label: self.label.take(),
             model,
         };
         let transcript = match self.runtime.data_dir() {
             Some(dir) => {
                 let writer = TranscriptWriter::open(transcript_path(dir, &id))
                     .map_err(|source| AgentError::Transcript { id: id.clone(), source })?;
+                if self.continued {
+                    return Ok(self.finish(info, tools, Some(writer)));
+                }
                 let header = TranscriptEntry::Header {
                     version: TRANSCRIPT_VERSION,
                     id: id.clone(),
@@ -195,11 +218,23 @@ impl AgentBuilder {
                         })
                         .map_err(|source| AgentError::Transcript { id: id.clone(), source })?;
                 }
+                if let Some(descriptor) = &self.descriptor {
+                    writer
+                        .append(&TranscriptEntry::Descriptor {
+                            descriptor: descriptor.clone(),
+                        })
+                        .and_then(|()| writer.flush())
+                        .map_err(|source| AgentError::Transcript { id: id.clone(), source })?;
+                }
                 Some(writer)
             }
             None => None,
         };
-        Ok(Agent {
+        Ok(self.finish(info, tools, transcript))
+    }
+
+    fn finish(self, info: AgentInfo, tools: ToolView, transcript: Option<TranscriptWriter>) -> Agent {
+        Agent {
             inner: Arc::new(Inner {
                 info,
                 runtime: self.runtime,
@@ -215,7 +250,7 @@ impl AgentBuilder {
                 transcript,
                 run_lock: tokio::sync::Mutex::new(()),
             }),
-        })
+        }
     }
 }
 
@@ -235,6 +270,8 @@ impl Agent {
             tool_filter: None,
             local_tools: Vec::new(),
             seed: Vec::new(),
+            descriptor: None,
+            continued: false,
         }
     }
 

@@ -1,13 +1,16 @@
 //! The in-process child driver shared by the spawn and fork providers.
 
 use dsh_subagent_api::{
-    ContentBlock, StartRequest, StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
+    ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, StopReason, SubagentError, SubagentResult,
+    SubagentRun, child_depth, concat_text,
 };
+use dsh_tools::AgentId;
 use std::sync::{Arc, PoisonError};
 
 use futures::FutureExt;
 
 use crate::structured::{Captured, StructuredOutput};
+use crate::transcript::{TranscriptEntry, abandon_interrupted_run, read_transcript, repair_torn_tail, transcript_path};
 use crate::{Agent, AgentStop, RunOutcome, wording};
 
 /// What the child starts from.
@@ -36,6 +39,121 @@ pub enum ChildContext {
 /// cancelling the request's token stops it (`aborted`, partial text kept);
 /// `dispose` cancels it and returns once its task has ended.
 pub fn start_child(request: StartRequest, context: ChildContext) -> Result<SubagentRun, SubagentError> {
+    start(request, context, None)
+}
+
+/// Starts a *continuable* in-process child: as [`start_child`], but the child
+/// gets the id `child_id` and its transcript records `descriptor` before its
+/// first turn, so [`resume_child`] can continue it later, also after a
+/// restart. Needs a data directory on the runtime.
+pub fn start_continuable_child(
+    request: StartRequest,
+    context: ChildContext,
+    child_id: String,
+    descriptor: &ContinuationDescriptor,
+) -> Result<SubagentRun, SubagentError> {
+    start(request, context, Some((child_id, descriptor.to_value())))
+}
+
+/// Continues a persisted child with a new prompt: the same id, the committed
+/// history from its transcript, its recorded system prompt, and the model and
+/// tool filter of its descriptor. The caller must be the child's parent.
+///
+/// A transcript whose last line was torn by a crash is repaired first (the
+/// torn bytes are cut off and recorded in a `repair` entry with the
+/// diagnostic); every earlier turn stays intact. The depth is the recorded
+/// one, never less than the parent's + 1.
+pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
+    if request.cancel.is_cancelled() {
+        return Err(SubagentError::aborted(wording::ABORTED_BEFORE_PUBLICATION));
+    }
+    let parent = request
+        .parent
+        .handle::<Agent>()
+        .ok_or_else(|| SubagentError::failed_with_code(wording::NOT_IN_PROCESS_PARENT, "NOT_IN_PROCESS"))?;
+    let data_dir = parent
+        .runtime()
+        .data_dir()
+        .ok_or_else(|| SubagentError::failed_with_code(wording::PERSISTENCE_UNAVAILABLE, "PERSISTENCE_UNAVAILABLE"))?;
+    let id = AgentId::new(request.child_id.clone());
+    let unavailable = || SubagentError::failed_with_code(wording::child_unavailable(id.as_str()), "NOT_RESUMABLE");
+    let path = transcript_path(data_dir, &id);
+    let transcript = read_transcript(&path).map_err(|_| unavailable())?;
+    let Some(TranscriptEntry::Header {
+        id: recorded,
+        parent: recorded_parent,
+        depth: recorded_depth,
+        label,
+        system_prompt,
+        ..
+    }) = transcript.entries.first().cloned()
+    else {
+        return Err(unavailable());
+    };
+    if recorded != id {
+        return Err(unavailable());
+    }
+    if recorded_parent.as_ref() != Some(parent.id()) {
+        return Err(SubagentError::failed_with_code(
+            wording::foreign_child(id.as_str()),
+            "UNAUTHORIZED",
+        ));
+    }
+    let dropped = transcript.uncommitted_messages();
+    if let Some(diagnostic) = repair_torn_tail(&path, &transcript)
+        .map_err(|error| SubagentError::failed_with_code(error.to_string(), "TRANSCRIPT_REPAIR_FAILED"))?
+    {
+        tracing::warn!(child = %id, "{diagnostic}");
+    }
+    if dropped > 0 {
+        let diagnostic = wording::interrupted_turn_dropped(dropped);
+        tracing::warn!(child = %id, "{diagnostic}");
+        // A torn tail's repair entry already abandons them; otherwise record
+        // it, or the next run's end would commit them with its own messages.
+        if transcript.torn.is_none() {
+            abandon_interrupted_run(&path, diagnostic)
+                .map_err(|error| SubagentError::failed_with_code(error.to_string(), "TRANSCRIPT_REPAIR_FAILED"))?;
+        }
+    }
+    let depth = child_depth(request.parent.depth(), None)?.max(recorded_depth);
+    let descriptor = &request.descriptor;
+    let mut builder = Agent::builder(parent.runtime().clone())
+        .id(id)
+        .parent(parent.id().clone())
+        .depth(depth)
+        .label(label)
+        .model(
+            descriptor
+                .agent_model
+                .clone()
+                .or_else(|| parent.model_override().map(str::to_owned)),
+        )
+        .max_tokens(parent.max_tokens())
+        .max_turns(parent.max_turns())
+        .continue_from(transcript.committed_messages());
+    if let Some(system_prompt) = system_prompt {
+        builder = builder.system_prompt(system_prompt);
+    }
+    if let Some(filter) = descriptor.tool_filter.clone() {
+        builder = builder.tool_filter(filter);
+    }
+    let child = builder
+        .build()
+        .map_err(|error| SubagentError::failed_with_code(error.to_string(), "CHILD_SETUP_FAILED"))?;
+    Ok(publish(
+        child,
+        parent,
+        concat_text(&request.prompt),
+        &request.cancel,
+        None,
+    ))
+}
+
+fn start(
+    request: StartRequest,
+    context: ChildContext,
+    continuation: Option<(String, serde_json::Value)>,
+) -> Result<SubagentRun, SubagentError> {
     if request.cancel.is_cancelled() {
         return Err(SubagentError::aborted(wording::ABORTED_BEFORE_PUBLICATION));
     }
@@ -76,16 +194,40 @@ pub fn start_child(request: StartRequest, context: ChildContext) -> Result<Subag
     if context == ChildContext::InheritParent {
         builder = builder.seed(parent.history());
     }
+    if let Some((child_id, descriptor)) = continuation {
+        if parent.runtime().data_dir().is_none() {
+            return Err(SubagentError::failed_with_code(
+                wording::PERSISTENCE_UNAVAILABLE,
+                "PERSISTENCE_UNAVAILABLE",
+            ));
+        }
+        builder = builder.id(child_id).descriptor(descriptor);
+    }
     let child = builder
         .build()
         .map_err(|error| SubagentError::failed_with_code(error.to_string(), "CHILD_SETUP_FAILED"))?;
 
-    // Publication: from here the caller owns the child.
-    let prompt = concat_text(&request.prompt);
-    let stop = request.cancel.child_token();
+    let captured = structured.map(|(_, captured)| captured);
+    Ok(publish(
+        child,
+        parent,
+        concat_text(&request.prompt),
+        &request.cancel,
+        captured,
+    ))
+}
+
+/// Publication: from here the caller owns the child.
+fn publish(
+    child: Agent,
+    parent: Arc<Agent>,
+    prompt: String,
+    cancel: &dsh_tools::CancellationToken,
+    captured: Option<Captured>,
+) -> SubagentRun {
+    let stop = cancel.child_token();
     let run_token = stop.clone();
     let id = child.id().to_string();
-    let captured = structured.map(|(_, captured)| captured);
     let task = tokio::spawn(async move {
         let outcome = child.run(prompt, &run_token).await;
         parent.add_child_usage(child.usage().total());
@@ -100,12 +242,12 @@ pub fn start_child(request: StartRequest, context: ChildContext) -> Result<Subag
     .boxed()
     .shared();
     let result = done.clone();
-    Ok(SubagentRun::new(id, result, move || async move {
+    SubagentRun::new(id, result, move || async move {
         stop.cancel();
         // Waits until the child's task has ended; its outcome stays on `result`.
         let _ = done.await;
         Ok(())
-    }))
+    })
 }
 
 /// A requested structured answer: attached when captured; a completed run

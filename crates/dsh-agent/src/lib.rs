@@ -14,7 +14,9 @@
 //! as finished background tasks) join the conversation as a user message.
 //!
 //! [`child::start_child`] is the in-process child driver behind the spawn and
-//! fork providers.
+//! fork providers; [`child::start_continuable_child`] and
+//! [`child::resume_child`] start and continue durable children, which
+//! [`store::JsonlChildStore`] finds again in their transcripts.
 //!
 //! # Example
 //!
@@ -45,6 +47,7 @@ mod notices;
 mod observer;
 mod outcome;
 mod runtime;
+pub mod store;
 mod structured;
 mod tools;
 pub mod transcript;

@@ -55,6 +55,22 @@ pub enum TranscriptEntry {
         /// The message.
         message: Message,
     },
+    /// A continuable child's descriptor, recorded once before its first turn
+    /// (a `dsh_subagent_api::ContinuationDescriptor` as JSON; kept raw so a
+    /// reader can report an unknown or malformed one).
+    Descriptor {
+        /// The descriptor object.
+        descriptor: serde_json::Value,
+    },
+    /// A resume found a torn last line (a crash mid-write) and repaired the
+    /// file: the torn bytes were cut off and are kept here, and the messages
+    /// of the interrupted turn before it are not part of the history.
+    Repair {
+        /// What was found, as [`read_transcript`] reported it.
+        diagnostic: String,
+        /// The torn bytes (lossy UTF-8).
+        torn: String,
+    },
     /// A run ended.
     TurnEnd {
         /// Why it stopped (`completed`, `cancelled`, …).
@@ -117,6 +133,8 @@ pub struct Transcript {
     pub entries: Vec<TranscriptEntry>,
     /// Set when the last line was torn (a crash mid-write); earlier entries are intact.
     pub diagnostic: Option<String>,
+    /// The torn last line's bytes, when there is one.
+    pub torn: Option<Vec<u8>>,
 }
 
 impl Transcript {
@@ -132,6 +150,93 @@ impl Transcript {
         }
         messages
     }
+
+    /// The conversation of committed turns only: seeded messages, then the
+    /// messages of every run that reached its [`TranscriptEntry::TurnEnd`].
+    /// The messages of a run interrupted by a crash are left out (a
+    /// [`TranscriptEntry::Repair`] abandons them for good), so the history
+    /// never holds an unanswered tool call.
+    pub fn committed_messages(&self) -> Vec<Message> {
+        let mut committed = Vec::new();
+        let mut pending = Vec::new();
+        for entry in &self.entries {
+            match entry {
+                TranscriptEntry::Seed { messages } => committed.extend(messages.iter().cloned()),
+                TranscriptEntry::Message { message } => pending.push(message.clone()),
+                TranscriptEntry::TurnEnd { .. } => committed.append(&mut pending),
+                TranscriptEntry::Repair { .. } => pending.clear(),
+                TranscriptEntry::Header { .. } | TranscriptEntry::Descriptor { .. } => {}
+            }
+        }
+        committed
+    }
+
+    /// How many messages of an unfinished run follow the last committed turn.
+    pub fn uncommitted_messages(&self) -> usize {
+        let mut pending = 0;
+        for entry in &self.entries {
+            match entry {
+                TranscriptEntry::Message { .. } => pending += 1,
+                TranscriptEntry::TurnEnd { .. } | TranscriptEntry::Repair { .. } => pending = 0,
+                _ => {}
+            }
+        }
+        pending
+    }
+
+    /// The first (authoritative) descriptor, raw.
+    pub fn descriptor(&self) -> Option<&serde_json::Value> {
+        self.entries.iter().find_map(|entry| match entry {
+            TranscriptEntry::Descriptor { descriptor } => Some(descriptor),
+            _ => None,
+        })
+    }
+}
+
+/// Records a [`TranscriptEntry::Repair`] (with no torn bytes) that abandons
+/// the messages of a run that never reached its end, e.g. after a crash
+/// between two complete lines.
+pub fn abandon_interrupted_run(path: &Path, diagnostic: String) -> std::io::Result<()> {
+    let writer = TranscriptWriter::open(path.to_owned())?;
+    writer.append(&TranscriptEntry::Repair {
+        diagnostic,
+        torn: String::new(),
+    })?;
+    writer.flush()
+}
+
+/// Cuts a torn last line off the file and records it as a
+/// [`TranscriptEntry::Repair`], so appending after a crash never glues a new
+/// entry onto the torn bytes. A complete last entry that lost only its
+/// newline gets the newline back. Returns the diagnostic that was recorded.
+pub fn repair_torn_tail(path: &Path, transcript: &Transcript) -> std::io::Result<Option<String>> {
+    let Some(torn) = &transcript.torn else {
+        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
+        let length = file.metadata()?.len();
+        if length > 0 {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(length - 1))?;
+            file.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
+        return Ok(None);
+    };
+    let diagnostic = transcript.diagnostic.clone().unwrap_or_default();
+    let file = OpenOptions::new().write(true).open(path)?;
+    let length = file.metadata()?.len();
+    file.set_len(length.saturating_sub(torn.len() as u64))?;
+    file.sync_all()?;
+    drop(file);
+    let writer = TranscriptWriter::open(path.to_owned())?;
+    writer.append(&TranscriptEntry::Repair {
+        diagnostic: diagnostic.clone(),
+        torn: String::from_utf8_lossy(torn).into_owned(),
+    })?;
+    writer.flush()?;
+    Ok(Some(diagnostic))
 }
 
 /// Why a transcript could not be read.
@@ -169,6 +274,7 @@ pub fn read_transcript(path: &Path) -> Result<Transcript, TranscriptError> {
     let mut reader = BufReader::new(File::open(path).map_err(io)?);
     let mut entries = Vec::new();
     let mut diagnostic = None;
+    let mut torn = None;
     let mut line = Vec::new();
     let mut number = 0;
     loop {
@@ -191,6 +297,7 @@ pub fn read_transcript(path: &Path) -> Result<Transcript, TranscriptError> {
                     line.len(),
                     entries.len()
                 ));
+                torn = Some(line.clone());
             }
             Err(error) => {
                 return Err(TranscriptError::Corrupt {
@@ -201,5 +308,9 @@ pub fn read_transcript(path: &Path) -> Result<Transcript, TranscriptError> {
             }
         }
     }
-    Ok(Transcript { entries, diagnostic })
+    Ok(Transcript {
+        entries,
+        diagnostic,
+        torn,
+    })
 }

@@ -80,3 +80,24 @@ pub const STRUCTURED_OUTPUT_MISSING: &str = "the child finished without calling 
 pub fn notices(notices: &[String]) -> String {
     notices.join("\n")
 }
+
+/// Continuable children need transcripts on disk (contract §2.1, adapted to
+/// dsh: the data directory is the persistence backend).
+pub const PERSISTENCE_UNAVAILABLE: &str =
+    "continuable subagents require session persistence (give the agent runtime a data directory)";
+
+/// A child id with no readable transcript (contract §2.1).
+pub fn child_unavailable(id: &str) -> String {
+    format!("subagent \"{id}\" is unavailable")
+}
+
+/// A child resumed on behalf of an agent that did not start it (contract §2.1).
+pub fn foreign_child(id: &str) -> String {
+    format!("subagent \"{id}\" belongs to another parent session")
+}
+
+/// A diagnostic for a torn transcript found on resume: the interrupted turn's
+/// messages are not part of the resumed history.
+pub fn interrupted_turn_dropped(count: usize) -> String {
+    format!("{count} message(s) of an interrupted run are not part of the resumed history")
+}

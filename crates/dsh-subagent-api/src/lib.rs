@@ -18,6 +18,10 @@
 //!   blocks and an optional bounded diagnostic.
 //! - [`SubagentError`]: failures, each with a stable [`code`](SubagentError::code).
 //! - [`child_depth`]: the depth rule every provider applies.
+//! - Continuation: a provider that returns a [`ContinuableProvider`] from
+//!   [`SubagentProvider::continuation`] starts children under a chosen id with
+//!   a [`ContinuationDescriptor`] recorded before their first turn, and
+//!   resumes them by id ([`ResumeRequest`]); a [`ChildStore`] finds them again.
 //!
 //! # Cancellation
 //!
@@ -67,6 +71,7 @@
 
 mod capabilities;
 mod content;
+mod continuation;
 mod depth;
 mod error;
 mod provider;
@@ -76,6 +81,9 @@ mod run;
 
 pub use capabilities::{Capabilities, Capability};
 pub use content::{ContentBlock, concat_text};
+pub use continuation::{
+    ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, ResumeRequest,
+};
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
 pub use dsh_tools::{AgentId, AgentRef, CancellationToken};
 pub use error::SubagentError;

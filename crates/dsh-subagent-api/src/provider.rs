@@ -2,7 +2,7 @@
 
 use futures::future::BoxFuture;
 
-use crate::{Capabilities, StartRequest, SubagentError, SubagentRun};
+use crate::{Capabilities, ContinuableProvider, StartRequest, SubagentError, SubagentRun};
 
 /// A source of child agents: in-process fresh, in-process fork, another
 /// process over ACP, …
@@ -34,4 +34,10 @@ pub trait SubagentProvider: Send + Sync + 'static {
 
     /// Starts one child; see the trait docs for the ownership contract.
     fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>>;
+
+    /// The continuation capability: starting children that can be resumed
+    /// later by id. `None` (the default) means one-shot children only.
+    fn continuation(&self) -> Option<&dyn ContinuableProvider> {
+        None
+    }
 }

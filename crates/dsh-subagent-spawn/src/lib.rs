@@ -8,6 +8,10 @@
 //! does not inherit the parent's context, so the `subagent` tool uses its
 //! standalone wording.
 //!
+//! Spawn children can also be *continuable* ([`SubagentProvider::continuation`]):
+//! started under a chosen id with a descriptor in their transcript, and
+//! resumed by id with a new prompt, also after a restart.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use dsh_subagent_api::SubagentProvider;
@@ -17,12 +21,16 @@
 //! assert_eq!(spawn.name(), "spawn");
 //! assert!(!spawn.inherits_parent_context());
 //! assert!(spawn.capabilities().depth_limit);
+//! assert!(spawn.continuation().is_some());
 //! ```
 
 #![forbid(unsafe_code)]
 
-use dsh_agent::child::{ChildContext, start_child};
-use dsh_subagent_api::{Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentRun};
+use dsh_agent::child::{ChildContext, resume_child, start_child, start_continuable_child};
+use dsh_subagent_api::{
+    Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
+    SubagentProvider, SubagentRun,
+};
 use futures::future::BoxFuture;
 
 /// The default provider name.
@@ -67,6 +75,27 @@ impl SubagentProvider for SpawnProvider {
 
     fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
         Box::pin(async move { start_child(request, ChildContext::Fresh) })
+    }
+
+    fn continuation(&self) -> Option<&dyn ContinuableProvider> {
+        Some(self)
+    }
+}
+
+/// Continuable spawn children: durable in the runtime's data directory and
+/// resumed in-process by id (`dsh_agent::child::resume_child`).
+impl ContinuableProvider for SpawnProvider {
+    fn start_continuable(
+        &self,
+        child_id: String,
+        descriptor: ContinuationDescriptor,
+        request: StartRequest,
+    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { start_continuable_child(request, ChildContext::Fresh, child_id, &descriptor) })
+    }
+
+    fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { resume_child(request) })
     }
 }
 

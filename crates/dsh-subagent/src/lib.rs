@@ -33,11 +33,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod control;
 mod events;
 mod gate;
 pub mod scripted;
 mod service;
 
+pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
 pub use events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
 pub use gate::Gate;
 pub use service::{ProviderRegistration, SubagentService, Subscription};

@@ -56,6 +56,19 @@ pub fn manifest() -> Vec<ToolPackage> {
             mount: mount_subagent,
         },
         ToolPackage {
+            package: "dsh-tool-subagent-control",
+            sources: &[("send_message", "crates/dsh-tool-subagent-control/src/tool.rs")],
+            requires: &["dsh_tools::ToolRegistry", "dsh_subagent::SubagentControl"],
+            writes: &[
+                "tool/call",
+                "tool/result",
+                "a new background task continuing the caller's own continuable subagent",
+            ],
+            shipped_aliases: &[],
+            note: "Registered once and shared by every agent: it acts only on the caller's own continuable children (those a `subagent` tool started with `run_in_background: true` over a provider with the continuation capability). A message either starts a new task that continues the child, collected with `task_output`, or is refused with an error ending `the message was not delivered` — for instance while the child's current task is still running (this release does not steer a running turn; send again after the task settles). An unknown, foreign or descriptor-less id starts a task that fails.",
+            mount: mount_subagent_control,
+        },
+        ToolPackage {
             package: "dsh-tool-tasks",
             sources: &[
                 ("task_kill", "crates/dsh-tool-tasks/src/tools.rs"),
@@ -88,4 +101,31 @@ fn mount_tasks(tools: &ToolRegistry) -> Result<MountGuard, String> {
     let tasks = TaskRegistry::new();
     let plugin = TaskToolsPlugin::apply(&tasks, tools).map_err(|error| error.to_string())?;
     Ok(Box::new((plugin, tasks)))
+}
+
+/// A store with no children: the catalog only reads what the tool shows.
+struct NoChildren;
+
+impl dsh_subagent_api::ChildStore for NoChildren {
+    fn lookup(&self, _: &str) -> Result<Option<dsh_subagent_api::ChildRecord>, dsh_subagent_api::SubagentError> {
+        Ok(None)
+    }
+
+    fn children_of(
+        &self,
+        _: &dsh_tools::AgentId,
+    ) -> Result<Vec<dsh_subagent_api::ChildRecord>, dsh_subagent_api::SubagentError> {
+        Ok(Vec::new())
+    }
+}
+
+fn mount_subagent_control(tools: &ToolRegistry) -> Result<MountGuard, String> {
+    let control = dsh_subagent::SubagentControl::new(
+        SubagentService::new(),
+        TaskRegistry::new(),
+        std::sync::Arc::new(NoChildren),
+    );
+    let plugin =
+        dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools).map_err(|error| error.to_string())?;
+    Ok(Box::new((plugin, control)))
 }

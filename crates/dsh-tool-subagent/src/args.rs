@@ -44,6 +44,16 @@ pub fn parameters(wording: Wording, background: bool) -> Value {
     schema
 }
 
+/// Replaces the `run_in_background` description (the continuable route's text).
+pub(crate) fn describe_run_in_background(schema: &mut Value, text: &str) {
+    if let Some(property) = schema
+        .pointer_mut("/properties/run_in_background")
+        .and_then(Value::as_object_mut)
+    {
+        property.insert("description".to_owned(), Value::from(text));
+    }
+}
+
 /// Parsed, checked arguments of one call.
 #[derive(Debug)]
 pub(crate) struct DelegationArgs {

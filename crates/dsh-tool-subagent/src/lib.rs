@@ -15,6 +15,12 @@
 //! - Each call: start the child with the call's cancellation token, wait for
 //!   its result, release it exactly once, and render: the final text on
 //!   success, `Error: …` otherwise (see [`wording`]).
+//! - Background (`enableRunInBackground`, default off): one-shot tasks
+//!   ([`SubagentToolPlugin::apply_with_tasks`], `started background subagent
+//!   task <id>`), or, when the provider can continue its children and the
+//!   plugin has the control service ([`SubagentToolPlugin::apply_with_control`]),
+//!   durable children (`started subagent <id> as task <taskId>`) that
+//!   `send_message` continues.
 //!
 //! # Example
 //!
@@ -44,6 +50,7 @@
 
 mod args;
 mod config;
+mod continuable;
 mod lifecycle;
 mod plugin;
 mod render;

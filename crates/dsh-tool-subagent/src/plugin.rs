@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use dsh_subagent::{SubagentEvent, SubagentService, Subscription};
+use dsh_subagent::{SubagentControl, SubagentEvent, SubagentService, Subscription};
 use dsh_subagent_api::{SubagentError, SubagentProvider};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{MountedTool, NameReservation, RegistryError, ToolRegistry};
@@ -48,7 +48,7 @@ impl SubagentToolPlugin {
         service: &SubagentService,
         tools: &ToolRegistry,
     ) -> Result<Self, ConfigError> {
-        Self::load(config, service, tools, None)
+        Self::load(config, service, tools, None, None)
     }
 
     /// Loads one instance whose background runs (when
@@ -60,7 +60,29 @@ impl SubagentToolPlugin {
         tools: &ToolRegistry,
         tasks: &TaskRegistry,
     ) -> Result<Self, ConfigError> {
-        Self::load(config, service, tools, Some(tasks.clone()))
+        Self::load(config, service, tools, Some(tasks.clone()), None)
+    }
+
+    /// Like [`SubagentToolPlugin::apply_with_tasks`], with the control service
+    /// of continuable children: over a provider that can continue its
+    /// children ([`SubagentProvider::continuation`]), a background call
+    /// starts a durable child through `control` and returns
+    /// `started subagent <id> as task <taskId>`; the model follows up with
+    /// `send_message` (mount `dsh-tool-subagent-control` in `tools`) and
+    /// collects with `task_output`.
+    pub fn apply_with_control(
+        config: SubagentToolConfig,
+        service: &SubagentService,
+        tools: &ToolRegistry,
+        control: &SubagentControl,
+    ) -> Result<Self, ConfigError> {
+        Self::load(
+            config,
+            service,
+            tools,
+            Some(control.tasks().clone()),
+            Some(control.clone()),
+        )
     }
 
     fn load(
@@ -68,11 +90,14 @@ impl SubagentToolPlugin {
         service: &SubagentService,
         tools: &ToolRegistry,
         tasks: Option<TaskRegistry>,
+        control: Option<SubagentControl>,
     ) -> Result<Self, ConfigError> {
         config.validate()?;
         let background = config.enable_run_in_background.then(|| Background {
             tasks,
             tools: tools.clone(),
+            control,
+            continuable: false,
         });
         let reservation = tools.reserve(&config.tool_name).map_err(|error| match error {
             RegistryError::DuplicateName { name } => ConfigError::DuplicateToolName { name },
@@ -175,12 +200,13 @@ impl PluginInner {
             });
         }
         let wording = Wording::for_provider(provider.inherits_parent_context());
-        let tool = SubagentTool::new(
-            self.config.clone(),
-            wording,
-            self.service.clone(),
-            self.background.clone(),
-        );
+        // The seed-era rule: the background route is continuable iff the
+        // provider can continue its children.
+        let background = self.background.clone().map(|background| Background {
+            continuable: provider.continuation().is_some(),
+            ..background
+        });
+        let tool = SubagentTool::new(self.config.clone(), wording, self.service.clone(), background);
         let mounted = self
             .reservation
             .mount(Arc::new(tool))

@@ -35,6 +35,11 @@ enum Call<'a> {
 pub(crate) struct Background {
     pub(crate) tasks: Option<TaskRegistry>,
     pub(crate) tools: ToolRegistry,
+    /// The control service for continuable children, when mounted with one.
+    pub(crate) control: Option<dsh_subagent::SubagentControl>,
+    /// Whether the provider can continue its children (set at mount): then
+    /// background calls take the continuable route.
+    pub(crate) continuable: bool,
 }
 
 impl SubagentTool {
@@ -45,13 +50,19 @@ impl SubagentTool {
         background: Option<Background>,
     ) -> Self {
         let mut description = wording.description().to_owned();
-        if background.is_some() {
-            description.push_str(wording::ONE_SHOT_SUFFIX);
+        let mut parameters = args::parameters(wording, background.is_some());
+        match &background {
+            Some(background) if background.continuable => {
+                description.push_str(wording::CONTINUABLE_SUFFIX);
+                args::describe_run_in_background(&mut parameters, wording::RUN_IN_BACKGROUND_CONTINUABLE);
+            }
+            Some(_) => description.push_str(wording::ONE_SHOT_SUFFIX),
+            None => {}
         }
         Self {
             config,
             description,
-            parameters: args::parameters(wording, background.is_some()),
+            parameters,
             service,
             background,
         }
@@ -140,6 +151,16 @@ impl Tool for SubagentTool {
         match self.prepare(args, &exec) {
             Ok(Call::Foreground(request)) => {
                 Box::pin(lifecycle::delegate(&self.service, &self.config.provider, request))
+            }
+            Ok(Call::Background(background, request)) if background.continuable => {
+                let label = request.label.clone().unwrap_or_default();
+                Box::pin(std::future::ready(crate::continuable::start(
+                    background.control.as_ref(),
+                    &background.tools,
+                    &self.config.provider,
+                    label,
+                    request,
+                )))
             }
             Ok(Call::Background(background, request)) => {
                 Box::pin(std::future::ready(self.start_in_background(background, request)))

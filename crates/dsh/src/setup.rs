@@ -1,11 +1,14 @@
 //! What `dsh run` and `dsh acp` share: the model, the subagent service with
-//! the spawn and fork providers, the two delegation tools, and parent agents.
+//! the spawn and fork providers, the two delegation tools, `send_message`
+//! (with a data directory: background spawn children are continuable), and
+//! parent agents.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use dsh_agent::store::JsonlChildStore;
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
-use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
 use dsh_subagent_api::ToolFilter;
 use dsh_subagent_fork::ForkProvider;
 use dsh_subagent_spawn::SpawnProvider;
@@ -20,10 +23,17 @@ use crate::{Failure, model, wording};
 /// Children of a dsh parent do their task themselves: they neither see nor
 /// call the delegation tools (nor the task tools that collect background
 /// ones), and the depth cap backs that up. The parent may run them in the
-/// background.
-fn child_policy(config: SubagentToolConfig) -> SubagentToolConfig {
+/// background (nor `send_message`, when it is mounted).
+fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> SubagentToolConfig {
     let mut deny = vec!["subagent".to_owned(), "subagent_fork".to_owned()];
     deny.extend(dsh_tool_tasks::TOOL_NAMES.iter().map(|name| (*name).to_owned()));
+    if with_send_message {
+        deny.extend(
+            dsh_tool_subagent_control::TOOL_NAMES
+                .iter()
+                .map(|name| (*name).to_owned()),
+        );
+    }
     config
         .max_depth(MaxDepth::Limit(1))
         .enable_run_in_background(true)
@@ -46,6 +56,7 @@ pub(crate) struct Setup {
     _providers: Vec<ProviderRegistration>,
     _tools: Vec<SubagentToolPlugin>,
     _task_tools: TaskToolsPlugin,
+    _control: Option<dsh_tool_subagent_control::SubagentControlPlugin>,
 }
 
 impl Setup {
@@ -69,12 +80,36 @@ impl Setup {
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| Failure::internal(error.to_string()))?;
+        // Continuable children live in transcripts: only with a data directory.
+        let control = data_dir
+            .map(|dir| SubagentControl::new(service.clone(), tasks.clone(), Arc::new(JsonlChildStore::new(dir))));
+        let control_tools = control
+            .as_ref()
+            .map(|control| dsh_tool_subagent_control::SubagentControlPlugin::apply(control, &tools))
+            .transpose()
+            .map_err(|error| Failure::internal(error.to_string()))?;
         let mounted = [
             SubagentToolConfig::new("spawn"),
             SubagentToolConfig::new("fork").tool_name("subagent_fork"),
         ]
         .into_iter()
-        .map(|config| SubagentToolPlugin::apply_with_tasks(child_policy(config), &service, &tools, &tasks))
+        .map(|config| match &control {
+            Some(control) => {
+                SubagentToolPlugin::apply_with_control(child_policy(config, true), &service, &tools, control)
+            }
+            None => {
+                // Without transcripts a spawn child cannot be continuable, and
+                // its provider's background route is the continuable one: keep
+                // `subagent` foreground rather than advertise what would fail.
+                // `subagent_fork` keeps its one-shot background route.
+                let config = child_policy(config, false);
+                let continuable = service
+                    .provider(&config.provider)
+                    .is_some_and(|provider| provider.continuation().is_some());
+                let config = config.enable_run_in_background(!continuable);
+                SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
+            }
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|error| Failure::internal(error.to_string()))?;
         let notices = tasks.clone();
@@ -93,6 +128,7 @@ impl Setup {
             _providers: providers,
             _tools: mounted,
             _task_tools: task_tools,
+            _control: control_tools,
         })
     }
 
@@ -109,5 +145,63 @@ impl Setup {
             .label(Some(label.to_owned()))
             .build()
             .map_err(|error| Failure::internal(error.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    struct Quiet;
+    impl AgentObserver for Quiet {}
+
+    fn setup(data_dir: Option<&Path>) -> Setup {
+        let script = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(script.path(), r#"{"rules": [{"when": {}, "reply": {"text": "ok"}}]}"#).unwrap();
+        let args = AgentArgs {
+            base_url: None,
+            model: None,
+            script: Some(script.path().to_owned()),
+            max_turns: 4,
+        };
+        match Setup::new(&args, data_dir, Arc::new(Quiet)) {
+            Ok(setup) => setup,
+            Err(_) => panic!("setup failed"),
+        }
+    }
+
+    #[test]
+    fn with_a_data_directory_spawn_children_are_continuable() {
+        let dir = tempfile::tempdir().unwrap();
+        let setup = setup(Some(dir.path()));
+        let tools = setup.runtime.tools();
+        let subagent = tools.get("subagent").unwrap();
+        assert!(
+            subagent
+                .description()
+                .ends_with(dsh_tool_subagent::wording::CONTINUABLE_SUFFIX)
+        );
+        assert!(tools.get("send_message").is_some());
+        let fork = tools.get("subagent_fork").unwrap();
+        assert!(
+            fork.description()
+                .ends_with(dsh_tool_subagent::wording::ONE_SHOT_SUFFIX)
+        );
+    }
+
+    #[test]
+    fn without_one_spawn_stays_foreground_and_fork_keeps_one_shot_tasks() {
+        let setup = setup(None);
+        let tools = setup.runtime.tools();
+        let subagent = tools.get("subagent").unwrap();
+        assert!(subagent.parameters()["properties"].get("run_in_background").is_none());
+        assert!(tools.get("send_message").is_none());
+        let fork = tools.get("subagent_fork").unwrap();
+        assert!(
+            fork.description()
+                .ends_with(dsh_tool_subagent::wording::ONE_SHOT_SUFFIX)
+        );
     }
 }

@@ -1,0 +1,269 @@
+//! Continuable children: the durable descriptor, the provider capability to
+//! start and resume them, and the store that finds them again.
+//!
+//! A *continuable* child outlives its first run. Its transcript records a
+//! [`ContinuationDescriptor`] before its first turn; a later message resumes
+//! the same child (same id, same history) through
+//! [`ContinuableProvider::resume`], even after a restart. A provider offers
+//! this by returning `Some` from
+//! [`SubagentProvider::continuation`](crate::SubagentProvider::continuation).
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::{AgentId, AgentRef, CancellationToken, ContentBlock, StartRequest, SubagentError, SubagentRun, ToolFilter};
+
+/// The descriptor version this crate writes (reference-contract §3.6, seed era).
+pub const DESCRIPTOR_VERSION: u64 = 1;
+
+/// What a continuable child needs to be resumed: recorded once, before its
+/// first turn (reference-contract §3.6, version 1, plus the display label).
+///
+/// Absent optional fields are omitted, never `null`. Deliberately excluded:
+/// the depth (the transcript header is its floor), the output schema and the
+/// token budget (per activation).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ContinuationDescriptor {
+    /// [`DESCRIPTOR_VERSION`].
+    pub version: u64,
+    /// The subagent provider that owns the child.
+    pub provider: String,
+    /// The display label (the tool's `description`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The child's model provider (backend), when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_provider: Option<String>,
+    /// The child's model, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_model: Option<String>,
+    /// The persona that replaced the child's system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persona: Option<String>,
+    /// The child's tool filter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_filter: Option<ToolFilter>,
+}
+
+impl ContinuationDescriptor {
+    /// The descriptor of a child started by `request` on `provider`: the
+    /// model comes from the request's `agentOptions`, persona and tool filter
+    /// when present.
+    pub fn for_request(provider: impl Into<String>, request: &StartRequest) -> Self {
+        let options = request.agent_options.as_ref();
+        Self {
+            version: DESCRIPTOR_VERSION,
+            provider: provider.into(),
+            label: request.label.clone(),
+            agent_provider: options.and_then(|o| o.provider.clone()),
+            agent_model: options.and_then(|o| o.model.clone()),
+            persona: request.persona.clone(),
+            tool_filter: request.tool_filter.clone(),
+        }
+    }
+
+    /// The descriptor as the JSON object that is persisted.
+    pub fn to_value(&self) -> Value {
+        // A struct of strings and string lists always serializes.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// Reads a persisted descriptor. An unknown version is `Ok(None)`
+    /// (unclassifiable); a malformed version-1 payload is an error naming
+    /// the first problem in the contract's words.
+    pub fn fold(value: &Value) -> Result<Option<Self>, String> {
+        let Some(object) = value.as_object() else {
+            return Err("persisted subagent descriptor payload must be an object".into());
+        };
+        let Some(version) = object.get("version").and_then(Value::as_f64) else {
+            return Err("persisted subagent descriptor version must be a number".into());
+        };
+        if version != DESCRIPTOR_VERSION as f64 {
+            return Ok(None);
+        }
+        const FIELDS: [&str; 7] = [
+            "version",
+            "provider",
+            "label",
+            "agentProvider",
+            "agentModel",
+            "persona",
+            "toolFilter",
+        ];
+        if let Some(unknown) = object.keys().find(|key| !FIELDS.contains(&key.as_str())) {
+            return Err(format!(
+                "persisted subagent descriptor payload has unknown field \"{unknown}\""
+            ));
+        }
+        if !object.get("provider").is_some_and(Value::is_string) {
+            return Err("persisted subagent descriptor provider must be a string".into());
+        }
+        for key in ["label", "agentProvider", "agentModel", "persona"] {
+            if object.get(key).is_some_and(|v| !v.is_string()) {
+                return Err(format!("persisted subagent descriptor {key} must be a string"));
+            }
+        }
+        if let Some(filter) = object.get("toolFilter") {
+            check_filter(filter)?;
+        }
+        serde_json::from_value(Value::Object(object.clone()))
+            .map(Some)
+            .map_err(|error| format!("persisted subagent descriptor is malformed: {error}"))
+    }
+}
+
+fn check_filter(filter: &Value) -> Result<(), String> {
+    let Some(filter): Option<&Map<String, Value>> = filter.as_object() else {
+        return Err("persisted subagent descriptor toolFilter must be an object".into());
+    };
+    if let Some(unknown) = filter.keys().find(|key| *key != "allow" && *key != "deny") {
+        return Err(format!(
+            "persisted subagent descriptor toolFilter has unknown field \"{unknown}\""
+        ));
+    }
+    for (key, list) in filter {
+        let strings = list.as_array().is_some_and(|items| items.iter().all(Value::is_string));
+        if !strings {
+            return Err(format!(
+                "persisted subagent descriptor toolFilter.{key} must be an array of strings"
+            ));
+        }
+    }
+    if filter.is_empty() {
+        return Err("persisted subagent descriptor toolFilter must declare allow and/or deny".into());
+    }
+    Ok(())
+}
+
+/// A request to continue a persisted child with a new message.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ResumeRequest {
+    /// The child's id.
+    pub child_id: String,
+    /// The new user message.
+    pub prompt: Vec<ContentBlock>,
+    /// The delegating agent (the child's parent).
+    pub parent: AgentRef,
+    /// Cancellation of the resume and of the resumed run.
+    pub cancel: CancellationToken,
+    /// The child's descriptor, as folded from its transcript.
+    pub descriptor: ContinuationDescriptor,
+}
+
+impl ResumeRequest {
+    /// A resume request.
+    pub fn new(
+        child_id: impl Into<String>,
+        prompt: Vec<ContentBlock>,
+        parent: AgentRef,
+        cancel: CancellationToken,
+        descriptor: ContinuationDescriptor,
+    ) -> Self {
+        Self {
+            child_id: child_id.into(),
+            prompt,
+            parent,
+            cancel,
+            descriptor,
+        }
+    }
+}
+
+/// The continuation capability of a provider: start a child under a chosen
+/// id with its descriptor recorded, and resume a persisted child.
+///
+/// Both methods follow [`SubagentProvider::start`](crate::SubagentProvider::start)'s
+/// ownership contract: `Ok` publishes a run the caller must dispose.
+pub trait ContinuableProvider: Send + Sync {
+    /// Starts a child whose id is `child_id`, recording `descriptor` before
+    /// its first turn.
+    fn start_continuable(
+        &self,
+        child_id: String,
+        descriptor: ContinuationDescriptor,
+        request: StartRequest,
+    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>>;
+
+    /// Continues the persisted child `request.child_id` with `request.prompt`:
+    /// same id, same history, same system prompt, tool filter and model.
+    fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>>;
+}
+
+/// A persisted child as its store sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildRecord {
+    /// The child's id.
+    pub id: String,
+    /// The agent that started it.
+    pub parent: Option<AgentId>,
+    /// Its continuation descriptor, when it has a supported one.
+    pub descriptor: Option<ContinuationDescriptor>,
+    /// What the store noticed, e.g. a torn last line after a crash (earlier
+    /// entries intact) or a malformed descriptor.
+    pub diagnostic: Option<String>,
+}
+
+/// Where continuable children are persisted: answers "does child X exist,
+/// who is its parent, what is its descriptor, anything wrong with it".
+pub trait ChildStore: Send + Sync {
+    /// The child, `Ok(None)` when no child has this id.
+    fn lookup(&self, child_id: &str) -> Result<Option<ChildRecord>, SubagentError>;
+
+    /// Every persisted child of `parent`, in a stable order.
+    fn children_of(&self, parent: &AgentId) -> Result<Vec<ChildRecord>, SubagentError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn absent_fields_are_omitted_and_the_descriptor_round_trips() {
+        let mut request = StartRequest::text("p", AgentRef::new("a"), CancellationToken::new());
+        request.label = Some("research".into());
+        let descriptor = ContinuationDescriptor::for_request("spawn", &request);
+        let value = descriptor.to_value();
+        assert_eq!(value, json!({"version": 1, "provider": "spawn", "label": "research"}));
+        assert_eq!(ContinuationDescriptor::fold(&value), Ok(Some(descriptor)));
+    }
+
+    #[test]
+    fn unknown_versions_are_unclassifiable_and_malformed_payloads_are_named() {
+        assert_eq!(ContinuationDescriptor::fold(&json!({"version": 2, "x": 1})), Ok(None));
+        let cases = [
+            (json!([]), "persisted subagent descriptor payload must be an object"),
+            (
+                json!({"version": "1"}),
+                "persisted subagent descriptor version must be a number",
+            ),
+            (
+                json!({"version": 1, "provider": "spawn", "extra": 1}),
+                "persisted subagent descriptor payload has unknown field \"extra\"",
+            ),
+            (
+                json!({"version": 1}),
+                "persisted subagent descriptor provider must be a string",
+            ),
+            (
+                json!({"version": 1, "provider": "spawn", "persona": 3}),
+                "persisted subagent descriptor persona must be a string",
+            ),
+            (
+                json!({"version": 1, "provider": "spawn", "toolFilter": {}}),
+                "persisted subagent descriptor toolFilter must declare allow and/or deny",
+            ),
+            (
+                json!({"version": 1, "provider": "spawn", "toolFilter": {"allow": [1]}}),
+                "persisted subagent descriptor toolFilter.allow must be an array of strings",
+            ),
+        ];
+        for (value, message) in cases {
+            assert_eq!(ContinuationDescriptor::fold(&value), Err(message.to_owned()), "{value}");
+        }
+    }
+}

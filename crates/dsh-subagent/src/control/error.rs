@@ -1,0 +1,146 @@
+//! The control service's failures and every text of it a model reads.
+
+use dsh_subagent_api::SubagentError;
+use dsh_tasks::{TaskError, TaskStatus};
+
+/// A failure of the control service. Synchronous refusals of
+/// [`send_message`](super::SubagentControl::send_message) all end with
+/// `the message was not delivered`; the lookup failures of a started
+/// follow-up are the `detail` of its failed task.
+///
+/// The `Display` text is model-facing (reference-contract §2.1, seed era);
+/// [`ControlError::code`] is stable for programs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ControlError {
+    /// The child's current activation is still running (`NOT_DELIVERED`).
+    /// This service does not steer a running turn, so the message is
+    /// refused; it may be sent again once the task has settled.
+    #[error(
+        "subagent \"{child}\" task {task_id} is {status}; the message was not delivered — retry after it settles to start the next activation"
+    )]
+    ActivationRunning {
+        /// The child.
+        child: String,
+        /// Its current activation's task.
+        task_id: String,
+        /// That task's status.
+        status: TaskStatus,
+    },
+    /// Another caller's follow-up is looking the child up (`NOT_DELIVERED`).
+    #[error("subagent \"{child}\" activation is starting; the message was not delivered")]
+    ActivationStarting {
+        /// The child.
+        child: String,
+    },
+    /// The task registry refused the follow-up task (its code).
+    #[error("{source}; the message was not delivered")]
+    FollowUpRefused {
+        /// The registry's refusal.
+        source: TaskError,
+    },
+    /// The task registry refused the continuable child's task (its code).
+    #[error("{source}")]
+    StartRefused {
+        /// The registry's refusal.
+        source: TaskError,
+    },
+    /// The start request failed the service's checks (its code).
+    #[error("{source}")]
+    Start {
+        /// The check that failed.
+        source: SubagentError,
+    },
+    /// The provider cannot start continuable children (`NOT_RESUMABLE`).
+    #[error("subagent provider \"{provider}\" does not support resuming persisted children (no resume capability)")]
+    NoContinuation {
+        /// The provider's name.
+        provider: String,
+    },
+    /// No persisted child has this id, or it cannot be read (`NOT_RESUMABLE`).
+    #[error("subagent \"{child}\" is unavailable")]
+    Unavailable {
+        /// The child.
+        child: String,
+    },
+    /// The child was started by another agent (`UNAUTHORIZED`).
+    #[error("subagent \"{child}\" belongs to another parent session")]
+    Foreign {
+        /// The child.
+        child: String,
+    },
+    /// The child has no descriptor this service can resume (`NOT_RESUMABLE`).
+    #[error("subagent \"{child}\" has no supported continuation descriptor")]
+    NoDescriptor {
+        /// The child.
+        child: String,
+    },
+}
+
+impl ControlError {
+    /// The stable code.
+    pub fn code(&self) -> &str {
+        match self {
+            Self::ActivationRunning { .. } | Self::ActivationStarting { .. } => "NOT_DELIVERED",
+            Self::FollowUpRefused { source } | Self::StartRefused { source } => source.code(),
+            Self::Start { source } => source.code(),
+            Self::NoContinuation { .. } | Self::Unavailable { .. } | Self::NoDescriptor { .. } => "NOT_RESUMABLE",
+            Self::Foreign { .. } => "UNAUTHORIZED",
+        }
+    }
+}
+
+impl ControlError {
+    /// The error as a seam error with the same text and code.
+    pub fn into_subagent_error(self) -> SubagentError {
+        let code = self.code().to_owned();
+        SubagentError::failed_with_code(self.to_string(), code)
+    }
+}
+
+/// The label of a follow-up task: the message with whitespace collapsed,
+/// at most 80 characters (79 and `…`), or `subagent follow-up` when empty.
+pub fn follow_up_label(message: &str) -> String {
+    let collapsed = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.is_empty() {
+        return "subagent follow-up".to_owned();
+    }
+    if collapsed.chars().count() > 80 {
+        let mut short: String = collapsed.chars().take(79).collect();
+        short.push('…');
+        return short;
+    }
+    collapsed
+}
+
+/// A failed run's task detail: the stop reason, and its diagnostic.
+pub(crate) fn failed_run_detail(reason: &str, diagnostic: Option<&str>) -> String {
+    match diagnostic {
+        Some(diagnostic) => format!("{reason}; diagnostic: {diagnostic}"),
+        None => reason.to_owned(),
+    }
+}
+
+/// A failed release, after what went wrong before it (if anything).
+pub(crate) fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
+    match previous {
+        Some(previous) => format!("{previous}; dispose failed: {error}"),
+        None => format!("dispose failed: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follow_up_labels_are_collapsed_and_bounded() {
+        assert_eq!(follow_up_label("  also\n consider   Y "), "also consider Y");
+        assert_eq!(follow_up_label(" \n\t"), "subagent follow-up");
+        let long = "x".repeat(81);
+        let label = follow_up_label(&long);
+        assert_eq!(label.chars().count(), 80);
+        assert!(label.ends_with('…'));
+        assert_eq!(follow_up_label(&"y".repeat(80)), "y".repeat(80));
+    }
+}

@@ -1,0 +1,440 @@
+//! The control service: continuable children as a series of task-backed
+//! activations (reference-contract §3.7.A, seed era).
+//!
+//! A continuable child is one durable transcript plus, at any moment, at most
+//! one *activation*: a background task that runs one turn of it and settles
+//! like the one-shot route (`completed` with the child's text, `failed`,
+//! `killed`). [`SubagentControl::start_continuable`] creates the child and
+//! its first activation; [`SubagentControl::send_message`] starts the next
+//! one, which cold-resumes the child from its transcript, also after a
+//! restart.
+//!
+//! # One owner per child
+//!
+//! The service's lock is the one owner of every child's activation slot
+//! (DESIGN decision 5). A send, an activation's end and a kill are ordered
+//! by it, so a message is either **started** as a new task, or **refused**
+//! synchronously with "the message was not delivered" — never acknowledged
+//! and then dropped:
+//!
+//! - The slot is taken, under the lock, before the task exists, and freed
+//!   only after the run has been released, just before the task settles.
+//!   While it is taken a send is refused (this service does not steer a
+//!   running turn), and two activations of one child never overlap.
+//! - A started follow-up looks the child up inside its task: an unknown,
+//!   foreign or descriptor-less id settles that task `failed`.
+//! - A kill cancels the activation's run, which settles `killed`; the slot
+//!   is freed the same way.
+
+mod error;
+mod settle;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use dsh_subagent_api::{
+    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
+    SubagentProvider, child_depth,
+};
+use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
+
+use crate::SubagentService;
+
+pub use error::{ControlError, follow_up_label};
+
+/// The task kind (and id prefix) of every activation: `subagent-<n>`.
+pub const TASK_KIND: &str = "subagent";
+
+/// A continuable child and its first activation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Started {
+    /// The durable child id, for `send_message`.
+    pub child_id: String,
+    /// The task of its first activation, for `task_output` / `task_kill`.
+    pub task_id: String,
+}
+
+/// How a message was routed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The message started a new activation task that continues the child.
+    Started,
+}
+
+/// A routed message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// How it was routed.
+    pub route: Route,
+    /// The task that carries it; its output is the child's answer.
+    pub task_id: String,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// The child's parent, once known (at start, or from a lookup).
+    parent: Option<AgentId>,
+    /// The activation holding the child, if any.
+    activation: Option<Activation>,
+}
+
+struct Activation {
+    serial: u64,
+    owner: AgentId,
+    /// `None` only while the task is being registered, under the lock.
+    task_id: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    slots: HashMap<String, Slot>,
+    next_serial: u64,
+}
+
+struct Inner {
+    service: SubagentService,
+    tasks: TaskRegistry,
+    store: Arc<dyn ChildStore>,
+    state: Mutex<State>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Frees the child's slot if `serial` still holds it.
+    fn release(&self, child: &str, serial: u64) {
+        let mut state = self.lock();
+        if let Some(slot) = state.slots.get_mut(child)
+            && slot.activation.as_ref().is_some_and(|a| a.serial == serial)
+        {
+            slot.activation = None;
+            if slot.parent.is_none() {
+                // An id that never resolved to a child of anyone: forget it.
+                state.slots.remove(child);
+            }
+        }
+    }
+
+    fn learn_parent(&self, child: &str, parent: &AgentId) {
+        self.lock().slots.entry(child.to_owned()).or_default().parent = Some(parent.clone());
+    }
+}
+
+/// Frees an activation's slot when its producer ends, however it ends
+/// (including a panic). Made inside the producer, so a task that never
+/// starts never holds one.
+struct SlotGuard {
+    inner: Arc<Inner>,
+    child: String,
+    serial: u64,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.inner.release(&self.child, self.serial);
+    }
+}
+
+/// Continuable children of in-process parents: start them, and continue
+/// them by id. Cheap to clone; clones share state.
+#[derive(Clone)]
+pub struct SubagentControl {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SubagentControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubagentControl")
+            .field("children", &self.inner.lock().slots.len())
+            .finish()
+    }
+}
+
+impl SubagentControl {
+    /// A control service over these providers, this task registry (which
+    /// runs and owns the activations) and this durable child store.
+    pub fn new(service: SubagentService, tasks: TaskRegistry, store: Arc<dyn ChildStore>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                service,
+                tasks,
+                store,
+                state: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The task registry activations run on.
+    pub fn tasks(&self) -> &TaskRegistry {
+        &self.inner.tasks
+    }
+
+    /// The durable child store.
+    pub fn store(&self) -> &Arc<dyn ChildStore> {
+        &self.inner.store
+    }
+
+    /// Whether the provider registered under `name` can start continuable
+    /// children.
+    pub fn supports(&self, provider: &str) -> bool {
+        self.inner
+            .service
+            .provider(provider)
+            .is_some_and(|provider| provider.continuation().is_some())
+    }
+
+    /// Starts a continuable child and its first activation, and returns at
+    /// once with both ids.
+    ///
+    /// Checked synchronously, before anything starts: the provider exists and
+    /// has the continuation capability, it supports every optional field the
+    /// request sets, the request's shape and depth cap. The child's id is a
+    /// fresh UUID; its descriptor is recorded before its first turn. The task
+    /// (owned by the request's parent, labelled `label`) starts the child
+    /// and settles with its outcome; a failed start fails the task (or
+    /// settles it `killed` when it was killed).
+    pub fn start_continuable(
+        &self,
+        provider: &str,
+        label: String,
+        request: StartRequest,
+    ) -> Result<Started, ControlError> {
+        let checked = self.check(provider, &request)?;
+        let descriptor = ContinuationDescriptor::for_request(provider, &request);
+        let child_id = uuid::Uuid::new_v4().to_string();
+        let owner = request.parent.id().clone();
+        let spec = TaskSpec::new(TASK_KIND, label, owner.clone());
+        let mut state = self.inner.lock();
+        state.slots.entry(child_id.clone()).or_default().parent = Some(owner.clone());
+        let task_id = self
+            .activate(&mut state, &child_id, owner, spec, move |child, control| async move {
+                let mut request = request;
+                // The task's kill, not the caller's token, governs the run.
+                request.cancel = control.token().child_token();
+                let started = match checked.continuation() {
+                    Some(continuable) => continuable.start_continuable(child, descriptor, request).await,
+                    None => Err(ControlError::NoContinuation {
+                        provider: checked.name().to_owned(),
+                    }
+                    .into_subagent_error()),
+                };
+                match started {
+                    Ok(run) => settle::settle(run).await,
+                    Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
+                    Err(error) => TaskOutcome::Failed {
+                        detail: error.to_string(),
+                    },
+                }
+            })
+            .map_err(|source| ControlError::StartRefused { source })?;
+        Ok(Started { child_id, task_id })
+    }
+
+    /// Sends a message to a continuable child of `parent`.
+    ///
+    /// - The child's current activation is still running → refused
+    ///   ([`ControlError::ActivationRunning`]; another caller's follow-up
+    ///   still looking the child up → [`ControlError::ActivationStarting`]).
+    ///   Nothing was delivered; send again after it settles.
+    /// - Known to belong to another parent → a started task that fails with
+    ///   `subagent "<id>" belongs to another parent session`.
+    /// - Otherwise → [`Route::Started`]: a new task owned by `parent`,
+    ///   labelled from the message, whose producer looks the child up
+    ///   (`… is unavailable`, `… belongs to another parent session`,
+    ///   `… has no supported continuation descriptor` fail the task), then
+    ///   resumes it with `message` and settles with the child's answer.
+    pub fn send_message(&self, parent: &AgentRef, child_id: &str, message: &str) -> Result<Delivery, ControlError> {
+        let caller = parent.id().clone();
+        let spec = TaskSpec::new(TASK_KIND, follow_up_label(message), caller.clone());
+        let mut state = self.inner.lock();
+        let slot = state.slots.get(child_id);
+        if slot
+            .and_then(|slot| slot.parent.as_ref())
+            .is_some_and(|known| *known != caller)
+        {
+            drop(state);
+            let child = child_id.to_owned();
+            let task_id = self
+                .inner
+                .tasks
+                .spawn(spec, move |_control| async move {
+                    TaskOutcome::Failed {
+                        detail: ControlError::Foreign { child }.to_string(),
+                    }
+                })
+                .map_err(|source| ControlError::FollowUpRefused { source })?;
+            return Ok(Delivery {
+                route: Route::Started,
+                task_id,
+            });
+        }
+        if let Some(activation) = slot.and_then(|slot| slot.activation.as_ref()) {
+            return Err(match (&activation.task_id, activation.owner == caller) {
+                (Some(task_id), true) => ControlError::ActivationRunning {
+                    child: child_id.to_owned(),
+                    task_id: task_id.clone(),
+                    status: self
+                        .inner
+                        .tasks
+                        .get(task_id, &caller)
+                        .map_or(TaskStatus::Running, |task| task.status),
+                },
+                _ => ControlError::ActivationStarting {
+                    child: child_id.to_owned(),
+                },
+            });
+        }
+        let inner = self.inner.clone();
+        let parent = parent.clone();
+        let prompt = vec![ContentBlock::text(message)];
+        let task_id = self
+            .activate(&mut state, child_id, caller, spec, move |child, control| async move {
+                resume(&inner, child, parent, prompt, control).await
+            })
+            .map_err(|source| ControlError::FollowUpRefused { source })?;
+        Ok(Delivery {
+            route: Route::Started,
+            task_id,
+        })
+    }
+
+    /// Takes the child's slot and registers its activation task, all under
+    /// the lock the caller holds. The producer gets the child id; the slot is
+    /// freed when the producer's future ends or is dropped.
+    fn activate<F, Fut>(
+        &self,
+        state: &mut State,
+        child: &str,
+        owner: AgentId,
+        spec: TaskSpec,
+        producer: F,
+    ) -> Result<String, dsh_tasks::TaskError>
+    where
+        F: FnOnce(String, TaskControl) -> Fut,
+        Fut: Future<Output = TaskOutcome> + Send + 'static,
+    {
+        state.next_serial += 1;
+        let serial = state.next_serial;
+        state.slots.entry(child.to_owned()).or_default().activation = Some(Activation {
+            serial,
+            owner,
+            task_id: None,
+        });
+        let inner = self.inner.clone();
+        let child_id = child.to_owned();
+        let spawned = self.inner.tasks.spawn(spec, move |control| {
+            let guard = SlotGuard {
+                inner,
+                child: child_id.clone(),
+                serial,
+            };
+            let work = producer(child_id, control);
+            async move {
+                let outcome = work.await;
+                // Released (by `settle`) before the slot is freed, and the
+                // slot freed before the task settles.
+                drop(guard);
+                outcome
+            }
+        });
+        let slot = state.slots.entry(child.to_owned()).or_default();
+        match spawned {
+            Ok(task_id) => {
+                if let Some(activation) = slot.activation.as_mut().filter(|a| a.serial == serial) {
+                    activation.task_id = Some(task_id.clone());
+                }
+                Ok(task_id)
+            }
+            Err(error) => {
+                slot.activation = None;
+                Err(error)
+            }
+        }
+    }
+
+    /// The service's start checks, in its order, plus the continuation
+    /// capability.
+    fn check(&self, provider_name: &str, request: &StartRequest) -> Result<Arc<dyn SubagentProvider>, ControlError> {
+        let start = |source| ControlError::Start { source };
+        let provider = self.inner.service.provider(provider_name).ok_or_else(|| {
+            start(SubagentError::NoProvider {
+                name: provider_name.to_owned(),
+            })
+        })?;
+        if provider.continuation().is_none() {
+            return Err(ControlError::NoContinuation {
+                provider: provider_name.to_owned(),
+            });
+        }
+        let capabilities = provider.capabilities();
+        if let Some(missing) = request.required_capabilities().find(|&c| !capabilities.supports(c)) {
+            return Err(start(SubagentError::UnsupportedCapability {
+                provider: provider_name.to_owned(),
+                capability: missing,
+            }));
+        }
+        request.validate().map_err(start)?;
+        if request.max_depth.is_some() {
+            child_depth(request.parent.depth(), request.max_depth).map_err(start)?;
+        }
+        Ok(provider)
+    }
+}
+
+/// A follow-up activation: look the child up, then resume it.
+async fn resume(
+    inner: &Inner,
+    child: String,
+    parent: AgentRef,
+    prompt: Vec<ContentBlock>,
+    control: TaskControl,
+) -> TaskOutcome {
+    let failed = |error: ControlError| TaskOutcome::Failed {
+        detail: error.to_string(),
+    };
+    let record = match inner.store.lookup(&child) {
+        Ok(Some(record)) => record,
+        Ok(None) => return failed(ControlError::Unavailable { child }),
+        Err(error) => {
+            tracing::warn!(child = %child, "subagent lookup failed: {error}");
+            return failed(ControlError::Unavailable { child });
+        }
+    };
+    if control.token().is_cancelled() {
+        return TaskOutcome::Killed;
+    }
+    if record.parent.as_ref() != Some(parent.id()) {
+        return failed(ControlError::Foreign { child });
+    }
+    inner.learn_parent(&child, parent.id());
+    if let Some(diagnostic) = &record.diagnostic {
+        tracing::warn!(child = %child, "resuming with a diagnostic: {diagnostic}");
+    }
+    let Some(descriptor) = record.descriptor else {
+        return failed(ControlError::NoDescriptor { child });
+    };
+    let Some(provider) = inner.service.provider(&descriptor.provider) else {
+        return TaskOutcome::Failed {
+            detail: SubagentError::NoProvider {
+                name: descriptor.provider,
+            }
+            .to_string(),
+        };
+    };
+    let Some(continuable) = provider.continuation() else {
+        return failed(ControlError::NoContinuation {
+            provider: descriptor.provider,
+        });
+    };
+    let request = ResumeRequest::new(child, prompt, parent, control.token().child_token(), descriptor);
+    match continuable.resume(request).await {
+        Ok(run) => settle::settle(run).await,
+        Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
+        Err(error) => TaskOutcome::Failed {
+            detail: error.to_string(),
+        },
+    }
+}

@@ -1,0 +1,43 @@
+//! Every model-facing string of `send_message`, in one place (reference-contract
+//! §2.1, seed 002). Pinned by the snapshot tests in `tests/send_message.rs`.
+
+/// The tool's name.
+pub const SEND_MESSAGE: &str = "send_message";
+
+/// The tool description (seed 002, verbatim).
+pub const DESCRIPTION: &str = "Send a follow-up message to a background subagent by its subagent id. If it is still working, the message joins its current task; if it has finished, this starts a new task that continues the same subagent conversation. Either way the response arrives through the returned task id — collect it with `task_output`. A failure means the message was NOT delivered.";
+
+/// The `subagent_id` parameter (seed 002, verbatim).
+pub const SUBAGENT_ID_PARAMETER: &str = "The subagent id returned when the background subagent was started.";
+
+/// The `message` parameter (seed 002, verbatim).
+pub const MESSAGE_PARAMETER: &str = "The message to deliver to the subagent.";
+
+/// The call has no calling agent (seed 002, verbatim).
+pub const NO_CALLING_AGENT: &str = "send_message requires a calling agent (exec.agent was undefined)";
+
+/// The `started` rendering (seed 002, verbatim; uses the argument id).
+pub fn started(task_id: &str, subagent_id: &str) -> String {
+    format!("message started task {task_id} continuing subagent {subagent_id}")
+}
+
+/// Arguments that are not an object.
+pub fn arguments_not_object(kind: &str) -> String {
+    format!(
+        "send_message arguments must be a JSON object with \"subagent_id\" and \"message\" strings, got {kind}; the message was not delivered"
+    )
+}
+
+/// A required argument is missing.
+pub fn argument_missing(field: &str) -> String {
+    format!("send_message argument \"{field}\" is required; the message was not delivered")
+}
+
+/// An argument has the wrong type.
+pub fn argument_wrong_type(field: &str, kind: &str) -> String {
+    format!("send_message argument \"{field}\" must be a string, got {kind}; the message was not delivered")
+}
+
+/// The subagent id is empty.
+pub const EMPTY_SUBAGENT_ID: &str =
+    "send_message argument \"subagent_id\" must not be empty; the message was not delivered";

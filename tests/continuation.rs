@@ -1,0 +1,432 @@
+//! End to end: continuable background children through the `subagent` tool
+//! and `send_message` over the spawn provider — restart, crash, race.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_agent::store::JsonlChildStore;
+use dsh_agent::transcript::{TranscriptEntry, read_transcript, transcript_path};
+use dsh_agent::{Agent, AgentRuntime};
+use dsh_llm::{Message, ScriptedModel};
+use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
+use dsh_subagent_api::AgentId;
+use dsh_subagent_spawn::SpawnProvider;
+use dsh_tasks::{TaskRegistry, TaskStatus};
+use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
+use dsh_tool_subagent_control::SubagentControlPlugin;
+use dsh_tool_tasks::TaskToolsPlugin;
+use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
+use serde_json::{Value, json};
+
+/// One process: providers, tasks, the control service and the tools, over a data directory.
+struct World {
+    tools: ToolRegistry,
+    tasks: TaskRegistry,
+    control: SubagentControl,
+    runtime: Arc<AgentRuntime>,
+    _keep: (
+        ProviderRegistration,
+        SubagentToolPlugin,
+        SubagentControlPlugin,
+        TaskToolsPlugin,
+    ),
+}
+
+impl World {
+    fn open(data_dir: &Path) -> Self {
+        let script = json!({"rules": [
+            {"when": {"system_contains": "You are a delegated subagent"},
+             "reply": {"text": "answer to {{last_user}} after {{assistant_turns}} earlier answers"}},
+            {"when": {}, "reply": {"text": "parent"}}
+        ]});
+        let service = SubagentService::new();
+        let registration = service.register_provider(Arc::new(SpawnProvider::new())).unwrap();
+        let tasks = TaskRegistry::new();
+        let control = SubagentControl::new(service.clone(), tasks.clone(), Arc::new(JsonlChildStore::new(data_dir)));
+        let tools = ToolRegistry::new();
+        let send = SubagentControlPlugin::apply(&control, &tools).unwrap();
+        let task_tools = TaskToolsPlugin::apply(&tasks, &tools).unwrap();
+        let config = SubagentToolConfig::new("spawn").enable_run_in_background(true);
+        let subagent = SubagentToolPlugin::apply_with_control(config, &service, &tools, &control).unwrap();
+        let model = ScriptedModel::from_json_str(&script.to_string()).unwrap();
+        let runtime = Arc::new(AgentRuntime::new(Arc::new(model), tools.clone()).with_data_dir(data_dir));
+        Self {
+            tools,
+            tasks,
+            control,
+            runtime,
+            _keep: (registration, subagent, send, task_tools),
+        }
+    }
+
+    fn parent(&self) -> AgentRef {
+        Agent::builder(self.runtime.clone())
+            .id("parent")
+            .system_prompt("You are the parent.")
+            .build()
+            .unwrap()
+            .agent_ref()
+    }
+
+    async fn call(&self, me: &AgentRef, tool: &str, args: Value) -> ToolResult {
+        let exec = ToolExecution::new(CancellationToken::new()).with_agent(me.clone());
+        self.tools.call(tool, args, exec).await
+    }
+
+    /// Starts a continuable child in the background; returns (child id, task id).
+    async fn start(&self, me: &AgentRef, prompt: &str) -> (String, String) {
+        let args = json!({"description": "research", "prompt": prompt, "run_in_background": true});
+        let text = self.call(me, "subagent", args).await.text;
+        let rest = text.strip_prefix("started subagent ").expect(&text);
+        let (child, task) = rest.split_once(" as task ").unwrap();
+        (child.to_owned(), task.to_owned())
+    }
+
+    async fn output(&self, me: &AgentRef, task: &str) -> String {
+        self.call(me, "task_output", json!({"task_id": task, "wait": true}))
+            .await
+            .text
+    }
+
+    async fn send(&self, me: &AgentRef, child: &str, message: &str) -> ToolResult {
+        self.call(me, "send_message", json!({"subagent_id": child, "message": message}))
+            .await
+    }
+}
+
+fn started_task(result: &ToolResult, child: &str) -> String {
+    assert!(!result.is_error, "{}", result.text);
+    let rest = result.text.strip_prefix("message started task ").expect(&result.text);
+    rest.strip_suffix(&format!(" continuing subagent {child}"))
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_child_continues_after_a_restart_over_the_same_data_directory() {
+    let data = tempfile::tempdir().unwrap();
+    let child = {
+        let world = World::open(data.path());
+        let me = world.parent();
+        let (child, task) = world.start(&me, "first").await;
+        assert_eq!(
+            world.output(&me, &task).await,
+            "answer to first after 0 earlier answers\n[status: completed]"
+        );
+        child
+    }; // Every service, registry and agent of the first process is gone.
+
+    let world = World::open(data.path());
+    let me = world.parent();
+    let task = started_task(&world.send(&me, &child, "second").await, &child);
+    assert_eq!(task, "subagent-1", "a new process numbers its own tasks");
+    assert_eq!(
+        world.output(&me, &task).await,
+        "answer to second after 1 earlier answers\n[status: completed]"
+    );
+    let transcript = read_transcript(&transcript_path(data.path(), &AgentId::new(child.as_str()))).unwrap();
+    let headers = transcript
+        .entries
+        .iter()
+        .filter(|e| matches!(e, TranscriptEntry::Header { .. }))
+        .count();
+    let descriptors: Vec<&Value> = transcript
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            TranscriptEntry::Descriptor { descriptor } => Some(descriptor),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(headers, 1, "a resume appends to the same transcript");
+    assert_eq!(
+        descriptors,
+        [&json!({"version": 1, "provider": "spawn", "label": "research"})]
+    );
+    assert!(
+        matches!(transcript.entries[1], TranscriptEntry::Descriptor { .. }),
+        "before the first turn"
+    );
+}
+
+#[tokio::test]
+async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
+    let data = tempfile::tempdir().unwrap();
+    let world = World::open(data.path());
+    let me = world.parent();
+    let (child, task) = world.start(&me, "first").await;
+    world.output(&me, &task).await;
+    let path = transcript_path(data.path(), &AgentId::new(child.as_str()));
+    // A crash during the next run: its prompt was written, then a line tore.
+    let interrupted = serde_json::to_string(&TranscriptEntry::Message {
+        message: Message::user("interrupted"),
+    })
+    .unwrap();
+    let torn = r#"{"type":"message","message":{"role":"assistant","content":"half"#;
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(format!("{interrupted}\n{torn}").as_bytes());
+    std::fs::write(&path, bytes).unwrap();
+
+    let world = World::open(data.path());
+    let me = world.parent();
+    let listed = world.control.store().children_of(me.id()).unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id, child);
+    let diagnostic = listed[0].diagnostic.clone().unwrap();
+    assert!(diagnostic.contains("torn line"), "{diagnostic}");
+    assert!(listed[0].descriptor.is_some());
+
+    let task = started_task(&world.send(&me, &child, "second").await, &child);
+    assert_eq!(
+        world.output(&me, &task).await,
+        "answer to second after 1 earlier answers\n[status: completed]",
+        "the first turn is intact; the interrupted one is not in the history"
+    );
+    let repaired = read_transcript(&path).unwrap();
+    assert_eq!(repaired.diagnostic, None, "the torn bytes were cut off, not glued onto");
+    let repair = repaired
+        .entries
+        .iter()
+        .find_map(|e| match e {
+            TranscriptEntry::Repair { diagnostic, torn } => Some((diagnostic.clone(), torn.clone())),
+            _ => None,
+        })
+        .expect("the repair is recorded");
+    assert_eq!(repair.1, torn, "the torn bytes are kept, not silently dropped");
+    assert!(repair.0.contains("torn line"));
+    let history: Vec<String> = repaired
+        .committed_messages()
+        .iter()
+        .map(|m| match m {
+            Message::User { content } => format!("user: {content}"),
+            Message::Assistant { content, .. } => format!("assistant: {content}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        history,
+        [
+            "user: first",
+            "assistant: answer to first after 0 earlier answers",
+            "user: second",
+            "assistant: answer to second after 1 earlier answers",
+        ]
+    );
+    // A third activation reads the repaired file cleanly.
+    let task = started_task(&world.send(&me, &child, "third").await, &child);
+    assert_eq!(
+        world.output(&me, &task).await,
+        "answer to third after 2 earlier answers\n[status: completed]"
+    );
+}
+
+#[tokio::test]
+async fn a_run_interrupted_between_two_lines_stays_out_of_every_later_history() {
+    let data = tempfile::tempdir().unwrap();
+    let world = World::open(data.path());
+    let me = world.parent();
+    let (child, task) = world.start(&me, "first").await;
+    world.output(&me, &task).await;
+    let path = transcript_path(data.path(), &AgentId::new(child.as_str()));
+    // A crash after a complete line: no torn bytes, but no turn end either.
+    let interrupted = serde_json::to_string(&TranscriptEntry::Message {
+        message: Message::user("interrupted"),
+    })
+    .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(format!("{interrupted}\n").as_bytes());
+    std::fs::write(&path, bytes).unwrap();
+
+    for (n, message) in ["second", "third"].into_iter().enumerate() {
+        let task = started_task(&world.send(&me, &child, message).await, &child);
+        assert_eq!(
+            world.output(&me, &task).await,
+            format!(
+                "answer to {message} after {} earlier answers\n[status: completed]",
+                n + 1
+            )
+        );
+    }
+    let transcript = read_transcript(&path).unwrap();
+    let users: Vec<String> = transcript
+        .committed_messages()
+        .iter()
+        .filter_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        users,
+        ["first", "second", "third"],
+        "the interrupted prompt never rejoins the history"
+    );
+    assert!(transcript.entries.iter().any(|e| matches!(
+        e,
+        TranscriptEntry::Repair { diagnostic, torn } if torn.is_empty() && diagnostic.contains("1 message(s) of an interrupted run")
+    )));
+}
+
+/// A tiny deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+#[derive(Debug)]
+enum Fate {
+    Started(String),
+    Refused(String),
+}
+
+/// Sends, settlements and kills race; afterwards every message must be
+/// exactly one of: started as a task (and, if that task completed, recorded
+/// exactly once and answered), or refused with "not delivered" (and never
+/// recorded). None is lost, none duplicated.
+async fn race(iterations: usize) {
+    let data = tempfile::tempdir().unwrap();
+    let world = Arc::new(World::open(data.path()));
+    let me = world.parent();
+    let mut children = Vec::new();
+    for i in 0..3 {
+        children.push(world.start(&me, &format!("seed-{i}")).await.0);
+    }
+    let senders = 3;
+    let mut handles = Vec::new();
+    for sender in 0..senders {
+        let world = world.clone();
+        let me = me.clone();
+        let children = children.clone();
+        handles.push(tokio::spawn(async move {
+            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (sender as u64 + 1));
+            let mut fates = Vec::new();
+            for n in 0..iterations / senders {
+                let child = &children[rng.below(children.len() as u64) as usize];
+                let message = format!("m-{sender}-{n}");
+                let result = world.send(&me, child, &message).await;
+                let fate = if result.is_error {
+                    assert!(
+                        result.text.ends_with(
+                            "the message was not delivered — retry after it settles to start the next activation"
+                        ) || result.text.ends_with("the message was not delivered"),
+                        "{}",
+                        result.text
+                    );
+                    Fate::Refused(result.text)
+                } else {
+                    let task = started_task(&result, child);
+                    if rng.below(5) == 0 {
+                        let _ = world.tasks.kill(&task, me.id(), None);
+                    }
+                    Fate::Started(task)
+                };
+                fates.push((child.clone(), message, fate));
+                match rng.below(3) {
+                    0 => tokio::task::yield_now().await,
+                    1 => tokio::time::sleep(std::time::Duration::from_micros(rng.below(800))).await,
+                    _ => {}
+                }
+            }
+            fates
+        }));
+    }
+    let mut fates = Vec::new();
+    for handle in handles {
+        fates.extend(handle.await.unwrap());
+    }
+    // Let every activation settle.
+    for task in world.tasks.list(me.id()) {
+        world.tasks.wait(&task.id, me.id(), None).await.unwrap();
+    }
+    let mut recorded: HashMap<(String, String), usize> = HashMap::new();
+    for child in &children {
+        let transcript = read_transcript(&transcript_path(data.path(), &AgentId::new(child.as_str()))).unwrap();
+        assert_eq!(transcript.diagnostic, None);
+        // Activations never overlapped: each answer saw every earlier answer.
+        let mut answers = 0;
+        for entry in &transcript.entries {
+            if let TranscriptEntry::Message {
+                message: Message::Assistant { content, .. },
+            } = entry
+            {
+                let seen: usize = content
+                    .rsplit(" after ")
+                    .next()
+                    .and_then(|rest| rest.strip_suffix(" earlier answers"))
+                    .and_then(|n| n.parse().ok())
+                    .expect(content);
+                assert_eq!(
+                    seen, answers,
+                    "an activation of {child} missed earlier turns: {content}"
+                );
+                answers += 1;
+            }
+        }
+        for entry in &transcript.entries {
+            if let TranscriptEntry::Message {
+                message: Message::User { content },
+            } = entry
+            {
+                *recorded.entry((child.clone(), content.clone())).or_default() += 1;
+            }
+        }
+    }
+    let (mut started, mut refused, mut completed) = (0, 0, 0);
+    for (child, message, fate) in &fates {
+        let count = recorded.remove(&(child.clone(), message.clone())).unwrap_or(0);
+        match fate {
+            Fate::Refused(text) => {
+                refused += 1;
+                assert_eq!(count, 0, "refused {message} was recorded: {text}");
+            }
+            Fate::Started(task) => {
+                started += 1;
+                let snapshot = world.tasks.get(task, me.id()).unwrap();
+                match snapshot.status {
+                    TaskStatus::Completed => {
+                        completed += 1;
+                        assert_eq!(count, 1, "{message} completed in {task} but was recorded {count} times");
+                        assert!(
+                            snapshot.output.starts_with(&format!("answer to {message} after ")),
+                            "{snapshot:?}"
+                        );
+                    }
+                    TaskStatus::Killed => assert!(count <= 1, "{message} recorded {count} times"),
+                    status => panic!("{message}: task {task} ended {status}: {:?}", snapshot.detail),
+                }
+            }
+        }
+    }
+    // Nothing was recorded that was not sent (besides each child's first prompt).
+    recorded.retain(|(_, content), _| !content.starts_with("seed-"));
+    assert!(recorded.is_empty(), "recorded but never sent: {recorded:?}");
+    assert_eq!(started + refused, fates.len());
+    eprintln!(
+        "{} messages: {completed} completed, {} killed, {refused} refused",
+        fates.len(),
+        started - completed
+    );
+    assert!(
+        completed > 0 && refused > 0,
+        "the race exercised both routes: {completed} completed, {refused} refused"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_sends_settles_and_kills_never_lose_or_duplicate_a_message() {
+    race(600).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "long: cargo test -p dsh-e2e --release --test continuation -- --ignored"]
+async fn racing_sends_settles_and_kills_at_scale() {
+    race(5_000).await;
+}
