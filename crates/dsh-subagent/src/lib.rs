@@ -38,6 +38,7 @@ mod events;
 mod gate;
 pub mod scripted;
 mod service;
+pub mod settlement;
 
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
 pub use events::{Listener, RunEndInfo, RunInfo, SubagentEvent};

@@ -228,20 +228,7 @@ impl SubagentService {
     /// [`SubagentEvent::RunEnded`], when a subscriber hears run events
     /// ([`SubagentService::subscribe`]).
     pub async fn start(&self, provider_name: &str, request: StartRequest) -> Result<SubagentRun, SubagentError> {
-        let provider = self.provider(provider_name).ok_or_else(|| SubagentError::NoProvider {
-            name: provider_name.to_owned(),
-        })?;
-        let capabilities = provider.capabilities();
-        if let Some(missing) = request.required_capabilities().find(|&c| !capabilities.supports(c)) {
-            return Err(SubagentError::UnsupportedCapability {
-                provider: provider_name.to_owned(),
-                capability: missing,
-            });
-        }
-        request.validate()?;
-        if request.max_depth.is_some() {
-            child_depth(request.parent.depth(), request.max_depth)?;
-        }
+        let provider = self.checked_provider(provider_name, &request)?;
         if self.inner.run_listeners.load(Ordering::SeqCst) == 0 {
             // Nobody hears run events: no announcement, no observer.
             return provider.start(request).await;
@@ -282,6 +269,34 @@ impl SubagentService {
             outcome
         });
         Ok(run)
+    }
+}
+
+impl SubagentService {
+    /// The start checks, in order: the provider exists, it supports every
+    /// optional field the request sets, `max_depth` and `output_schema` are
+    /// valid, and the child's depth is within the cap. Shared by one-shot
+    /// starts and continuable ones, so both refuse alike.
+    pub(crate) fn checked_provider(
+        &self,
+        provider_name: &str,
+        request: &StartRequest,
+    ) -> Result<Arc<dyn SubagentProvider>, SubagentError> {
+        let provider = self.provider(provider_name).ok_or_else(|| SubagentError::NoProvider {
+            name: provider_name.to_owned(),
+        })?;
+        let capabilities = provider.capabilities();
+        if let Some(missing) = request.required_capabilities().find(|&c| !capabilities.supports(c)) {
+            return Err(SubagentError::UnsupportedCapability {
+                provider: provider_name.to_owned(),
+                capability: missing,
+            });
+        }
+        request.validate()?;
+        if request.max_depth.is_some() {
+            child_depth(request.parent.depth(), request.max_depth)?;
+        }
+        Ok(provider)
     }
 }
 

@@ -54,7 +54,6 @@ mod continuable;
 mod lifecycle;
 mod plugin;
 mod render;
-mod settlement;
 mod tool;
 pub mod wording;
 

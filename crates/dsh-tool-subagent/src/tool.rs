@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::args::{self, DelegationArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
+use crate::lifecycle;
 use crate::wording::{self, Wording};
-use crate::{lifecycle, settlement};
 
 /// One mounted `subagent` tool, bound to one provider and one wording.
 pub(crate) struct SubagentTool {
@@ -121,7 +121,7 @@ impl SubagentTool {
                 match service.start(&provider, request).await {
                     Ok(run) => {
                         let (result, disposed) = lifecycle::Settle::detached(run, cancel).await;
-                        settlement::task_outcome(result, disposed)
+                        dsh_subagent::settlement::task_outcome(result, disposed)
                     }
                     Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
                     Err(error) => TaskOutcome::Failed {

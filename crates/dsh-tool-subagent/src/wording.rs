@@ -100,22 +100,6 @@ pub const TASKS_UNAVAILABLE: &str = "background tasks unavailable: load dsh-task
 pub const NO_CONTROL_SURFACE: &str =
     "background tasks unavailable: no control surface is attached (load dsh-tool-tasks)";
 
-/// The detail of a background task whose run failed, from its stop reason.
-pub fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
-    match diagnostic {
-        Some(diagnostic) => format!("{reason}; diagnostic: {diagnostic}"),
-        None => reason.to_string(),
-    }
-}
-
-/// The detail of a background task whose release failed.
-pub fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
-    match previous {
-        Some(previous) => format!("{previous}; dispose failed: {error}"),
-        None => format!("dispose failed: {error}"),
-    }
-}
-
 // ---- call-time errors -------------------------------------------------------
 
 /// The call came without a calling agent.

@@ -113,22 +113,6 @@ pub fn follow_up_label(message: &str) -> String {
     collapsed
 }
 
-/// A failed run's task detail: the stop reason, and its diagnostic.
-pub(crate) fn failed_run_detail(reason: &str, diagnostic: Option<&str>) -> String {
-    match diagnostic {
-        Some(diagnostic) => format!("{reason}; diagnostic: {diagnostic}"),
-        None => reason.to_owned(),
-    }
-}
-
-/// A failed release, after what went wrong before it (if anything).
-pub(crate) fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
-    match previous {
-        Some(previous) => format!("{previous}; dispose failed: {error}"),
-        None => format!("dispose failed: {error}"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_subagent_api::{
     AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
-    SubagentProvider, child_depth,
+    SubagentProvider,
 };
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
@@ -355,30 +355,17 @@ impl SubagentControl {
         }
     }
 
-    /// The service's start checks, in its order, plus the continuation
-    /// capability.
+    /// The service's start checks, then the continuation capability.
     fn check(&self, provider_name: &str, request: &StartRequest) -> Result<Arc<dyn SubagentProvider>, ControlError> {
-        let start = |source| ControlError::Start { source };
-        let provider = self.inner.service.provider(provider_name).ok_or_else(|| {
-            start(SubagentError::NoProvider {
-                name: provider_name.to_owned(),
-            })
-        })?;
+        let provider = self
+            .inner
+            .service
+            .checked_provider(provider_name, request)
+            .map_err(|source| ControlError::Start { source })?;
         if provider.continuation().is_none() {
             return Err(ControlError::NoContinuation {
                 provider: provider_name.to_owned(),
             });
-        }
-        let capabilities = provider.capabilities();
-        if let Some(missing) = request.required_capabilities().find(|&c| !capabilities.supports(c)) {
-            return Err(start(SubagentError::UnsupportedCapability {
-                provider: provider_name.to_owned(),
-                capability: missing,
-            }));
-        }
-        request.validate().map_err(start)?;
-        if request.max_depth.is_some() {
-            child_depth(request.parent.depth(), request.max_depth).map_err(start)?;
         }
         Ok(provider)
     }

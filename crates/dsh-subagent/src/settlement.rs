@@ -1,9 +1,10 @@
-//! A background run's settlement, as its task reports it (reference-contract §3.5).
+//! Run settlement: how a background run's result and release read as its
+//! task's outcome (reference-contract §3.5). One mapping for every background
+//! route: the `subagent` tool's one-shot tasks and the control service's
+//! continuable activations.
 
 use dsh_subagent_api::{StopReason, SubagentError, SubagentResult};
 use dsh_tasks::TaskOutcome;
-
-use crate::wording;
 
 /// Maps a settled and released run to its task's outcome.
 ///
@@ -13,16 +14,13 @@ use crate::wording;
 /// release is appended (`…; dispose failed: …`), and turns a completed or
 /// killed task into a failed one: the release happened before the outcome
 /// is reported.
-pub(crate) fn task_outcome(
-    result: Result<SubagentResult, SubagentError>,
-    disposed: Result<(), SubagentError>,
-) -> TaskOutcome {
+pub fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<(), SubagentError>) -> TaskOutcome {
     let outcome = match result {
         Ok(result) => match result.stop_reason {
             StopReason::Completed => TaskOutcome::Completed { output: result.text() },
             StopReason::Aborted => TaskOutcome::Killed,
             reason => TaskOutcome::Failed {
-                detail: wording::failed_run_detail(&reason, result.diagnostic.as_deref()),
+                detail: failed_run_detail(&reason, result.diagnostic.as_deref()),
             },
         },
         Err(error) => TaskOutcome::Failed {
@@ -32,11 +30,27 @@ pub(crate) fn task_outcome(
     match (outcome, disposed) {
         (outcome, Ok(())) => outcome,
         (TaskOutcome::Failed { detail }, Err(error)) => TaskOutcome::Failed {
-            detail: wording::dispose_failed_detail(Some(&detail), &error.to_string()),
+            detail: dispose_failed_detail(Some(&detail), &error.to_string()),
         },
         (_, Err(error)) => TaskOutcome::Failed {
-            detail: wording::dispose_failed_detail(None, &error.to_string()),
+            detail: dispose_failed_detail(None, &error.to_string()),
         },
+    }
+}
+
+/// The detail of a task whose run failed, from its stop reason.
+pub fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
+    match diagnostic {
+        Some(diagnostic) => format!("{reason}; diagnostic: {diagnostic}"),
+        None => reason.to_string(),
+    }
+}
+
+/// The detail of a task whose release failed, after what went wrong before it.
+pub fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
+    match previous {
+        Some(previous) => format!("{previous}; dispose failed: {error}"),
+        None => format!("dispose failed: {error}"),
     }
 }
 
