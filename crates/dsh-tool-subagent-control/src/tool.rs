@@ -1,7 +1,7 @@
 //! The `send_message` tool.
 
 use dsh_subagent::{Route, SubagentControl};
-use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput};
+use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, json_kind};
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
@@ -59,33 +59,21 @@ impl SendMessageTool {
 fn parse(args: &Value) -> Result<(&str, &str), ToolError> {
     let object: &Map<String, Value> = args
         .as_object()
-        .ok_or_else(|| invalid(wording::arguments_not_object(kind(args))))?;
+        .ok_or_else(|| ToolError::invalid_arguments(wording::arguments_not_object(json_kind(args))))?;
     let field = |name: &str| match object.get(name) {
-        None => Err(invalid(wording::argument_missing(name))),
+        None => Err(ToolError::invalid_arguments(wording::argument_missing(name))),
         Some(Value::String(text)) => Ok(text.as_str()),
-        Some(other) => Err(invalid(wording::argument_wrong_type(name, kind(other)))),
+        Some(other) => Err(ToolError::invalid_arguments(wording::argument_wrong_type(
+            name,
+            json_kind(other),
+        ))),
     };
     let subagent_id = field("subagent_id")?;
     let message = field("message")?;
     if subagent_id.trim().is_empty() {
-        return Err(invalid(wording::EMPTY_SUBAGENT_ID.to_owned()));
+        return Err(ToolError::invalid_arguments(wording::EMPTY_SUBAGENT_ID.to_owned()));
     }
     Ok((subagent_id.trim(), message))
-}
-
-fn invalid(message: String) -> ToolError {
-    ToolError::new(message).with_code("INVALID_ARGUMENTS")
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 impl Tool for SendMessageTool {

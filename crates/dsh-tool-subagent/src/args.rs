@@ -4,8 +4,8 @@ use dsh_tools::ToolError;
 use schemars::JsonSchema;
 use serde_json::Value;
 
-use crate::config::kind;
 use crate::wording::{self, Wording};
+use dsh_tools::json_kind;
 
 /// The arguments the model sends. Property order is field order.
 #[derive(JsonSchema)]
@@ -68,14 +68,22 @@ impl DelegationArgs {
     /// a boolean when present.
     pub(crate) fn parse(args: Value) -> Result<Self, ToolError> {
         let Value::Object(mut object) = args else {
-            return Err(invalid(wording::arguments_not_object(kind(&args))));
+            return Err(ToolError::invalid_arguments(wording::arguments_not_object(json_kind(
+                &args,
+            ))));
         };
         let mut text = |field: &str| -> Result<String, ToolError> {
             match object.get_mut(field) {
-                None => Err(invalid(wording::argument_missing(field))),
-                Some(Value::String(text)) if text.trim().is_empty() => Err(invalid(wording::argument_empty(field))),
+                None => Err(ToolError::invalid_arguments(wording::argument_missing(field))),
+                Some(Value::String(text)) if text.trim().is_empty() => {
+                    Err(ToolError::invalid_arguments(wording::argument_empty(field)))
+                }
                 Some(Value::String(text)) => Ok(std::mem::take(text)),
-                Some(other) => Err(invalid(wording::argument_wrong_type(field, "a string", kind(other)))),
+                Some(other) => Err(ToolError::invalid_arguments(wording::argument_wrong_type(
+                    field,
+                    "a string",
+                    json_kind(other),
+                ))),
             }
         };
         let description = text("description")?;
@@ -84,10 +92,10 @@ impl DelegationArgs {
             None => None,
             Some(Value::Bool(flag)) => Some(*flag),
             Some(other) => {
-                return Err(invalid(wording::argument_wrong_type(
+                return Err(ToolError::invalid_arguments(wording::argument_wrong_type(
                     "run_in_background",
                     "a boolean",
-                    kind(other),
+                    json_kind(other),
                 )));
             }
         };
@@ -97,8 +105,4 @@ impl DelegationArgs {
             run_in_background,
         })
     }
-}
-
-fn invalid(message: String) -> ToolError {
-    ToolError::new(message).with_code("INVALID_ARGUMENTS")
 }

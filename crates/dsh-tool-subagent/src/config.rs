@@ -1,6 +1,7 @@
 //! Configuration of one `subagent` tool instance, and its load-time checks.
 
 use dsh_subagent_api::{AgentOptions, MAX_SAFE_INTEGER, ToolFilter};
+use dsh_tools::json_kind;
 use serde_json::{Map, Value};
 
 use crate::wording;
@@ -156,7 +157,7 @@ impl SubagentToolConfig {
     pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
         let object = value
             .as_object()
-            .ok_or_else(|| ConfigError::Invalid(format!("config must be a JSON object, got {}", kind(value))))?;
+            .ok_or_else(|| ConfigError::Invalid(format!("config must be a JSON object, got {}", json_kind(value))))?;
         if let Some(unknown) = object.keys().find(|key| !KNOWN_KEYS.contains(&key.as_str())) {
             return Err(ConfigError::Invalid(format!(
                 "unknown config key \"{unknown}\" (known keys: {})",
@@ -177,7 +178,7 @@ impl SubagentToolConfig {
             config.enable_run_in_background = enable.as_bool().ok_or_else(|| {
                 ConfigError::Invalid(format!(
                     "config key \"enableRunInBackground\" must be a boolean, got {}",
-                    kind(enable)
+                    json_kind(enable)
                 ))
             })?;
         }
@@ -255,7 +256,7 @@ fn string(object: &Map<String, Value>, key: &str) -> Result<Option<String>, Conf
         Some(Value::String(text)) => Ok(Some(text.clone())),
         Some(other) => Err(ConfigError::Invalid(format!(
             "config key \"{key}\" must be a string, got {}",
-            kind(other)
+            json_kind(other)
         ))),
     }
 }
@@ -268,16 +269,4 @@ fn typed<T: serde::de::DeserializeOwned>(object: &Map<String, Value>, key: &str)
                 .map_err(|error| ConfigError::Invalid(format!("config key \"{key}\" is invalid: {error}")))
         })
         .transpose()
-}
-
-/// How a JSON value's kind reads in an error message.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

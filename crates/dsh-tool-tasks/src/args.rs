@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use dsh_tasks::wording;
-use dsh_tools::ToolError;
+use dsh_tools::{ToolError, json_kind};
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 
@@ -99,11 +99,15 @@ impl OutputArgs {
             None => None,
             Some(Value::Number(number)) => match number.as_u64() {
                 Some(ms) if ms > MAX_WAIT_MS => {
-                    return Err(invalid(wording::timeout_too_long(tool, MAX_WAIT_MS, ms)));
+                    return Err(ToolError::invalid_arguments(wording::timeout_too_long(
+                        tool,
+                        MAX_WAIT_MS,
+                        ms,
+                    )));
                 }
                 Some(ms) => Some(ms),
                 None => {
-                    return Err(invalid(wording::argument_wrong_type(
+                    return Err(ToolError::invalid_arguments(wording::argument_wrong_type(
                         tool,
                         "timeout_ms",
                         "a non-negative integer",
@@ -114,7 +118,7 @@ impl OutputArgs {
             Some(other) => return Err(wrong_type(tool, "timeout_ms", "a non-negative integer", other)),
         };
         if timeout_ms.is_some() && !wait {
-            return Err(invalid(wording::timeout_without_wait(tool)));
+            return Err(ToolError::invalid_arguments(wording::timeout_without_wait(tool)));
         }
         let wait = wait.then(|| Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_WAIT_MS)));
         Ok(Self { task_id, wait })
@@ -145,34 +149,20 @@ pub(crate) fn parse_list(args: &Value) -> Result<(), ToolError> {
 
 fn object<'a>(tool: &str, args: &'a Value) -> Result<&'a Map<String, Value>, ToolError> {
     args.as_object()
-        .ok_or_else(|| invalid(wording::arguments_not_object(tool, kind(args))))
+        .ok_or_else(|| ToolError::invalid_arguments(wording::arguments_not_object(tool, json_kind(args))))
 }
 
 fn task_id(tool: &str, object: &Map<String, Value>) -> Result<String, ToolError> {
     match object.get("task_id") {
-        None => Err(invalid(wording::argument_missing(tool, "task_id"))),
-        Some(Value::String(id)) if id.trim().is_empty() => Err(invalid(wording::argument_empty(tool, "task_id"))),
+        None => Err(ToolError::invalid_arguments(wording::argument_missing(tool, "task_id"))),
+        Some(Value::String(id)) if id.trim().is_empty() => {
+            Err(ToolError::invalid_arguments(wording::argument_empty(tool, "task_id")))
+        }
         Some(Value::String(id)) => Ok(id.trim().to_owned()),
         Some(other) => Err(wrong_type(tool, "task_id", "a string", other)),
     }
 }
 
 fn wrong_type(tool: &str, field: &str, expected: &str, got: &Value) -> ToolError {
-    invalid(wording::argument_wrong_type(tool, field, expected, kind(got)))
-}
-
-fn invalid(message: String) -> ToolError {
-    ToolError::new(message).with_code("INVALID_ARGUMENTS")
-}
-
-/// The JSON kind of a value, for error messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    ToolError::invalid_arguments(wording::argument_wrong_type(tool, field, expected, json_kind(got)))
 }

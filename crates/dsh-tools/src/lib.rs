@@ -64,7 +64,7 @@ pub use registry::{
 };
 pub use schema::parameters_schema;
 pub use tokio_util::sync::CancellationToken;
-pub use tool::{Tool, ToolError, ToolExecution, ToolOutput, ToolResult};
+pub use tool::{INVALID_ARGUMENTS, Tool, ToolError, ToolExecution, ToolOutput, ToolResult, json_kind};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -99,6 +99,11 @@ impl ToolError {
         }
     }
 
+    /// Malformed arguments (code `INVALID_ARGUMENTS`); the message names the field.
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self::new(message).with_code(INVALID_ARGUMENTS)
+    }
+
     /// Attaches a stable machine-readable code, such as `UNSUPPORTED_CAPABILITY`.
     #[must_use]
     pub fn with_code(mut self, code: impl Into<Cow<'static, str>>) -> Self {
@@ -114,6 +119,22 @@ impl ToolError {
     /// The stable code, when there is one.
     pub fn code(&self) -> Option<&str> {
         self.code.as_deref()
+    }
+}
+
+/// The code of [`ToolError::invalid_arguments`].
+pub const INVALID_ARGUMENTS: &str = "INVALID_ARGUMENTS";
+
+/// How a JSON value's kind reads in an error message: `null`, `a boolean`,
+/// `a number`, `a string`, `an array`, `an object`.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
