@@ -4,7 +4,7 @@ use dsh_subagent_api::{
     ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, StopReason, SubagentError, SubagentResult,
     SubagentRun, child_depth, concat_text,
 };
-use dsh_tools::AgentId;
+use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
 
 use futures::FutureExt;
@@ -64,13 +64,7 @@ pub fn start_continuable_child(
 /// diagnostic); every earlier turn stays intact. The depth is the recorded
 /// one, never less than the parent's + 1.
 pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
-    if request.cancel.is_cancelled() {
-        return Err(SubagentError::aborted(wording::ABORTED_BEFORE_PUBLICATION));
-    }
-    let parent = request
-        .parent
-        .handle::<Agent>()
-        .ok_or_else(|| SubagentError::failed_with_code(wording::NOT_IN_PROCESS_PARENT, "NOT_IN_PROCESS"))?;
+    let parent = in_process_parent(&request.cancel, &request.parent)?;
     let data_dir = parent
         .runtime()
         .data_dir()
@@ -149,18 +143,23 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
     ))
 }
 
+/// Refuses a start cancelled before publication, then finds the calling
+/// agent: in-process children need a dsh [`Agent`] parent.
+fn in_process_parent(cancel: &CancellationToken, parent: &AgentRef) -> Result<Arc<Agent>, SubagentError> {
+    if cancel.is_cancelled() {
+        return Err(SubagentError::aborted(wording::ABORTED_BEFORE_PUBLICATION));
+    }
+    parent
+        .handle::<Agent>()
+        .ok_or_else(|| SubagentError::failed_with_code(wording::NOT_IN_PROCESS_PARENT, "NOT_IN_PROCESS"))
+}
+
 fn start(
     request: StartRequest,
     context: ChildContext,
     continuation: Option<(String, serde_json::Value)>,
 ) -> Result<SubagentRun, SubagentError> {
-    if request.cancel.is_cancelled() {
-        return Err(SubagentError::aborted(wording::ABORTED_BEFORE_PUBLICATION));
-    }
-    let parent = request
-        .parent
-        .handle::<Agent>()
-        .ok_or_else(|| SubagentError::failed_with_code(wording::NOT_IN_PROCESS_PARENT, "NOT_IN_PROCESS"))?;
+    let parent = in_process_parent(&request.cancel, &request.parent)?;
     let depth = child_depth(request.parent.depth(), request.max_depth)?;
     let options = request.agent_options.clone().unwrap_or_default();
     let mut system_prompt = match request.persona.as_deref().or(parent.system_prompt()) {

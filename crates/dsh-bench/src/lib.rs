@@ -225,6 +225,21 @@ impl Caller {
     }
 }
 
+/// Starts `count` delegations, each on its own task answering over a oneshot
+/// (the same shape as the floor).
+fn spawn_calls(caller: &Caller, count: usize) -> Vec<oneshot::Receiver<ToolResult>> {
+    (0..count)
+        .map(|_| {
+            let (tx, rx) = oneshot::channel();
+            let call = caller.call(CancellationToken::new());
+            tokio::spawn(async move {
+                let _ = tx.send(call.await);
+            });
+            rx
+        })
+        .collect()
+}
+
 fn check(result: &ToolResult) -> Result<(), String> {
     if result.is_error || result.text != REPLY {
         return Err(format!("a benchmark delegation failed: {}", result.text));
@@ -277,15 +292,7 @@ async fn floor_concurrent(count: usize) -> Duration {
 
 async fn delegate_concurrent(caller: &Caller, count: usize) -> Result<Duration, String> {
     let start = Instant::now();
-    let mut answers = Vec::with_capacity(count);
-    for _ in 0..count {
-        let (tx, rx) = oneshot::channel();
-        let call = caller.call(CancellationToken::new());
-        tokio::spawn(async move {
-            let _ = tx.send(call.await);
-        });
-        answers.push(rx);
-    }
+    let answers = spawn_calls(caller, count);
     for answer in answers {
         check(&answer.await.map_err(|_| "a delegation task died".to_owned())?)?;
     }
@@ -456,15 +463,7 @@ pub fn in_flight_child(count: usize, flavor: Flavor) -> Result<String, String> {
         let warm = Fixture::new(|b| b)?;
         delegate_concurrent(&warm.caller(), 1_000).await?;
         let baseline = status_kb("VmRSS")?;
-        let mut answers = Vec::with_capacity(count);
-        for _ in 0..count {
-            let (tx, rx) = oneshot::channel();
-            let call = caller.call(CancellationToken::new());
-            tokio::spawn(async move {
-                let _ = tx.send(call.await);
-            });
-            answers.push(rx);
-        }
+        let answers = spawn_calls(&caller, count);
         gate.arrived(count).await;
         let held = status_kb("VmRSS")?;
         let peak = status_kb("VmHWM")?;
