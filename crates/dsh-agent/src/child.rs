@@ -25,7 +25,7 @@ pub enum ChildContext {
 /// Starts one in-process child of the calling agent and publishes it.
 ///
 /// The parent must be a dsh [`Agent`] (found through the request's
-/// [`AgentRef`](dsh_tools::AgentRef) handle). The child shares the parent's
+/// [`AgentRef`] handle). The child shares the parent's
 /// runtime; `agentOptions` override the parent's model and token cap; a
 /// persona replaces the parent's system prompt; a tool filter hides and
 /// refuses tools (naming an unknown tool fails the start); the child's depth
