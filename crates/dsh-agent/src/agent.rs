@@ -43,6 +43,39 @@ struct Inner {
 struct State {
     history: Vec<Message>,
     usage: UsageTotals,
+    inbox: Inbox,
+}
+
+/// Messages steered into the run in progress ([`Agent::steer`]).
+#[derive(Default)]
+struct Inbox {
+    phase: Phase,
+    /// Accepted, not yet read by the run.
+    pending: Vec<String>,
+}
+
+/// Whether the agent's turn accepts steered messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Phase {
+    /// No run has started yet.
+    #[default]
+    Idle,
+    /// A run is open: messages join it.
+    Open,
+    /// The last run closed its turn.
+    Closed,
+}
+
+/// Why [`Agent::steer`] refused a message. Nothing of it was recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SteerRefused {
+    /// The agent has not run yet.
+    #[error("the agent is not running")]
+    NotRunning,
+    /// The agent's last run has already closed its turn.
+    #[error("the agent's turn has already closed")]
+    TurnClosed,
 }
 
 /// Why an agent could not be built.
@@ -246,6 +279,7 @@ impl AgentBuilder {
                 state: Mutex::new(State {
                     history: self.seed,
                     usage: UsageTotals::default(),
+                    inbox: Inbox::default(),
                 }),
                 transcript,
                 run_lock: tokio::sync::Mutex::new(()),
@@ -362,6 +396,36 @@ impl Agent {
         });
     }
 
+    /// Delivers `message` into the run in progress, strictly: it joins the
+    /// open turn, or it is refused and nothing is recorded.
+    ///
+    /// A joined message becomes a user message of the current turn before
+    /// the next model call. The turn does not end on a final answer while a
+    /// joined message is unread: the model is called again, so the run's
+    /// answer has seen every message that joined it. Acceptance and the
+    /// turn's end are decided under one lock, so a message is never accepted
+    /// by a turn that has already ended. A turn that ends otherwise
+    /// (cancellation, a limit, an error) records unread messages before its
+    /// end, so an accepted message is always in the transcript and history.
+    pub fn steer(&self, message: impl Into<String>) -> Result<(), SteerRefused> {
+        let mut state = self.lock();
+        match state.inbox.phase {
+            Phase::Idle => Err(SteerRefused::NotRunning),
+            Phase::Closed => Err(SteerRefused::TurnClosed),
+            Phase::Open => {
+                state.inbox.pending.push(message.into());
+                Ok(())
+            }
+        }
+    }
+
+    /// Opens the turn to steered messages before the run that will read them
+    /// has been polled: a child is steerable from its publication on, not
+    /// only once its task first runs. The caller must start that run.
+    pub(crate) fn open_turn(&self) {
+        self.lock().inbox.phase = Phase::Open;
+    }
+
     /// Runs one user prompt to a final answer, a limit, or cancellation.
     ///
     /// Cancellation is honoured at every await: the model stream is dropped,
@@ -371,9 +435,11 @@ impl Agent {
     /// With a [`NoticeSource`](crate::NoticeSource) on the runtime, notices
     /// pending for this agent join the conversation as a user message: those
     /// from between runs just before the prompt, later ones before the model
-    /// call that follows their arrival.
+    /// call that follows their arrival. Messages [steered](Agent::steer) into
+    /// the run join it the same way, after the notices.
     pub async fn run(&self, prompt: impl Into<String>, cancel: &CancellationToken) -> RunOutcome {
         let _one_run_at_a_time = self.inner.run_lock.lock().await;
+        self.lock().inbox.phase = Phase::Open;
         let observer = self.inner.runtime.observer();
         if let Some(observer) = observer {
             observer.run_started(&self.inner.info);
@@ -395,6 +461,7 @@ impl Agent {
             }
             steps += 1;
             self.take_notices(&mut turn);
+            self.take_steered(&mut turn);
             let request = self.request(&turn);
             let stream = self.inner.runtime.model().stream_chat(request, cancel.clone());
             let response = match collect_response(stream, cancel).await {
@@ -419,7 +486,11 @@ impl Agent {
                 _ => {}
             }
             if response.tool_calls.is_empty() {
-                break AgentStop::Completed;
+                if self.close_unless_steered() {
+                    break AgentStop::Completed;
+                }
+                // A message joined while the model answered: answer it too.
+                continue;
             }
             let results =
                 futures::future::join_all(response.tool_calls.iter().map(|call| self.call_tool(call, cancel))).await;
@@ -429,6 +500,18 @@ impl Agent {
                 turn.push(message);
             }
         };
+        // Closed here on every other way out; messages that joined and were
+        // never read are recorded, so none is lost.
+        let unread = {
+            let mut state = self.lock();
+            state.inbox.phase = Phase::Closed;
+            std::mem::take(&mut state.inbox.pending)
+        };
+        for message in unread {
+            let message = Message::user(message);
+            self.record_message(&message);
+            turn.push(message);
+        }
         let text = turn
             .iter()
             .rev()
@@ -458,6 +541,27 @@ impl Agent {
             observer.run_finished(self.id(), &outcome);
         }
         outcome
+    }
+
+    /// Appends the messages steered into this run, each as a user message.
+    fn take_steered(&self, turn: &mut Vec<Message>) {
+        let steered = std::mem::take(&mut self.lock().inbox.pending);
+        for message in steered {
+            let message = Message::user(message);
+            self.record_message(&message);
+            turn.push(message);
+        }
+    }
+
+    /// On a final answer: closes the turn if no steered message is unread
+    /// (`true`), under the lock [`Agent::steer`] takes.
+    fn close_unless_steered(&self) -> bool {
+        let mut state = self.lock();
+        if !state.inbox.pending.is_empty() {
+            return false;
+        }
+        state.inbox.phase = Phase::Closed;
+        true
     }
 
     /// Appends the notices pending for this agent as one user message.

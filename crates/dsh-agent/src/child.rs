@@ -1,8 +1,8 @@
 //! The in-process child driver shared by the spawn and fork providers.
 
 use dsh_subagent_api::{
-    ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, StopReason, SubagentError, SubagentResult,
-    SubagentRun, child_depth, concat_text,
+    ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer, StopReason, SubagentError,
+    SubagentResult, SubagentRun, child_depth, concat_text,
 };
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
@@ -11,7 +11,7 @@ use futures::FutureExt;
 
 use crate::structured::{Captured, StructuredOutput};
 use crate::transcript::{TranscriptEntry, abandon_interrupted_run, read_transcript, repair_torn_tail, transcript_path};
-use crate::{Agent, AgentStop, RunOutcome, wording};
+use crate::{Agent, AgentStop, RunOutcome, SteerRefused, wording};
 
 /// What the child starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,6 +227,8 @@ fn publish(
     let stop = cancel.child_token();
     let run_token = stop.clone();
     let id = child.id().to_string();
+    let steerer = steerer(child.clone(), captured.clone());
+    child.open_turn();
     let task = tokio::spawn(async move {
         let outcome = child.run(prompt, &run_token).await;
         parent.add_child_usage(child.usage().total());
@@ -246,6 +248,26 @@ fn publish(
         // Waits until the child's task has ended; its outcome stays on `result`.
         let _ = done.await;
         Ok(())
+    })
+    .with_steerer(steerer)
+}
+
+/// Strict live delivery into the child's turn ([`Agent::steer`]); refused
+/// once a requested structured answer has been captured, since the run's
+/// result is then decided.
+fn steerer(child: Agent, captured: Option<Captured>) -> Steerer {
+    Steerer::new(move |content| {
+        let refused = |text: String| SubagentError::failed_with_code(text, "NOT_DELIVERED");
+        let id = child.id().as_str();
+        if let Some(captured) = &captured
+            && captured.lock().unwrap_or_else(PoisonError::into_inner).is_some()
+        {
+            return Err(refused(wording::steer_structured_reported(id)));
+        }
+        child.steer(concat_text(&content)).map_err(|refusal| match refusal {
+            SteerRefused::NotRunning => refused(wording::steer_not_running(id)),
+            SteerRefused::TurnClosed => refused(wording::steer_turn_closed(id)),
+        })
     })
 }
 

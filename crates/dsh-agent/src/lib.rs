@@ -11,7 +11,8 @@
 //! concurrently; their results are recorded in the model's order. Usage is
 //! counted per agent and rolled up from children. Before each model call,
 //! notices pending for the agent (from the runtime's [`NoticeSource`], such
-//! as finished background tasks) join the conversation as a user message.
+//! as finished background tasks) join the conversation as a user message,
+//! and so do messages [steered](Agent::steer) into the run in progress.
 //!
 //! [`child::start_child`] is the in-process child driver behind the spawn and
 //! fork providers; [`child::start_continuable_child`] and
@@ -54,7 +55,7 @@ pub mod transcript;
 mod usage;
 pub mod wording;
 
-pub use agent::{Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS};
+pub use agent::{Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, SteerRefused};
 pub use notices::NoticeSource;
 pub use observer::{AgentInfo, AgentObserver};
 pub use outcome::{AgentStop, RunOutcome};

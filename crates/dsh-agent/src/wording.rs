@@ -101,3 +101,19 @@ pub fn foreign_child(id: &str) -> String {
 pub fn interrupted_turn_dropped(count: usize) -> String {
     format!("{count} message(s) of an interrupted run are not part of the resumed history")
 }
+
+/// A message steered into a child that has not started its turn
+/// (reference-contract §3.7.A, provider strict-steer errors).
+pub fn steer_not_running(child: &str) -> String {
+    format!("subagent child \"{child}\" is not running; the message was not delivered")
+}
+
+/// A message steered into a child whose turn has already ended.
+pub fn steer_turn_closed(child: &str) -> String {
+    format!("subagent child \"{child}\" turn has already closed; the message was not delivered")
+}
+
+/// A message steered into a child that has already delivered its structured answer.
+pub fn steer_structured_reported(child: &str) -> String {
+    format!("subagent child \"{child}\" already reported its structured result; the message was not delivered")
+}

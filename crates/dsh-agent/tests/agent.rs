@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_agent::transcript::{TranscriptEntry, read_transcript};
-use dsh_agent::{Agent, AgentRuntime, AgentStop};
+use dsh_agent::{Agent, AgentRuntime, AgentStop, SteerRefused};
 use dsh_llm::{Message, ScriptedModel};
 use dsh_subagent_api::ToolFilter;
 use dsh_tools::{CancellationToken, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
@@ -282,4 +282,101 @@ async fn pending_notices_reach_the_next_model_call_as_a_user_message_and_the_tra
     assert_eq!(outcome.text, "saw: notice two\nnotice three");
     let transcript = read_transcript(agent.transcript_path().unwrap()).unwrap();
     assert_eq!(transcript.messages(), agent.history());
+}
+
+fn steering_script() -> Value {
+    json!({"rules": [
+        {"when": {"last_message": "user", "last_user_contains": "long work"},
+         "reply": {"text": "working on it", "delay_ms": 150}},
+        {"when": {"last_message": "user"}, "reply": {"text": "also did: {{last_user}}"}}
+    ]})
+}
+
+#[tokio::test]
+async fn a_steered_message_joins_the_open_turn_and_the_answer_covers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::from_json_str(&steering_script().to_string()).unwrap();
+    let runtime = Arc::new(AgentRuntime::new(Arc::new(model), registry()).with_data_dir(dir.path()));
+    let agent = Agent::builder(runtime).id("child").build().unwrap();
+    assert_eq!(agent.steer("too early"), Err(SteerRefused::NotRunning));
+    let cancel = CancellationToken::new();
+    let steer = async {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        agent.steer("also consider Y")
+    };
+    let (outcome, steered) = tokio::join!(agent.run("long work", &cancel), steer);
+    assert_eq!(steered, Ok(()));
+    assert_eq!(outcome.stop, AgentStop::Completed);
+    assert_eq!(
+        outcome.text, "also did: also consider Y",
+        "the run's answer has seen the message"
+    );
+    let history: Vec<_> = agent
+        .history()
+        .iter()
+        .map(|m| format!("{}: {}", m.role().as_str(), m.content()))
+        .collect();
+    assert_eq!(
+        history,
+        [
+            "user: long work",
+            "assistant: working on it",
+            "user: also consider Y",
+            "assistant: also did: also consider Y",
+        ]
+    );
+    assert_eq!(outcome.steps, 2);
+    assert_eq!(agent.steer("too late"), Err(SteerRefused::TurnClosed));
+    let transcript = read_transcript(agent.transcript_path().unwrap()).unwrap();
+    assert_eq!(
+        transcript.messages(),
+        agent.history(),
+        "refused messages are never recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_message_that_joined_a_cancelled_turn_is_recorded_before_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ScriptedModel::from_json_str(&steering_script().to_string()).unwrap();
+    let runtime = Arc::new(AgentRuntime::new(Arc::new(model), registry()).with_data_dir(dir.path()));
+    let agent = Agent::builder(runtime).id("child").build().unwrap();
+    let cancel = CancellationToken::new();
+    let steer_then_cancel = async {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let steered = agent.steer("also consider Y");
+        cancel.cancel();
+        steered
+    };
+    let (outcome, steered) = tokio::join!(agent.run("long work", &cancel), steer_then_cancel);
+    assert_eq!(steered, Ok(()));
+    assert_eq!(outcome.stop, AgentStop::Cancelled);
+    let history: Vec<_> = agent.history().iter().map(|m| m.content().to_owned()).collect();
+    assert_eq!(history, ["long work", "also consider Y"], "accepted, so never lost");
+    let transcript = read_transcript(agent.transcript_path().unwrap()).unwrap();
+    assert_eq!(transcript.messages(), agent.history());
+    assert!(matches!(
+        transcript.entries.last(),
+        Some(TranscriptEntry::TurnEnd { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_steered_message_never_outlives_the_turn_limit_unrecorded() {
+    // One model call allowed: the message joins, the model cannot answer it,
+    // the run ends at its limit and the message is still in the history.
+    let model = ScriptedModel::from_json_str(&steering_script().to_string()).unwrap();
+    let runtime = Arc::new(AgentRuntime::new(Arc::new(model), registry()));
+    let agent = Agent::builder(runtime).max_turns(1).build().unwrap();
+    let steer = async {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        agent.steer("also consider Y")
+    };
+    let cancel = CancellationToken::new();
+    let (outcome, steered) = tokio::join!(agent.run("long work", &cancel), steer);
+    assert_eq!(steered, Ok(()));
+    assert_eq!(outcome.stop, AgentStop::MaxTurns(1));
+    assert_eq!(outcome.text, "working on it");
+    let last = agent.history().last().map(|m| m.content().to_owned());
+    assert_eq!(last.as_deref(), Some("also consider Y"));
 }

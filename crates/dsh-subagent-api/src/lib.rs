@@ -12,8 +12,9 @@
 //!   [`CancellationToken`], and optional [`AgentOptions`], persona,
 //!   [`ToolFilter`], `max_depth`, output schema and label. Optional fields
 //!   stay `None` unless set, so "absent" never turns into "empty".
-//! - [`SubagentRun`]: the published child: `id`, a cancel-safe `result`, and
-//!   an idempotent async `dispose`.
+//! - [`SubagentRun`]: the published child: `id`, a cancel-safe `result`, an
+//!   idempotent async `dispose`, and optionally a [`Steerer`] that delivers
+//!   a message into its running turn.
 //! - [`SubagentResult`] and [`StopReason`]: how the run ended, its output
 //!   blocks and an optional bounded diagnostic.
 //! - [`SubagentError`]: failures, each with a stable [`code`](SubagentError::code).
@@ -78,6 +79,7 @@ mod provider;
 mod request;
 mod result;
 mod run;
+mod steer;
 
 pub use capabilities::{Capabilities, Capability};
 pub use content::{ContentBlock, concat_text};
@@ -91,6 +93,7 @@ pub use provider::SubagentProvider;
 pub use request::{AgentOptions, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, bound_diagnostic};
 pub use run::SubagentRun;
+pub use steer::Steerer;
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

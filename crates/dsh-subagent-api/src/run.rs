@@ -8,7 +8,7 @@ use std::task::{Context, Poll, ready};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 
-use crate::{SubagentError, SubagentResult};
+use crate::{Steerer, SubagentError, SubagentResult};
 
 type DisposeFuture = Shared<BoxFuture<'static, Result<(), SubagentError>>>;
 type ReleaseFn = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), SubagentError>> + Send>;
@@ -45,11 +45,15 @@ enum ResultSlot {
 ///   `dispose` is called; every caller sees the same outcome. It fails only for
 ///   a release failure of its own.
 ///
+/// - [`SubagentRun::steerer`], when the provider offers it, delivers a
+///   message into the running turn (strict: joined, or refused at once).
+///
 /// The holder must call `dispose` on every path: success, failure and abort.
 pub struct SubagentRun {
     id: String,
     result: ResultSlot,
     dispose: Mutex<DisposeSlot>,
+    steerer: Option<Steerer>,
 }
 
 impl SubagentRun {
@@ -82,7 +86,21 @@ impl SubagentRun {
             id: id.into(),
             result: ResultSlot::Pending(result.boxed()),
             dispose: Mutex::new(DisposeSlot::Unstarted(Box::new(move || dispose().boxed()))),
+            steerer: None,
         }
+    }
+
+    /// Offers live delivery into this run's turn (see [`Steerer`]).
+    #[must_use]
+    pub fn with_steerer(mut self, steerer: Steerer) -> Self {
+        self.steerer = Some(steerer);
+        self
+    }
+
+    /// The run's live-delivery handle, when its provider accepts messages
+    /// mid-turn. Clone it to steer while another task awaits the result.
+    pub fn steerer(&self) -> Option<&Steerer> {
+        self.steerer.as_ref()
     }
 
     /// The run's id: the child's id for a local child, a parent-unique id otherwise.
@@ -192,6 +210,7 @@ impl fmt::Debug for SubagentRun {
         f.debug_struct("SubagentRun")
             .field("id", &self.id)
             .field("settled", &matches!(self.result, ResultSlot::Ready(_)))
+            .field("steerable", &self.steerer.is_some())
             .finish()
     }
 }
