@@ -38,7 +38,7 @@ impl World {
     fn open(data_dir: &Path) -> Self {
         let script = json!({"rules": [
             {"when": {"system_contains": "You are a delegated subagent"},
-             "reply": {"text": "answer to {{last_user}} after {{assistant_turns}} earlier answers"}},
+             "reply": {"text": "answer to {{last_user}} after {{assistant_turns}} earlier answers", "delay_ms": 1}},
             {"when": {}, "reply": {"text": "parent"}}
         ]});
         let service = SubagentService::new();
@@ -62,9 +62,14 @@ impl World {
     }
 
     fn parent(&self) -> AgentRef {
+        self.parent_with_turns(dsh_agent::DEFAULT_MAX_TURNS)
+    }
+
+    fn parent_with_turns(&self, max_turns: u32) -> AgentRef {
         Agent::builder(self.runtime.clone())
             .id("parent")
             .system_prompt("You are the parent.")
+            .max_turns(max_turns)
             .build()
             .unwrap()
             .agent_ref()
@@ -283,18 +288,22 @@ impl Rng {
 
 #[derive(Debug)]
 enum Fate {
+    Steered(String),
     Started(String),
     Refused(String),
 }
 
 /// Sends, settlements and kills race; afterwards every message must be
-/// exactly one of: started as a task (and, if that task completed, recorded
-/// exactly once and answered), or refused with "not delivered" (and never
-/// recorded). None is lost, none duplicated.
+/// exactly one of: steered into a running task (recorded exactly once, and
+/// answered before that turn ended if the task completed), started as a task
+/// (and, if that task completed, recorded exactly once and answered), or
+/// refused with "not delivered" (and never recorded). None is lost, none
+/// duplicated.
 async fn race(iterations: usize) {
     let data = tempfile::tempdir().unwrap();
     let world = Arc::new(World::open(data.path()));
-    let me = world.parent();
+    // Children take their parent's turn limit; steering keeps turns going.
+    let me = world.parent_with_turns(100_000);
     let mut children = Vec::new();
     for i in 0..3 {
         children.push(world.start(&me, &format!("seed-{i}")).await.0);
@@ -322,16 +331,26 @@ async fn race(iterations: usize) {
                     );
                     Fate::Refused(result.text)
                 } else {
-                    let task = started_task(&result, child);
-                    if rng.below(5) == 0 {
+                    let (task, fate) = match result.text.strip_prefix("message delivered to running task ") {
+                        Some(task) => (task.to_owned(), Fate::Steered(task.to_owned())),
+                        None => {
+                            let task = started_task(&result, child);
+                            (task.clone(), Fate::Started(task))
+                        }
+                    };
+                    // A task carries every message steered into it: kill few.
+                    if rng.below(30) == 0 {
                         let _ = world.tasks.kill(&task, me.id(), None);
                     }
-                    Fate::Started(task)
+                    fate
                 };
                 fates.push((child.clone(), message, fate));
-                match rng.below(3) {
+                // Mostly back to back (messages join running turns), sometimes
+                // long enough for a turn to end (the next one starts a task).
+                match rng.below(5) {
                     0 => tokio::task::yield_now().await,
                     1 => tokio::time::sleep(std::time::Duration::from_micros(rng.below(800))).await,
+                    2 | 3 => tokio::time::sleep(std::time::Duration::from_micros(rng.below(20_000))).await,
                     _ => {}
                 }
             }
@@ -347,8 +366,12 @@ async fn race(iterations: usize) {
         world.tasks.wait(&task.id, me.id(), None).await.unwrap();
     }
     let mut recorded: HashMap<(String, String), usize> = HashMap::new();
+    // Steered messages a completed turn ended without answering (must stay empty).
+    let mut unanswered: Vec<String> = Vec::new();
+    let mut transcripts = HashMap::new();
     for child in &children {
         let transcript = read_transcript(&transcript_path(data.path(), &AgentId::new(child.as_str()))).unwrap();
+        transcripts.insert(child.clone(), transcript.clone());
         assert_eq!(transcript.diagnostic, None);
         // Activations never overlapped: each answer saw every earlier answer.
         let mut answers = 0;
@@ -379,10 +402,25 @@ async fn race(iterations: usize) {
             }
         }
     }
-    let (mut started, mut refused, mut completed) = (0, 0, 0);
+    let (mut started, mut refused, mut completed, mut steered, mut steered_completed) = (0, 0, 0, 0, 0);
     for (child, message, fate) in &fates {
         let count = recorded.remove(&(child.clone(), message.clone())).unwrap_or(0);
         match fate {
+            Fate::Steered(task) => {
+                steered += 1;
+                assert_eq!(count, 1, "steered {message} into {task} was recorded {count} times");
+                let status = world.tasks.get(task, me.id()).unwrap().status;
+                match status {
+                    TaskStatus::Completed => {
+                        steered_completed += 1;
+                        if !answered_in_its_turn(&transcripts[child], message) {
+                            unanswered.push(message.clone());
+                        }
+                    }
+                    TaskStatus::Killed => {}
+                    status => panic!("{message}: task {task} ended {status}"),
+                }
+            }
             Fate::Refused(text) => {
                 refused += 1;
                 assert_eq!(count, 0, "refused {message} was recorded: {text}");
@@ -394,10 +432,11 @@ async fn race(iterations: usize) {
                     TaskStatus::Completed => {
                         completed += 1;
                         assert_eq!(count, 1, "{message} completed in {task} but was recorded {count} times");
-                        assert!(
-                            snapshot.output.starts_with(&format!("answer to {message} after ")),
-                            "{snapshot:?}"
-                        );
+                        // Its answer, or one to a message steered in after it.
+                        assert!(snapshot.output.starts_with("answer to m-"), "{snapshot:?}");
+                        if !answered_in_its_turn(&transcripts[child], message) {
+                            unanswered.push(message.clone());
+                        }
                     }
                     TaskStatus::Killed => assert!(count <= 1, "{message} recorded {count} times"),
                     status => panic!("{message}: task {task} ended {status}: {:?}", snapshot.detail),
@@ -408,16 +447,42 @@ async fn race(iterations: usize) {
     // Nothing was recorded that was not sent (besides each child's first prompt).
     recorded.retain(|(_, content), _| !content.starts_with("seed-"));
     assert!(recorded.is_empty(), "recorded but never sent: {recorded:?}");
-    assert_eq!(started + refused, fates.len());
+    assert!(
+        unanswered.is_empty(),
+        "completed turns ended before answering: {unanswered:?}"
+    );
+    assert_eq!(steered + started + refused, fates.len());
     eprintln!(
-        "{} messages: {completed} completed, {} killed, {refused} refused",
+        "{} messages: {steered} steered ({steered_completed} completed, {} killed), {started} started ({completed} completed, {} killed), {refused} refused",
         fates.len(),
+        steered - steered_completed,
         started - completed
     );
     assert!(
-        completed > 0 && refused > 0,
-        "the race exercised both routes: {completed} completed, {refused} refused"
+        completed > 0 && refused > 0 && steered_completed > 0,
+        "the race exercised every route: {steered} steered, {completed} completed, {refused} refused"
     );
+}
+
+/// Whether the child answered `message` before the turn it joined ended.
+fn answered_in_its_turn(transcript: &dsh_agent::transcript::Transcript, message: &str) -> bool {
+    let entries = &transcript.entries;
+    let Some(at) = entries.iter().position(
+        |entry| matches!(entry, TranscriptEntry::Message { message: Message::User { content } } if content == message),
+    ) else {
+        return false;
+    };
+    entries[at + 1..]
+        .iter()
+        .take_while(|entry| !matches!(entry, TranscriptEntry::TurnEnd { .. }))
+        .any(|entry| {
+            matches!(
+                entry,
+                TranscriptEntry::Message {
+                    message: Message::Assistant { .. }
+                }
+            )
+        })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

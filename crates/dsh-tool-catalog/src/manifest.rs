@@ -62,10 +62,11 @@ pub fn manifest() -> Vec<ToolPackage> {
             writes: &[
                 "tool/call",
                 "tool/result",
+                "a user message joining the running turn of the caller's own continuable subagent",
                 "a new background task continuing the caller's own continuable subagent",
             ],
             shipped_aliases: &[],
-            note: "Registered once and shared by every agent: it acts only on the caller's own continuable children (those a `subagent` tool started with `run_in_background: true` over a provider with the continuation capability). A message either starts a new task that continues the child, collected with `task_output`, or is refused with an error ending `the message was not delivered` — for instance while the child's current task is still running (this release does not steer a running turn; send again after the task settles). An unknown, foreign or descriptor-less id starts a task that fails.",
+            note: "Registered once and shared by every agent: it acts only on the caller's own continuable children (those a `subagent` tool started with `run_in_background: true` over a provider with the continuation capability). While the child is working the message joins its current turn (`message delivered to running task <taskId>`; that task's answer has seen it); once it has finished, the message starts a new task that continues the child (`message started task <taskId> continuing subagent <subagent_id>`); either way the answer is collected with `task_output`. Otherwise it is refused with an error ending `the message was not delivered`: the child is still starting or settling, its provider cannot take messages mid-turn (only in-process spawn children can), or its turn ended just before the message arrived (send again to start the next task). An unknown, foreign or descriptor-less id starts a task that fails.",
             mount: mount_subagent_control,
         },
         ToolPackage {

@@ -37,7 +37,8 @@ impl SendMessageTool {
         }
     }
 
-    /// Synchronous: the message is started as a task, or refused.
+    /// Synchronous: the message joins the running task, starts a new one,
+    /// or is refused.
     fn send(&self, args: &Value, exec: &ToolExecution) -> Result<ToolOutput, ToolError> {
         let parent = exec
             .agent()
@@ -51,6 +52,7 @@ impl SendMessageTool {
                 ToolError::new(error.to_string()).with_code(code)
             })?;
         Ok(ToolOutput::text(match delivery.route {
+            Route::Steered => wording::steered(&delivery.task_id),
             Route::Started => wording::started(&delivery.task_id, subagent_id),
         }))
     }

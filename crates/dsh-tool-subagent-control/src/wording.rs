@@ -16,6 +16,12 @@ pub const MESSAGE_PARAMETER: &str = "The message to deliver to the subagent.";
 /// The call has no calling agent (seed 002, verbatim).
 pub const NO_CALLING_AGENT: &str = "send_message requires a calling agent (exec.agent was undefined)";
 
+/// The `steered` rendering (seed 002, verbatim): the message joined the
+/// running activation, whose task carries its effect.
+pub fn steered(task_id: &str) -> String {
+    format!("message delivered to running task {task_id}")
+}
+
 /// The `started` rendering (seed 002, verbatim; uses the argument id).
 pub fn started(task_id: &str, subagent_id: &str) -> String {
     format!("message started task {task_id} continuing subagent {subagent_id}")

@@ -33,15 +33,40 @@ fn description_and_schema_are_pinned_and_match_the_contract() {
 
 #[test]
 fn renderings_and_refusals_are_pinned() {
+    use dsh_subagent::ControlError;
     insta::assert_snapshot!("rendering_started", wording::started("subagent-2", "child-1"));
+    insta::assert_snapshot!("rendering_steered", wording::steered("subagent-9"));
     insta::assert_snapshot!("no_calling_agent", wording::NO_CALLING_AGENT);
-    let running = dsh_subagent::ControlError::ActivationRunning {
-        child: "child-1".into(),
-        task_id: "subagent-1".into(),
-        status: dsh_tasks::TaskStatus::Running,
-    };
-    insta::assert_snapshot!("refused_running", running.to_string());
-    assert_eq!(running.code(), "NOT_DELIVERED");
+    let child = || "child-1".to_owned();
+    let refusals = [
+        (
+            "refused_settling",
+            ControlError::ActivationSettling {
+                child: child(),
+                task_id: "subagent-1".into(),
+                status: dsh_tasks::TaskStatus::Completed,
+            },
+        ),
+        ("refused_starting", ControlError::ActivationStarting { child: child() }),
+        (
+            "refused_no_live_delivery",
+            ControlError::NoLiveDelivery { child: child() },
+        ),
+        (
+            "refused_stopped_before_delivery",
+            ControlError::StoppedBeforeDelivery {
+                child: child(),
+                cause: dsh_subagent_api::SubagentError::failed(
+                    "subagent child \"child-1\" turn has already closed; the message was not delivered",
+                ),
+            },
+        ),
+    ];
+    for (name, refusal) in refusals {
+        insta::assert_snapshot!(name, refusal.to_string());
+        assert_eq!(refusal.code(), "NOT_DELIVERED", "{name}");
+        assert!(refusal.to_string().contains("the message was not delivered"), "{name}");
+    }
 }
 
 #[tokio::test]
@@ -74,29 +99,53 @@ async fn a_settled_child_is_continued_by_a_new_task_with_its_history() {
 }
 
 #[tokio::test]
-async fn a_message_to_a_running_child_is_refused_and_never_recorded() {
+async fn a_message_to_a_running_child_joins_its_current_task() {
     let data = tempfile::tempdir().unwrap();
     let world = World::open(data.path());
     let parent = world.parent("parent");
     let me = parent.agent_ref();
     let (child, task) = world.start(&parent, "slow work");
-    let refused = world.send(&me, &child, "also consider Y").await;
-    assert!(refused.is_error);
+    // Not published yet (its task has not run): nothing to steer.
+    let early = world.send(&me, &child, "too early").await;
+    assert!(early.is_error);
     assert_eq!(
-        refused.text,
-        format!(
-            "Error: subagent \"{child}\" task {task} is running; the message was not delivered — retry after it settles to start the next activation"
-        )
+        early.text,
+        format!("Error: subagent \"{child}\" activation is starting; the message was not delivered")
     );
-    assert_eq!(world.output(&me, &task).await, "slow answer\n[status: completed]");
-    let transcript = std::fs::read_to_string(data.path().join("agents").join(format!("{child}.jsonl"))).unwrap();
-    assert!(!transcript.contains("also consider Y"));
-    // After it settled, the same message starts the next activation.
-    let sent = world.send(&me, &child, "also consider Y").await;
-    assert!(!sent.is_error, "{}", sent.text);
+    // Mid-turn: once the child has recorded its prompt.
+    let path = data.path().join("agents").join(format!("{child}.jsonl"));
+    while !std::fs::read_to_string(&path).is_ok_and(|t| t.contains("slow work")) {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    let steered = world.send(&me, &child, "also consider Y").await;
+    assert!(!steered.is_error, "{}", steered.text);
+    assert_eq!(steered.text, format!("message delivered to running task {task}"));
+    // The task's answer has seen the message; no new task was created.
+    assert_eq!(
+        world.output(&me, &task).await,
+        "answer to also consider Y after 1 earlier answers\n[status: completed]"
+    );
+    let listed = world.call(&me, "task_list", json!({})).await.text;
+    assert!(!listed.contains("subagent-2"), "{listed}");
+    let transcript = dsh_agent::transcript::read_transcript(&path).unwrap();
+    let prompts: Vec<_> = transcript
+        .messages()
+        .iter()
+        .filter(|m| m.role().as_str() == "user")
+        .map(|m| m.content().to_owned())
+        .collect();
+    assert_eq!(prompts, ["slow work", "also consider Y"]);
+    let refused = std::fs::read_to_string(&path).unwrap();
+    assert!(!refused.contains("too early"), "a refused message is never recorded");
+    // After it settled, a message starts the next activation.
+    let sent = world.send(&me, &child, "and Z").await;
+    assert_eq!(
+        sent.text,
+        format!("message started task subagent-2 continuing subagent {child}")
+    );
     assert_eq!(
         world.output(&me, "subagent-2").await,
-        "answer to also consider Y after 1 earlier answers\n[status: completed]"
+        "answer to and Z after 2 earlier answers\n[status: completed]"
     );
 }
 

@@ -13,19 +13,35 @@ use dsh_tasks::{TaskError, TaskStatus};
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ControlError {
-    /// The child's current activation is still running (`NOT_DELIVERED`).
-    /// This service does not steer a running turn, so the message is
-    /// refused; it may be sent again once the task has settled.
+    /// The child's current activation task is no longer running but has not
+    /// released the child yet (`NOT_DELIVERED`); send again once it settles.
     #[error(
         "subagent \"{child}\" task {task_id} is {status}; the message was not delivered — retry after it settles to start the next activation"
     )]
-    ActivationRunning {
+    ActivationSettling {
         /// The child.
         child: String,
         /// Its current activation's task.
         task_id: String,
         /// That task's status.
         status: TaskStatus,
+    },
+    /// The running activation's provider offers no live delivery (`NOT_DELIVERED`).
+    #[error("subagent \"{child}\" provider does not accept live delivery; the message was not delivered")]
+    NoLiveDelivery {
+        /// The child.
+        child: String,
+    },
+    /// The running turn ended before the message could join it: the lost
+    /// steering race (`NOT_DELIVERED`). Never falls through to a new
+    /// activation in the same call; send again to start one.
+    #[error("subagent \"{child}\" stopped before delivery; the message was not delivered")]
+    StoppedBeforeDelivery {
+        /// The child.
+        child: String,
+        /// The provider's refusal.
+        #[source]
+        cause: SubagentError,
     },
     /// Another caller's follow-up is looking the child up (`NOT_DELIVERED`).
     #[error("subagent \"{child}\" activation is starting; the message was not delivered")]
@@ -81,7 +97,10 @@ impl ControlError {
     /// The stable code.
     pub fn code(&self) -> &str {
         match self {
-            Self::ActivationRunning { .. } | Self::ActivationStarting { .. } => "NOT_DELIVERED",
+            Self::ActivationSettling { .. }
+            | Self::ActivationStarting { .. }
+            | Self::NoLiveDelivery { .. }
+            | Self::StoppedBeforeDelivery { .. } => "NOT_DELIVERED",
             Self::FollowUpRefused { source } | Self::StartRefused { source } => source.code(),
             Self::Start { source } => source.code(),
             Self::NoContinuation { .. } | Self::Unavailable { .. } | Self::NoDescriptor { .. } => "NOT_RESUMABLE",

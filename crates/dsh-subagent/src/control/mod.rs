@@ -13,18 +13,23 @@
 //!
 //! The service's lock is the one owner of every child's activation slot
 //! (DESIGN decision 5). A send, an activation's end and a kill are ordered
-//! by it, so a message is either **started** as a new task, or **refused**
-//! synchronously with "the message was not delivered" — never acknowledged
-//! and then dropped:
+//! by it, so a message is either **steered** into the running activation,
+//! **started** as a new task, or **refused** synchronously with "the message
+//! was not delivered" — never acknowledged and then dropped:
 //!
 //! - The slot is taken, under the lock, before the task exists, and freed
 //!   only after the run has been released, just before the task settles.
-//!   While it is taken a send is refused (this service does not steer a
-//!   running turn), and two activations of one child never overlap.
+//!   Two activations of one child never overlap.
+//! - While the slot is taken, a send is live delivery into the running
+//!   turn through the run's [`Steerer`]. The child itself decides, under the
+//!   lock that also ends its turn, whether the message joined (its answer
+//!   to this turn, the task's output, has seen it) or arrived too late
+//!   (refused: "stopped before delivery"). A lost race never falls through
+//!   to a new activation in the same call.
 //! - A started follow-up looks the child up inside its task: an unknown,
 //!   foreign or descriptor-less id settles that task `failed`.
-//! - A kill cancels the activation's run, which settles `killed`; the slot
-//!   is freed the same way.
+//! - A kill cancels the activation's run, which settles `killed` together
+//!   with every message that joined it; the slot is freed the same way.
 
 mod error;
 mod settle;
@@ -34,8 +39,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
-    SubagentProvider,
+    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer,
+    SubagentError, SubagentProvider, SubagentRun,
 };
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
@@ -58,6 +63,9 @@ pub struct Started {
 /// How a message was routed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Route {
+    /// The message joined the running activation's turn; its effect is in
+    /// that task's result.
+    Steered,
     /// The message started a new activation task that continues the child.
     Started,
 }
@@ -84,6 +92,9 @@ struct Activation {
     owner: AgentId,
     /// `None` only while the task is being registered, under the lock.
     task_id: Option<String>,
+    /// The run, once the provider has published it: its live-delivery
+    /// handle, `None` when the provider offers none.
+    published: Option<Option<Steerer>>,
 }
 
 #[derive(Default)]
@@ -115,6 +126,19 @@ impl Inner {
                 // An id that never resolved to a child of anyone: forget it.
                 state.slots.remove(child);
             }
+        }
+    }
+
+    /// Records the activation's published run, so sends can steer it.
+    fn publish(&self, child: &str, serial: u64, run: &SubagentRun) {
+        let mut state = self.lock();
+        if let Some(activation) = state
+            .slots
+            .get_mut(child)
+            .and_then(|slot| slot.activation.as_mut())
+            .filter(|activation| activation.serial == serial)
+        {
+            activation.published = Some(run.steerer().cloned());
         }
     }
 
@@ -210,35 +234,52 @@ impl SubagentControl {
         let mut state = self.inner.lock();
         state.slots.entry(child_id.clone()).or_default().parent = Some(owner.clone());
         let task_id = self
-            .activate(&mut state, &child_id, owner, spec, move |child, control| async move {
-                let mut request = request;
-                // The task's kill, not the caller's token, governs the run.
-                request.cancel = control.token().child_token();
-                let started = match checked.continuation() {
-                    Some(continuable) => continuable.start_continuable(child, descriptor, request).await,
-                    None => Err(ControlError::NoContinuation {
-                        provider: checked.name().to_owned(),
+            .activate(
+                &mut state,
+                &child_id,
+                owner,
+                spec,
+                move |activation, control| async move {
+                    let mut request = request;
+                    // The task's kill, not the caller's token, governs the run.
+                    request.cancel = control.token().child_token();
+                    let started = match checked.continuation() {
+                        Some(continuable) => {
+                            continuable
+                                .start_continuable(activation.child.clone(), descriptor, request)
+                                .await
+                        }
+                        None => Err(ControlError::NoContinuation {
+                            provider: checked.name().to_owned(),
+                        }
+                        .into_subagent_error()),
+                    };
+                    match started {
+                        Ok(run) => {
+                            activation.published(&run);
+                            settle::settle(run).await
+                        }
+                        Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
+                        Err(error) => TaskOutcome::Failed {
+                            detail: error.to_string(),
+                        },
                     }
-                    .into_subagent_error()),
-                };
-                match started {
-                    Ok(run) => settle::settle(run).await,
-                    Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
-                    Err(error) => TaskOutcome::Failed {
-                        detail: error.to_string(),
-                    },
-                }
-            })
+                },
+            )
             .map_err(|source| ControlError::StartRefused { source })?;
         Ok(Started { child_id, task_id })
     }
 
     /// Sends a message to a continuable child of `parent`.
     ///
-    /// - The child's current activation is still running → refused
-    ///   ([`ControlError::ActivationRunning`]; another caller's follow-up
-    ///   still looking the child up → [`ControlError::ActivationStarting`]).
-    ///   Nothing was delivered; send again after it settles.
+    /// - The child has an activation → **live delivery** ([`Route::Steered`],
+    ///   the activation's task id; no task is created). Refused, with nothing
+    ///   delivered, when its task is no longer running
+    ///   ([`ControlError::ActivationSettling`]), its run is not published yet
+    ///   ([`ControlError::ActivationStarting`]), its provider cannot steer
+    ///   ([`ControlError::NoLiveDelivery`]), or its turn ended first
+    ///   ([`ControlError::StoppedBeforeDelivery`]: send again to start the
+    ///   next activation).
     /// - Known to belong to another parent → a started task that fails with
     ///   `subagent "<id>" belongs to another parent session`.
     /// - Otherwise → [`Route::Started`]: a new task owned by `parent`,
@@ -272,28 +313,32 @@ impl SubagentControl {
             });
         }
         if let Some(activation) = slot.and_then(|slot| slot.activation.as_ref()) {
-            return Err(match (&activation.task_id, activation.owner == caller) {
-                (Some(task_id), true) => ControlError::ActivationRunning {
+            let (task_id, steerer) = self.live_route(child_id, activation, &caller)?;
+            drop(state);
+            // Outside the lock: the child decides, under its own turn lock,
+            // whether the message joined; a steerer may take any lock.
+            return match steerer.steer(vec![ContentBlock::text(message)]) {
+                Ok(()) => Ok(Delivery {
+                    route: Route::Steered,
+                    task_id,
+                }),
+                Err(cause) => Err(ControlError::StoppedBeforeDelivery {
                     child: child_id.to_owned(),
-                    task_id: task_id.clone(),
-                    status: self
-                        .inner
-                        .tasks
-                        .get(task_id, &caller)
-                        .map_or(TaskStatus::Running, |task| task.status),
-                },
-                _ => ControlError::ActivationStarting {
-                    child: child_id.to_owned(),
-                },
-            });
+                    cause,
+                }),
+            };
         }
         let inner = self.inner.clone();
         let parent = parent.clone();
         let prompt = vec![ContentBlock::text(message)];
         let task_id = self
-            .activate(&mut state, child_id, caller, spec, move |child, control| async move {
-                resume(&inner, child, parent, prompt, control).await
-            })
+            .activate(
+                &mut state,
+                child_id,
+                caller,
+                spec,
+                move |activation, control| async move { resume(&inner, activation, parent, prompt, control).await },
+            )
             .map_err(|source| ControlError::FollowUpRefused { source })?;
         Ok(Delivery {
             route: Route::Started,
@@ -301,9 +346,45 @@ impl SubagentControl {
         })
     }
 
+    /// The running activation's task and live-delivery handle, or why a
+    /// message cannot join it. Under the lock.
+    fn live_route(
+        &self,
+        child: &str,
+        activation: &Activation,
+        caller: &AgentId,
+    ) -> Result<(String, Steerer), ControlError> {
+        let starting = || ControlError::ActivationStarting {
+            child: child.to_owned(),
+        };
+        let Some(task_id) = activation.task_id.as_ref().filter(|_| activation.owner == *caller) else {
+            return Err(starting());
+        };
+        let status = self
+            .inner
+            .tasks
+            .get(task_id, caller)
+            .map_or(TaskStatus::Running, |task| task.status);
+        if status != TaskStatus::Running {
+            return Err(ControlError::ActivationSettling {
+                child: child.to_owned(),
+                task_id: task_id.clone(),
+                status,
+            });
+        }
+        match &activation.published {
+            None => Err(starting()),
+            Some(None) => Err(ControlError::NoLiveDelivery {
+                child: child.to_owned(),
+            }),
+            Some(Some(steerer)) => Ok((task_id.clone(), steerer.clone())),
+        }
+    }
+
     /// Takes the child's slot and registers its activation task, all under
-    /// the lock the caller holds. The producer gets the child id; the slot is
-    /// freed when the producer's future ends or is dropped.
+    /// the lock the caller holds. The producer gets its [`Activated`]
+    /// handle; the slot is freed when the producer's future ends or is
+    /// dropped.
     fn activate<F, Fut>(
         &self,
         state: &mut State,
@@ -313,7 +394,7 @@ impl SubagentControl {
         producer: F,
     ) -> Result<String, dsh_tasks::TaskError>
     where
-        F: FnOnce(String, TaskControl) -> Fut,
+        F: FnOnce(Activated, TaskControl) -> Fut,
         Fut: Future<Output = TaskOutcome> + Send + 'static,
     {
         state.next_serial += 1;
@@ -322,16 +403,22 @@ impl SubagentControl {
             serial,
             owner,
             task_id: None,
+            published: None,
         });
         let inner = self.inner.clone();
         let child_id = child.to_owned();
         let spawned = self.inner.tasks.spawn(spec, move |control| {
             let guard = SlotGuard {
-                inner,
+                inner: inner.clone(),
                 child: child_id.clone(),
                 serial,
             };
-            let work = producer(child_id, control);
+            let activated = Activated {
+                inner,
+                child: child_id,
+                serial,
+            };
+            let work = producer(activated, control);
             async move {
                 let outcome = work.await;
                 // Released (by `settle`) before the slot is freed, and the
@@ -371,14 +458,29 @@ impl SubagentControl {
     }
 }
 
+/// What an activation's producer knows of itself: its child, and how to
+/// make its published run steerable.
+struct Activated {
+    inner: Arc<Inner>,
+    child: String,
+    serial: u64,
+}
+
+impl Activated {
+    fn published(&self, run: &SubagentRun) {
+        self.inner.publish(&self.child, self.serial, run);
+    }
+}
+
 /// A follow-up activation: look the child up, then resume it.
 async fn resume(
     inner: &Inner,
-    child: String,
+    activation: Activated,
     parent: AgentRef,
     prompt: Vec<ContentBlock>,
     control: TaskControl,
 ) -> TaskOutcome {
+    let child = activation.child.clone();
     let failed = |error: ControlError| TaskOutcome::Failed {
         detail: error.to_string(),
     };
@@ -418,7 +520,10 @@ async fn resume(
     };
     let request = ResumeRequest::new(child, prompt, parent, control.token().child_token(), descriptor);
     match continuable.resume(request).await {
-        Ok(run) => settle::settle(run).await,
+        Ok(run) => {
+            activation.published(&run);
+            settle::settle(run).await
+        }
         Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
         Err(error) => TaskOutcome::Failed {
             detail: error.to_string(),

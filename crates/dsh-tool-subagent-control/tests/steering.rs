@@ -1,0 +1,259 @@
+//! Live delivery's refusals, made deterministic with a hand-built continuable
+//! provider: its runs answer when the test says so, and its steerer is absent,
+//! accepting or refusing as each test needs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+
+use dsh_subagent::{SubagentControl, SubagentService};
+use dsh_subagent_api::{
+    AgentId, AgentRef, CancellationToken, Capabilities, ChildRecord, ChildStore, ContentBlock, ContinuableProvider,
+    ContinuationDescriptor, ResumeRequest, StartRequest, Steerer, SubagentError, SubagentProvider, SubagentResult,
+    SubagentRun, concat_text,
+};
+use dsh_tasks::TaskRegistry;
+use dsh_tool_subagent_control::SubagentControlPlugin;
+use dsh_tool_tasks::TaskToolsPlugin;
+use dsh_tools::{ToolExecution, ToolRegistry, ToolResult};
+use futures::future::BoxFuture;
+use serde_json::json;
+use tokio::sync::watch;
+
+#[derive(Clone, Copy)]
+enum Steering {
+    Absent,
+    Accept,
+    Refuse,
+}
+
+/// Runs answer `done` (plus what was steered into them) once `answer` is set.
+struct Gated {
+    steering: Steering,
+    answer: watch::Receiver<bool>,
+    steered: Arc<Mutex<Vec<String>>>,
+}
+
+impl Gated {
+    fn run(&self, id: String) -> SubagentRun {
+        let mut answer = self.answer.clone();
+        let steered = self.steered.clone();
+        let run = SubagentRun::new(
+            id,
+            async move {
+                let _ = answer.wait_for(|open| *open).await;
+                let joined = steered.lock().unwrap().join(", ");
+                Ok(SubagentResult::completed(format!("done [{joined}]")))
+            },
+            || async { Ok(()) },
+        );
+        let sink = self.steered.clone();
+        match self.steering {
+            Steering::Absent => run,
+            Steering::Accept => run.with_steerer(Steerer::new(move |content: Vec<ContentBlock>| {
+                sink.lock().unwrap().push(concat_text(&content));
+                Ok(())
+            })),
+            Steering::Refuse => run.with_steerer(Steerer::new(|_| {
+                Err(SubagentError::failed_with_code(
+                    "subagent child \"c\" turn has already closed; the message was not delivered",
+                    "NOT_DELIVERED",
+                ))
+            })),
+        }
+    }
+}
+
+impl SubagentProvider for Gated {
+    fn name(&self) -> &str {
+        "gated"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NONE
+    }
+    fn inherits_parent_context(&self) -> bool {
+        false
+    }
+    fn start(&self, _request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed("one-shot starts are not used here")) })
+    }
+    fn continuation(&self) -> Option<&dyn ContinuableProvider> {
+        Some(self)
+    }
+}
+
+impl ContinuableProvider for Gated {
+    fn start_continuable(
+        &self,
+        child_id: String,
+        _descriptor: ContinuationDescriptor,
+        _request: StartRequest,
+    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { Ok(self.run(child_id)) })
+    }
+    fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { Ok(self.run(request.child_id)) })
+    }
+}
+
+/// Every child belongs to `parent` and has a `gated` descriptor.
+struct Store;
+
+impl ChildStore for Store {
+    fn lookup(&self, child_id: &str) -> Result<Option<ChildRecord>, SubagentError> {
+        let request = StartRequest::text("", AgentRef::new("parent"), CancellationToken::new());
+        Ok(Some(ChildRecord {
+            id: child_id.to_owned(),
+            parent: Some(AgentId::new("parent")),
+            descriptor: Some(ContinuationDescriptor::for_request("gated", &request)),
+            diagnostic: None,
+        }))
+    }
+    fn children_of(&self, _parent: &AgentId) -> Result<Vec<ChildRecord>, SubagentError> {
+        Ok(Vec::new())
+    }
+}
+
+struct World {
+    control: SubagentControl,
+    tools: ToolRegistry,
+    answer: watch::Sender<bool>,
+    steered: Arc<Mutex<Vec<String>>>,
+    me: AgentRef,
+    _keep: (
+        dsh_subagent::ProviderRegistration,
+        SubagentControlPlugin,
+        TaskToolsPlugin,
+    ),
+}
+
+impl World {
+    fn new(steering: Steering) -> Self {
+        let (answer, gate) = watch::channel(false);
+        let steered = Arc::new(Mutex::new(Vec::new()));
+        let service = SubagentService::new();
+        let provider = Gated {
+            steering,
+            answer: gate,
+            steered: steered.clone(),
+        };
+        let registration = service.register_provider(Arc::new(provider)).unwrap();
+        let tasks = TaskRegistry::new();
+        let control = SubagentControl::new(service, tasks.clone(), Arc::new(Store));
+        let tools = ToolRegistry::new();
+        let send = SubagentControlPlugin::apply(&control, &tools).unwrap();
+        let task_tools = TaskToolsPlugin::apply(&tasks, &tools).unwrap();
+        Self {
+            control,
+            tools,
+            answer,
+            steered,
+            me: AgentRef::new("parent"),
+            _keep: (registration, send, task_tools),
+        }
+    }
+
+    /// Starts a child and waits until its run is published.
+    async fn start(&self) -> (String, String) {
+        let request = StartRequest::text("work", self.me.clone(), CancellationToken::new());
+        let started = self.control.start_continuable("gated", "work".into(), request).unwrap();
+        // The producer publishes on its first poll.
+        tokio::task::yield_now().await;
+        (started.child_id, started.task_id)
+    }
+
+    async fn call(&self, tool: &str, args: serde_json::Value) -> ToolResult {
+        let exec = ToolExecution::new(CancellationToken::new()).with_agent(self.me.clone());
+        self.tools.call(tool, args, exec).await
+    }
+
+    async fn send(&self, child: &str, message: &str) -> ToolResult {
+        self.call("send_message", json!({"subagent_id": child, "message": message}))
+            .await
+    }
+
+    async fn output(&self, task: &str) -> String {
+        self.call("task_output", json!({"task_id": task, "wait": true}))
+            .await
+            .text
+    }
+}
+
+#[tokio::test]
+async fn a_provider_without_live_delivery_refuses_and_the_child_continues_after_it_settles() {
+    let world = World::new(Steering::Absent);
+    let (child, task) = world.start().await;
+    let refused = world.send(&child, "also consider Y").await;
+    assert!(refused.is_error);
+    assert_eq!(
+        refused.text,
+        format!("Error: subagent \"{child}\" provider does not accept live delivery; the message was not delivered")
+    );
+    world.answer.send_replace(true);
+    assert_eq!(world.output(&task).await, "done []\n[status: completed]");
+    let sent = world.send(&child, "also consider Y").await;
+    assert_eq!(
+        sent.text,
+        format!("message started task subagent-2 continuing subagent {child}")
+    );
+}
+
+#[tokio::test]
+async fn a_lost_steering_race_is_refused_and_never_falls_through_to_a_new_task() {
+    let world = World::new(Steering::Refuse);
+    let (child, task) = world.start().await;
+    let refused = world.send(&child, "also consider Y").await;
+    assert!(refused.is_error);
+    assert_eq!(
+        refused.text,
+        format!("Error: subagent \"{child}\" stopped before delivery; the message was not delivered")
+    );
+    let error = world
+        .control
+        .send_message(&world.me, &child, "again")
+        .expect_err("still refused");
+    assert_eq!(error.code(), "NOT_DELIVERED");
+    let cause = std::error::Error::source(&error).map(ToString::to_string);
+    assert_eq!(
+        cause.as_deref(),
+        Some("subagent child \"c\" turn has already closed; the message was not delivered"),
+        "the provider's refusal is the cause"
+    );
+    let listed = world.call("task_list", json!({})).await.text;
+    assert!(!listed.contains("subagent-2"), "no task was created: {listed}");
+    world.answer.send_replace(true);
+    assert_eq!(world.output(&task).await, "done []\n[status: completed]");
+}
+
+#[tokio::test]
+async fn steered_messages_join_the_running_task_in_order() {
+    let world = World::new(Steering::Accept);
+    let (child, task) = world.start().await;
+    for message in ["first", "second"] {
+        let sent = world.send(&child, message).await;
+        assert_eq!(sent.text, format!("message delivered to running task {task}"));
+    }
+    world.answer.send_replace(true);
+    assert_eq!(world.output(&task).await, "done [first, second]\n[status: completed]");
+    assert_eq!(*world.steered.lock().unwrap(), ["first", "second"]);
+}
+
+#[tokio::test]
+async fn another_parent_cannot_steer_a_running_child() {
+    let world = World::new(Steering::Accept);
+    let (child, _task) = world.start().await;
+    let stranger = AgentRef::new("stranger");
+    let delivery = world.control.send_message(&stranger, &child, "hijack").unwrap();
+    assert_eq!(delivery.route, dsh_subagent::Route::Started);
+    let exec = ToolExecution::new(CancellationToken::new()).with_agent(stranger.clone());
+    let output = world
+        .tools
+        .call("task_output", json!({"task_id": delivery.task_id, "wait": true}), exec)
+        .await
+        .text;
+    assert_eq!(
+        output,
+        format!("(no new output)\n[status: failed, subagent \"{child}\" belongs to another parent session]")
+    );
+    assert!(world.steered.lock().unwrap().is_empty(), "nothing reached the child");
+    world.answer.send_replace(true);
+}
