@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use dsh_subagent_api::{
-    StartRequest, StopReason, SubagentError, SubagentProvider, SubagentRun, child_depth, concat_text,
+    AgentId, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentRun, child_depth, concat_text,
 };
 use dsh_tools::panic_message;
 
@@ -229,31 +229,52 @@ impl SubagentService {
     /// ([`SubagentService::subscribe`]).
     pub async fn start(&self, provider_name: &str, request: StartRequest) -> Result<SubagentRun, SubagentError> {
         let provider = self.checked_provider(provider_name, &request)?;
-        if self.inner.run_listeners.load(Ordering::SeqCst) == 0 {
+        if !self.announces_runs() {
             // Nobody hears run events: no announcement, no observer.
             return provider.start(request).await;
+        }
+        let parent = request.parent.id().clone();
+        let label = request.label.clone();
+        let run = provider.start(request).await?;
+        Ok(self.announce(provider_name, parent, label, run))
+    }
+
+    /// Whether some subscriber hears run events now.
+    fn announces_runs(&self) -> bool {
+        self.inner.run_listeners.load(Ordering::SeqCst) > 0
+    }
+
+    /// Announces a run published outside [`SubagentService::start`] (a
+    /// continuable child's activation) exactly as `start` announces its own:
+    /// [`SubagentEvent::RunStarted`] now, [`SubagentEvent::RunEnded`] when
+    /// its result settles. Returns the run unchanged when nobody hears run
+    /// events.
+    pub(crate) fn announce(
+        &self,
+        provider_name: &str,
+        parent: AgentId,
+        label: Option<String>,
+        run: SubagentRun,
+    ) -> SubagentRun {
+        if !self.announces_runs() {
+            return run;
         }
         let info = RunInfo {
             run_id: self.inner.next_run.fetch_add(1, Ordering::Relaxed) + 1,
             provider: provider_name.to_owned(),
-            id: String::new(),
-            parent: request.parent.id().clone(),
-            label: request.label.clone(),
-        };
-        let run = provider.start(request).await?;
-        let info = RunInfo {
             id: run.id().to_owned(),
-            ..info
+            parent,
+            label,
         };
         // Announce first, then move the same info into the settlement
         // observer: no copy. Nobody can poll the result before we return it.
         let started = SubagentEvent::RunStarted(info);
         self.inner.notify(&started);
         let SubagentEvent::RunStarted(end_info) = started else {
-            return Ok(run);
+            return run;
         };
         let observer = Arc::downgrade(&self.inner);
-        let run = run.map_result(move |result| async move {
+        run.map_result(move |result| async move {
             let outcome = result.await;
             if let Some(inner) = observer.upgrade() {
                 let (stop_reason, text) = match &outcome {
@@ -267,8 +288,7 @@ impl SubagentService {
                 }));
             }
             outcome
-        });
-        Ok(run)
+        })
     }
 }
 

@@ -114,6 +114,7 @@ impl ChildStore for Store {
 }
 
 struct World {
+    service: SubagentService,
     control: SubagentControl,
     tools: ToolRegistry,
     answer: watch::Sender<bool>,
@@ -138,11 +139,12 @@ impl World {
         };
         let registration = service.register_provider(Arc::new(provider)).unwrap();
         let tasks = TaskRegistry::new();
-        let control = SubagentControl::new(service, tasks.clone(), Arc::new(Store));
+        let control = SubagentControl::new(service.clone(), tasks.clone(), Arc::new(Store));
         let tools = ToolRegistry::new();
         let send = SubagentControlPlugin::apply(&control, &tools).unwrap();
         let task_tools = TaskToolsPlugin::apply(&tasks, &tools).unwrap();
         Self {
+            service,
             control,
             tools,
             answer,
@@ -154,7 +156,8 @@ impl World {
 
     /// Starts a child and waits until its run is published.
     async fn start(&self) -> (String, String) {
-        let request = StartRequest::text("work", self.me.clone(), CancellationToken::new());
+        let mut request = StartRequest::text("work", self.me.clone(), CancellationToken::new());
+        request.label = Some("work".into());
         let started = self.control.start_continuable("gated", "work".into(), request).unwrap();
         // The producer publishes on its first poll.
         tokio::task::yield_now().await;
@@ -256,4 +259,45 @@ async fn another_parent_cannot_steer_a_running_child() {
     );
     assert!(world.steered.lock().unwrap().is_empty(), "nothing reached the child");
     world.answer.send_replace(true);
+}
+
+#[tokio::test]
+async fn every_activation_is_announced_as_a_run() {
+    use dsh_subagent::SubagentEvent;
+    let world = World::new(Steering::Accept);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let _subscription = world.service.subscribe(Arc::new(move |event: &SubagentEvent| {
+        let line = match event {
+            SubagentEvent::RunStarted(info) => format!(
+                "start {} {} parent={} label={:?}",
+                info.provider, info.id, info.parent, info.label
+            ),
+            SubagentEvent::RunEnded(end) => format!(
+                "end {} {} {:?}",
+                end.run.id, end.stop_reason, end.last_assistant_message
+            ),
+            _ => return Ok(()),
+        };
+        sink.lock().unwrap().push(line);
+        Ok(())
+    }));
+    let (child, task) = world.start().await;
+    world.answer.send_replace(true);
+    world.output(&task).await;
+    let sent = world.send(&child, "more").await;
+    assert_eq!(
+        sent.text,
+        format!("message started task subagent-2 continuing subagent {child}")
+    );
+    world.output("subagent-2").await;
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            format!("start gated {child} parent=parent label=Some(\"work\")"),
+            format!("end {child} completed Some(\"done []\")"),
+            format!("start gated {child} parent=parent label=None"),
+            format!("end {child} completed Some(\"done []\")"),
+        ]
+    );
 }

@@ -30,6 +30,9 @@
 //!   foreign or descriptor-less id settles that task `failed`.
 //! - A kill cancels the activation's run, which settles `killed` together
 //!   with every message that joined it; the slot is freed the same way.
+//!
+//! Every activation's run is announced on the service's run events, like a
+//! one-shot start.
 
 mod error;
 mod settle;
@@ -228,6 +231,7 @@ impl SubagentControl {
     ) -> Result<Started, ControlError> {
         let checked = self.check(provider, &request)?;
         let descriptor = ContinuationDescriptor::for_request(provider, &request);
+        let announced_label = request.label.clone();
         let child_id = uuid::Uuid::new_v4().to_string();
         let owner = request.parent.id().clone();
         let spec = TaskSpec::new(TASK_KIND, label, owner.clone());
@@ -256,7 +260,7 @@ impl SubagentControl {
                     };
                     match started {
                         Ok(run) => {
-                            activation.published(&run);
+                            let run = activation.announce(checked.name(), announced_label, run);
                             settle::settle(run).await
                         }
                         Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
@@ -467,8 +471,21 @@ struct Activated {
 }
 
 impl Activated {
-    fn published(&self, run: &SubagentRun) {
-        self.inner.publish(&self.child, self.serial, run);
+    /// The run is published: announce it like any other run (run events),
+    /// then make it steerable.
+    fn announce(&self, provider: &str, label: Option<String>, run: SubagentRun) -> SubagentRun {
+        let parent = self
+            .inner
+            .lock()
+            .slots
+            .get(&self.child)
+            .and_then(|slot| slot.parent.clone());
+        let run = match parent {
+            Some(parent) => self.inner.service.announce(provider, parent, label, run),
+            None => run,
+        };
+        self.inner.publish(&self.child, self.serial, &run);
+        run
     }
 }
 
@@ -519,9 +536,10 @@ async fn resume(
         });
     };
     let request = ResumeRequest::new(child, prompt, parent, control.token().child_token(), descriptor);
+    let (provider_name, label) = (request.descriptor.provider.clone(), request.descriptor.label.clone());
     match continuable.resume(request).await {
         Ok(run) => {
-            activation.published(&run);
+            let run = activation.announce(&provider_name, label, run);
             settle::settle(run).await
         }
         Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
