@@ -12,6 +12,7 @@ use dsh_agent::{Agent, AgentRuntime};
 use dsh_llm::{Message, ScriptedModel};
 use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
 use dsh_subagent_api::AgentId;
+use dsh_subagent_fork::ForkProvider;
 use dsh_subagent_spawn::SpawnProvider;
 use dsh_tasks::{TaskRegistry, TaskStatus};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
@@ -28,6 +29,7 @@ struct World {
     runtime: Arc<AgentRuntime>,
     _keep: (
         ProviderRegistration,
+        ProviderRegistration,
         SubagentToolPlugin,
         SubagentControlPlugin,
         TaskToolsPlugin,
@@ -43,6 +45,7 @@ impl World {
         ]});
         let service = SubagentService::new();
         let registration = service.register_provider(Arc::new(SpawnProvider::new())).unwrap();
+        let fork = service.register_provider(Arc::new(ForkProvider::new())).unwrap();
         let tasks = TaskRegistry::new();
         let control = SubagentControl::new(service.clone(), tasks.clone(), Arc::new(JsonlChildStore::new(data_dir)));
         let tools = ToolRegistry::new();
@@ -57,7 +60,7 @@ impl World {
             tasks,
             control,
             runtime,
-            _keep: (registration, subagent, send, task_tools),
+            _keep: (registration, fork, subagent, send, task_tools),
         }
     }
 
@@ -272,6 +275,59 @@ async fn a_run_interrupted_between_two_lines_stays_out_of_every_later_history() 
         e,
         TranscriptEntry::Repair { diagnostic, torn } if torn.is_empty() && diagnostic.contains("1 message(s) of an interrupted run")
     )));
+}
+
+#[tokio::test]
+async fn a_fork_child_keeps_its_inherited_turns_across_activations_and_a_restart() {
+    let data = tempfile::tempdir().unwrap();
+    let world = World::open(data.path());
+    let parent = Agent::builder(world.runtime.clone())
+        .id("parent")
+        .system_prompt("You are the parent.")
+        .build()
+        .unwrap();
+    let cancel = CancellationToken::new();
+    parent.run("Remember: the secret is 42.", &cancel).await;
+    let me = parent.agent_ref();
+    let mut request = dsh_subagent_api::StartRequest::text("What is the secret?", me.clone(), cancel.clone());
+    request.label = Some("recall".into());
+    let started = world
+        .control
+        .start_continuable("fork", "recall".into(), request)
+        .unwrap();
+    // The inherited turns: the parent's prompt and its answer.
+    assert_eq!(
+        world.output(&me, &started.task_id).await,
+        "answer to What is the secret? after 1 earlier answers\n[status: completed]"
+    );
+    let restarted = World::open(data.path());
+    let task = started_task(
+        &restarted.send(&me, &started.child_id, "And again?").await,
+        &started.child_id,
+    );
+    assert_eq!(
+        restarted.output(&me, &task).await,
+        "answer to And again? after 2 earlier answers\n[status: completed]"
+    );
+    let transcript = read_transcript(&transcript_path(data.path(), &AgentId::new(started.child_id.as_str()))).unwrap();
+    let users: Vec<_> = transcript
+        .messages()
+        .into_iter()
+        .filter(|m| matches!(m, Message::User { .. }))
+        .map(|m| m.content().to_owned())
+        .collect();
+    assert_eq!(
+        users,
+        ["Remember: the secret is 42.", "What is the secret?", "And again?"]
+    );
+    let descriptor = transcript.entries.iter().find_map(|entry| match entry {
+        TranscriptEntry::Descriptor { descriptor } => Some(descriptor.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        descriptor,
+        Some(json!({"version": 1, "provider": "fork", "label": "recall"}))
+    );
 }
 
 /// A tiny deterministic generator (xorshift64*).

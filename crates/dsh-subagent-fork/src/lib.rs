@@ -8,6 +8,10 @@
 //! are those of `spawn`; the child inherits the parent's context, so the
 //! `subagent` tool uses its inherited (`INHERITS this conversation`) wording.
 //!
+//! Fork children are continuable, like spawn ones: with a data directory,
+//! `run_in_background` starts a durable child that `send_message` continues,
+//! its inherited turns kept as its transcript's seed.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use dsh_subagent_api::SubagentProvider;
@@ -16,12 +20,16 @@
 //! let fork = Arc::new(ForkProvider::new());
 //! assert_eq!(fork.name(), "fork");
 //! assert!(fork.inherits_parent_context());
+//! assert!(fork.continuation().is_some());
 //! ```
 
 #![forbid(unsafe_code)]
 
-use dsh_agent::child::{ChildContext, start_child};
-use dsh_subagent_api::{Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentRun};
+use dsh_agent::child::{ChildContext, resume_child, start_child, start_continuable_child};
+use dsh_subagent_api::{
+    Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
+    SubagentProvider, SubagentRun,
+};
 use futures::future::BoxFuture;
 
 /// The default provider name.
@@ -66,6 +74,28 @@ impl SubagentProvider for ForkProvider {
 
     fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
         Box::pin(async move { start_child(request, ChildContext::InheritParent) })
+    }
+
+    fn continuation(&self) -> Option<&dyn ContinuableProvider> {
+        Some(self)
+    }
+}
+
+/// Continuable fork children: the inherited turns are recorded as the
+/// transcript's seed, so a resumed child (also after a restart) still has
+/// them, followed by its own turns.
+impl ContinuableProvider for ForkProvider {
+    fn start_continuable(
+        &self,
+        child_id: String,
+        descriptor: ContinuationDescriptor,
+        request: StartRequest,
+    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { start_continuable_child(request, ChildContext::InheritParent, child_id, &descriptor) })
+    }
+
+    fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { resume_child(request) })
     }
 }
 

@@ -98,10 +98,11 @@ impl Setup {
                 SubagentToolPlugin::apply_with_control(child_policy(config, true), &service, &tools, control)
             }
             None => {
-                // Without transcripts a spawn child cannot be continuable, and
-                // its provider's background route is the continuable one: keep
-                // `subagent` foreground rather than advertise what would fail.
-                // `subagent_fork` keeps its one-shot background route.
+                // Without transcripts no child can be continuable, and the
+                // background route of a provider that continues its children
+                // is the continuable one: keep such tools foreground rather
+                // than advertise what would fail. Both spawn and fork are
+                // continuable, so this is every tool here today.
                 let config = child_policy(config, false);
                 let continuable = service
                     .provider(&config.provider)
@@ -187,21 +188,21 @@ mod tests {
         let fork = tools.get("subagent_fork").unwrap();
         assert!(
             fork.description()
-                .ends_with(dsh_tool_subagent::wording::ONE_SHOT_SUFFIX)
+                .ends_with(dsh_tool_subagent::wording::CONTINUABLE_SUFFIX)
         );
     }
 
     #[test]
-    fn without_one_spawn_stays_foreground_and_fork_keeps_one_shot_tasks() {
+    fn without_one_continuable_providers_stay_foreground() {
         let setup = setup(None);
         let tools = setup.runtime.tools();
-        let subagent = tools.get("subagent").unwrap();
-        assert!(subagent.parameters()["properties"].get("run_in_background").is_none());
+        for name in ["subagent", "subagent_fork"] {
+            let tool = tools.get(name).unwrap();
+            assert!(
+                tool.parameters()["properties"].get("run_in_background").is_none(),
+                "{name}"
+            );
+        }
         assert!(tools.get("send_message").is_none());
-        let fork = tools.get("subagent_fork").unwrap();
-        assert!(
-            fork.description()
-                .ends_with(dsh_tool_subagent::wording::ONE_SHOT_SUFFIX)
-        );
     }
 }
