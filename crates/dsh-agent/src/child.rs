@@ -1,13 +1,14 @@
 //! The in-process child driver shared by the spawn and fork providers.
 
 use dsh_subagent_api::{
-    ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer, StopReason, SubagentError,
-    SubagentResult, SubagentRun, child_depth, concat_text,
+    ContentBlock, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer, StopReason,
+    SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
 };
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 
 use crate::structured::{Captured, StructuredOutput};
 use crate::transcript::{TranscriptEntry, abandon_interrupted_run, read_transcript, repair_torn_tail, transcript_path};
@@ -20,6 +21,38 @@ pub enum ChildContext {
     Fresh,
     /// The parent's completed turns, never its turn in flight (fork).
     InheritParent,
+}
+
+impl ChildContext {
+    /// The continuation capability of an in-process provider whose children
+    /// start from this context: [`start_continuable_child`] and
+    /// [`resume_child`], for [`SubagentProvider::continuation`](dsh_subagent_api::SubagentProvider::continuation).
+    pub fn continuation(self) -> &'static dyn ContinuableProvider {
+        static FRESH: InProcessContinuation = InProcessContinuation(ChildContext::Fresh);
+        static INHERIT_PARENT: InProcessContinuation = InProcessContinuation(ChildContext::InheritParent);
+        match self {
+            Self::Fresh => &FRESH,
+            Self::InheritParent => &INHERIT_PARENT,
+        }
+    }
+}
+
+/// Continuable in-process children starting from one context.
+struct InProcessContinuation(ChildContext);
+
+impl ContinuableProvider for InProcessContinuation {
+    fn start_continuable(
+        &self,
+        child_id: String,
+        descriptor: ContinuationDescriptor,
+        request: StartRequest,
+    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { start_continuable_child(request, self.0, child_id, &descriptor) })
+    }
+
+    fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { resume_child(request) })
+    }
 }
 
 /// Starts one in-process child of the calling agent and publishes it.

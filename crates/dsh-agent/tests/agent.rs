@@ -292,12 +292,17 @@ fn steering_script() -> Value {
     ]})
 }
 
+/// A child on the steering script, keeping its transcript in `dir`.
+fn steering_child(dir: &std::path::Path) -> Agent {
+    let model = ScriptedModel::from_json_str(&steering_script().to_string()).unwrap();
+    let runtime = Arc::new(AgentRuntime::new(Arc::new(model), registry()).with_data_dir(dir));
+    Agent::builder(runtime).id("child").build().unwrap()
+}
+
 #[tokio::test]
 async fn a_steered_message_joins_the_open_turn_and_the_answer_covers_it() {
     let dir = tempfile::tempdir().unwrap();
-    let model = ScriptedModel::from_json_str(&steering_script().to_string()).unwrap();
-    let runtime = Arc::new(AgentRuntime::new(Arc::new(model), registry()).with_data_dir(dir.path()));
-    let agent = Agent::builder(runtime).id("child").build().unwrap();
+    let agent = steering_child(dir.path());
     assert_eq!(agent.steer("too early"), Err(SteerRefused::NotRunning));
     let cancel = CancellationToken::new();
     let steer = async {
@@ -338,9 +343,7 @@ async fn a_steered_message_joins_the_open_turn_and_the_answer_covers_it() {
 #[tokio::test]
 async fn a_message_that_joined_a_cancelled_turn_is_recorded_before_its_end() {
     let dir = tempfile::tempdir().unwrap();
-    let model = ScriptedModel::from_json_str(&steering_script().to_string()).unwrap();
-    let runtime = Arc::new(AgentRuntime::new(Arc::new(model), registry()).with_data_dir(dir.path()));
-    let agent = Agent::builder(runtime).id("child").build().unwrap();
+    let agent = steering_child(dir.path());
     let cancel = CancellationToken::new();
     let steer_then_cancel = async {
         tokio::time::sleep(Duration::from_millis(30)).await;

@@ -25,11 +25,8 @@
 
 #![forbid(unsafe_code)]
 
-use dsh_agent::child::{ChildContext, resume_child, start_child, start_continuable_child};
-use dsh_subagent_api::{
-    Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
-    SubagentProvider, SubagentRun,
-};
+use dsh_agent::child::{ChildContext, start_child};
+use dsh_subagent_api::{Capabilities, ContinuableProvider, StartRequest, SubagentError, SubagentProvider, SubagentRun};
 use futures::future::BoxFuture;
 
 /// The default provider name.
@@ -77,25 +74,7 @@ impl SubagentProvider for ForkProvider {
     }
 
     fn continuation(&self) -> Option<&dyn ContinuableProvider> {
-        Some(self)
-    }
-}
-
-/// Continuable fork children: the inherited turns are recorded as the
-/// transcript's seed, so a resumed child (also after a restart) still has
-/// them, followed by its own turns.
-impl ContinuableProvider for ForkProvider {
-    fn start_continuable(
-        &self,
-        child_id: String,
-        descriptor: ContinuationDescriptor,
-        request: StartRequest,
-    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
-        Box::pin(async move { start_continuable_child(request, ChildContext::InheritParent, child_id, &descriptor) })
-    }
-
-    fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
-        Box::pin(async move { resume_child(request) })
+        Some(ChildContext::InheritParent.continuation())
     }
 }
 

@@ -26,11 +26,8 @@
 
 #![forbid(unsafe_code)]
 
-use dsh_agent::child::{ChildContext, resume_child, start_child, start_continuable_child};
-use dsh_subagent_api::{
-    Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
-    SubagentProvider, SubagentRun,
-};
+use dsh_agent::child::{ChildContext, start_child};
+use dsh_subagent_api::{Capabilities, ContinuableProvider, StartRequest, SubagentError, SubagentProvider, SubagentRun};
 use futures::future::BoxFuture;
 
 /// The default provider name.
@@ -78,24 +75,7 @@ impl SubagentProvider for SpawnProvider {
     }
 
     fn continuation(&self) -> Option<&dyn ContinuableProvider> {
-        Some(self)
-    }
-}
-
-/// Continuable spawn children: durable in the runtime's data directory and
-/// resumed in-process by id (`dsh_agent::child::resume_child`).
-impl ContinuableProvider for SpawnProvider {
-    fn start_continuable(
-        &self,
-        child_id: String,
-        descriptor: ContinuationDescriptor,
-        request: StartRequest,
-    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
-        Box::pin(async move { start_continuable_child(request, ChildContext::Fresh, child_id, &descriptor) })
-    }
-
-    fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
-        Box::pin(async move { resume_child(request) })
+        Some(ChildContext::Fresh.continuation())
     }
 }
 
