@@ -103,10 +103,14 @@ impl Future for Delegation<'_> {
                 }
                 Err(panic) => Err(panicked("start", &*panic)),
             };
-            let cancel = cancel.clone();
             match started {
-                // The finished start (request and all) is freed here.
-                Ok(run) => *this = Delegation::Settling(Settle::new(run, cancel)),
+                // The finished start (request and all) is freed here, and
+                // the token moves on to the settlement (no clone).
+                Ok(run) => {
+                    if let Delegation::Starting { cancel, .. } = std::mem::replace(this, Delegation::Done) {
+                        *this = Delegation::Settling(Settle::new(run, cancel));
+                    }
+                }
                 Err(error) => {
                     *this = Delegation::Done;
                     return Poll::Ready(Err(error));
