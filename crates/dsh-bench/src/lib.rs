@@ -24,7 +24,6 @@
 #![forbid(unsafe_code)]
 
 use std::fmt::{self, Write as _};
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -216,28 +215,26 @@ struct Caller {
 }
 
 impl Caller {
-    /// One model tool call, as a harness makes it: arguments, token, caller.
-    fn call(&self, cancel: CancellationToken) -> impl Future<Output = ToolResult> + Send + 'static + use<> {
+    /// One model tool call, as a harness makes it: arguments, token, caller,
+    /// and the call made inside its own task, answering over a oneshot (the
+    /// floor's shape). The call is built inside the task, not awaited as a
+    /// future built outside it, so the task holds it once.
+    fn spawn(&self, cancel: CancellationToken) -> oneshot::Receiver<ToolResult> {
+        let (tx, rx) = oneshot::channel();
         let tools = self.tools.clone();
         let args = Value::clone(&self.args);
         let exec = ToolExecution::new(cancel).with_agent(self.agent.clone());
-        async move { tools.call("subagent", args, exec).await }
+        tokio::spawn(async move {
+            let _ = tx.send(tools.call("subagent", args, exec).await);
+        });
+        rx
     }
 }
 
 /// Starts `count` delegations, each on its own task answering over a oneshot
 /// (the same shape as the floor).
 fn spawn_calls(caller: &Caller, count: usize) -> Vec<oneshot::Receiver<ToolResult>> {
-    (0..count)
-        .map(|_| {
-            let (tx, rx) = oneshot::channel();
-            let call = caller.call(CancellationToken::new());
-            tokio::spawn(async move {
-                let _ = tx.send(call.await);
-            });
-            rx
-        })
-        .collect()
+    (0..count).map(|_| caller.spawn(CancellationToken::new())).collect()
 }
 
 fn check(result: &ToolResult) -> Result<(), String> {
@@ -264,11 +261,7 @@ async fn floor_sequential(count: usize) -> Duration {
 async fn delegate_sequential(caller: &Caller, count: usize) -> Result<Duration, String> {
     let start = Instant::now();
     for _ in 0..count {
-        let (tx, rx) = oneshot::channel();
-        let call = caller.call(CancellationToken::new());
-        tokio::spawn(async move {
-            let _ = tx.send(call.await);
-        });
+        let rx = caller.spawn(CancellationToken::new());
         check(&rx.await.map_err(|_| "a delegation task died".to_owned())?)?;
     }
     Ok(start.elapsed() / count as u32)
@@ -307,11 +300,7 @@ async fn cancellation(samples: usize) -> Result<Vec<Duration>, String> {
     let mut latencies = Vec::with_capacity(samples);
     for done in 0..samples {
         let cancel = CancellationToken::new();
-        let (tx, rx) = oneshot::channel();
-        let call = caller.call(cancel.clone());
-        tokio::spawn(async move {
-            let _ = tx.send(call.await);
-        });
+        let rx = caller.spawn(cancel.clone());
         // The child is live once its result waits at the (never opened) gate.
         gate.arrived(done + 1).await;
         let start = Instant::now();

@@ -1,20 +1,31 @@
 //! A gate: a test fixture's way to hold a stage open until the test says go.
 
-use tokio::sync::watch;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::sync::{Notify, watch};
 
 /// A latch that holds arrivals until opened, and counts them.
 ///
 /// Clones share the latch. Tests use it to stop a scripted provider at a
 /// known point (say, while `start` is pending) and act there.
 ///
-/// The open flag and the arrival count live in separate channels, so an
-/// arrival wakes only the tasks waiting in [`Gate::arrived`], never every
-/// waiter held at the gate: holding 100,000 waiters costs linear, not
-/// quadratic, work.
+/// The open flag and the arrival count are kept apart, so an arrival wakes
+/// only the tasks waiting in [`Gate::arrived`], never every waiter held at
+/// the gate: holding 100,000 waiters costs linear, not quadratic, work. A
+/// held waiter is one flag check and one `Notify` registration (~100 B of
+/// future, where a `watch` wait took ~180 B).
 #[derive(Clone, Debug)]
 pub struct Gate {
-    open: watch::Sender<bool>,
+    open: Arc<Opening>,
     arrivals: watch::Sender<usize>,
+}
+
+/// The open flag and the waiters to wake when it is set.
+#[derive(Debug, Default)]
+struct Opening {
+    open: AtomicBool,
+    opened: Notify,
 }
 
 impl Default for Gate {
@@ -27,14 +38,15 @@ impl Gate {
     /// A closed gate.
     pub fn new() -> Self {
         Self {
-            open: watch::Sender::new(false),
+            open: Arc::default(),
             arrivals: watch::Sender::new(0),
         }
     }
 
     /// Opens the gate: every waiter, now and later, passes.
     pub fn open(&self) {
-        self.open.send_replace(true);
+        self.open.open.store(true, Ordering::SeqCst);
+        self.open.opened.notify_waiters();
     }
 
     /// How many waiters have arrived so far.
@@ -51,8 +63,14 @@ impl Gate {
 
     /// Arrives and waits until the gate is open.
     pub async fn pass(&self) {
-        let mut receiver = self.open.subscribe();
+        // Registered before the flag is read: an `open` in between still
+        // wakes it (`notify_waiters` reaches every `Notified` created
+        // before it).
+        let opened = self.open.opened.notified();
         self.arrivals.send_modify(|arrivals| *arrivals += 1);
-        let _ = receiver.wait_for(|open| *open).await;
+        if self.open.open.load(Ordering::SeqCst) {
+            return;
+        }
+        opened.await;
     }
 }

@@ -72,8 +72,19 @@ impl DelegationArgs {
                 &args,
             ))));
         };
-        let mut text = |field: &str| -> Result<String, ToolError> {
-            match object.get_mut(field) {
+        // One pass over the entries instead of a hashed lookup per field:
+        // the object is tiny, and SipHash dominated the lookups.
+        let (mut description, mut prompt, mut run_in_background) = (None, None, None);
+        for (key, value) in &mut object {
+            match key.as_str() {
+                "description" => description = Some(value),
+                "prompt" => prompt = Some(value),
+                "run_in_background" => run_in_background = Some(value),
+                _ => {}
+            }
+        }
+        let text = |field: &str, value: Option<&mut Value>| -> Result<String, ToolError> {
+            match value {
                 None => Err(ToolError::invalid_arguments(wording::argument_missing(field))),
                 Some(Value::String(text)) if text.trim().is_empty() => {
                     Err(ToolError::invalid_arguments(wording::argument_empty(field)))
@@ -86,9 +97,9 @@ impl DelegationArgs {
                 ))),
             }
         };
-        let description = text("description")?;
-        let prompt = text("prompt")?;
-        let run_in_background = match object.get("run_in_background") {
+        let description = text("description", description)?;
+        let prompt = text("prompt", prompt)?;
+        let run_in_background = match run_in_background {
             None => None,
             Some(Value::Bool(flag)) => Some(*flag),
             Some(other) => {

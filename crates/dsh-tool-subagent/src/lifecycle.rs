@@ -24,12 +24,14 @@ pub const RELEASE_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs one delegation to completion.
 ///
-/// The request's token is the call's own child token: cancelling the call
-/// cancels the child, and nothing the tool does cancels the caller. Once the
-/// provider publishes a run, `dispose` is called exactly once before this
-/// returns — on success, on failure and on cancellation. If this future is
-/// dropped instead (the harness abandoned the call), the child is cancelled
-/// and released in the background.
+/// The request carries the call's token: cancelling the call cancels the
+/// child, and the tool never cancels it, so nothing the tool does cancels
+/// the caller. Once the provider publishes a run, `dispose` is called
+/// exactly once before this returns — on success, on failure and on
+/// cancellation. If this future is dropped instead (the harness abandoned
+/// the call), the child is released in the background: `dispose` cancels
+/// what remains of it (the provider contract), exactly as after a
+/// cancellation.
 ///
 /// Once the token is cancelled the call always returns, however the provider
 /// behaves:
@@ -101,10 +103,14 @@ impl Future for Delegation<'_> {
                 }
                 Err(panic) => Err(panicked("start", &*panic)),
             };
-            let cancel = cancel.clone();
             match started {
-                // The finished start (request and all) is freed here.
-                Ok(run) => *this = Delegation::Settling(Settle::new(run, cancel)),
+                // The finished start (request and all) is freed here, and
+                // the token moves on to the settlement (no clone).
+                Ok(run) => {
+                    if let Delegation::Starting { cancel, .. } = std::mem::replace(this, Delegation::Done) {
+                        *this = Delegation::Settling(Settle::new(run, cancel));
+                    }
+                }
                 Err(error) => {
                     *this = Delegation::Done;
                     return Poll::Ready(Err(error));
@@ -143,8 +149,10 @@ fn is_cancelled(cancel: &CancellationToken, cancelled: &mut Option<Cancelled>, c
 /// [`RELEASE_GRACE`] after the cancellation is abandoned.
 ///
 /// If it is dropped before it finishes (the harness abandoned the call), the
-/// child is cancelled and settled and released in the background exactly as
-/// a finished call would.
+/// child is settled and released in the background as after a cancellation:
+/// the release (which cancels what remains of the child) runs while the
+/// result is awaited. The call's token is the caller's, so it is never
+/// cancelled here.
 pub(crate) struct Settle {
     run: Option<SubagentRun>,
     cancel: CancellationToken,
@@ -162,6 +170,8 @@ pub(crate) struct Settle {
     disposed: Option<Result<(), SubagentError>>,
     /// A settlement already running in the background: dropping it does not respawn it.
     detached: bool,
+    /// The call was abandoned: the settlement proceeds as if cancelled.
+    abandoned: bool,
 }
 
 type Settled = (Result<SubagentResult, SubagentError>, Result<(), SubagentError>);
@@ -184,6 +194,7 @@ impl Settle {
             outcome: None,
             disposed: None,
             detached: false,
+            abandoned: false,
         }
     }
 
@@ -229,10 +240,10 @@ impl Future for Settle {
             if Self::poll_result(run, &mut this.outcome, cx).is_ready() {
                 this.settled = true;
             } else {
-                if !is_cancelled(&this.cancel, &mut this.cancelled, cx) {
+                if !this.abandoned && !is_cancelled(&this.cancel, &mut this.cancelled, cx) {
                     return Poll::Pending;
                 }
-                // Cancelled: the release runs while the result is awaited.
+                // Cancelled or abandoned: the release runs while the result is awaited.
                 if let Poll::Ready(disposed) = Self::poll_dispose(run, cx) {
                     this.disposed = Some(disposed);
                     let mut noop = Context::from_waker(std::task::Waker::noop());
@@ -252,7 +263,7 @@ impl Future for Settle {
             match Self::poll_dispose(run, cx) {
                 Poll::Ready(disposed) => this.disposed = Some(disposed),
                 Poll::Pending => {
-                    if !is_cancelled(&this.cancel, &mut this.cancelled, cx)
+                    if !(this.abandoned || is_cancelled(&this.cancel, &mut this.cancelled, cx))
                         || Pin::new(&mut this.grace).poll(cx).is_pending()
                     {
                         return Poll::Pending;
@@ -279,9 +290,9 @@ impl Drop for Settle {
             return;
         }
         let Some(run) = self.run.take() else { return };
-        // The call was abandoned mid-run: stop the child, then settle and
-        // release it exactly as a finished call would.
-        self.cancel.cancel();
+        // The call was abandoned mid-run: settle and release the child as
+        // after a cancellation (the release stops it). The token is the
+        // caller's: it is not ours to cancel.
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 let mut settle = Settle::new(run, self.cancel.clone());
@@ -289,6 +300,7 @@ impl Drop for Settle {
                 settle.outcome = self.outcome.take();
                 settle.disposed = self.disposed.take();
                 settle.detached = true;
+                settle.abandoned = true;
                 handle.spawn(async move {
                     let id = settle.run.as_ref().map(|run| run.id().to_owned()).unwrap_or_default();
                     if let (_, Err(error)) = settle.await {
@@ -296,10 +308,18 @@ impl Drop for Settle {
                     }
                 });
             }
-            Err(_) => tracing::warn!(
-                run = run.id(),
-                "subagent call abandoned outside a tokio runtime; the child was cancelled but not released"
-            ),
+            Err(_) => {
+                // No runtime to finish the release on: start it (its first
+                // step cancels the child), then let it go.
+                let mut run = run;
+                let mut noop = Context::from_waker(std::task::Waker::noop());
+                let started = self.disposed.is_some() || Self::poll_dispose(&mut run, &mut noop).is_ready();
+                tracing::warn!(
+                    run = run.id(),
+                    released = started,
+                    "subagent call abandoned outside a tokio runtime; the child's release was started but not awaited"
+                );
+            }
         }
     }
 }

@@ -83,7 +83,11 @@ impl SubagentTool {
             (Some(true), Some(background)) => Some(background),
             _ => None,
         };
-        let mut request = StartRequest::text(args.prompt, parent, exec.cancel().child_token());
+        // The call's token itself, not a child of it: the provider derives
+        // its run's own token from it (cancelling the call reaches the
+        // child, dispose cancels the child alone), and the tool never
+        // cancels it, so no node of the tool's own is needed.
+        let mut request = StartRequest::text(args.prompt, parent, exec.cancel().clone());
         request.label = Some(args.description);
         request.agent_options = self.config.agent_options.clone();
         request.persona = self.config.persona.clone();

@@ -112,7 +112,7 @@ async fn cancelling_a_call_does_not_cancel_the_caller() {
     };
     let (result, ()) = futures::future::join(call, opener).await;
     assert!(!result.is_error);
-    assert!(!parent.is_cancelled(), "the tool cancels only its own child token");
+    assert!(!parent.is_cancelled(), "the tool never cancels the call's token");
 }
 
 #[tokio::test]
