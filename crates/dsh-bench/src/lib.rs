@@ -17,11 +17,15 @@
 //!   [`Gate`], divided by N, in a fresh child process per flavor;
 //! - cancellation latency: from `cancel()` to the tool result returned, dispose
 //!   finished (the lifecycle awaits dispose before it returns);
-//! - catalog render time ([`dsh_tool_catalog::generate`]).
+//! - catalog render time ([`dsh_tool_catalog::generate`]);
+//! - one delegation to a freshly spawned `dsh acp` child against spawning the
+//!   same binary with `--version` ([`acp`]).
 //!
 //! Performance is shown here, never by timed tests.
 
 #![forbid(unsafe_code)]
+
+pub mod acp;
 
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
@@ -88,6 +92,8 @@ pub struct Plan {
     pub in_flight: usize,
     /// Catalog renders measured.
     pub catalog_samples: usize,
+    /// Delegations to a `dsh acp` child measured per flavor (0: skip them).
+    pub acp_samples: usize,
 }
 
 impl Plan {
@@ -100,6 +106,7 @@ impl Plan {
             cancel_samples: 5_000,
             in_flight: 100_000,
             catalog_samples: 200,
+            acp_samples: 30,
         }
     }
 
@@ -112,6 +119,7 @@ impl Plan {
             cancel_samples: 500,
             in_flight: 10_000,
             catalog_samples: 20,
+            acp_samples: 5,
         }
     }
 
@@ -124,6 +132,7 @@ impl Plan {
             cancel_samples: 10,
             in_flight: 0,
             catalog_samples: 1,
+            acp_samples: 0,
         }
     }
 }
@@ -374,6 +383,9 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
         }
     }
     rows.push(catalog_row(plan.catalog_samples)?);
+    if plan.acp_samples > 0 {
+        rows.extend(acp::rows(plan.acp_samples).unwrap_or_else(|error| vec![acp::failed_row(&error)]));
+    }
     Ok(Report {
         machine: machine(),
         rows,

@@ -1,5 +1,9 @@
 //! `cargo run --release -p dsh-bench -- [--quick]`: prints the benchmark table.
 //!
+//! `--only acp` (with or without `--quick`) prints only the `dsh acp`
+//! delegation rows. `DSH_BENCH_DSH_BIN` names the `dsh` binary they run;
+//! unset, the bench builds it with `cargo build -p dsh` when started by Cargo.
+//!
 //! `--in-flight <N> <flavor>` is the child mode the memory figure runs in (a
 //! fresh process, so its peak RSS belongs to that measurement alone).
 
@@ -14,6 +18,8 @@ fn main() -> ExitCode {
     match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
         [] => run(Plan::full()),
         ["--quick"] => run(Plan::quick()),
+        ["--only", "acp"] => run_acp(&Plan::full()),
+        ["--quick", "--only", "acp"] | ["--only", "acp", "--quick"] => run_acp(&Plan::quick()),
         ["--in-flight", count, flavor] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
@@ -46,7 +52,29 @@ fn run(plan: Plan) -> ExitCode {
     }
 }
 
+/// Only the `dsh acp` rows; the load average before and after them.
+fn run_acp(plan: &Plan) -> ExitCode {
+    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let before = load();
+    match dsh_bench::acp::rows(plan.acp_samples) {
+        Ok(rows) => {
+            let report = dsh_bench::Report {
+                machine: dsh_bench::machine(),
+                rows,
+            };
+            print!("{report}");
+            println!();
+            println!("load before: {}load after:  {}", before, load());
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("dsh-bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp]");
     ExitCode::FAILURE
 }

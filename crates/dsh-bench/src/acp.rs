@@ -1,0 +1,491 @@
+//! One delegation to a freshly spawned `dsh acp` child, against the floor of
+//! spawning a process that exits.
+//!
+//! The delegation is the real out-of-process path, end to end:
+//! [`ToolRegistry::call`] → the `subagent` tool → [`SubagentService`] → the
+//! [`AcpProvider`] → a new `dsh acp --quiet` child in its own process group
+//! (scrubbed environment: no model endpoint, so it runs the embedded scripted
+//! model and nothing reaches the network) → `initialize`, `session/new`,
+//! `session/prompt`, the streamed answer → dispose (stdin closed, the group
+//! gone, the child reaped) → the rendered tool result. One delegation per
+//! sample, sequentially, after one warm-up.
+//!
+//! The floor, measured in the same run and interleaved sample by sample, is
+//! spawning the **same `dsh` binary** with `--version` (clap prints the
+//! version and exits) and waiting for it, through the same mechanism
+//! (`tokio::process`, own process group, scrubbed environment, piped stdio),
+//! so the ratio isolates what the protocol and the delegation cost on top of
+//! exec and dynamic loading. `/bin/true` is shown as a second reference.
+//!
+//! A breakdown calls the provider directly (no tool, no service) and times
+//! its three phases: `start` (spawn, `initialize`, `session/new`), `result`
+//! (`session/prompt` until the answer) and `dispose` (teardown until the
+//! group is gone).
+//!
+//! # Finding `dsh`
+//!
+//! [`locate_dsh`]: the path in [`DSH_BIN_ENV`] if set (used as it is);
+//! otherwise, when the bench was started by Cargo (`cargo run`), it runs
+//! `cargo build -p dsh` with the bench's own profile and takes the
+//! executable Cargo reports (a no-op when `dsh` is fresh, so the binary is
+//! never stale); otherwise the `dsh` next to the bench's own executable, and
+//! if that is missing the row fails saying to run
+//! `cargo build --release -p dsh` first.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent_acp::{AcpConfig, AcpProvider, BASE_ENV};
+use dsh_subagent_api::{StartRequest, StopReason, SubagentProvider};
+use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
+use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry};
+use serde_json::{Value, json};
+
+use crate::{Flavor, Row, micros, ratio};
+
+/// The environment variable that names the `dsh` binary to run (skips the
+/// automatic build and the lookup next to the bench).
+pub const DSH_BIN_ENV: &str = "DSH_BENCH_DSH_BIN";
+
+/// The task each delegation gives its child.
+const PROMPT: &str = "answer at once";
+
+/// `cargo build` arguments for the `dsh` binary, reported as JSON (the manifest path follows).
+const BUILD_ARGS: [&str; 7] = [
+    "build",
+    "-p",
+    "dsh",
+    "--bin",
+    "dsh",
+    "--message-format=json",
+    "--manifest-path",
+];
+
+/// How long one delegation may take before the bench gives up on it.
+const GUARD: Duration = Duration::from_secs(60);
+
+/// Where the `dsh` binary comes from; see the [module docs](self).
+pub fn locate_dsh() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os(DSH_BIN_ENV).filter(|path| !path.is_empty()) {
+        let path = PathBuf::from(path);
+        if !path.is_file() {
+            return Err(format!("{DSH_BIN_ENV}={} is not a file", path.display()));
+        }
+        return Ok(path);
+    }
+    let exe = std::env::current_exe().map_err(|error| format!("cannot find the bench's own executable: {error}"))?;
+    let exe_dir = exe.parent().unwrap_or(Path::new("."));
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    if let Some(cargo) = std::env::var_os("CARGO")
+        && manifest.is_file()
+    {
+        return build_dsh(&cargo, &manifest, exe_dir);
+    }
+    sibling_dsh(exe_dir)
+}
+
+/// The `dsh` next to the bench's executable, or a message saying how to build it.
+fn sibling_dsh(exe_dir: &Path) -> Result<PathBuf, String> {
+    let path = exe_dir.join("dsh");
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "no dsh binary at {}: run `cargo build --release -p dsh` first (or set {DSH_BIN_ENV})",
+            path.display()
+        ))
+    }
+}
+
+/// The Cargo arguments that build with the profile whose output directory is `exe_dir`.
+fn profile_args(exe_dir: &Path) -> Vec<String> {
+    match exe_dir.file_name().and_then(|name| name.to_str()) {
+        Some("release") => vec!["--release".to_owned()],
+        Some("debug") | None => Vec::new(),
+        Some(profile) => vec!["--profile".to_owned(), profile.to_owned()],
+    }
+}
+
+/// Whether `cargo run` set `name` for the bench itself (the package's
+/// metadata). A nested `cargo build` must not see these: build scripts
+/// (ring's) rerun when they change, so the nested build would rebuild half
+/// the tree, and the next plain build would rebuild it back.
+fn set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || [
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_MANIFEST_LINKS",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+            "OUT_DIR",
+        ]
+        .contains(&name)
+}
+
+/// `cargo build -p dsh` with the bench's profile; the executable Cargo reports.
+fn build_dsh(cargo: &OsString, manifest: &Path, exe_dir: &Path) -> Result<PathBuf, String> {
+    let mut command = std::process::Command::new(cargo);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            command.env_remove(name);
+        }
+    }
+    let output = command
+        .args(BUILD_ARGS)
+        .arg(manifest)
+        .args(profile_args(exe_dir))
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|error| format!("cannot run cargo to build dsh: {error}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`cargo build -p dsh` failed ({}): run `cargo build --release -p dsh` to see why (or set {DSH_BIN_ENV})",
+            output.status
+        ));
+    }
+    dsh_executable(&String::from_utf8_lossy(&output.stdout))
+        .ok_or_else(|| format!("`cargo build -p dsh` reported no dsh executable (set {DSH_BIN_ENV} to the binary)"))
+}
+
+/// The `dsh` executable in Cargo's `--message-format=json` output.
+fn dsh_executable(messages: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|message| message["reason"] == "compiler-artifact" && message["target"]["name"] == "dsh")
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+}
+
+/// The scrubbed environment the provider gives its child (no extra entries).
+fn scrubbed_env() -> Vec<(OsString, OsString)> {
+    BASE_ENV
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|value| (OsString::from(name), value)))
+        .collect()
+}
+
+/// Spawns `program args`, collects its output and waits for it: the floor.
+/// The same mechanism as the provider's spawn (tokio, own process group,
+/// scrubbed environment, piped stdio). Returns the time and the stdout.
+async fn spawn_and_wait(program: &Path, args: &[&str]) -> Result<(Duration, String), String> {
+    let env = scrubbed_env();
+    let start = Instant::now();
+    let output = tokio::process::Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|error| format!("cannot run {}: {error}", program.display()))?;
+    let elapsed = start.elapsed();
+    if !output.status.success() {
+        return Err(format!("{} {args:?} failed: {}", program.display(), output.status));
+    }
+    Ok((elapsed, String::from_utf8_lossy(&output.stdout).into_owned()))
+}
+
+/// The provider's configuration for `dsh acp`: the defaults, with `dsh`'s own
+/// quiet flag and a throwaway working directory.
+fn acp_config(dsh: &Path) -> AcpConfig {
+    AcpConfig::new(dsh).args(["acp", "--quiet"]).cwd(std::env::temp_dir())
+}
+
+/// The `subagent` tool over the `acp` provider, as a harness mounts it.
+struct Mounted {
+    tools: ToolRegistry,
+    _registration: ProviderRegistration,
+    _plugin: SubagentToolPlugin,
+}
+
+impl Mounted {
+    fn new(dsh: &Path) -> Result<Self, String> {
+        let service = SubagentService::new();
+        let tools = ToolRegistry::new();
+        let provider = AcpProvider::new(acp_config(dsh)).map_err(|error| error.to_string())?;
+        let registration = service
+            .register_provider(Arc::new(provider))
+            .map_err(|error| error.to_string())?;
+        let plugin = SubagentToolPlugin::apply(
+            SubagentToolConfig::new("acp").max_depth(MaxDepth::ProviderManaged),
+            &service,
+            &tools,
+        )
+        .map_err(|error| error.to_string())?;
+        Ok(Self {
+            tools,
+            _registration: registration,
+            _plugin: plugin,
+        })
+    }
+
+    /// One delegation through the tool; its time.
+    async fn delegate(&self) -> Result<Duration, String> {
+        let args = json!({"description": "bench", "prompt": PROMPT});
+        let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("bench-parent"));
+        let start = Instant::now();
+        let result = tokio::time::timeout(GUARD, self.tools.call("subagent", args, exec))
+            .await
+            .map_err(|_| format!("an ACP delegation took longer than {} s", GUARD.as_secs()))?;
+        let elapsed = start.elapsed();
+        if result.is_error || !result.text.contains(PROMPT) {
+            return Err(format!("an ACP delegation failed: {}", result.text));
+        }
+        no_child_left()?;
+        Ok(elapsed)
+    }
+}
+
+/// The provider's three phases, timed on their own.
+#[derive(Clone, Copy, Debug, Default)]
+struct Phases {
+    start: Duration,
+    answer: Duration,
+    dispose: Duration,
+}
+
+/// One run through the provider directly: start, result, dispose.
+async fn phases(provider: &AcpProvider) -> Result<Phases, String> {
+    let request = StartRequest::text(PROMPT, AgentRef::new("bench-parent"), CancellationToken::new());
+    let begin = Instant::now();
+    let mut run = tokio::time::timeout(GUARD, provider.start(request))
+        .await
+        .map_err(|_| "an ACP start timed out".to_owned())?
+        .map_err(|error| error.to_string())?;
+    let started = Instant::now();
+    let result = tokio::time::timeout(GUARD, run.result())
+        .await
+        .map_err(|_| "an ACP result timed out".to_owned())?;
+    let answered = Instant::now();
+    let disposed = tokio::time::timeout(GUARD, run.dispose())
+        .await
+        .map_err(|_| "an ACP dispose timed out".to_owned())?;
+    let done = Instant::now();
+    let result = result.map_err(|error| error.to_string())?;
+    disposed.map_err(|error| error.to_string())?;
+    if result.stop_reason != StopReason::Completed || !result.text().contains(PROMPT) {
+        return Err(format!("an ACP run did not answer: {:?}", result.text()));
+    }
+    no_child_left()?;
+    Ok(Phases {
+        start: started - begin,
+        answer: answered - started,
+        dispose: done - answered,
+    })
+}
+
+/// Fails if any child process of the bench still exists (alive or unreaped):
+/// a delegation's teardown must leave nothing behind.
+fn no_child_left() -> Result<(), String> {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Ok(()); // Not Linux: nothing to check with.
+    };
+    for entry in entries.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if ppid == Some(me.as_str()) {
+            return Err(format!("a child process outlived its delegation: {}", stat.trim()));
+        }
+    }
+    Ok(())
+}
+
+fn sorted(mut samples: Vec<Duration>) -> Vec<Duration> {
+    samples.sort();
+    samples
+}
+
+fn millis(duration: Duration) -> f64 {
+    micros(duration) / 1000.0
+}
+
+/// The ACP rows on one runtime flavor: `samples` interleaved samples of each
+/// measurement after one warm-up of each.
+async fn measure(dsh: &Path, samples: usize, flavor: Flavor) -> Result<Vec<Row>, String> {
+    let (_, version) = spawn_and_wait(dsh, &["--version"]).await?;
+    if !version.starts_with("dsh ") {
+        return Err(format!(
+            "{} --version printed {version:?}, not dsh's version",
+            dsh.display()
+        ));
+    }
+    let true_bin = Path::new("/bin/true");
+    let mounted = Mounted::new(dsh)?;
+    let provider = AcpProvider::new(acp_config(dsh)).map_err(|error| error.to_string())?;
+    // Warm-up: page cache, the runtime, the code paths.
+    spawn_and_wait(true_bin, &[]).await?;
+    mounted.delegate().await?;
+    phases(&provider).await?;
+
+    let (mut floor, mut truth, mut ours, mut parts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..samples {
+        floor.push(spawn_and_wait(dsh, &["--version"]).await?.0);
+        truth.push(spawn_and_wait(true_bin, &[]).await?.0);
+        ours.push(mounted.delegate().await?);
+        parts.push(phases(&provider).await?);
+    }
+    let (floor, truth, ours) = (sorted(floor), sorted(truth), sorted(ours));
+    let phase = |pick: fn(&Phases) -> Duration| sorted(parts.iter().map(pick).collect());
+    let (start, answer, dispose) = (phase(|p| p.start), phase(|p| p.answer), phase(|p| p.dispose));
+
+    let mut rows = Vec::new();
+    for (name, p) in [("p50", 0.5), ("p90", 0.9)] {
+        let at = |samples: &[Duration]| millis(crate::percentile(samples, p));
+        let floor_ms = at(&floor);
+        let row = |figure: String, ours: f64, with_floor: bool| Row {
+            figure,
+            flavor: flavor.name(),
+            ours: format!("{ours:.2} ms"),
+            floor: if with_floor {
+                format!("{floor_ms:.2} ms (`dsh --version`)")
+            } else {
+                "-".to_owned()
+            },
+            ratio: if with_floor {
+                format!("{:.1}×", ratio(ours, floor_ms))
+            } else {
+                "-".to_owned()
+            },
+            target: "(none)".to_owned(),
+        };
+        rows.push(row(
+            format!("ACP delegation to `dsh acp`, spawn → answer → teardown ({name}, {samples} samples)"),
+            at(&ours),
+            true,
+        ));
+        rows.push(row(
+            format!("… of which provider start: spawn + initialize + session/new ({name})"),
+            at(&start),
+            true,
+        ));
+        rows.push(row(
+            format!("… of which provider result: session/prompt → answer ({name})"),
+            at(&answer),
+            true,
+        ));
+        rows.push(row(
+            format!("… of which provider dispose: stdin EOF → group gone ({name})"),
+            at(&dispose),
+            true,
+        ));
+        rows.push(row(
+            format!("reference: spawn + wait `/bin/true` ({name})"),
+            at(&truth),
+            true,
+        ));
+    }
+    Ok(rows)
+}
+
+/// The ACP rows on both flavors, `samples` samples each. The runtimes enable
+/// every driver (child processes need the I/O and signal drivers).
+pub fn rows(samples: usize) -> Result<Vec<Row>, String> {
+    let dsh = locate_dsh()?;
+    let mut rows = Vec::new();
+    for flavor in Flavor::ALL {
+        let mut builder = match flavor {
+            Flavor::CurrentThread => tokio::runtime::Builder::new_current_thread(),
+            Flavor::MultiThread => tokio::runtime::Builder::new_multi_thread(),
+        };
+        let runtime = builder.enable_all().build().map_err(|error| error.to_string())?;
+        rows.extend(runtime.block_on(measure(&dsh, samples.max(1), flavor))?);
+    }
+    Ok(rows)
+}
+
+/// The row that stands for the ACP figure when it could not be measured.
+pub fn failed_row(error: &str) -> Row {
+    Row {
+        figure: "ACP delegation to `dsh acp`, spawn → answer → teardown".to_owned(),
+        flavor: "-",
+        ours: format!("FAILED: {error}"),
+        floor: "-".to_owned(),
+        ratio: "-".to_owned(),
+        target: "(none)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_profile_follows_the_output_directory() {
+        assert_eq!(profile_args(Path::new("/t/target/release")), ["--release"]);
+        assert!(profile_args(Path::new("/t/target/debug")).is_empty());
+        assert_eq!(profile_args(Path::new("/t/target/bench")), ["--profile", "bench"]);
+    }
+
+    #[test]
+    fn the_nested_build_drops_what_cargo_run_set() {
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "OUT_DIR",
+        ] {
+            assert!(set_by_cargo_run(name), "{name}");
+        }
+        for name in ["CARGO_TARGET_DIR", "CARGO_HOME", "PATH", "RUSTFLAGS"] {
+            assert!(!set_by_cargo_run(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn cargo_names_the_dsh_executable() {
+        let messages = concat!(
+            r#"{"reason":"compiler-artifact","target":{"name":"dsh_agent"},"executable":null}"#,
+            "\n",
+            "not json\n",
+            r#"{"reason":"compiler-artifact","target":{"name":"dsh"},"executable":"/t/release/dsh"}"#,
+            "\n",
+            r#"{"reason":"build-finished","success":true}"#,
+        );
+        assert_eq!(dsh_executable(messages), Some(PathBuf::from("/t/release/dsh")));
+        assert_eq!(dsh_executable(r#"{"reason":"build-finished"}"#), None);
+    }
+
+    #[test]
+    fn a_missing_sibling_says_how_to_build_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = sibling_dsh(dir.path()).unwrap_err();
+        assert!(error.contains("cargo build --release -p dsh"), "{error}");
+        assert!(error.contains(DSH_BIN_ENV), "{error}");
+    }
+
+    #[test]
+    fn the_floor_spawns_and_reaps_a_process() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (elapsed, _) = spawn_and_wait(Path::new("/bin/true"), &[]).await.unwrap();
+            assert!(elapsed > Duration::ZERO);
+            no_child_left().unwrap();
+        });
+    }
+
+    #[test]
+    fn a_failed_figure_is_one_row() {
+        let row = failed_row("no dsh binary");
+        assert!(row.ours.contains("FAILED: no dsh binary"));
+    }
+}
