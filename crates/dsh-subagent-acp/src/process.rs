@@ -31,8 +31,12 @@ pub(crate) const STDERR_TAIL_BYTES: usize = 1024;
 /// How long the group may take to vanish after SIGKILL before dispose reports failure.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
-/// How often teardown looks whether the group is gone.
+/// The longest pause between two looks at a group whose direct child has
+/// exited but whose other members have not (they send no event).
 const POLL: Duration = Duration::from_millis(10);
+
+/// The first such pause; each later one doubles, up to [`POLL`].
+const FIRST_POLL: Duration = Duration::from_micros(250);
 
 /// The environment the child starts with: [`BASE_ENV`] and the configured
 /// inherited names from the parent, then the explicit entries.
@@ -267,16 +271,29 @@ impl ChildProcess {
     }
 
     /// Waits up to `limit` until the direct child is reaped and the group has no member left.
+    ///
+    /// The direct child's exit is an event (its reaper wakes us), so it is
+    /// awaited, not polled: a child that exits at once is seen at once.
+    /// Other members of the group send no event; they are looked for after
+    /// it, at pauses from [`FIRST_POLL`] doubling up to [`POLL`].
     async fn wait_gone(&self, limit: Duration) -> Result<bool, Errno> {
         let deadline = tokio::time::Instant::now() + limit;
+        let mut exit = self.exit.clone();
+        // Err: the reaper is gone without a status; the loop below decides.
+        if let Err(_elapsed) = tokio::time::timeout_at(deadline, exit.wait_for(Option::is_some)).await {
+            return Ok(false);
+        }
+        let mut pause = FIRST_POLL;
         loop {
             if self.exit().is_some() && !self.group.signal(None)? {
                 return Ok(true);
             }
-            if tokio::time::Instant::now() >= deadline {
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
                 return Ok(false);
             }
-            tokio::time::sleep(POLL).await;
+            tokio::time::sleep(pause.min(deadline - now)).await;
+            pause = (pause * 2).min(POLL);
         }
     }
 
