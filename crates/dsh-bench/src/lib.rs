@@ -328,6 +328,34 @@ async fn cancellation(samples: usize) -> Result<Vec<Duration>, String> {
     Ok(latencies)
 }
 
+/// The floor of a cancellation: a task parked on a token answers over a
+/// oneshot once the token is cancelled. The same wake-ups as a cancelled
+/// delegation (bench → task, task → bench), nothing else.
+async fn floor_cancellation(samples: usize) -> Vec<Duration> {
+    let mut latencies = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let cancel = CancellationToken::new();
+        let (parked_tx, parked) = oneshot::channel();
+        let (tx, rx) = oneshot::channel();
+        let token = cancel.clone();
+        tokio::spawn(async move {
+            let cancelled = token.cancelled();
+            let _ = parked_tx.send(());
+            cancelled.await;
+            let _ = tx.send(());
+        });
+        let _ = parked.await;
+        // Let the task reach its wait, as a delegation reaches its gate.
+        tokio::task::yield_now().await;
+        let start = Instant::now();
+        cancel.cancel();
+        let _ = rx.await;
+        latencies.push(start.elapsed());
+    }
+    latencies.sort();
+    latencies
+}
+
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples.get(samples.len() / 2).copied().unwrap_or_default()
@@ -428,9 +456,10 @@ fn run_flavor(plan: &Plan, flavor: Flavor) -> Result<Vec<Row>, String> {
             ));
         }
         let latencies = cancellation(plan.cancel_samples).await?;
+        let floor_latencies = floor_cancellation(plan.cancel_samples).await;
         for (name, p) in [("p50", 0.5), ("p99", 0.99)] {
             let latency = micros(percentile(&latencies, p));
-            let floor = micros(sequential_floor);
+            let floor = micros(percentile(&floor_latencies, p));
             rows.push(Row {
                 figure: format!("cancel → result, dispose done ({name})"),
                 flavor: flavor.name(),
