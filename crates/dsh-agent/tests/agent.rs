@@ -51,6 +51,15 @@ fn runtime(script: Value, tools: ToolRegistry) -> Arc<AgentRuntime> {
     Arc::new(AgentRuntime::new(Arc::new(model), tools))
 }
 
+/// The agent's history as `role: content` lines.
+fn conversation(agent: &Agent) -> Vec<String> {
+    agent
+        .history()
+        .iter()
+        .map(|m| format!("{}: {}", m.role().as_str(), m.content()))
+        .collect()
+}
+
 fn lookup_then_answer() -> Value {
     json!({"rules": [
         {"when": {"last_message": "user"}, "reply": {"tool_calls": [
@@ -263,11 +272,7 @@ async fn pending_notices_reach_the_next_model_call_as_a_user_message_and_the_tra
     );
     let agent = Agent::builder(runtime).id("parent").build().unwrap();
     let outcome = agent.run("go", &CancellationToken::new()).await;
-    let history: Vec<_> = agent
-        .history()
-        .iter()
-        .map(|m| format!("{}: {}", m.role().as_str(), m.content()))
-        .collect();
+    let history = conversation(&agent);
     assert_eq!(
         history,
         [
@@ -316,11 +321,7 @@ async fn a_steered_message_joins_the_open_turn_and_the_answer_covers_it() {
         outcome.text, "also did: also consider Y",
         "the run's answer has seen the message"
     );
-    let history: Vec<_> = agent
-        .history()
-        .iter()
-        .map(|m| format!("{}: {}", m.role().as_str(), m.content()))
-        .collect();
+    let history = conversation(&agent);
     assert_eq!(
         history,
         [
