@@ -162,20 +162,9 @@ async fn a_child_continues_after_a_restart_over_the_same_data_directory() {
 #[tokio::test]
 async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
     let data = tempfile::tempdir().unwrap();
-    let world = World::open(data.path());
-    let me = world.parent();
-    let (child, task) = world.start(&me, "first").await;
-    world.output(&me, &task).await;
-    let path = transcript_path(data.path(), &AgentId::new(child.as_str()));
     // A crash during the next run: its prompt was written, then a line tore.
-    let interrupted = serde_json::to_string(&TranscriptEntry::Message {
-        message: Message::user("interrupted"),
-    })
-    .unwrap();
     let torn = r#"{"type":"message","message":{"role":"assistant","content":"half"#;
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes.extend_from_slice(format!("{interrupted}\n{torn}").as_bytes());
-    std::fs::write(&path, bytes).unwrap();
+    let (child, path) = crashed_after_first_answer(data.path(), torn).await;
 
     let world = World::open(data.path());
     let me = world.parent();
@@ -233,19 +222,10 @@ async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
 #[tokio::test]
 async fn a_run_interrupted_between_two_lines_stays_out_of_every_later_history() {
     let data = tempfile::tempdir().unwrap();
+    // A crash after a complete line: no torn bytes, but no turn end either.
+    let (child, path) = crashed_after_first_answer(data.path(), "").await;
     let world = World::open(data.path());
     let me = world.parent();
-    let (child, task) = world.start(&me, "first").await;
-    world.output(&me, &task).await;
-    let path = transcript_path(data.path(), &AgentId::new(child.as_str()));
-    // A crash after a complete line: no torn bytes, but no turn end either.
-    let interrupted = serde_json::to_string(&TranscriptEntry::Message {
-        message: Message::user("interrupted"),
-    })
-    .unwrap();
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes.extend_from_slice(format!("{interrupted}\n").as_bytes());
-    std::fs::write(&path, bytes).unwrap();
 
     for (n, message) in ["second", "third"].into_iter().enumerate() {
         let task = started_task(&world.send(&me, &child, message).await, &child);
@@ -258,14 +238,7 @@ async fn a_run_interrupted_between_two_lines_stays_out_of_every_later_history() 
         );
     }
     let transcript = read_transcript(&path).unwrap();
-    let users: Vec<String> = transcript
-        .committed_messages()
-        .iter()
-        .filter_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
-            _ => None,
-        })
-        .collect();
+    let users = user_prompts(&transcript.committed_messages());
     assert_eq!(
         users,
         ["first", "second", "third"],
@@ -310,12 +283,7 @@ async fn a_fork_child_keeps_its_inherited_turns_across_activations_and_a_restart
         "answer to And again? after 2 earlier answers\n[status: completed]"
     );
     let transcript = read_transcript(&transcript_path(data.path(), &AgentId::new(started.child_id.as_str()))).unwrap();
-    let users: Vec<_> = transcript
-        .messages()
-        .into_iter()
-        .filter(|m| matches!(m, Message::User { .. }))
-        .map(|m| m.content().to_owned())
-        .collect();
+    let users = user_prompts(&transcript.messages());
     assert_eq!(
         users,
         ["Remember: the secret is 42.", "What is the secret?", "And again?"]
@@ -328,6 +296,34 @@ async fn a_fork_child_keeps_its_inherited_turns_across_activations_and_a_restart
         descriptor,
         Some(json!({"version": 1, "provider": "fork", "label": "recall"}))
     );
+}
+
+/// A child that answered "first" in a process that then crashed during its
+/// next run: that run's prompt and then `tail` were written to the child's
+/// transcript, and nothing more. Returns the child and its transcript path.
+async fn crashed_after_first_answer(data: &Path, tail: &str) -> (String, std::path::PathBuf) {
+    let world = World::open(data);
+    let me = world.parent();
+    let (child, task) = world.start(&me, "first").await;
+    world.output(&me, &task).await;
+    let path = transcript_path(data, &AgentId::new(child.as_str()));
+    let interrupted = serde_json::to_string(&TranscriptEntry::Message {
+        message: Message::user("interrupted"),
+    })
+    .unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(format!("{interrupted}\n{tail}").as_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    (child, path)
+}
+
+/// The user messages among `messages`, in order.
+fn user_prompts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| matches!(m, Message::User { .. }))
+        .map(|m| m.content().to_owned())
+        .collect()
 }
 
 /// A tiny deterministic generator (xorshift64*).

@@ -439,7 +439,7 @@ impl Agent {
     /// the run join it the same way, after the notices.
     pub async fn run(&self, prompt: impl Into<String>, cancel: &CancellationToken) -> RunOutcome {
         let _one_run_at_a_time = self.inner.run_lock.lock().await;
-        self.lock().inbox.phase = Phase::Open;
+        self.open_turn();
         let observer = self.inner.runtime.observer();
         if let Some(observer) = observer {
             observer.run_started(&self.inner.info);

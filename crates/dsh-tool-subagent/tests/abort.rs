@@ -24,6 +24,17 @@ async fn eventually(mut condition: impl FnMut() -> bool) {
     .expect("condition never held");
 }
 
+/// Calls `subagent` and cancels the call once a stage has reached `gate`.
+async fn call_cancelled_at(fixture: &Fixture, gate: &Gate) -> dsh_tools::ToolResult {
+    let cancel = CancellationToken::new();
+    let call = fixture.tools.call("subagent", task(), exec_with(cancel.clone()));
+    let canceller = async {
+        gate.arrived(1).await;
+        cancel.cancel();
+    };
+    futures::future::join(call, canceller).await.0
+}
+
 #[tokio::test]
 async fn before_start_the_registry_refuses_and_the_provider_is_never_called() {
     let fixture = Fixture::new(|b| b);
@@ -53,13 +64,7 @@ async fn while_start_is_pending_the_provider_rolls_back_and_nothing_is_published
     let baseline = alive_tasks();
     let gate = Gate::new();
     let fixture = Fixture::new(|b| b.on_start(StartBehavior::Gated(gate.clone())));
-    let cancel = CancellationToken::new();
-    let call = fixture.tools.call("subagent", task(), exec_with(cancel.clone()));
-    let canceller = async {
-        gate.arrived(1).await;
-        cancel.cancel();
-    };
-    let (result, ()) = futures::future::join(call, canceller).await;
+    let result = call_cancelled_at(&fixture, &gate).await;
     assert_eq!(result.text, format!("Error: {START_ABORTED}"));
     let stats = fixture.provider.stats();
     assert_eq!((stats.published(), stats.disposes(), stats.live()), (0, 0, 0));
@@ -71,13 +76,7 @@ async fn while_the_run_is_live_the_cancel_reaches_the_child_once_and_dispose_run
     let baseline = alive_tasks();
     let gate = Gate::new();
     let fixture = Fixture::new(|b| b.on_result(ResultBehavior::Gated(gate.clone())));
-    let cancel = CancellationToken::new();
-    let call = fixture.tools.call("subagent", task(), exec_with(cancel.clone()));
-    let canceller = async {
-        gate.arrived(1).await;
-        cancel.cancel();
-    };
-    let (result, ()) = futures::future::join(call, canceller).await;
+    let result = call_cancelled_at(&fixture, &gate).await;
     assert!(result.is_error);
     assert_eq!(
         result.text,

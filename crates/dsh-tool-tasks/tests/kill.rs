@@ -19,21 +19,27 @@ async fn killing_a_running_task_acknowledges_the_request_and_the_task_settles_ki
     assert_eq!(read.text, "(no new output)\n[status: killed]");
 }
 
-#[tokio::test]
-async fn the_reason_reaches_the_producer() {
-    let fixture = Fixture::new();
-    let id = fixture
+/// A task of `parent` that runs until killed, then fails with `describe`
+/// of the kill's reason.
+fn killable_task(fixture: &Fixture, describe: fn(Option<String>) -> String) -> String {
+    fixture
         .tasks
         .spawn(
             TaskSpec::new("subagent", "slow", AgentId::from("parent")),
-            |control| async move {
+            move |control| async move {
                 control.token().cancelled().await;
                 TaskOutcome::Failed {
-                    detail: format!("stopped: {}", control.reason().unwrap_or_default()),
+                    detail: describe(control.reason()),
                 }
             },
         )
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_reason_reaches_the_producer() {
+    let fixture = Fixture::new();
+    let id = killable_task(&fixture, |reason| format!("stopped: {}", reason.unwrap_or_default()));
     fixture
         .call("task_kill", json!({"task_id": id, "reason": "no longer needed"}))
         .await;
@@ -47,18 +53,7 @@ async fn the_reason_reaches_the_producer() {
 #[tokio::test]
 async fn an_empty_reason_counts_as_none() {
     let fixture = Fixture::new();
-    let id = fixture
-        .tasks
-        .spawn(
-            TaskSpec::new("subagent", "slow", AgentId::from("parent")),
-            |control| async move {
-                control.token().cancelled().await;
-                TaskOutcome::Failed {
-                    detail: format!("reason given: {}", control.reason().is_some()),
-                }
-            },
-        )
-        .unwrap();
+    let id = killable_task(&fixture, |reason| format!("reason given: {}", reason.is_some()));
     fixture.call("task_kill", json!({"task_id": id, "reason": "  "})).await;
     let read = fixture.call("task_output", json!({"task_id": id, "wait": true})).await;
     assert_eq!(read.text, "(no new output)\n[status: failed, reason given: false]");

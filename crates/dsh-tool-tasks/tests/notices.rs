@@ -19,6 +19,21 @@ struct Recording {
     requests: Mutex<Vec<ChatRequest>>,
 }
 
+impl Recording {
+    fn new(script: &Value) -> Arc<Self> {
+        Arc::new(Self {
+            inner: ScriptedModel::from_json_str(&script.to_string()).unwrap(),
+            requests: Mutex::default(),
+        })
+    }
+}
+
+/// A runtime on `model` whose agents hear the notices of their own tasks in `tasks`.
+fn runtime_with_notices(model: &Arc<Recording>, tools: ToolRegistry, tasks: &TaskRegistry) -> AgentRuntime {
+    let notices = tasks.clone();
+    AgentRuntime::new(model.clone(), tools).with_notices(Arc::new(move |agent: &AgentId| notices.take_notices(agent)))
+}
+
 impl ChatModel for Recording {
     fn model_name(&self) -> &str {
         self.inner.model_name()
@@ -88,16 +103,8 @@ async fn the_owner_hears_of_the_finished_task_on_its_next_model_call_and_reads_i
         {"when": {"last_message": "user"}, "reply": {"tool_calls": [{"name": "start_job", "arguments": {}}]}},
         {"when": {"last_message": "tool"}, "reply": {"text": "no notice arrived"}}
     ]});
-    let model = Arc::new(Recording {
-        inner: ScriptedModel::from_json_str(&script.to_string()).unwrap(),
-        requests: Mutex::default(),
-    });
-    let notices = tasks.clone();
-    let runtime = Arc::new(
-        AgentRuntime::new(model.clone(), tools)
-            .with_data_dir(dir.path())
-            .with_notices(Arc::new(move |agent: &AgentId| notices.take_notices(agent))),
-    );
+    let model = Recording::new(&script);
+    let runtime = Arc::new(runtime_with_notices(&model, tools, &tasks).with_data_dir(dir.path()));
     let parent = Agent::builder(runtime).id("parent").build().unwrap();
 
     let outcome = parent.run("start the job", &CancellationToken::new()).await;
@@ -139,15 +146,8 @@ async fn a_task_that_finished_between_runs_is_announced_before_the_next_prompt()
     let tools = ToolRegistry::new();
     let _plugin = TaskToolsPlugin::apply(&tasks, &tools).unwrap();
     let script = json!({"rules": [{"when": {}, "reply": {"text": "ok"}}]});
-    let model = Arc::new(Recording {
-        inner: ScriptedModel::from_json_str(&script.to_string()).unwrap(),
-        requests: Mutex::default(),
-    });
-    let notices = tasks.clone();
-    let runtime = Arc::new(
-        AgentRuntime::new(model.clone(), tools)
-            .with_notices(Arc::new(move |agent: &AgentId| notices.take_notices(agent))),
-    );
+    let model = Recording::new(&script);
+    let runtime = Arc::new(runtime_with_notices(&model, tools, &tasks));
     let parent = Agent::builder(runtime).id("parent").build().unwrap();
     let other = AgentId::from("someone-else");
     for owner in [parent.id().clone(), other.clone()] {
