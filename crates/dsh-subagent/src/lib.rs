@@ -39,11 +39,13 @@ mod gate;
 pub mod scripted;
 mod service;
 pub mod settlement;
+pub mod wording;
 
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
 pub use events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
 pub use gate::Gate;
 pub use service::{ProviderRegistration, SubagentService, Subscription};
+pub use settlement::{RELEASE_GRACE, Settled, settle};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -120,12 +120,11 @@ impl SubagentTool {
         let id = tasks
             .spawn(spec, move |control| async move {
                 // The task's kill, not the call's token, governs a background run.
-                request.cancel = control.token().child_token();
-                let cancel = request.cancel.clone();
+                request.cancel = control.token().clone();
                 match service.start(&provider, request).await {
                     Ok(run) => {
-                        let (result, disposed) = lifecycle::Settle::detached(run, cancel).await;
-                        dsh_subagent::settlement::task_outcome(result, disposed)
+                        let settled = dsh_subagent::settle(run, control.token()).await;
+                        dsh_subagent::settlement::task_outcome(settled.result, settled.disposed)
                     }
                     Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
                     Err(error) => TaskOutcome::Failed {

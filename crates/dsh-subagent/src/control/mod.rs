@@ -35,7 +35,6 @@
 //! one-shot start.
 
 mod error;
-mod settle;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -246,7 +245,7 @@ impl SubagentControl {
                 move |activation, control| async move {
                     let mut request = request;
                     // The task's kill, not the caller's token, governs the run.
-                    request.cancel = control.token().child_token();
+                    request.cancel = control.token().clone();
                     let started = match checked.continuation() {
                         Some(continuable) => {
                             continuable
@@ -261,7 +260,7 @@ impl SubagentControl {
                     match started {
                         Ok(run) => {
                             let run = activation.announce(checked.name(), announced_label, run);
-                            settle::settle(run).await
+                            settle_task(run, control.token()).await
                         }
                         Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
                         Err(error) => TaskOutcome::Failed {
@@ -535,16 +534,24 @@ async fn resume(
             provider: descriptor.provider,
         });
     };
-    let request = ResumeRequest::new(child, prompt, parent, control.token().child_token(), descriptor);
+    let request = ResumeRequest::new(child, prompt, parent, control.token().clone(), descriptor);
     let (provider_name, label) = (request.descriptor.provider.clone(), request.descriptor.label.clone());
     match continuable.resume(request).await {
         Ok(run) => {
             let run = activation.announce(&provider_name, label, run);
-            settle::settle(run).await
+            settle_task(run, control.token()).await
         }
         Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
         Err(error) => TaskOutcome::Failed {
             detail: error.to_string(),
         },
     }
+}
+
+/// Settles an activation's run (see [`crate::settle`]) into its task's
+/// outcome. The run's token is the task's kill token, so a kill settles it
+/// `aborted`, which reads `killed`.
+async fn settle_task(run: dsh_subagent_api::SubagentRun, kill: &dsh_subagent_api::CancellationToken) -> TaskOutcome {
+    let settled = crate::settle(run, kill).await;
+    crate::settlement::task_outcome(settled.result, settled.disposed)
 }
