@@ -1,7 +1,8 @@
 //! Settlement: how a published run is awaited and released, on every route
 //! (the `subagent` tool's foreground calls and one-shot tasks, and the
 //! control service's continuable activations), and how a background run's
-//! result and release read as its task's outcome.
+//! result and release read as its task's outcome (docs/contract.md,
+//! "Background tasks").
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
