@@ -40,20 +40,29 @@ pub(crate) fn check(root: &Path) -> Result<String, String> {
             continue;
         };
         for to in targets.difference(permitted) {
-            problems.push(format!("forbidden arrow: {from} -> {to} (not allowed in {DESIGN_PATH}, {SECTION})"));
+            problems.push(format!(
+                "forbidden arrow: {from} -> {to} (not allowed in {DESIGN_PATH}, {SECTION})"
+            ));
         }
     }
     for (from, targets) in actual.iter().chain(&dev) {
         if targets.contains(TEST_KIT) && !dev.get(from).is_some_and(|dev| dev.contains(TEST_KIT)) {
-            problems.push(format!("forbidden arrow: {from} -> {TEST_KIT} (the test kit is a dev-dependency only)"));
+            problems.push(format!(
+                "forbidden arrow: {from} -> {TEST_KIT} (the test kit is a dev-dependency only)"
+            ));
         }
     }
     for from in allowed.keys().filter(|from| !actual.contains_key(*from)) {
-        problems.push(format!("{DESIGN_PATH}, {SECTION}: row for `{from}`, which is not a workspace member"));
+        problems.push(format!(
+            "{DESIGN_PATH}, {SECTION}: row for `{from}`, which is not a workspace member"
+        ));
     }
     if problems.is_empty() {
         let count: usize = actual.values().map(BTreeSet::len).sum();
-        Ok(format!("arrows: {count} arrows between {} crates, all allowed.", actual.len()))
+        Ok(format!(
+            "arrows: {count} arrows between {} crates, all allowed.",
+            actual.len()
+        ))
     } else {
         Err(problems.join("\n"))
     }
@@ -113,7 +122,10 @@ fn actual(root: &Path) -> Result<(Arrows, Arrows), String> {
     for package in packages {
         let Some(name) = package["name"].as_str() else { continue };
         arrows.entry(name.to_owned()).or_default();
-        let dependencies = package["dependencies"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let dependencies = package["dependencies"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         for dependency in dependencies {
             let Some(target) = dependency["name"].as_str().filter(|target| members.contains(target)) else {
                 continue;

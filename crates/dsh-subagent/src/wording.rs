@@ -1,6 +1,10 @@
 //! The texts of the settlement, in one place: the model reads some of them
 //! through the `subagent` tool, and people read the rest in logs.
 
+/// The name of the tool through which a model sends follow-ups to
+/// continuable children (mounted by `dsh-tool-subagent-control`).
+pub const SEND_MESSAGE_TOOL: &str = "send_message";
+
 /// The call was cancelled and releasing the child did not finish within the
 /// grace period, so the settlement stopped waiting.
 pub const RELEASE_ABANDONED: &str =

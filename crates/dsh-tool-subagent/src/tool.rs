@@ -106,14 +106,14 @@ impl SubagentTool {
         mut request: StartRequest,
     ) -> Result<ToolOutput, ToolError> {
         let tasks = tasks.ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code("TASKS_UNAVAILABLE"))?;
-        if tools.get("task_output").is_none() {
+        if tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
             return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code("TASKS_UNAVAILABLE"));
         }
         let owner = request.parent.id().clone();
         let service = self.service.clone();
         let provider = self.config.provider.clone();
         let label = request.label.clone().unwrap_or_default();
-        let spec = TaskSpec::new("subagent", label, owner);
+        let spec = TaskSpec::new(dsh_subagent::control::TASK_KIND, label, owner);
         let id = tasks
             .spawn(spec, move |control| async move {
                 // The task's kill, not the call's token, governs a background run.

@@ -56,6 +56,7 @@ mod agent;
 mod registry;
 mod schema;
 mod tool;
+pub mod wording;
 
 pub use agent::{AgentId, AgentRef};
 pub use registry::{

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures::FutureExt;
 use serde_json::Value;
 
-use crate::{Tool, ToolError, ToolExecution, ToolResult};
+use crate::{Tool, ToolError, ToolExecution, ToolResult, wording};
 
 /// The code of the error for a call whose token was cancelled before dispatch.
 pub const ABORTED_BEFORE_DISPATCH: &str = "ABORTED_BEFORE_DISPATCH";
@@ -178,18 +178,18 @@ impl ToolRegistry {
     /// become error results too, so a call never panics the caller.
     pub async fn call(&self, name: &str, args: Value, exec: ToolExecution) -> ToolResult {
         if exec.cancel().is_cancelled() {
-            return ToolError::new("tool call aborted before dispatch")
+            return ToolError::new(wording::ABORTED_BEFORE_DISPATCH)
                 .with_code(ABORTED_BEFORE_DISPATCH)
                 .into();
         }
         let Some(tool) = self.get(name) else {
-            return ToolError::new(format!("unknown tool \"{name}\""))
+            return ToolError::new(wording::unknown_tool(name))
                 .with_code("UNKNOWN_TOOL")
                 .into();
         };
         match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
             Ok(outcome) => ToolResult::from_outcome(outcome),
-            Err(panic) => ToolError::new(format!("tool \"{name}\" panicked: {}", panic_message(&*panic)))
+            Err(panic) => ToolError::new(wording::tool_panicked(name, &panic_message(&*panic)))
                 .with_code("TOOL_PANICKED")
                 .into(),
         }
@@ -203,7 +203,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else if let Some(text) = payload.downcast_ref::<String>() {
         text.clone()
     } else {
-        "<non-string panic payload>".to_owned()
+        wording::NON_STRING_PANIC.to_owned()
     }
 }
 

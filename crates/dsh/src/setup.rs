@@ -25,7 +25,7 @@ use crate::{Failure, model, wording};
 /// ones), and the depth cap backs that up. The parent may run them in the
 /// background (nor `send_message`, when it is mounted).
 fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> SubagentToolConfig {
-    let mut deny = vec!["subagent".to_owned(), "subagent_fork".to_owned()];
+    let mut deny = vec![wording::SPAWN_TOOL.to_owned(), wording::FORK_TOOL.to_owned()];
     deny.extend(dsh_tool_tasks::TOOL_NAMES.iter().map(|name| (*name).to_owned()));
     if with_send_message {
         deny.extend(
@@ -90,7 +90,7 @@ impl Setup {
             .map_err(|error| Failure::internal(error.to_string()))?;
         let mounted = [
             SubagentToolConfig::new("spawn"),
-            SubagentToolConfig::new("fork").tool_name("subagent_fork"),
+            SubagentToolConfig::new("fork").tool_name(wording::FORK_TOOL),
         ]
         .into_iter()
         .map(|config| match &control {
