@@ -48,6 +48,7 @@ use dsh_subagent_api::{
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
 use crate::SubagentService;
+use crate::settlement::start_failed_outcome;
 
 pub use error::{ControlError, follow_up_label};
 
@@ -222,7 +223,8 @@ impl SubagentControl {
     /// fresh UUID; its descriptor is recorded before its first turn. The task
     /// (owned by the request's parent, labelled `label`) starts the child
     /// and settles with its outcome; a failed start fails the task (or
-    /// settles it `killed` when it was killed).
+    /// settles it `killed` when it was killed and the provider rolled back
+    /// cleanly).
     pub fn start_continuable(
         &self,
         provider: &str,
@@ -263,10 +265,7 @@ impl SubagentControl {
                             let run = activation.announce(checked.name(), announced_label, run);
                             settle::settle(run).await
                         }
-                        Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
-                        Err(error) => TaskOutcome::Failed {
-                            detail: error.to_string(),
-                        },
+                        Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
                     }
                 },
             )
@@ -542,9 +541,6 @@ async fn resume(
             let run = activation.announce(&provider_name, label, run);
             settle::settle(run).await
         }
-        Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
-        Err(error) => TaskOutcome::Failed {
-            detail: error.to_string(),
-        },
+        Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
     }
 }
