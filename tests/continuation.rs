@@ -168,7 +168,7 @@ async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
 
     let world = World::open(data.path());
     let me = world.parent();
-    let listed = world.control.store().children_of(me.id()).unwrap();
+    let listed = world.control.store().expect("persistent").children_of(me.id()).unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, child);
     let diagnostic = listed[0].diagnostic.clone().unwrap();
