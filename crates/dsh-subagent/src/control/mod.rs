@@ -333,9 +333,12 @@ impl SubagentControl {
     /// once with both ids.
     ///
     /// Checked synchronously, before anything starts: the service has
-    /// persistence ([`ControlError::PersistenceUnavailable`]), the provider exists and
-    /// has the continuation capability, it supports every optional field the
-    /// request sets, the request's shape and depth cap. The child's id is a
+    /// persistence ([`ControlError::PersistenceUnavailable`]); the provider
+    /// exists, supports every optional field the request sets, and has the
+    /// continuation capability; the request's shape and depth cap; the
+    /// provider accepts the parent
+    /// ([`check_continuable`](dsh_subagent_api::ContinuableProvider::check_continuable),
+    /// e.g. its runtime persists transcripts). The child's id is a
     /// fresh UUID; its descriptor is recorded before its first turn. The task
     /// (owned by the request's parent, labelled `label`) starts the child
     /// and settles with its outcome; a failed start fails the task (or
@@ -578,18 +581,22 @@ impl SubagentControl {
         }
     }
 
-    /// The service's start checks, then the continuation capability.
+    /// The service's start checks, then the continuation capability and
+    /// the provider's own check of the parent (e.g. its persistence).
     fn check(&self, provider_name: &str, request: &StartRequest) -> Result<Arc<dyn SubagentProvider>, ControlError> {
         let provider = self
             .inner
             .service
             .checked_provider(provider_name, request)
             .map_err(|source| ControlError::Start { source })?;
-        if provider.continuation().is_none() {
+        let Some(continuable) = provider.continuation() else {
             return Err(ControlError::NoContinuation {
                 provider: provider_name.to_owned(),
             });
-        }
+        };
+        continuable
+            .check_continuable(&request.parent)
+            .map_err(|source| ControlError::Start { source })?;
         Ok(provider)
     }
 }
