@@ -329,7 +329,7 @@ fn with_structured(result: SubagentResult, captured: Option<Captured>) -> Subage
     }
 }
 
-/// Maps a run outcome to the seam's result (reference-contract §4, in-process driver).
+/// Maps a run outcome to the seam's result (docs/contract.md, "Stop reasons").
 fn result_of(outcome: RunOutcome) -> SubagentResult {
     let output = if outcome.text.is_empty() {
         Vec::new()

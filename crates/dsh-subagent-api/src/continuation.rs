@@ -14,11 +14,11 @@ use serde_json::{Map, Value};
 
 use crate::{AgentId, AgentRef, CancellationToken, ContentBlock, StartRequest, SubagentError, SubagentRun, ToolFilter};
 
-/// The descriptor version this crate writes (reference-contract §3.6, seed era).
+/// The descriptor version this crate writes (docs/contract.md, "Continuation descriptors").
 pub const DESCRIPTOR_VERSION: u64 = 1;
 
 /// What a continuable child needs to be resumed: recorded once, before its
-/// first turn (reference-contract §3.6, version 1, plus the display label).
+/// first turn (docs/contract.md, "Continuation descriptors": version 1, plus the display label).
 ///
 /// Absent optional fields are omitted, never `null`. Deliberately excluded:
 /// the depth (the transcript header is its floor), the output schema and the

@@ -1,5 +1,5 @@
 //! Run settlement: how a background run's result and release read as its
-//! task's outcome (reference-contract §3.5). One mapping for every background
+//! task's outcome (docs/contract.md, "Background tasks"). One mapping for every background
 //! route: the `subagent` tool's one-shot tasks and the control service's
 //! continuable activations.
 

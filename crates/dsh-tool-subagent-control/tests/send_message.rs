@@ -1,4 +1,4 @@
-//! `send_message` (reference-contract §2.1 and §5.3, seed items in task vocabulary).
+//! `send_message` (docs/contract.md, "send_message").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

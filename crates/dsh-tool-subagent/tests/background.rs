@@ -1,4 +1,4 @@
-//! One-shot background runs (reference-contract §1.10, §3.5, §5.1; seed-era task vocabulary).
+//! One-shot background runs (docs/contract.md, "Background tasks").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

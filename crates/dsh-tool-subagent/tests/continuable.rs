@@ -1,4 +1,4 @@
-//! The continuable background route (reference-contract §1.5, §1.6, §1.10; seed era 07-23).
+//! The continuable background route (docs/contract.md, "Background tasks").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;

@@ -1,5 +1,5 @@
 //! One delegation end to end: success, every stop reason, release failures,
-//! what reaches the provider, argument errors (reference-contract §1.7–1.9, §5.1).
+//! what reaches the provider, argument errors (docs/contract.md, "Execution" and "Results").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -8,7 +8,7 @@ use dsh_tasks::{TaskError, TaskStatus};
 /// `the message was not delivered`; the lookup failures of a started
 /// follow-up are the `detail` of its failed task.
 ///
-/// The `Display` text is model-facing (reference-contract §2.1, seed era);
+/// The `Display` text is model-facing (docs/contract.md, "send_message");
 /// [`ControlError::code`] is stable for programs.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -1,5 +1,5 @@
 //! The control service: continuable children as a series of task-backed
-//! activations (reference-contract §3.7.A, seed era).
+//! activations (docs/contract.md, "send_message" and "Live delivery").
 //!
 //! A continuable child is one durable transcript plus, at any moment, at most
 //! one *activation*: a background task that runs one turn of it and settles
@@ -12,7 +12,7 @@
 //! # One owner per child
 //!
 //! The service's lock is the one owner of every child's activation slot
-//! (DESIGN decision 5). A send, an activation's end and a kill are ordered
+//! (docs/design.md, "Races are linearized"). A send, an activation's end and a kill are ordered
 //! by it, so a message is either **steered** into the running activation,
 //! **started** as a new task, or **refused** synchronously with "the message
 //! was not delivered" — never acknowledged and then dropped:
