@@ -108,8 +108,8 @@ impl World {
 async fn a_parent_whose_runtime_persists_nothing_is_refused_before_any_task() {
     let data = tempfile::tempdir().unwrap();
     let world = World::open(data.path());
-    let model = ScriptedModel::from_json_str(&json!({"rules": [{"when": {}, "reply": {"text": "x"}}]}).to_string())
-        .unwrap();
+    let model =
+        ScriptedModel::from_json_str(&json!({"rules": [{"when": {}, "reply": {"text": "x"}}]}).to_string()).unwrap();
     let runtime = Arc::new(AgentRuntime::new(Arc::new(model), world.tools.clone()));
     let me = Agent::builder(runtime).id("parent").build().unwrap().agent_ref();
     let args = json!({"description": "research", "prompt": "p", "run_in_background": true});

@@ -108,10 +108,7 @@ pub fn start_continuable_child(
 /// one, never less than the parent's + 1.
 pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
     let parent = in_process_parent(&request.cancel, &request.parent)?;
-    let data_dir = parent
-        .runtime()
-        .data_dir()
-        .ok_or_else(persistence_unavailable)?;
+    let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
     let id = AgentId::new(request.child_id.clone());
     let unavailable = || SubagentError::failed_with_code(wording::child_unavailable(id.as_str()), "NOT_RESUMABLE");
     let path = transcript_path(data_dir, &id);

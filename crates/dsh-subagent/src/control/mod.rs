@@ -57,8 +57,8 @@ use dsh_subagent_api::{
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
 use crate::events::SubagentEvent;
-use crate::{SubagentService, Subscription};
 use crate::settlement::start_failed_outcome;
+use crate::{SubagentService, Subscription};
 
 pub use error::{ControlError, follow_up_label};
 
@@ -225,9 +225,9 @@ impl Inner {
         let child = child.to_owned();
         match activation {
             None if !live.owned => Some(ControlError::OwnershipConflict { child }),
-            Some(Activation {
-                run_id: Some(ours), ..
-            }) if *ours != live.run_id && !live.owned => Some(ControlError::RegistryMismatch { child }),
+            Some(Activation { run_id: Some(ours), .. }) if *ours != live.run_id && !live.owned => {
+                Some(ControlError::RegistryMismatch { child })
+            }
             // An activation still starting has announced nothing yet; a
             // settled run of our own is on its way out.
             _ => None,
