@@ -140,6 +140,14 @@ pub fn run_and_dispose_failed(run_error: &str, dispose_error: &str) -> String {
     format!("subagent run failed: {run_error}; dispose failed: {dispose_error}")
 }
 
+/// A run that stopped `error` (its message already starts with
+/// `subagent run failed`, and may carry a diagnostic and partial output)
+/// whose release failed too: the run's message once, then the release
+/// failure on its own line.
+pub fn failed_run_and_dispose_failed(failed_run: &str, dispose_error: &str) -> String {
+    format!("{failed_run}\ndispose failed: {dispose_error}")
+}
+
 /// An argument that is not a JSON object.
 pub fn arguments_not_object(kind: &str) -> String {
     format!("subagent arguments must be a JSON object with \"description\" and \"prompt\" strings, got {kind}")
