@@ -178,6 +178,14 @@ impl ResumeRequest {
 /// Both methods follow [`SubagentProvider::start`](crate::SubagentProvider::start)'s
 /// ownership contract: `Ok` publishes a run the caller must dispose.
 pub trait ContinuableProvider: Send + Sync {
+    /// Whether `parent` can have continuable children here at all (e.g.
+    /// its runtime persists transcripts), checked synchronously before any
+    /// task exists. The default accepts every parent.
+    fn check_continuable(&self, parent: &AgentRef) -> Result<(), SubagentError> {
+        let _ = parent;
+        Ok(())
+    }
+
     /// Starts a child whose id is `child_id`, recording `descriptor` before
     /// its first turn.
     fn start_continuable(

@@ -101,6 +101,38 @@ async fn result_and_dispose_failing_together_give_one_error_carrying_both() {
 }
 
 #[tokio::test]
+async fn a_failed_stop_reason_and_a_failed_release_keep_one_headline() {
+    let mut rendered = Vec::new();
+    for (diagnostic, partial) in [
+        (None, ""),
+        (Some("Claude Code denied a tool request"), ""),
+        (None, "partial assistant text"),
+        (Some("Claude Code denied a tool request"), "partial assistant text"),
+    ] {
+        let fixture = Fixture::new(|b| {
+            let b = b
+                .stop_reason(StopReason::Error)
+                .reply(partial)
+                .on_dispose(DisposeBehavior::Fail("published handle disposal failed".into()));
+            match diagnostic {
+                Some(diagnostic) => b.diagnostic(diagnostic),
+                None => b,
+            }
+        });
+        let result = fixture.delegate().await;
+        assert!(result.is_error);
+        assert_eq!(result.text.matches("subagent run failed").count(), 1, "{}", result.text);
+        assert_eq!(fixture.provider.stats().disposes(), 1);
+        rendered.push(result.text);
+    }
+    assert_eq!(
+        rendered[3],
+        "Error: subagent run failed\nDiagnostic: Claude Code denied a tool request\nPartial output before the run ended:\npartial assistant text\ndispose failed: published handle disposal failed"
+    );
+    insta::assert_snapshot!("failed_run_and_dispose_failed", rendered.join("\n---\n"));
+}
+
+#[tokio::test]
 async fn a_completed_result_with_a_failed_release_is_an_error() {
     let fixture = Fixture::new(|b| b.on_dispose(DisposeBehavior::Fail("published handle disposal failed".into())));
     let result = fixture.delegate().await;
