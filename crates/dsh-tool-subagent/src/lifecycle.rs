@@ -29,11 +29,14 @@ pub(crate) async fn delegate(
     request: StartRequest,
 ) -> Result<ToolOutput, ToolError> {
     let cancel = request.cancel.clone();
+    // Boxed: the start (request and all) is freed once the provider answers,
+    // instead of sizing this future for the whole run.
+    let start = Box::pin(service.start(provider, request));
     // Biased: after a cancellation the start is polled once more first, so
     // a provider that reacts to the token (or finishes) reports in its own words.
     let started = tokio::select! {
         biased;
-        started = AssertUnwindSafe(service.start(provider, request)).catch_unwind() => started,
+        started = AssertUnwindSafe(start).catch_unwind() => started,
         () = cancel.cancelled() => {
             return Err(ToolError::new(wording::START_ABANDONED).with_code("ABORTED"));
         }
