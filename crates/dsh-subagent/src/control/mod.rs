@@ -105,11 +105,22 @@ struct Activation {
     owner: AgentId,
     /// `None` only while the task is being registered, under the lock.
     task_id: Option<String>,
-    /// The run, once the provider has published it: its live-delivery
-    /// handle, `None` when the provider offers none.
-    published: Option<Option<Steerer>>,
+    /// How far its run has got, and whether it can be steered.
+    run: ActivationRun,
     /// The announcement of its published run ([`crate::RunInfo::run_id`]).
     run_id: Option<u64>,
+}
+
+/// An activation's run, as a `send_message` sees it.
+#[derive(Default)]
+enum ActivationRun {
+    /// The provider has not published the run yet.
+    #[default]
+    Starting,
+    /// Published, and its provider offers no live delivery.
+    Unsteerable,
+    /// Published, with the handle that delivers into its running turn.
+    Steerable(Steerer),
 }
 
 /// A run announced on the service's run events whose result has not settled.
@@ -211,7 +222,10 @@ impl Inner {
             .and_then(|slot| slot.activation.as_mut())
             .filter(|activation| activation.serial == serial)
         {
-            activation.published = Some(run.steerer().cloned());
+            activation.run = match run.steerer() {
+                Some(steerer) => ActivationRun::Steerable(steerer.clone()),
+                None => ActivationRun::Unsteerable,
+            };
             activation.run_id = run_id;
         }
     }
@@ -509,12 +523,12 @@ impl SubagentControl {
                 status,
             });
         }
-        match &activation.published {
-            None => Err(starting()),
-            Some(None) => Err(ControlError::NoLiveDelivery {
+        match &activation.run {
+            ActivationRun::Starting => Err(starting()),
+            ActivationRun::Unsteerable => Err(ControlError::NoLiveDelivery {
                 child: child.to_owned(),
             }),
-            Some(Some(steerer)) => Ok((task_id.clone(), steerer.clone())),
+            ActivationRun::Steerable(steerer) => Ok((task_id.clone(), steerer.clone())),
         }
     }
 
@@ -540,7 +554,7 @@ impl SubagentControl {
             serial,
             owner,
             task_id: None,
-            published: None,
+            run: ActivationRun::Starting,
             run_id: None,
         });
         let inner = self.inner.clone();
