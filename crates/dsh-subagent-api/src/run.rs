@@ -98,12 +98,18 @@ impl SubagentRun {
 
     /// Waits for the run's outcome. Cancel-safe and repeatable.
     pub async fn result(&mut self) -> Outcome {
-        if let ResultSlot::Pending(pending) = &mut self.result {
-            self.result = ResultSlot::Ready(pending.await);
-        }
+        self.settled().await;
         match &self.result {
             ResultSlot::Ready(outcome) => outcome.clone(),
             ResultSlot::Pending(_) => Err(SubagentError::failed("subagent run result was not settled")),
+        }
+    }
+
+    /// Waits until the run's outcome has settled, without copying it: once
+    /// this returns, [`SubagentRun::result`] returns at once. Cancel-safe.
+    pub async fn settled(&mut self) {
+        if let ResultSlot::Pending(pending) = &mut self.result {
+            self.result = ResultSlot::Ready(pending.await);
         }
     }
 

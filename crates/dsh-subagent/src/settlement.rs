@@ -46,44 +46,58 @@ pub struct Settled {
 ///   `cancel` is the caller's: it is never cancelled here.
 ///
 /// The grace needs the tokio time driver, and only once `cancel` fires.
-pub async fn settle(run: SubagentRun, cancel: &CancellationToken) -> Settled {
+pub fn settle(run: SubagentRun, cancel: &CancellationToken) -> impl Future<Output = Settled> + Send + '_ {
+    // Armed before the first poll: a settlement dropped unpolled releases too.
     let mut guard = ReleaseOnDrop(Some(run));
-    let settled = match guard.0.as_mut() {
-        Some(run) => settle_run(run, cancel).await,
-        // The guard was armed just above; it is never empty here.
-        None => Settled {
-            result: Err(SubagentError::failed(wording::RUN_ALREADY_RELEASED)),
-            disposed: Ok(()),
-        },
-    };
-    guard.0 = None;
-    settled
+    async move {
+        let settled = match guard.0.as_mut() {
+            Some(run) => settle_run(run, cancel).await,
+            // The guard was armed just above; it is never empty here.
+            None => Settled {
+                result: Err(SubagentError::failed(wording::RUN_ALREADY_RELEASED)),
+                disposed: Ok(()),
+            },
+        };
+        guard.disarm();
+        settled
+    }
 }
 
 async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settled {
+    // Only a panic payload is held across the release, not the outcome: the
+    // run keeps that until it is read at the end.
     let waited = tokio::select! {
         biased;
-        result = guarded(run.result(), wording::STAGE_RUN) => Some(result),
-        () = cancel.cancelled() => None,
+        waited = AssertUnwindSafe(run.settled()).catch_unwind() => waited,
+        // The cancellation path is boxed: it is rare, and this future (held
+        // for every delegation in flight) stays sized for the common path.
+        () = cancel.cancelled() => return Box::pin(release_cancelled(run)).await,
     };
-    let release = guarded(run.dispose(), wording::STAGE_DISPOSE);
-    let Some(result) = waited else {
-        return release_cancelled(run, release).await;
-    };
+    let release = AssertUnwindSafe(run.dispose()).catch_unwind();
     tokio::pin!(release);
     let disposed = tokio::select! {
         biased;
         disposed = &mut release => disposed,
-        () = cancel.cancelled() => tokio::time::timeout(RELEASE_GRACE, release)
-            .await
-            .unwrap_or_else(|_| Err(release_abandoned())),
+        () = cancel.cancelled() => match Box::pin(tokio::time::timeout(RELEASE_GRACE, release)).await {
+            Ok(disposed) => disposed,
+            Err(_) => Ok(Err(release_abandoned())),
+        },
     };
-    Settled { result, disposed }
+    Settled {
+        result: match waited {
+            Ok(()) => guarded(run.result(), wording::STAGE_RUN)
+                .now_or_never()
+                .unwrap_or_else(|| Err(SubagentError::failed(wording::RUN_NOT_SETTLED))),
+            Err(panic) => Err(panicked(wording::STAGE_RUN, &*panic)),
+        },
+        disposed: disposed.unwrap_or_else(|panic| Err(panicked(wording::STAGE_DISPOSE, &*panic))),
+    }
 }
 
 /// After a cancellation: the release runs while the result is awaited, both
 /// within [`RELEASE_GRACE`].
-async fn release_cancelled(run: &mut SubagentRun, release: impl Future<Output = Result<(), SubagentError>>) -> Settled {
+async fn release_cancelled(run: &mut SubagentRun) -> Settled {
+    let release = guarded(run.dispose(), wording::STAGE_DISPOSE);
     let mut result = None;
     let released = {
         let waiting = guarded(run.result(), wording::STAGE_RUN);
@@ -119,12 +133,14 @@ async fn release_cancelled(run: &mut SubagentRun, release: impl Future<Output = 
 
 /// Awaits a provider future; a panic in it reads as a failure of `stage`.
 async fn guarded<T>(future: impl Future<Output = Result<T, SubagentError>>, stage: &str) -> Result<T, SubagentError> {
-    AssertUnwindSafe(future).catch_unwind().await.unwrap_or_else(|panic| {
-        Err(SubagentError::failed(wording::provider_panicked(
-            stage,
-            &panic_message(&*panic),
-        )))
-    })
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| Err(panicked(stage, &*panic)))
+}
+
+fn panicked(stage: &str, payload: &(dyn std::any::Any + Send)) -> SubagentError {
+    SubagentError::failed(wording::provider_panicked(stage, &panic_message(payload)))
 }
 
 fn aborted() -> SubagentResult {
@@ -138,17 +154,22 @@ fn release_abandoned() -> SubagentError {
 /// Releases a run whose settlement was dropped before it finished.
 struct ReleaseOnDrop(Option<SubagentRun>);
 
+impl ReleaseOnDrop {
+    /// The run was settled and released: dropping it releases nothing more.
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
         let Some(mut run) = self.0.take() else { return };
-        let release = run.dispose();
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 // As after a cancellation: the release (which cancels what
                 // remains of the child) runs while the result is awaited.
                 handle.spawn(async move {
-                    let release = guarded(release, wording::STAGE_DISPOSE);
-                    if let Err(error) = release_cancelled(&mut run, release).await.disposed {
+                    if let Err(error) = release_cancelled(&mut run).await.disposed {
                         tracing::warn!(run = run.id(), "{}", wording::abandoned_release_failed(&error));
                     }
                 });
@@ -156,7 +177,7 @@ impl Drop for ReleaseOnDrop {
             Err(_) => {
                 // No runtime to finish the release on: start it (its first
                 // step cancels the child), then let it go.
-                let finished = guarded(release, wording::STAGE_DISPOSE).now_or_never().is_some();
+                let finished = guarded(run.dispose(), wording::STAGE_DISPOSE).now_or_never().is_some();
                 tracing::warn!(
                     run = run.id(),
                     released = finished,
