@@ -15,7 +15,9 @@ type ReleaseFn = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), SubagentError
 
 enum ResultSlot {
     Pending(BoxFuture<'static, Outcome>),
-    Ready(Outcome),
+    /// Boxed: a live run (one per delegation in flight) carries a pointer,
+    /// not room for an outcome it does not have yet.
+    Ready(Box<Outcome>),
 }
 
 /// A published child run. Ownership of the child passes to the holder.
@@ -100,7 +102,7 @@ impl SubagentRun {
     pub async fn result(&mut self) -> Outcome {
         self.settled().await;
         match &self.result {
-            ResultSlot::Ready(outcome) => outcome.clone(),
+            ResultSlot::Ready(outcome) => Outcome::clone(outcome),
             ResultSlot::Pending(_) => Err(SubagentError::failed("subagent run result was not settled")),
         }
     }
@@ -109,7 +111,7 @@ impl SubagentRun {
     /// this returns, [`SubagentRun::result`] returns at once. Cancel-safe.
     pub async fn settled(&mut self) {
         if let ResultSlot::Pending(pending) = &mut self.result {
-            self.result = ResultSlot::Ready(pending.await);
+            self.result = ResultSlot::Ready(Box::new(pending.await));
         }
     }
 
@@ -142,7 +144,7 @@ impl SubagentRun {
     {
         self.result = match self.result {
             ResultSlot::Pending(pending) => ResultSlot::Pending(wrap(pending).boxed()),
-            ResultSlot::Ready(outcome) => ResultSlot::Pending(wrap(futures::future::ready(outcome).boxed()).boxed()),
+            ResultSlot::Ready(outcome) => ResultSlot::Pending(wrap(futures::future::ready(*outcome).boxed()).boxed()),
         };
         self
     }

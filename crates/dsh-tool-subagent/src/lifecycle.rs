@@ -23,32 +23,39 @@ use crate::{render, wording};
 /// ([`wording::START_ABANDONED`]); a result or release still pending
 /// [`dsh_subagent::RELEASE_GRACE`] later is abandoned
 /// ([`wording::RELEASE_ABANDONED`]).
-pub(crate) async fn delegate(
-    service: &SubagentService,
-    provider: &str,
+pub(crate) fn delegate<'a>(
+    service: &'a SubagentService,
+    provider: &'a str,
     request: StartRequest,
-) -> Result<ToolOutput, ToolError> {
+) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
     let cancel = request.cancel.clone();
-    // Boxed: the start (request and all) is freed once the provider answers,
-    // instead of sizing this future for the whole run.
+    // Started here and boxed, so the request is not held by the returned
+    // future for the whole run: the box is freed once the provider answers.
     let start = Box::pin(service.start(provider, request));
-    // Biased: after a cancellation the start is polled once more first, so
-    // a provider that reacts to the token (or finishes) reports in its own words.
-    let started = tokio::select! {
-        biased;
-        started = AssertUnwindSafe(start).catch_unwind() => started,
-        () = cancel.cancelled() => {
-            return Err(ToolError::new(wording::START_ABANDONED).with_code("ABORTED"));
-        }
-    };
-    let run = match started {
-        Ok(Ok(run)) => run,
-        Ok(Err(error)) => return Err(render::start_failed(error)),
-        Err(panic) => {
-            let message = wording::provider_panicked(wording::STAGE_START, &panic_message(&*panic));
-            return Err(ToolError::new(message).with_code("PROVIDER_PANICKED"));
-        }
-    };
-    let settled = settle(run, &cancel).await;
-    render::settled(settled.result, settled.disposed)
+    async move {
+        // Scoped, so neither the start's outcome nor the run stays in this
+        // future (held for every delegation in flight) while the run settles.
+        let settling = {
+            // Biased: after a cancellation the start is polled once more
+            // first, so a provider that reacts to the token (or finishes)
+            // reports in its own words.
+            let started = tokio::select! {
+                biased;
+                started = AssertUnwindSafe(start).catch_unwind() => started,
+                () = cancel.cancelled() => {
+                    return Err(ToolError::new(wording::START_ABANDONED).with_code("ABORTED"));
+                }
+            };
+            match started {
+                Ok(Ok(run)) => settle(run, &cancel),
+                Ok(Err(error)) => return Err(render::start_failed(error)),
+                Err(panic) => {
+                    let message = wording::provider_panicked(wording::STAGE_START, &panic_message(&*panic));
+                    return Err(ToolError::new(message).with_code("PROVIDER_PANICKED"));
+                }
+            }
+        };
+        let settled = settling.await;
+        render::settled(settled.result, settled.disposed)
+    }
 }
