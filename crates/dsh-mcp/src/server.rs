@@ -21,6 +21,9 @@ use crate::wording;
 /// cancelling them.
 const WIND_DOWN: Duration = Duration::from_secs(10);
 
+/// The buffer between the client's input and the protocol reader.
+const PIPE_BYTES: usize = 1 << 16;
+
 /// How one served call ended, for whoever watches the server.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -118,8 +121,20 @@ impl McpToolServer {
         };
         let cancel = session.cancel.clone();
         let calls = session.calls.clone();
+        // The client's bytes pass through a pipe so that its end of input
+        // cancels the running calls at once: left to itself, rmcp first
+        // waits a few seconds for their responses.
+        let (mut feed, input) = tokio::io::duplex(PIPE_BYTES);
+        let on_eof = cancel.clone();
+        let mut read = read;
+        tokio::spawn(async move {
+            if let Err(error) = tokio::io::copy(&mut read, &mut feed).await {
+                tracing::debug!("MCP session input ended: {error}");
+            }
+            on_eof.cancel();
+        });
         let running = session
-            .serve((read, write))
+            .serve((input, write))
             .await
             .map_err(|error| McpServeError(error.to_string()))?;
         let quit = running.waiting().await;
@@ -187,7 +202,21 @@ impl ServerHandler for Session {
         let tool = name.clone();
         // The call runs as its own task, so it always runs to its end (and
         // releases what it started) even if this request is dropped.
-        let mut call = self.calls.spawn(async move { tools.call(&tool, args, exec).await });
+        let watcher = self.server.on_call_end.clone();
+        let call_cancel = cancel.clone();
+        let mut call = self.calls.spawn(async move {
+            let result = tools.call(&tool, args, exec).await;
+            // Here, not in the handler: the watcher sees every call end
+            // before the session's wind-down completes.
+            if let Some(watcher) = watcher {
+                watcher(CallEnd {
+                    tool: &tool,
+                    result: &result,
+                    cancelled: call_cancel.is_cancelled(),
+                });
+            }
+            result
+        });
         let progress_token = context.meta.get_progress_token();
         let started = tokio::time::Instant::now();
         let interval = self.server.progress_interval;
@@ -211,13 +240,6 @@ impl ServerHandler for Session {
                 }
             }
         };
-        if let Some(watcher) = &self.server.on_call_end {
-            watcher(CallEnd {
-                tool: &name,
-                result: &result,
-                cancelled: cancel.is_cancelled(),
-            });
-        }
         let content = vec![ContentBlock::text(result.text)];
         Ok(CallToolResponse::Complete(if result.is_error {
             CallToolResult::error(content)
