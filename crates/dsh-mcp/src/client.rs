@@ -96,7 +96,9 @@ impl Connection {
         if let Some(service) = service {
             let _ = service.cancel().await;
         }
-        self.process.teardown(self.options.eof_grace, self.options.term_grace).await
+        self.process
+            .teardown(self.options.eof_grace, self.options.term_grace)
+            .await
     }
 
     /// How the server ended, waiting briefly for its exit status.
@@ -149,7 +151,10 @@ impl McpMount {
             Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
         );
         let handshake = async {
-            let service = identity.serve((stdout, stdin)).await.map_err(|error| error.to_string())?;
+            let service = identity
+                .serve((stdout, stdin))
+                .await
+                .map_err(|error| error.to_string())?;
             let listed = service.peer().list_all_tools().await.map_err(|error| error.to_string());
             Ok::<_, String>((service, listed))
         };
@@ -308,7 +313,7 @@ impl McpTool {
         if connection.process.exit().is_some() || connection.peer.is_transport_closed() {
             let how = connection.gone().await;
             return Err(
-                ToolError::new(wording::server_gone(&connection.server, &self.remote, &how)).with_code(MCP_SERVER_GONE)
+                ToolError::new(wording::server_gone(&connection.server, &self.remote, &how)).with_code(MCP_SERVER_GONE),
             );
         }
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments);
@@ -325,12 +330,12 @@ impl McpTool {
         };
         match outcome {
             Ok(result) => render(result),
-            Err(ServiceError::McpError(error)) => Err(ToolError::new(wording::call_failed(
-                &connection.server,
-                &self.remote,
-                &error.message,
-            ))
-            .with_code(MCP_CALL_FAILED)),
+            Err(ServiceError::McpError(error)) => {
+                Err(
+                    ToolError::new(wording::call_failed(&connection.server, &self.remote, &error.message))
+                        .with_code(MCP_CALL_FAILED),
+                )
+            }
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                 let how = connection.gone().await;
                 Err(

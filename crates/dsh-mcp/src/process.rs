@@ -128,7 +128,15 @@ impl ServerProcess {
                 tail.drain(..excess);
             }
         });
-        Ok((Self { group, exit, stderr: tail }, stdin, stdout))
+        Ok((
+            Self {
+                group,
+                exit,
+                stderr: tail,
+            },
+            stdin,
+            stdout,
+        ))
     }
 
     /// How the direct process ended, if it has.

@@ -141,7 +141,10 @@ impl McpToolServer {
         cancel.cancel();
         calls.close();
         if tokio::time::timeout(WIND_DOWN, calls.wait()).await.is_err() {
-            tracing::warn!("MCP session closed with calls still running after {} s", WIND_DOWN.as_secs());
+            tracing::warn!(
+                "MCP session closed with calls still running after {} s",
+                WIND_DOWN.as_secs()
+            );
         }
         quit.map(drop).map_err(|error| McpServeError(error.to_string()))
     }
@@ -162,8 +165,10 @@ struct Session {
 
 impl ServerHandler for Session {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new(self.server.name.clone(), self.server.version.clone()))
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(Implementation::new(
+            self.server.name.clone(),
+            self.server.version.clone(),
+        ))
     }
 
     async fn list_tools(
@@ -193,7 +198,9 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
-        let args = request.arguments.map_or_else(|| Value::Object(Map::new()), Value::Object);
+        let args = request
+            .arguments
+            .map_or_else(|| Value::Object(Map::new()), Value::Object);
         let cancel = self.cancel.child_token();
         // A request abandoned by the service (the session ending) cancels its call too.
         let _cancel_if_dropped = cancel.clone().drop_guard();

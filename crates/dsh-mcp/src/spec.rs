@@ -165,7 +165,12 @@ mod tests {
 
     #[test]
     fn bad_specs_say_what_is_wrong() {
-        let error = |text: &str| McpServerSpec::parse(text).err().map(|e| e.to_string()).unwrap_or_default();
+        let error = |text: &str| {
+            McpServerSpec::parse(text)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
         assert_eq!(error("server"), "expected <name>=<command line>, got \"server\"");
         assert!(error("a b=cmd").starts_with("MCP server name \"a b\" is not valid"));
         assert!(error("a__b=cmd").starts_with("MCP server name \"a__b\" is not valid"));

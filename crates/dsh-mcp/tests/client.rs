@@ -35,7 +35,11 @@ fn log_lines(log: &Path) -> Vec<String> {
 async fn wait_for_line(log: &Path, line: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while !log_lines(log).iter().any(|l| l == line) {
-        assert!(tokio::time::Instant::now() < deadline, "no line {line:?} in {:?}", log_lines(log));
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no line {line:?} in {:?}",
+            log_lines(log)
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -48,7 +52,10 @@ fn server_pid(log: &Path) -> Pid {
 async fn wait_group_gone(pgid: Pid) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while killpg(pgid, None) != Err(Errno::ESRCH) {
-        assert!(tokio::time::Instant::now() < deadline, "process group {pgid} still exists");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "process group {pgid} still exists"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -99,7 +106,10 @@ async fn calls_return_text_and_is_error_results_become_errors() {
     assert_eq!(failed.text, "Error: the tool failed on purpose");
     assert_eq!(failed.error.unwrap().code(), Some(dsh_mcp::MCP_TOOL_ERROR));
     let bad = tools.call("mcp__t__echo", json!([1]), exec()).await;
-    assert_eq!(bad.text, "Error: the arguments of mcp__t__echo must be an object, got an array");
+    assert_eq!(
+        bad.text,
+        "Error: the arguments of mcp__t__echo must be an object, got an array"
+    );
     mount.release().await.unwrap();
 }
 
@@ -119,7 +129,10 @@ async fn cancelling_a_call_reaches_the_server() {
     wait_for_line(&log, "started slow").await;
     cancel.cancel();
     let result = call.await.unwrap();
-    assert_eq!(result.text, "Error: the call to MCP tool \"slow\" of server \"t\" was cancelled");
+    assert_eq!(
+        result.text,
+        "Error: the call to MCP tool \"slow\" of server \"t\" was cancelled"
+    );
     wait_for_line(&log, "cancelled slow").await;
     // The connection is still good after a cancellation.
     let ok = tools.call("mcp__t__echo", json!({"text": "again"}), exec()).await;
@@ -132,7 +145,9 @@ async fn a_server_that_crashes_mid_call_fails_its_tools_and_nothing_else() {
     let (_dir, log) = temp_log();
     let tools = ToolRegistry::new();
     let options = ClientOptions::default();
-    let crashing = McpMount::start(&spec("crashy", &log, &[]), &tools, &options).await.unwrap();
+    let crashing = McpMount::start(&spec("crashy", &log, &[]), &tools, &options)
+        .await
+        .unwrap();
     let healthy = McpMount::start(&spec("ok", &log, &[]), &tools, &options).await.unwrap();
     let crashed = tools.call("mcp__crashy__crash", json!({}), exec()).await;
     assert_eq!(
@@ -168,8 +183,12 @@ async fn servers_that_cannot_start_name_themselves_and_the_cause() {
         refusing.to_string(),
         "MCP server \"early\" failed to start: it exited with exit code 4; its last stderr line: test server: refusing to start before answering initialize"
     );
-    let first = McpMount::start(&spec("dup", &log, &[]), &tools, &options).await.unwrap();
-    let second = McpMount::start(&spec("dup", &log, &[]), &tools, &options).await.unwrap_err();
+    let first = McpMount::start(&spec("dup", &log, &[]), &tools, &options)
+        .await
+        .unwrap();
+    let second = McpMount::start(&spec("dup", &log, &[]), &tools, &options)
+        .await
+        .unwrap_err();
     assert_eq!(
         second.to_string(),
         "MCP server \"dup\" failed to start: a tool named \"mcp__dup__echo\" is already registered"

@@ -57,11 +57,19 @@ async fn each_subagent_tools_filter_decides_whether_its_child_sees_an_mcp_tool()
     let exec = ToolExecution::new(CancellationToken::new()).with_agent(parent.agent_ref());
 
     let allowed = tools
-        .call("subagent_with_echo", json!({"description": "echo", "prompt": "go"}), exec.clone())
+        .call(
+            "subagent_with_echo",
+            json!({"description": "echo", "prompt": "go"}),
+            exec.clone(),
+        )
         .await;
     assert_eq!(allowed.text, "child used it: echo: through the filter");
     let denied = tools
-        .call("subagent_without_echo", json!({"description": "echo", "prompt": "go"}), exec.clone())
+        .call(
+            "subagent_without_echo",
+            json!({"description": "echo", "prompt": "go"}),
+            exec.clone(),
+        )
         .await;
     assert_eq!(denied.text, "no echo tool here");
     // A filter names MCP tools by their mounted name; an unknown one is refused.
@@ -77,6 +85,11 @@ async fn each_subagent_tools_filter_decides_whether_its_child_sees_an_mcp_tool()
         .call("subagent_typo", json!({"description": "echo", "prompt": "go"}), exec)
         .await;
     assert!(typo.is_error);
-    assert!(typo.text.starts_with("Error: subagent toolFilter names unknown tool \"echo\""), "{}", typo.text);
+    assert!(
+        typo.text
+            .starts_with("Error: subagent toolFilter names unknown tool \"echo\""),
+        "{}",
+        typo.text
+    );
     mount.release().await.unwrap();
 }

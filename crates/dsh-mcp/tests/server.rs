@@ -7,9 +7,9 @@ use std::time::Duration;
 use dsh_mcp::McpToolServer;
 use dsh_tools::{AgentRef, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
+use rmcp::ClientHandler;
 use rmcp::model::{CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request};
 use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
-use rmcp::ClientHandler;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -147,8 +147,14 @@ async fn tools_are_listed_as_registered_and_called_for_the_sessions_agent() {
         .collect();
     assert_eq!(listed, registered);
 
-    assert_eq!(call(&first, "whoami", json!({"greeting": "hi"})).await, ("hi, session-a".into(), false));
-    assert_eq!(call(&second, "whoami", json!({"greeting": "hi"})).await, ("hi, session-b".into(), false));
+    assert_eq!(
+        call(&first, "whoami", json!({"greeting": "hi"})).await,
+        ("hi, session-a".into(), false)
+    );
+    assert_eq!(
+        call(&second, "whoami", json!({"greeting": "hi"})).await,
+        ("hi, session-b".into(), false)
+    );
     assert_eq!(
         call(&first, "whoami", json!({})).await,
         ("Error: whoami argument \"greeting\" is required".into(), true)

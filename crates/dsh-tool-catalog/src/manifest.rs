@@ -52,7 +52,7 @@ pub fn manifest() -> Vec<ToolPackage> {
                 "child agent state through the chosen provider",
             ],
             shipped_aliases: &["subagent", "subagent_fork", "subagent_acp"],
-            note: "The registered tool name is the load-time `toolName` config (default `subagent`); the schema above is that default, over a provider whose child starts with a fresh conversation. A harness loads this crate once per provider, so the model may also see `subagent_fork`, bound to the fork provider: its description and `prompt` text use the inherited-context wording (`INHERITS this conversation`, `It already sees this conversation's completed turns`), and its parameters are otherwise identical. `subagent_acp` (an out-of-process child over ACP) keeps the wording above. With `enableRunInBackground` (off by default; `dsh run` turns it on) the description gains the seed-era task sentence and an optional boolean `run_in_background` follows `prompt`: over a one-shot provider it returns `started background subagent task <id>`, over a provider with the continuation capability (spawn or fork, with a control service) `started subagent <id> as task <taskId>`, and the description then also names `send_message`.",
+            note: "The registered tool name is the load-time `toolName` config (default `subagent`); the schema above is that default, over a provider whose child starts with a fresh conversation. A harness loads this crate once per provider, so the model may also see `subagent_fork`, bound to the fork provider: its description and `prompt` text use the inherited-context wording (`INHERITS this conversation`, `It already sees this conversation's completed turns`), and its parameters are otherwise identical. `subagent_acp` (an out-of-process child over ACP) keeps the wording above. With `enableRunInBackground` (off by default; `dsh run` turns it on) the description gains the background-task sentence and an optional boolean `run_in_background` follows `prompt`: over a one-shot provider it returns `started background subagent task <id>`, over a provider with the continuation capability (spawn or fork, with a control service) `started subagent <id> as task <taskId>`, and the description then also names `send_message`.",
             mount: mount_subagent,
         },
         ToolPackage {
@@ -66,7 +66,7 @@ pub fn manifest() -> Vec<ToolPackage> {
                 "a new background task continuing the caller's own continuable subagent",
             ],
             shipped_aliases: &[],
-            note: "Registered once and shared by every agent: it acts only on the caller's own continuable children (those a `subagent` tool started with `run_in_background: true` over a provider with the continuation capability). While the child is working the message joins its current turn (`message delivered to running task <taskId>`; that task's answer has seen it); once it has finished, the message starts a new task that continues the child (`message started task <taskId> continuing subagent <subagent_id>`); either way the answer is collected with `task_output`. Otherwise it is refused with an error ending `the message was not delivered`: the child is still starting or settling, its provider cannot take messages mid-turn (only in-process spawn children can), or its turn ended just before the message arrived (send again to start the next task). An unknown, foreign or descriptor-less id starts a task that fails.",
+            note: "Registered once and shared by every agent: it acts only on the caller's own continuable children (those a `subagent` tool started with `run_in_background: true` over a provider with the continuation capability). While the child is working the message joins its current turn (`message delivered to running task <taskId>`; that task's answer has seen it); once it has finished, the message starts a new task that continues the child (`message started task <taskId> continuing subagent <subagent_id>`); either way the answer is collected with `task_output`. Otherwise it is refused with an error ending `the message was not delivered`: the id names a live child outside the control service's ownership (a running one-shot child), the child is still starting or settling, its provider cannot take messages mid-turn (only the in-process spawn and fork children can), or its turn ended just before the message arrived (send again to start the next task). A control service without a child store refuses every message before any task exists (`PERSISTENCE_UNAVAILABLE`). An unknown, foreign or descriptor-less id starts a task that fails.",
             mount: mount_subagent_control,
         },
         ToolPackage {
@@ -129,7 +129,15 @@ fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, String> {
         &control,
     )
     .map_err(|error| error.to_string())?;
-    Ok(Box::new((subagent, control_tools, task_tools, control, provider, tasks, service)))
+    Ok(Box::new((
+        subagent,
+        control_tools,
+        task_tools,
+        control,
+        provider,
+        tasks,
+        service,
+    )))
 }
 
 fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {

@@ -111,27 +111,30 @@ impl Setup {
             configs.push(SubagentToolConfig::new("fork").tool_name("subagent_fork"));
         }
         let mounted = configs
-        .into_iter()
-        .map(|config| match &control {
-            Some(control) => {
-                SubagentToolPlugin::apply_with_control(child_policy(config, true, surface), &service, &tools, control)
-            }
-            None => {
-                // Without transcripts no child can be continuable, and the
-                // background route of a provider that continues its children
-                // is the continuable one: keep such tools foreground rather
-                // than advertise what would fail. Both spawn and fork are
-                // continuable, so this is every tool here today.
-                let config = child_policy(config, false, surface);
-                let continuable = service
-                    .provider(&config.provider)
-                    .is_some_and(|provider| provider.continuation().is_some());
-                let config = config.enable_run_in_background(!continuable);
-                SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| Failure::internal(error.to_string()))?;
+            .into_iter()
+            .map(|config| match &control {
+                Some(control) => SubagentToolPlugin::apply_with_control(
+                    child_policy(config, true, surface),
+                    &service,
+                    &tools,
+                    control,
+                ),
+                None => {
+                    // Without transcripts no child can be continuable, and the
+                    // background route of a provider that continues its children
+                    // is the continuable one: keep such tools foreground rather
+                    // than advertise what would fail. Both spawn and fork are
+                    // continuable, so this is every tool here today.
+                    let config = child_policy(config, false, surface);
+                    let continuable = service
+                        .provider(&config.provider)
+                        .is_some_and(|provider| provider.continuation().is_some());
+                    let config = config.enable_run_in_background(!continuable);
+                    SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| Failure::internal(error.to_string()))?;
         let notices = tasks.clone();
         let mut runtime = AgentRuntime::new(choice.model, tools)
             .with_observer(observer)

@@ -11,11 +11,9 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, Request,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
 use rmcp::ClientHandler;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, Request};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
@@ -118,7 +116,9 @@ impl Session {
     }
 
     async fn call(&self, tool: &str, args: Value) -> (String, bool) {
-        let Value::Object(args) = args else { panic!("arguments must be an object") };
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
         let result = tokio::time::timeout(
             GUARD,
             self.client()
@@ -163,15 +163,22 @@ fn script(dir: &Path, name: &str, body: &str) -> String {
 async fn wait_group_gone(pgid: Pid) {
     let deadline = tokio::time::Instant::now() + GUARD;
     while killpg(pgid, None) != Err(Errno::ESRCH) {
-        assert!(tokio::time::Instant::now() < deadline, "process group {pgid} still exists");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "process group {pgid} still exists"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
 /// The `dsh mcp` section of the catalog: (name, description, schema text) per tool.
 fn catalog_tools() -> Vec<(String, String, String)> {
-    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tool-catalog.md")).unwrap();
-    let section = page.split("\n## `dsh mcp`\n").nth(1).expect("the catalog has a dsh mcp section");
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tool-catalog.md")).unwrap();
+    let section = page
+        .split("\n## `dsh mcp`\n")
+        .nth(1)
+        .expect("the catalog has a dsh mcp section");
     let section = section.split("\n## ").next().unwrap();
     section
         .split("\n### `")
@@ -222,7 +229,10 @@ async fn subagent_runs_in_the_foreground_and_the_background() {
         .call("subagent", json!({"description": "say hi", "prompt": "Say hi."}))
         .await;
     assert!(!is_error, "{text}");
-    assert!(text.starts_with("Scripted subagent here. I was asked: \"Say hi.\""), "{text}");
+    assert!(
+        text.starts_with("Scripted subagent here. I was asked: \"Say hi.\""),
+        "{text}"
+    );
 
     let (started, is_error) = session
         .call(
@@ -231,9 +241,15 @@ async fn subagent_runs_in_the_foreground_and_the_background() {
         )
         .await;
     assert!(!is_error, "{started}");
-    assert!(started.starts_with("started subagent ") && started.ends_with(" as task subagent-1"), "{started}");
+    assert!(
+        started.starts_with("started subagent ") && started.ends_with(" as task subagent-1"),
+        "{started}"
+    );
     let (output, is_error) = session
-        .call("task_output", json!({"task_id": "subagent-1", "wait": true, "timeout_ms": 30000}))
+        .call(
+            "task_output",
+            json!({"task_id": "subagent-1", "wait": true, "timeout_ms": 30000}),
+        )
         .await;
     assert!(!is_error, "{output}");
     assert!(output.contains("I was asked: \"Work quietly.\""), "{output}");
@@ -241,7 +257,10 @@ async fn subagent_runs_in_the_foreground_and_the_background() {
 
     let (bad, is_error) = session.call("subagent", json!({"description": "x", "prompt": 7})).await;
     assert!(is_error);
-    assert_eq!(bad, "Error: subagent argument \"prompt\" must be a string, got a number");
+    assert_eq!(
+        bad,
+        "Error: subagent argument \"prompt\" must be a string, got a number"
+    );
     session.close().await;
 }
 
@@ -257,15 +276,24 @@ async fn a_cancelled_delegation_reports_progress_then_ends_cancelled() {
         .client()
         .peer()
         .send_cancellable_request(
-            ClientRequest::CallToolRequest(Request::new(CallToolRequestParams::new("subagent").with_arguments(args))),
+            ClientRequest::CallToolRequest(Request::new(
+                CallToolRequestParams::new("subagent").with_arguments(args),
+            )),
             PeerRequestOptions::no_options(),
         )
         .await
         .unwrap();
-    let progress = tokio::time::timeout(GUARD, session.progress.recv()).await.unwrap().unwrap();
+    let progress = tokio::time::timeout(GUARD, session.progress.recv())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(progress.progress_token, handle.progress_token);
     assert!(
-        progress.message.as_deref().unwrap_or_default().starts_with("subagent still running after "),
+        progress
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("subagent still running after "),
         "{progress:?}"
     );
     handle.cancel(Some("the user changed their mind".into())).await.unwrap();
@@ -276,7 +304,9 @@ async fn a_cancelled_delegation_reports_progress_then_ends_cancelled() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The session goes on.
-    let (text, _) = session.call("subagent", json!({"description": "next", "prompt": "quick"})).await;
+    let (text, _) = session
+        .call("subagent", json!({"description": "next", "prompt": "quick"}))
+        .await;
     assert_eq!(text, "quick answer");
     let (status, _) = session.close().await;
     assert!(status.success());
@@ -311,12 +341,13 @@ async fn two_sessions_do_not_see_each_others_children_or_tasks() {
     assert!(is_error, "{output}");
     // Messaging the first session's child starts a task that fails: it is not this session's child.
     let (sent, _) = second
-        .call("send_message", json!({"subagent_id": child_id, "message": "hello from elsewhere"}))
+        .call(
+            "send_message",
+            json!({"subagent_id": child_id, "message": "hello from elsewhere"}),
+        )
         .await;
     let task = sent.split_whitespace().nth(3).unwrap_or_default().to_owned();
-    let (failed, _) = second
-        .call("task_output", json!({"task_id": task, "wait": true}))
-        .await;
+    let (failed, _) = second.call("task_output", json!({"task_id": task, "wait": true})).await;
     assert!(failed.contains("[status: failed"), "{sent} / {failed}");
     // The owner can continue it.
     let (continued, is_error) = first
@@ -364,7 +395,13 @@ async fn a_server_that_cannot_start_stops_dsh_with_exit_2_before_any_model_call(
     model.set_nonblocking(true).unwrap();
     let base_url = format!("http://{}", model.local_addr().unwrap());
     for command in ["run", "acp", "mcp"] {
-        let mut args = vec![command, "--base-url", &base_url, "--mcp-server", "nope=/nonexistent/server --flag"];
+        let mut args = vec![
+            command,
+            "--base-url",
+            &base_url,
+            "--mcp-server",
+            "nope=/nonexistent/server --flag",
+        ];
         if command == "run" {
             args.push("do something");
         }
@@ -414,6 +451,10 @@ fn dsh_run_gives_a_child_the_mcp_tools_and_the_child_reports_the_result() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout} {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(stdout.trim_end(), "parent done: the child heard: echo: from the child");
 }
