@@ -458,3 +458,62 @@ fn dsh_run_gives_a_child_the_mcp_tools_and_the_child_reports_the_result() {
     );
     assert_eq!(stdout.trim_end(), "parent done: the child heard: echo: from the child");
 }
+
+#[test]
+fn stdout_carries_only_the_protocol() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(DSH)
+        .args(["mcp", "--data-dir", ".dsh", "--mcp-server"])
+        .arg(format!("t={}", test_server().display()))
+        .current_dir(dir.path())
+        .env_remove("DSH_API_KEY")
+        .env_remove("DSH_BASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "subagent", "arguments": {"description": "d", "prompt": "p"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "mcp__t__echo", "arguments": {"text": "raw"}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    // Answers come before stdin closes: wait for them by reading, then close.
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let mut answered = Vec::new();
+    while answered.len() < 3 {
+        let line = lines.next().unwrap().unwrap();
+        let message: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout: {line:?}: {e}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = message["id"].as_u64() {
+            answered.push((id, message));
+        }
+    }
+    drop(stdin);
+    for line in lines {
+        let line = line.unwrap();
+        assert!(
+            serde_json::from_str::<Value>(&line).is_ok(),
+            "not JSON on stdout: {line:?}"
+        );
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    answered.sort_by_key(|(id, _)| *id);
+    assert_eq!(answered[2].1["result"]["content"][0]["text"], "echo: raw");
+    assert_eq!(answered[1].1["result"]["isError"], false);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains("\ndsh: using the embedded scripted model"),
+        "the banner goes to stderr: {stderr}"
+    );
+}
