@@ -76,6 +76,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let mut setup = Setup::new(&args.agent, args.data_dir.as_deref(), progress, Surface::Agent)?;
     setup.mount_mcp_servers(&args.agent.mcp_servers).await?;
     let setup = Arc::new(setup);
+    let at_exit = setup.clone();
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
@@ -84,7 +85,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let on_prompt = open.clone();
     let on_cancel = open;
 
-    acp::Agent
+    let served = acp::Agent
         .v1()
         .name("dsh")
         .on_receive_request(
@@ -176,8 +177,9 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             tokio::io::stdout().compat_write(),
             tokio::io::stdin().compat(),
         ))
-        .await
-        .map_err(|error| Failure::failed(format!("dsh acp: the connection failed: {error}")))
+        .await;
+    at_exit.release_mcp_servers().await;
+    served.map_err(|error| Failure::failed(format!("dsh acp: the connection failed: {error}")))
 }
 
 #[cfg(test)]

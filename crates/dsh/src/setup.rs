@@ -4,7 +4,7 @@
 //! continuable), the tools of `--mcp-server`s, and parent agents.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use dsh_agent::store::JsonlChildStore;
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
@@ -73,7 +73,7 @@ pub(crate) struct Setup {
     _tools: Vec<SubagentToolPlugin>,
     _task_tools: TaskToolsPlugin,
     _control: Option<dsh_tool_subagent_control::SubagentControlPlugin>,
-    mcp: Vec<McpMount>,
+    mcp: std::sync::Mutex<Vec<McpMount>>,
 }
 
 impl Setup {
@@ -152,7 +152,7 @@ impl Setup {
             _tools: mounted,
             _task_tools: task_tools,
             _control: control_tools,
-            mcp: Vec::new(),
+            mcp: std::sync::Mutex::default(),
         })
     }
 
@@ -162,7 +162,7 @@ impl Setup {
     pub(crate) async fn mount_mcp_servers(&mut self, servers: &[McpServerSpec]) -> Result<(), Failure> {
         for spec in servers {
             match McpMount::start(spec, self.runtime.tools(), &ClientOptions::default()).await {
-                Ok(mount) => self.mcp.push(mount),
+                Ok(mount) => self.mcp.get_mut().unwrap_or_else(PoisonError::into_inner).push(mount),
                 Err(error) => {
                     self.release_mcp_servers().await;
                     return Err(Failure::usage(format!("dsh: {error}")));
@@ -173,8 +173,9 @@ impl Setup {
     }
 
     /// Releases every MCP server, waiting until their process groups are gone.
-    pub(crate) async fn release_mcp_servers(&mut self) {
-        for mount in self.mcp.drain(..) {
+    pub(crate) async fn release_mcp_servers(&self) {
+        let mounts = std::mem::take(&mut *self.mcp.lock().unwrap_or_else(PoisonError::into_inner));
+        for mount in mounts {
             let server = mount.server().to_owned();
             if let Err(error) = mount.release().await {
                 tracing::warn!(server = %server, "releasing the MCP server failed: {error}");

@@ -517,3 +517,38 @@ fn stdout_carries_only_the_protocol() {
         "the banner goes to stderr: {stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_and_acp_release_their_mcp_servers_before_exiting() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["run", "acp"] {
+        let log = dir.path().join(format!("{command}.log"));
+        let server = format!(
+            "t=env MCP_TEST_LOG={} {} --grandchild",
+            log.display(),
+            test_server().display()
+        );
+        let mut args = vec![command, "--quiet", "--mcp-server", &server];
+        if command == "run" {
+            args.extend(["--data-dir", ".dsh", "hello"]);
+        }
+        let output = Command::new(DSH)
+            .args(&args)
+            .current_dir(dir.path())
+            .env_remove("DSH_API_KEY")
+            .env_remove("DSH_BASE_URL")
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let pid_line = std::fs::read_to_string(&log).unwrap();
+        let group = Pid::from_raw(pid_line.lines().next().unwrap()[4..].parse().unwrap());
+        // Released before dsh exited: the group (server and grandchild) is already gone.
+        assert_eq!(killpg(group, None), Err(Errno::ESRCH), "{command}");
+    }
+}
