@@ -168,10 +168,7 @@ impl McpMount {
             Ok(Err(error)) => return Err(failed(startup_failure(&process, "initialize", &error).await)),
             Err(_elapsed) => {
                 let _ = process.teardown(Duration::ZERO, Duration::ZERO).await;
-                return Err(failed(format!(
-                    "it did not answer initialize and tools/list within {} ms",
-                    options.startup_timeout.as_millis()
-                )));
+                return Err(failed(wording::startup_timed_out(options.startup_timeout)));
             }
         };
         let connection = Arc::new(Connection {
@@ -263,8 +260,8 @@ impl Drop for McpMount {
 async fn startup_failure(process: &ServerProcess, step: &str, error: &str) -> String {
     let _ = tokio::time::timeout(EXIT_WAIT, process.exited()).await;
     let cause = match process.exit() {
-        Some(_) => format!("{} before answering {step}", process.describe_exit()),
-        None => format!("{step} failed: {error}"),
+        Some(_) => wording::exited_before_answering(&process.describe_exit(), step),
+        None => wording::handshake_failed(step, error),
     };
     let _ = process.teardown(Duration::ZERO, Duration::ZERO).await;
     cause

@@ -232,7 +232,7 @@ impl ServerHandler for Session {
         let result = loop {
             tokio::select! {
                 joined = &mut call => break joined.unwrap_or_else(|error| {
-                    ToolResult::from(dsh_tools::ToolError::new(format!("tool \"{name}\" failed: {error}")))
+                    ToolResult::from(dsh_tools::ToolError::new(wording::call_task_failed(&name, &error.to_string())))
                 }),
                 () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
                 _ = ticks.tick(), if progress_token.is_some() => {
