@@ -72,6 +72,7 @@ impl ClientOptions {
 /// Why a server could not be mounted: it names the server and the cause.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("MCP server \"{server}\" failed to start: {cause}")]
+#[non_exhaustive]
 pub struct McpStartError {
     /// The server's name.
     pub server: String,

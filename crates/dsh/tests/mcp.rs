@@ -552,3 +552,37 @@ async fn run_and_acp_release_their_mcp_servers_before_exiting() {
         assert_eq!(killpg(group, None), Err(Errno::ESRCH), "{command}");
     }
 }
+
+#[test]
+fn a_server_that_crashes_mid_run_fails_its_tool_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let script_body = json!({"rules": [
+        {"when": {"last_tool": "mcp__t__crash"}, "reply": {"text": "carried on after: {{last_tool_result}}"}},
+        {"when": {"last_message": "user"}, "reply": {"tool_calls": [{"name": "mcp__t__crash", "arguments": {}}]}}
+    ]});
+    std::fs::write(dir.path().join("crash.json"), script_body.to_string()).unwrap();
+    let server = format!("t={}", test_server().display());
+    let output = std::process::Command::new(DSH)
+        .args([
+            "run",
+            "--quiet",
+            "--script",
+            "crash.json",
+            "--mcp-server",
+            &server,
+            "go",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        stdout.trim_end(),
+        "carried on after: Error: MCP server \"t\" exited during the call to its tool \"crash\" (it exited with exit code 3; its last stderr line: test server: crashing on purpose)"
+    );
+}
