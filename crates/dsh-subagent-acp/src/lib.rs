@@ -88,7 +88,7 @@ mod session;
 mod transport;
 mod wording;
 
-pub use config::{AcpConfig, DEFAULT_NAME, PermissionPolicy};
+pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, PermissionPolicy};
 pub use process::BASE_ENV;
 pub use provider::AcpProvider;
 

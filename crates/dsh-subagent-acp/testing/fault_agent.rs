@@ -109,7 +109,9 @@ fn main() {
         }
     }
     if flag("--color-stderr") {
-        eprintln!("\u{1b}[2m2026-01-01T00:00:00Z\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m \u{1b}[1mfault agent\u{1b}[0m: coloured log line");
+        eprintln!(
+            "\u{1b}[2m2026-01-01T00:00:00Z\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m \u{1b}[1mfault agent\u{1b}[0m: coloured log line"
+        );
     }
     let mut authenticated = false;
     let session = "fault-session-1";
@@ -146,7 +148,10 @@ fn main() {
                         &id,
                         -32000,
                         "Authentication required",
-                        Some(json!({"message": format!("cannot authenticate with {method:?}")})),
+                        Some(json!({"message": format!(
+                            "cannot authenticate with {}: no browser here, and FAULT_AGENT_KEY is not set",
+                            method.unwrap_or("no method")
+                        )})),
                     );
                 }
             }
@@ -236,7 +241,9 @@ fn main() {
                         &id,
                         -32603,
                         "Internal error",
-                        Some(json!({"message": "stream disconnected before completion: invalid api key", "retryable": false})),
+                        Some(
+                            json!({"message": "stream disconnected before completion: invalid api key", "retryable": false}),
+                        ),
                     ),
                     "refuse" => error(&id, -32603, "Internal error", None),
                     other => {

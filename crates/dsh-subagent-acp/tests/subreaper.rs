@@ -29,7 +29,9 @@ async fn a_grandchild_left_to_a_subreaper_is_reaped() {
         .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
         .unwrap();
     let _tool = SubagentToolPlugin::apply(
-        SubagentToolConfig::new("acp").tool_name("subagent_acp").max_depth(MaxDepth::ProviderManaged),
+        SubagentToolConfig::new("acp")
+            .tool_name("subagent_acp")
+            .max_depth(MaxDepth::ProviderManaged),
         &service,
         &tools,
     )
@@ -39,5 +41,15 @@ async fn a_grandchild_left_to_a_subreaper_is_reaped() {
     let call = tools.call("subagent_acp", json!({"description": "adapter", "prompt": "p"}), exec);
     let text = tokio::time::timeout(Duration::from_secs(40), call).await.unwrap().text;
     let took = began.elapsed();
-    eprintln!("[timing] subreaper, grandchild left behind: {} ms\n{text}", took.as_millis());
+    assert_eq!(
+        text,
+        "Error: subagent run failed\nDiagnostic: ACP stage session/prompt: the request failed: error -32603: Internal error"
+    );
+    // Before zombies counted as gone this took 15 s and failed the release.
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    let grandchild = std::fs::read_to_string(&grandchild_file).unwrap();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", grandchild.trim())).exists(),
+        "the grandchild {grandchild} was reparented to us and collected"
+    );
 }
