@@ -234,7 +234,12 @@ impl Drop for RefusingScript {
 /// `dsh acp` with a model that refuses every prompt at once.
 fn refusing_config(dsh: &Path, script: &RefusingScript) -> AcpConfig {
     AcpConfig::new(dsh)
-        .args(["acp".to_owned(), "--quiet".to_owned(), "--script".to_owned(), script.0.display().to_string()])
+        .args([
+            "acp".to_owned(),
+            "--quiet".to_owned(),
+            "--script".to_owned(),
+            script.0.display().to_string(),
+        ])
         .cwd(std::env::temp_dir())
 }
 
@@ -293,7 +298,10 @@ impl Mounted {
             .map_err(|_| format!("a refused ACP delegation took longer than {} s", GUARD.as_secs()))?;
         let elapsed = start.elapsed();
         if !result.is_error || !result.text.contains(REFUSAL) {
-            return Err(format!("a refused ACP delegation did not report the refusal: {}", result.text));
+            return Err(format!(
+                "a refused ACP delegation did not report the refusal: {}",
+                result.text
+            ));
         }
         no_child_left()?;
         Ok(elapsed)

@@ -102,6 +102,11 @@ fn assert_nothing_runs(dir: &Path) {
     );
 }
 
+/// Prints a case's time (`-- --nocapture` shows them; `docs/benchmarks.md` quotes them).
+fn report(case: &str, took: Duration) {
+    eprintln!("[timing] {case}: {} ms", took.as_millis());
+}
+
 /// Generous bounds (the machine may be busy); the real figures are in
 /// `docs/benchmarks.md`. Before these fixes the same cases took 5–8 s.
 const FAILURE_BOUND: Duration = Duration::from_millis(2500);
@@ -123,6 +128,7 @@ async fn a_child_that_requires_authentication_lists_its_methods() {
     let (text, took) = delegate(config(dir.path(), "echo", &["--auth", "--ignore-eof"]), None).await;
     insta::assert_snapshot!("auth_required_unconfigured", text);
     assert!(took < FAILURE_BOUND, "{took:?}");
+    report("failed start, auth required, child ignores EOF", took);
     assert_nothing_runs(dir.path());
 }
 
@@ -176,6 +182,7 @@ async fn error_data_is_quoted_and_stderr_loses_its_colours() {
     )
     .await;
     insta::assert_snapshot!("error_data_coloured_stderr", text);
+    report("failed run, error with data, child ignores EOF", took);
     assert!(!text.contains('\u{1b}'));
     assert!(took < FAILURE_BOUND, "{took:?}");
     assert_nothing_runs(dir.path());
@@ -192,6 +199,7 @@ async fn an_error_reply_invents_no_exit_and_waits_for_none() {
         "Error: subagent run failed\nDiagnostic: ACP stage session/prompt: the request failed: error -32603: Internal error"
     );
     assert!(took < Duration::from_millis(1000), "{took:?}");
+    report("failed run, error reply, child exits at EOF", took);
     assert_nothing_runs(dir.path());
 }
 
@@ -211,6 +219,7 @@ async fn a_killed_grandchild_left_as_a_zombie_does_not_hold_up_the_release() {
         std::fs::read_to_string(&grandchild).is_ok(),
         "the grandchild was started"
     );
+    report("failed run, grandchild left as a zombie, child ignores EOF", took);
     assert_nothing_runs(dir.path());
 }
 
@@ -224,6 +233,7 @@ async fn a_cancel_honoured_by_a_child_that_ignores_eof_returns_promptly() {
         "Error: subagent run was cancelled\nPartial output before the run ended:\nstarted"
     );
     assert!(took - cancel_at < CANCEL_BOUND, "{took:?}");
+    report("cancel honoured, child ignores EOF (from the cancel)", took - cancel_at);
     assert_nothing_runs(dir.path());
 }
 
@@ -236,6 +246,7 @@ async fn a_cancel_after_a_failed_start_keeps_the_starts_error() {
     let (text, took) = delegate(config(dir.path(), "echo", &["--auth", "--ignore-eof"]), Some(cancel_at)).await;
     insta::assert_snapshot!("auth_required_unconfigured", text);
     assert!(took - cancel_at < Duration::from_millis(500), "{took:?}");
+    report("cancel during a failed start (from the cancel)", took - cancel_at);
     // The group was SIGKILLed at the cancellation; give the kernel a moment.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_nothing_runs(dir.path());
@@ -248,6 +259,7 @@ async fn a_turn_that_outlives_its_timeout_is_cancelled_and_fails() {
     let (text, took) = delegate(timed, None).await;
     insta::assert_snapshot!("turn_timeout_acknowledged", text);
     assert!(took < FAILURE_BOUND, "{took:?}");
+    report("turn timeout 300 ms, child honours the cancel, ignores EOF", took);
     assert_nothing_runs(dir.path());
 
     let dir = tempfile::tempdir().unwrap();

@@ -47,6 +47,10 @@ async fn a_grandchild_left_to_a_subreaper_is_reaped() {
     );
     // Before zombies counted as gone this took 15 s and failed the release.
     assert!(took < Duration::from_millis(2500), "{took:?}");
+    eprintln!(
+        "[timing] subreaper, grandchild reparented to us: {} ms",
+        took.as_millis()
+    );
     let grandchild = std::fs::read_to_string(&grandchild_file).unwrap();
     assert!(
         !std::path::Path::new(&format!("/proc/{}", grandchild.trim())).exists(),
