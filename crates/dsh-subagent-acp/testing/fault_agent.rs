@@ -37,6 +37,7 @@
 //! | `refuse` | answers with a bare JSON-RPC error (no `data`) |
 //!
 //! `acp-fault-agent sleeper` is the grandchild: it sleeps until a signal.
+//! With `FAULT_AGENT_GRANDCHILD_FILE` set, `--grandchild` writes its pid there.
 
 use std::io::{BufRead, Write};
 
