@@ -34,9 +34,8 @@
 //!
 //! ```
 //! use dsh_subagent_api::{
-//!     Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
+//!     BoxFuture, Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
 //! };
-//! use futures::future::BoxFuture;
 //!
 //! struct Echo;
 //!
@@ -70,6 +69,7 @@
 
 #![forbid(unsafe_code)]
 
+mod agent;
 mod capabilities;
 mod content;
 mod continuation;
@@ -87,13 +87,21 @@ pub use continuation::{
     ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, ResumeRequest,
 };
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
-pub use dsh_tools::{AgentId, AgentRef, CancellationToken};
+pub use agent::{AgentId, AgentRef};
 pub use error::SubagentError;
 pub use provider::SubagentProvider;
 pub use request::{AgentOptions, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;
+
+/// The cancellation token that covers a child's life (re-exported from
+/// `tokio-util`, so a provider needs no dependency of its own).
+pub use tokio_util::sync::CancellationToken;
+
+/// A boxed, sendable future: what the provider traits return (the alias of
+/// `futures`, re-exported so a provider needs no dependency of its own).
+pub use futures::future::BoxFuture;
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

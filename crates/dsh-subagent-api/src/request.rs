@@ -1,6 +1,6 @@
 //! The start request: everything a provider needs to start one child.
 
-use dsh_tools::{AgentRef, CancellationToken};
+use crate::{AgentRef, CancellationToken};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

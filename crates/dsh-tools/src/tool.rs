@@ -5,7 +5,7 @@ use std::fmt;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use crate::CancellationToken;
 
 use crate::AgentRef;
 
