@@ -50,12 +50,10 @@ impl JsonlChildStore {
             }
             None => None,
         };
-        Ok(Some(ChildRecord {
-            id: id.to_string(),
-            parent: parent.clone(),
-            descriptor,
-            diagnostic: (!diagnostics.is_empty()).then(|| diagnostics.join("; ")),
-        }))
+        let mut record = ChildRecord::new(id.to_string(), parent.clone());
+        record.descriptor = descriptor;
+        record.diagnostic = (!diagnostics.is_empty()).then(|| diagnostics.join("; "));
+        Ok(Some(record))
     }
 }
 

@@ -81,13 +81,13 @@ mod result;
 mod run;
 mod steer;
 
+pub use agent::{AgentId, AgentRef};
 pub use capabilities::{Capabilities, Capability};
 pub use content::{ContentBlock, concat_text};
 pub use continuation::{
     ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, ResumeRequest,
 };
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
-pub use agent::{AgentId, AgentRef};
 pub use error::SubagentError;
 pub use provider::SubagentProvider;
 pub use request::{AgentOptions, StartRequest, ToolFilter};

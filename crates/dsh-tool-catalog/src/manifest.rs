@@ -3,7 +3,7 @@
 use std::any::Any;
 
 use dsh_subagent::SubagentService;
-use dsh_subagent::scripted::ScriptedProvider;
+use dsh_subagent_api::{BoxFuture, Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentRun};
 use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tool_tasks::TaskToolsPlugin;
@@ -89,9 +89,32 @@ pub fn manifest() -> Vec<ToolPackage> {
     ]
 }
 
+/// The provider the catalog mounts `subagent` over: a fresh-context child
+/// with every capability, so the tool shows its default surface. The catalog
+/// only reads definitions; it never starts a child.
+struct Describe;
+
+impl SubagentProvider for Describe {
+    fn name(&self) -> &str {
+        "catalog"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::ALL
+    }
+
+    fn inherits_parent_context(&self) -> bool {
+        false
+    }
+
+    fn start(&self, _request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed("the catalog provider starts no children")) })
+    }
+}
+
 fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {
     let service = SubagentService::new();
-    let provider = ScriptedProvider::builder("catalog").build();
+    let provider = std::sync::Arc::new(Describe);
     let registration = service.register_provider(provider).map_err(|error| error.to_string())?;
     let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)
         .map_err(|error| error.to_string())?;

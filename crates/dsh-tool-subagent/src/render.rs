@@ -51,6 +51,6 @@ fn stop_code(result: &SubagentResult) -> &'static str {
         StopReason::Error => "RUN_FAILED",
         StopReason::MaxTokens => "RUN_MAX_TOKENS",
         StopReason::Refusal => "RUN_REFUSED",
-        StopReason::Completed | StopReason::Other(_) => "RUN_ENDED_ABNORMALLY",
+        _ => "RUN_ENDED_ABNORMALLY",
     }
 }

@@ -57,12 +57,12 @@ mod schema;
 mod tool;
 
 pub use dsh_subagent_api::{AgentId, AgentRef};
+pub use dsh_subagent_api::{BoxFuture, CancellationToken};
 pub use registry::{
     ABORTED_BEFORE_DISPATCH, MountedTool, NameReservation, RegistryError, ToolRegistration, ToolRegistry, ToolSpec,
     panic_message,
 };
 pub use schema::parameters_schema;
-pub use dsh_subagent_api::{BoxFuture, CancellationToken};
 pub use tool::{INVALID_ARGUMENTS, Tool, ToolError, ToolExecution, ToolOutput, ToolResult, json_kind};
 
 #[cfg(doctest)]

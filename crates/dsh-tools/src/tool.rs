@@ -3,9 +3,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::CancellationToken;
 use futures::future::BoxFuture;
 use serde_json::Value;
-use crate::CancellationToken;
 
 use crate::AgentRef;
 

@@ -37,10 +37,7 @@ fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> Subagent
     config
         .max_depth(MaxDepth::Limit(1))
         .enable_run_in_background(true)
-        .tool_filter(ToolFilter {
-            allow: None,
-            deny: Some(deny),
-        })
+        .tool_filter(ToolFilter::denying(deny))
 }
 
 /// A model, a runtime with `subagent` (spawn) and `subagent_fork` (fork)

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use dsh_subagent::scripted::{ScriptedProvider, ScriptedProviderBuilder};
 use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent_testing::scripted::{ScriptedProvider, ScriptedProviderBuilder};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::{Value, json};
