@@ -71,6 +71,7 @@
 
 mod agent;
 mod capabilities;
+mod code;
 mod content;
 mod continuation;
 mod depth;
@@ -83,6 +84,7 @@ mod steer;
 
 pub use agent::{AgentId, AgentRef};
 pub use capabilities::{Capabilities, Capability};
+pub use code::ErrorCode;
 pub use content::{ContentBlock, concat_text};
 pub use continuation::{
     ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, ResumeRequest,

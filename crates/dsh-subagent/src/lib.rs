@@ -29,6 +29,7 @@
 //! let error = service.start("acp", request).await.unwrap_err();
 //! assert_eq!(error.to_string(), r#"subagent provider "acp" does not support the "toolFilter" capability"#);
 //! assert_eq!(error.code(), "UNSUPPORTED_CAPABILITY");
+//! assert_eq!(error.code(), dsh_subagent_api::ErrorCode::UnsupportedCapability);
 //! # });
 //! ```
 

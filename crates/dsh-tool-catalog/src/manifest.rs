@@ -12,6 +12,21 @@ use dsh_tools::ToolRegistry;
 /// Whatever keeps a mounted crate's tools registered; dropped after harvest.
 pub type MountGuard = Box<dyn Any>;
 
+/// Why a tool crate could not be mounted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    /// The tool's configuration was refused.
+    #[error(transparent)]
+    Config(#[from] dsh_tool_subagent::ConfigError),
+    /// The provider could not be registered.
+    #[error(transparent)]
+    Provider(#[from] SubagentError),
+    /// A tool name could not be reserved.
+    #[error(transparent)]
+    Registry(#[from] dsh_tools::RegistryError),
+}
+
 /// One tool crate in the catalog.
 pub struct ToolPackage {
     /// The crate's name, e.g. `dsh-tool-subagent`.
@@ -27,7 +42,7 @@ pub struct ToolPackage {
     /// How it is deployed; shown in the table and under its section.
     pub note: &'static str,
     /// Mounts the crate's tools, with default configuration, on `tools`.
-    pub mount: fn(&ToolRegistry) -> Result<MountGuard, String>,
+    pub mount: fn(&ToolRegistry) -> Result<MountGuard, MountError>,
 }
 
 impl std::fmt::Debug for ToolPackage {
@@ -112,18 +127,17 @@ impl SubagentProvider for Describe {
     }
 }
 
-fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let service = SubagentService::new();
     let provider = std::sync::Arc::new(Describe);
-    let registration = service.register_provider(provider).map_err(|error| error.to_string())?;
-    let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)
-        .map_err(|error| error.to_string())?;
+    let registration = service.register_provider(provider)?;
+    let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)?;
     Ok(Box::new((plugin, registration, service)))
 }
 
-fn mount_tasks(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_tasks(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let tasks = TaskRegistry::new();
-    let plugin = TaskToolsPlugin::apply(&tasks, tools).map_err(|error| error.to_string())?;
+    let plugin = TaskToolsPlugin::apply(&tasks, tools)?;
     Ok(Box::new((plugin, tasks)))
 }
 
@@ -143,13 +157,12 @@ impl dsh_subagent_api::ChildStore for NoChildren {
     }
 }
 
-fn mount_subagent_control(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_subagent_control(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let control = dsh_subagent::SubagentControl::new(
         SubagentService::new(),
         TaskRegistry::new(),
         std::sync::Arc::new(NoChildren),
     );
-    let plugin =
-        dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools).map_err(|error| error.to_string())?;
+    let plugin = dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools)?;
     Ok(Box::new((plugin, control)))
 }

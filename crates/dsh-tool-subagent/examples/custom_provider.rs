@@ -20,7 +20,8 @@ use dsh_tool_subagent::provider::{
     SubagentRun, concat_text,
 };
 use dsh_tool_subagent::{
-    AgentRef, CancellationToken, SubagentService, SubagentToolConfig, SubagentToolPlugin, ToolExecution, ToolRegistry,
+    AgentRef, CancellationToken, ErrorCode, SubagentService, SubagentToolConfig, SubagentToolPlugin, ToolExecution,
+    ToolRegistry,
 };
 use serde_json::json;
 use tokio::sync::{Notify, oneshot};
@@ -160,7 +161,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         long.text,
         "Error: subagent run hit its token limit before finishing\nDiagnostic: budget of 5 tokens spent\nPartial output before the run ended:\n1 2 3 4 5"
     );
-    assert_eq!(long.error.as_ref().and_then(|e| e.code()), Some("RUN_MAX_TOKENS"));
+    assert!(long.error.as_ref().is_some_and(|e| e.has_code(ErrorCode::RunMaxTokens)));
     println!("max tokens   → {}", long.text.replace('\n', " | "));
 
     // Cancellation: the caller gives up while the child works.

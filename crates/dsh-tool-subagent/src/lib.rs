@@ -50,6 +50,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod code;
 mod config;
 mod continuable;
 mod lifecycle;
@@ -59,6 +60,7 @@ mod tool;
 pub mod wording;
 
 pub use args::parameters;
+pub use code::ErrorCode;
 pub use config::{ConfigError, MaxDepth, SubagentToolConfig};
 pub use lifecycle::RELEASE_GRACE;
 pub use plugin::SubagentToolPlugin;

@@ -3,7 +3,7 @@
 use dsh_subagent_api::{SubagentError, SubagentResult};
 use dsh_tools::{ToolError, ToolOutput};
 
-use crate::wording;
+use crate::{ErrorCode, wording};
 
 /// The result and the release of a published run, as the model reads them.
 ///
@@ -34,23 +34,22 @@ pub(crate) fn settled(
             run.message(),
             &dispose.to_string(),
         ))
-        .with_code("RUN_AND_DISPOSE_FAILED")),
+        .with_code(ErrorCode::RunAndDisposeFailed)),
     }
 }
 
 /// A service or provider error, keeping its stable code.
 pub(crate) fn start_failed(error: SubagentError) -> ToolError {
-    let code = error.code().to_owned();
-    ToolError::new(error.to_string()).with_code(code)
+    ToolError::from(error)
 }
 
-fn stop_code(result: &SubagentResult) -> &'static str {
+fn stop_code(result: &SubagentResult) -> ErrorCode {
     use dsh_subagent_api::StopReason;
     match result.stop_reason {
-        StopReason::Aborted => "RUN_ABORTED",
-        StopReason::Error => "RUN_FAILED",
-        StopReason::MaxTokens => "RUN_MAX_TOKENS",
-        StopReason::Refusal => "RUN_REFUSED",
-        _ => "RUN_ENDED_ABNORMALLY",
+        StopReason::Aborted => ErrorCode::RunAborted,
+        StopReason::Error => ErrorCode::RunFailed,
+        StopReason::MaxTokens => ErrorCode::RunMaxTokens,
+        StopReason::Refusal => ErrorCode::RunRefused,
+        _ => ErrorCode::RunEndedAbnormally,
     }
 }

@@ -52,10 +52,12 @@
 
 #![forbid(unsafe_code)]
 
+mod code;
 mod registry;
 mod schema;
 mod tool;
 
+pub use code::ErrorCode;
 pub use dsh_subagent_api::{AgentId, AgentRef};
 pub use dsh_subagent_api::{BoxFuture, CancellationToken};
 pub use registry::{
