@@ -22,6 +22,8 @@ pub enum ErrorCode {
     DepthExceeded,
     /// `ABORTED`: the start was cancelled before a child was published.
     Aborted,
+    /// `ROLLBACK_FAILED`: a failed start could not release what it had created.
+    RollbackFailed,
     /// `FAILED`: the provider failed without a code of its own.
     Failed,
     /// `NOT_DELIVERED`: a message to a continuable child was refused.
@@ -30,6 +32,8 @@ pub enum ErrorCode {
     NotResumable,
     /// `UNAUTHORIZED`: the child belongs to another agent.
     Unauthorized,
+    /// `OWNERSHIP_CONFLICT`: the child is already owned by another activation or registry.
+    OwnershipConflict,
     /// `PERSISTENCE_UNAVAILABLE`: continuable children need a durable store, and none is configured.
     PersistenceUnavailable,
 }
@@ -46,10 +50,12 @@ impl ErrorCode {
             Self::InvalidDepth => "INVALID_DEPTH",
             Self::DepthExceeded => "DEPTH_EXCEEDED",
             Self::Aborted => "ABORTED",
+            Self::RollbackFailed => "ROLLBACK_FAILED",
             Self::Failed => "FAILED",
             Self::NotDelivered => "NOT_DELIVERED",
             Self::NotResumable => "NOT_RESUMABLE",
             Self::Unauthorized => "UNAUTHORIZED",
+            Self::OwnershipConflict => "OWNERSHIP_CONFLICT",
             Self::PersistenceUnavailable => "PERSISTENCE_UNAVAILABLE",
         }
     }
