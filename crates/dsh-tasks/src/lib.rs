@@ -107,6 +107,7 @@ pub enum TaskOutcome {
 
 /// What a task looks like at one moment.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskSnapshot {
     /// The task id, `<kind>-<n>`.
     pub id: String,

@@ -44,6 +44,7 @@ pub enum RegistryError {
 
 /// The model-facing definition of one registered tool.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// The tool's name.
     pub name: String,
