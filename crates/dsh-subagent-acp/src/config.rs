@@ -251,35 +251,37 @@ impl AcpConfig {
 
     /// Checks what the builder cannot: a command, an absolute-or-relative
     /// usable cwd, and non-zero bounds.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         let prefix = "subagent-acp";
         if self.command.as_os_str().is_empty() {
-            return Err(format!("{prefix}: config command must not be empty"));
+            return Err(InvalidConfig::new(format!(
+                "{prefix}: config command must not be empty"
+            )));
         }
         if let Some(cwd) = &self.cwd {
             if cwd.as_os_str().is_empty() {
-                return Err(format!(
+                return Err(InvalidConfig::new(format!(
                     "{prefix}: config cwd must not be empty — omit the key to inherit the parent's working directory"
-                ));
+                )));
             }
             if !cwd.is_dir() {
-                return Err(format!(
+                return Err(InvalidConfig::new(format!(
                     "{prefix}: config cwd is not an accessible directory: {}",
                     cwd.display()
-                ));
+                )));
             }
         }
         for (key, _) in &self.env {
             if key.is_empty() || key.contains('=') || key.contains('\0') {
-                return Err(format!(
+                return Err(InvalidConfig::new(format!(
                     "{prefix}: config env names a variable that cannot exist: {key:?}"
-                ));
+                )));
             }
         }
         if let AcpAuth::Method(id) = &self.auth
             && id.trim().is_empty()
         {
-            return Err(format!("{prefix}: config auth method id must not be empty"));
+            return Err(InvalidConfig::new(format!("{prefix}: config auth method id must not be empty")));
         }
         let zero = [
             ("startupTimeout", self.startup_timeout.is_zero()),
@@ -288,9 +290,22 @@ impl AcpConfig {
             ("maxLineBytes", self.max_line_bytes == 0),
         ];
         if let Some((key, _)) = zero.iter().find(|(_, is_zero)| *is_zero) {
-            return Err(format!("{prefix}: config {key} must be greater than zero"));
+            return Err(InvalidConfig::new(format!(
+                "{prefix}: config {key} must be greater than zero"
+            )));
         }
         Ok(())
+    }
+}
+
+/// An [`AcpConfig`] that cannot work: the message names the key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidConfig(String);
+
+impl InvalidConfig {
+    fn new(message: String) -> Self {
+        Self(message)
     }
 }
 
@@ -316,28 +331,39 @@ mod tests {
     fn validation_names_the_key() {
         let empty = AcpConfig::new("");
         assert_eq!(
-            empty.validate().unwrap_err(),
+            empty.validate().unwrap_err().to_string(),
             "subagent-acp: config command must not be empty"
         );
         let cwd = AcpConfig::new("a").cwd("");
-        assert!(cwd.validate().unwrap_err().contains("config cwd must not be empty"));
+        assert!(
+            cwd.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("config cwd must not be empty")
+        );
         let missing = AcpConfig::new("a").cwd("/definitely/not/here");
-        assert!(missing.validate().unwrap_err().contains("not an accessible directory"));
+        assert!(
+            missing
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("not an accessible directory")
+        );
         let zero = AcpConfig::new("a").max_line_bytes(0);
         assert_eq!(
-            zero.validate().unwrap_err(),
+            zero.validate().unwrap_err().to_string(),
             "subagent-acp: config maxLineBytes must be greater than zero"
         );
         let env = AcpConfig::new("a").env("A=B", "c");
-        assert!(env.validate().unwrap_err().contains("cannot exist"));
+        assert!(env.validate().unwrap_err().to_string().contains("cannot exist"));
         let turn = AcpConfig::new("a").turn_timeout(Duration::ZERO);
         assert_eq!(
-            turn.validate().unwrap_err(),
+            turn.validate().unwrap_err().to_string(),
             "subagent-acp: config turnTimeout must be greater than zero"
         );
         let auth = AcpConfig::new("a").auth(AcpAuth::Method(" ".into()));
         assert_eq!(
-            auth.validate().unwrap_err(),
+            auth.validate().unwrap_err().to_string(),
             "subagent-acp: config auth method id must not be empty"
         );
     }

@@ -95,6 +95,7 @@
 
 #![forbid(unsafe_code)]
 
+mod code;
 mod config;
 mod diagnostic;
 mod process;
@@ -103,7 +104,8 @@ mod session;
 mod transport;
 mod wording;
 
-pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, PermissionPolicy};
+pub use code::ErrorCode;
+pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, InvalidConfig, PermissionPolicy};
 pub use process::BASE_ENV;
 pub use provider::AcpProvider;
 

@@ -40,7 +40,7 @@ impl AcpProvider {
     pub fn new(config: AcpConfig) -> Result<Self, SubagentError> {
         config
             .validate()
-            .map_err(|message| SubagentError::failed_with_code(message, "INVALID_CONFIG"))?;
+            .map_err(|error| SubagentError::failed_with_code(error.to_string(), crate::ErrorCode::InvalidConfig))?;
         Ok(Self {
             config: Arc::new(config),
         })
@@ -88,10 +88,13 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
     let cwd: PathBuf = match &config.cwd {
         Some(cwd) => cwd.clone(),
         None => std::env::current_dir()
-            .map_err(|error| SubagentError::failed_with_code(wording::no_cwd(&error), "ACP_NO_CWD"))?,
+            .map_err(|error| SubagentError::failed_with_code(wording::no_cwd(&error), crate::ErrorCode::NoCwd))?,
     };
     let (process, pipes) = ChildProcess::spawn(&config, &cwd).map_err(|error| {
-        SubagentError::failed_with_code(wording::spawn_failed(&config.command, &error), "ACP_SPAWN_FAILED")
+        SubagentError::failed_with_code(
+            wording::spawn_failed(&config.command, &error),
+            crate::ErrorCode::SpawnFailed,
+        )
     })?;
     let process = Arc::new(process);
     tracing::debug!(pgid = process.group.id(), command = %config.command.display(), "ACP child started");
@@ -164,7 +167,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
             Err(aborted) => aborted,
             Ok((what, exited)) => {
                 let diagnostic = diagnose(&process, stage, what, exited, &request.cancel).await;
-                SubagentError::failed_with_code(wording::start_failed(&diagnostic), "ACP_START_FAILED")
+                SubagentError::failed_with_code(wording::start_failed(&diagnostic), crate::ErrorCode::StartFailed)
             }
         };
         release_failed_start(&process, &config, &request.cancel).await;
@@ -190,7 +193,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
             .await;
         tracing::debug!(pgid = process.group.id(), ?torn, "ACP child released");
         torn.map(|_| ())
-            .map_err(|error| SubagentError::failed_with_code(error, "ACP_TEARDOWN_FAILED"))
+            .map_err(|error| SubagentError::failed_with_code(error, crate::ErrorCode::TeardownFailed))
     };
     Ok(SubagentRun::new(id, result, dispose))
 }
