@@ -281,7 +281,9 @@ impl AcpConfig {
         if let AcpAuth::Method(id) = &self.auth
             && id.trim().is_empty()
         {
-            return Err(InvalidConfig::new(format!("{prefix}: config auth method id must not be empty")));
+            return Err(InvalidConfig::new(format!(
+                "{prefix}: config auth method id must not be empty"
+            )));
         }
         let zero = [
             ("startupTimeout", self.startup_timeout.is_zero()),

@@ -129,21 +129,17 @@ pub fn manifest() -> Vec<ToolPackage> {
 /// MCP test checks that its `tools/list` equals this section).
 fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let service = SubagentService::new();
-    let provider = service
-        .register_provider(std::sync::Arc::new(dsh_subagent_spawn::SpawnProvider::new()))
-        ?;
+    let provider = service.register_provider(std::sync::Arc::new(dsh_subagent_spawn::SpawnProvider::new()))?;
     let tasks = TaskRegistry::new();
     let task_tools = TaskToolsPlugin::apply(&tasks, tools)?;
     let control = dsh_subagent::SubagentControl::new(service.clone(), tasks.clone(), std::sync::Arc::new(NoChildren));
-    let control_tools =
-        dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools)?;
+    let control_tools = dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools)?;
     let subagent = SubagentToolPlugin::apply_with_control(
         SubagentToolConfig::new("spawn").enable_run_in_background(true),
         &service,
         tools,
         &control,
-    )
-    ?;
+    )?;
     Ok(Box::new((
         subagent,
         control_tools,
