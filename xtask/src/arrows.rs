@@ -5,8 +5,7 @@
 //! per crate: `| `crate` | `dep`, `dep` | why |` (`none` for no arrow). The
 //! actual arrows come from `cargo metadata`: the normal and build
 //! dependencies of each workspace member on another member. Development
-//! dependencies are not arrows (a crate's tests may reach for any sibling),
-//! except that the test kit may only ever be one.
+//! dependencies are not arrows: a crate's tests may reach for any sibling.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -20,9 +19,6 @@ pub(crate) const DESIGN_PATH: &str = "docs/design.md";
 /// The heading of the section that holds the table.
 const SECTION: &str = "## Arrows";
 
-/// The crate that only tests may depend on.
-const TEST_KIT: &str = "dsh-subagent-testing";
-
 type Arrows = BTreeMap<String, BTreeSet<String>>;
 
 /// Checks the workspace at `root`; the message lists every forbidden arrow.
@@ -30,7 +26,7 @@ pub(crate) fn check(root: &Path) -> Result<String, String> {
     let design = std::fs::read_to_string(root.join(DESIGN_PATH))
         .map_err(|error| format!("arrows: cannot read {DESIGN_PATH}: {error}"))?;
     let allowed = allowed(&design)?;
-    let (actual, dev) = actual(root)?;
+    let actual = actual(root)?;
     let mut problems = Vec::new();
     for (from, targets) in &actual {
         let Some(permitted) = allowed.get(from) else {
@@ -42,13 +38,6 @@ pub(crate) fn check(root: &Path) -> Result<String, String> {
         for to in targets.difference(permitted) {
             problems.push(format!(
                 "forbidden arrow: {from} -> {to} (not allowed in {DESIGN_PATH}, {SECTION})"
-            ));
-        }
-    }
-    for (from, targets) in actual.iter().chain(&dev) {
-        if targets.contains(TEST_KIT) && !dev.get(from).is_some_and(|dev| dev.contains(TEST_KIT)) {
-            problems.push(format!(
-                "forbidden arrow: {from} -> {TEST_KIT} (the test kit is a dev-dependency only)"
             ));
         }
     }
@@ -99,9 +88,9 @@ fn allowed(design: &str) -> Result<Arrows, String> {
     Ok(arrows)
 }
 
-/// The arrows between workspace members (normal and build), and the
-/// development ones, from `cargo metadata`.
-fn actual(root: &Path) -> Result<(Arrows, Arrows), String> {
+/// The arrows between workspace members (normal and build dependencies),
+/// from `cargo metadata`.
+fn actual(root: &Path) -> Result<Arrows, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .args(["metadata", "--format-version", "1", "--no-deps"])
@@ -118,7 +107,7 @@ fn actual(root: &Path) -> Result<(Arrows, Arrows), String> {
         .map_err(|error| format!("arrows: cargo metadata printed no JSON: {error}"))?;
     let packages = metadata["packages"].as_array().map(Vec::as_slice).unwrap_or_default();
     let members: BTreeSet<&str> = packages.iter().filter_map(|package| package["name"].as_str()).collect();
-    let (mut arrows, mut dev) = (Arrows::new(), Arrows::new());
+    let mut arrows = Arrows::new();
     for package in packages {
         let Some(name) = package["name"].as_str() else { continue };
         arrows.entry(name.to_owned()).or_default();
@@ -130,14 +119,12 @@ fn actual(root: &Path) -> Result<(Arrows, Arrows), String> {
             let Some(target) = dependency["name"].as_str().filter(|target| members.contains(target)) else {
                 continue;
             };
-            let kind = match dependency["kind"].as_str() {
-                Some("dev") => &mut dev,
-                _ => &mut arrows,
-            };
-            kind.entry(name.to_owned()).or_default().insert(target.to_owned());
+            if dependency["kind"].as_str() != Some("dev") {
+                arrows.entry(name.to_owned()).or_default().insert(target.to_owned());
+            }
         }
     }
-    Ok((arrows, dev))
+    Ok(arrows)
 }
 
 #[cfg(test)]

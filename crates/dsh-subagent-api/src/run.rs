@@ -49,8 +49,9 @@ pub struct SubagentRun {
 impl SubagentRun {
     /// A run handle over a provider's result future and release function.
     ///
-    /// `dispose` is called at most once, on the first poll of the first
-    /// [`SubagentRun::dispose`] future.
+    /// `dispose` is called at most once, by the first
+    /// [`SubagentRun::dispose`]; the future it returns runs when that (or
+    /// any later) `dispose` future is first polled.
     ///
     /// ```
     /// use dsh_subagent_api::{SubagentRun, SubagentResult};
@@ -122,17 +123,24 @@ impl SubagentRun {
         self.release
             .get_or_init(|| {
                 let release = self.release_fn.lock().unwrap_or_else(PoisonError::into_inner).take();
-                // Lazy: the provider's release runs on the first poll.
-                async move {
-                    match release {
-                        Some(release) => release().await,
-                        None => Err(SubagentError::failed("subagent run release was lost")),
-                    }
+                match release {
+                    Some(release) => release().shared(),
+                    None => futures::future::ready(Err(SubagentError::failed("subagent run release was lost")))
+                        .boxed()
+                        .shared(),
                 }
-                .boxed()
-                .shared()
             })
             .clone()
+    }
+
+    /// The outcome, moved out of the handle once it has settled (`None`
+    /// before): for a holder that has awaited [`SubagentRun::settled`] and
+    /// released the run, so the outcome is not copied.
+    pub fn into_outcome(self) -> Option<Outcome> {
+        match self.result {
+            ResultSlot::Ready(outcome) => Some(*outcome),
+            ResultSlot::Pending(_) => None,
+        }
     }
 
     /// Wraps the result future, for layers that observe settlement (lifecycle events).

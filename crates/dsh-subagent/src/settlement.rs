@@ -53,25 +53,44 @@ pub fn settle(run: SubagentRun, cancel: &CancellationToken) -> impl Future<Outpu
         let settled = match guard.0.as_mut() {
             Some(run) => settle_run(run, cancel).await,
             // The guard was armed just above; it is never empty here.
-            None => Settled {
+            None => Settling::Done(Settled {
                 result: Err(SubagentError::failed(wording::RUN_ALREADY_RELEASED)),
                 disposed: Ok(()),
-            },
+            }),
         };
-        guard.disarm();
-        settled
+        // Settled and released: disarm the guard, and move the outcome out
+        // of the run instead of copying it.
+        let run = guard.0.take();
+        match settled {
+            Settling::Released(disposed) => Settled {
+                result: run
+                    .and_then(SubagentRun::into_outcome)
+                    .unwrap_or_else(|| Err(SubagentError::failed(wording::RUN_NOT_SETTLED))),
+                disposed,
+            },
+            Settling::Done(settled) => settled,
+        }
     }
 }
 
-async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settled {
+/// How [`settle_run`] ended.
+enum Settling {
+    /// The result settled in the run (read it from there) and the release
+    /// ended with this.
+    Released(Result<(), SubagentError>),
+    /// The whole settlement: after a panic in the result, or a cancellation.
+    Done(Settled),
+}
+
+async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settling {
     // Only a panic payload is held across the release, not the outcome: the
-    // run keeps that until it is read at the end.
+    // run keeps that until it is moved out at the end.
     let waited = tokio::select! {
         biased;
         waited = AssertUnwindSafe(run.settled()).catch_unwind() => waited,
         // The cancellation path is boxed: it is rare, and this future (held
         // for every delegation in flight) stays sized for the common path.
-        () = cancel.cancelled() => return Box::pin(release_cancelled(run)).await,
+        () = cancel.cancelled() => return Settling::Done(Box::pin(release_cancelled(run)).await),
     };
     let release = AssertUnwindSafe(run.dispose()).catch_unwind();
     tokio::pin!(release);
@@ -83,14 +102,13 @@ async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settle
             Err(_) => Ok(Err(release_abandoned())),
         },
     };
-    Settled {
-        result: match waited {
-            Ok(()) => guarded(run.result(), wording::STAGE_RUN)
-                .now_or_never()
-                .unwrap_or_else(|| Err(SubagentError::failed(wording::RUN_NOT_SETTLED))),
-            Err(panic) => Err(panicked(wording::STAGE_RUN, &*panic)),
-        },
-        disposed: disposed.unwrap_or_else(|panic| Err(panicked(wording::STAGE_DISPOSE, &*panic))),
+    let disposed = disposed.unwrap_or_else(|panic| Err(panicked(wording::STAGE_DISPOSE, &*panic)));
+    match waited {
+        Ok(()) => Settling::Released(disposed),
+        Err(panic) => Settling::Done(Settled {
+            result: Err(panicked(wording::STAGE_RUN, &*panic)),
+            disposed,
+        }),
     }
 }
 
@@ -148,18 +166,12 @@ fn aborted() -> SubagentResult {
 }
 
 fn release_abandoned() -> SubagentError {
-    SubagentError::failed_with_code(wording::RELEASE_ABANDONED, "RELEASE_ABANDONED")
+    SubagentError::failed_with_code(wording::RELEASE_ABANDONED, dsh_subagent_api::ErrorCode::ReleaseAbandoned)
 }
 
 /// Releases a run whose settlement was dropped before it finished.
 struct ReleaseOnDrop(Option<SubagentRun>);
 
-impl ReleaseOnDrop {
-    /// The run was settled and released: dropping it releases nothing more.
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
 
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {

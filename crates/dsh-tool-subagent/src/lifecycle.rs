@@ -43,7 +43,7 @@ pub(crate) fn delegate<'a>(
                 biased;
                 started = AssertUnwindSafe(start).catch_unwind() => started,
                 () = cancel.cancelled() => {
-                    return Err(ToolError::new(wording::START_ABANDONED).with_code("ABORTED"));
+                    return Err(ToolError::new(wording::START_ABANDONED).with_code(dsh_subagent_api::ErrorCode::Aborted));
                 }
             };
             match started {
@@ -51,7 +51,7 @@ pub(crate) fn delegate<'a>(
                 Ok(Err(error)) => return Err(render::start_failed(error)),
                 Err(panic) => {
                     let message = wording::provider_panicked(wording::STAGE_START, &panic_message(&*panic));
-                    return Err(ToolError::new(message).with_code("PROVIDER_PANICKED"));
+                    return Err(ToolError::new(message).with_code(crate::ErrorCode::ProviderPanicked));
                 }
             }
         };

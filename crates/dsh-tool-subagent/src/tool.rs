@@ -79,7 +79,7 @@ impl SubagentTool {
         let parent = exec
             .agent()
             .cloned()
-            .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code("NO_CALLING_AGENT"))?;
+            .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code(dsh_tools::ErrorCode::NoCallingAgent))?;
         let background = args.run_in_background == Some(true);
         // The call's token itself, not a child of it: the provider derives
         // its run's own token from it (cancelling the call reaches the
@@ -105,9 +105,10 @@ impl SubagentTool {
         tools: &ToolRegistry,
         mut request: StartRequest,
     ) -> Result<ToolOutput, ToolError> {
-        let tasks = tasks.ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code("TASKS_UNAVAILABLE"))?;
+        let tasks = tasks
+            .ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code(crate::ErrorCode::TasksUnavailable))?;
         if tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
-            return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code("TASKS_UNAVAILABLE"));
+            return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(crate::ErrorCode::TasksUnavailable));
         }
         let owner = request.parent.id().clone();
         let service = self.service.clone();
@@ -128,7 +129,7 @@ impl SubagentTool {
                     }
                 }
             })
-            .map_err(|error| ToolError::new(error.to_string()).with_code(error.code()))?;
+            .map_err(ToolError::from)?;
         Ok(ToolOutput::text(wording::started_background(&id)))
     }
 }
@@ -156,7 +157,7 @@ impl Tool for SubagentTool {
         };
         let started = match &self.background {
             BackgroundRoute::Disabled => {
-                Err(ToolError::new(wording::BACKGROUND_DISABLED).with_code("BACKGROUND_DISABLED"))
+                Err(ToolError::new(wording::BACKGROUND_DISABLED).with_code(crate::ErrorCode::BackgroundDisabled))
             }
             BackgroundRoute::OneShot { tasks, tools } => self.start_one_shot(tasks.as_ref(), tools, request),
             BackgroundRoute::Continuable { control, tools } => {

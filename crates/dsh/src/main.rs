@@ -7,9 +7,12 @@
 //! - `dsh transcript <agent-id>` prints one agent's transcript.
 //! - `dsh acp` serves the same parent agent over the Agent Client Protocol on
 //!   stdio, so any ACP client (or the `acp` subagent provider) can drive it.
+//! - `dsh mcp` serves the delegation tools as an MCP server on stdio, so any
+//!   MCP host can hand a task to a dsh child.
 
 mod acp;
 mod cli;
+mod mcp;
 mod model;
 mod progress;
 mod run;
@@ -71,6 +74,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: a parent that reads our
+        // stderr (an ACP client quoting its tail) gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let outcome = match cli.command {
         cli::Command::Run(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -80,6 +86,10 @@ fn main() -> ExitCode {
         cli::Command::Transcript(args) => transcript::print(&args),
         cli::Command::Acp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => runtime.block_on(acp::serve(args)),
+            Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
+        },
+        cli::Command::Mcp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(mcp::serve(args)),
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
         },
     };
