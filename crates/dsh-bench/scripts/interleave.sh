@@ -45,7 +45,7 @@ awk -F' \\| ' '
   }
   FNR == 1 { build = FILENAME; sub(/.*\//, "", build); sub(/\..*/, "", build) }
   /^\| / && $0 !~ /^\| figure/ && $0 !~ /^\|---/ && $0 !~ /ACP|acp|reference: spawn/ {
-    figure = substr($1, 3); key = figure " | " $2
+    figure = substr($1, 3); gsub(/ \([0-9]+ B page\)/, "", figure); key = figure " | " $2
     if (!(key in seen)) { seen[key] = 1; order[++count] = key; units[key] = unit($3) }
     ours[build, key] = ours[build, key] " " num($3)
     if (num($4) != "") floor[build, key] = floor[build, key] " " num($4)

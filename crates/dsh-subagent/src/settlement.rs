@@ -166,12 +166,14 @@ fn aborted() -> SubagentResult {
 }
 
 fn release_abandoned() -> SubagentError {
-    SubagentError::failed_with_code(wording::RELEASE_ABANDONED, dsh_subagent_api::ErrorCode::ReleaseAbandoned)
+    SubagentError::failed_with_code(
+        wording::RELEASE_ABANDONED,
+        dsh_subagent_api::ErrorCode::ReleaseAbandoned,
+    )
 }
 
 /// Releases a run whose settlement was dropped before it finished.
 struct ReleaseOnDrop(Option<SubagentRun>);
-
 
 impl Drop for ReleaseOnDrop {
     fn drop(&mut self) {
