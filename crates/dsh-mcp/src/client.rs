@@ -71,6 +71,18 @@ pub struct McpStartError {
     pub cause: String,
 }
 
+/// Why a server's process group could not be released: it names the server
+/// and what was still there.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server \"{server}\" was not released: {cause}")]
+#[non_exhaustive]
+pub struct McpReleaseError {
+    /// The server's name.
+    pub server: String,
+    /// What went wrong.
+    pub cause: String,
+}
+
 /// One live connection: the protocol session and the process behind it.
 struct Connection {
     server: String,
@@ -219,10 +231,13 @@ impl McpMount {
 
     /// Unmounts the tools and releases the server, returning once its whole
     /// process group is gone.
-    pub async fn release(mut self) -> Result<(), String> {
+    pub async fn release(mut self) -> Result<(), McpReleaseError> {
         self.registrations.clear();
         match self.connection.take() {
-            Some(connection) => connection.release().await,
+            Some(connection) => connection.release().await.map_err(|cause| McpReleaseError {
+                server: connection.server.clone(),
+                cause,
+            }),
             None => Ok(()),
         }
     }
