@@ -5,9 +5,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dsh_llm::{ChatRequest, LlmError, Message, ToolCall, Usage, collect_response};
-use dsh_subagent_api::ToolFilter;
+use dsh_subagent_api::{SpanOrigin, ToolFilter};
 use dsh_tools::{AgentId, AgentRef, CancellationToken, ToolExecution};
+use tracing::Instrument;
 
+use crate::trace;
 use crate::transcript::{TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
 use crate::usage::{UsageTotals, add};
 use crate::{AgentInfo, AgentRuntime, AgentStop, RunOutcome, ToolView};
@@ -437,7 +439,34 @@ impl Agent {
     /// from between runs just before the prompt, later ones before the model
     /// call that follows their arrival. Messages [steered](Agent::steer) into
     /// the run join it the same way, after the notices.
+    ///
+    /// The run is traced as an `invoke_agent <label>` span under the current
+    /// span; [`Agent::run_from`] places it elsewhere.
     pub async fn run(&self, prompt: impl Into<String>, cancel: &CancellationToken) -> RunOutcome {
+        self.run_from(prompt, cancel, &SpanOrigin::current()).await
+    }
+
+    /// [`Agent::run`], with its `invoke_agent` span placed by `origin`: under
+    /// the span of the call that waits for it, or in a new trace that follows
+    /// from the call that started it.
+    pub async fn run_from(
+        &self,
+        prompt: impl Into<String>,
+        cancel: &CancellationToken,
+        origin: &SpanOrigin,
+    ) -> RunOutcome {
+        let prompt = prompt.into();
+        let span = origin
+            .place(|parent| trace::invoke_agent(parent, &self.inner.info, self.inner.runtime.model().provider_name()));
+        trace::record_content(&span, "gen_ai.input.messages", "user", &prompt);
+        let outcome = self.run_traced(prompt, cancel).instrument(span.clone()).await;
+        trace::record_usage(&span, outcome.usage);
+        trace::record_stop(&span, &outcome.stop);
+        trace::record_content(&span, "gen_ai.output.messages", "assistant", &outcome.text);
+        outcome
+    }
+
+    async fn run_traced(&self, prompt: String, cancel: &CancellationToken) -> RunOutcome {
         let _one_run_at_a_time = self.inner.run_lock.lock().await;
         self.open_turn();
         let observer = self.inner.runtime.observer();
@@ -463,12 +492,27 @@ impl Agent {
             self.take_notices(&mut turn);
             self.take_steered(&mut turn);
             let request = self.request(&turn);
-            let stream = self.inner.runtime.model().stream_chat(request, cancel.clone());
-            let response = match collect_response(stream, cancel).await {
-                Ok(response) => response,
-                Err(LlmError::Cancelled) => break AgentStop::Cancelled,
-                Err(error) => break AgentStop::Error(error.to_string()),
+            let model = self.inner.runtime.model();
+            let chat = trace::chat(
+                request.model.as_deref().unwrap_or(model.model_name()),
+                model.provider_name(),
+                request.max_tokens,
+            );
+            let stream = chat.in_scope(|| model.stream_chat(request, cancel.clone()));
+            let response = match collect_response(stream, cancel).instrument(chat.clone()).await {
+                Ok(response) => {
+                    trace::record_response(&chat, &response);
+                    response
+                }
+                Err(error) => {
+                    trace::record_llm_error(&chat, &error);
+                    match error {
+                        LlmError::Cancelled => break AgentStop::Cancelled,
+                        error => break AgentStop::Error(error.to_string()),
+                    }
+                }
             };
+            drop(chat);
             if let Some(spent) = response.usage {
                 usage = add(usage, spent);
                 let mut state = self.lock();
@@ -596,7 +640,9 @@ impl Agent {
     }
 
     async fn call_tool(&self, call: &ToolCall, cancel: &CancellationToken) -> String {
-        let exec = ToolExecution::new(cancel.child_token()).with_agent(self.agent_ref());
+        let exec = ToolExecution::new(cancel.child_token())
+            .with_agent(self.agent_ref())
+            .with_call_id(call.id.clone());
         self.inner.tools.call(&call.name, &call.arguments, exec).await.text
     }
 }

@@ -1,8 +1,8 @@
 //! The in-process child driver shared by the spawn and fork providers.
 
 use dsh_subagent_api::{
-    ContentBlock, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer, StopReason,
-    SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
+    ContentBlock, ContinuableProvider, ContinuationDescriptor, ResumeRequest, SpanOrigin, StartRequest, Steerer,
+    StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
 };
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
@@ -173,6 +173,7 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
         concat_text(&request.prompt),
         &request.cancel,
         None,
+        request.origin,
     ))
 }
 
@@ -246,6 +247,7 @@ fn start(
         concat_text(&request.prompt),
         &request.cancel,
         captured,
+        request.origin,
     ))
 }
 
@@ -256,6 +258,7 @@ fn publish(
     prompt: String,
     cancel: &dsh_tools::CancellationToken,
     captured: Option<Captured>,
+    origin: SpanOrigin,
 ) -> SubagentRun {
     let stop = cancel.child_token();
     let run_token = stop.clone();
@@ -263,7 +266,7 @@ fn publish(
     let steerer = steerer(child.clone(), captured.clone());
     child.open_turn();
     let task = tokio::spawn(async move {
-        let outcome = child.run(prompt, &run_token).await;
+        let outcome = child.run_from(prompt, &run_token, &origin).await;
         parent.add_child_usage(child.usage().total());
         outcome
     });

@@ -51,6 +51,7 @@ mod runtime;
 pub mod store;
 mod structured;
 mod tools;
+mod trace;
 pub mod transcript;
 mod usage;
 pub mod wording;
@@ -61,6 +62,7 @@ pub use observer::{AgentInfo, AgentObserver};
 pub use outcome::{AgentStop, RunOutcome};
 pub use runtime::AgentRuntime;
 pub use tools::ToolView;
+pub use trace::CAPTURE_CONTENT_ENV;
 pub use usage::{UsageTotals, add as add_usage};
 
 #[cfg(doctest)]

@@ -80,6 +80,7 @@ mod request;
 mod result;
 mod run;
 mod steer;
+pub mod trace;
 
 pub use capabilities::{Capabilities, Capability};
 pub use content::{ContentBlock, concat_text};
@@ -94,6 +95,7 @@ pub use request::{AgentOptions, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;
+pub use trace::SpanOrigin;
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -56,11 +56,12 @@ mod agent;
 mod registry;
 mod schema;
 mod tool;
+pub mod trace;
 
 pub use agent::{AgentId, AgentRef};
 pub use registry::{
     ABORTED_BEFORE_DISPATCH, MountedTool, NameReservation, RegistryError, ToolRegistration, ToolRegistry, ToolSpec,
-    panic_message,
+    execute, panic_message,
 };
 pub use schema::parameters_schema;
 pub use tokio_util::sync::CancellationToken;

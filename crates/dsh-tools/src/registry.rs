@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::FutureExt;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::{Tool, ToolError, ToolExecution, ToolResult};
 
@@ -170,13 +171,21 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// Dispatches one call and renders its result.
+    /// Dispatches one call and renders its result, inside the call's
+    /// `execute_tool <name>` span ([`execute_tool_span`](crate::trace::execute_tool_span)).
     ///
     /// A call whose token is already cancelled is refused before dispatch
     /// (`Error: tool call aborted before dispatch`, code
     /// [`ABORTED_BEFORE_DISPATCH`]); an unknown name and a panicking tool
     /// become error results too, so a call never panics the caller.
     pub async fn call(&self, name: &str, args: Value, exec: ToolExecution) -> ToolResult {
+        let span = crate::trace::execute_tool_span(name, &exec);
+        let result = self.dispatch(name, args, exec).instrument(span.clone()).await;
+        crate::trace::record_tool_result(&span, &result);
+        result
+    }
+
+    async fn dispatch(&self, name: &str, args: Value, exec: ToolExecution) -> ToolResult {
         if exec.cancel().is_cancelled() {
             return ToolError::new("tool call aborted before dispatch")
                 .with_code(ABORTED_BEFORE_DISPATCH)
@@ -187,12 +196,18 @@ impl ToolRegistry {
                 .with_code("UNKNOWN_TOOL")
                 .into();
         };
-        match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
-            Ok(outcome) => ToolResult::from_outcome(outcome),
-            Err(panic) => ToolError::new(format!("tool \"{name}\" panicked: {}", panic_message(&*panic)))
-                .with_code("TOOL_PANICKED")
-                .into(),
-        }
+        execute(&*tool, args, exec).await
+    }
+}
+
+/// Runs one tool outside any registry (a tool local to one agent, say): a
+/// panic becomes an error result, as in [`ToolRegistry::call`]. Opens no span.
+pub async fn execute(tool: &dyn Tool, args: Value, exec: ToolExecution) -> ToolResult {
+    match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
+        Ok(outcome) => ToolResult::from_outcome(outcome),
+        Err(panic) => ToolError::new(format!("tool \"{}\" panicked: {}", tool.name(), panic_message(&*panic)))
+            .with_code("TOOL_PANICKED")
+            .into(),
     }
 }
 
