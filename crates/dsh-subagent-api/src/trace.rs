@@ -26,6 +26,10 @@ pub enum SpanOrigin {
     /// The root of a new trace that follows from this span: the child
     /// outlives the call that started it (a background child, a continued child).
     FollowsFrom(Span),
+    /// The continuation of a trace from another process: the W3C trace
+    /// context (`traceparent`, `tracestate`) its request carried, read by the
+    /// installed [`TracePropagator`].
+    Remote(Vec<(String, String)>),
 }
 
 impl SpanOrigin {
@@ -39,10 +43,11 @@ impl SpanOrigin {
         Self::FollowsFrom(Span::current())
     }
 
-    /// The span that started the child.
-    pub fn span(&self) -> &Span {
+    /// The span that started the child, when it is in this process.
+    pub fn span(&self) -> Option<&Span> {
         match self {
-            Self::ChildOf(span) | Self::FollowsFrom(span) => span,
+            Self::ChildOf(span) | Self::FollowsFrom(span) => Some(span),
+            Self::Remote(_) => None,
         }
     }
 
@@ -55,6 +60,11 @@ impl SpanOrigin {
             Self::FollowsFrom(origin) => {
                 let span = make(None);
                 span.follows_from(origin);
+                span
+            }
+            Self::Remote(fields) => {
+                let span = make(None);
+                extract(&|key| fields.iter().find(|(name, _)| name == key).map(|(_, value)| value.clone()), &span);
                 span
             }
         }

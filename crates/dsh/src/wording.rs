@@ -15,3 +15,13 @@ pub(crate) fn banner_script(path: &std::path::Path) -> String {
 pub(crate) fn banner_endpoint(model: &str, url: &str) -> String {
     format!("dsh: using model {model} at {url}")
 }
+
+/// The one warning line when OTLP export could not be set up.
+pub(crate) fn otlp_setup_failed(error: &str) -> String {
+    format!("dsh: warning: OTLP trace export is off: {error}")
+}
+
+/// The one warning line when spans could not be exported (collector down or slow).
+pub(crate) fn otlp_export_failed(error: &str) -> String {
+    format!("dsh: warning: some spans were not exported over OTLP: {error}")
+}
