@@ -81,7 +81,9 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Ca
     }
 
     fn on_follows_from(&self, id: &Id, follows: &Id, ctx: Context<'_, S>) {
-        let (Some(span), Some(origin)) = (ctx.span(id), ctx.span(follows)) else { return };
+        let (Some(span), Some(origin)) = (ctx.span(id), ctx.span(follows)) else {
+            return;
+        };
         if let (Some(index), Some(origin)) = (span.extensions().get::<Index>(), origin.extensions().get::<Index>()) {
             self.0.lock().unwrap()[index.0].follows.push(origin.0);
         }
@@ -113,9 +115,13 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Ca
 
 fn is_uuid(text: &str) -> bool {
     text.len() == 36
-        && text
-            .char_indices()
-            .all(|(i, c)| if [8, 13, 18, 23].contains(&i) { c == '-' } else { c.is_ascii_hexdigit() })
+        && text.char_indices().all(|(i, c)| {
+            if [8, 13, 18, 23].contains(&i) {
+                c == '-'
+            } else {
+                c.is_ascii_hexdigit()
+            }
+        })
 }
 
 impl Capture {
@@ -128,18 +134,18 @@ impl Capture {
                 return value.to_owned();
             }
             let next = ids.len() + 1;
-            ids.entry(value.to_owned()).or_insert_with(|| format!("<child-{next}>")).clone()
+            ids.entry(value.to_owned())
+                .or_insert_with(|| format!("<child-{next}>"))
+                .clone()
         };
-        fn line(
-            out: &mut String,
-            nodes: &[Node],
-            at: usize,
-            depth: usize,
-            name: &mut dyn FnMut(&str) -> String,
-        ) {
+        fn line(out: &mut String, nodes: &[Node], at: usize, depth: usize, name: &mut dyn FnMut(&str) -> String) {
             let node = &nodes[at];
             let indent = "  ".repeat(depth);
-            let _ = write!(out, "{indent}{}", node.fields.get("otel.name").map_or("?", String::as_str));
+            let _ = write!(
+                out,
+                "{indent}{}",
+                node.fields.get("otel.name").map_or("?", String::as_str)
+            );
             for origin in &node.follows {
                 let _ = write!(out, " (follows from {})", nodes[*origin].fields["otel.name"]);
             }
@@ -200,7 +206,10 @@ fn a_foreground_delegation_that_succeeds() {
             "when": {"system_contains": "You are a delegated subagent"},
             "reply": {"text": "The code word is swordfish."}
         })));
-        let outcome = harness.parent().run("What is the code word?", &CancellationToken::new()).await;
+        let outcome = harness
+            .parent()
+            .run("What is the code word?", &CancellationToken::new())
+            .await;
         assert_eq!(outcome.text, "Parent: The code word is swordfish.");
     });
     insta::assert_snapshot!(tree);
@@ -213,7 +222,10 @@ fn a_foreground_delegation_whose_child_fails() {
             "when": {"system_contains": "You are a delegated subagent"},
             "reply": {"error": "the model is down"}
         })));
-        harness.parent().run("What is the code word?", &CancellationToken::new()).await;
+        harness
+            .parent()
+            .run("What is the code word?", &CancellationToken::new())
+            .await;
     });
     insta::assert_snapshot!(tree);
 }
@@ -243,7 +255,11 @@ fn a_background_child_then_a_continuation() {
         let service = SubagentService::new();
         let _spawn = service.register_provider(Arc::new(SpawnProvider::new())).unwrap();
         let tasks = TaskRegistry::new();
-        let control = SubagentControl::new(service.clone(), tasks.clone(), Arc::new(JsonlChildStore::new(data.path())));
+        let control = SubagentControl::new(
+            service.clone(),
+            tasks.clone(),
+            Arc::new(JsonlChildStore::new(data.path())),
+        );
         let tools = ToolRegistry::new();
         let _send = SubagentControlPlugin::apply(&control, &tools).unwrap();
         let _task_tools = TaskToolsPlugin::apply(&tasks, &tools).unwrap();
@@ -278,7 +294,9 @@ fn a_background_child_then_a_continuation() {
         };
         let first = call("task_output", json!({"task_id": task, "wait": true})).await;
         assert!(!first.is_error, "{}", first.text);
-        let sent = call("send_message", json!({"subagent_id": child, "message": "go on"})).await.text;
+        let sent = call("send_message", json!({"subagent_id": child, "message": "go on"}))
+            .await
+            .text;
         // "message started task <task> continuing subagent <child>"
         let second = sent.split_whitespace().nth(3).unwrap().to_owned();
         let second = call("task_output", json!({"task_id": second, "wait": true})).await;

@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use crate::trace;
 use crate::transcript::{TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
-use crate::usage::{UsageTotals, add};
+use crate::usage::{UsageTotals, add_reported, since};
 use crate::{AgentInfo, AgentRuntime, AgentStop, RunOutcome, ToolView};
 
 /// The default limit of model calls per run.
@@ -368,7 +368,7 @@ impl Agent {
     /// Adds a finished child's total to this agent's children usage.
     pub fn add_child_usage(&self, usage: Usage) {
         let mut state = self.lock();
-        state.usage.children = add(state.usage.children, usage);
+        state.usage.children = add_reported(state.usage.children, Some(usage));
     }
 
     /// Its transcript file, when transcripts are kept.
@@ -460,7 +460,9 @@ impl Agent {
             .place(|parent| trace::invoke_agent(parent, &self.inner.info, self.inner.runtime.model().provider_name()));
         trace::record_content(&span, "gen_ai.input.messages", "user", &prompt);
         let outcome = self.run_traced(prompt, cancel).instrument(span.clone()).await;
-        trace::record_usage(&span, outcome.usage);
+        if let Some(usage) = outcome.usage {
+            trace::record_usage(&span, usage);
+        }
         trace::record_stop(&span, &outcome.stop);
         trace::record_content(&span, "gen_ai.output.messages", "assistant", &outcome.text);
         outcome
@@ -479,7 +481,8 @@ impl Agent {
         let prompt = Message::user(prompt);
         self.record_message(&prompt);
         turn.push(prompt);
-        let mut usage = Usage::default();
+        let mut usage: Option<Usage> = None;
+        let children_before = self.lock().usage.children;
         let mut steps = 0;
         let stop = loop {
             if cancel.is_cancelled() {
@@ -514,9 +517,9 @@ impl Agent {
             };
             drop(chat);
             if let Some(spent) = response.usage {
-                usage = add(usage, spent);
+                usage = add_reported(usage, Some(spent));
                 let mut state = self.lock();
-                state.usage.own = add(state.usage.own, spent);
+                state.usage.own = add_reported(state.usage.own, Some(spent));
             }
             if let Some(observer) = observer {
                 observer.step_finished(self.id(), steps, usage);
@@ -565,10 +568,12 @@ impl Agent {
             })
             .unwrap_or_default();
         self.lock().history.extend(turn);
+        let children_usage = since(self.lock().usage.children, children_before);
         self.record(&TranscriptEntry::TurnEnd {
             stop: stop.to_string(),
             steps,
             usage,
+            children_usage,
         });
         if let Some(transcript) = &self.inner.transcript
             && let Err(error) = transcript.flush()

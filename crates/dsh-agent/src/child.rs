@@ -267,7 +267,9 @@ fn publish(
     child.open_turn();
     let task = tokio::spawn(async move {
         let outcome = child.run_from(prompt, &run_token, &origin).await;
-        parent.add_child_usage(child.usage().total());
+        if let Some(spent) = child.usage().total() {
+            parent.add_child_usage(spent);
+        }
         outcome
     });
     let done = async move {

@@ -63,7 +63,7 @@ pub use outcome::{AgentStop, RunOutcome};
 pub use runtime::AgentRuntime;
 pub use tools::ToolView;
 pub use trace::CAPTURE_CONTENT_ENV;
-pub use usage::{UsageTotals, add as add_usage};
+pub use usage::{UsageTotals, add as add_usage, add_reported};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

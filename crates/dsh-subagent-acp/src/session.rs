@@ -156,7 +156,8 @@ pub(crate) async fn converse(
                     .client_info(Implementation::new("dsh-subagent-acp", env!("CARGO_PKG_VERSION")));
                 cx.send_request(initialize).block_task().await?;
                 state.set_stage(Stage::NewSession);
-                let session = cx.send_request(NewSessionRequest::new(cwd).meta(meta.clone()))
+                let session = cx
+                    .send_request(NewSessionRequest::new(cwd).meta(meta.clone()))
                     .block_task()
                     .await?;
                 let session_id = session.session_id;
@@ -167,7 +168,8 @@ pub(crate) async fn converse(
                 }
                 state.set_stage(Stage::Prompt);
                 let request =
-                    PromptRequest::new(session_id.clone(), vec![ContentBlock::Text(TextContent::new(prompt))]).meta(meta);
+                    PromptRequest::new(session_id.clone(), vec![ContentBlock::Text(TextContent::new(prompt))])
+                        .meta(meta);
                 let mut answer = std::pin::pin!(cx.send_request(request).block_task());
                 tokio::select! {
                     biased;

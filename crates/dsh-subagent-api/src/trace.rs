@@ -64,7 +64,15 @@ impl SpanOrigin {
             }
             Self::Remote(fields) => {
                 let span = make(None);
-                extract(&|key| fields.iter().find(|(name, _)| name == key).map(|(_, value)| value.clone()), &span);
+                extract(
+                    &|key| {
+                        fields
+                            .iter()
+                            .find(|(name, _)| name == key)
+                            .map(|(_, value)| value.clone())
+                    },
+                    &span,
+                );
                 span
             }
         }

@@ -203,8 +203,14 @@ mod tests {
         assert!(!export_requested(env(&[])));
         assert!(!export_requested(env(&[("OTEL_SERVICE_NAME", "x")])));
         assert!(!export_requested(env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", " ")])));
-        assert!(export_requested(env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")])));
-        assert!(export_requested(env(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://h/v1/traces")])));
+        assert!(export_requested(env(&[(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://127.0.0.1:4318"
+        )])));
+        assert!(export_requested(env(&[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://h/v1/traces"
+        )])));
         assert!(!export_requested(env(&[
             ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
             ("OTEL_SDK_DISABLED", "true"),

@@ -41,7 +41,10 @@ fn one<'a>(spans: &'a [Span], name: &str) -> &'a Span {
 }
 
 fn names(spans: &[Span]) -> Vec<String> {
-    spans.iter().map(|span| format!("{} <- {}", span.name, span.parent)).collect()
+    spans
+        .iter()
+        .map(|span| format!("{} <- {}", span.name, span.parent))
+        .collect()
 }
 
 fn parent_of<'a>(spans: &'a [Span], span: &Span) -> &'a Span {
@@ -83,14 +86,8 @@ fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
     assert_eq!(parent_of(&spans, child).span_id, tool.span_id);
     let chats = named(&spans, "chat scripted");
     assert_eq!(chats.len(), 3, "two parent calls, one child call: {:#?}", names(&spans));
-    assert_eq!(
-        chats.iter().filter(|chat| chat.parent == child.span_id).count(),
-        1
-    );
-    assert_eq!(
-        chats.iter().filter(|chat| chat.parent == parent.span_id).count(),
-        2
-    );
+    assert_eq!(chats.iter().filter(|chat| chat.parent == child.span_id).count(), 1);
+    assert_eq!(chats.iter().filter(|chat| chat.parent == parent.span_id).count(), 2);
 
     // The attributes the conventions name.
     let attr = |span: &Span, key: &str| span.attributes.get(key).cloned().unwrap_or_default();
@@ -122,7 +119,12 @@ fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
     let events: Vec<&str> = tool.events.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         events,
-        ["subagent.started", "subagent.published", "subagent.settled", "subagent.disposed"]
+        [
+            "subagent.started",
+            "subagent.published",
+            "subagent.settled",
+            "subagent.disposed"
+        ]
     );
     assert_eq!(tool.events[0].1["subagent.provider"], "spawn");
     assert_eq!(tool.events[0].1["subagent.child_id"], attr(child, "gen_ai.agent.id"));
@@ -145,7 +147,10 @@ fn a_failing_delegation_carries_its_error_type() {
     let output = dsh(
         dir.path(),
         &["run", "--script", "script.json", "go"],
-        &[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &format!("{}/v1/traces", receiver.endpoint))],
+        &[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            &format!("{}/v1/traces", receiver.endpoint),
+        )],
     );
     assert!(output.status.success(), "{}", text(&output.stderr));
     let spans = receiver.spans();
@@ -153,7 +158,10 @@ fn a_failing_delegation_carries_its_error_type() {
     assert_eq!(tool.attributes["error.type"], "INVALID_ARGUMENTS");
     let parent = one(&spans, "invoke_agent dsh run");
     assert_eq!(parent_of(&spans, tool).span_id, parent.span_id);
-    assert!(!parent.attributes.contains_key("error.type"), "the parent itself completed");
+    assert!(
+        !parent.attributes.contains_key("error.type"),
+        "the parent itself completed"
+    );
 }
 
 #[test]
@@ -211,7 +219,10 @@ fn a_collector_that_is_down_or_slow_never_fails_the_run() {
         assert!(output.status.success(), "{stderr}");
         assert_eq!(text(&output.stdout), text(&baseline.1.stdout));
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.starts_with("dsh: warning: some spans were not exported over OTLP"), "{stderr}");
+        assert!(
+            stderr.starts_with("dsh: warning: some spans were not exported over OTLP"),
+            "{stderr}"
+        );
         assert!(
             elapsed < baseline.0 + Duration::from_millis(2500),
             "{endpoint}: {elapsed:?} against {:?}",

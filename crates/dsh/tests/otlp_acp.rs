@@ -37,8 +37,10 @@ impl TracePropagator for W3c {
     }
 
     fn extract(&self, fields: &dyn Fn(&str) -> Option<String>, span: &tracing::Span) {
-        let carrier: HashMap<String, String> =
-            fields("traceparent").map(|value| ("traceparent".to_owned(), value)).into_iter().collect();
+        let carrier: HashMap<String, String> = fields("traceparent")
+            .map(|value| ("traceparent".to_owned(), value))
+            .into_iter()
+            .collect();
         let context = TraceContextPropagator::new().extract(&carrier);
         if context.span().span_context().is_valid() {
             let _ = span.set_parent(context);
@@ -58,7 +60,11 @@ fn exporting_to(receiver: &Receiver) -> SdkTracerProvider {
         .build()
         .unwrap();
     SdkTracerProvider::builder()
-        .with_resource(opentelemetry_sdk::Resource::builder().with_service_name("acp-parent").build())
+        .with_resource(
+            opentelemetry_sdk::Resource::builder()
+                .with_service_name("acp-parent")
+                .build(),
+        )
         .with_batch_exporter(exporter)
         .build()
 }
@@ -136,12 +142,19 @@ fn an_acp_child_continues_the_parents_trace() {
     assert!(
         spans.iter().all(|span| span.trace_id == parent.trace_id),
         "{:#?}",
-        spans.iter().map(|s| (&s.name, &s.service, &s.trace_id, &s.span_id, &s.parent)).collect::<Vec<_>>()
+        spans
+            .iter()
+            .map(|s| (&s.name, &s.service, &s.trace_id, &s.span_id, &s.parent))
+            .collect::<Vec<_>>()
     );
     assert_eq!(tool.parent, parent.span_id);
     assert_eq!(remote.parent, tool.span_id);
     // The child's own delegation and model calls are in it too.
     let grandchild = by_name("execute_tool subagent");
     assert_eq!(grandchild.parent, remote.span_id);
-    assert!(spans.iter().any(|span| span.name == "chat scripted" && span.service == "dsh"));
+    assert!(
+        spans
+            .iter()
+            .any(|span| span.name == "chat scripted" && span.service == "dsh")
+    );
 }
