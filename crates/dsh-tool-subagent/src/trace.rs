@@ -44,7 +44,7 @@ pub(crate) fn settled(result: &Result<SubagentResult, SubagentError>) {
             );
         }
         Err(error) => {
-            let diagnostic = bound_diagnostic(&error.to_string());
+            let diagnostic = bound_diagnostic(error.to_string());
             tracing::event!(
                 target: "dsh::gen_ai",
                 tracing::Level::INFO,
@@ -71,7 +71,7 @@ pub(crate) fn disposed(disposed: &Result<(), SubagentError>) {
             tracing::Level::INFO,
             subagent.disposed = "failed",
             "error.type" = error.code(),
-            subagent.diagnostic = bound_diagnostic(&error.to_string()).as_str(),
+            subagent.diagnostic = bound_diagnostic(error.to_string()).as_str(),
             "subagent.disposed"
         ),
     }
