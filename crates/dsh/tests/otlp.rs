@@ -47,6 +47,35 @@ fn names(spans: &[Span]) -> Vec<String> {
         .collect()
 }
 
+/// The received spans as an indented tree (printed with `--nocapture`).
+fn tree(spans: &[Span]) -> String {
+    fn walk(spans: &[Span], parent: &str, depth: usize, out: &mut String) {
+        for span in spans.iter().filter(|span| span.parent == parent) {
+            let keys: Vec<String> = span
+                .attributes
+                .iter()
+                .filter(|(key, _)| key.starts_with("gen_ai.") || key.as_str() == "error.type")
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            out.push_str(&format!(
+                "{}{} [trace {} span {}] {}\n",
+                "  ".repeat(depth),
+                span.name,
+                &span.trace_id[..8],
+                &span.span_id[..8],
+                keys.join(" ")
+            ));
+            for (event, _) in &span.events {
+                out.push_str(&format!("{}  · {event}\n", "  ".repeat(depth)));
+            }
+            walk(spans, &span.span_id, depth + 1, out);
+        }
+    }
+    let mut out = String::new();
+    walk(spans, "", 0, &mut out);
+    out
+}
+
 fn parent_of<'a>(spans: &'a [Span], span: &Span) -> &'a Span {
     spans
         .iter()
@@ -70,6 +99,7 @@ fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
     assert!(!text(&output.stderr).contains("warning"), "{}", text(&output.stderr));
     // Flushed before exit: everything is here once the process has ended.
     let spans = receiver.spans();
+    eprintln!("{}", tree(&spans));
     assert!(receiver.paths().iter().all(|path| path == "/v1/traces"));
 
     // One trace.
@@ -229,4 +259,41 @@ fn a_collector_that_is_down_or_slow_never_fails_the_run() {
             baseline.0
         );
     }
+}
+
+#[test]
+fn spans_are_flushed_after_ctrl_c() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("slow.json"),
+        r#"{"rules": [
+            {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "never finished", "delay_ms": 60000}},
+            {"when": {"last_message": "user"}, "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "slow", "prompt": "work"}}]}}
+        ]}"#,
+    )
+    .unwrap();
+    let receiver = Receiver::start();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dsh"));
+    command
+        .args(["run", "--quiet", "--script", "slow.json", "go"])
+        .current_dir(dir.path())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    // Let the child's model call start, then interrupt.
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    let spans = receiver.spans();
+    let parent = one(&spans, "invoke_agent dsh run");
+    assert_eq!(parent.attributes["error.type"], "CANCELLED");
+    let child = one(&spans, "invoke_agent slow");
+    assert_eq!(child.attributes["error.type"], "CANCELLED");
+    assert_eq!(one(&spans, "execute_tool subagent").attributes["error.type"], "RUN_ABORTED");
 }
