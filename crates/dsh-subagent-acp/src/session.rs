@@ -68,7 +68,7 @@ pub(crate) struct Conversation {
     pub(crate) trace_context: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The ACP → dsh stop-reason mapping of reference §4.
+/// The ACP → dsh stop-reason mapping (docs/contract.md, "Stop reasons").
 pub(crate) fn map_stop(stop: AcpStop) -> StopReason {
     match stop {
         AcpStop::EndTurn => StopReason::Completed,

@@ -74,23 +74,23 @@ pub fn started_background(task_id: &str) -> String {
     format!("started background subagent task {task_id}")
 }
 
-/// The continuable background suffix (seed era 07-23, verbatim), chosen when the
+/// The continuable background suffix (verbatim), chosen when the
 /// provider can continue its children.
 pub const CONTINUABLE_SUFFIX: &str = " Set `run_in_background: true` to start a continuable background subagent: you receive its subagent id and a task id; collect the result with `task_output`, stop it with `task_kill`, and send follow-up messages with `send_message`.";
 
-/// The `run_in_background` parameter of the continuable route (seed era 07-23, verbatim).
+/// The `run_in_background` parameter of the continuable route (verbatim).
 pub const RUN_IN_BACKGROUND_CONTINUABLE: &str = "Run as a continuable background subagent and return its subagent and task ids; collect with task_output, stop with task_kill, follow up with send_message.";
 
-/// The continuable route's result (seed era 07-23, verbatim).
+/// The continuable route's result (verbatim).
 pub fn started_continuable(subagent_id: &str, task_id: &str) -> String {
     format!("started subagent {subagent_id} as task {task_id}")
 }
 
-/// The continuable route without a control service (seed era 07-23, our crate names).
+/// The continuable route without a control service (our crate names).
 pub const CONTROL_UNAVAILABLE: &str =
     "continuable background subagents unavailable: load dsh-subagent's SubagentControl and dsh-tool-tasks";
 
-/// The continuable route without `send_message` among the caller's tools (seed era 07-23, our crate names).
+/// The continuable route without `send_message` among the caller's tools (our crate names).
 pub const SEND_MESSAGE_UNAVAILABLE: &str = "continuable background subagents unavailable: load dsh-tool-subagent-control (the advertised send_message tool is not registered)";
 
 /// A background call on an instance that was given no task registry.
@@ -135,9 +135,20 @@ pub fn stopped_run(reason: &StopReason, diagnostic: Option<&str>, partial_output
     message
 }
 
-/// The run failed and so did releasing it: one error carrying both.
-pub fn run_and_dispose_failed(run_error: &str, dispose_error: &str) -> String {
-    format!("subagent run failed: {run_error}; dispose failed: {dispose_error}")
+/// A failed run whose release failed too: one headline, then the release
+/// failure. `run_has_headline` says the run's message already starts with
+/// `subagent run failed` (a run that stopped `error`); otherwise that
+/// headline is prefixed. The release failure goes on its own line after a
+/// multi-line message (diagnostic, partial output), so it is never glued to
+/// the child's text, and after `; ` after a one-line message.
+pub fn run_and_dispose_failed(run_error: &str, run_has_headline: bool, dispose_error: &str) -> String {
+    let run = if run_has_headline {
+        Cow::Borrowed(run_error)
+    } else {
+        Cow::Owned(format!("subagent run failed: {run_error}"))
+    };
+    let separator = if run.contains('\n') || run_has_headline { "\n" } else { "; " };
+    format!("{run}{separator}dispose failed: {dispose_error}")
 }
 
 /// An argument that is not a JSON object.

@@ -76,7 +76,7 @@ fn panicked(stage: &str, what: &str) -> String {
     wording::provider_panicked(stage, &format!("scripted subagent {what} panicked"))
 }
 
-/// The lifecycle's rules, written out (reference-contract §1.8–1.9 and
+/// The lifecycle's rules, written out (docs/contract.md, "Execution" and "Results", and
 /// `lifecycle::delegate`).
 fn oracle(cell: Cell) -> Expected {
     let Cell {
@@ -147,7 +147,7 @@ fn oracle(cell: Cell) -> Expected {
     let text = match (run, released) {
         (Ok(text), Ok(())) => text,
         (Ok(_), Err(dispose)) | (Err(dispose), Ok(())) => format!("Error: {dispose}"),
-        (Err(run), Err(dispose)) => format!("Error: {}", wording::run_and_dispose_failed(&run, &dispose)),
+        (Err(run), Err(dispose)) => format!("Error: {}", wording::run_and_dispose_failed(&run, false, &dispose)),
     };
     Expected {
         text: Some(text),
