@@ -295,5 +295,8 @@ fn spans_are_flushed_after_ctrl_c() {
     assert_eq!(parent.attributes["error.type"], "CANCELLED");
     let child = one(&spans, "invoke_agent slow");
     assert_eq!(child.attributes["error.type"], "CANCELLED");
-    assert_eq!(one(&spans, "execute_tool subagent").attributes["error.type"], "RUN_ABORTED");
+    assert_eq!(
+        one(&spans, "execute_tool subagent").attributes["error.type"],
+        "RUN_ABORTED"
+    );
 }

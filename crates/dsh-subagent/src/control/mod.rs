@@ -470,9 +470,15 @@ impl SubagentControl {
         // The new activation's trace follows from this call (a `send_message`'s).
         let origin = SpanOrigin::follows_current();
         let task_id = self
-            .activate(&mut state, child_id, caller, spec, move |activation, control| async move {
-                resume(&inner, &*store, activation, parent, prompt, control, origin).await
-            })
+            .activate(
+                &mut state,
+                child_id,
+                caller,
+                spec,
+                move |activation, control| async move {
+                    resume(&inner, &*store, activation, parent, prompt, control, origin).await
+                },
+            )
             .map_err(|source| ControlError::FollowUpRefused { source })?;
         Ok(Delivery {
             route: Route::Started,
