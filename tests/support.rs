@@ -88,10 +88,7 @@ impl Harness {
     /// delegate further).
     pub fn new(script: Value) -> Self {
         let children_do_not_delegate = |config: SubagentToolConfig| {
-            config.tool_filter(dsh_subagent_api::ToolFilter {
-                allow: None,
-                deny: Some(vec!["subagent".into(), "subagent_fork".into()]),
-            })
+            config.tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent", "subagent_fork"]))
         };
         Self::with(script, children_do_not_delegate)
     }
@@ -158,3 +155,9 @@ impl Harness {
         found
     }
 }
+
+/// The workspace README's Rust examples run as doc tests of this package,
+/// which depends on every crate they use.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct WorkspaceReadme;

@@ -10,6 +10,21 @@ use tracing::Instrument;
 
 use crate::wording;
 
+/// A tool filter names a tool the registry does not have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct UnknownFilterTool {
+    message: String,
+    name: String,
+}
+
+impl UnknownFilterTool {
+    /// The name the filter used.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// The tools one agent may see and call: a registry seen through a filter,
 /// plus tools local to this agent (such as a child's `structured_output`),
 /// which the filter does not apply to and which shadow registry tools.
@@ -55,11 +70,14 @@ impl ToolView {
     ///
     /// Fails when the filter names a tool the registry does not have: a typo
     /// in a filter must not silently widen or narrow what a child can do.
-    pub fn filtered(registry: ToolRegistry, filter: ToolFilter) -> Result<Self, String> {
+    pub fn filtered(registry: ToolRegistry, filter: ToolFilter) -> Result<Self, UnknownFilterTool> {
         let known = registry.names();
         let named = filter.allow.iter().chain(filter.deny.iter()).flatten();
         if let Some(unknown) = named.into_iter().find(|name| !known.contains(name)) {
-            return Err(wording::unknown_filter_tool(unknown, &known));
+            return Err(UnknownFilterTool {
+                message: wording::unknown_filter_tool(unknown, &known),
+                name: unknown.clone(),
+            });
         }
         Ok(Self {
             registry,
@@ -133,14 +151,15 @@ impl ToolView {
     /// The call's arguments, once the view permits the tool and they parse.
     fn check(&self, name: &str, arguments: &str) -> Result<Value, dsh_tools::ToolError> {
         if !self.permits(name) {
-            return Err(dsh_tools::ToolError::new(wording::tool_not_available(name)).with_code("TOOL_NOT_AVAILABLE"));
+            return Err(dsh_tools::ToolError::new(wording::tool_not_available(name))
+                .with_code(crate::ErrorCode::ToolNotAvailable));
         }
         if arguments.trim().is_empty() {
             return Ok(Value::Object(serde_json::Map::new()));
         }
         serde_json::from_str(arguments).map_err(|error| {
             dsh_tools::ToolError::new(wording::arguments_not_json(name, &error.to_string()))
-                .with_code("INVALID_ARGUMENTS")
+                .with_code(dsh_tools::ErrorCode::InvalidArguments)
         })
     }
 }

@@ -3,7 +3,7 @@
 use std::any::Any;
 
 use dsh_subagent::SubagentService;
-use dsh_subagent::scripted::ScriptedProvider;
+use dsh_subagent_api::{BoxFuture, Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentRun};
 use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tool_tasks::TaskToolsPlugin;
@@ -11,6 +11,21 @@ use dsh_tools::ToolRegistry;
 
 /// Whatever keeps a mounted crate's tools registered; dropped after harvest.
 pub type MountGuard = Box<dyn Any>;
+
+/// Why a tool crate could not be mounted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    /// The tool's configuration was refused.
+    #[error(transparent)]
+    Config(#[from] dsh_tool_subagent::ConfigError),
+    /// The provider could not be registered.
+    #[error(transparent)]
+    Provider(#[from] SubagentError),
+    /// A tool name could not be reserved.
+    #[error(transparent)]
+    Registry(#[from] dsh_tools::RegistryError),
+}
 
 /// One tool crate in the catalog.
 pub struct ToolPackage {
@@ -27,7 +42,7 @@ pub struct ToolPackage {
     /// How it is deployed; shown in the table and under its section.
     pub note: &'static str,
     /// Mounts the crate's tools, with default configuration, on `tools`.
-    pub mount: fn(&ToolRegistry) -> Result<MountGuard, String>,
+    pub mount: fn(&ToolRegistry) -> Result<MountGuard, MountError>,
 }
 
 impl std::fmt::Debug for ToolPackage {
@@ -86,21 +101,90 @@ pub fn manifest() -> Vec<ToolPackage> {
             note: "The three tools act only on the calling agent's own background tasks (another agent's task id is refused), so they are registered once and shared by every agent. A task finishing queues a completion notice for its owner (`background task <id> (<kind>: <label>) finished [status: …]. Read its output with task_output.`); a harness hands those to the owner's next model call by giving its `dsh_agent::AgentRuntime` the registry's notices (`with_notices`).",
             mount: mount_tasks,
         },
+        ToolPackage {
+            package: "dsh mcp",
+            sources: &[
+                ("send_message", "crates/dsh-tool-subagent-control/src/tool.rs"),
+                ("subagent", "crates/dsh-tool-subagent/src/tool.rs"),
+                ("task_kill", "crates/dsh-tool-tasks/src/tools.rs"),
+                ("task_list", "crates/dsh-tool-tasks/src/tools.rs"),
+                ("task_output", "crates/dsh-tool-tasks/src/tools.rs"),
+            ],
+            requires: &["the `dsh` binary (`dsh mcp`)", "dsh_mcp::McpToolServer"],
+            writes: &[
+                "tool/call",
+                "tool/result",
+                "child agent state through the spawn provider",
+                "the MCP session's background tasks",
+            ],
+            shipped_aliases: &[],
+            note: "What `dsh mcp` serves to an MCP host: its `tools/list` gives these names, descriptions and input schemas byte for byte. `subagent` runs over the spawn provider with `enableRunInBackground` and the continuation capability, so its description names `send_message`; `send_message` and the three task tools complete background mode. There is no `subagent_fork`: the calling agent's conversation lives in the MCP host, so a fork would inherit nothing. Each MCP session is one calling agent that owns its children and background tasks; another session cannot see them, and closing the session cancels and releases them all. MCP tools: `dsh run`, `dsh acp` and `dsh mcp` take `--mcp-server <name>=<command line>` (repeatable) and mount each tool of that server, for the parent and its children, as `mcp__<name>__<tool>` with the server's own description and input schema (`dsh mcp` lists them after these). A `toolFilter` names them by that full name in `allow` or `deny`, exactly like any other tool, and a filter naming a tool that is not mounted fails the call. A server that cannot start stops `dsh` with exit 2 before any model call.",
+            mount: mount_dsh_mcp,
+        },
     ]
 }
 
-fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {
+/// The tools `dsh mcp` serves: `subagent` over a continuable spawn provider
+/// with background runs, `send_message` and the task tools (the `dsh` crate's
+/// MCP test checks that its `tools/list` equals this section).
+fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let service = SubagentService::new();
-    let provider = ScriptedProvider::builder("catalog").build();
-    let registration = service.register_provider(provider).map_err(|error| error.to_string())?;
-    let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)
-        .map_err(|error| error.to_string())?;
+    let provider = service.register_provider(std::sync::Arc::new(dsh_subagent_spawn::SpawnProvider::new()))?;
+    let tasks = TaskRegistry::new();
+    let task_tools = TaskToolsPlugin::apply(&tasks, tools)?;
+    let control = dsh_subagent::SubagentControl::new(service.clone(), tasks.clone(), std::sync::Arc::new(NoChildren));
+    let control_tools = dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools)?;
+    let subagent = SubagentToolPlugin::apply_with_control(
+        SubagentToolConfig::new("spawn").enable_run_in_background(true),
+        &service,
+        tools,
+        &control,
+    )?;
+    Ok(Box::new((
+        subagent,
+        control_tools,
+        task_tools,
+        control,
+        provider,
+        tasks,
+        service,
+    )))
+}
+
+/// The provider the catalog mounts `subagent` over: a fresh-context child
+/// with every capability, so the tool shows its default surface. The catalog
+/// only reads definitions; it never starts a child.
+struct Describe;
+
+impl SubagentProvider for Describe {
+    fn name(&self) -> &str {
+        "catalog"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::ALL
+    }
+
+    fn inherits_parent_context(&self) -> bool {
+        false
+    }
+
+    fn start(&self, _request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed("the catalog provider starts no children")) })
+    }
+}
+
+fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
+    let service = SubagentService::new();
+    let provider = std::sync::Arc::new(Describe);
+    let registration = service.register_provider(provider)?;
+    let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)?;
     Ok(Box::new((plugin, registration, service)))
 }
 
-fn mount_tasks(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_tasks(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let tasks = TaskRegistry::new();
-    let plugin = TaskToolsPlugin::apply(&tasks, tools).map_err(|error| error.to_string())?;
+    let plugin = TaskToolsPlugin::apply(&tasks, tools)?;
     Ok(Box::new((plugin, tasks)))
 }
 
@@ -120,13 +204,12 @@ impl dsh_subagent_api::ChildStore for NoChildren {
     }
 }
 
-fn mount_subagent_control(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_subagent_control(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let control = dsh_subagent::SubagentControl::new(
         SubagentService::new(),
         TaskRegistry::new(),
         std::sync::Arc::new(NoChildren),
     );
-    let plugin =
-        dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools).map_err(|error| error.to_string())?;
+    let plugin = dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools)?;
     Ok(Box::new((plugin, control)))
 }

@@ -13,7 +13,7 @@ use tracing::Instrument;
 use crate::{Tool, ToolError, ToolExecution, ToolResult};
 
 /// The code of the error for a call whose token was cancelled before dispatch.
-pub const ABORTED_BEFORE_DISPATCH: &str = "ABORTED_BEFORE_DISPATCH";
+pub const ABORTED_BEFORE_DISPATCH: &str = crate::ErrorCode::AbortedBeforeDispatch.as_str();
 
 /// Why the registry refused a name or a tool.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,6 +46,7 @@ pub enum RegistryError {
 
 /// The model-facing definition of one registered tool.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// The tool's name.
     pub name: String,
@@ -212,7 +213,7 @@ impl ToolRegistry {
         }
         self.get(name).ok_or_else(|| {
             ToolError::new(format!("unknown tool \"{name}\""))
-                .with_code("UNKNOWN_TOOL")
+                .with_code(crate::ErrorCode::UnknownTool)
                 .into()
         })
     }
@@ -220,7 +221,7 @@ impl ToolRegistry {
 
 fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolResult {
     ToolError::new(format!("tool \"{name}\" panicked: {}", panic_message(panic)))
-        .with_code("TOOL_PANICKED")
+        .with_code(crate::ErrorCode::ToolPanicked)
         .into()
 }
 

@@ -32,7 +32,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use crate::Failure;
 use crate::cli::AcpArgs;
 use crate::progress::Progress;
-use crate::setup::Setup;
+use crate::setup::{Setup, Surface};
 
 /// One ACP session: a parent agent and the token of its running prompt.
 struct Session {
@@ -88,7 +88,10 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let progress = Arc::new(Progress::new(args.quiet));
-    let setup = Arc::new(Setup::new(&args.agent, args.data_dir.as_deref(), progress)?);
+    let mut setup = Setup::new(&args.agent, args.data_dir.as_deref(), progress, Surface::Agent)?;
+    setup.mount_mcp_servers(&args.agent.mcp_servers).await?;
+    let setup = Arc::new(setup);
+    let at_exit = setup.clone();
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
@@ -97,7 +100,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let on_prompt = open.clone();
     let on_cancel = open;
 
-    acp::Agent
+    let served = acp::Agent
         .v1()
         .name("dsh")
         .on_receive_request(
@@ -190,8 +193,9 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             tokio::io::stdout().compat_write(),
             tokio::io::stdin().compat(),
         ))
-        .await
-        .map_err(|error| Failure::failed(format!("dsh acp: the connection failed: {error}")))
+        .await;
+    at_exit.release_mcp_servers().await;
+    served.map_err(|error| Failure::failed(format!("dsh acp: the connection failed: {error}")))
 }
 
 #[cfg(test)]

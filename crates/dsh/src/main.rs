@@ -1,15 +1,8 @@
-//! `dsh`: run a parent agent that delegates to subagents, and read what each
-//! agent did.
-//!
-//! - `dsh run "<task>"` runs the task and prints the final answer on stdout.
-//!   Its first stderr line names the model; children show live progress on
-//!   stderr (`--quiet` hides it); transcripts go to `--data-dir` (`.dsh/`).
-//! - `dsh transcript <agent-id>` prints one agent's transcript.
-//! - `dsh acp` serves the same parent agent over the Agent Client Protocol on
-//!   stdio, so any ACP client (or the `acp` subagent provider) can drive it.
+#![doc = include_str!("../README.md")]
 
 mod acp;
 mod cli;
+mod mcp;
 mod model;
 mod progress;
 mod run;
@@ -84,6 +77,10 @@ fn main() -> ExitCode {
                     _ = tokio::signal::ctrl_c() => Err(Failure::interrupted("dsh: interrupted")),
                 }
             }),
+            Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
+        },
+        cli::Command::Mcp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(mcp::serve(args)),
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
         },
     };

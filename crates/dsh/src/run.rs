@@ -8,11 +8,12 @@ use dsh_tools::CancellationToken;
 use crate::Failure;
 use crate::cli::RunArgs;
 use crate::progress::Progress;
-use crate::setup::Setup;
+use crate::setup::{Setup, Surface};
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     let progress = Arc::new(Progress::new(args.quiet));
-    let setup = Setup::new(&args.agent, Some(&args.data_dir), progress.clone())?;
+    let mut setup = Setup::new(&args.agent, Some(&args.data_dir), progress.clone(), Surface::Agent)?;
+    setup.mount_mcp_servers(&args.agent.mcp_servers).await?;
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
@@ -29,6 +30,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     // Nothing the parent started outlives it: background children still
     // running are killed and released before dsh exits.
     setup.tasks().dispose_owner(parent.id(), "dsh run finished").await;
+    setup.release_mcp_servers().await;
 
     if !args.quiet {
         let children = progress.children();

@@ -1,13 +1,14 @@
-//! What `dsh run` and `dsh acp` share: the model, the subagent service with
-//! the spawn and fork providers, the two delegation tools, `send_message`
-//! (with a data directory: background spawn children are continuable), and
-//! parent agents.
+//! What `dsh run`, `dsh acp` and `dsh mcp` share: the model, the subagent
+//! service with the spawn and fork providers, the delegation tools,
+//! `send_message` (with a data directory: background spawn children are
+//! continuable), the tools of `--mcp-server`s, and parent agents.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use dsh_agent::store::JsonlChildStore;
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_mcp::{ClientOptions, McpMount, McpServerSpec};
 use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
 use dsh_subagent_api::ToolFilter;
 use dsh_subagent_fork::ForkProvider;
@@ -24,8 +25,12 @@ use crate::{Failure, model, wording};
 /// call the delegation tools (nor the task tools that collect background
 /// ones), and the depth cap backs that up. The parent may run them in the
 /// background (nor `send_message`, when it is mounted).
-fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> SubagentToolConfig {
-    let mut deny = vec!["subagent".to_owned(), "subagent_fork".to_owned()];
+fn child_policy(config: SubagentToolConfig, with_send_message: bool, surface: Surface) -> SubagentToolConfig {
+    // A filter may name only tools that exist: `dsh mcp` has no `subagent_fork`.
+    let mut deny = vec!["subagent".to_owned()];
+    if surface == Surface::Agent {
+        deny.push("subagent_fork".to_owned());
+    }
     deny.extend(dsh_tool_tasks::TOOL_NAMES.iter().map(|name| (*name).to_owned()));
     if with_send_message {
         deny.extend(
@@ -37,10 +42,18 @@ fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> Subagent
     config
         .max_depth(MaxDepth::Limit(1))
         .enable_run_in_background(true)
-        .tool_filter(ToolFilter {
-            allow: None,
-            deny: Some(deny),
-        })
+        .tool_filter(ToolFilter::denying(deny))
+}
+
+/// Which delegation tools the parent gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Surface {
+    /// `dsh run` and `dsh acp`: `subagent` (spawn) and `subagent_fork` (fork).
+    Agent,
+    /// `dsh mcp`: `subagent` (spawn) only. The calling agent is an MCP
+    /// session whose conversation lives in the MCP host, not here, so a fork
+    /// would inherit nothing while its description promises this conversation.
+    McpServer,
 }
 
 /// A model, a runtime with `subagent` (spawn) and `subagent_fork` (fork)
@@ -57,6 +70,7 @@ pub(crate) struct Setup {
     _tools: Vec<SubagentToolPlugin>,
     _task_tools: TaskToolsPlugin,
     _control: Option<dsh_tool_subagent_control::SubagentControlPlugin>,
+    mcp: std::sync::Mutex<Vec<McpMount>>,
 }
 
 impl Setup {
@@ -66,6 +80,7 @@ impl Setup {
         args: &AgentArgs,
         data_dir: Option<&Path>,
         observer: Arc<dyn AgentObserver>,
+        surface: Surface,
     ) -> Result<Self, Failure> {
         let choice = model::choose(args, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let service = SubagentService::new();
@@ -88,31 +103,35 @@ impl Setup {
             .map(|control| dsh_tool_subagent_control::SubagentControlPlugin::apply(control, &tools))
             .transpose()
             .map_err(|error| Failure::internal(error.to_string()))?;
-        let mounted = [
-            SubagentToolConfig::new("spawn"),
-            SubagentToolConfig::new("fork").tool_name("subagent_fork"),
-        ]
-        .into_iter()
-        .map(|config| match &control {
-            Some(control) => {
-                SubagentToolPlugin::apply_with_control(child_policy(config, true), &service, &tools, control)
-            }
-            None => {
-                // Without transcripts no child can be continuable, and the
-                // background route of a provider that continues its children
-                // is the continuable one: keep such tools foreground rather
-                // than advertise what would fail. Both spawn and fork are
-                // continuable, so this is every tool here today.
-                let config = child_policy(config, false);
-                let continuable = service
-                    .provider(&config.provider)
-                    .is_some_and(|provider| provider.continuation().is_some());
-                let config = config.enable_run_in_background(!continuable);
-                SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
-            }
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| Failure::internal(error.to_string()))?;
+        let mut configs = vec![SubagentToolConfig::new("spawn")];
+        if surface == Surface::Agent {
+            configs.push(SubagentToolConfig::new("fork").tool_name("subagent_fork"));
+        }
+        let mounted = configs
+            .into_iter()
+            .map(|config| match &control {
+                Some(control) => SubagentToolPlugin::apply_with_control(
+                    child_policy(config, true, surface),
+                    &service,
+                    &tools,
+                    control,
+                ),
+                None => {
+                    // Without transcripts no child can be continuable, and the
+                    // background route of a provider that continues its children
+                    // is the continuable one: keep such tools foreground rather
+                    // than advertise what would fail. Both spawn and fork are
+                    // continuable, so this is every tool here today.
+                    let config = child_policy(config, false, surface);
+                    let continuable = service
+                        .provider(&config.provider)
+                        .is_some_and(|provider| provider.continuation().is_some());
+                    let config = config.enable_run_in_background(!continuable);
+                    SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| Failure::internal(error.to_string()))?;
         let notices = tasks.clone();
         let mut runtime = AgentRuntime::new(choice.model, tools)
             .with_observer(observer)
@@ -130,7 +149,40 @@ impl Setup {
             _tools: mounted,
             _task_tools: task_tools,
             _control: control_tools,
+            mcp: std::sync::Mutex::default(),
         })
+    }
+
+    /// Starts each MCP server and mounts its tools for the parent and its
+    /// children (a child's `toolFilter` applies to them like to any tool).
+    /// A server that cannot start stops dsh with exit 2, before any model call.
+    pub(crate) async fn mount_mcp_servers(&mut self, servers: &[McpServerSpec]) -> Result<(), Failure> {
+        for spec in servers {
+            match McpMount::start(spec, self.runtime.tools(), &ClientOptions::default()).await {
+                Ok(mount) => self.mcp.get_mut().unwrap_or_else(PoisonError::into_inner).push(mount),
+                Err(error) => {
+                    self.release_mcp_servers().await;
+                    return Err(Failure::usage(format!("dsh: {error}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases every MCP server, waiting until their process groups are gone.
+    pub(crate) async fn release_mcp_servers(&self) {
+        let mounts = std::mem::take(&mut *self.mcp.lock().unwrap_or_else(PoisonError::into_inner));
+        for mount in mounts {
+            let server = mount.server().to_owned();
+            if let Err(error) = mount.release().await {
+                tracing::warn!(server = %server, "releasing the MCP server failed: {error}");
+            }
+        }
+    }
+
+    /// The tools every parent is offered.
+    pub(crate) fn tools(&self) -> &ToolRegistry {
+        self.runtime.tools()
     }
 
     /// The background tasks of every parent on this runtime.
@@ -166,8 +218,9 @@ mod tests {
             model: None,
             script: Some(script.path().to_owned()),
             max_turns: 4,
+            mcp_servers: Vec::new(),
         };
-        match Setup::new(&args, data_dir, Arc::new(Quiet)) {
+        match Setup::new(&args, data_dir, Arc::new(Quiet), Surface::Agent) {
             Ok(setup) => setup,
             Err(_) => panic!("setup failed"),
         }

@@ -57,6 +57,9 @@ struct Export {
 pub(crate) fn init() -> Telemetry {
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: a parent that reads our
+        // stderr (an ACP client quoting its tail) gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_filter(EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| "warn".into()));
     let mut warning = None;
     let export = if export_requested(|key| std::env::var(key).ok()) {

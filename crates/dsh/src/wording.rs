@@ -45,3 +45,12 @@ pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals) -> String {
         tokens(usage.total())
     )
 }
+
+/// Why `dsh mcp` kills the background tasks still running when its client leaves.
+pub(crate) const MCP_SESSION_CLOSED: &str = "the MCP session closed";
+
+/// The stderr line of `dsh mcp` for a call its client cancelled (the client
+/// never receives this result).
+pub(crate) fn mcp_call_cancelled(tool: &str, result: &str) -> String {
+    format!("dsh mcp: the client cancelled a call to {tool}; it ended with: {result}")
+}
