@@ -7,7 +7,7 @@ use dsh_subagent_api::StartRequest;
 use dsh_tools::{ToolError, ToolOutput, panic_message};
 use futures::FutureExt;
 
-use crate::{render, wording};
+use crate::{render, trace, wording};
 
 /// Runs one delegation to completion.
 ///
@@ -47,7 +47,11 @@ pub(crate) fn delegate<'a>(
                 }
             };
             match started {
-                Ok(Ok(run)) => settle(run, &cancel),
+                Ok(Ok(run)) => {
+                    trace::started(provider, &run);
+                    trace::published(&run, None);
+                    settle(run, &cancel)
+                }
                 Ok(Err(error)) => return Err(render::start_failed(error)),
                 Err(panic) => {
                     let message = wording::provider_panicked(wording::STAGE_START, &panic_message(&*panic));
@@ -56,6 +60,8 @@ pub(crate) fn delegate<'a>(
             }
         };
         let settled = settling.await;
+        trace::settled(&settled.result);
+        trace::disposed(&settled.disposed);
         render::settled(settled.result, settled.disposed)
     }
 }

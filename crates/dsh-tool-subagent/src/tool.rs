@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_subagent::{SubagentControl, SubagentService};
-use dsh_subagent_api::StartRequest;
+use dsh_subagent_api::{SpanOrigin, StartRequest};
 use dsh_tasks::{TaskRegistry, TaskSpec};
 use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::args::{self, DelegationArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
-use crate::lifecycle;
 use crate::wording::{self, Wording};
+use crate::{lifecycle, trace};
 
 /// One mounted `subagent` tool, bound to one provider, one wording and one
 /// background route.
@@ -94,6 +94,10 @@ impl SubagentTool {
             Some(MaxDepth::Limit(limit)) => Some(limit),
             Some(MaxDepth::ProviderManaged) | None => None,
         };
+        if background {
+            // The child outlives this call: its trace follows from it.
+            request.origin = SpanOrigin::follows_current();
+        }
         Ok((request, background))
     }
 
@@ -121,7 +125,11 @@ impl SubagentTool {
                 request.cancel = control.token().clone();
                 match service.start(&provider, request).await {
                     Ok(run) => {
+                        trace::started(&provider, &run);
+                        trace::published(&run, None);
                         let settled = dsh_subagent::settle(run, control.token()).await;
+                        trace::settled(&settled.result);
+                        trace::disposed(&settled.disposed);
                         dsh_subagent::settlement::task_outcome(settled.result, settled.disposed)
                     }
                     Err(error) => {

@@ -5,6 +5,7 @@ mod code;
 mod registry;
 mod schema;
 mod tool;
+pub mod trace;
 pub mod wording;
 
 pub use code::ErrorCode;
@@ -12,7 +13,7 @@ pub use dsh_subagent_api::{AgentId, AgentRef};
 pub use dsh_subagent_api::{BoxFuture, CancellationToken};
 pub use registry::{
     ABORTED_BEFORE_DISPATCH, MountedTool, NameReservation, RegistryError, ToolRegistration, ToolRegistry, ToolSpec,
-    panic_message,
+    execute, panic_message,
 };
 pub use schema::parameters_schema;
 pub use tool::{INVALID_ARGUMENTS, Tool, ToolError, ToolExecution, ToolOutput, ToolResult, json_kind};

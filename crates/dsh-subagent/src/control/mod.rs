@@ -50,8 +50,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer,
-    SubagentError, SubagentProvider, SubagentRun,
+    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, SpanOrigin, StartRequest,
+    Steerer, SubagentError, SubagentProvider, SubagentRun,
 };
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
@@ -482,6 +482,8 @@ impl SubagentControl {
         let inner = self.inner.clone();
         let parent = parent.clone();
         let prompt = vec![ContentBlock::text(message)];
+        // The new activation's trace follows from this call (a `send_message`'s).
+        let origin = SpanOrigin::follows_current();
         let task_id = self
             .activate(
                 &mut state,
@@ -489,7 +491,7 @@ impl SubagentControl {
                 caller,
                 spec,
                 move |activation, control| async move {
-                    resume(&inner, &*store, activation, parent, prompt, control).await
+                    resume(&inner, &*store, activation, parent, prompt, control, origin).await
                 },
             )
             .map_err(|source| ControlError::FollowUpRefused { source })?;
@@ -651,6 +653,7 @@ async fn resume(
     parent: AgentRef,
     prompt: Vec<ContentBlock>,
     control: TaskControl,
+    origin: SpanOrigin,
 ) -> TaskOutcome {
     let child = activation.child.clone();
     let failed = |error: ControlError| TaskOutcome::Failed {
@@ -690,7 +693,8 @@ async fn resume(
             provider: descriptor.provider,
         });
     };
-    let request = ResumeRequest::new(child, prompt, parent, control.token().clone(), descriptor);
+    let mut request = ResumeRequest::new(child, prompt, parent, control.token().clone(), descriptor);
+    request.origin = origin;
     let (provider_name, label) = (request.descriptor.provider.clone(), request.descriptor.label.clone());
     match continuable.resume(request).await {
         Ok(run) => {
