@@ -31,7 +31,14 @@ pub(crate) fn delegate<'a>(
     let cancel = request.cancel.clone();
     // Started here and boxed, so the request is not held by the returned
     // future for the whole run: the box is freed once the provider answers.
-    let start = Box::pin(service.start(provider, request));
+    // The stage events need the provider's name only here, so the boxed
+    // start carries it, not the returned future.
+    let start = Box::pin(async move {
+        let run = service.start(provider, request).await?;
+        trace::started(provider, &run);
+        trace::published(&run, None);
+        Ok(run)
+    });
     async move {
         // Scoped, so neither the start's outcome nor the run stays in this
         // future (held for every delegation in flight) while the run settles.
@@ -47,11 +54,7 @@ pub(crate) fn delegate<'a>(
                 }
             };
             match started {
-                Ok(Ok(run)) => {
-                    trace::started(provider, &run);
-                    trace::published(&run, None);
-                    settle(run, &cancel)
-                }
+                Ok(Ok(run)) => settle(run, &cancel),
                 Ok(Err(error)) => return Err(render::start_failed(error)),
                 Err(panic) => {
                     let message = wording::provider_panicked(wording::STAGE_START, &panic_message(&*panic));
