@@ -10,6 +10,7 @@
 
 mod acp;
 mod cli;
+mod config;
 mod model;
 mod progress;
 mod run;

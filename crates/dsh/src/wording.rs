@@ -15,3 +15,54 @@ pub(crate) fn banner_script(path: &std::path::Path) -> String {
 pub(crate) fn banner_endpoint(model: &str, url: &str) -> String {
     format!("dsh: using model {model} at {url}")
 }
+
+/// A `dsh.toml` value that must not be empty is.
+pub(crate) const CONFIG_EMPTY_VALUE: &str = "must not be empty";
+
+/// A `provider = "acp"` entry without a command.
+pub(crate) const CONFIG_ACP_NEEDS_COMMAND: &str = "provider = \"acp\" needs `command`: the ACP agent to run for each delegation (e.g. command = \"dsh\", args = [\"acp\", \"--quiet\"])";
+
+/// Two `[[subagents]]` entries register the same tool name.
+pub(crate) fn config_duplicate_tool_name(name: &str, first: usize) -> String {
+    format!("the tool name \"{name}\" is already used by subagents[{first}]; give each entry its own `tool_name`")
+}
+
+/// Two `[[mcp_servers]]` entries share a name.
+pub(crate) fn config_duplicate_mcp_server(name: &str, first: usize) -> String {
+    format!("the MCP server name \"{name}\" is already used by mcp_servers[{first}]")
+}
+
+/// An MCP server name that cannot be part of a tool name.
+pub(crate) fn config_bad_mcp_name(name: &str) -> String {
+    format!(
+        "\"{name}\" is not a server name: use letters, digits, '_' and '-' (its tools are named mcp__<name>__<tool>)"
+    )
+}
+
+/// A name that cannot be an environment variable.
+pub(crate) fn config_bad_variable(name: &str) -> String {
+    format!("{name:?} cannot name an environment variable")
+}
+
+/// A key of `provider = "acp"` on another provider.
+pub(crate) fn config_acp_only_key(provider: &str) -> String {
+    format!("applies only to provider = \"acp\", and this entry's provider is \"{provider}\"")
+}
+
+/// A numeric `max_depth` over a provider that keeps its own recursion budget.
+pub(crate) fn config_depth_not_enforced(provider: &str) -> String {
+    format!(
+        "the {provider} provider keeps its own recursion budget and cannot enforce a numeric max_depth; write max_depth = \"provider-managed\" or leave it out"
+    )
+}
+
+/// A per-child setting the provider cannot apply.
+pub(crate) fn config_unsupported(key: &str, provider: &str) -> String {
+    format!("the {provider} provider cannot apply `{key}` to its children; remove it from this entry")
+}
+
+/// A `tool_filter` with neither list.
+pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
+
+/// A `max_depth` beyond what the tool accepts.
+pub(crate) const CONFIG_MAX_DEPTH_TOO_LARGE: &str = "must be at most 9007199254740991";
