@@ -72,8 +72,14 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 }
 
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
+    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
-    let setup = Arc::new(Setup::new(&args.agent, args.data_dir.as_deref(), progress)?);
+    let setup = Arc::new(Setup::new(
+        &args.agent,
+        config.as_ref(),
+        args.data_dir.as_deref(),
+        progress,
+    )?);
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }

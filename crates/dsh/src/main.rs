@@ -7,12 +7,15 @@
 //! - `dsh transcript <agent-id>` prints one agent's transcript.
 //! - `dsh acp` serves the same parent agent over the Agent Client Protocol on
 //!   stdio, so any ACP client (or the `acp` subagent provider) can drive it.
+//! - `dsh config check` checks `dsh.toml` and prints the parent's tool catalog.
 
 mod acp;
 mod cli;
 mod config;
+mod config_check;
 mod model;
 mod progress;
+mod resume;
 mod run;
 mod setup;
 mod transcript;
@@ -53,6 +56,11 @@ impl Failure {
         }
     }
 
+    /// A refused configuration file.
+    fn config(error: &config::ConfigFileError) -> Self {
+        Self::usage(format!("dsh: {error}"))
+    }
+
     /// The message for stderr.
     pub(crate) fn message(&self) -> &str {
         &self.message
@@ -79,6 +87,7 @@ fn main() -> ExitCode {
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
         },
         cli::Command::Transcript(args) => transcript::print(&args),
+        cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
         cli::Command::Acp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => runtime.block_on(acp::serve(args)),
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),

@@ -5,18 +5,28 @@ use std::sync::Arc;
 use dsh_agent::AgentStop;
 use dsh_tools::CancellationToken;
 
-use crate::Failure;
 use crate::cli::RunArgs;
 use crate::progress::Progress;
 use crate::setup::Setup;
+use crate::{Failure, wording};
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
+    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
-    let setup = Setup::new(&args.agent, Some(&args.data_dir), progress.clone())?;
+    let setup = Setup::new(&args.agent, config.as_ref(), Some(&args.data_dir), progress.clone())?;
+    let parent = match &args.resume {
+        Some(id) => {
+            let (parent, repairs) = setup.resume(id)?;
+            for repair in repairs {
+                eprintln!("{}", wording::resume_repaired(id, &repair));
+            }
+            parent
+        }
+        None => setup.parent("dsh run")?,
+    };
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
-    let parent = setup.parent("dsh run")?;
 
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();

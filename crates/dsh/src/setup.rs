@@ -9,6 +9,7 @@ use std::sync::Arc;
 use dsh_agent::store::JsonlChildStore;
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
 use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
+use dsh_subagent_acp::AcpProvider;
 use dsh_subagent_api::ToolFilter;
 use dsh_subagent_fork::ForkProvider;
 use dsh_subagent_spawn::SpawnProvider;
@@ -18,7 +19,8 @@ use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::{AgentId, ToolRegistry};
 
 use crate::cli::AgentArgs;
-use crate::{Failure, model, wording};
+use crate::config::{Config, Provider, Subagent};
+use crate::{Failure, model, resume, wording};
 
 /// Children of a dsh parent do their task themselves: they neither see nor
 /// call the delegation tools (nor the task tools that collect background
@@ -43,15 +45,15 @@ fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> Subagent
         })
 }
 
-/// A model, a runtime with `subagent` (spawn) and `subagent_fork` (fork)
-/// mounted, the task tools that collect background children, and the
-/// registrations that keep them alive.
-pub(crate) struct Setup {
-    /// The line that names the model.
-    pub(crate) banner: String,
-    runtime: Arc<AgentRuntime>,
-    max_turns: u32,
+/// The delegation tools the parent sees, and what keeps them mounted: the
+/// subagent service with its providers, one `subagent` tool per configured
+/// entry (or the default two), the task tools and, with a data directory,
+/// `send_message`.
+pub(crate) struct Mounts {
+    tools: ToolRegistry,
     tasks: TaskRegistry,
+    /// The model-visible names of the delegation tools.
+    delegation_tools: Vec<String>,
     _service: SubagentService,
     _providers: Vec<ProviderRegistration>,
     _tools: Vec<SubagentToolPlugin>,
@@ -59,27 +61,58 @@ pub(crate) struct Setup {
     _control: Option<dsh_tool_subagent_control::SubagentControlPlugin>,
 }
 
-impl Setup {
-    /// Chooses the model (`--script`, `--base-url`/`DSH_*`, else the embedded
-    /// scripted model) and mounts the delegation tools.
-    pub(crate) fn new(
-        args: &AgentArgs,
-        data_dir: Option<&Path>,
-        observer: Arc<dyn AgentObserver>,
-    ) -> Result<Self, Failure> {
-        let choice = model::choose(args, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+/// The default tools without a configuration file (or with one that has no
+/// `[[subagents]]`): `subagent` (spawn) and `subagent_fork` (fork), with the
+/// dsh child policy.
+fn default_subagents(with_send_message: bool) -> Vec<Subagent> {
+    [
+        (Provider::Spawn, SubagentToolConfig::new("spawn")),
+        (
+            Provider::Fork,
+            SubagentToolConfig::new("fork").tool_name("subagent_fork"),
+        ),
+    ]
+    .into_iter()
+    .map(|(provider, tool)| Subagent {
+        provider,
+        tool: child_policy(tool, with_send_message),
+    })
+    .collect()
+}
+
+impl Mounts {
+    /// Registers the providers and mounts the tools. No child starts here and
+    /// no process is spawned: an ACP provider runs its command per delegation.
+    pub(crate) fn new(config: Option<&Config>, data_dir: Option<&Path>) -> Result<Self, Failure> {
+        if let Some(config) = config
+            && !config.mcp_servers.is_empty()
+        {
+            return Err(Failure::usage(wording::mcp_servers_unavailable(&config.path)));
+        }
         let service = SubagentService::new();
         let tools = ToolRegistry::new();
         let tasks = TaskRegistry::new();
         let task_tools =
             TaskToolsPlugin::apply(&tasks, &tools).map_err(|error| Failure::internal(error.to_string()))?;
-        let providers = [
+        let subagents = match config {
+            Some(config) if !config.subagents.is_empty() => config.subagents.clone(),
+            _ => default_subagents(data_dir.is_some()),
+        };
+        let mut providers = vec![
             service.register_provider(Arc::new(SpawnProvider::new())),
             service.register_provider(Arc::new(ForkProvider::new())),
-        ]
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| Failure::internal(error.to_string()))?;
+        ];
+        for subagent in &subagents {
+            if let Provider::Acp(acp) = &subagent.provider {
+                let provider =
+                    AcpProvider::new(acp.clone()).map_err(|error| Failure::usage(format!("dsh: {error}")))?;
+                providers.push(service.register_provider(Arc::new(provider)));
+            }
+        }
+        let providers = providers
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| Failure::internal(error.to_string()))?;
         // Continuable children live in transcripts: only with a data directory.
         let control = data_dir
             .map(|dir| SubagentControl::new(service.clone(), tasks.clone(), Arc::new(JsonlChildStore::new(dir))));
@@ -88,33 +121,79 @@ impl Setup {
             .map(|control| dsh_tool_subagent_control::SubagentControlPlugin::apply(control, &tools))
             .transpose()
             .map_err(|error| Failure::internal(error.to_string()))?;
-        let mounted = [
-            SubagentToolConfig::new("spawn"),
-            SubagentToolConfig::new("fork").tool_name("subagent_fork"),
-        ]
-        .into_iter()
-        .map(|config| match &control {
-            Some(control) => {
-                SubagentToolPlugin::apply_with_control(child_policy(config, true), &service, &tools, control)
-            }
-            None => {
-                // Without transcripts no child can be continuable, and the
-                // background route of a provider that continues its children
-                // is the continuable one: keep such tools foreground rather
-                // than advertise what would fail. Both spawn and fork are
-                // continuable, so this is every tool here today.
-                let config = child_policy(config, false);
-                let continuable = service
-                    .provider(&config.provider)
-                    .is_some_and(|provider| provider.continuation().is_some());
-                let config = config.enable_run_in_background(!continuable);
-                SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
-            }
+        let delegation_tools = subagents
+            .iter()
+            .map(|subagent| subagent.tool.tool_name.clone())
+            .collect();
+        let mounted = subagents
+            .into_iter()
+            .map(|subagent| match &control {
+                Some(control) => SubagentToolPlugin::apply_with_control(subagent.tool, &service, &tools, control),
+                None => {
+                    // Without transcripts no child can be continuable, and the
+                    // background route of a provider that continues its
+                    // children is the continuable one: keep such tools
+                    // foreground rather than advertise what would fail.
+                    let config = subagent.tool;
+                    let continuable = service
+                        .provider(&config.provider)
+                        .is_some_and(|provider| provider.continuation().is_some());
+                    let enable = config.enable_run_in_background && !continuable;
+                    let config = config.enable_run_in_background(enable);
+                    SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| Failure::usage(format!("dsh: {error}")))?;
+        Ok(Self {
+            tools,
+            tasks,
+            delegation_tools,
+            _service: service,
+            _providers: providers,
+            _tools: mounted,
+            _task_tools: task_tools,
+            _control: control_tools,
         })
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|error| Failure::internal(error.to_string()))?;
-        let notices = tasks.clone();
-        let mut runtime = AgentRuntime::new(choice.model, tools)
+    }
+
+    /// Every tool the parent's model sees.
+    pub(crate) fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The model-visible names of the delegation (`subagent`-kind) tools.
+    pub(crate) fn delegation_tools(&self) -> &[String] {
+        &self.delegation_tools
+    }
+}
+
+/// A model, a runtime with the delegation tools mounted, the task tools that
+/// collect background children, and the registrations that keep them alive.
+pub(crate) struct Setup {
+    /// The line that names the model.
+    pub(crate) banner: String,
+    runtime: Arc<AgentRuntime>,
+    max_turns: u32,
+    /// Set when `--model` or `[model].model` chose the model explicitly.
+    explicit_model: bool,
+    mounts: Mounts,
+}
+
+impl Setup {
+    /// Chooses the model (`--script`, `--base-url`/`[model]`/`DSH_*`, else
+    /// the embedded scripted model) and mounts the delegation tools.
+    pub(crate) fn new(
+        args: &AgentArgs,
+        config: Option<&Config>,
+        data_dir: Option<&Path>,
+        observer: Arc<dyn AgentObserver>,
+    ) -> Result<Self, Failure> {
+        let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
+        let mounts = Mounts::new(config, data_dir)?;
+        let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let notices = mounts.tasks.clone();
+        let mut runtime = AgentRuntime::new(choice.model, mounts.tools.clone())
             .with_observer(observer)
             .with_notices(Arc::new(move |agent: &AgentId| notices.take_notices(agent)));
         if let Some(dir) = data_dir {
@@ -124,18 +203,19 @@ impl Setup {
             banner: choice.banner,
             runtime: Arc::new(runtime),
             max_turns: args.max_turns,
-            tasks,
-            _service: service,
-            _providers: providers,
-            _tools: mounted,
-            _task_tools: task_tools,
-            _control: control_tools,
+            explicit_model: args.model.is_some() || file_model.model.is_some(),
+            mounts,
         })
     }
 
     /// The background tasks of every parent on this runtime.
     pub(crate) fn tasks(&self) -> &TaskRegistry {
-        &self.tasks
+        &self.mounts.tasks
+    }
+
+    /// The model-visible names of the delegation tools.
+    pub(crate) fn delegation_tools(&self) -> &[String] {
+        self.mounts.delegation_tools()
     }
 
     /// A new parent agent (its own conversation) on the shared runtime.
@@ -146,6 +226,29 @@ impl Setup {
             .label(Some(label.to_owned()))
             .build()
             .map_err(|error| Failure::internal(error.to_string()))
+    }
+
+    /// An earlier parent, continued: its id, history (committed turns), system
+    /// prompt and model from its transcript; today's tools. A torn tail and an
+    /// interrupted turn are repaired first; what was repaired is returned.
+    pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), Failure> {
+        let Some(dir) = self.runtime.data_dir() else {
+            return Err(Failure::usage(wording::RESUME_NEEDS_DATA_DIR));
+        };
+        let saved = resume::load_parent(dir, id)?;
+        let mut builder = Agent::builder(self.runtime.clone())
+            .id(saved.id)
+            .max_turns(self.max_turns)
+            .label(saved.label)
+            .continue_from(saved.history);
+        if !self.explicit_model {
+            builder = builder.model(Some(saved.model));
+        }
+        if let Some(system_prompt) = saved.system_prompt {
+            builder = builder.system_prompt(system_prompt);
+        }
+        let agent = builder.build().map_err(|error| Failure::internal(error.to_string()))?;
+        Ok((agent, saved.repairs))
     }
 }
 
@@ -162,12 +265,13 @@ mod tests {
         let script = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(script.path(), r#"{"rules": [{"when": {}, "reply": {"text": "ok"}}]}"#).unwrap();
         let args = AgentArgs {
+            config: None,
             base_url: None,
             model: None,
             script: Some(script.path().to_owned()),
             max_turns: 4,
         };
-        match Setup::new(&args, data_dir, Arc::new(Quiet)) {
+        match Setup::new(&args, None, data_dir, Arc::new(Quiet)) {
             Ok(setup) => setup,
             Err(_) => panic!("setup failed"),
         }
@@ -177,7 +281,7 @@ mod tests {
     fn with_a_data_directory_spawn_children_are_continuable() {
         let dir = tempfile::tempdir().unwrap();
         let setup = setup(Some(dir.path()));
-        let tools = setup.runtime.tools();
+        let tools = setup.mounts.tools();
         let subagent = tools.get("subagent").unwrap();
         assert!(
             subagent
@@ -195,7 +299,7 @@ mod tests {
     #[test]
     fn without_one_continuable_providers_stay_foreground() {
         let setup = setup(None);
-        let tools = setup.runtime.tools();
+        let tools = setup.mounts.tools();
         for name in ["subagent", "subagent_fork"] {
             let tool = tools.get(name).unwrap();
             assert!(

@@ -66,3 +66,43 @@ pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `de
 
 /// A `max_depth` beyond what the tool accepts.
 pub(crate) const CONFIG_MAX_DEPTH_TOO_LARGE: &str = "must be at most 9007199254740991";
+
+/// `--resume` (or `session/load`) without transcripts to read.
+pub(crate) const RESUME_NEEDS_DATA_DIR: &str =
+    "dsh: resuming needs the data directory the parent's transcript is in (--data-dir)";
+
+/// `--resume` with an id that names no parent.
+pub(crate) fn unknown_parent(id: &str, dir: &std::path::Path, parents: &[String]) -> String {
+    let known = if parents.is_empty() {
+        "none".to_owned()
+    } else {
+        parents.join(", ")
+    };
+    format!(
+        "dsh: no parent agent {id:?} to resume in {} (parents that can be resumed: {known})",
+        dir.display()
+    )
+}
+
+/// What a resume repaired, on stderr.
+pub(crate) fn resume_repaired(id: &str, repair: &str) -> String {
+    format!("dsh: resuming {id}: {repair}")
+}
+
+/// `[[mcp_servers]]` in a build that cannot mount MCP servers.
+pub(crate) fn mcp_servers_unavailable(path: &std::path::Path) -> String {
+    format!(
+        "dsh: {}: mcp_servers: this dsh cannot mount MCP servers yet; remove the [[mcp_servers]] tables",
+        path.display()
+    )
+}
+
+/// `dsh config check`'s verdict, on stderr before the catalog.
+pub(crate) fn config_checked(path: Option<&std::path::Path>) -> String {
+    match path {
+        Some(path) => format!("dsh: {} is valid; the parent's model sees these tools:", path.display()),
+        None => {
+            "dsh: no configuration file (dsh.toml); with the defaults the parent's model sees these tools:".to_owned()
+        }
+    }
+}

@@ -107,6 +107,13 @@ pub(crate) fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Option<Config>
     parse(&path, &text, &base).map(Some)
 }
 
+/// [`load`] from the process's working directory, as a [`Failure`](crate::Failure).
+pub(crate) fn load_from_cwd(explicit: Option<&Path>) -> Result<Option<Config>, crate::Failure> {
+    let cwd = std::env::current_dir()
+        .map_err(|error| crate::Failure::usage(format!("dsh: cannot read the working directory: {error}")))?;
+    load(explicit, &cwd).map_err(|error| crate::Failure::config(&error))
+}
+
 /// Parses and checks a configuration. `path` names the file in errors;
 /// relative `cwd`s of ACP children are resolved against `base`.
 pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, ConfigFileError> {
