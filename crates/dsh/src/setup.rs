@@ -61,6 +61,9 @@ pub(crate) struct Mounts {
     _control: Option<dsh_tool_subagent_control::SubagentControlPlugin>,
 }
 
+/// The names of the default delegation tools.
+pub(crate) const DEFAULT_TOOL_NAMES: [&str; 2] = ["subagent", "subagent_fork"];
+
 /// The default tools without a configuration file (or with one that has no
 /// `[[subagents]]`): `subagent` (spawn) and `subagent_fork` (fork), with the
 /// dsh child policy.

@@ -106,3 +106,30 @@ pub(crate) fn config_checked(path: Option<&std::path::Path>) -> String {
         }
     }
 }
+
+/// A child under an ACP delegation call has started.
+pub(crate) fn acp_child_started(label: &str, model: &str) -> String {
+    format!("{label}: started ({model})")
+}
+
+/// A child under an ACP delegation call finished a model call.
+pub(crate) fn acp_child_step(label: &str, steps: u32, tokens: u64) -> String {
+    format!("{label}: working · {}", model_calls(steps, tokens))
+}
+
+/// A child under an ACP delegation call is calling a tool.
+pub(crate) fn acp_child_tool(label: &str, tool: &str) -> String {
+    format!("{label}: calling {tool}")
+}
+
+/// A child under an ACP delegation call finished its run.
+pub(crate) fn acp_child_finished(label: &str, stop: &str, steps: u32, tokens: u64) -> String {
+    format!("{label}: {stop} · {}", model_calls(steps, tokens))
+}
+
+fn model_calls(steps: u32, tokens: u64) -> String {
+    format!(
+        "{steps} model call{} · {tokens} tokens",
+        if steps == 1 { "" } else { "s" }
+    )
+}
