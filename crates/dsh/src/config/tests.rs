@@ -221,3 +221,22 @@ fn without_a_file_there_is_no_configuration() {
     assert_eq!(config.path, PathBuf::from(DEFAULT_FILE));
     assert_eq!(config.subagents.len(), 1);
 }
+
+#[test]
+fn the_readme_example_is_valid() {
+    let readme = include_str!("../../README.md");
+    let start = readme.find("```toml\n").unwrap() + "```toml\n".len();
+    let text = &readme[start..start + readme[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
+    let names: Vec<&str> = config.subagents.iter().map(|s| s.tool.tool_name.as_str()).collect();
+    assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
+    // The commented adapter parses too, once uncommented.
+    let adapter: String = text
+        .lines()
+        .skip_while(|line| !line.starts_with("# [[subagents]]"))
+        .map(|line| format!("{}\n", line.trim_start_matches("# ")))
+        .collect();
+    let config = parse(Path::new("dsh.toml"), &adapter, dir.path()).unwrap();
+    assert_eq!(config.subagents[0].tool.tool_name, "subagent_claude");
+}
