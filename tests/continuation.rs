@@ -104,6 +104,24 @@ impl World {
     }
 }
 
+#[tokio::test]
+async fn a_parent_whose_runtime_persists_nothing_is_refused_before_any_task() {
+    let data = tempfile::tempdir().unwrap();
+    let world = World::open(data.path());
+    let model =
+        ScriptedModel::from_json_str(&json!({"rules": [{"when": {}, "reply": {"text": "x"}}]}).to_string()).unwrap();
+    let runtime = Arc::new(AgentRuntime::new(Arc::new(model), world.tools.clone()));
+    let me = Agent::builder(runtime).id("parent").build().unwrap().agent_ref();
+    let args = json!({"description": "research", "prompt": "p", "run_in_background": true});
+    let refused = world.call(&me, "subagent", args).await;
+    assert_eq!(
+        refused.text,
+        "Error: continuable subagents require session persistence (give the agent runtime a data directory)"
+    );
+    assert_eq!(refused.error.unwrap().code(), Some("PERSISTENCE_UNAVAILABLE"));
+    assert!(world.tasks.list(me.id()).is_empty(), "no task exists");
+}
+
 fn started_task(result: &ToolResult, child: &str) -> String {
     assert!(!result.is_error, "{}", result.text);
     let rest = result.text.strip_prefix("message started task ").expect(&result.text);
@@ -168,7 +186,7 @@ async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
 
     let world = World::open(data.path());
     let me = world.parent();
-    let listed = world.control.store().children_of(me.id()).unwrap();
+    let listed = world.control.store().expect("persistent").children_of(me.id()).unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, child);
     let diagnostic = listed[0].diagnostic.clone().unwrap();

@@ -30,13 +30,26 @@ fn main() -> ExitCode {
     }
 }
 
-fn workspace_root() -> PathBuf {
-    let xtask = Path::new(env!("CARGO_MANIFEST_DIR"));
-    xtask.parent().unwrap_or(xtask).to_path_buf()
+/// The workspace this command runs in, found at run time: the nearest
+/// directory, from the current one upwards, whose `Cargo.toml` declares
+/// `[workspace]`. A path baked in at build time would point at whichever
+/// checkout first built this binary, which is wrong when a target directory
+/// is shared between checkouts.
+fn workspace_root() -> Result<PathBuf, String> {
+    let cwd = std::env::current_dir().map_err(|error| format!("xtask: cannot read the current directory: {error}"))?;
+    cwd.ancestors()
+        .find(|dir| is_workspace_root(dir))
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("xtask: no Cargo.toml with [workspace] in {} or above it", cwd.display()))
+}
+
+fn is_workspace_root(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("Cargo.toml"))
+        .is_ok_and(|manifest| manifest.lines().any(|line| line.trim() == "[workspace]"))
 }
 
 fn catalog(check: bool) -> Result<String, String> {
-    let root = workspace_root();
+    let root = workspace_root()?;
     let crate_dirs = std::fs::read_dir(root.join("crates"))
         .map_err(|error| format!("tool-catalog: cannot list crates/: {error}"))?
         .filter_map(Result::ok)

@@ -41,6 +41,16 @@ impl ChildContext {
 struct InProcessContinuation(ChildContext);
 
 impl ContinuableProvider for InProcessContinuation {
+    /// An in-process parent whose runtime has no data directory cannot
+    /// persist a child's transcript: refused before anything starts. Other
+    /// parents are left to `start_continuable`, which names what is wrong.
+    fn check_continuable(&self, parent: &AgentRef) -> Result<(), SubagentError> {
+        match parent.handle::<Agent>() {
+            Some(agent) if agent.runtime().data_dir().is_none() => Err(persistence_unavailable()),
+            _ => Ok(()),
+        }
+    }
+
     fn start_continuable(
         &self,
         child_id: String,
@@ -98,10 +108,7 @@ pub fn start_continuable_child(
 /// one, never less than the parent's + 1.
 pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
     let parent = in_process_parent(&request.cancel, &request.parent)?;
-    let data_dir = parent
-        .runtime()
-        .data_dir()
-        .ok_or_else(|| SubagentError::failed_with_code(wording::PERSISTENCE_UNAVAILABLE, "PERSISTENCE_UNAVAILABLE"))?;
+    let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
     let id = AgentId::new(request.child_id.clone());
     let unavailable = || SubagentError::failed_with_code(wording::child_unavailable(id.as_str()), "NOT_RESUMABLE");
     let path = transcript_path(data_dir, &id);
@@ -167,6 +174,10 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
 
 /// Refuses a start cancelled before publication, then finds the calling
 /// agent: in-process children need a dsh [`Agent`] parent.
+fn persistence_unavailable() -> SubagentError {
+    SubagentError::failed_with_code(wording::PERSISTENCE_UNAVAILABLE, "PERSISTENCE_UNAVAILABLE")
+}
+
 fn in_process_parent(cancel: &CancellationToken, parent: &AgentRef) -> Result<Arc<Agent>, SubagentError> {
     if cancel.is_cancelled() {
         return Err(SubagentError::aborted(wording::ABORTED_BEFORE_PUBLICATION));
@@ -217,10 +228,7 @@ fn start(
     }
     if let Some((child_id, descriptor)) = continuation {
         if parent.runtime().data_dir().is_none() {
-            return Err(SubagentError::failed_with_code(
-                wording::PERSISTENCE_UNAVAILABLE,
-                "PERSISTENCE_UNAVAILABLE",
-            ));
+            return Err(persistence_unavailable());
         }
         builder = builder.id(child_id).descriptor(descriptor);
     }
@@ -307,7 +315,7 @@ fn with_structured(result: SubagentResult, captured: Option<Captured>) -> Subage
     }
 }
 
-/// Maps a run outcome to the seam's result (reference-contract §4, in-process driver).
+/// Maps a run outcome to the seam's result (docs/contract.md, "Stop reasons").
 fn result_of(outcome: RunOutcome) -> SubagentResult {
     let output = if outcome.text.is_empty() {
         Vec::new()

@@ -1,7 +1,7 @@
 //! Every text of the agent loop and the child driver that a model reads.
 
 /// The runtime context every in-process child receives after its system
-/// prompt (reference-contract §3.7.B item 9).
+/// prompt (docs/contract.md, "Persona").
 pub const DELEGATION_CONTEXT: &str = "You are a delegated subagent: your permission scope was fixed when you were started and cannot be widened from inside this session — operations that require approval are rejected automatically. When the task needs access beyond that scope, do not retry the denied operation; state the limitation in your reply so the delegating agent can handle it.";
 
 /// A start cancelled before the child was published (in-process driver).
@@ -51,10 +51,10 @@ pub fn child_panicked(message: &str) -> String {
 /// The structured-output tool's name.
 pub const STRUCTURED_OUTPUT_TOOL: &str = "structured_output";
 
-/// The structured-output tool's description (reference-contract §4).
+/// The structured-output tool's description (docs/contract.md, "Structured output").
 pub const STRUCTURED_OUTPUT_DESCRIPTION: &str = "Report your final structured result. Call this exactly once, when your answer is complete; the arguments must match this tool's parameter schema exactly.";
 
-/// The structured-output tool's acknowledgement (reference-contract §4).
+/// The structured-output tool's acknowledgement (docs/contract.md, "Structured output").
 pub const STRUCTURED_OUTPUT_ACK: &str = "Structured output recorded.";
 
 /// The instruction added to a child's system prompt when a schema is requested.
@@ -81,17 +81,17 @@ pub fn notices(notices: &[String]) -> String {
     notices.join("\n")
 }
 
-/// Continuable children need transcripts on disk (contract §2.1, adapted to
+/// Continuable children need transcripts on disk (docs/contract.md, "send_message", adapted to
 /// dsh: the data directory is the persistence backend).
 pub const PERSISTENCE_UNAVAILABLE: &str =
     "continuable subagents require session persistence (give the agent runtime a data directory)";
 
-/// A child id with no readable transcript (contract §2.1).
+/// A child id with no readable transcript (docs/contract.md, "send_message").
 pub fn child_unavailable(id: &str) -> String {
     format!("subagent \"{id}\" is unavailable")
 }
 
-/// A child resumed on behalf of an agent that did not start it (contract §2.1).
+/// A child resumed on behalf of an agent that did not start it (docs/contract.md, "send_message").
 pub fn foreign_child(id: &str) -> String {
     format!("subagent \"{id}\" belongs to another parent session")
 }
@@ -103,7 +103,7 @@ pub fn interrupted_turn_dropped(count: usize) -> String {
 }
 
 /// A message steered into a child that has not started its turn
-/// (reference-contract §3.7.A, provider strict-steer errors).
+/// (docs/contract.md, "Live delivery").
 pub fn steer_not_running(child: &str) -> String {
     format!("subagent child \"{child}\" is not running; the message was not delivered")
 }

@@ -79,8 +79,11 @@ pub fn locate_dsh() -> Result<PathBuf, String> {
     }
     let exe = std::env::current_exe().map_err(|error| format!("cannot find the bench's own executable: {error}"))?;
     let exe_dir = exe.parent().unwrap_or(Path::new("."));
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
-    if let Some(cargo) = std::env::var_os("CARGO")
+    // `cargo run` sets CARGO_MANIFEST_DIR for the process it starts: read it at
+    // run time, so the build targets the checkout being benchmarked, not the
+    // one that first compiled this binary.
+    let manifest = std::env::var_os("CARGO_MANIFEST_DIR").map(|dir| Path::new(&dir).join("../../Cargo.toml"));
+    if let (Some(cargo), Some(manifest)) = (std::env::var_os("CARGO"), manifest)
         && manifest.is_file()
     {
         return build_dsh(&cargo, &manifest, exe_dir);

@@ -65,7 +65,7 @@ pub(crate) struct Conversation {
     pub(crate) max_output_bytes: usize,
 }
 
-/// The ACP → dsh stop-reason mapping of reference §4.
+/// The ACP → dsh stop-reason mapping (docs/contract.md, "Stop reasons").
 pub(crate) fn map_stop(stop: AcpStop) -> StopReason {
     match stop {
         AcpStop::EndTurn => StopReason::Completed,

@@ -14,11 +14,11 @@ use serde_json::{Map, Value};
 
 use crate::{AgentId, AgentRef, CancellationToken, ContentBlock, StartRequest, SubagentError, SubagentRun, ToolFilter};
 
-/// The descriptor version this crate writes (reference-contract §3.6, seed era).
+/// The descriptor version this crate writes (docs/contract.md, "Continuation descriptors").
 pub const DESCRIPTOR_VERSION: u64 = 1;
 
 /// What a continuable child needs to be resumed: recorded once, before its
-/// first turn (reference-contract §3.6, version 1, plus the display label).
+/// first turn (docs/contract.md, "Continuation descriptors": version 1, plus the display label).
 ///
 /// Absent optional fields are omitted, never `null`. Deliberately excluded:
 /// the depth (the transcript header is its floor), the output schema and the
@@ -178,6 +178,14 @@ impl ResumeRequest {
 /// Both methods follow [`SubagentProvider::start`](crate::SubagentProvider::start)'s
 /// ownership contract: `Ok` publishes a run the caller must dispose.
 pub trait ContinuableProvider: Send + Sync {
+    /// Whether `parent` can have continuable children here at all (e.g.
+    /// its runtime persists transcripts), checked synchronously before any
+    /// task exists. The default accepts every parent.
+    fn check_continuable(&self, parent: &AgentRef) -> Result<(), SubagentError> {
+        let _ = parent;
+        Ok(())
+    }
+
     /// Starts a child whose id is `child_id`, recording `descriptor` before
     /// its first turn.
     fn start_continuable(

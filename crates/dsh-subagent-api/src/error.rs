@@ -58,6 +58,16 @@ pub enum SubagentError {
         /// What was aborted, in the provider's words.
         message: String,
     },
+    /// A start failed (or was cancelled) and releasing what it had created
+    /// failed too (`ROLLBACK_FAILED`): both errors, so a cancelled start
+    /// whose rollback failed never reads as a clean cancellation.
+    #[error("{start}; rollback failed: {rollback}")]
+    RollbackFailed {
+        /// Why the start did not publish a run.
+        start: Box<SubagentError>,
+        /// Why its rollback failed.
+        rollback: Box<SubagentError>,
+    },
     /// Any other failure a provider or the runtime reports.
     #[error("{message}")]
     Failed {
@@ -92,6 +102,14 @@ impl SubagentError {
         }
     }
 
+    /// A start that failed, whose rollback failed too: one error carrying both.
+    pub fn rollback_failed(start: SubagentError, rollback: SubagentError) -> Self {
+        Self::RollbackFailed {
+            start: Box::new(start),
+            rollback: Box::new(rollback),
+        }
+    }
+
     /// The stable code.
     pub fn code(&self) -> &str {
         match self {
@@ -103,6 +121,7 @@ impl SubagentError {
             Self::InvalidAgentDepth | Self::DepthOverflow => "INVALID_DEPTH",
             Self::DepthExceeded { .. } => "DEPTH_EXCEEDED",
             Self::Aborted { .. } => "ABORTED",
+            Self::RollbackFailed { .. } => "ROLLBACK_FAILED",
             Self::Failed { code, .. } => code.as_deref().unwrap_or("FAILED"),
         }
     }

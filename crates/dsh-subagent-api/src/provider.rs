@@ -11,7 +11,9 @@ use crate::{Capabilities, ContinuableProvider, StartRequest, SubagentError, Suba
 ///
 /// - [`start`](SubagentProvider::start) owns setup until it returns `Ok`. If it
 ///   fails, or the request's token is cancelled while it is pending, it must
-///   release everything it created before returning `Err`. Returning `Ok`
+///   release everything it created before returning `Err`; when that
+///   release fails, the error is [`SubagentError::rollback_failed`] (both
+///   errors), which never reads as a clean cancellation. Returning `Ok`
 ///   *publishes* the run: ownership passes to the caller, who will call
 ///   [`SubagentRun::dispose`].
 /// - Dropping the `start` future before it completes is a cancellation too:

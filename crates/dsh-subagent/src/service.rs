@@ -236,7 +236,7 @@ impl SubagentService {
         let parent = request.parent.id().clone();
         let label = request.label.clone();
         let run = provider.start(request).await?;
-        Ok(self.announce(provider_name, parent, label, run))
+        Ok(self.announce(provider_name, parent, label, run).0)
     }
 
     /// Whether some subscriber hears run events now.
@@ -247,20 +247,22 @@ impl SubagentService {
     /// Announces a run published outside [`SubagentService::start`] (a
     /// continuable child's activation) exactly as `start` announces its own:
     /// [`SubagentEvent::RunStarted`] now, [`SubagentEvent::RunEnded`] when
-    /// its result settles. Returns the run unchanged when nobody hears run
-    /// events.
+    /// its result settles. Returns the run and its announced
+    /// [`RunInfo::run_id`], or the run unchanged and `None` when nobody
+    /// hears run events.
     pub(crate) fn announce(
         &self,
         provider_name: &str,
         parent: AgentId,
         label: Option<String>,
         run: SubagentRun,
-    ) -> SubagentRun {
+    ) -> (SubagentRun, Option<u64>) {
         if !self.announces_runs() {
-            return run;
+            return (run, None);
         }
+        let run_id = self.inner.next_run.fetch_add(1, Ordering::Relaxed) + 1;
         let info = RunInfo {
-            run_id: self.inner.next_run.fetch_add(1, Ordering::Relaxed) + 1,
+            run_id,
             provider: provider_name.to_owned(),
             id: run.id().to_owned(),
             parent,
@@ -271,10 +273,10 @@ impl SubagentService {
         let started = SubagentEvent::RunStarted(info);
         self.inner.notify(&started);
         let SubagentEvent::RunStarted(end_info) = started else {
-            return run;
+            return (run, Some(run_id));
         };
         let observer = Arc::downgrade(&self.inner);
-        run.map_result(move |result| async move {
+        let run = run.map_result(move |result| async move {
             let outcome = result.await;
             if let Some(inner) = observer.upgrade() {
                 let (stop_reason, text) = match &outcome {
@@ -288,7 +290,8 @@ impl SubagentService {
                 }));
             }
             outcome
-        })
+        });
+        (run, Some(run_id))
     }
 }
 

@@ -1,5 +1,5 @@
 //! Run settlement: how a background run's result and release read as its
-//! task's outcome (reference-contract §3.5). One mapping for every background
+//! task's outcome (docs/contract.md, "Background tasks"). One mapping for every background
 //! route: the `subagent` tool's one-shot tasks and the control service's
 //! continuable activations.
 
@@ -35,6 +35,19 @@ pub fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Res
         (_, Err(error)) => TaskOutcome::Failed {
             detail: dispose_failed_detail(None, &error.to_string()),
         },
+    }
+}
+
+/// The outcome of a background run whose start failed: `killed` when the
+/// task was killed and the provider rolled back cleanly; otherwise `failed`
+/// with the error. A failed rollback stays `failed` even after a kill, and
+/// its detail carries both errors.
+pub fn start_failed_outcome(error: &SubagentError, killed: bool) -> TaskOutcome {
+    if killed && !matches!(error, SubagentError::RollbackFailed { .. }) {
+        return TaskOutcome::Killed;
+    }
+    TaskOutcome::Failed {
+        detail: error.to_string(),
     }
 }
 
@@ -115,5 +128,27 @@ mod tests {
                 detail: "error; diagnostic: Claude Code denied a tool request".into()
             }
         );
+    }
+
+    #[test]
+    fn a_killed_start_reads_killed_unless_its_rollback_failed() {
+        let aborted = SubagentError::aborted("start aborted before publication");
+        assert_eq!(start_failed_outcome(&aborted, true), TaskOutcome::Killed);
+        assert_eq!(
+            start_failed_outcome(&aborted, false),
+            TaskOutcome::Failed {
+                detail: "start aborted before publication".into()
+            }
+        );
+        let double = SubagentError::rollback_failed(aborted, SubagentError::failed("cleanup also failed"));
+        assert_eq!(double.code(), "ROLLBACK_FAILED");
+        for killed in [true, false] {
+            assert_eq!(
+                start_failed_outcome(&double, killed),
+                TaskOutcome::Failed {
+                    detail: "start aborted before publication; rollback failed: cleanup also failed".into()
+                }
+            );
+        }
     }
 }

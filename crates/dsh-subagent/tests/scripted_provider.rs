@@ -1,4 +1,4 @@
-//! The scripted provider fixture (reference-contract §5.2).
+//! The scripted provider fixture (docs/contract.md, "What the suites pin").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_subagent::scripted::{ResultBehavior, START_ABORTED, ScriptedProvider, StartBehavior};

@@ -1,4 +1,4 @@
-//! The subagent service: registry, events, checked starts, lifecycle (reference-contract §5.6).
+//! The subagent service: registry, events, checked starts, lifecycle (docs/contract.md, "The service").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //!
 //! The task tools (`task_output`, `task_kill`, `task_list`) and the
 //! completion notice render through these functions only; snapshot tests pin
-//! them (reference-contract §1.10, task vocabulary).
+//! them (docs/contract.md, "Background tasks").
 
 use crate::{TaskSnapshot, TaskStatus};
 

@@ -1,5 +1,5 @@
 //! The model-facing control tool for continuable subagents: `send_message`
-//! (reference-contract §2.1, seed 002).
+//! (docs/contract.md, "send_message").
 //!
 //! `send_message {subagent_id, message}` continues a background subagent
 //! that the `subagent` tool started with `run_in_background: true` over a

@@ -18,7 +18,7 @@ struct SendMessageArgs {
     message: String,
 }
 
-/// The parameter schema of `send_message` (reference-contract §2.1).
+/// The parameter schema of `send_message` (docs/contract.md, "send_message").
 pub fn send_message_parameters() -> Value {
     dsh_tools::parameters_schema::<SendMessageArgs>()
 }

@@ -1,28 +1,28 @@
-//! Every model-facing string of `send_message`, in one place (reference-contract
-//! §2.1, seed 002). Pinned by the snapshot tests in `tests/send_message.rs`.
+//! Every model-facing string of `send_message`, in one place (docs/contract.md,
+//! "send_message"). Pinned by the snapshot tests in `tests/send_message.rs`.
 
 /// The tool's name.
 pub const SEND_MESSAGE: &str = "send_message";
 
-/// The tool description (seed 002, verbatim).
+/// The tool description (verbatim).
 pub const DESCRIPTION: &str = "Send a follow-up message to a background subagent by its subagent id. If it is still working, the message joins its current task; if it has finished, this starts a new task that continues the same subagent conversation. Either way the response arrives through the returned task id — collect it with `task_output`. A failure means the message was NOT delivered.";
 
-/// The `subagent_id` parameter (seed 002, verbatim).
+/// The `subagent_id` parameter (verbatim).
 pub const SUBAGENT_ID_PARAMETER: &str = "The subagent id returned when the background subagent was started.";
 
-/// The `message` parameter (seed 002, verbatim).
+/// The `message` parameter (verbatim).
 pub const MESSAGE_PARAMETER: &str = "The message to deliver to the subagent.";
 
-/// The call has no calling agent (seed 002, verbatim).
+/// The call has no calling agent (verbatim).
 pub const NO_CALLING_AGENT: &str = "send_message requires a calling agent (exec.agent was undefined)";
 
-/// The `steered` rendering (seed 002, verbatim): the message joined the
+/// The `steered` rendering (verbatim): the message joined the
 /// running activation, whose task carries its effect.
 pub fn steered(task_id: &str) -> String {
     format!("message delivered to running task {task_id}")
 }
 
-/// The `started` rendering (seed 002, verbatim; uses the argument id).
+/// The `started` rendering (verbatim; uses the argument id).
 pub fn started(task_id: &str, subagent_id: &str) -> String {
     format!("message started task {task_id} continuing subagent {subagent_id}")
 }

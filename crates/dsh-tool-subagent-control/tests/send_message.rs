@@ -1,4 +1,4 @@
-//! `send_message` (reference-contract §2.1 and §5.3, seed items in task vocabulary).
+//! `send_message` (docs/contract.md, "send_message").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -67,6 +67,29 @@ fn renderings_and_refusals_are_pinned() {
         assert_eq!(refusal.code(), "NOT_DELIVERED", "{name}");
         assert!(refusal.to_string().contains("the message was not delivered"), "{name}");
     }
+    let conflicts = [
+        (
+            "refused_ownership_conflict",
+            ControlError::OwnershipConflict { child: child() },
+        ),
+        (
+            "refused_registry_mismatch",
+            ControlError::RegistryMismatch { child: child() },
+        ),
+    ];
+    for (name, refusal) in conflicts {
+        insta::assert_snapshot!(name, refusal.to_string());
+        assert_eq!(refusal.code(), "OWNERSHIP_CONFLICT", "{name}");
+        assert!(
+            refusal.to_string().ends_with("; the message was not delivered"),
+            "{name}"
+        );
+    }
+    insta::assert_snapshot!(
+        "refused_persistence_unavailable",
+        ControlError::PersistenceUnavailable.to_string()
+    );
+    assert_eq!(ControlError::PersistenceUnavailable.code(), "PERSISTENCE_UNAVAILABLE");
 }
 
 #[tokio::test]

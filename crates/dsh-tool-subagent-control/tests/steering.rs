@@ -73,8 +73,9 @@ impl SubagentProvider for Gated {
     fn inherits_parent_context(&self) -> bool {
         false
     }
-    fn start(&self, _request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
-        Box::pin(async { Err(SubagentError::failed("one-shot starts are not used here")) })
+    /// A one-shot run whose id is its prompt, so a test can make it collide.
+    fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { Ok(self.run(concat_text(&request.prompt))) })
     }
     fn continuation(&self) -> Option<&dyn ContinuableProvider> {
         Some(self)
@@ -300,4 +301,94 @@ async fn every_activation_is_announced_as_a_run() {
             format!("end {child} completed Some(\"done []\")"),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_live_one_shot_child_is_outside_control_ownership_and_refused_synchronously() {
+    let world = World::new(Steering::Accept);
+    let one_shot = StartRequest::text("one-shot-1", world.me.clone(), CancellationToken::new());
+    let mut run = world.service.start("gated", one_shot).await.unwrap();
+    assert_eq!(run.id(), "one-shot-1");
+    let refused = world.send("one-shot-1", "also consider Y").await;
+    assert!(refused.is_error);
+    assert_eq!(
+        refused.text,
+        "Error: subagent \"one-shot-1\" has a live agent outside control-service ownership; the message was not delivered"
+    );
+    assert_eq!(refused.error.unwrap().code(), Some("OWNERSHIP_CONFLICT"));
+    let listed = world.call("task_list", json!({})).await.text;
+    assert!(!listed.contains("subagent-"), "no task was created: {listed}");
+    assert!(world.steered.lock().unwrap().is_empty(), "nothing reached the child");
+    // Once the one-shot run has settled, the id is no longer live.
+    world.answer.send_replace(true);
+    run.result().await.unwrap();
+    run.dispose().await.unwrap();
+    let sent = world.control.send_message(&world.me, "one-shot-1", "again").unwrap();
+    assert_eq!(sent.route, dsh_subagent::Route::Started);
+}
+
+#[tokio::test]
+async fn a_live_run_that_is_not_the_activation_s_own_is_refused() {
+    let world = World::new(Steering::Accept);
+    let (child, task) = world.start().await;
+    // A one-shot run published under the child's id, beside its activation.
+    let impostor = StartRequest::text(child.clone(), world.me.clone(), CancellationToken::new());
+    let mut run = world.service.start("gated", impostor).await.unwrap();
+    let refused = world.send(&child, "also consider Y").await;
+    assert!(refused.is_error);
+    assert_eq!(
+        refused.text,
+        format!(
+            "Error: subagent \"{child}\" registry agent is not the associated activation's agent; the message was not delivered"
+        )
+    );
+    assert_eq!(refused.error.unwrap().code(), Some("OWNERSHIP_CONFLICT"));
+    assert!(world.steered.lock().unwrap().is_empty(), "nothing reached the child");
+    world.answer.send_replace(true);
+    run.result().await.unwrap();
+    run.dispose().await.unwrap();
+    assert_eq!(world.output(&task).await, "done []\n[status: completed]");
+}
+
+#[tokio::test]
+async fn the_activation_s_own_live_run_is_steered_not_refused() {
+    let world = World::new(Steering::Accept);
+    let (child, task) = world.start().await;
+    let sent = world.send(&child, "first").await;
+    assert_eq!(sent.text, format!("message delivered to running task {task}"));
+    world.answer.send_replace(true);
+    assert_eq!(world.output(&task).await, "done [first]\n[status: completed]");
+    // Settled: the next message continues the child, it is not a conflict.
+    let next = world.send(&child, "second").await;
+    assert_eq!(
+        next.text,
+        format!("message started task subagent-2 continuing subagent {child}")
+    );
+}
+
+#[tokio::test]
+async fn without_persistence_nothing_starts_and_no_message_starts_a_task() {
+    let service = SubagentService::new();
+    let (_answer, gate) = watch::channel(false);
+    let provider = Gated {
+        steering: Steering::Accept,
+        answer: gate,
+        steered: Arc::default(),
+    };
+    let _registration = service.register_provider(Arc::new(provider)).unwrap();
+    let tasks = TaskRegistry::new();
+    let control = SubagentControl::without_persistence(service, tasks.clone());
+    assert!(control.store().is_none());
+    let me = AgentRef::new("parent");
+    let request = StartRequest::text("work", me.clone(), CancellationToken::new());
+    let refused = control.start_continuable("gated", "work".into(), request).unwrap_err();
+    let sent = control.send_message(&me, "child-1", "more").unwrap_err();
+    for error in [&refused, &sent] {
+        assert_eq!(
+            error.to_string(),
+            "continuable subagents require session persistence (create SubagentControl with a ChildStore)"
+        );
+        assert_eq!(error.code(), "PERSISTENCE_UNAVAILABLE");
+    }
+    assert!(tasks.list(me.id()).is_empty());
 }

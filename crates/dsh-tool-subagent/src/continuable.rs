@@ -1,4 +1,4 @@
-//! The continuable background route (reference-contract §1.10, seed era
+//! The continuable background route (docs/contract.md, "Background tasks"
 //! 07-23): over a provider that can continue its children, a background
 //! call starts a durable child through the control service and returns its
 //! subagent id and the task id of its first activation.

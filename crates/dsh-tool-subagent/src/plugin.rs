@@ -200,7 +200,7 @@ impl PluginInner {
             });
         }
         let wording = Wording::for_provider(provider.inherits_parent_context());
-        // The seed-era rule: the background route is continuable iff the
+        // The rule (docs/contract.md, "Background tasks"): the background route is continuable iff the
         // provider can continue its children.
         let background = self.background.clone().map(|background| Background {
             continuable: provider.continuation().is_some(),

@@ -1,6 +1,6 @@
 //! What the model reads back from one delegation, rendered in one place.
 
-use dsh_subagent_api::{SubagentError, SubagentResult};
+use dsh_subagent_api::{StopReason, SubagentError, SubagentResult};
 use dsh_tools::{ToolError, ToolOutput};
 
 use crate::wording;
@@ -11,11 +11,16 @@ use crate::wording;
 /// - any other stop reason: the headline, then `Diagnostic:` and the partial
 ///   output when present (partial output is never a success);
 /// - a failed release after a completed result: the release error;
-/// - a failed run and a failed release: one error carrying both.
+/// - a failed run and a failed release: one error carrying both. A run
+///   that stopped `error` already reads `subagent run failed`, so its
+///   message keeps that headline once and the release failure follows on
+///   its own line; every other failure is prefixed
+///   (`subagent run failed: <run>; dispose failed: <release>`).
 pub(crate) fn settled(
     result: Result<SubagentResult, SubagentError>,
     disposed: Result<(), SubagentError>,
 ) -> Result<ToolOutput, ToolError> {
+    let failed_headline = matches!(&result, Ok(result) if result.stop_reason == StopReason::Error);
     let outcome = match result {
         Ok(result) if result.stop_reason.is_completed() => Ok(result.text()),
         Ok(result) => Err(ToolError::new(wording::stopped_run(
@@ -30,11 +35,14 @@ pub(crate) fn settled(
         (Ok(text), Ok(())) => Ok(ToolOutput::text(text)),
         (Ok(_), Err(dispose)) => Err(start_failed(dispose)),
         (Err(run), Ok(())) => Err(run),
-        (Err(run), Err(dispose)) => Err(ToolError::new(wording::run_and_dispose_failed(
-            run.message(),
-            &dispose.to_string(),
-        ))
-        .with_code("RUN_AND_DISPOSE_FAILED")),
+        (Err(run), Err(dispose)) => {
+            let message = if failed_headline {
+                wording::failed_run_and_dispose_failed(run.message(), &dispose.to_string())
+            } else {
+                wording::run_and_dispose_failed(run.message(), &dispose.to_string())
+            };
+            Err(ToolError::new(message).with_code("RUN_AND_DISPOSE_FAILED"))
+        }
     }
 }
 
@@ -45,7 +53,6 @@ pub(crate) fn start_failed(error: SubagentError) -> ToolError {
 }
 
 fn stop_code(result: &SubagentResult) -> &'static str {
-    use dsh_subagent_api::StopReason;
     match result.stop_reason {
         StopReason::Aborted => "RUN_ABORTED",
         StopReason::Error => "RUN_FAILED",

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use dsh_subagent::SubagentService;
 use dsh_subagent_api::StartRequest;
-use dsh_tasks::{TaskOutcome, TaskRegistry, TaskSpec};
+use dsh_tasks::{TaskRegistry, TaskSpec};
 use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -127,10 +127,9 @@ impl SubagentTool {
                         let (result, disposed) = lifecycle::Settle::detached(run, cancel).await;
                         dsh_subagent::settlement::task_outcome(result, disposed)
                     }
-                    Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
-                    Err(error) => TaskOutcome::Failed {
-                        detail: error.to_string(),
-                    },
+                    Err(error) => {
+                        dsh_subagent::settlement::start_failed_outcome(&error, control.token().is_cancelled())
+                    }
                 }
             })
             .map_err(|error| ToolError::new(error.to_string()).with_code(error.code()))?;

@@ -74,23 +74,23 @@ pub fn started_background(task_id: &str) -> String {
     format!("started background subagent task {task_id}")
 }
 
-/// The continuable background suffix (seed era 07-23, verbatim), chosen when the
+/// The continuable background suffix (verbatim), chosen when the
 /// provider can continue its children.
 pub const CONTINUABLE_SUFFIX: &str = " Set `run_in_background: true` to start a continuable background subagent: you receive its subagent id and a task id; collect the result with `task_output`, stop it with `task_kill`, and send follow-up messages with `send_message`.";
 
-/// The `run_in_background` parameter of the continuable route (seed era 07-23, verbatim).
+/// The `run_in_background` parameter of the continuable route (verbatim).
 pub const RUN_IN_BACKGROUND_CONTINUABLE: &str = "Run as a continuable background subagent and return its subagent and task ids; collect with task_output, stop with task_kill, follow up with send_message.";
 
-/// The continuable route's result (seed era 07-23, verbatim).
+/// The continuable route's result (verbatim).
 pub fn started_continuable(subagent_id: &str, task_id: &str) -> String {
     format!("started subagent {subagent_id} as task {task_id}")
 }
 
-/// The continuable route without a control service (seed era 07-23, our crate names).
+/// The continuable route without a control service (our crate names).
 pub const CONTROL_UNAVAILABLE: &str =
     "continuable background subagents unavailable: load dsh-subagent's SubagentControl and dsh-tool-tasks";
 
-/// The continuable route without `send_message` among the caller's tools (seed era 07-23, our crate names).
+/// The continuable route without `send_message` among the caller's tools (our crate names).
 pub const SEND_MESSAGE_UNAVAILABLE: &str = "continuable background subagents unavailable: load dsh-tool-subagent-control (the advertised send_message tool is not registered)";
 
 /// A background call on an instance that was given no task registry.
@@ -138,6 +138,14 @@ pub fn stopped_run(reason: &StopReason, diagnostic: Option<&str>, partial_output
 /// The run failed and so did releasing it: one error carrying both.
 pub fn run_and_dispose_failed(run_error: &str, dispose_error: &str) -> String {
     format!("subagent run failed: {run_error}; dispose failed: {dispose_error}")
+}
+
+/// A run that stopped `error` (its message already starts with
+/// `subagent run failed`, and may carry a diagnostic and partial output)
+/// whose release failed too: the run's message once, then the release
+/// failure on its own line.
+pub fn failed_run_and_dispose_failed(failed_run: &str, dispose_error: &str) -> String {
+    format!("{failed_run}\ndispose failed: {dispose_error}")
 }
 
 /// An argument that is not a JSON object.

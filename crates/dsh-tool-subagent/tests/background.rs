@@ -1,4 +1,4 @@
-//! One-shot background runs (reference-contract §1.10, §3.5, §5.1; seed-era task vocabulary).
+//! One-shot background runs (docs/contract.md, "Background tasks").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -188,6 +188,59 @@ async fn a_kill_while_startup_is_pending_reads_killed() {
     );
     assert_eq!(fixture.output("subagent-1").await, "(no new output)\n[status: killed]");
     assert_eq!(fixture.provider.stats().published(), 0);
+}
+
+/// A provider whose start waits for its cancellation, then fails to roll
+/// back what it had set up.
+struct RollbackFails;
+
+impl dsh_subagent_api::SubagentProvider for RollbackFails {
+    fn name(&self) -> &str {
+        "mock"
+    }
+    fn capabilities(&self) -> dsh_subagent_api::Capabilities {
+        dsh_subagent_api::Capabilities::NONE
+    }
+    fn inherits_parent_context(&self) -> bool {
+        false
+    }
+    fn start(
+        &self,
+        request: dsh_subagent_api::StartRequest,
+    ) -> BoxFuture<'_, Result<dsh_subagent_api::SubagentRun, dsh_subagent_api::SubagentError>> {
+        Box::pin(async move {
+            request.cancel.cancelled().await;
+            Err(dsh_subagent_api::SubagentError::rollback_failed(
+                dsh_subagent_api::SubagentError::aborted("startup cancelled before publication"),
+                dsh_subagent_api::SubagentError::failed("cleanup also failed"),
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_kill_during_startup_whose_rollback_fails_reads_failed_with_both_errors() {
+    let service = SubagentService::new();
+    let tools = ToolRegistry::new();
+    let tasks = TaskRegistry::new();
+    let _registration = service.register_provider(Arc::new(RollbackFails)).unwrap();
+    let _output = tools
+        .register(Arc::new(FakeTaskOutput(json!({"type": "object"}))))
+        .unwrap();
+    let config = SubagentToolConfig::new("mock").enable_run_in_background(true);
+    let _plugin = SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks).unwrap();
+    let started = tools.call("subagent", in_background(), exec()).await;
+    assert_eq!(started.text, "started background subagent task subagent-1");
+    assert_eq!(
+        tasks.kill("subagent-1", &parent(), None).unwrap(),
+        KillOutcome::Requested
+    );
+    let task = tasks.wait("subagent-1", &parent(), None).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(
+        task_wording::task_output(&task),
+        "(no new output)\n[status: failed, startup cancelled before publication; rollback failed: cleanup also failed]"
+    );
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Load-time validation (reference-contract §1.2, §1.3 rules 1–2).
+//! Load-time validation (docs/contract.md, "Configuration").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_tool_subagent::{ConfigError, MaxDepth, SubagentToolConfig};

@@ -1,4 +1,4 @@
-//! The continuable background route (reference-contract §1.5, §1.6, §1.10; seed era 07-23).
+//! The continuable background route (docs/contract.md, "Background tasks").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
@@ -113,6 +113,11 @@ struct Fixture {
 
 /// `with_control`: mount through the control service; `with_send`: mount `send_message`.
 fn fixture(with_control: bool, with_send: bool) -> Fixture {
+    fixture_with(with_control, with_send, true)
+}
+
+/// As [`fixture`]; `persistent: false` gives the control service no child store.
+fn fixture_with(with_control: bool, with_send: bool, persistent: bool) -> Fixture {
     let store = Arc::new(Memory::default());
     let echo = Arc::new(Echo {
         store: store.clone(),
@@ -121,7 +126,11 @@ fn fixture(with_control: bool, with_send: bool) -> Fixture {
     let service = SubagentService::new();
     let registration: ProviderRegistration = service.register_provider(echo.clone()).unwrap();
     let tasks = TaskRegistry::new();
-    let control = SubagentControl::new(service.clone(), tasks.clone(), store);
+    let control = if persistent {
+        SubagentControl::new(service.clone(), tasks.clone(), store)
+    } else {
+        SubagentControl::without_persistence(service.clone(), tasks.clone())
+    };
     let tools = ToolRegistry::new();
     let mut keep: Vec<Box<dyn std::any::Any>> = vec![Box::new(registration)];
     keep.push(Box::new(TaskToolsPlugin::apply(&tasks, &tools).unwrap()));
@@ -211,6 +220,29 @@ async fn without_the_control_service_or_send_message_nothing_starts() {
             wording::SEND_MESSAGE_UNAVAILABLE
         )
     );
+}
+
+#[tokio::test]
+async fn without_persistence_the_continuable_route_and_send_message_refuse_before_any_task() {
+    let fixture = fixture_with(true, true, false);
+    let expected =
+        "Error: continuable subagents require session persistence (create SubagentControl with a ChildStore)";
+    let started = fixture.tools.call("subagent", in_background(), exec()).await;
+    assert_eq!(started.text, expected);
+    assert_eq!(started.error.unwrap().code(), Some("PERSISTENCE_UNAVAILABLE"));
+    let sent = fixture
+        .tools
+        .call(
+            "send_message",
+            json!({"subagent_id": "child-1", "message": "more"}),
+            exec(),
+        )
+        .await;
+    assert_eq!(sent.text, expected);
+    assert_eq!(sent.error.unwrap().code(), Some("PERSISTENCE_UNAVAILABLE"));
+    assert_eq!(fixture.echo.starts.load(Ordering::SeqCst), 0);
+    assert!(fixture.tasks.list(&AgentId::from("parent")).is_empty());
+    insta::assert_snapshot!("persistence_unavailable", started.text);
 }
 
 #[tokio::test]

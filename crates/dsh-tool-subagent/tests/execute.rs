@@ -1,5 +1,5 @@
 //! One delegation end to end: success, every stop reason, release failures,
-//! what reaches the provider, argument errors (reference-contract §1.7–1.9, §5.1).
+//! what reaches the provider, argument errors (docs/contract.md, "Execution" and "Results").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -98,6 +98,38 @@ async fn result_and_dispose_failing_together_give_one_error_carrying_both() {
     assert!(result.text.contains("published handle disposal failed"));
     assert_eq!(fixture.provider.stats().disposes(), 1);
     insta::assert_snapshot!("run_and_dispose_failed", result.text);
+}
+
+#[tokio::test]
+async fn a_failed_stop_reason_and_a_failed_release_keep_one_headline() {
+    let mut rendered = Vec::new();
+    for (diagnostic, partial) in [
+        (None, ""),
+        (Some("Claude Code denied a tool request"), ""),
+        (None, "partial assistant text"),
+        (Some("Claude Code denied a tool request"), "partial assistant text"),
+    ] {
+        let fixture = Fixture::new(|b| {
+            let b = b
+                .stop_reason(StopReason::Error)
+                .reply(partial)
+                .on_dispose(DisposeBehavior::Fail("published handle disposal failed".into()));
+            match diagnostic {
+                Some(diagnostic) => b.diagnostic(diagnostic),
+                None => b,
+            }
+        });
+        let result = fixture.delegate().await;
+        assert!(result.is_error);
+        assert_eq!(result.text.matches("subagent run failed").count(), 1, "{}", result.text);
+        assert_eq!(fixture.provider.stats().disposes(), 1);
+        rendered.push(result.text);
+    }
+    assert_eq!(
+        rendered[3],
+        "Error: subagent run failed\nDiagnostic: Claude Code denied a tool request\nPartial output before the run ended:\npartial assistant text\ndispose failed: published handle disposal failed"
+    );
+    insta::assert_snapshot!("failed_run_and_dispose_failed", rendered.join("\n---\n"));
 }
 
 #[tokio::test]

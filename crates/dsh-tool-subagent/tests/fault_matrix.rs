@@ -76,7 +76,7 @@ fn panicked(stage: &str, what: &str) -> String {
     wording::provider_panicked(stage, &format!("scripted subagent {what} panicked"))
 }
 
-/// The lifecycle's rules, written out (reference-contract §1.8–1.9 and
+/// The lifecycle's rules, written out (docs/contract.md, "Execution" and "Results", and
 /// `lifecycle::delegate`).
 fn oracle(cell: Cell) -> Expected {
     let Cell {

@@ -84,7 +84,7 @@ fn deep(depth: usize, in_object: bool) -> Value {
     value
 }
 
-/// Whether the tool must accept these arguments (reference-contract §1.6–1.7).
+/// Whether the tool must accept these arguments (docs/contract.md, "Parameters").
 fn valid(args: &Value) -> bool {
     let Some(object) = args.as_object() else { return false };
     let text = |key: &str| matches!(object.get(key), Some(Value::String(text)) if !text.trim().is_empty());

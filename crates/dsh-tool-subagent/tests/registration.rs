@@ -1,5 +1,5 @@
-//! The tool follows its provider (reference-contract §1.4) and claims its name
-//! at configuration (DESIGN decision 4).
+//! The tool follows its provider (docs/contract.md, "Registration") and claims its name
+//! at configuration (docs/design.md, "Duplicate tool names").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

@@ -1,5 +1,5 @@
 //! Every stop reason's error, with and without a diagnostic and partial
-//! output (reference-contract §1.9, DESIGN decision 2), pinned in one place.
+//! output (docs/contract.md, "Results"), pinned in one place.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use dsh_subagent_api::StopReason;

@@ -1,4 +1,4 @@
-//! What the model sees: names, descriptions and parameter schemas (reference-contract §1.5, §1.6).
+//! What the model sees: names, descriptions and parameter schemas (docs/contract.md, "Descriptions" and "Parameters").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -6,7 +6,7 @@ mod common;
 use common::Fixture;
 use dsh_tool_subagent::{Wording, parameters, wording};
 
-/// The seed 000 schema from reference-contract §1.6, with the standalone prompt description.
+/// The reference schema (docs/contract.md, "Parameters"), with the standalone prompt description.
 const REFERENCE_STANDALONE: &str = r#"{
   "type": "object",
   "properties": {
@@ -62,7 +62,7 @@ fn fresh_conversation_wording_says_the_child_does_not_see_this_conversation() {
 }
 
 #[test]
-fn inherited_wording_uses_the_seed_capitals() {
+fn inherited_wording_uses_the_reference_capitals() {
     let description = Wording::Inherited.description();
     assert!(description.contains("INHERITS this conversation"));
     assert!(!description.contains("does not see this conversation"));

@@ -50,13 +50,13 @@ async fn batch(tools: &ToolRegistry, rng: &mut Rng) -> (usize, usize) {
     let mut calls = Vec::with_capacity(BATCH);
     let mut tokens = Vec::with_capacity(BATCH);
     for _ in 0..BATCH {
-        let slow = rng.next() % 4 == 0;
+        let slow = rng.next().is_multiple_of(4);
         let cancel = CancellationToken::new();
         let tools = tools.clone();
         let exec = exec_with(cancel.clone());
         let name = if slow { "subagent_slow" } else { "subagent" };
         calls.push(tokio::spawn(async move { tools.call(name, task(), exec).await }));
-        tokens.push((slow || rng.next() % 3 == 0, cancel));
+        tokens.push((slow || rng.next().is_multiple_of(3), cancel));
     }
     for (cancel_it, token) in &tokens {
         if *cancel_it {

@@ -378,11 +378,11 @@ fn describe_last(request: &ChatRequest) -> String {
         return "none: the request has no messages".into();
     };
     let mut text = format!("{}: {:?}", last.role(), truncate(last.content(), 200));
-    if let Message::Assistant { tool_calls, .. } = last {
-        if !tool_calls.is_empty() {
-            let names: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
-            text.push_str(&format!(" with tool calls {names:?}"));
-        }
+    if let Message::Assistant { tool_calls, .. } = last
+        && !tool_calls.is_empty()
+    {
+        let names: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
+        text.push_str(&format!(" with tool calls {names:?}"));
     }
     if let Message::Tool { tool_call_id, .. } = last {
         text.push_str(&format!(" (answering {tool_call_id})"));

@@ -71,10 +71,10 @@ fn parts(text: &str) -> Vec<Part<'_>> {
 /// Fails with a message naming the first unknown placeholder.
 pub(crate) fn check(text: &str) -> Result<(), String> {
     for part in parts(text) {
-        if let Part::Placeholder(name) = part {
-            if !NAMES.contains(&name) {
-                return Err(format!("unknown template {{{{{name}}}}}; known: {}", NAMES.join(", ")));
-            }
+        if let Part::Placeholder(name) = part
+            && !NAMES.contains(&name)
+        {
+            return Err(format!("unknown template {{{{{name}}}}}; known: {}", NAMES.join(", ")));
         }
     }
     Ok(())

@@ -8,7 +8,7 @@ use dsh_tasks::{TaskError, TaskStatus};
 /// `the message was not delivered`; the lookup failures of a started
 /// follow-up are the `detail` of its failed task.
 ///
-/// The `Display` text is model-facing (reference-contract §2.1, seed era);
+/// The `Display` text is model-facing (docs/contract.md, "send_message");
 /// [`ControlError::code`] is stable for programs.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -43,6 +43,27 @@ pub enum ControlError {
         #[source]
         cause: SubagentError,
     },
+    /// A live run outside the control service's ownership has this id, e.g.
+    /// a running one-shot child (`OWNERSHIP_CONFLICT`). Never adopted.
+    #[error("subagent \"{child}\" has a live agent outside control-service ownership; the message was not delivered")]
+    OwnershipConflict {
+        /// The child id the message named.
+        child: String,
+    },
+    /// The live run with this id is not the run of the child's current
+    /// activation (`OWNERSHIP_CONFLICT`).
+    #[error(
+        "subagent \"{child}\" registry agent is not the associated activation's agent; the message was not delivered"
+    )]
+    RegistryMismatch {
+        /// The child.
+        child: String,
+    },
+    /// The service was created without a durable child store, so no child
+    /// can be continuable (`PERSISTENCE_UNAVAILABLE`). Refused before any
+    /// task exists.
+    #[error("continuable subagents require session persistence (create SubagentControl with a ChildStore)")]
+    PersistenceUnavailable,
     /// Another caller's follow-up is looking the child up (`NOT_DELIVERED`).
     #[error("subagent \"{child}\" activation is starting; the message was not delivered")]
     ActivationStarting {
@@ -101,6 +122,8 @@ impl ControlError {
             | Self::ActivationStarting { .. }
             | Self::NoLiveDelivery { .. }
             | Self::StoppedBeforeDelivery { .. } => "NOT_DELIVERED",
+            Self::OwnershipConflict { .. } | Self::RegistryMismatch { .. } => "OWNERSHIP_CONFLICT",
+            Self::PersistenceUnavailable => "PERSISTENCE_UNAVAILABLE",
             Self::FollowUpRefused { source } | Self::StartRefused { source } => source.code(),
             Self::Start { source } => source.code(),
             Self::NoContinuation { .. } | Self::Unavailable { .. } | Self::NoDescriptor { .. } => "NOT_RESUMABLE",

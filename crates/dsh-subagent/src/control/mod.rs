@@ -1,5 +1,5 @@
 //! The control service: continuable children as a series of task-backed
-//! activations (reference-contract §3.7.A, seed era).
+//! activations (docs/contract.md, "send_message" and "Live delivery").
 //!
 //! A continuable child is one durable transcript plus, at any moment, at most
 //! one *activation*: a background task that runs one turn of it and settles
@@ -12,7 +12,7 @@
 //! # One owner per child
 //!
 //! The service's lock is the one owner of every child's activation slot
-//! (DESIGN decision 5). A send, an activation's end and a kill are ordered
+//! (docs/design.md, "Races are linearized"). A send, an activation's end and a kill are ordered
 //! by it, so a message is either **steered** into the running activation,
 //! **started** as a new task, or **refused** synchronously with "the message
 //! was not delivered" — never acknowledged and then dropped:
@@ -33,6 +33,15 @@
 //!
 //! Every activation's run is announced on the service's run events, like a
 //! one-shot start.
+//!
+//! # Ownership and persistence
+//!
+//! The service hears every run the provider service announces, so it knows
+//! which ids name a live child. A message to a live child it does not own
+//! (a running one-shot child, say) is refused synchronously, never adopted;
+//! so is one whose live run is not its current activation's. Without a
+//! durable child store no child can be continued: starts and follow-ups are
+//! refused before any task exists.
 
 mod error;
 mod settle;
@@ -47,7 +56,9 @@ use dsh_subagent_api::{
 };
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
-use crate::SubagentService;
+use crate::events::SubagentEvent;
+use crate::settlement::start_failed_outcome;
+use crate::{SubagentService, Subscription};
 
 pub use error::{ControlError, follow_up_label};
 
@@ -98,6 +109,59 @@ struct Activation {
     /// The run, once the provider has published it: its live-delivery
     /// handle, `None` when the provider offers none.
     published: Option<Option<Steerer>>,
+    /// The announcement of its published run ([`crate::RunInfo::run_id`]).
+    run_id: Option<u64>,
+}
+
+/// A run announced on the service's run events whose result has not settled.
+#[derive(Clone, Copy)]
+struct LiveRun {
+    run_id: u64,
+    /// Whether it is the run of one of this service's activations.
+    owned: bool,
+}
+
+/// Live runs by run id (for in-process children, the child's id).
+#[derive(Clone, Default)]
+struct LiveRuns(Arc<Mutex<HashMap<String, LiveRun>>>);
+
+impl LiveRuns {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, LiveRun>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Follows the service's run events.
+    fn hear(&self, event: &SubagentEvent) {
+        match event {
+            SubagentEvent::RunStarted(info) => {
+                self.lock().insert(
+                    info.id.clone(),
+                    LiveRun {
+                        run_id: info.run_id,
+                        owned: false,
+                    },
+                );
+            }
+            SubagentEvent::RunEnded(end) => {
+                let mut runs = self.lock();
+                if runs.get(&end.run.id).is_some_and(|run| run.run_id == end.run.run_id) {
+                    runs.remove(&end.run.id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Marks the announced run `run_id` as an activation's own.
+    fn own(&self, id: &str, run_id: u64) {
+        if let Some(run) = self.lock().get_mut(id).filter(|run| run.run_id == run_id) {
+            run.owned = true;
+        }
+    }
+
+    fn get(&self, id: &str) -> Option<LiveRun> {
+        self.lock().get(id).copied()
+    }
 }
 
 #[derive(Default)]
@@ -109,8 +173,12 @@ struct State {
 struct Inner {
     service: SubagentService,
     tasks: TaskRegistry,
-    store: Arc<dyn ChildStore>,
+    /// `None`: no persistence, so nothing can be continued.
+    store: Option<Arc<dyn ChildStore>>,
     state: Mutex<State>,
+    live: LiveRuns,
+    /// Keeps `live` following the service's run events.
+    _runs: Subscription,
 }
 
 impl Inner {
@@ -133,7 +201,10 @@ impl Inner {
     }
 
     /// Records the activation's published run, so sends can steer it.
-    fn publish(&self, child: &str, serial: u64, run: &SubagentRun) {
+    fn publish(&self, child: &str, serial: u64, run: &SubagentRun, run_id: Option<u64>) {
+        if let Some(run_id) = run_id {
+            self.live.own(run.id(), run_id);
+        }
         let mut state = self.lock();
         if let Some(activation) = state
             .slots
@@ -142,7 +213,30 @@ impl Inner {
             .filter(|activation| activation.serial == serial)
         {
             activation.published = Some(run.steerer().cloned());
+            activation.run_id = run_id;
         }
+    }
+
+    /// Why a message to `child` must not be routed at all: a live run with
+    /// its id that this service does not own, or that is not the run of
+    /// the child's activation. Under the lock.
+    fn ownership_conflict(&self, child: &str, activation: Option<&Activation>) -> Option<ControlError> {
+        let live = self.live.get(child)?;
+        let child = child.to_owned();
+        match activation {
+            None if !live.owned => Some(ControlError::OwnershipConflict { child }),
+            Some(Activation { run_id: Some(ours), .. }) if *ours != live.run_id && !live.owned => {
+                Some(ControlError::RegistryMismatch { child })
+            }
+            // An activation still starting has announced nothing yet; a
+            // settled run of our own is on its way out.
+            _ => None,
+        }
+    }
+
+    /// The durable child store, or the refusal to continue anything.
+    fn store(&self) -> Result<Arc<dyn ChildStore>, ControlError> {
+        self.store.clone().ok_or(ControlError::PersistenceUnavailable)
     }
 
     fn learn_parent(&self, child: &str, parent: &AgentId) {
@@ -183,13 +277,35 @@ impl std::fmt::Debug for SubagentControl {
 impl SubagentControl {
     /// A control service over these providers, this task registry (which
     /// runs and owns the activations) and this durable child store.
+    ///
+    /// It follows the service's run events from now on (so every later run
+    /// is announced), to tell live children it does not own from its own.
     pub fn new(service: SubagentService, tasks: TaskRegistry, store: Arc<dyn ChildStore>) -> Self {
+        Self::build(service, tasks, Some(store))
+    }
+
+    /// A control service without persistence: every continuable start and
+    /// every follow-up is refused synchronously with
+    /// [`ControlError::PersistenceUnavailable`], before any task exists.
+    pub fn without_persistence(service: SubagentService, tasks: TaskRegistry) -> Self {
+        Self::build(service, tasks, None)
+    }
+
+    fn build(service: SubagentService, tasks: TaskRegistry, store: Option<Arc<dyn ChildStore>>) -> Self {
+        let live = LiveRuns::default();
+        let hearing = live.clone();
+        let runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            hearing.hear(event);
+            Ok(())
+        }));
         Self {
             inner: Arc::new(Inner {
                 service,
                 tasks,
                 store,
                 state: Mutex::default(),
+                live,
+                _runs: runs,
             }),
         }
     }
@@ -199,9 +315,9 @@ impl SubagentControl {
         &self.inner.tasks
     }
 
-    /// The durable child store.
-    pub fn store(&self) -> &Arc<dyn ChildStore> {
-        &self.inner.store
+    /// The durable child store, `None` without persistence.
+    pub fn store(&self) -> Option<&Arc<dyn ChildStore>> {
+        self.inner.store.as_ref()
     }
 
     /// Whether the provider registered under `name` can start continuable
@@ -216,19 +332,25 @@ impl SubagentControl {
     /// Starts a continuable child and its first activation, and returns at
     /// once with both ids.
     ///
-    /// Checked synchronously, before anything starts: the provider exists and
-    /// has the continuation capability, it supports every optional field the
-    /// request sets, the request's shape and depth cap. The child's id is a
+    /// Checked synchronously, before anything starts: the service has
+    /// persistence ([`ControlError::PersistenceUnavailable`]); the provider
+    /// exists, supports every optional field the request sets, and has the
+    /// continuation capability; the request's shape and depth cap; the
+    /// provider accepts the parent
+    /// ([`check_continuable`](dsh_subagent_api::ContinuableProvider::check_continuable),
+    /// e.g. its runtime persists transcripts). The child's id is a
     /// fresh UUID; its descriptor is recorded before its first turn. The task
     /// (owned by the request's parent, labelled `label`) starts the child
     /// and settles with its outcome; a failed start fails the task (or
-    /// settles it `killed` when it was killed).
+    /// settles it `killed` when it was killed and the provider rolled back
+    /// cleanly).
     pub fn start_continuable(
         &self,
         provider: &str,
         label: String,
         request: StartRequest,
     ) -> Result<Started, ControlError> {
+        self.inner.store()?;
         let checked = self.check(provider, &request)?;
         let descriptor = ContinuationDescriptor::for_request(provider, &request);
         let announced_label = request.label.clone();
@@ -263,10 +385,7 @@ impl SubagentControl {
                             let run = activation.announce(checked.name(), announced_label, run);
                             settle::settle(run).await
                         }
-                        Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
-                        Err(error) => TaskOutcome::Failed {
-                            detail: error.to_string(),
-                        },
+                        Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
                     }
                 },
             )
@@ -276,6 +395,10 @@ impl SubagentControl {
 
     /// Sends a message to a continuable child of `parent`.
     ///
+    /// - A live run has this id but this service does not own it (a running
+    ///   one-shot child) → refused: [`ControlError::OwnershipConflict`]; the
+    ///   child's activation has a live run other than its own →
+    ///   [`ControlError::RegistryMismatch`]. Checked first; never adopted.
     /// - The child has an activation → **live delivery** ([`Route::Steered`],
     ///   the activation's task id; no task is created). Refused, with nothing
     ///   delivered, when its task is no longer running
@@ -286,6 +409,8 @@ impl SubagentControl {
     ///   next activation).
     /// - Known to belong to another parent → a started task that fails with
     ///   `subagent "<id>" belongs to another parent session`.
+    /// - Otherwise, without persistence → refused:
+    ///   [`ControlError::PersistenceUnavailable`], no task.
     /// - Otherwise → [`Route::Started`]: a new task owned by `parent`,
     ///   labelled from the message, whose producer looks the child up
     ///   (`… is unavailable`, `… belongs to another parent session`,
@@ -296,6 +421,12 @@ impl SubagentControl {
         let spec = TaskSpec::new(TASK_KIND, follow_up_label(message), caller.clone());
         let mut state = self.inner.lock();
         let slot = state.slots.get(child_id);
+        if let Some(conflict) = self
+            .inner
+            .ownership_conflict(child_id, slot.and_then(|slot| slot.activation.as_ref()))
+        {
+            return Err(conflict);
+        }
         if slot
             .and_then(|slot| slot.parent.as_ref())
             .is_some_and(|known| *known != caller)
@@ -332,6 +463,7 @@ impl SubagentControl {
                 }),
             };
         }
+        let store = self.inner.store()?;
         let inner = self.inner.clone();
         let parent = parent.clone();
         let prompt = vec![ContentBlock::text(message)];
@@ -341,7 +473,9 @@ impl SubagentControl {
                 child_id,
                 caller,
                 spec,
-                move |activation, control| async move { resume(&inner, activation, parent, prompt, control).await },
+                move |activation, control| async move {
+                    resume(&inner, &*store, activation, parent, prompt, control).await
+                },
             )
             .map_err(|source| ControlError::FollowUpRefused { source })?;
         Ok(Delivery {
@@ -408,6 +542,7 @@ impl SubagentControl {
             owner,
             task_id: None,
             published: None,
+            run_id: None,
         });
         let inner = self.inner.clone();
         let child_id = child.to_owned();
@@ -446,18 +581,22 @@ impl SubagentControl {
         }
     }
 
-    /// The service's start checks, then the continuation capability.
+    /// The service's start checks, then the continuation capability and
+    /// the provider's own check of the parent (e.g. its persistence).
     fn check(&self, provider_name: &str, request: &StartRequest) -> Result<Arc<dyn SubagentProvider>, ControlError> {
         let provider = self
             .inner
             .service
             .checked_provider(provider_name, request)
             .map_err(|source| ControlError::Start { source })?;
-        if provider.continuation().is_none() {
+        let Some(continuable) = provider.continuation() else {
             return Err(ControlError::NoContinuation {
                 provider: provider_name.to_owned(),
             });
-        }
+        };
+        continuable
+            .check_continuable(&request.parent)
+            .map_err(|source| ControlError::Start { source })?;
         Ok(provider)
     }
 }
@@ -480,11 +619,11 @@ impl Activated {
             .slots
             .get(&self.child)
             .and_then(|slot| slot.parent.clone());
-        let run = match parent {
+        let (run, run_id) = match parent {
             Some(parent) => self.inner.service.announce(provider, parent, label, run),
-            None => run,
+            None => (run, None),
         };
-        self.inner.publish(&self.child, self.serial, &run);
+        self.inner.publish(&self.child, self.serial, &run, run_id);
         run
     }
 }
@@ -492,6 +631,7 @@ impl Activated {
 /// A follow-up activation: look the child up, then resume it.
 async fn resume(
     inner: &Inner,
+    store: &dyn ChildStore,
     activation: Activated,
     parent: AgentRef,
     prompt: Vec<ContentBlock>,
@@ -501,7 +641,7 @@ async fn resume(
     let failed = |error: ControlError| TaskOutcome::Failed {
         detail: error.to_string(),
     };
-    let record = match inner.store.lookup(&child) {
+    let record = match store.lookup(&child) {
         Ok(Some(record)) => record,
         Ok(None) => return failed(ControlError::Unavailable { child }),
         Err(error) => {
@@ -542,9 +682,6 @@ async fn resume(
             let run = activation.announce(&provider_name, label, run);
             settle::settle(run).await
         }
-        Err(_) if control.token().is_cancelled() => TaskOutcome::Killed,
-        Err(error) => TaskOutcome::Failed {
-            detail: error.to_string(),
-        },
+        Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
     }
 }

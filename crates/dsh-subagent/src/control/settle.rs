@@ -1,4 +1,4 @@
-//! An activation's settlement into its task's outcome (reference-contract §3.5).
+//! An activation's settlement into its task's outcome (docs/contract.md, "Background tasks").
 //!
 //! The mapping is [`crate::settlement::task_outcome`], shared with the
 //! `subagent` tool's one-shot background route.
