@@ -108,7 +108,7 @@ impl Mounts {
         for subagent in &subagents {
             if let Provider::Acp(acp) = &subagent.provider {
                 let provider =
-                    AcpProvider::new(acp.clone()).map_err(|error| Failure::usage(format!("dsh: {error}")))?;
+                    AcpProvider::new(acp.as_ref().clone()).map_err(|error| Failure::usage(format!("dsh: {error}")))?;
                 providers.push(service.register_provider(Arc::new(provider)));
             }
         }

@@ -72,7 +72,7 @@ pub(crate) enum Provider {
     /// The shared in-process fork provider.
     Fork,
     /// An ACP provider of this tool's own.
-    Acp(AcpConfig),
+    Acp(Box<AcpConfig>),
 }
 
 /// One MCP server, as `--mcp-server <name>=<command line>` would give it.
@@ -266,7 +266,7 @@ fn resolve_subagent(
                 .map_err(|error| at(Some(table.clone()), format!("subagents[{index}]"), error.to_string()))?
                 .capabilities();
             let name = config.name.clone();
-            (Provider::Acp(config), name, capabilities)
+            (Provider::Acp(Box::new(config)), name, capabilities)
         }
     };
     let mut tool = SubagentToolConfig::new(provider_name).tool_name(tool_name);
@@ -276,9 +276,10 @@ fn resolve_subagent(
         tool = tool.persona(non_empty(persona, &key("persona"), at)?);
     }
     if let Some(options) = raw.agent_options.take() {
-        let mut agent_options = AgentOptions::default();
-        agent_options.model = options.into_inner().model;
-        tool = tool.agent_options(agent_options);
+        tool = tool.agent_options(AgentOptions {
+            model: options.into_inner().model,
+            ..AgentOptions::default()
+        });
     }
     let mut filter_span = None;
     if let Some(filter) = raw.tool_filter.take() {
@@ -292,10 +293,10 @@ fn resolve_subagent(
             at,
         )?;
         let filter = filter.into_inner();
-        let mut tool_filter = ToolFilter::default();
-        tool_filter.allow = filter.allow;
-        tool_filter.deny = filter.deny;
-        tool = tool.tool_filter(tool_filter);
+        tool = tool.tool_filter(ToolFilter {
+            allow: filter.allow,
+            deny: filter.deny,
+        });
         filter_span = Some(span);
     }
     let mut depth_span = None;
