@@ -83,6 +83,18 @@ fn default_subagents(with_send_message: bool) -> Vec<Subagent> {
     .collect()
 }
 
+/// The model-visible names of the delegation tools a configuration mounts.
+pub(crate) fn delegation_tool_names(config: Option<&Config>) -> Vec<String> {
+    match config {
+        Some(config) if !config.subagents.is_empty() => config
+            .subagents
+            .iter()
+            .map(|subagent| subagent.tool.tool_name.clone())
+            .collect(),
+        _ => DEFAULT_TOOL_NAMES.iter().map(|name| (*name).to_owned()).collect(),
+    }
+}
+
 impl Mounts {
     /// Registers the providers and mounts the tools. No child starts here and
     /// no process is spawned: an ACP provider runs its command per delegation.

@@ -84,17 +84,7 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
-    let delegation_tools = match config.as_ref().filter(|config| !config.subagents.is_empty()) {
-        Some(config) => config
-            .subagents
-            .iter()
-            .map(|subagent| subagent.tool.tool_name.clone())
-            .collect(),
-        None => crate::setup::DEFAULT_TOOL_NAMES
-            .iter()
-            .map(|name| (*name).to_owned())
-            .collect(),
-    };
+    let delegation_tools = crate::setup::delegation_tool_names(config.as_ref());
     let streams = Arc::new(Streams::new(delegation_tools));
     let observer = Arc::new(Tee(progress, streams.clone()));
     let setup = Arc::new(Setup::new(

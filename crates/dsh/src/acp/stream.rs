@@ -272,3 +272,86 @@ impl AgentObserver for Tee {
         self.1.run_finished(agent, outcome);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dsh_agent::AgentStop;
+    use tokio::sync::mpsc::unbounded_channel;
+
+    use super::*;
+
+    fn info(id: &str, parent: &str, label: &str) -> AgentInfo {
+        AgentInfo {
+            id: AgentId::new(id),
+            parent: Some(AgentId::new(parent)),
+            depth: 1,
+            label: Some(label.to_owned()),
+            model: "m".to_owned(),
+        }
+    }
+
+    fn call(id: &str, name: &str, description: &str) -> ToolCall {
+        ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: serde_json::json!({"description": description, "prompt": "p"}).to_string(),
+        }
+    }
+
+    fn result(text: &str) -> ToolResult {
+        ToolResult::from_outcome(Ok(dsh_tools::ToolOutput::text(text)))
+    }
+
+    #[test]
+    fn children_report_under_the_call_with_their_description_and_stop_when_it_ends() {
+        let streams = Streams::new(vec!["subagent".to_owned()]);
+        let root = AgentId::new("root");
+        let (events, mut received) = unbounded_channel();
+        streams.open(&root, events);
+        let (first, second) = (call("c0", "subagent", "alpha"), call("c1", "subagent", "beta"));
+        streams.tool_call_started(&root, &first);
+        streams.tool_call_started(&root, &second);
+        // Started in the other order than the calls: matched by description.
+        streams.run_started(&info("kid-b", "root", "beta"));
+        streams.run_started(&info("kid-a", "root", "alpha"));
+        // A grandchild reports under its parent's call.
+        streams.run_started(&info("grandkid", "kid-a", "deeper"));
+        streams.tool_call_finished(&root, &second, &result("beta done"));
+        // After its call ended, a (background) child no longer reports.
+        let outcome = RunOutcome {
+            stop: AgentStop::Completed,
+            text: String::new(),
+            steps: 1,
+            usage: Usage::default(),
+        };
+        streams.run_finished(&AgentId::new("kid-b"), &outcome);
+        streams.text_delta(&AgentId::new("kid-a"), "not the session's text");
+        streams.close(&root);
+        streams.text_delta(&root, "after the prompt");
+
+        let mut seen = Vec::new();
+        while let Ok(event) = received.try_recv() {
+            seen.push(event);
+        }
+        let progress = |call: &str, lines: &[&str]| Event::ChildProgress {
+            call: call.to_owned(),
+            lines: lines.iter().map(|line| (*line).to_owned()).collect(),
+        };
+        assert_eq!(
+            seen[2..],
+            [
+                progress("c1", &["beta: started (m)"]),
+                progress("c0", &["alpha: started (m)"]),
+                progress("c0", &["alpha: started (m)", "deeper: started (m)"]),
+                Event::ToolFinished {
+                    id: "c1".to_owned(),
+                    text: "beta done".to_owned(),
+                    failed: false
+                },
+            ]
+        );
+        assert!(matches!(&seen[0], Event::ToolStarted { id, delegation: true, .. } if id == "c0"));
+    }
+}
