@@ -11,10 +11,12 @@ use crate::wording;
 /// - any other stop reason: the headline, then `Diagnostic:` and the partial
 ///   output when present (partial output is never a success);
 /// - a failed release after a completed result: the release error;
-/// - a failed run and a failed release: one error carrying both. A run
-///   that stopped `error` already reads `subagent run failed`, so its
-///   message keeps that headline once and the release failure follows on
-///   its own line; every other failure is prefixed
+/// - a failed run and a failed release: one error carrying both, with one
+///   headline. A run that stopped `error` already reads `subagent run
+///   failed`, so its message stands alone; any other run error is prefixed
+///   with `subagent run failed: `. The release failure follows on its own
+///   line when the run's message has detail lines (a diagnostic, partial
+///   output), and after `; ` when it is a single line
 ///   (`subagent run failed: <run>; dispose failed: <release>`).
 pub(crate) fn settled(
     result: Result<SubagentResult, SubagentError>,
@@ -36,11 +38,7 @@ pub(crate) fn settled(
         (Ok(_), Err(dispose)) => Err(start_failed(dispose)),
         (Err(run), Ok(())) => Err(run),
         (Err(run), Err(dispose)) => {
-            let message = if failed_headline {
-                wording::failed_run_and_dispose_failed(run.message(), &dispose.to_string())
-            } else {
-                wording::run_and_dispose_failed(run.message(), &dispose.to_string())
-            };
+            let message = wording::run_and_dispose_failed(run.message(), failed_headline, &dispose.to_string());
             Err(ToolError::new(message).with_code("RUN_AND_DISPOSE_FAILED"))
         }
     }

@@ -135,17 +135,20 @@ pub fn stopped_run(reason: &StopReason, diagnostic: Option<&str>, partial_output
     message
 }
 
-/// The run failed and so did releasing it: one error carrying both.
-pub fn run_and_dispose_failed(run_error: &str, dispose_error: &str) -> String {
-    format!("subagent run failed: {run_error}; dispose failed: {dispose_error}")
-}
-
-/// A run that stopped `error` (its message already starts with
-/// `subagent run failed`, and may carry a diagnostic and partial output)
-/// whose release failed too: the run's message once, then the release
-/// failure on its own line.
-pub fn failed_run_and_dispose_failed(failed_run: &str, dispose_error: &str) -> String {
-    format!("{failed_run}\ndispose failed: {dispose_error}")
+/// A failed run whose release failed too: one headline, then the release
+/// failure. `run_has_headline` says the run's message already starts with
+/// `subagent run failed` (a run that stopped `error`); otherwise that
+/// headline is prefixed. The release failure goes on its own line after a
+/// multi-line message (diagnostic, partial output), so it is never glued to
+/// the child's text, and after `; ` after a one-line message.
+pub fn run_and_dispose_failed(run_error: &str, run_has_headline: bool, dispose_error: &str) -> String {
+    let run = if run_has_headline {
+        Cow::Borrowed(run_error)
+    } else {
+        Cow::Owned(format!("subagent run failed: {run_error}"))
+    };
+    let separator = if run.contains('\n') || run_has_headline { "\n" } else { "; " };
+    format!("{run}{separator}dispose failed: {dispose_error}")
 }
 
 /// An argument that is not a JSON object.
