@@ -147,7 +147,11 @@ pub fn run_and_dispose_failed(run_error: &str, run_has_headline: bool, dispose_e
     } else {
         Cow::Owned(format!("subagent run failed: {run_error}"))
     };
-    let separator = if run.contains('\n') || run_has_headline { "\n" } else { "; " };
+    let separator = if run.contains('\n') || run_has_headline {
+        "\n"
+    } else {
+        "; "
+    };
     format!("{run}{separator}dispose failed: {dispose_error}")
 }
 

@@ -64,3 +64,66 @@ pub(crate) fn choose(
         banner,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(base_url: Option<&str>, model: Option<&str>) -> AgentArgs {
+        AgentArgs {
+            config: None,
+            base_url: base_url.map(str::to_owned),
+            model: model.map(str::to_owned),
+            script: None,
+            max_turns: 4,
+        }
+    }
+
+    fn banner(args: &AgentArgs, file: &ModelConfig, env: &[(&str, &str)]) -> String {
+        let lookup = |key: &str| {
+            env.iter()
+                .find(|(name, _)| *name == key)
+                .map(|(_, value)| (*value).to_owned())
+        };
+        match choose(args, file, lookup) {
+            Ok(choice) => choice.banner,
+            Err(error) => error,
+        }
+    }
+
+    #[test]
+    fn the_file_sits_between_flags_and_variables() {
+        let file = ModelConfig {
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            model: Some("file-model".into()),
+            api_key_env: None,
+        };
+        let env = [("DSH_BASE_URL", "http://127.0.0.1:8/v1"), ("DSH_MODEL", "env-model")];
+        assert_eq!(
+            banner(&args(None, None), &file, &env),
+            "dsh: using model file-model at http://127.0.0.1:9/v1/chat/completions"
+        );
+        assert_eq!(
+            banner(&args(Some("http://127.0.0.1:7/v1"), Some("flag-model")), &file, &env),
+            "dsh: using model flag-model at http://127.0.0.1:7/v1/chat/completions"
+        );
+        assert_eq!(
+            banner(&args(None, None), &ModelConfig::default(), &env),
+            "dsh: using model env-model at http://127.0.0.1:8/v1/chat/completions"
+        );
+    }
+
+    #[test]
+    fn api_key_env_names_the_variable_that_configures_an_endpoint() {
+        let file = ModelConfig {
+            api_key_env: Some("MY_KEY".into()),
+            ..ModelConfig::default()
+        };
+        // Only the named variable counts: DSH_API_KEY alone leaves the embedded model.
+        assert_eq!(
+            banner(&args(None, None), &file, &[("DSH_API_KEY", "k")]),
+            wording::BANNER_BUILTIN
+        );
+        assert!(banner(&args(None, None), &file, &[("MY_KEY", "k")]).starts_with("dsh: using model "));
+    }
+}
