@@ -136,12 +136,23 @@ impl Mounts {
             .map(|control| dsh_tool_subagent_control::SubagentControlPlugin::apply(control, &tools))
             .transpose()
             .map_err(|error| Failure::internal(error.to_string()))?;
-        let delegation_tools = subagents
+        let delegation_tools: Vec<String> = subagents
             .iter()
             .map(|subagent| subagent.tool.tool_name.clone())
             .collect();
+        // A filter naming `send_message` where it is not mounted (no data
+        // directory) means the same without that name.
+        let mut present = tools.names();
+        present.extend(delegation_tools.iter().cloned());
+        let subagents = subagents.into_iter().map(|mut subagent| {
+            if let Some(filter) = &mut subagent.tool.tool_filter {
+                for names in [&mut filter.allow, &mut filter.deny].into_iter().flatten() {
+                    names.retain(|name| present.contains(name));
+                }
+            }
+            subagent
+        });
         let mounted = subagents
-            .into_iter()
             .map(|subagent| match &control {
                 Some(control) => SubagentToolPlugin::apply_with_control(subagent.tool, &service, &tools, control),
                 None => {
@@ -323,5 +334,51 @@ mod tests {
             );
         }
         assert!(tools.get("send_message").is_none());
+    }
+}
+
+#[cfg(test)]
+mod filter_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    struct Quiet;
+    impl AgentObserver for Quiet {}
+
+    /// Without a data directory `send_message` is not mounted; a filter that
+    /// names it still lets every child start.
+    #[tokio::test]
+    async fn a_filter_naming_send_message_works_without_a_data_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("script.json");
+        std::fs::write(
+            &script,
+            r#"{"rules": [
+              {"when": {"tool_not_offered": "subagent", "tool_offered": "task_list"}, "reply": {"text": "child ok"}},
+              {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+                {"name": "subagent", "arguments": {"description": "d", "prompt": "p"}}]}},
+              {"when": {"last_message": "tool"}, "reply": {"text": "{{last_tool_result}}"}}
+            ]}"#,
+        )
+        .unwrap();
+        let text = "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { allow = [\"task_list\", \"send_message\"] }\n";
+        let config = crate::config::parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
+        let args = AgentArgs {
+            config: None,
+            base_url: None,
+            model: None,
+            script: Some(script),
+            max_turns: 4,
+        };
+        let Ok(setup) = Setup::new(&args, Some(&config), None, Arc::new(Quiet)) else {
+            panic!("setup failed")
+        };
+        assert!(setup.mounts.tools().get("send_message").is_none());
+        let Ok(parent) = setup.parent("test") else {
+            panic!("no parent")
+        };
+        let outcome = parent.run("go", &dsh_tools::CancellationToken::new()).await;
+        assert_eq!(outcome.text, "child ok");
     }
 }

@@ -133,3 +133,11 @@ fn model_calls(steps: u32, tokens: u64) -> String {
         if steps == 1 { "" } else { "s" }
     )
 }
+
+/// A `tool_filter` that names a tool dsh does not mount.
+pub(crate) fn config_unknown_filter_tool(name: &str, known: &[&str]) -> String {
+    format!(
+        "names \"{name}\", which is not a tool of this harness (its tools: {})",
+        known.join(", ")
+    )
+}

@@ -131,20 +131,42 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         .map(|model| resolve_model(model, &at))
         .transpose()?
         .unwrap_or_default();
-    let mut subagents: Vec<(Subagent, Range<usize>)> = Vec::with_capacity(raw.subagents.len());
+    let mut subagents: Vec<Located> = Vec::with_capacity(raw.subagents.len());
     for (index, entry) in raw.subagents.into_iter().enumerate() {
-        let (subagent, span) = resolve_subagent(index, entry, base, &at)?;
+        let located = resolve_subagent(index, entry, base, &at)?;
+        let name = &located.subagent.tool.tool_name;
         if let Some(first) = subagents
             .iter()
-            .position(|(other, _)| other.tool.tool_name == subagent.tool.tool_name)
+            .position(|other| &other.subagent.tool.tool_name == name)
         {
             return Err(at(
-                Some(span),
+                Some(located.name_span),
                 format!("subagents[{index}].tool_name"),
-                wording::config_duplicate_tool_name(&subagent.tool.tool_name, first),
+                wording::config_duplicate_tool_name(name, first),
             ));
         }
-        subagents.push((subagent, span));
+        subagents.push(located);
+    }
+    // A filter may name only tools dsh mounts: a typo would otherwise fail
+    // every delegation of that tool.
+    let known: Vec<&str> = subagents
+        .iter()
+        .map(|located| located.subagent.tool.tool_name.as_str())
+        .chain(dsh_tool_tasks::TOOL_NAMES.iter().copied())
+        .chain(dsh_tool_subagent_control::TOOL_NAMES.iter().copied())
+        .collect();
+    for (index, located) in subagents.iter().enumerate() {
+        let Some(filter) = &located.subagent.tool.tool_filter else {
+            continue;
+        };
+        let named = filter.allow.iter().chain(filter.deny.iter()).flatten();
+        if let Some(unknown) = named.into_iter().find(|name| !known.contains(&name.as_str())) {
+            return Err(at(
+                located.filter_span.clone(),
+                format!("subagents[{index}].tool_filter"),
+                wording::config_unknown_filter_tool(unknown, &known),
+            ));
+        }
     }
     let mut mcp_servers: Vec<(McpServer, Range<usize>)> = Vec::with_capacity(raw.mcp_servers.len());
     for (index, entry) in raw.mcp_servers.into_iter().enumerate() {
@@ -161,7 +183,7 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
     Ok(Config {
         path: path.to_owned(),
         model,
-        subagents: subagents.into_iter().map(|subagent| subagent.0).collect(),
+        subagents: subagents.into_iter().map(|located| located.subagent).collect(),
         mcp_servers: mcp_servers.into_iter().map(|server| server.0).collect(),
     })
 }
@@ -224,12 +246,20 @@ fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, ConfigFileEr
     })
 }
 
+/// A resolved entry and where its keys are, for checks across entries.
+struct Located {
+    subagent: Subagent,
+    /// Its `tool_name` (or its table, when the name is the default).
+    name_span: Range<usize>,
+    filter_span: Option<Range<usize>>,
+}
+
 fn resolve_subagent(
     index: usize,
     entry: Spanned<RawSubagent>,
     base: &Path,
     at: &At<'_>,
-) -> Result<(Subagent, Range<usize>), ConfigFileError> {
+) -> Result<Located, ConfigFileError> {
     let table = entry.span();
     let mut raw = entry.into_inner();
     let key = |name: &str| format!("subagents[{index}].{name}");
@@ -332,7 +362,11 @@ fn resolve_subagent(
         };
         return Err(at(Some(span.unwrap_or(name_span)), key(name), message));
     }
-    Ok((Subagent { provider, tool }, name_span))
+    Ok(Located {
+        subagent: Subagent { provider, tool },
+        name_span,
+        filter_span,
+    })
 }
 
 /// Refuses a key the provider has no capability for.

@@ -173,6 +173,10 @@ fn errors_name_file_line_column_and_key() {
             "[[subagents]]\nprovider = \"spawn\"\n\n[[subagents]]\nprovider = \"fork\"\n",
         ),
         (
+            "unknown tool in a filter",
+            "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { deny = [\"subagnt\"] }\n",
+        ),
+        (
             "huge max_depth",
             "[[subagents]]\nprovider = \"spawn\"\nmax_depth = 9007199254740992\n",
         ),
