@@ -86,7 +86,58 @@ pub fn manifest() -> Vec<ToolPackage> {
             note: "The three tools act only on the calling agent's own background tasks (another agent's task id is refused), so they are registered once and shared by every agent. A task finishing queues a completion notice for its owner (`background task <id> (<kind>: <label>) finished [status: …]. Read its output with task_output.`); a harness hands those to the owner's next model call by giving its `dsh_agent::AgentRuntime` the registry's notices (`with_notices`).",
             mount: mount_tasks,
         },
+        ToolPackage {
+            package: "dsh mcp",
+            sources: &[
+                ("send_message", "crates/dsh-tool-subagent-control/src/tool.rs"),
+                ("subagent", "crates/dsh-tool-subagent/src/tool.rs"),
+                ("task_kill", "crates/dsh-tool-tasks/src/tools.rs"),
+                ("task_list", "crates/dsh-tool-tasks/src/tools.rs"),
+                ("task_output", "crates/dsh-tool-tasks/src/tools.rs"),
+            ],
+            requires: &["the `dsh` binary (`dsh mcp`)", "dsh_mcp::McpToolServer"],
+            writes: &[
+                "tool/call",
+                "tool/result",
+                "child agent state through the spawn provider",
+                "the MCP session's background tasks",
+            ],
+            shipped_aliases: &[],
+            note: "What `dsh mcp` serves to an MCP host: its `tools/list` gives these names, descriptions and input schemas byte for byte. `subagent` runs over the spawn provider with `enableRunInBackground` and the continuation capability, so its description names `send_message`; `send_message` and the three task tools complete background mode. There is no `subagent_fork`: the calling agent's conversation lives in the MCP host, so a fork would inherit nothing. Each MCP session is one calling agent that owns its children and background tasks; another session cannot see them, and closing the session cancels and releases them all. MCP tools: `dsh run`, `dsh acp` and `dsh mcp` take `--mcp-server <name>=<command line>` (repeatable) and mount each tool of that server, for the parent and its children, as `mcp__<name>__<tool>` with the server's own description and input schema (`dsh mcp` lists them after these). A `toolFilter` names them by that full name in `allow` or `deny`, exactly like any other tool, and a filter naming a tool that is not mounted fails the call. A server that cannot start stops `dsh` with exit 2 before any model call.",
+            mount: mount_dsh_mcp,
+        },
     ]
+}
+
+/// The tools `dsh mcp` serves: `subagent` over a continuable spawn provider
+/// with background runs, `send_message` and the task tools (the `dsh` crate's
+/// MCP test checks that its `tools/list` equals this section).
+fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, String> {
+    let service = SubagentService::new();
+    let provider = service
+        .register_provider(std::sync::Arc::new(dsh_subagent_spawn::SpawnProvider::new()))
+        .map_err(|error| error.to_string())?;
+    let tasks = TaskRegistry::new();
+    let task_tools = TaskToolsPlugin::apply(&tasks, tools).map_err(|error| error.to_string())?;
+    let control = dsh_subagent::SubagentControl::new(service.clone(), tasks.clone(), std::sync::Arc::new(NoChildren));
+    let control_tools =
+        dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools).map_err(|error| error.to_string())?;
+    let subagent = SubagentToolPlugin::apply_with_control(
+        SubagentToolConfig::new("spawn").enable_run_in_background(true),
+        &service,
+        tools,
+        &control,
+    )
+    .map_err(|error| error.to_string())?;
+    Ok(Box::new((
+        subagent,
+        control_tools,
+        task_tools,
+        control,
+        provider,
+        tasks,
+        service,
+    )))
 }
 
 fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {

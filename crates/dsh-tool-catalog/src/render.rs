@@ -21,7 +21,7 @@ pub fn render(packages: &[HarvestedPackage]) -> String {
         String::new(),
         "## Tool Package Map".into(),
         String::new(),
-        "One row per tool crate, in manifest order.".into(),
+        "One row per tool crate, in manifest order, then one for the tool set `dsh mcp` serves over the Model Context Protocol.".into(),
         String::new(),
         "| Tool package | Model-visible names | Requires | Writes / affects | Shipped aliases | Deployment note |".into(),
         "| --- | --- | --- | --- | --- | --- |".into(),

@@ -28,6 +28,15 @@ pub(crate) enum Command {
     /// model choice as `dsh run`. Stdout carries only the protocol; logs and
     /// progress go to stderr.
     Acp(AcpArgs),
+    /// Serve the dsh delegation tools as a Model Context Protocol (MCP) server on stdio.
+    ///
+    /// The tools are `subagent` (fresh in-process children, foreground or
+    /// background), `send_message`, `task_output`, `task_kill` and
+    /// `task_list`, with the same model choice as `dsh run`. The MCP session
+    /// is the calling agent: it owns its children and background tasks, and
+    /// closing stdin cancels and releases them all. Stdout carries only the
+    /// protocol; logs and progress go to stderr.
+    Mcp(McpArgs),
     /// Work with the configuration file (dsh.toml).
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -65,6 +74,30 @@ pub(crate) struct AgentArgs {
     /// The most model calls any one agent may make per run.
     #[arg(long, default_value_t = dsh_agent::DEFAULT_MAX_TURNS)]
     pub(crate) max_turns: u32,
+    /// Give the agents (parent and children) the tools of an MCP server on
+    /// stdio, as `mcp__<name>__<tool>`. The command line is split like a
+    /// shell's words. Repeatable.
+    #[arg(long = "mcp-server", value_name = "NAME=COMMAND LINE", value_parser = parse_mcp_server)]
+    pub(crate) mcp_servers: Vec<dsh_mcp::McpServerSpec>,
+}
+
+fn parse_mcp_server(text: &str) -> Result<dsh_mcp::McpServerSpec, String> {
+    dsh_mcp::McpServerSpec::parse(text).map_err(|error| error.to_string())
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct McpArgs {
+    /// Where transcripts (and so continuable background children) are kept.
+    #[arg(long, default_value = ".dsh")]
+    pub(crate) data_dir: PathBuf,
+    /// Hide the model banner and the live progress of children on stderr.
+    #[arg(long, short)]
+    pub(crate) quiet: bool,
+    /// How often a running tool call that asked for progress reports it, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5000)]
+    pub(crate) progress_interval: u64,
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
 }
 
 #[derive(Debug, clap::Args)]

@@ -7,18 +7,23 @@ use dsh_tool_catalog::{HarvestedPackage, manifest, render};
 use dsh_tools::ToolSpec;
 
 use crate::cli::ConfigCheckArgs;
-use crate::setup::Mounts;
+use crate::setup::{Mounts, Surface};
 use crate::{Failure, config, wording};
 
 pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     let config = config::load_from_cwd(args.config.as_deref())?;
     // As `dsh run` mounts them: with its default data directory (nothing is
     // created there), so continuable children and `send_message` show.
-    let mounts = Mounts::new(config.as_ref(), Some(Path::new(".dsh")))?;
+    let mounts = Mounts::new(config.as_ref(), Some(Path::new(".dsh")), Surface::Agent)?;
     eprintln!(
         "{}",
         wording::config_checked(config.as_ref().map(|config| config.path.as_path()))
     );
+    // Checking starts no process: MCP servers' tools are listed once they run.
+    let servers = config.as_ref().map_or(0, |config| config.mcp_servers.len());
+    if servers > 0 {
+        eprintln!("{}", wording::config_check_mcp_servers(servers));
+    }
     print!("{}", catalog(mounts.tools().specs(), mounts.delegation_tools())?);
     Ok(())
 }

@@ -7,12 +7,15 @@
 //! - `dsh transcript <agent-id>` prints one agent's transcript.
 //! - `dsh acp` serves the same parent agent over the Agent Client Protocol on
 //!   stdio, so any ACP client (or the `acp` subagent provider) can drive it.
+//! - `dsh mcp` serves the delegation tools as an MCP server on stdio, so any
+//!   MCP host can hand a task to a dsh child.
 //! - `dsh config check` checks `dsh.toml` and prints the parent's tool catalog.
 
 mod acp;
 mod cli;
 mod config;
 mod config_check;
+mod mcp;
 mod model;
 mod progress;
 mod resume;
@@ -90,6 +93,10 @@ fn main() -> ExitCode {
         cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
         cli::Command::Acp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => runtime.block_on(acp::serve(args)),
+            Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
+        },
+        cli::Command::Mcp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+            Ok(runtime) => runtime.block_on(mcp::serve(args)),
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
         },
     };

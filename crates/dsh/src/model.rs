@@ -76,6 +76,7 @@ mod tests {
             model: model.map(str::to_owned),
             script: None,
             max_turns: 4,
+            mcp_servers: Vec::new(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! `dsh run`: a parent agent with `subagent` (spawn) and `subagent_fork` (fork).
+//! `dsh run`: a parent agent (new, or resumed) with the delegation tools.
 
 use std::sync::Arc;
 
@@ -7,13 +7,19 @@ use dsh_tools::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::progress::Progress;
-use crate::setup::Setup;
+use crate::setup::{Setup, Surface};
 use crate::{Failure, wording};
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
-    let setup = Setup::new(&args.agent, config.as_ref(), Some(&args.data_dir), progress.clone())?;
+    let mut setup = Setup::new(
+        &args.agent,
+        config.as_ref(),
+        Some(&args.data_dir),
+        progress.clone(),
+        Surface::Agent,
+    )?;
     let parent = match &args.resume {
         Some(id) => {
             let (parent, repairs) = setup.resume(id)?;
@@ -24,6 +30,10 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
         }
         None => setup.parent("dsh run")?,
     };
+    // After the parent is found: an unknown id starts no server.
+    setup
+        .mount_mcp_servers(&crate::setup::mcp_servers(&args.agent, config.as_ref()))
+        .await?;
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
@@ -39,6 +49,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     // Nothing the parent started outlives it: background children still
     // running are killed and released before dsh exits.
     setup.tasks().dispose_owner(parent.id(), "dsh run finished").await;
+    setup.release_mcp_servers().await;
 
     if !args.quiet {
         let children = progress.children();

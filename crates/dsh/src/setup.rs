@@ -1,13 +1,15 @@
-//! What `dsh run` and `dsh acp` share: the model, the subagent service with
-//! the spawn and fork providers, the two delegation tools, `send_message`
-//! (with a data directory: background spawn children are continuable), and
+//! What `dsh run`, `dsh acp` and `dsh mcp` share: the model, the subagent
+//! service with its providers, the delegation tools (those of `dsh.toml`, or
+//! `subagent` and `subagent_fork`), `send_message` (with a data directory:
+//! background spawn children are continuable), the tools of MCP servers, and
 //! parent agents.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use dsh_agent::store::JsonlChildStore;
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_mcp::{ClientOptions, McpMount, McpServerSpec};
 use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
 use dsh_subagent_acp::AcpProvider;
 use dsh_subagent_api::ToolFilter;
@@ -26,8 +28,12 @@ use crate::{Failure, model, resume, wording};
 /// call the delegation tools (nor the task tools that collect background
 /// ones), and the depth cap backs that up. The parent may run them in the
 /// background (nor `send_message`, when it is mounted).
-fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> SubagentToolConfig {
-    let mut deny = vec!["subagent".to_owned(), "subagent_fork".to_owned()];
+fn child_policy(config: SubagentToolConfig, with_send_message: bool, surface: Surface) -> SubagentToolConfig {
+    // A filter may name only tools that exist: `dsh mcp` has no `subagent_fork`.
+    let mut deny = vec!["subagent".to_owned()];
+    if surface == Surface::Agent {
+        deny.push("subagent_fork".to_owned());
+    }
     deny.extend(dsh_tool_tasks::TOOL_NAMES.iter().map(|name| (*name).to_owned()));
     if with_send_message {
         deny.extend(
@@ -43,6 +49,17 @@ fn child_policy(config: SubagentToolConfig, with_send_message: bool) -> Subagent
             allow: None,
             deny: Some(deny),
         })
+}
+
+/// Which delegation tools the parent gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Surface {
+    /// `dsh run` and `dsh acp`: `subagent` (spawn) and `subagent_fork` (fork).
+    Agent,
+    /// `dsh mcp`: `subagent` (spawn) only. The calling agent is an MCP
+    /// session whose conversation lives in the MCP host, not here, so a fork
+    /// would inherit nothing while its description promises this conversation.
+    McpServer,
 }
 
 /// The delegation tools the parent sees, and what keeps them mounted: the
@@ -65,25 +82,36 @@ pub(crate) struct Mounts {
 pub(crate) const DEFAULT_TOOL_NAMES: [&str; 2] = ["subagent", "subagent_fork"];
 
 /// The default tools without a configuration file (or with one that has no
-/// `[[subagents]]`): `subagent` (spawn) and `subagent_fork` (fork), with the
-/// dsh child policy.
-fn default_subagents(with_send_message: bool) -> Vec<Subagent> {
-    [
-        (Provider::Spawn, SubagentToolConfig::new("spawn")),
-        (
+/// `[[subagents]]`): `subagent` (spawn) and, for an agent, `subagent_fork`
+/// (fork), with the dsh child policy.
+fn default_subagents(with_send_message: bool, surface: Surface) -> Vec<Subagent> {
+    let mut defaults = vec![(Provider::Spawn, SubagentToolConfig::new("spawn"))];
+    if surface == Surface::Agent {
+        defaults.push((
             Provider::Fork,
-            SubagentToolConfig::new("fork").tool_name("subagent_fork"),
-        ),
-    ]
-    .into_iter()
-    .map(|(provider, tool)| Subagent {
-        provider,
-        tool: child_policy(tool, with_send_message),
-    })
-    .collect()
+            SubagentToolConfig::new("fork").tool_name(DEFAULT_TOOL_NAMES[1]),
+        ));
+    }
+    defaults
+        .into_iter()
+        .map(|(provider, tool)| Subagent {
+            provider,
+            tool: child_policy(tool, with_send_message, surface),
+        })
+        .collect()
 }
 
-/// The model-visible names of the delegation tools a configuration mounts.
+/// The MCP servers to start: `--mcp-server`s first, then the file's.
+pub(crate) fn mcp_servers(args: &AgentArgs, config: Option<&Config>) -> Vec<McpServerSpec> {
+    let mut servers = args.mcp_servers.clone();
+    if let Some(config) = config {
+        servers.extend(config.mcp_servers.iter().cloned());
+    }
+    servers
+}
+
+/// The model-visible names of the delegation tools a configuration mounts
+/// for an agent (`dsh run`, `dsh acp`).
 pub(crate) fn delegation_tool_names(config: Option<&Config>) -> Vec<String> {
     match config {
         Some(config) if !config.subagents.is_empty() => config
@@ -95,23 +123,36 @@ pub(crate) fn delegation_tool_names(config: Option<&Config>) -> Vec<String> {
     }
 }
 
+/// The configured delegation tools a surface serves: `dsh mcp` serves no
+/// fork tool (the calling agent's conversation lives in the MCP host, so a
+/// fork would inherit nothing while its description promises this
+/// conversation); each one left out is named on stderr.
+fn served(subagents: &[Subagent], surface: Surface) -> Vec<Subagent> {
+    subagents
+        .iter()
+        .filter(|subagent| {
+            let serves = surface == Surface::Agent || !matches!(subagent.provider, Provider::Fork);
+            if !serves {
+                eprintln!("{}", wording::fork_not_served(&subagent.tool.tool_name));
+            }
+            serves
+        })
+        .cloned()
+        .collect()
+}
+
 impl Mounts {
     /// Registers the providers and mounts the tools. No child starts here and
     /// no process is spawned: an ACP provider runs its command per delegation.
-    pub(crate) fn new(config: Option<&Config>, data_dir: Option<&Path>) -> Result<Self, Failure> {
-        if let Some(config) = config
-            && !config.mcp_servers.is_empty()
-        {
-            return Err(Failure::usage(wording::mcp_servers_unavailable(&config.path)));
-        }
+    pub(crate) fn new(config: Option<&Config>, data_dir: Option<&Path>, surface: Surface) -> Result<Self, Failure> {
         let service = SubagentService::new();
         let tools = ToolRegistry::new();
         let tasks = TaskRegistry::new();
         let task_tools =
             TaskToolsPlugin::apply(&tasks, &tools).map_err(|error| Failure::internal(error.to_string()))?;
         let subagents = match config {
-            Some(config) if !config.subagents.is_empty() => config.subagents.clone(),
-            _ => default_subagents(data_dir.is_some()),
+            Some(config) if !config.subagents.is_empty() => served(&config.subagents, surface),
+            _ => default_subagents(data_dir.is_some(), surface),
         };
         let mut providers = vec![
             service.register_provider(Arc::new(SpawnProvider::new())),
@@ -142,12 +183,12 @@ impl Mounts {
             .collect();
         // A filter naming `send_message` where it is not mounted (no data
         // directory) means the same without that name.
-        let mut present = tools.names();
-        present.extend(delegation_tools.iter().cloned());
+        let absent =
+            |name: &String| dsh_tool_subagent_control::TOOL_NAMES.contains(&name.as_str()) && control.is_none();
         let subagents = subagents.into_iter().map(|mut subagent| {
             if let Some(filter) = &mut subagent.tool.tool_filter {
                 for names in [&mut filter.allow, &mut filter.deny].into_iter().flatten() {
-                    names.retain(|name| present.contains(name));
+                    names.retain(|name| !absent(name));
                 }
             }
             subagent
@@ -204,19 +245,22 @@ pub(crate) struct Setup {
     /// Set when `--model` or `[model].model` chose the model explicitly.
     explicit_model: bool,
     mounts: Mounts,
+    mcp: std::sync::Mutex<Vec<McpMount>>,
 }
 
 impl Setup {
     /// Chooses the model (`--script`, `--base-url`/`[model]`/`DSH_*`, else
-    /// the embedded scripted model) and mounts the delegation tools.
+    /// the embedded scripted model) and mounts the delegation tools; the MCP
+    /// servers start later ([`mount_mcp_servers`](Self::mount_mcp_servers)).
     pub(crate) fn new(
         args: &AgentArgs,
         config: Option<&Config>,
         data_dir: Option<&Path>,
         observer: Arc<dyn AgentObserver>,
+        surface: Surface,
     ) -> Result<Self, Failure> {
         let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
-        let mounts = Mounts::new(config, data_dir)?;
+        let mounts = Mounts::new(config, data_dir, surface)?;
         let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let notices = mounts.tasks.clone();
         let mut runtime = AgentRuntime::new(choice.model, mounts.tools.clone())
@@ -231,7 +275,40 @@ impl Setup {
             max_turns: args.max_turns,
             explicit_model: args.model.is_some() || file_model.model.is_some(),
             mounts,
+            mcp: std::sync::Mutex::default(),
         })
+    }
+
+    /// Starts each MCP server and mounts its tools for the parent and its
+    /// children (a child's `toolFilter` applies to them like to any tool).
+    /// A server that cannot start stops dsh with exit 2, before any model call.
+    pub(crate) async fn mount_mcp_servers(&mut self, servers: &[McpServerSpec]) -> Result<(), Failure> {
+        for spec in servers {
+            match McpMount::start(spec, self.runtime.tools(), &ClientOptions::default()).await {
+                Ok(mount) => self.mcp.get_mut().unwrap_or_else(PoisonError::into_inner).push(mount),
+                Err(error) => {
+                    self.release_mcp_servers().await;
+                    return Err(Failure::usage(format!("dsh: {error}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases every MCP server, waiting until their process groups are gone.
+    pub(crate) async fn release_mcp_servers(&self) {
+        let mounts = std::mem::take(&mut *self.mcp.lock().unwrap_or_else(PoisonError::into_inner));
+        for mount in mounts {
+            let server = mount.server().to_owned();
+            if let Err(error) = mount.release().await {
+                tracing::warn!(server = %server, "releasing the MCP server failed: {error}");
+            }
+        }
+    }
+
+    /// The tools every parent is offered.
+    pub(crate) fn tools(&self) -> &ToolRegistry {
+        self.runtime.tools()
     }
 
     /// The background tasks of every parent on this runtime.
@@ -296,8 +373,9 @@ mod tests {
             model: None,
             script: Some(script.path().to_owned()),
             max_turns: 4,
+            mcp_servers: Vec::new(),
         };
-        match Setup::new(&args, None, data_dir, Arc::new(Quiet)) {
+        match Setup::new(&args, None, data_dir, Arc::new(Quiet), Surface::Agent) {
             Ok(setup) => setup,
             Err(_) => panic!("setup failed"),
         }
@@ -370,8 +448,9 @@ mod filter_tests {
             model: None,
             script: Some(script),
             max_turns: 4,
+            mcp_servers: Vec::new(),
         };
-        let Ok(setup) = Setup::new(&args, Some(&config), None, Arc::new(Quiet)) else {
+        let Ok(setup) = Setup::new(&args, Some(&config), None, Arc::new(Quiet), Surface::Agent) else {
             panic!("setup failed")
         };
         assert!(setup.mounts.tools().get("send_message").is_none());

@@ -32,13 +32,6 @@ pub(crate) fn config_duplicate_mcp_server(name: &str, first: usize) -> String {
     format!("the MCP server name \"{name}\" is already used by mcp_servers[{first}]")
 }
 
-/// An MCP server name that cannot be part of a tool name.
-pub(crate) fn config_bad_mcp_name(name: &str) -> String {
-    format!(
-        "\"{name}\" is not a server name: use letters, digits, '_' and '-' (its tools are named mcp__<name>__<tool>)"
-    )
-}
-
 /// A name that cannot be an environment variable.
 pub(crate) fn config_bad_variable(name: &str) -> String {
     format!("{name:?} cannot name an environment variable")
@@ -89,11 +82,18 @@ pub(crate) fn resume_repaired(id: &str, repair: &str) -> String {
     format!("dsh: resuming {id}: {repair}")
 }
 
-/// `[[mcp_servers]]` in a build that cannot mount MCP servers.
-pub(crate) fn mcp_servers_unavailable(path: &std::path::Path) -> String {
+/// A configured fork tool that `dsh mcp` does not serve, on stderr.
+pub(crate) fn fork_not_served(tool: &str) -> String {
     format!(
-        "dsh: {}: mcp_servers: this dsh cannot mount MCP servers yet; remove the [[mcp_servers]] tables",
-        path.display()
+        "dsh mcp: not serving {tool}: a fork child inherits the calling agent's conversation, which lives in the MCP host"
+    )
+}
+
+/// `dsh config check` with MCP servers, whose tools it does not start.
+pub(crate) fn config_check_mcp_servers(count: usize) -> String {
+    format!(
+        "dsh: (plus the mcp__<server>__<tool> tools of {count} MCP server{}, which checking does not start)",
+        if count == 1 { "" } else { "s" }
     )
 }
 
@@ -140,4 +140,13 @@ pub(crate) fn config_unknown_filter_tool(name: &str, known: &[&str]) -> String {
         "names \"{name}\", which is not a tool of this harness (its tools: {})",
         known.join(", ")
     )
+}
+
+/// Why `dsh mcp` kills the background tasks still running when its client leaves.
+pub(crate) const MCP_SESSION_CLOSED: &str = "the MCP session closed";
+
+/// The stderr line of `dsh mcp` for a call its client cancelled (the client
+/// never receives this result).
+pub(crate) fn mcp_call_cancelled(tool: &str, result: &str) -> String {
+    format!("dsh mcp: the client cancelled a call to {tool}; it ended with: {result}")
 }

@@ -35,7 +35,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::cli::AcpArgs;
 use crate::progress::Progress;
-use crate::setup::Setup;
+use crate::setup::{Setup, Surface};
 use crate::{Failure, wording};
 
 mod stream;
@@ -87,12 +87,18 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let delegation_tools = crate::setup::delegation_tool_names(config.as_ref());
     let streams = Arc::new(Streams::new(delegation_tools));
     let observer = Arc::new(Tee(progress, streams.clone()));
-    let setup = Arc::new(Setup::new(
+    let mut setup = Setup::new(
         &args.agent,
         config.as_ref(),
         args.data_dir.as_deref(),
         observer,
-    )?);
+        Surface::Agent,
+    )?;
+    setup
+        .mount_mcp_servers(&crate::setup::mcp_servers(&args.agent, config.as_ref()))
+        .await?;
+    let setup = Arc::new(setup);
+    let at_exit = setup.clone();
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
@@ -104,7 +110,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let on_cancel = open;
     let load_setup = setup.clone();
 
-    acp::Agent
+    let served = acp::Agent
         .v1()
         .name("dsh")
         .on_receive_request(
@@ -249,8 +255,9 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             tokio::io::stdout().compat_write(),
             tokio::io::stdin().compat(),
         ))
-        .await
-        .map_err(|error| Failure::failed(format!("dsh acp: the connection failed: {error}")))
+        .await;
+    at_exit.release_mcp_servers().await;
+    served.map_err(|error| Failure::failed(format!("dsh acp: the connection failed: {error}")))
 }
 
 #[cfg(test)]

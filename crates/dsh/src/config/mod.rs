@@ -16,6 +16,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dsh_mcp::{McpServerSpec, SpecError};
 use dsh_subagent_acp::{AcpConfig, AcpProvider};
 use dsh_subagent_api::{AgentOptions, SubagentProvider, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
@@ -40,7 +41,7 @@ pub(crate) struct Config {
     /// `[[subagents]]`, in file order.
     pub(crate) subagents: Vec<Subagent>,
     /// `[[mcp_servers]]`, in file order.
-    pub(crate) mcp_servers: Vec<McpServer>,
+    pub(crate) mcp_servers: Vec<McpServerSpec>,
 }
 
 /// `[model]`: each key, when set, overrides the matching `DSH_*` variable;
@@ -73,15 +74,6 @@ pub(crate) enum Provider {
     Fork,
     /// An ACP provider of this tool's own.
     Acp(Box<AcpConfig>),
-}
-
-/// One MCP server, as `--mcp-server <name>=<command line>` would give it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct McpServer {
-    /// The server's name (its tools are `mcp__<name>__<tool>`).
-    pub(crate) name: String,
-    /// The command line that starts it.
-    pub(crate) command: String,
 }
 
 /// Finds and reads the configuration: `explicit` (which must exist), else
@@ -155,12 +147,17 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         .chain(dsh_tool_tasks::TOOL_NAMES.iter().copied())
         .chain(dsh_tool_subagent_control::TOOL_NAMES.iter().copied())
         .collect();
+    // MCP tools are known only once their servers run; ToolView checks them then.
+    let mounted_later = |name: &str| name.starts_with(dsh_mcp::TOOL_PREFIX);
     for (index, located) in subagents.iter().enumerate() {
         let Some(filter) = &located.subagent.tool.tool_filter else {
             continue;
         };
         let named = filter.allow.iter().chain(filter.deny.iter()).flatten();
-        if let Some(unknown) = named.into_iter().find(|name| !known.contains(&name.as_str())) {
+        if let Some(unknown) = named
+            .into_iter()
+            .find(|name| !known.contains(&name.as_str()) && !mounted_later(name))
+        {
             return Err(at(
                 located.filter_span.clone(),
                 format!("subagents[{index}].tool_filter"),
@@ -168,7 +165,7 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
             ));
         }
     }
-    let mut mcp_servers: Vec<(McpServer, Range<usize>)> = Vec::with_capacity(raw.mcp_servers.len());
+    let mut mcp_servers: Vec<(McpServerSpec, Range<usize>)> = Vec::with_capacity(raw.mcp_servers.len());
     for (index, entry) in raw.mcp_servers.into_iter().enumerate() {
         let server = resolve_mcp_server(index, entry.into_inner(), &at)?;
         if let Some(first) = mcp_servers.iter().position(|other| other.0.name == server.0.name) {
@@ -432,22 +429,22 @@ fn acp_config(
     Ok(config)
 }
 
+/// An `[[mcp_servers]]` entry as the MCP client takes it; its `command` is
+/// one command line, split into words like a shell's.
 fn resolve_mcp_server(
     index: usize,
     raw: RawMcpServer,
     at: &At<'_>,
-) -> Result<(McpServer, Range<usize>), ConfigFileError> {
+) -> Result<(McpServerSpec, Range<usize>), ConfigFileError> {
     let key = |name: &str| format!("mcp_servers[{index}].{name}");
-    let span = raw.name.span();
-    let name = non_empty(raw.name, &key("name"), at)?;
-    if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
-    {
-        return Err(at(Some(span), key("name"), wording::config_bad_mcp_name(&name)));
-    }
+    let (name_span, command_span) = (raw.name.span(), raw.command.span());
+    let name = raw.name.into_inner();
     let command = non_empty(raw.command, &key("command"), at)?;
-    Ok((McpServer { name, command }, span))
+    match McpServerSpec::from_command_line(name, &command) {
+        Ok(spec) => Ok((spec, name_span)),
+        Err(error @ SpecError::BadName { .. }) => Err(at(Some(name_span), key("name"), error.to_string())),
+        Err(error) => Err(at(Some(command_span), key("command"), error.to_string())),
+    }
 }
 
 #[cfg(test)]

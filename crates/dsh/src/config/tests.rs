@@ -96,10 +96,7 @@ command = "mcp-files --root ."
     assert_eq!(acp_config.dispose_term_grace, Duration::from_millis(700));
     assert_eq!(
         config.mcp_servers,
-        [McpServer {
-            name: "files".into(),
-            command: "mcp-files --root .".into()
-        }]
+        [dsh_mcp::McpServerSpec::new("files", "mcp-files", ["--root", "."]).unwrap()]
     );
 }
 
@@ -189,6 +186,10 @@ fn errors_name_file_line_column_and_key() {
             "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nenv = [\"A=B\"]\n",
         ),
         ("mcp server without command", "[[mcp_servers]]\nname = \"files\"\n"),
+        (
+            "unclosed quote in an mcp command",
+            "[[mcp_servers]]\nname = \"files\"\ncommand = \"mcp-files '/tmp\"\n",
+        ),
         (
             "bad mcp server name",
             "[[mcp_servers]]\nname = \"my files\"\ncommand = \"x\"\n",

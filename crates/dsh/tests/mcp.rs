@@ -1,0 +1,588 @@
+//! `dsh mcp` driven by rmcp's client over its stdio, and `--mcp-server`
+//! giving agents the tools of a test MCP server. Offline: the embedded
+//! scripted model or `--script`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use nix::errno::Errno;
+use nix::sys::signal::killpg;
+use nix::unistd::Pid;
+use rmcp::ClientHandler;
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam, Request};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+
+/// A hang guard, far above anything these tests wait for.
+const GUARD: Duration = Duration::from_secs(60);
+
+/// A script whose children answer prompts containing "slow" only after a minute.
+const SLOW_SCRIPT: &str = r#"{"rules": [
+  {"when": {"last_user_contains": "slow"}, "reply": {"text": "never finished", "delay_ms": 60000}},
+  {"when": {}, "reply": {"text": "quick answer"}}
+]}"#;
+
+/// The test MCP server of `dsh-mcp` (built on demand: it is another package's binary).
+fn test_server() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let bin_dir = Path::new(DSH).parent().unwrap();
+        let path = bin_dir.join("mcp-test-server");
+        if !path.is_file() {
+            let target_dir = bin_dir.parent().unwrap();
+            let status = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+                .args(["build", "-p", "dsh-mcp", "--bin", "mcp-test-server", "--target-dir"])
+                .arg(target_dir)
+                .status()
+                .unwrap();
+            assert!(status.success(), "building mcp-test-server failed");
+        }
+        path
+    })
+    .clone()
+}
+
+/// Collects progress notifications.
+struct Client {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        let _ = self.progress.send(params);
+    }
+}
+
+/// A running `dsh mcp` (in its own process group), its rmcp client, its stderr and progress.
+struct Session {
+    child: Child,
+    client: Option<RunningService<RoleClient, Client>>,
+    stderr: Arc<Mutex<String>>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+}
+
+async fn start(dir: &Path, extra: &[&str]) -> Session {
+    let mut child = Command::new(DSH)
+        .arg("mcp")
+        .arg("--data-dir")
+        .arg(dir.join(".dsh"))
+        .args(["--progress-interval", "50"])
+        .args(extra)
+        .current_dir(dir)
+        .env_remove("DSH_API_KEY")
+        .env_remove("DSH_BASE_URL")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stderr = Arc::new(Mutex::new(String::new()));
+    let mut pipe = child.stderr.take().unwrap();
+    let sink = stderr.clone();
+    tokio::spawn(async move {
+        let mut buffer = [0u8; 4096];
+        while let Ok(read @ 1..) = pipe.read(&mut buffer).await {
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..read]));
+        }
+    });
+    let (tx, progress) = mpsc::unbounded_channel();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let client = tokio::time::timeout(GUARD, Client { progress: tx }.serve(transport))
+        .await
+        .unwrap()
+        .unwrap_or_else(|error| panic!("initialize failed: {error}; stderr: {}", stderr.lock().unwrap()));
+    Session {
+        child,
+        client: Some(client),
+        stderr,
+        progress,
+    }
+}
+
+impl Session {
+    fn client(&self) -> &RunningService<RoleClient, Client> {
+        self.client.as_ref().unwrap()
+    }
+
+    async fn call(&self, tool: &str, args: Value) -> (String, bool) {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        let result = tokio::time::timeout(
+            GUARD,
+            self.client()
+                .peer()
+                .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        text_of(&result)
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Closes the client (and so dsh's stdin) and waits for dsh to exit.
+    async fn close(mut self) -> (std::process::ExitStatus, String) {
+        if let Some(client) = self.client.take() {
+            let _ = client.cancel().await;
+        }
+        let status = tokio::time::timeout(GUARD, self.child.wait()).await.unwrap().unwrap();
+        (status, self.stderr())
+    }
+}
+
+fn text_of(result: &CallToolResult) -> (String, bool) {
+    let text = result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (text, result.is_error == Some(true))
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    std::fs::write(dir.join(name), body).unwrap();
+    name.to_owned()
+}
+
+async fn wait_group_gone(pgid: Pid) {
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while killpg(pgid, None) != Err(Errno::ESRCH) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "process group {pgid} still exists"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The `dsh mcp` section of the catalog: (name, description, schema text) per tool.
+fn catalog_tools() -> Vec<(String, String, String)> {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/tool-catalog.md")).unwrap();
+    let section = page
+        .split("\n## `dsh mcp`\n")
+        .nth(1)
+        .expect("the catalog has a dsh mcp section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .split("\n### `")
+        .skip(1)
+        .map(|tool| {
+            let (name, rest) = tool.split_once("`\n\n").unwrap();
+            let (description, rest) = rest.split_once("\n\n```json\n").unwrap();
+            let (schema, _) = rest.split_once("\n```\n").unwrap();
+            (name.to_owned(), description.to_owned(), schema.to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_and_tools_list_match_the_catalog_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = start(dir.path(), &["--quiet"]).await;
+    let info = session.client().peer().peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().map(|i| i.name.as_str()), Some("dsh"));
+    assert!(info.capabilities.tools.is_some());
+    let listed = session.client().peer().list_all_tools().await.unwrap();
+    let served: Vec<(String, String, String)> = listed
+        .iter()
+        .map(|tool| {
+            (
+                tool.name.to_string(),
+                tool.description.as_deref().unwrap_or_default().to_owned(),
+                serde_json::to_string_pretty(&*tool.input_schema).unwrap(),
+            )
+        })
+        .collect();
+    let catalog = catalog_tools();
+    assert_eq!(
+        served.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(),
+        ["send_message", "subagent", "task_kill", "task_list", "task_output"]
+    );
+    assert_eq!(served, catalog);
+    let (status, stderr) = session.close().await;
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stderr, "", "--quiet keeps stderr empty");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subagent_runs_in_the_foreground_and_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = start(dir.path(), &["--quiet"]).await;
+    let (text, is_error) = session
+        .call("subagent", json!({"description": "say hi", "prompt": "Say hi."}))
+        .await;
+    assert!(!is_error, "{text}");
+    assert!(
+        text.starts_with("Scripted subagent here. I was asked: \"Say hi.\""),
+        "{text}"
+    );
+
+    let (started, is_error) = session
+        .call(
+            "subagent",
+            json!({"description": "in the back", "prompt": "Work quietly.", "run_in_background": true}),
+        )
+        .await;
+    assert!(!is_error, "{started}");
+    assert!(
+        started.starts_with("started subagent ") && started.ends_with(" as task subagent-1"),
+        "{started}"
+    );
+    let (output, is_error) = session
+        .call(
+            "task_output",
+            json!({"task_id": "subagent-1", "wait": true, "timeout_ms": 30000}),
+        )
+        .await;
+    assert!(!is_error, "{output}");
+    assert!(output.contains("I was asked: \"Work quietly.\""), "{output}");
+    assert!(output.ends_with("[status: completed]"), "{output}");
+
+    let (bad, is_error) = session.call("subagent", json!({"description": "x", "prompt": 7})).await;
+    assert!(is_error);
+    assert_eq!(
+        bad,
+        "Error: subagent argument \"prompt\" must be a string, got a number"
+    );
+    session.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_delegation_reports_progress_then_ends_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = script(dir.path(), "slow.json", SLOW_SCRIPT);
+    let mut session = start(dir.path(), &["--script", &slow]).await;
+    let mut args = serde_json::Map::new();
+    args.insert("description".into(), json!("slow work"));
+    args.insert("prompt".into(), json!("slow task"));
+    let handle = session
+        .client()
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(
+                CallToolRequestParams::new("subagent").with_arguments(args),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let progress = tokio::time::timeout(GUARD, session.progress.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(progress.progress_token, handle.progress_token);
+    assert!(
+        progress
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("subagent still running after "),
+        "{progress:?}"
+    );
+    handle.cancel(Some("the user changed their mind".into())).await.unwrap();
+    let line = "dsh mcp: the client cancelled a call to subagent; it ended with: Error: subagent run was cancelled";
+    let deadline = tokio::time::Instant::now() + GUARD;
+    while !session.stderr().contains(line) {
+        assert!(tokio::time::Instant::now() < deadline, "{}", session.stderr());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The session goes on.
+    let (text, _) = session
+        .call("subagent", json!({"description": "next", "prompt": "quick"}))
+        .await;
+    assert_eq!(text, "quick answer");
+    let (status, _) = session.close().await;
+    assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sessions_do_not_see_each_others_children_or_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = script(dir.path(), "slow.json", SLOW_SCRIPT);
+    // Both sessions share one data directory (and so one child store).
+    let first = start(dir.path(), &["--quiet", "--script", &slow]).await;
+    let second = start(dir.path(), &["--quiet", "--script", &slow]).await;
+    let (started, _) = first
+        .call(
+            "subagent",
+            json!({"description": "first's child", "prompt": "quick job", "run_in_background": true}),
+        )
+        .await;
+    let child_id = started
+        .strip_prefix("started subagent ")
+        .and_then(|rest| rest.strip_suffix(" as task subagent-1"))
+        .unwrap()
+        .to_owned();
+    let (done, _) = first
+        .call("task_output", json!({"task_id": "subagent-1", "wait": true}))
+        .await;
+    assert!(done.ends_with("[status: completed]"), "{done}");
+
+    let (list, _) = second.call("task_list", json!({})).await;
+    assert!(!list.contains("subagent-1"), "{list}");
+    let (output, is_error) = second.call("task_output", json!({"task_id": "subagent-1"})).await;
+    assert!(is_error, "{output}");
+    // Messaging the first session's child starts a task that fails: it is not this session's child.
+    let (sent, _) = second
+        .call(
+            "send_message",
+            json!({"subagent_id": child_id, "message": "hello from elsewhere"}),
+        )
+        .await;
+    let task = sent.split_whitespace().nth(3).unwrap_or_default().to_owned();
+    let (failed, _) = second.call("task_output", json!({"task_id": task, "wait": true})).await;
+    assert!(failed.contains("[status: failed"), "{sent} / {failed}");
+    // The owner can continue it.
+    let (continued, is_error) = first
+        .call("send_message", json!({"subagent_id": child_id, "message": "and again"}))
+        .await;
+    assert!(!is_error, "{continued}");
+    first.close().await;
+    second.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stdin_cancels_everything_and_leaves_no_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let slow = script(dir.path(), "slow.json", SLOW_SCRIPT);
+    let log = dir.path().join("server.log");
+    let server = format!(
+        "t=env MCP_TEST_LOG={} {} --grandchild",
+        log.display(),
+        test_server().display()
+    );
+    let session = start(dir.path(), &["--quiet", "--script", &slow, "--mcp-server", &server]).await;
+    let dsh_group = Pid::from_raw(session.child.id().unwrap() as i32);
+    let (started, _) = session
+        .call(
+            "subagent",
+            json!({"description": "forever", "prompt": "slow", "run_in_background": true}),
+        )
+        .await;
+    assert!(started.ends_with("as task subagent-1"), "{started}");
+    let (echo, _) = session.call("mcp__t__echo", json!({"text": "hi"})).await;
+    assert_eq!(echo, "echo: hi", "dsh mcp serves the parent's MCP tools too");
+    let pid_line = std::fs::read_to_string(&log).unwrap();
+    let server_group = Pid::from_raw(pid_line.lines().next().unwrap()[4..].parse().unwrap());
+
+    let (status, stderr) = session.close().await;
+    assert!(status.success(), "{stderr}");
+    wait_group_gone(server_group).await;
+    wait_group_gone(dsh_group).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_cannot_start_stops_dsh_with_exit_2_before_any_model_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    model.set_nonblocking(true).unwrap();
+    let base_url = format!("http://{}", model.local_addr().unwrap());
+    for command in ["run", "acp", "mcp"] {
+        let mut args = vec![
+            command,
+            "--base-url",
+            &base_url,
+            "--mcp-server",
+            "nope=/nonexistent/server --flag",
+        ];
+        if command == "run" {
+            args.push("do something");
+        }
+        let output = std::process::Command::new(DSH)
+            .args(&args)
+            .current_dir(dir.path())
+            .env("DSH_API_KEY", "k")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
+        assert!(output.stdout.is_empty(), "{command}");
+        assert_eq!(
+            stderr.trim_end(),
+            "dsh: MCP server \"nope\" failed to start: cannot run \"/nonexistent/server\": No such file or directory (os error 2)",
+            "{command}"
+        );
+    }
+    assert!(model.accept().is_err(), "no model call was made");
+    let bad = std::process::Command::new(DSH)
+        .args(["run", "--mcp-server", "no equals sign", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("expected <name>=<command line>, got \"no equals sign\""));
+}
+
+#[test]
+fn dsh_run_gives_a_child_the_mcp_tools_and_the_child_reports_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let script_body = json!({"rules": [
+        {"when": {"last_user_contains": "ask the echo server", "last_message": "user", "tool_offered": "mcp__t__echo"},
+         "reply": {"tool_calls": [{"name": "mcp__t__echo", "arguments": {"text": "from the child"}}]}},
+        {"when": {"last_tool": "mcp__t__echo"},
+         "reply": {"text": "the child heard: {{last_tool_result}}"}},
+        {"when": {"last_tool": "subagent"},
+         "reply": {"text": "parent done: {{last_tool_result}}"}},
+        {"when": {"last_message": "user"},
+         "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "echo", "prompt": "ask the echo server"}}]}}
+    ]});
+    std::fs::write(dir.path().join("mcp.json"), script_body.to_string()).unwrap();
+    let server = format!("t={}", test_server().display());
+    let output = std::process::Command::new(DSH)
+        .args(["run", "--quiet", "--script", "mcp.json", "--mcp-server", &server, "go"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdout.trim_end(), "parent done: the child heard: echo: from the child");
+}
+
+#[test]
+fn stdout_carries_only_the_protocol() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(DSH)
+        .args(["mcp", "--data-dir", ".dsh", "--mcp-server"])
+        .arg(format!("t={}", test_server().display()))
+        .current_dir(dir.path())
+        .env_remove("DSH_API_KEY")
+        .env_remove("DSH_BASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "subagent", "arguments": {"description": "d", "prompt": "p"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "mcp__t__echo", "arguments": {"text": "raw"}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for request in &requests {
+        writeln!(stdin, "{request}").unwrap();
+    }
+    // Answers come before stdin closes: wait for them by reading, then close.
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let mut answered = Vec::new();
+    while answered.len() < 3 {
+        let line = lines.next().unwrap().unwrap();
+        let message: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout: {line:?}: {e}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = message["id"].as_u64() {
+            answered.push((id, message));
+        }
+    }
+    drop(stdin);
+    for line in lines {
+        let line = line.unwrap();
+        assert!(
+            serde_json::from_str::<Value>(&line).is_ok(),
+            "not JSON on stdout: {line:?}"
+        );
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    answered.sort_by_key(|(id, _)| *id);
+    assert_eq!(answered[2].1["result"]["content"][0]["text"], "echo: raw");
+    assert_eq!(answered[1].1["result"]["isError"], false);
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains("\ndsh: using the embedded scripted model"),
+        "the banner goes to stderr: {stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_and_acp_release_their_mcp_servers_before_exiting() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["run", "acp"] {
+        let log = dir.path().join(format!("{command}.log"));
+        let server = format!(
+            "t=env MCP_TEST_LOG={} {} --grandchild",
+            log.display(),
+            test_server().display()
+        );
+        let mut args = vec![command, "--quiet", "--mcp-server", &server];
+        if command == "run" {
+            args.extend(["--data-dir", ".dsh", "hello"]);
+        }
+        let output = Command::new(DSH)
+            .args(&args)
+            .current_dir(dir.path())
+            .env_remove("DSH_API_KEY")
+            .env_remove("DSH_BASE_URL")
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let pid_line = std::fs::read_to_string(&log).unwrap();
+        let group = Pid::from_raw(pid_line.lines().next().unwrap()[4..].parse().unwrap());
+        // Released before dsh exited: the group (server and grandchild) is already gone.
+        assert_eq!(killpg(group, None), Err(Errno::ESRCH), "{command}");
+    }
+}
+
+#[test]
+fn a_server_that_crashes_mid_run_fails_its_tool_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let script_body = json!({"rules": [
+        {"when": {"last_tool": "mcp__t__crash"}, "reply": {"text": "carried on after: {{last_tool_result}}"}},
+        {"when": {"last_message": "user"}, "reply": {"tool_calls": [{"name": "mcp__t__crash", "arguments": {}}]}}
+    ]});
+    std::fs::write(dir.path().join("crash.json"), script_body.to_string()).unwrap();
+    let server = format!("t={}", test_server().display());
+    let output = std::process::Command::new(DSH)
+        .args([
+            "run",
+            "--quiet",
+            "--script",
+            "crash.json",
+            "--mcp-server",
+            &server,
+            "go",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        stdout.trim_end(),
+        "carried on after: Error: MCP server \"t\" exited during the call to its tool \"crash\" (it exited with exit code 3; its last stderr line: test server: crashing on purpose)"
+    );
+}
