@@ -139,3 +139,53 @@ fn dsh_run_uses_the_file_in_the_working_directory() {
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout), "Child said: Arr, done.\n");
 }
+
+#[test]
+fn the_files_mcp_servers_give_the_parent_their_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("script.json"),
+        r#"{"rules": [
+          {"when": {"last_message": "user", "tool_offered": "mcp__inner__task_list"}, "reply": {"tool_calls": [
+            {"name": "mcp__inner__task_list", "arguments": {}}]}},
+          {"when": {"last_tool": "mcp__inner__task_list"}, "reply": {"text": "listed: {{last_tool_result}}"}},
+          {"when": {}, "reply": {"text": "no MCP tool offered"}}
+        ]}"#,
+    )
+    .unwrap();
+    // `dsh mcp` itself as the MCP server. Not `dsh.toml`: the server runs in
+    // this directory and must not read this file and start itself again.
+    std::fs::write(
+        dir.path().join("parent.toml"),
+        format!(
+            "[[mcp_servers]]\nname = \"inner\"\ncommand = \"{DSH} mcp --quiet --data-dir inner-data --script script.json\"\n"
+        ),
+    )
+    .unwrap();
+    let output = dsh(
+        dir.path(),
+        &[
+            "run",
+            "--quiet",
+            "--config",
+            "parent.toml",
+            "--script",
+            "script.json",
+            "go",
+        ],
+    );
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout} {}", text(&output.stderr));
+    assert!(stdout.starts_with("listed: "), "{stdout}");
+    assert!(!stdout.contains("Error"), "{stdout}");
+
+    // Checking the file starts no server, and says so.
+    let check = dsh(dir.path(), &["config", "check", "--config", "parent.toml"]);
+    assert!(check.status.success());
+    assert!(
+        text(&check.stderr)
+            .ends_with("dsh: (plus the mcp__<server>__<tool> tools of 1 MCP server, which checking does not start)\n"),
+        "{}",
+        text(&check.stderr)
+    );
+}
