@@ -90,3 +90,29 @@ async fn the_fork_tool_uses_the_inherited_wording() {
         .unwrap();
     assert!(standalone.description.contains("does not see this conversation"));
 }
+
+#[test]
+fn mounted_over_spawn_and_fork_the_tool_takes_their_wording() {
+    use std::sync::Arc;
+
+    use dsh_subagent::SubagentService;
+    use dsh_subagent_fork::ForkProvider;
+    use dsh_subagent_spawn::SpawnProvider;
+    use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin, Wording};
+    use dsh_tools::ToolRegistry;
+
+    let service = SubagentService::new();
+    let tools = ToolRegistry::new();
+    let _spawn = service.register_provider(Arc::new(SpawnProvider::new())).unwrap();
+    let _fork = service.register_provider(Arc::new(ForkProvider::new())).unwrap();
+    let spawn_tool = SubagentToolPlugin::apply(SubagentToolConfig::new("spawn"), &service, &tools).unwrap();
+    let fork_tool = SubagentToolPlugin::apply(
+        SubagentToolConfig::new("fork").tool_name("subagent_fork"),
+        &service,
+        &tools,
+    )
+    .unwrap();
+    assert_eq!(tools.names(), ["subagent", "subagent_fork"]);
+    assert_eq!(spawn_tool.wording(), Some(Wording::Standalone));
+    assert_eq!(fork_tool.wording(), Some(Wording::Inherited));
+}

@@ -116,15 +116,9 @@ async fn sibling_delegations_in_one_message_both_complete() {
 async fn configured_agent_options_and_persona_shape_the_child() {
     let harness = Harness::with(script([child_rules(), parent_rules()].concat()), |config| {
         config
-            .agent_options(AgentOptions {
-                model: Some("child-model".into()),
-                ..AgentOptions::default()
-            })
+            .agent_options(AgentOptions::new().with_model("child-model"))
             .persona("You are the child.")
-            .tool_filter(ToolFilter {
-                allow: None,
-                deny: Some(vec!["subagent".into(), "subagent_fork".into()]),
-            })
+            .tool_filter(ToolFilter::denying(vec!["subagent", "subagent_fork"]))
     });
     harness.parent().run("go", &CancellationToken::new()).await;
     let child_requests = harness.model.requests_for("Find the code word");
@@ -142,10 +136,7 @@ async fn configured_agent_options_and_persona_shape_the_child() {
 #[tokio::test]
 async fn the_tool_filter_is_enforced_in_the_schema_and_at_execution() {
     let harness = Harness::with(script([child_rules(), parent_rules()].concat()), |config| {
-        config.tool_filter(ToolFilter {
-            allow: None,
-            deny: Some(vec!["subagent".into(), "subagent_fork".into(), "lookup".into()]),
-        })
+        config.tool_filter(ToolFilter::denying(vec!["subagent", "subagent_fork", "lookup"]))
     });
     let outcome = harness.parent().run("go", &CancellationToken::new()).await;
     assert_eq!(
@@ -159,10 +150,7 @@ async fn the_tool_filter_is_enforced_in_the_schema_and_at_execution() {
 #[tokio::test]
 async fn a_filter_naming_an_unknown_tool_fails_the_start_clearly() {
     let harness = Harness::with(script(parent_rules()), |config| {
-        config.tool_filter(ToolFilter {
-            allow: None,
-            deny: Some(vec!["lokup".into()]),
-        })
+        config.tool_filter(ToolFilter::denying(vec!["lokup"]))
     });
     let outcome = harness.parent().run("go", &CancellationToken::new()).await;
     assert_eq!(

@@ -84,10 +84,7 @@ impl Harness {
     /// delegate further).
     pub fn new(script: Value) -> Self {
         let children_do_not_delegate = |config: SubagentToolConfig| {
-            config.tool_filter(dsh_subagent_api::ToolFilter {
-                allow: None,
-                deny: Some(vec!["subagent".into(), "subagent_fork".into()]),
-            })
+            config.tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent", "subagent_fork"]))
         };
         Self::with(script, children_do_not_delegate)
     }

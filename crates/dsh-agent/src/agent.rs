@@ -201,7 +201,8 @@ impl AgentBuilder {
     /// Builds the agent and, with a data directory, starts its transcript.
     pub fn build(mut self) -> Result<Agent, AgentError> {
         let mut tools = match self.tool_filter.take() {
-            Some(filter) => ToolView::filtered(self.runtime.tools().clone(), filter).map_err(AgentError::ToolFilter)?,
+            Some(filter) => ToolView::filtered(self.runtime.tools().clone(), filter)
+                .map_err(|error| AgentError::ToolFilter(error.to_string()))?,
             None => ToolView::all(self.runtime.tools().clone()),
         };
         for tool in std::mem::take(&mut self.local_tools) {

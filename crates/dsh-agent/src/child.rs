@@ -1,5 +1,6 @@
 //! The in-process child driver shared by the spawn and fork providers.
 
+use dsh_subagent_api::ErrorCode as SubagentCode;
 use dsh_subagent_api::{
     ContentBlock, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer, StopReason,
     SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
@@ -12,7 +13,7 @@ use futures::future::BoxFuture;
 
 use crate::structured::{Captured, StructuredOutput};
 use crate::transcript::{TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
-use crate::{Agent, AgentStop, RunOutcome, SteerRefused, wording};
+use crate::{Agent, AgentStop, ErrorCode, RunOutcome, SteerRefused, wording};
 
 /// What the child starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +111,8 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
     let parent = in_process_parent(&request.cancel, &request.parent)?;
     let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
     let id = AgentId::new(request.child_id.clone());
-    let unavailable = || SubagentError::failed_with_code(wording::child_unavailable(id.as_str()), "NOT_RESUMABLE");
+    let unavailable =
+        || SubagentError::failed_with_code(wording::child_unavailable(id.as_str()), SubagentCode::NotResumable);
     let path = transcript_path(data_dir, &id);
     let transcript = read_transcript(&path).map_err(|_| unavailable())?;
     let Some(TranscriptEntry::Header {
@@ -130,11 +132,11 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
     if recorded_parent.as_ref() != Some(parent.id()) {
         return Err(SubagentError::failed_with_code(
             wording::foreign_child(id.as_str()),
-            "UNAUTHORIZED",
+            SubagentCode::Unauthorized,
         ));
     }
     for diagnostic in repair_for_resume(&path, &transcript)
-        .map_err(|error| SubagentError::failed_with_code(error.to_string(), "TRANSCRIPT_REPAIR_FAILED"))?
+        .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::TranscriptRepairFailed))?
     {
         tracing::warn!(child = %id, "{diagnostic}");
     }
@@ -162,7 +164,7 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
     }
     let child = builder
         .build()
-        .map_err(|error| SubagentError::failed_with_code(error.to_string(), "CHILD_SETUP_FAILED"))?;
+        .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
     Ok(publish(
         child,
         parent,
@@ -175,7 +177,7 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
 /// Refuses a start cancelled before publication, then finds the calling
 /// agent: in-process children need a dsh [`Agent`] parent.
 fn persistence_unavailable() -> SubagentError {
-    SubagentError::failed_with_code(wording::PERSISTENCE_UNAVAILABLE, "PERSISTENCE_UNAVAILABLE")
+    SubagentError::failed_with_code(wording::PERSISTENCE_UNAVAILABLE, SubagentCode::PersistenceUnavailable)
 }
 
 fn in_process_parent(cancel: &CancellationToken, parent: &AgentRef) -> Result<Arc<Agent>, SubagentError> {
@@ -184,7 +186,7 @@ fn in_process_parent(cancel: &CancellationToken, parent: &AgentRef) -> Result<Ar
     }
     parent
         .handle::<Agent>()
-        .ok_or_else(|| SubagentError::failed_with_code(wording::NOT_IN_PROCESS_PARENT, "NOT_IN_PROCESS"))
+        .ok_or_else(|| SubagentError::failed_with_code(wording::NOT_IN_PROCESS_PARENT, ErrorCode::NotInProcess))
 }
 
 fn start(
@@ -202,7 +204,7 @@ fn start(
     let structured = match request.output_schema.clone() {
         Some(schema) => {
             let (tool, captured) = StructuredOutput::new(schema)
-                .map_err(|message| SubagentError::failed_with_code(message, "INVALID_OUTPUT_SCHEMA"))?;
+                .map_err(|message| SubagentError::failed_with_code(message, SubagentCode::InvalidOutputSchema))?;
             system_prompt.push_str("\n\n");
             system_prompt.push_str(wording::STRUCTURED_OUTPUT_INSTRUCTION);
             Some((Arc::new(tool), captured))
@@ -234,7 +236,7 @@ fn start(
     }
     let child = builder
         .build()
-        .map_err(|error| SubagentError::failed_with_code(error.to_string(), "CHILD_SETUP_FAILED"))?;
+        .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
 
     let captured = structured.map(|(_, captured)| captured);
     Ok(publish(
@@ -287,7 +289,7 @@ fn publish(
 /// result is then decided.
 fn steerer(child: Agent, captured: Option<Captured>) -> Steerer {
     Steerer::new(move |content| {
-        let refused = |text: String| SubagentError::failed_with_code(text, "NOT_DELIVERED");
+        let refused = |text: String| SubagentError::failed_with_code(text, SubagentCode::NotDelivered);
         let id = child.id().as_str();
         if let Some(captured) = &captured
             && captured.lock().unwrap_or_else(PoisonError::into_inner).is_some()

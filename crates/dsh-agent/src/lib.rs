@@ -44,6 +44,7 @@
 
 mod agent;
 pub mod child;
+mod code;
 mod notices;
 mod observer;
 mod outcome;
@@ -56,11 +57,12 @@ mod usage;
 pub mod wording;
 
 pub use agent::{Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, SteerRefused};
+pub use code::ErrorCode;
 pub use notices::NoticeSource;
 pub use observer::{AgentInfo, AgentObserver};
 pub use outcome::{AgentStop, RunOutcome};
 pub use runtime::AgentRuntime;
-pub use tools::ToolView;
+pub use tools::{ToolView, UnknownFilterTool};
 pub use usage::{UsageTotals, add as add_usage};
 
 #[cfg(doctest)]

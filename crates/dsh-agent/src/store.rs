@@ -30,12 +30,17 @@ impl JsonlChildStore {
             Err(TranscriptError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(None);
             }
-            Err(error) => return Err(SubagentError::failed_with_code(error.to_string(), "STORE_FAILED")),
+            Err(error) => {
+                return Err(SubagentError::failed_with_code(
+                    error.to_string(),
+                    crate::ErrorCode::StoreFailed,
+                ));
+            }
         };
         let Some(TranscriptEntry::Header { id, parent, .. }) = transcript.entries.first() else {
             return Err(SubagentError::failed_with_code(
                 format!("transcript {} has no header", path.display()),
-                "STORE_FAILED",
+                crate::ErrorCode::StoreFailed,
             ));
         };
         if expected.is_some_and(|expected| expected != id.as_str()) {
@@ -50,12 +55,10 @@ impl JsonlChildStore {
             }
             None => None,
         };
-        Ok(Some(ChildRecord {
-            id: id.to_string(),
-            parent: parent.clone(),
-            descriptor,
-            diagnostic: (!diagnostics.is_empty()).then(|| diagnostics.join("; ")),
-        }))
+        let mut record = ChildRecord::new(id.to_string(), parent.clone());
+        record.descriptor = descriptor;
+        record.diagnostic = (!diagnostics.is_empty()).then(|| diagnostics.join("; "));
+        Ok(Some(record))
     }
 }
 
@@ -80,7 +83,12 @@ impl ChildStore for JsonlChildStore {
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(error) => return Err(SubagentError::failed_with_code(error.to_string(), "STORE_FAILED")),
+            Err(error) => {
+                return Err(SubagentError::failed_with_code(
+                    error.to_string(),
+                    crate::ErrorCode::StoreFailed,
+                ));
+            }
         };
         let mut paths: Vec<PathBuf> = entries
             .filter_map(Result::ok)

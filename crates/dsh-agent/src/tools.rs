@@ -9,6 +9,21 @@ use serde_json::Value;
 
 use crate::wording;
 
+/// A tool filter names a tool the registry does not have.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct UnknownFilterTool {
+    message: String,
+    name: String,
+}
+
+impl UnknownFilterTool {
+    /// The name the filter used.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// The tools one agent may see and call: a registry seen through a filter,
 /// plus tools local to this agent (such as a child's `structured_output`),
 /// which the filter does not apply to and which shadow registry tools.
@@ -54,11 +69,14 @@ impl ToolView {
     ///
     /// Fails when the filter names a tool the registry does not have: a typo
     /// in a filter must not silently widen or narrow what a child can do.
-    pub fn filtered(registry: ToolRegistry, filter: ToolFilter) -> Result<Self, String> {
+    pub fn filtered(registry: ToolRegistry, filter: ToolFilter) -> Result<Self, UnknownFilterTool> {
         let known = registry.names();
         let named = filter.allow.iter().chain(filter.deny.iter()).flatten();
         if let Some(unknown) = named.into_iter().find(|name| !known.contains(name)) {
-            return Err(wording::unknown_filter_tool(unknown, &known));
+            return Err(UnknownFilterTool {
+                message: wording::unknown_filter_tool(unknown, &known),
+                name: unknown.clone(),
+            });
         }
         Ok(Self {
             registry,
@@ -108,7 +126,7 @@ impl ToolView {
     pub async fn call(&self, name: &str, arguments: &str, exec: ToolExecution) -> ToolResult {
         if !self.permits(name) {
             return dsh_tools::ToolError::new(wording::tool_not_available(name))
-                .with_code("TOOL_NOT_AVAILABLE")
+                .with_code(crate::ErrorCode::ToolNotAvailable)
                 .into();
         }
         let args = if arguments.trim().is_empty() {
@@ -118,7 +136,7 @@ impl ToolView {
                 Ok(args) => args,
                 Err(error) => {
                     return dsh_tools::ToolError::new(wording::arguments_not_json(name, &error.to_string()))
-                        .with_code("INVALID_ARGUMENTS")
+                        .with_code(dsh_tools::ErrorCode::InvalidArguments)
                         .into();
                 }
             }

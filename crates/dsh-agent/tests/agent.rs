@@ -160,10 +160,7 @@ async fn a_filter_hides_and_refuses_and_an_unknown_name_fails_the_build() {
         {"when": {"last_message": "user"}, "reply": {"tool_calls": [{"name": "lookup", "arguments": {"key": "a"}}]}},
         {"when": {"last_message": "tool"}, "reply": {"text": "{{last_tool_result}}"}}
     ]});
-    let filter = ToolFilter {
-        allow: None,
-        deny: Some(vec!["lookup".into()]),
-    };
+    let filter = ToolFilter::denying(vec!["lookup"]);
     let agent = Agent::builder(runtime(script.clone(), registry()))
         .tool_filter(filter)
         .build()
@@ -172,10 +169,7 @@ async fn a_filter_hides_and_refuses_and_an_unknown_name_fails_the_build() {
     let outcome = agent.run("x", &CancellationToken::new()).await;
     assert_eq!(outcome.text, "Error: tool \"lookup\" is not available to this agent");
 
-    let unknown = ToolFilter {
-        allow: Some(vec!["lokup".into()]),
-        deny: None,
-    };
+    let unknown = ToolFilter::allowing(vec!["lokup"]);
     let error = Agent::builder(runtime(script, registry()))
         .tool_filter(unknown)
         .build()

@@ -17,6 +17,13 @@
 //! so the ratio isolates what the protocol and the delegation cost on top of
 //! exec and dynamic loading. `/bin/true` is shown as a second reference.
 //!
+//! A second delegation **fails**: the same `dsh acp` child runs a scripted
+//! model whose only reply is an error, so it refuses the prompt at once with
+//! a JSON-RPC error; the figure is spawn → error reply → teardown → the
+//! rendered `Error: …` result, against the same floor. It shows what a
+//! failure costs beyond the child's own work (nothing is waited for that an
+//! error reply does not imply).
+//!
 //! A breakdown calls the provider directly (no tool, no service) and times
 //! its three phases: `start` (spawn, `initialize`, `session/new`), `result`
 //! (`session/prompt` until the answer) and `dispose` (teardown until the
@@ -205,6 +212,40 @@ fn acp_config(dsh: &Path) -> AcpConfig {
     AcpConfig::new(dsh).args(["acp", "--quiet"]).cwd(std::env::temp_dir())
 }
 
+/// What the refusing child's model answers every call with.
+const REFUSAL: &str = "the scripted model refuses at once";
+
+/// A scripted-model file whose only rule is an error reply; removed on drop.
+struct RefusingScript(PathBuf);
+
+impl RefusingScript {
+    fn new() -> Result<Self, String> {
+        let path = std::env::temp_dir().join(format!("dsh-bench-refuse-{}.json", std::process::id()));
+        let script = json!({"rules": [{"reply": {"error": REFUSAL}}]});
+        std::fs::write(&path, script.to_string())
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        Ok(Self(path))
+    }
+}
+
+impl Drop for RefusingScript {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `dsh acp` with a model that refuses every prompt at once.
+fn refusing_config(dsh: &Path, script: &RefusingScript) -> AcpConfig {
+    AcpConfig::new(dsh)
+        .args([
+            "acp".to_owned(),
+            "--quiet".to_owned(),
+            "--script".to_owned(),
+            script.0.display().to_string(),
+        ])
+        .cwd(std::env::temp_dir())
+}
+
 /// The `subagent` tool over the `acp` provider, as a harness mounts it.
 struct Mounted {
     tools: ToolRegistry,
@@ -213,10 +254,10 @@ struct Mounted {
 }
 
 impl Mounted {
-    fn new(dsh: &Path) -> Result<Self, String> {
+    fn new(config: AcpConfig) -> Result<Self, String> {
         let service = SubagentService::new();
         let tools = ToolRegistry::new();
-        let provider = AcpProvider::new(acp_config(dsh)).map_err(|error| error.to_string())?;
+        let provider = AcpProvider::new(config).map_err(|error| error.to_string())?;
         let registration = service
             .register_provider(Arc::new(provider))
             .map_err(|error| error.to_string())?;
@@ -244,6 +285,26 @@ impl Mounted {
         let elapsed = start.elapsed();
         if result.is_error || !result.text.contains(PROMPT) {
             return Err(format!("an ACP delegation failed: {}", result.text));
+        }
+        no_child_left()?;
+        Ok(elapsed)
+    }
+
+    /// One delegation to a child that refuses the prompt; its time. The
+    /// result must be the error quoting the child's reason.
+    async fn delegate_refused(&self) -> Result<Duration, String> {
+        let args = json!({"description": "bench", "prompt": PROMPT});
+        let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("bench-parent"));
+        let start = Instant::now();
+        let result = tokio::time::timeout(GUARD, self.tools.call("subagent", args, exec))
+            .await
+            .map_err(|_| format!("a refused ACP delegation took longer than {} s", GUARD.as_secs()))?;
+        let elapsed = start.elapsed();
+        if !result.is_error || !result.text.contains(REFUSAL) {
+            return Err(format!(
+                "a refused ACP delegation did not report the refusal: {}",
+                result.text
+            ));
         }
         no_child_left()?;
         Ok(elapsed)
@@ -330,21 +391,26 @@ async fn measure(dsh: &Path, samples: usize, flavor: Flavor) -> Result<Vec<Row>,
         ));
     }
     let true_bin = Path::new("/bin/true");
-    let mounted = Mounted::new(dsh)?;
+    let mounted = Mounted::new(acp_config(dsh))?;
+    let script = RefusingScript::new()?;
+    let refusing = Mounted::new(refusing_config(dsh, &script))?;
     let provider = AcpProvider::new(acp_config(dsh)).map_err(|error| error.to_string())?;
     // Warm-up: page cache, the runtime, the code paths.
     spawn_and_wait(true_bin, &[]).await?;
     mounted.delegate().await?;
+    refusing.delegate_refused().await?;
     phases(&provider).await?;
 
     let (mut floor, mut truth, mut ours, mut parts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut refused = Vec::new();
     for _ in 0..samples {
         floor.push(spawn_and_wait(dsh, &["--version"]).await?.0);
         truth.push(spawn_and_wait(true_bin, &[]).await?.0);
         ours.push(mounted.delegate().await?);
+        refused.push(refusing.delegate_refused().await?);
         parts.push(phases(&provider).await?);
     }
-    let (floor, truth, ours) = (sorted(floor), sorted(truth), sorted(ours));
+    let (floor, truth, ours, refused) = (sorted(floor), sorted(truth), sorted(ours), sorted(refused));
     let phase = |pick: fn(&Phases) -> Duration| sorted(parts.iter().map(pick).collect());
     let (start, answer, dispose) = (phase(|p| p.start), phase(|p| p.answer), phase(|p| p.dispose));
 
@@ -386,6 +452,11 @@ async fn measure(dsh: &Path, samples: usize, flavor: Flavor) -> Result<Vec<Row>,
         rows.push(row(
             format!("… of which provider dispose: stdin EOF → group gone ({name})"),
             at(&dispose),
+            true,
+        ));
+        rows.push(row(
+            format!("ACP failed delegation: `dsh acp` refuses the prompt at once, spawn → error → teardown ({name})"),
+            at(&refused),
             true,
         ));
         rows.push(row(

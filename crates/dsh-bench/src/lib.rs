@@ -31,8 +31,9 @@ use std::fmt::{self, Write as _};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_subagent::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder};
-use dsh_subagent::{Gate, ProviderRegistration, SubagentService};
+use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent_testing::Gate;
+use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::{Value, json};

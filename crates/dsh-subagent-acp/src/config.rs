@@ -21,14 +21,44 @@ pub enum PermissionPolicy {
     AllowFirst,
 }
 
+/// Which authentication method, if any, the provider asks the child for
+/// (ACP `authenticate`, between `initialize` and `session/new`).
+///
+/// Agent products list the methods they accept in their `initialize` answer;
+/// a child that needs one refuses `session/new` with "authentication
+/// required" until the client has called `authenticate`. The start error then
+/// lists the methods the child offered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AcpAuth {
+    /// Never call `authenticate` (the default): for children that need no
+    /// authentication or find their credentials on their own.
+    #[default]
+    None,
+    /// Call `authenticate` with this method id; the start fails if the child
+    /// does not offer it.
+    Method(String),
+    /// Call `authenticate` with the first offered `env_var` method whose
+    /// variable is set in the child's environment (see
+    /// [`AcpConfig::inherit_env`] and [`AcpConfig::env`]); when none is, call
+    /// nothing and let the child decide.
+    FirstEnvVar,
+}
+
 /// Configuration of an [`AcpProvider`](crate::AcpProvider).
 ///
 /// Built with [`AcpConfig::new`] and the builder methods; every field is
 /// public for reading. Defaults: no arguments, no extra environment, the
-/// parent process's working directory, [`PermissionPolicy::Reject`], a 60 s
-/// startup timeout, a 2 s wait for a cancelled turn to end, 6000 ms stdin-EOF
-/// grace and 3000 ms SIGTERM grace at dispose, 1 MiB of collected answer text
+/// parent process's working directory, [`PermissionPolicy::Reject`], no
+/// authentication ([`AcpAuth::None`]), a 60 s startup timeout, no turn
+/// timeout, a 1000 ms wait for a cancelled turn to end, 500 ms stdin-EOF
+/// grace and 1500 ms SIGTERM grace at release, 1 MiB of collected answer text
 /// and 4 MiB per protocol line.
+///
+/// The graces are chosen so that a cancelled delegation is over well inside
+/// the `subagent` tool's release grace (5 s): [`AcpConfig::release_budget`]
+/// adds them up. Agent products rarely exit when their stdin closes, so the
+/// stdin-EOF grace is short; they do exit on SIGTERM.
 ///
 /// ```
 /// use std::time::Duration;
@@ -39,9 +69,9 @@ pub enum PermissionPolicy {
 ///     .env("DSH_MODEL", "deepseek-chat")
 ///     .inherit_env("DSH_API_KEY")
 ///     .permission(PermissionPolicy::AllowFirst)
-///     .dispose_eof_grace(Duration::from_millis(500));
+///     .dispose_eof_grace(Duration::from_millis(300));
 /// assert_eq!(config.args, ["acp", "--quiet"]);
-/// assert_eq!(config.dispose_term_grace, Duration::from_millis(3000));
+/// assert_eq!(config.dispose_term_grace, Duration::from_millis(1500));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -63,8 +93,14 @@ pub struct AcpConfig {
     pub cwd: Option<PathBuf>,
     /// The answer to permission requests.
     pub permission: PermissionPolicy,
-    /// How long `initialize` and `session/new` together may take.
+    /// The authentication method to ask the child for.
+    pub auth: AcpAuth,
+    /// How long `initialize`, `authenticate` and `session/new` together may take.
     pub startup_timeout: Duration,
+    /// How long one turn (`session/prompt`) may take; when it runs out the
+    /// turn is cancelled and the run fails naming the timeout. `None` (the
+    /// default) means no limit.
+    pub turn_timeout: Option<Duration>,
     /// After a cancellation, how long to wait for the child to end the turn
     /// (`cancelled`) before the run settles `aborted` without it.
     pub cancel_grace: Duration,
@@ -89,10 +125,12 @@ impl AcpConfig {
             inherit_env: Vec::new(),
             cwd: None,
             permission: PermissionPolicy::Reject,
+            auth: AcpAuth::None,
             startup_timeout: Duration::from_secs(60),
-            cancel_grace: Duration::from_secs(2),
-            dispose_eof_grace: Duration::from_millis(6000),
-            dispose_term_grace: Duration::from_millis(3000),
+            turn_timeout: None,
+            cancel_grace: Duration::from_millis(1000),
+            dispose_eof_grace: Duration::from_millis(500),
+            dispose_term_grace: Duration::from_millis(1500),
             max_output_bytes: 1 << 20,
             max_line_bytes: 4 << 20,
         }
@@ -144,10 +182,24 @@ impl AcpConfig {
         self
     }
 
+    /// Sets the authentication choice.
+    #[must_use]
+    pub fn auth(mut self, auth: AcpAuth) -> Self {
+        self.auth = auth;
+        self
+    }
+
     /// Sets the startup timeout.
     #[must_use]
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = timeout;
+        self
+    }
+
+    /// Sets a limit on each turn.
+    #[must_use]
+    pub fn turn_timeout(mut self, timeout: Duration) -> Self {
+        self.turn_timeout = Some(timeout);
         self
     }
 
@@ -186,42 +238,76 @@ impl AcpConfig {
         self
     }
 
+    /// The longest a cancelled run can take, from the cancellation until its
+    /// process group is gone: the wait for the turn to end, then the
+    /// stdin-EOF and SIGTERM graces, then the wait after SIGKILL.
+    ///
+    /// Keep it under the release grace of whatever awaits the release (the
+    /// `subagent` tool gives 5 s), or a cancelled call reports that the child
+    /// may still be running. The defaults add up to 4 s.
+    pub fn release_budget(&self) -> Duration {
+        self.cancel_grace + self.dispose_eof_grace + self.dispose_term_grace + crate::process::KILL_WAIT
+    }
+
     /// Checks what the builder cannot: a command, an absolute-or-relative
     /// usable cwd, and non-zero bounds.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         let prefix = "subagent-acp";
         if self.command.as_os_str().is_empty() {
-            return Err(format!("{prefix}: config command must not be empty"));
+            return Err(InvalidConfig::new(format!(
+                "{prefix}: config command must not be empty"
+            )));
         }
         if let Some(cwd) = &self.cwd {
             if cwd.as_os_str().is_empty() {
-                return Err(format!(
+                return Err(InvalidConfig::new(format!(
                     "{prefix}: config cwd must not be empty — omit the key to inherit the parent's working directory"
-                ));
+                )));
             }
             if !cwd.is_dir() {
-                return Err(format!(
+                return Err(InvalidConfig::new(format!(
                     "{prefix}: config cwd is not an accessible directory: {}",
                     cwd.display()
-                ));
+                )));
             }
         }
         for (key, _) in &self.env {
             if key.is_empty() || key.contains('=') || key.contains('\0') {
-                return Err(format!(
+                return Err(InvalidConfig::new(format!(
                     "{prefix}: config env names a variable that cannot exist: {key:?}"
-                ));
+                )));
             }
+        }
+        if let AcpAuth::Method(id) = &self.auth
+            && id.trim().is_empty()
+        {
+            return Err(InvalidConfig::new(format!(
+                "{prefix}: config auth method id must not be empty"
+            )));
         }
         let zero = [
             ("startupTimeout", self.startup_timeout.is_zero()),
+            ("turnTimeout", self.turn_timeout.is_some_and(|t| t.is_zero())),
             ("maxOutputBytes", self.max_output_bytes == 0),
             ("maxLineBytes", self.max_line_bytes == 0),
         ];
         if let Some((key, _)) = zero.iter().find(|(_, is_zero)| *is_zero) {
-            return Err(format!("{prefix}: config {key} must be greater than zero"));
+            return Err(InvalidConfig::new(format!(
+                "{prefix}: config {key} must be greater than zero"
+            )));
         }
         Ok(())
+    }
+}
+
+/// An [`AcpConfig`] that cannot work: the message names the key.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidConfig(String);
+
+impl InvalidConfig {
+    fn new(message: String) -> Self {
+        Self(message)
     }
 }
 
@@ -234,8 +320,12 @@ mod tests {
         let config = AcpConfig::new("agent");
         assert_eq!(config.name, "acp");
         assert_eq!(config.permission, PermissionPolicy::Reject);
-        assert_eq!(config.dispose_eof_grace, Duration::from_millis(6000));
-        assert_eq!(config.dispose_term_grace, Duration::from_millis(3000));
+        assert_eq!(config.auth, AcpAuth::None);
+        assert_eq!(config.turn_timeout, None);
+        assert_eq!(config.cancel_grace, Duration::from_millis(1000));
+        assert_eq!(config.dispose_eof_grace, Duration::from_millis(500));
+        assert_eq!(config.dispose_term_grace, Duration::from_millis(1500));
+        assert_eq!(config.release_budget(), Duration::from_millis(4000));
         assert_eq!(config.validate(), Ok(()));
     }
 
@@ -243,19 +333,40 @@ mod tests {
     fn validation_names_the_key() {
         let empty = AcpConfig::new("");
         assert_eq!(
-            empty.validate().unwrap_err(),
+            empty.validate().unwrap_err().to_string(),
             "subagent-acp: config command must not be empty"
         );
         let cwd = AcpConfig::new("a").cwd("");
-        assert!(cwd.validate().unwrap_err().contains("config cwd must not be empty"));
+        assert!(
+            cwd.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("config cwd must not be empty")
+        );
         let missing = AcpConfig::new("a").cwd("/definitely/not/here");
-        assert!(missing.validate().unwrap_err().contains("not an accessible directory"));
+        assert!(
+            missing
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("not an accessible directory")
+        );
         let zero = AcpConfig::new("a").max_line_bytes(0);
         assert_eq!(
-            zero.validate().unwrap_err(),
+            zero.validate().unwrap_err().to_string(),
             "subagent-acp: config maxLineBytes must be greater than zero"
         );
         let env = AcpConfig::new("a").env("A=B", "c");
-        assert!(env.validate().unwrap_err().contains("cannot exist"));
+        assert!(env.validate().unwrap_err().to_string().contains("cannot exist"));
+        let turn = AcpConfig::new("a").turn_timeout(Duration::ZERO);
+        assert_eq!(
+            turn.validate().unwrap_err().to_string(),
+            "subagent-acp: config turnTimeout must be greater than zero"
+        );
+        let auth = AcpConfig::new("a").auth(AcpAuth::Method(" ".into()));
+        assert_eq!(
+            auth.validate().unwrap_err().to_string(),
+            "subagent-acp: config auth method id must not be empty"
+        );
     }
 }

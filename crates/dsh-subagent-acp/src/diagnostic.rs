@@ -13,6 +13,8 @@ pub(crate) enum Stage {
     Spawn,
     /// `initialize` was sent.
     Initialize,
+    /// `authenticate` was sent.
+    Authenticate,
     /// `session/new` was sent.
     NewSession,
     /// `session/prompt` was sent.
@@ -26,6 +28,7 @@ impl fmt::Display for Stage {
         f.write_str(match self {
             Self::Spawn => "spawn",
             Self::Initialize => "initialize",
+            Self::Authenticate => "authenticate",
             Self::NewSession => "session/new",
             Self::Prompt => "session/prompt",
             Self::Cancel => "session/cancel",

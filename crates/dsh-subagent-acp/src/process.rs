@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
@@ -28,8 +29,10 @@ pub const BASE_ENV: &[&str] = &[
 /// How many bytes of the child's stderr a diagnostic may quote (the tail).
 pub(crate) const STDERR_TAIL_BYTES: usize = 1024;
 
-/// How long the group may take to vanish after SIGKILL before dispose reports failure.
-const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How long the group may take to vanish after SIGKILL before release reports
+/// failure. SIGKILL cannot be caught; only a process stuck in the kernel
+/// (uninterruptible sleep) outlives it, and zombies count as gone.
+pub(crate) const KILL_WAIT: Duration = Duration::from_millis(1000);
 
 /// The longest pause between two looks at a group whose direct child has
 /// exited but whose other members have not (they send no event).
@@ -92,10 +95,11 @@ impl StderrTail {
         }
     }
 
-    /// The tail as text: lossy UTF-8, control characters other than newline
+    /// The tail as text: lossy UTF-8, terminal escape sequences (colours,
+    /// cursor moves, titles) removed, other control characters than newline
     /// and tab replaced, trimmed; `None` when the child wrote nothing.
     pub(crate) fn text(&self) -> Option<String> {
-        let text: String = String::from_utf8_lossy(&self.bytes)
+        let text: String = strip_escapes(&String::from_utf8_lossy(&self.bytes))
             .chars()
             .map(|c| {
                 if c.is_control() && c != '\n' && c != '\t' {
@@ -112,6 +116,90 @@ impl StderrTail {
         let cut = self.total > self.bytes.len() as u64;
         Some(if cut { format!("…{text}") } else { text.to_owned() })
     }
+}
+
+/// `text` without ANSI/VT escape sequences: CSI (`ESC [ … final`), OSC
+/// (`ESC ] … BEL` or `ESC ] … ESC \`) and two-character escapes. A sequence
+/// cut off at the end is dropped.
+pub(crate) fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            // CSI: parameter and intermediate bytes, then one final byte.
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            // OSC: up to BEL or the string terminator ESC \.
+            Some(']') => {
+                while let Some(c) = chars.next() {
+                    if c == '\u{7}' {
+                        break;
+                    }
+                    if c == '\u{1b}' && chars.peek() == Some(&'\\') {
+                        chars.next();
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// One process of a group, as `/proc/<pid>/stat` describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Member {
+    pid: i32,
+    parent: i32,
+    zombie: bool,
+}
+
+/// Parses `/proc/<pid>/stat`: `pid (comm) state ppid pgrp …`. The command
+/// name may hold spaces and parentheses, so the fields after it are found
+/// from the last `)`.
+fn parse_stat(stat: &str) -> Option<(Member, i32)> {
+    let (head, tail) = stat.rsplit_once(')')?;
+    let pid = head.split_once('(')?.0.trim().parse().ok()?;
+    let mut fields = tail.split_whitespace();
+    let state = fields.next()?;
+    let parent = fields.next()?.parse().ok()?;
+    let group = fields.next()?.parse().ok()?;
+    // `Z` zombie, `X` dead: exited, only waiting to be collected.
+    let zombie = matches!(state, "Z" | "X");
+    Some((Member { pid, parent, zombie }, group))
+}
+
+/// The members of process group `pgid` per `/proc`; `None` where `/proc`
+/// cannot be read (then only `killpg` answers).
+fn members(pgid: i32) -> Option<Vec<Member>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().filter(|n| n.bytes().all(|b| b.is_ascii_digit())) else {
+            continue;
+        };
+        // A process may exit between the listing and the read: skip it.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some((member, group)) = parse_stat(&stat)
+            && group == pgid
+        {
+            found.push(member);
+        }
+    }
+    Some(found)
 }
 
 /// The child's process group. Signals go to the whole group; once the group
@@ -142,6 +230,40 @@ impl ProcessGroup {
     /// The group id (the child's pid).
     pub(crate) fn id(&self) -> i32 {
         self.pgid.as_raw()
+    }
+
+    /// Whether the group has a member that still runs. Zombies do not count:
+    /// they have exited and only wait for their parent (or, once orphaned,
+    /// for init or the nearest subreaper) to collect them. The ones that are
+    /// our own children — orphans reparented to us because we are a
+    /// subreaper or PID 1 — are collected here, since nobody else will.
+    fn alive(&self) -> Result<bool, Errno> {
+        if !self.signal(None)? {
+            return Ok(false);
+        }
+        let Some(members) = members(self.pgid.as_raw()) else {
+            return Ok(true);
+        };
+        let us = nix::unistd::getpid().as_raw();
+        for member in &members {
+            // The direct child (the group leader) is collected by its own waiter.
+            if member.zombie && member.parent == us && member.pid != self.pgid.as_raw() {
+                let _ = waitpid(Pid::from_raw(member.pid), Some(WaitPidFlag::WNOHANG));
+            }
+        }
+        if members.iter().any(|member| !member.zombie) {
+            return Ok(true);
+        }
+        // Nothing runs: a zombie left to another reaper is not ours to wait for.
+        self.gone.store(true, Ordering::Release);
+        Ok(false)
+    }
+
+    /// SIGKILLs the group now, if it may still have members.
+    pub(crate) fn kill(&self) {
+        if let Err(error) = self.signal(Some(Signal::SIGKILL)) {
+            tracing::warn!("cannot SIGKILL the ACP child's process group {}: {error}", self.id());
+        }
     }
 }
 
@@ -270,7 +392,8 @@ impl ChildProcess {
         self.stderr.lock().unwrap_or_else(PoisonError::into_inner).text()
     }
 
-    /// Waits up to `limit` until the direct child is reaped and the group has no member left.
+    /// Waits up to `limit` until the direct child is reaped and no member of
+    /// the group still runs ([`ProcessGroup::alive`]).
     ///
     /// The direct child's exit is an event (its reaper wakes us), so it is
     /// awaited, not polled: a child that exits at once is seen at once.
@@ -285,7 +408,7 @@ impl ChildProcess {
         }
         let mut pause = FIRST_POLL;
         loop {
-            if self.exit().is_some() && !self.group.signal(None)? {
+            if self.exit().is_some() && !self.group.alive()? {
                 return Ok(true);
             }
             let now = tokio::time::Instant::now();
@@ -319,9 +442,9 @@ impl ChildProcess {
             return Ok(Teardown::Killed);
         }
         Err(format!(
-            "the ACP child's process group {} still had members {} s after SIGKILL",
+            "the ACP child's process group {} still had running members {} ms after SIGKILL",
             self.group.id(),
-            KILL_WAIT.as_secs()
+            KILL_WAIT.as_millis()
         ))
     }
 }
@@ -352,11 +475,51 @@ mod tests {
     }
 
     #[test]
+    fn escape_sequences_are_stripped() {
+        assert_eq!(
+            strip_escapes("\u{1b}[2m12:00\u{1b}[0m \u{1b}[1;31mERROR\u{1b}[0m boom"),
+            "12:00 ERROR boom"
+        );
+        assert_eq!(
+            strip_escapes("\u{1b}]0;title\u{7}text\u{1b}]8;;x\u{1b}\\link"),
+            "textlink"
+        );
+        assert_eq!(strip_escapes("a\u{1b}=b\u{1b}[3"), "ab");
+        assert_eq!(strip_escapes("plain\ttext"), "plain\ttext");
+    }
+
+    #[test]
+    fn stat_lines_parse_even_with_odd_command_names() {
+        let (member, group) = parse_stat("4242 (node (x) y) Z 1 4200 4200 0 -1").unwrap();
+        assert_eq!(
+            (member, group),
+            (
+                Member {
+                    pid: 4242,
+                    parent: 1,
+                    zombie: true
+                },
+                4200
+            )
+        );
+        assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(parse_stat("7 (sh) S 1 7 7").map(|(m, _)| m.zombie), Some(false));
+    }
+
+    #[test]
+    fn our_own_process_is_a_running_member_of_its_group() {
+        let us = nix::unistd::getpid().as_raw();
+        let group = nix::unistd::getpgrp().as_raw();
+        let members = members(group).unwrap_or_default();
+        assert!(members.iter().any(|m| m.pid == us && !m.zombie), "{members:?}");
+    }
+
+    #[test]
     fn the_stderr_tail_is_bounded_and_printable() {
         let mut tail = StderrTail::default();
         assert_eq!(tail.text(), None);
-        tail.push(b"first\x1b[31m line\n");
-        assert_eq!(tail.text().as_deref(), Some("first [31m line"));
+        tail.push(b"first\x1b[31m line\x1b[0m\x07\n");
+        assert_eq!(tail.text().as_deref(), Some("first line"));
         tail.push(&vec![b'x'; STDERR_TAIL_BYTES * 3]);
         let text = tail.text().unwrap_or_default();
         assert!(text.starts_with('…') && text.len() <= STDERR_TAIL_BYTES + '…'.len_utf8());

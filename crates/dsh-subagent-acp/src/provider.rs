@@ -14,15 +14,18 @@ use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::config::AcpConfig;
 use crate::diagnostic::{Diagnostic, Stage};
-use crate::process::ChildProcess;
-use crate::session::{Broken, Conversation, Ended, converse, map_stop};
+use crate::process::{ChildProcess, child_env};
+use crate::session::{AUTH_REQUIRED, Broken, Conversation, Ended, converse, map_stop};
 use crate::transport::{RunState, reader, writer};
 use crate::wording;
 
-/// How long a failed run waits for the child's exit status and the end of its
-/// stderr before writing the diagnostic without them.
+/// How long a failed run whose child closed the connection waits for the
+/// child's exit status and the end of its stderr before writing the
+/// diagnostic without them.
 const EXIT_WAIT: Duration = Duration::from_millis(1000);
 const STDERR_WAIT: Duration = Duration::from_millis(200);
 
@@ -37,7 +40,7 @@ impl AcpProvider {
     pub fn new(config: AcpConfig) -> Result<Self, SubagentError> {
         config
             .validate()
-            .map_err(|message| SubagentError::failed_with_code(message, "INVALID_CONFIG"))?;
+            .map_err(|error| SubagentError::failed_with_code(error.to_string(), crate::ErrorCode::InvalidConfig))?;
         Ok(Self {
             config: Arc::new(config),
         })
@@ -85,10 +88,13 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
     let cwd: PathBuf = match &config.cwd {
         Some(cwd) => cwd.clone(),
         None => std::env::current_dir()
-            .map_err(|error| SubagentError::failed_with_code(wording::no_cwd(&error), "ACP_NO_CWD"))?,
+            .map_err(|error| SubagentError::failed_with_code(wording::no_cwd(&error), crate::ErrorCode::NoCwd))?,
     };
     let (process, pipes) = ChildProcess::spawn(&config, &cwd).map_err(|error| {
-        SubagentError::failed_with_code(wording::spawn_failed(&config.command, &error), "ACP_SPAWN_FAILED")
+        SubagentError::failed_with_code(
+            wording::spawn_failed(&config.command, &error),
+            crate::ErrorCode::SpawnFailed,
+        )
     })?;
     let process = Arc::new(process);
     tracing::debug!(pgid = process.group.id(), command = %config.command.display(), "ACP child started");
@@ -99,10 +105,18 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
     let run_cancel = request.cancel.child_token();
     let (published_tx, published) = oneshot::channel();
     let (done_tx, done) = watch::channel(false);
+    let env_set = child_env(&config, |name| std::env::var_os(name))
+        .into_iter()
+        .filter(|(_, value)| !value.is_empty())
+        .filter_map(|(name, _)| name.into_string().ok())
+        .collect();
     let conversation = Conversation {
         prompt: concat_text(&request.prompt),
         cwd,
         permission: config.permission,
+        auth: config.auth.clone(),
+        env_set,
+        turn_timeout: config.turn_timeout,
         cancel_grace: config.cancel_grace,
         max_output_bytes: config.max_output_bytes,
     };
@@ -143,8 +157,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
                 Some(handle) => handle.await,
                 None => Ok(Err(Broken::Closed)),
             };
-            let exited = state.take_fault().is_none();
-            Some(Ok((describe_end(ended, &state), exited)))
+            Some(Ok(describe_end(ended, &state, &config)))
         }
     };
     if let Some(failure) = failure {
@@ -153,16 +166,11 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
         let error = match failure {
             Err(aborted) => aborted,
             Ok((what, exited)) => {
-                let diagnostic = diagnose(&process, stage, what, exited).await;
-                SubagentError::failed_with_code(wording::start_failed(&diagnostic), "ACP_START_FAILED")
+                let diagnostic = diagnose(&process, stage, what, exited, &request.cancel).await;
+                SubagentError::failed_with_code(wording::start_failed(&diagnostic), crate::ErrorCode::StartFailed)
             }
         };
-        if let Err(teardown) = process
-            .teardown(config.dispose_eof_grace, config.dispose_term_grace)
-            .await
-        {
-            tracing::warn!("{teardown}");
-        }
+        release_failed_start(&process, &config, &request.cancel).await;
         tracing::debug!(code = error.code(), "ACP child start failed: {error}");
         return Err(error);
     }
@@ -185,40 +193,88 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
             .await;
         tracing::debug!(pgid = process.group.id(), ?torn, "ACP child released");
         torn.map(|_| ())
-            .map_err(|error| SubagentError::failed_with_code(error, "ACP_TEARDOWN_FAILED"))
+            .map_err(|error| SubagentError::failed_with_code(error, crate::ErrorCode::TeardownFailed))
     };
     Ok(SubagentRun::new(id, result, dispose))
 }
 
-/// What ended a conversation that did not answer, in words.
-fn describe_end(ended: Result<Result<Ended, Broken>, tokio::task::JoinError>, state: &RunState) -> String {
+/// Releases the child of a start that failed: the whole teardown ladder,
+/// unless the request is cancelled meanwhile. Then the group is SIGKILLed at
+/// once (its processes are collected in the background) and the start
+/// returns its own error without waiting, so a caller that stops waiting at
+/// the cancellation still reads the real cause.
+async fn release_failed_start(process: &ChildProcess, config: &AcpConfig, cancel: &CancellationToken) {
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => process.group.kill(),
+        torn = process.teardown(config.dispose_eof_grace, config.dispose_term_grace) => {
+            if let Err(teardown) = torn {
+                tracing::warn!("{teardown}");
+            }
+        }
+    }
+}
+
+/// What ended a conversation that did not answer, in words, and whether the
+/// child's own exit ended it (only a closed connection says so: an error
+/// reply, a fault or a timeout does not imply an exit).
+fn describe_end(
+    ended: Result<Result<Ended, Broken>, tokio::task::JoinError>,
+    state: &RunState,
+    config: &AcpConfig,
+) -> (String, bool) {
     if let Some(fault) = state.take_fault() {
-        return fault.to_string();
+        return (fault.to_string(), false);
     }
     if let Some(raw) = state.raw_stop_reason()
         && !["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"].contains(&raw.as_str())
     {
         let raw: String = raw.chars().filter(char::is_ascii_graphic).take(64).collect();
-        return format!("the child ended the turn with an unknown stop reason \"{raw}\"");
+        return (
+            format!("the child ended the turn with an unknown stop reason \"{raw}\""),
+            false,
+        );
     }
     match ended {
-        Ok(Ok(_)) => "the child ended the conversation early".to_owned(),
-        Ok(Err(Broken::Closed)) => "the child closed the connection before answering".to_owned(),
-        Ok(Err(Broken::Failed(error))) => format!("the request failed: {error}"),
-        Err(error) => format!("the conversation task failed: {error}"),
+        Ok(Ok(Ended::AuthNotOffered(id))) => (wording::auth_not_offered(&id, &state.auth_offers()), false),
+        Ok(Ok(_)) => ("the child ended the conversation early".to_owned(), false),
+        Ok(Err(Broken::Closed)) => ("the child closed the connection before answering".to_owned(), true),
+        Ok(Err(Broken::Failed(error))) if error.code == AUTH_REQUIRED => (
+            format!(
+                "the request failed: {error}\n{}",
+                wording::auth_required(&state.auth_offers(), &config.auth)
+            ),
+            false,
+        ),
+        Ok(Err(Broken::Failed(error))) => (format!("the request failed: {error}"), false),
+        Err(error) => (format!("the conversation task failed: {error}"), false),
     }
 }
 
 /// A diagnostic for `what` at `stage`. When the child's own exit ended the
-/// conversation (`exited`), waits briefly for its status and last stderr;
-/// otherwise (a fault we caught, a timeout, an error stop) quotes the stderr
-/// tail as it is, and no exit status: any exit then is our doing.
-async fn diagnose(process: &ChildProcess, stage: Stage, what: String, exited: bool) -> Diagnostic {
+/// conversation (`exited`), waits briefly for its status and last stderr
+/// (not past a cancellation); otherwise (an error reply, a fault we caught,
+/// a timeout, an error stop) quotes the stderr tail as it is, and no exit
+/// status: any exit then is our doing.
+async fn diagnose(
+    process: &ChildProcess,
+    stage: Stage,
+    what: String,
+    exited: bool,
+    cancel: &CancellationToken,
+) -> Diagnostic {
     let (exit, stderr) = if exited {
-        (
-            process.wait_exit(EXIT_WAIT).await,
-            process.stderr_tail(STDERR_WAIT).await,
-        )
+        let patient = async {
+            (
+                process.wait_exit(EXIT_WAIT).await,
+                process.stderr_tail(STDERR_WAIT).await,
+            )
+        };
+        tokio::select! {
+            biased;
+            waited = patient => waited,
+            () = cancel.cancelled() => (process.exit(), process.stderr_tail(Duration::ZERO).await),
+        }
     } else {
         (None, process.stderr_tail(Duration::ZERO).await)
     };
@@ -235,7 +291,7 @@ async fn settle(
     ended: Result<Result<Ended, Broken>, tokio::task::JoinError>,
     state: &RunState,
     process: &ChildProcess,
-    cancel: &tokio_util::sync::CancellationToken,
+    cancel: &CancellationToken,
     config: &AcpConfig,
 ) -> SubagentResult {
     let output = state.output();
@@ -249,10 +305,17 @@ async fn settle(
             let reason = map_stop(stop);
             let result = SubagentResult::new(reason.clone(), blocks);
             if reason == StopReason::Error {
-                let diagnostic = diagnose(process, Stage::Prompt, wording::error_stop(stop), false).await;
+                let diagnostic = diagnose(process, Stage::Prompt, wording::error_stop(stop), false, cancel).await;
                 return result.with_diagnostic(diagnostic.to_string());
             }
             result
+        }
+        Ok(Ok(Ended::TimedOut(acknowledged))) if !cancel.is_cancelled() => {
+            let limit = config.turn_timeout.unwrap_or_default();
+            let what = wording::turn_timed_out(limit, acknowledged.is_some(), config.cancel_grace);
+            let diagnostic = diagnose(process, Stage::Prompt, what, false, cancel).await;
+            tracing::warn!("ACP child run timed out: {diagnostic}");
+            SubagentResult::new(StopReason::Error, blocks).with_diagnostic(diagnostic.to_string())
         }
         Ok(Ok(Ended::Cancelled(acknowledged))) => {
             let result = SubagentResult::new(StopReason::Aborted, blocks);
@@ -265,9 +328,8 @@ async fn settle(
         _ if cancel.is_cancelled() => SubagentResult::new(StopReason::Aborted, blocks),
         other => {
             let stage = state.stage();
-            let exited = state.take_fault().is_none() && state.raw_stop_reason().is_none();
-            let what = describe_end(other, state);
-            let diagnostic = diagnose(process, stage, what, exited).await;
+            let (what, exited) = describe_end(other, state, config);
+            let diagnostic = diagnose(process, stage, what, exited, cancel).await;
             tracing::warn!("ACP child run failed: {diagnostic}");
             SubagentResult::new(StopReason::Error, blocks).with_diagnostic(diagnostic.to_string())
         }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
-    CancelNotification, ContentBlock, Implementation, InitializeRequest, NewSessionRequest, PermissionOptionKind,
-    PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    AuthenticateRequest, CancelNotification, ContentBlock, Implementation, InitializeRequest, NewSessionRequest,
+    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
     SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason as AcpStop, TextContent,
 };
 use agent_client_protocol::{Agent, Client, Lines};
@@ -16,9 +16,9 @@ use dsh_subagent_api::StopReason;
 use futures::channel::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::PermissionPolicy;
+use crate::config::{AcpAuth, PermissionPolicy};
 use crate::diagnostic::Stage;
-use crate::transport::{Outgoing, RunState};
+use crate::transport::{AuthOffer, Outgoing, RunState};
 
 /// How a conversation ended, as far as the protocol tells.
 #[derive(Debug)]
@@ -27,6 +27,11 @@ pub(crate) enum Ended {
     Answered(AcpStop),
     /// We cancelled; `Some` when the child ended the turn within the grace.
     Cancelled(Option<AcpStop>),
+    /// The turn timeout ran out and we cancelled the turn; `Some` when the
+    /// child ended it within the cancel grace.
+    TimedOut(Option<AcpStop>),
+    /// The configured authentication method is not among those the child offered.
+    AuthNotOffered(String),
     /// A guard or handler recorded a fault (see [`RunState`]).
     Faulted,
 }
@@ -37,7 +42,74 @@ pub(crate) enum Broken {
     /// The child's stdout closed (or the connection ended) before the answer.
     Closed,
     /// A request failed: the child answered with an error, or the SDK refused.
-    Failed(String),
+    Failed(RpcFailure),
+}
+
+/// A JSON-RPC error, cleaned for a diagnostic: the child chose every part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RpcFailure {
+    /// The error code (`-32000` is ACP's "authentication required").
+    pub(crate) code: i32,
+    /// The message, printable and cut.
+    pub(crate) message: String,
+    /// The `data` member: its `message` when it has one, else the text
+    /// itself or the compact JSON; printable and cut.
+    pub(crate) data: Option<String>,
+}
+
+/// ACP's "authentication required" error code.
+pub(crate) const AUTH_REQUIRED: i32 = -32000;
+
+/// How many characters of a child's error message or data a diagnostic quotes.
+const QUOTE_CHARS: usize = 512;
+
+/// `text` made printable on one line (escape sequences removed, other
+/// control characters replaced) and cut to `limit` characters.
+pub(crate) fn printable(text: &str, limit: usize) -> String {
+    let clean: String = crate::process::strip_escapes(text)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let clean = clean.trim();
+    if clean.chars().count() > limit {
+        let mut cut: String = clean.chars().take(limit).collect();
+        cut.push('…');
+        cut
+    } else {
+        clean.to_owned()
+    }
+}
+
+impl RpcFailure {
+    pub(crate) fn new(code: i32, message: &str, data: Option<&serde_json::Value>) -> Self {
+        use serde_json::Value;
+        let data = match data {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(value) => Some(match value.get("message").and_then(Value::as_str) {
+                Some(message) => message.to_owned(),
+                None => value.to_string(),
+            }),
+        };
+        let message = printable(message, QUOTE_CHARS);
+        let data = data
+            .map(|data| printable(&data, QUOTE_CHARS))
+            .filter(|data| !data.is_empty() && *data != message);
+        Self { code, message, data }
+    }
+}
+
+impl std::fmt::Display for RpcFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "error {}", self.code)?;
+        for part in [Some(&self.message).filter(|m| !m.is_empty()), self.data.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            write!(f, ": {part}")?;
+        }
+        Ok(())
+    }
 }
 
 impl Broken {
@@ -47,12 +119,26 @@ impl Broken {
         {
             return Self::Closed;
         }
-        let message: String = error.message.chars().take(512).collect();
-        Self::Failed(if message.is_empty() {
-            format!("error {:?}", error.code)
-        } else {
-            format!("error {:?}: {message}", error.code)
-        })
+        Self::Failed(RpcFailure::new(
+            i32::from(error.code),
+            &error.message,
+            error.data.as_ref(),
+        ))
+    }
+}
+
+/// The method to `authenticate` with under `auth`, given what the child
+/// offered and which variables its environment sets; `Err` names a
+/// configured method the child does not offer.
+pub(crate) fn choose_auth(auth: &AcpAuth, offers: &[AuthOffer], env_set: &[String]) -> Result<Option<String>, String> {
+    match auth {
+        AcpAuth::None => Ok(None),
+        AcpAuth::Method(id) if offers.iter().any(|offer| offer.id == *id) => Ok(Some(id.clone())),
+        AcpAuth::Method(id) => Err(id.clone()),
+        AcpAuth::FirstEnvVar => Ok(offers
+            .iter()
+            .find(|offer| offer.env_var.as_ref().is_some_and(|var| env_set.contains(var)))
+            .map(|offer| offer.id.clone())),
     }
 }
 
@@ -61,6 +147,10 @@ pub(crate) struct Conversation {
     pub(crate) prompt: String,
     pub(crate) cwd: PathBuf,
     pub(crate) permission: PermissionPolicy,
+    pub(crate) auth: AcpAuth,
+    /// Names of the variables set (non-empty) in the child's environment.
+    pub(crate) env_set: Vec<String>,
+    pub(crate) turn_timeout: Option<Duration>,
     pub(crate) cancel_grace: Duration,
     pub(crate) max_output_bytes: usize,
 }
@@ -116,6 +206,9 @@ pub(crate) async fn converse(
         prompt,
         cwd,
         permission,
+        auth,
+        env_set,
+        turn_timeout,
         cancel_grace,
         max_output_bytes,
     } = conversation;
@@ -150,6 +243,14 @@ pub(crate) async fn converse(
                 let initialize = InitializeRequest::new(ProtocolVersion::V1)
                     .client_info(Implementation::new("dsh-subagent-acp", env!("CARGO_PKG_VERSION")));
                 cx.send_request(initialize).block_task().await?;
+                match choose_auth(&auth, &state.auth_offers(), &env_set) {
+                    Ok(None) => {}
+                    Ok(Some(method)) => {
+                        state.set_stage(Stage::Authenticate);
+                        cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
+                    }
+                    Err(missing) => return Ok(Ended::AuthNotOffered(missing)),
+                }
                 state.set_stage(Stage::NewSession);
                 let session = cx.send_request(NewSessionRequest::new(cwd)).block_task().await?;
                 let session_id = session.session_id;
@@ -162,12 +263,19 @@ pub(crate) async fn converse(
                 let request =
                     PromptRequest::new(session_id.clone(), vec![ContentBlock::Text(TextContent::new(prompt))]);
                 let mut answer = std::pin::pin!(cx.send_request(request).block_task());
-                tokio::select! {
+                let out_of_time = async {
+                    match turn_timeout {
+                        Some(limit) => tokio::time::sleep(limit).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let timed_out = tokio::select! {
                     biased;
                     () = state.faulted.cancelled() => return Ok(Ended::Faulted),
                     answered = &mut answer => return Ok(Ended::Answered(answered?.stop_reason)),
-                    () = cancel.cancelled() => {}
-                }
+                    () = cancel.cancelled() => false,
+                    () = out_of_time => true,
+                };
                 state.set_stage(Stage::Cancel);
                 cx.send_notification(CancelNotification::new(session_id))?;
                 let acknowledged = tokio::select! {
@@ -178,7 +286,11 @@ pub(crate) async fn converse(
                         _ => None,
                     },
                 };
-                Ok(Ended::Cancelled(acknowledged))
+                Ok(if timed_out {
+                    Ended::TimedOut(acknowledged)
+                } else {
+                    Ended::Cancelled(acknowledged)
+                })
             },
         )
         .await
@@ -214,6 +326,70 @@ mod tests {
             RequestPermissionOutcome::Selected(selected) => Some(selected.option_id.to_string()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn error_data_is_quoted_by_its_message_or_as_json() {
+        let with_message = serde_json::json!({"message": "invalid api key", "retryable": false});
+        assert_eq!(
+            RpcFailure::new(-32603, "Internal error", Some(&with_message)).to_string(),
+            "error -32603: Internal error: invalid api key"
+        );
+        let other = serde_json::json!({"status": 401});
+        assert_eq!(
+            RpcFailure::new(-32603, "Internal error", Some(&other)).to_string(),
+            r#"error -32603: Internal error: {"status":401}"#
+        );
+        let text = serde_json::json!("line one\nline \u{1b}[31mtwo\u{1b}[0m");
+        assert_eq!(
+            RpcFailure::new(-32000, "", Some(&text)).to_string(),
+            "error -32000: line one line two"
+        );
+        let same = serde_json::json!("Internal error");
+        assert_eq!(
+            RpcFailure::new(-32603, "Internal error", Some(&same)).to_string(),
+            "error -32603: Internal error"
+        );
+        assert_eq!(RpcFailure::new(-32603, "", None).to_string(), "error -32603");
+        let long = serde_json::json!("x".repeat(2000));
+        let quoted = RpcFailure::new(1, "m", Some(&long)).to_string();
+        assert!(quoted.chars().count() < 600 && quoted.ends_with('…'), "{quoted}");
+    }
+
+    fn offer(id: &str, env_var: Option<&str>) -> AuthOffer {
+        AuthOffer {
+            id: id.into(),
+            name: id.into(),
+            description: None,
+            env_var: env_var.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn authentication_is_chosen_from_the_offers() {
+        let offers = [
+            offer("login", None),
+            offer("a-key", Some("A_KEY")),
+            offer("b-key", Some("B_KEY")),
+        ];
+        let env = ["PATH".to_owned(), "B_KEY".to_owned()];
+        assert_eq!(choose_auth(&AcpAuth::None, &offers, &env), Ok(None));
+        assert_eq!(
+            choose_auth(&AcpAuth::FirstEnvVar, &offers, &env),
+            Ok(Some("b-key".to_owned()))
+        );
+        assert_eq!(
+            choose_auth(&AcpAuth::FirstEnvVar, &offers, &["PATH".to_owned()]),
+            Ok(None)
+        );
+        assert_eq!(
+            choose_auth(&AcpAuth::Method("login".into()), &offers, &env),
+            Ok(Some("login".to_owned()))
+        );
+        assert_eq!(
+            choose_auth(&AcpAuth::Method("sso".into()), &offers, &env),
+            Err("sso".to_owned())
+        );
     }
 
     #[test]

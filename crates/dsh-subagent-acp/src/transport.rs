@@ -31,8 +31,42 @@ struct Seen {
     stage: Stage,
     fault: Option<Fault>,
     raw_stop_reason: Option<String>,
+    auth_offers: Vec<AuthOffer>,
     output: String,
     session_id: Option<String>,
+}
+
+/// An authentication method the child listed in its `initialize` answer,
+/// read from the raw JSON (the typed schema drops an `env_var` method's
+/// variable). Every field is the child's choice, made printable and cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct AuthOffer {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) description: Option<String>,
+    /// For `"type": "env_var"`: the variable it reads (`varName`, or the
+    /// first of `vars[].name`).
+    pub(crate) env_var: Option<String>,
+}
+
+/// The most offers kept; more are not listed.
+const MAX_OFFERS: usize = 16;
+
+impl AuthOffer {
+    fn parse(value: &Value) -> Option<Self> {
+        let text = |key: &str| value.get(key).and_then(Value::as_str);
+        let id = text("id").or_else(|| text("methodId"))?;
+        let env_var = (text("type") == Some("env_var"))
+            .then(|| text("varName").or_else(|| value.pointer("/vars/0/name").and_then(Value::as_str)))
+            .flatten();
+        let clean = |s: &str| crate::session::printable(s, 200);
+        Some(Self {
+            id: clean(id),
+            name: clean(text("name").unwrap_or_default()),
+            description: text("description").map(clean).filter(|d| !d.is_empty()),
+            env_var: env_var.map(clean),
+        })
+    }
 }
 
 impl RunState {
@@ -60,6 +94,11 @@ impl RunState {
 
     pub(crate) fn take_fault(&self) -> Option<Fault> {
         self.seen().fault.clone()
+    }
+
+    /// The authentication methods the child offered at `initialize`.
+    pub(crate) fn auth_offers(&self) -> Vec<AuthOffer> {
+        self.seen().auth_offers.clone()
     }
 
     pub(crate) fn raw_stop_reason(&self) -> Option<String> {
@@ -227,6 +266,12 @@ fn check(line: &str, state: &RunState) -> Result<(), Fault> {
     if let Some(reason) = value.pointer("/result/stopReason").and_then(Value::as_str) {
         state.seen().raw_stop_reason = Some(reason.to_owned());
     }
+    if let Some(offers) = value.pointer("/result/authMethods").and_then(Value::as_array) {
+        let mut seen = state.seen();
+        if seen.stage == Stage::Initialize {
+            seen.auth_offers = offers.iter().filter_map(AuthOffer::parse).take(MAX_OFFERS).collect();
+        }
+    }
     Ok(())
 }
 
@@ -268,6 +313,31 @@ mod tests {
             check(r#"{"jsonrpc":"2.0","id":1,"method":"frobnicate"}"#, &state),
             Err(Fault::UnknownMethod { .. })
         ));
+    }
+
+    #[test]
+    fn auth_offers_are_read_from_the_initialize_answer() {
+        let state = RunState::default();
+        state.set_stage(Stage::Initialize);
+        let answer = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"authMethods":[
+            {"id":"login","name":"Log in","description":"Opens a browser"},
+            {"id":"key","name":"Use KEY","type":"env_var","varName":"KEY"},
+            {"methodId":"v2","name":"V2 key","type":"env_var","vars":[{"name":"V2_KEY"}]},
+            {"name":"no id"}
+        ]}}"#
+            .replace('\n', "");
+        assert_eq!(check(&answer, &state), Ok(()));
+        let offers = state.auth_offers();
+        let ids: Vec<_> = offers.iter().map(|o| (o.id.as_str(), o.env_var.as_deref())).collect();
+        assert_eq!(ids, [("login", None), ("key", Some("KEY")), ("v2", Some("V2_KEY"))]);
+        assert_eq!(offers[0].description.as_deref(), Some("Opens a browser"));
+        // Only the initialize answer counts.
+        state.set_stage(Stage::Prompt);
+        assert_eq!(
+            check(r#"{"jsonrpc":"2.0","id":5,"result":{"authMethods":[]}}"#, &state),
+            Ok(())
+        );
+        assert_eq!(state.auth_offers().len(), 3);
     }
 
     #[test]

@@ -9,6 +9,15 @@
 //! Every mode answers `initialize` and `session/new` (except `exit-at-init`
 //! and `silent-init`) and exits at stdin EOF (except `ignore-cancel`).
 //!
+//! Flags after the mode add the habits of real product adapters:
+//!
+//! | flag | behaviour |
+//! |---|---|
+//! | `--ignore-eof` | keeps running after stdin closes (until a signal) |
+//! | `--grandchild` | starts a grandchild (in the same process group) that sleeps until a signal, and never reaps it |
+//! | `--color-stderr` | writes ANSI-coloured log lines to stderr |
+//! | `--auth` | lists two `authMethods` and refuses `session/new` with `-32000` until `authenticate` picks `fault-key` while `FAULT_AGENT_KEY` is set |
+//!
 //! | mode | on `session/prompt` |
 //! |---|---|
 //! | `echo` | streams `echo: <prompt>` in two chunks, `end_turn` |
@@ -24,6 +33,11 @@
 //! | `flood` | streams chunks forever |
 //! | `flood-line` | writes one endless line |
 //! | `ignore-cancel` | streams `working`, then ignores everything, EOF included |
+//! | `error-data` | answers with a JSON-RPC error whose `data` holds the cause |
+//! | `refuse` | answers with a bare JSON-RPC error (no `data`) |
+//!
+//! `acp-fault-agent sleeper` is the grandchild: it sleeps until a signal.
+//! With `FAULT_AGENT_GRANDCHILD_FILE` set, `--grandchild` writes its pid there.
 
 use std::io::{BufRead, Write};
 
@@ -52,11 +66,55 @@ fn forever() -> ! {
     }
 }
 
+fn error(id: &Value, code: i64, message: &str, data: Option<Value>) {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    send(&json!({"jsonrpc": "2.0", "id": id, "error": error}));
+}
+
+/// The two methods `--auth` offers, shaped like a product adapter's.
+fn auth_methods() -> Value {
+    json!([
+        {"id": "agent-login", "name": "Log in with a browser", "description": "Opens a browser to sign in."},
+        {"id": "fault-key", "name": "Use FAULT_AGENT_KEY", "description": "Requires setting the `FAULT_AGENT_KEY` environment variable.",
+         "type": "env_var", "varName": "FAULT_AGENT_KEY"}
+    ])
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mode = args.first().cloned().unwrap_or_else(|| "echo".to_owned());
+    if mode == "sleeper" {
+        forever();
+    }
     if let Some(path) = std::env::var_os("FAULT_AGENT_PID_FILE") {
         let _ = std::fs::write(path, std::process::id().to_string());
     }
-    let mode = std::env::args().nth(1).unwrap_or_else(|| "echo".to_owned());
+    let flag = |name: &str| args.iter().skip(1).any(|arg| arg == name);
+    let (ignore_eof, needs_auth) = (flag("--ignore-eof"), flag("--auth"));
+    if flag("--grandchild")
+        && let Ok(exe) = std::env::current_exe()
+    {
+        // Never waited for: once it is killed it stays a zombie until its
+        // reaper (init, or a subreaper above us) collects it.
+        let grandchild = std::process::Command::new(exe)
+            .arg("sleeper")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+        if let (Ok(grandchild), Some(path)) = (grandchild, std::env::var_os("FAULT_AGENT_GRANDCHILD_FILE")) {
+            let _ = std::fs::write(path, grandchild.id().to_string());
+        }
+    }
+    if flag("--color-stderr") {
+        eprintln!(
+            "\u{1b}[2m2026-01-01T00:00:00Z\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m \u{1b}[1mfault agent\u{1b}[0m: coloured log line"
+        );
+    }
+    let mut authenticated = false;
     let session = "fault-session-1";
     let mut pending_prompt: Option<Value> = None;
     let mut pending_permission: Option<Value> = None;
@@ -77,9 +135,31 @@ fn main() {
                 "silent-init" => {}
                 _ => reply(
                     &id,
-                    json!({"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}),
+                    json!({"protocolVersion": 1, "agentCapabilities": {},
+                           "authMethods": if needs_auth { auth_methods() } else { json!([]) }}),
                 ),
             },
+            "authenticate" => {
+                let method = message.pointer("/params/methodId").and_then(Value::as_str);
+                if method == Some("fault-key") && std::env::var_os("FAULT_AGENT_KEY").is_some() {
+                    authenticated = true;
+                    reply(&id, json!({}));
+                } else {
+                    error(
+                        &id,
+                        -32000,
+                        "Authentication required",
+                        Some(json!({"message": format!(
+                            "cannot authenticate with {}: no browser here, and FAULT_AGENT_KEY is not set",
+                            method.unwrap_or("no method")
+                        )})),
+                    );
+                }
+            }
+            "session/new" if needs_auth && !authenticated => {
+                eprintln!("fault agent: refusing session/new, not authenticated");
+                error(&id, -32000, "Authentication required", None);
+            }
             "session/new" => reply(&id, json!({"sessionId": session})),
             "session/prompt" => {
                 let prompt = message
@@ -158,6 +238,15 @@ fn main() {
                         chunk(session, "working");
                         forever();
                     }
+                    "error-data" => error(
+                        &id,
+                        -32603,
+                        "Internal error",
+                        Some(
+                            json!({"message": "stream disconnected before completion: invalid api key", "retryable": false}),
+                        ),
+                    ),
+                    "refuse" => error(&id, -32603, "Internal error", None),
                     other => {
                         let reason = other.strip_prefix("stop=").unwrap_or("end_turn");
                         chunk(session, "partial");
@@ -190,7 +279,7 @@ fn main() {
             _ => {}
         }
     }
-    if mode == "ignore-cancel" {
+    if mode == "ignore-cancel" || ignore_eof {
         forever();
     }
 }

@@ -309,6 +309,13 @@ async fn a_cancel_during_the_handshake_rejects_after_cleanup() {
         error.to_string().contains("while the ACP child was starting"),
         "{error}"
     );
+    // The start returns at the cancellation, right after SIGKILLing the
+    // group; the kernel and the child's waiter finish within moments.
+    let pgid = group(dir.path()).expect("the child wrote its pid");
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while killpg(pgid, None).is_ok() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_group_gone(dir.path());
 }
 

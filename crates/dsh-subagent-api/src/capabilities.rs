@@ -7,7 +7,12 @@ use std::fmt;
 /// The service refuses a request that sets a field its provider cannot honour
 /// before the provider is called, with `UNSUPPORTED_CAPABILITY`. They describe
 /// one-shot starts only.
+///
+/// Built from [`Capabilities::NONE`] or [`Capabilities::ALL`] with
+/// [`with`](Capabilities::with) / [`without`](Capabilities::without), so a
+/// capability added later breaks no provider.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Capabilities {
     /// Honours [`StartRequest::output_schema`](crate::StartRequest::output_schema).
     pub output_schema: bool,
@@ -36,6 +41,35 @@ impl Capabilities {
         persona: false,
     };
 
+    /// These capabilities plus `capability`.
+    ///
+    /// ```
+    /// use dsh_subagent_api::{Capabilities, Capability};
+    /// let caps = Capabilities::NONE.with(Capability::Persona);
+    /// assert!(caps.supports(Capability::Persona) && !caps.supports(Capability::ToolFilter));
+    /// assert_eq!(Capabilities::ALL.without(Capability::OutputSchema).with(Capability::OutputSchema), Capabilities::ALL);
+    /// ```
+    #[must_use]
+    pub const fn with(self, capability: Capability) -> Self {
+        self.set(capability, true)
+    }
+
+    /// These capabilities minus `capability`.
+    #[must_use]
+    pub const fn without(self, capability: Capability) -> Self {
+        self.set(capability, false)
+    }
+
+    const fn set(mut self, capability: Capability, on: bool) -> Self {
+        match capability {
+            Capability::OutputSchema => self.output_schema = on,
+            Capability::DepthLimit => self.depth_limit = on,
+            Capability::ToolFilter => self.tool_filter = on,
+            Capability::Persona => self.persona = on,
+        }
+        self
+    }
+
     /// Whether `capability` is offered.
     pub fn supports(&self, capability: Capability) -> bool {
         match capability {
@@ -49,6 +83,7 @@ impl Capabilities {
 
 /// One capability, named as the contract names it (`depthLimit`, …).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Capability {
     /// `outputSchema`
     OutputSchema,

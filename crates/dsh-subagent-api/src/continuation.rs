@@ -25,6 +25,7 @@ pub const DESCRIPTOR_VERSION: u64 = 1;
 /// token budget (per activation).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ContinuationDescriptor {
     /// [`DESCRIPTOR_VERSION`].
     pub version: u64,
@@ -201,7 +202,11 @@ pub trait ContinuableProvider: Send + Sync {
 }
 
 /// A persisted child as its store sees it.
+///
+/// Built with [`ChildRecord::new`] and the `with_*` setters, so new fields
+/// can join without breaking a store written outside this crate.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ChildRecord {
     /// The child's id.
     pub id: String,
@@ -212,6 +217,32 @@ pub struct ChildRecord {
     /// What the store noticed, e.g. a torn last line after a crash (earlier
     /// entries intact) or a malformed descriptor.
     pub diagnostic: Option<String>,
+}
+
+impl ChildRecord {
+    /// A child with no descriptor and no diagnostic.
+    pub fn new(id: impl Into<String>, parent: Option<AgentId>) -> Self {
+        Self {
+            id: id.into(),
+            parent,
+            descriptor: None,
+            diagnostic: None,
+        }
+    }
+
+    /// Sets the continuation descriptor.
+    #[must_use]
+    pub fn with_descriptor(mut self, descriptor: ContinuationDescriptor) -> Self {
+        self.descriptor = Some(descriptor);
+        self
+    }
+
+    /// Sets what the store noticed about the child.
+    #[must_use]
+    pub fn with_diagnostic(mut self, diagnostic: impl Into<String>) -> Self {
+        self.diagnostic = Some(diagnostic.into());
+        self
+    }
 }
 
 /// Where continuable children are persisted: answers "does child X exist,

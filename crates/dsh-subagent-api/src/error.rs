@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::Capability;
+use crate::{Capability, ErrorCode};
 
 /// A failure to start, run or release a child.
 ///
@@ -113,16 +113,16 @@ impl SubagentError {
     /// The stable code.
     pub fn code(&self) -> &str {
         match self {
-            Self::NoProvider { .. } => "NO_PROVIDER",
-            Self::DuplicateProvider { .. } => "DUPLICATE_PROVIDER",
-            Self::UnsupportedCapability { .. } => "UNSUPPORTED_CAPABILITY",
-            Self::InvalidMaxDepth => "INVALID_MAX_DEPTH",
-            Self::InvalidOutputSchema => "INVALID_OUTPUT_SCHEMA",
-            Self::InvalidAgentDepth | Self::DepthOverflow => "INVALID_DEPTH",
-            Self::DepthExceeded { .. } => "DEPTH_EXCEEDED",
-            Self::Aborted { .. } => "ABORTED",
-            Self::RollbackFailed { .. } => "ROLLBACK_FAILED",
-            Self::Failed { code, .. } => code.as_deref().unwrap_or("FAILED"),
+            Self::NoProvider { .. } => ErrorCode::NoProvider.as_str(),
+            Self::DuplicateProvider { .. } => ErrorCode::DuplicateProvider.as_str(),
+            Self::UnsupportedCapability { .. } => ErrorCode::UnsupportedCapability.as_str(),
+            Self::InvalidMaxDepth => ErrorCode::InvalidMaxDepth.as_str(),
+            Self::InvalidOutputSchema => ErrorCode::InvalidOutputSchema.as_str(),
+            Self::InvalidAgentDepth | Self::DepthOverflow => ErrorCode::InvalidDepth.as_str(),
+            Self::DepthExceeded { .. } => ErrorCode::DepthExceeded.as_str(),
+            Self::Aborted { .. } => ErrorCode::Aborted.as_str(),
+            Self::RollbackFailed { .. } => ErrorCode::RollbackFailed.as_str(),
+            Self::Failed { code, .. } => code.as_deref().unwrap_or(ErrorCode::Failed.as_str()),
         }
     }
 }

@@ -34,9 +34,8 @@
 //!
 //! ```
 //! use dsh_subagent_api::{
-//!     Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
+//!     BoxFuture, Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
 //! };
-//! use futures::future::BoxFuture;
 //!
 //! struct Echo;
 //!
@@ -70,7 +69,9 @@
 
 #![forbid(unsafe_code)]
 
+mod agent;
 mod capabilities;
+mod code;
 mod content;
 mod continuation;
 mod depth;
@@ -81,19 +82,28 @@ mod result;
 mod run;
 mod steer;
 
+pub use agent::{AgentId, AgentRef};
 pub use capabilities::{Capabilities, Capability};
+pub use code::ErrorCode;
 pub use content::{ContentBlock, concat_text};
 pub use continuation::{
     ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, ResumeRequest,
 };
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
-pub use dsh_tools::{AgentId, AgentRef, CancellationToken};
 pub use error::SubagentError;
 pub use provider::SubagentProvider;
 pub use request::{AgentOptions, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;
+
+/// The cancellation token that covers a child's life (re-exported from
+/// `tokio-util`, so a provider needs no dependency of its own).
+pub use tokio_util::sync::CancellationToken;
+
+/// A boxed, sendable future: what the provider traits return (the alias of
+/// `futures`, re-exported so a provider needs no dependency of its own).
+pub use futures::future::BoxFuture;
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

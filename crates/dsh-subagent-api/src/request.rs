@@ -1,6 +1,6 @@
 //! The start request: everything a provider needs to start one child.
 
-use dsh_tools::{AgentRef, CancellationToken};
+use crate::{AgentRef, CancellationToken};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -11,6 +11,7 @@ use crate::{Capability, ContentBlock, SubagentError, validate_max_depth};
 /// Absent fields stay absent: the child inherits the parent's value.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct AgentOptions {
     /// The model provider (backend) to use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -29,6 +30,7 @@ pub struct AgentOptions {
 /// while `Some(vec![])` means "no tool". `deny` wins over `allow`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ToolFilter {
     /// When present, only these tools are visible.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -38,7 +40,59 @@ pub struct ToolFilter {
     pub deny: Option<Vec<String>>,
 }
 
+impl AgentOptions {
+    /// No option set: the child inherits everything.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the model provider (backend).
+    #[must_use]
+    pub fn with_provider(mut self, provider: impl Into<String>) -> Self {
+        self.provider = Some(provider.into());
+        self
+    }
+
+    /// Sets the model.
+    #[must_use]
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the output-token budget per model call.
+    #[must_use]
+    pub fn with_max_tokens(mut self, max_tokens: u64) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+}
+
 impl ToolFilter {
+    /// A filter that shows only `names` (an empty list shows no tool).
+    pub fn allowing<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
+        Self::default().with_allow(names)
+    }
+
+    /// A filter that hides `names` and shows every other tool.
+    pub fn denying<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Self {
+        Self::default().with_deny(names)
+    }
+
+    /// Sets the `allow` list.
+    #[must_use]
+    pub fn with_allow<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.allow = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the `deny` list.
+    #[must_use]
+    pub fn with_deny<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.deny = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// Whether a tool of this name passes the filter.
     pub fn permits(&self, name: &str) -> bool {
         let allowed = self.allow.as_ref().is_none_or(|allow| allow.iter().any(|a| a == name));

@@ -12,6 +12,7 @@ use crate::{ContentBlock, concat_text};
 /// The set is open: a provider may report a reason of its own
 /// ([`StopReason::Other`]), which every consumer must treat as a failure.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StopReason {
     /// `completed`: the child finished its task.
     Completed,

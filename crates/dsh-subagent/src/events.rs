@@ -7,6 +7,7 @@ use dsh_subagent_api::{AgentId, StopReason, SubagentError, SubagentProvider};
 
 /// What a run-started event says about a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RunInfo {
     /// Unique per run within the service, even when provider and child ids repeat.
     pub run_id: u64,
@@ -22,6 +23,7 @@ pub struct RunInfo {
 
 /// What a run-ended event adds: how it ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RunEndInfo {
     /// The run, as announced when it started.
     pub run: RunInfo,

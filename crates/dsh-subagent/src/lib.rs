@@ -7,13 +7,14 @@
 //! runs start and end ([`SubagentEvent`]); that is how the `subagent` tool
 //! follows its provider.
 //!
-//! [`scripted::ScriptedProvider`] is a deterministic provider for tests,
-//! examples and benchmarks: every stage can succeed, fail, hang or panic.
+//! A deterministic provider for tests lives in the test kit,
+//! `dsh-subagent-testing` (a dev-dependency).
 //!
 //! # Example
 //!
 //! ```
-//! use dsh_subagent::{scripted::ScriptedProvider, SubagentService};
+//! use dsh_subagent::SubagentService;
+//! use dsh_subagent_testing::ScriptedProvider;
 //! use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, ToolFilter};
 //!
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -24,10 +25,11 @@
 //! let _registration = service.register_provider(acp_like).unwrap();
 //!
 //! let mut request = StartRequest::text("task", AgentRef::new("parent"), CancellationToken::new());
-//! request.tool_filter = Some(ToolFilter { allow: None, deny: Some(vec!["subagent".into()]) });
+//! request.tool_filter = Some(ToolFilter::denying(vec!["subagent"]));
 //! let error = service.start("acp", request).await.unwrap_err();
 //! assert_eq!(error.to_string(), r#"subagent provider "acp" does not support the "toolFilter" capability"#);
 //! assert_eq!(error.code(), "UNSUPPORTED_CAPABILITY");
+//! assert_eq!(error.code(), dsh_subagent_api::ErrorCode::UnsupportedCapability);
 //! # });
 //! ```
 
@@ -35,14 +37,11 @@
 
 pub mod control;
 mod events;
-mod gate;
-pub mod scripted;
 mod service;
 pub mod settlement;
 
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
 pub use events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
-pub use gate::Gate;
 pub use service::{ProviderRegistration, SubagentService, Subscription};
 
 #[cfg(doctest)]

@@ -1,9 +1,10 @@
 //! The scripted provider fixture (docs/contract.md, "What the suites pin").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dsh_subagent::scripted::{ResultBehavior, START_ABORTED, ScriptedProvider, StartBehavior};
-use dsh_subagent::{Gate, SubagentService};
-use dsh_subagent_api::{AgentRef, CancellationToken, Capabilities, ContentBlock, StartRequest, StopReason};
+use dsh_subagent::SubagentService;
+use dsh_subagent_api::{AgentRef, CancellationToken, Capabilities, Capability, ContentBlock, StartRequest, StopReason};
+use dsh_subagent_testing::Gate;
+use dsh_subagent_testing::scripted::{ResultBehavior, START_ABORTED, ScriptedProvider, StartBehavior};
 use serde_json::json;
 
 fn request() -> StartRequest {
@@ -51,10 +52,7 @@ async fn returns_the_configured_structured_value_or_the_reply_when_a_schema_is_r
     let mut run = plain.start(request()).await.unwrap();
     assert_eq!(run.result().await.unwrap().structured, None);
     let off = ScriptedProvider::builder("c")
-        .capabilities(Capabilities {
-            output_schema: false,
-            ..Capabilities::ALL
-        })
+        .capabilities(Capabilities::ALL.without(Capability::OutputSchema))
         .build();
     let mut run = off.start(with_schema).await.unwrap();
     assert_eq!(run.result().await.unwrap().structured, None);

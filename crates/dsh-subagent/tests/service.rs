@@ -3,11 +3,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use dsh_subagent::scripted::ScriptedProvider;
 use dsh_subagent::{SubagentEvent, SubagentService};
 use dsh_subagent_api::{
     AgentOptions, AgentRef, CancellationToken, Capabilities, StartRequest, StopReason, SubagentError, ToolFilter,
 };
+use dsh_subagent_testing::scripted::ScriptedProvider;
 use serde_json::json;
 
 fn request(parent: &str) -> StartRequest {
@@ -133,10 +133,7 @@ async fn each_unsupported_capability_rejects_before_the_provider_starts() {
         ("outputSchema", |r| r.output_schema = Some(json!({"type": "object"}))),
         ("depthLimit", |r| r.max_depth = Some(3)),
         ("toolFilter", |r| {
-            r.tool_filter = Some(ToolFilter {
-                allow: None,
-                deny: Some(vec!["subagent".into()]),
-            })
+            r.tool_filter = Some(ToolFilter::denying(vec!["subagent"]))
         }),
         ("persona", |r| r.persona = Some("You are the child.".into())),
     ];
@@ -222,7 +219,9 @@ async fn a_rejected_start_emits_no_lifecycle_events() {
     let _reg = service
         .register_provider(
             ScriptedProvider::builder("spawn")
-                .on_start(dsh_subagent::scripted::StartBehavior::Fail("setup failed".into()))
+                .on_start(dsh_subagent_testing::scripted::StartBehavior::Fail(
+                    "setup failed".into(),
+                ))
                 .build(),
         )
         .unwrap();
@@ -257,7 +256,7 @@ async fn lifecycle_start_precedes_end_with_the_same_run_id_and_ids_are_distinct(
 
 #[tokio::test]
 async fn end_events_carry_the_stop_reason_and_omit_empty_output_and_report_rejections_as_error() {
-    use dsh_subagent::scripted::ResultBehavior;
+    use dsh_subagent_testing::scripted::ResultBehavior;
     let service = SubagentService::new();
     let _a = service
         .register_provider(
@@ -318,10 +317,7 @@ async fn the_request_reaches_the_provider_unchanged() {
     let provider = ScriptedProvider::builder("spawn").build();
     let _reg = service.register_provider(provider.clone()).unwrap();
     let mut req = request("p");
-    req.agent_options = Some(AgentOptions {
-        model: Some("child-model".into()),
-        ..AgentOptions::default()
-    });
+    req.agent_options = Some(AgentOptions::new().with_model("child-model"));
     req.label = Some("d".into());
     service.start("spawn", req).await.unwrap();
     let seen = provider.stats().last_request().unwrap();

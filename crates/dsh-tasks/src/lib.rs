@@ -36,7 +36,10 @@
 
 #![forbid(unsafe_code)]
 
+mod code;
 pub mod wording;
+
+pub use code::ErrorCode;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -104,6 +107,7 @@ pub enum TaskOutcome {
 
 /// What a task looks like at one moment.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskSnapshot {
     /// The task id, `<kind>-<n>`.
     pub id: String,
@@ -209,11 +213,18 @@ impl TaskError {
     /// The stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Unknown { .. } => "UNKNOWN_TASK",
-            Self::Foreign { .. } => "FOREIGN_TASK",
-            Self::EmptyLabel => "INVALID_LABEL",
-            Self::OwnerDisposed { .. } => "OWNER_DISPOSED",
+            Self::Unknown { .. } => ErrorCode::UnknownTask.as_str(),
+            Self::Foreign { .. } => ErrorCode::ForeignTask.as_str(),
+            Self::EmptyLabel => ErrorCode::InvalidLabel.as_str(),
+            Self::OwnerDisposed { .. } => ErrorCode::OwnerDisposed.as_str(),
         }
+    }
+}
+
+/// A refused registry operation, as the model reads it: its text and code.
+impl From<TaskError> for dsh_tools::ToolError {
+    fn from(error: TaskError) -> Self {
+        Self::new(error.to_string()).with_code(error.code())
     }
 }
 

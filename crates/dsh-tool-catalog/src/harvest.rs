@@ -66,9 +66,9 @@ pub fn harvest(manifest: &[ToolPackage]) -> Result<Vec<HarvestedPackage>, Catalo
 
 fn harvest_one(entry: &ToolPackage) -> Result<HarvestedPackage, CatalogError> {
     let tools = ToolRegistry::new();
-    let guard = (entry.mount)(&tools).map_err(|message| CatalogError::MountFailed {
+    let guard = (entry.mount)(&tools).map_err(|error| CatalogError::MountFailed {
         package: entry.package,
-        message,
+        message: error.to_string(),
     })?;
     let specs = tools.specs();
     drop(guard);

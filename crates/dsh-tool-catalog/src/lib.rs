@@ -27,7 +27,7 @@ mod manifest;
 mod render;
 
 pub use harvest::{CatalogError, HarvestedPackage, check_completeness, harvest};
-pub use manifest::{MountGuard, NOT_TOOL_CRATES, ToolPackage, manifest};
+pub use manifest::{MountError, MountGuard, NOT_TOOL_CRATES, ToolPackage, manifest};
 pub use render::{CATALOG_PATH, Freshness, compare, render, slug};
 
 /// Harvests the whole manifest and renders the page.

@@ -3,7 +3,7 @@
 use std::any::Any;
 
 use dsh_subagent::SubagentService;
-use dsh_subagent::scripted::ScriptedProvider;
+use dsh_subagent_api::{BoxFuture, Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentRun};
 use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tool_tasks::TaskToolsPlugin;
@@ -11,6 +11,21 @@ use dsh_tools::ToolRegistry;
 
 /// Whatever keeps a mounted crate's tools registered; dropped after harvest.
 pub type MountGuard = Box<dyn Any>;
+
+/// Why a tool crate could not be mounted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountError {
+    /// The tool's configuration was refused.
+    #[error(transparent)]
+    Config(#[from] dsh_tool_subagent::ConfigError),
+    /// The provider could not be registered.
+    #[error(transparent)]
+    Provider(#[from] SubagentError),
+    /// A tool name could not be reserved.
+    #[error(transparent)]
+    Registry(#[from] dsh_tools::RegistryError),
+}
 
 /// One tool crate in the catalog.
 pub struct ToolPackage {
@@ -27,7 +42,7 @@ pub struct ToolPackage {
     /// How it is deployed; shown in the table and under its section.
     pub note: &'static str,
     /// Mounts the crate's tools, with default configuration, on `tools`.
-    pub mount: fn(&ToolRegistry) -> Result<MountGuard, String>,
+    pub mount: fn(&ToolRegistry) -> Result<MountGuard, MountError>,
 }
 
 impl std::fmt::Debug for ToolPackage {
@@ -112,23 +127,19 @@ pub fn manifest() -> Vec<ToolPackage> {
 /// The tools `dsh mcp` serves: `subagent` over a continuable spawn provider
 /// with background runs, `send_message` and the task tools (the `dsh` crate's
 /// MCP test checks that its `tools/list` equals this section).
-fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let service = SubagentService::new();
-    let provider = service
-        .register_provider(std::sync::Arc::new(dsh_subagent_spawn::SpawnProvider::new()))
-        .map_err(|error| error.to_string())?;
+    let provider = service.register_provider(std::sync::Arc::new(dsh_subagent_spawn::SpawnProvider::new()))?;
     let tasks = TaskRegistry::new();
-    let task_tools = TaskToolsPlugin::apply(&tasks, tools).map_err(|error| error.to_string())?;
+    let task_tools = TaskToolsPlugin::apply(&tasks, tools)?;
     let control = dsh_subagent::SubagentControl::new(service.clone(), tasks.clone(), std::sync::Arc::new(NoChildren));
-    let control_tools =
-        dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools).map_err(|error| error.to_string())?;
+    let control_tools = dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools)?;
     let subagent = SubagentToolPlugin::apply_with_control(
         SubagentToolConfig::new("spawn").enable_run_in_background(true),
         &service,
         tools,
         &control,
-    )
-    .map_err(|error| error.to_string())?;
+    )?;
     Ok(Box::new((
         subagent,
         control_tools,
@@ -140,18 +151,40 @@ fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, String> {
     )))
 }
 
-fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, String> {
+/// The provider the catalog mounts `subagent` over: a fresh-context child
+/// with every capability, so the tool shows its default surface. The catalog
+/// only reads definitions; it never starts a child.
+struct Describe;
+
+impl SubagentProvider for Describe {
+    fn name(&self) -> &str {
+        "catalog"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::ALL
+    }
+
+    fn inherits_parent_context(&self) -> bool {
+        false
+    }
+
+    fn start(&self, _request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed("the catalog provider starts no children")) })
+    }
+}
+
+fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let service = SubagentService::new();
-    let provider = ScriptedProvider::builder("catalog").build();
-    let registration = service.register_provider(provider).map_err(|error| error.to_string())?;
-    let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)
-        .map_err(|error| error.to_string())?;
+    let provider = std::sync::Arc::new(Describe);
+    let registration = service.register_provider(provider)?;
+    let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)?;
     Ok(Box::new((plugin, registration, service)))
 }
 
-fn mount_tasks(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_tasks(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let tasks = TaskRegistry::new();
-    let plugin = TaskToolsPlugin::apply(&tasks, tools).map_err(|error| error.to_string())?;
+    let plugin = TaskToolsPlugin::apply(&tasks, tools)?;
     Ok(Box::new((plugin, tasks)))
 }
 
@@ -171,13 +204,12 @@ impl dsh_subagent_api::ChildStore for NoChildren {
     }
 }
 
-fn mount_subagent_control(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_subagent_control(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let control = dsh_subagent::SubagentControl::new(
         SubagentService::new(),
         TaskRegistry::new(),
         std::sync::Arc::new(NoChildren),
     );
-    let plugin =
-        dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools).map_err(|error| error.to_string())?;
+    let plugin = dsh_tool_subagent_control::SubagentControlPlugin::apply(&control, tools)?;
     Ok(Box::new((plugin, control)))
 }

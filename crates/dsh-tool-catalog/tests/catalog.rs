@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use dsh_tool_catalog::{
-    CATALOG_PATH, CatalogError, Freshness, MountGuard, ToolPackage, check_completeness, compare, generate, harvest,
-    manifest, render, slug,
+    CATALOG_PATH, CatalogError, Freshness, MountError, MountGuard, ToolPackage, check_completeness, compare, generate,
+    harvest, manifest, render, slug,
 };
 use dsh_tools::ToolRegistry;
 
@@ -114,15 +114,15 @@ fn the_real_workspace_is_complete() {
     check_completeness(&dirs, &manifest()).unwrap();
 }
 
-fn mount_nothing(_: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_nothing(_: &ToolRegistry) -> Result<MountGuard, MountError> {
     Ok(Box::new(()))
 }
 
-fn mount_subagent_without_source(tools: &ToolRegistry) -> Result<MountGuard, String> {
+fn mount_subagent_without_source(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     (manifest()[0].mount)(tools)
 }
 
-fn entry(package: &'static str, mount: fn(&ToolRegistry) -> Result<MountGuard, String>) -> ToolPackage {
+fn entry(package: &'static str, mount: fn(&ToolRegistry) -> Result<MountGuard, MountError>) -> ToolPackage {
     ToolPackage {
         package,
         sources: &[],

@@ -42,15 +42,12 @@ impl SendMessageTool {
     fn send(&self, args: &Value, exec: &ToolExecution) -> Result<ToolOutput, ToolError> {
         let parent = exec
             .agent()
-            .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code("NO_CALLING_AGENT"))?;
+            .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code(dsh_tools::ErrorCode::NoCallingAgent))?;
         let (subagent_id, message) = parse(args)?;
         let delivery = self
             .control
             .send_message(parent, subagent_id, message)
-            .map_err(|error| {
-                let code = error.code().to_owned();
-                ToolError::new(error.to_string()).with_code(code)
-            })?;
+            .map_err(ToolError::from)?;
         Ok(ToolOutput::text(match delivery.route {
             Route::Steered => wording::steered(&delivery.task_id),
             Route::Started => wording::started(&delivery.task_id, subagent_id),

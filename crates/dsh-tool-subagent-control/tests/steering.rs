@@ -102,12 +102,10 @@ struct Store;
 impl ChildStore for Store {
     fn lookup(&self, child_id: &str) -> Result<Option<ChildRecord>, SubagentError> {
         let request = StartRequest::text("", AgentRef::new("parent"), CancellationToken::new());
-        Ok(Some(ChildRecord {
-            id: child_id.to_owned(),
-            parent: Some(AgentId::new("parent")),
-            descriptor: Some(ContinuationDescriptor::for_request("gated", &request)),
-            diagnostic: None,
-        }))
+        Ok(Some(
+            ChildRecord::new(child_id, Some(AgentId::new("parent")))
+                .with_descriptor(ContinuationDescriptor::for_request("gated", &request)),
+        ))
     }
     fn children_of(&self, _parent: &AgentId) -> Result<Vec<ChildRecord>, SubagentError> {
         Ok(Vec::new())

@@ -6,8 +6,8 @@
 //! ```
 
 use dsh_subagent::SubagentService;
-use dsh_subagent::scripted::ScriptedProvider;
 use dsh_subagent_api::StopReason;
+use dsh_subagent_testing::ScriptedProvider;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry};
 use serde_json::json;

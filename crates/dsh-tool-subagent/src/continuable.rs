@@ -7,7 +7,7 @@ use dsh_subagent::SubagentControl;
 use dsh_subagent_api::StartRequest;
 use dsh_tools::{ToolError, ToolOutput, ToolRegistry};
 
-use crate::wording;
+use crate::{ErrorCode, wording};
 
 /// Starts the continuable child, or refuses before anything starts: without
 /// a control service, without `send_message` among the caller's tools (the
@@ -20,17 +20,16 @@ pub(crate) fn start(
     request: StartRequest,
 ) -> Result<ToolOutput, ToolError> {
     let control =
-        control.ok_or_else(|| ToolError::new(wording::CONTROL_UNAVAILABLE).with_code("CONTROL_UNAVAILABLE"))?;
+        control.ok_or_else(|| ToolError::new(wording::CONTROL_UNAVAILABLE).with_code(ErrorCode::ControlUnavailable))?;
     if tools.get("send_message").is_none() {
-        return Err(ToolError::new(wording::SEND_MESSAGE_UNAVAILABLE).with_code("CONTROL_UNAVAILABLE"));
+        return Err(ToolError::new(wording::SEND_MESSAGE_UNAVAILABLE).with_code(ErrorCode::ControlUnavailable));
     }
     if tools.get("task_output").is_none() {
-        return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code("TASKS_UNAVAILABLE"));
+        return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(ErrorCode::TasksUnavailable));
     }
-    let started = control.start_continuable(provider, label, request).map_err(|error| {
-        let code = error.code().to_owned();
-        ToolError::new(error.to_string()).with_code(code)
-    })?;
+    let started = control
+        .start_continuable(provider, label, request)
+        .map_err(ToolError::from)?;
     Ok(ToolOutput::text(wording::started_continuable(
         &started.child_id,
         &started.task_id,

@@ -25,7 +25,8 @@
 //! # Example
 //!
 //! ```
-//! use dsh_subagent::{scripted::ScriptedProvider, SubagentService};
+//! use dsh_subagent::SubagentService;
+//! use dsh_subagent_testing::ScriptedProvider;
 //! use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 //! use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry};
 //! use serde_json::json;
@@ -49,6 +50,7 @@
 #![forbid(unsafe_code)]
 
 mod args;
+mod code;
 mod config;
 mod continuable;
 mod lifecycle;
@@ -58,10 +60,19 @@ mod tool;
 pub mod wording;
 
 pub use args::parameters;
+pub use code::ErrorCode;
 pub use config::{ConfigError, MaxDepth, SubagentToolConfig};
 pub use lifecycle::RELEASE_GRACE;
 pub use plugin::SubagentToolPlugin;
 pub use wording::Wording;
+
+// What mounting `subagent` needs, so a harness depends on this crate alone:
+// the service providers register in, the registry the tool lands in, and the
+// provider seam (`provider::SubagentProvider` and its types) for a provider
+// of the harness's own.
+pub use dsh_subagent::{ProviderRegistration, SubagentService};
+pub use dsh_subagent_api as provider;
+pub use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult, ToolSpec};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

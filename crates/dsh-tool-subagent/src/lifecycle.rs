@@ -99,7 +99,7 @@ impl Future for Delegation<'_> {
                         return Poll::Pending;
                     }
                     // A start that ignores the cancellation is dropped.
-                    Err(ToolError::new(wording::START_ABANDONED).with_code("ABORTED"))
+                    Err(ToolError::new(wording::START_ABANDONED).with_code(dsh_subagent_api::ErrorCode::Aborted))
                 }
                 Err(panic) => Err(panicked("start", &*panic)),
             };
@@ -329,7 +329,7 @@ fn aborted() -> SubagentResult {
 }
 
 fn release_abandoned() -> SubagentError {
-    SubagentError::failed_with_code(wording::RELEASE_ABANDONED, "RELEASE_ABANDONED")
+    SubagentError::failed_with_code(wording::RELEASE_ABANDONED, crate::ErrorCode::ReleaseAbandoned)
 }
 
 /// Completes [`RELEASE_GRACE`] after its first poll, and holds nothing (no
@@ -370,5 +370,6 @@ async fn release_grace() {
 }
 
 fn panicked(stage: &str, payload: &(dyn std::any::Any + Send)) -> ToolError {
-    ToolError::new(wording::provider_panicked(stage, &panic_message(payload))).with_code("PROVIDER_PANICKED")
+    ToolError::new(wording::provider_panicked(stage, &panic_message(payload)))
+        .with_code(crate::ErrorCode::ProviderPanicked)
 }

@@ -116,9 +116,11 @@ impl SubagentToolPlugin {
         let subscription = service.subscribe_to_providers(Arc::new(move |event: &SubagentEvent| {
             let Some(inner) = weak.upgrade() else { return Ok(()) };
             match event {
-                SubagentEvent::ProviderAdded(provider) if provider.name() == inner.config.provider => inner
-                    .mount(provider.clone())
-                    .map_err(|error| SubagentError::failed_with_code(error.to_string(), "TOOL_MOUNT_FAILED")),
+                SubagentEvent::ProviderAdded(provider) if provider.name() == inner.config.provider => {
+                    inner.mount(provider.clone()).map_err(|error| {
+                        SubagentError::failed_with_code(error.to_string(), crate::ErrorCode::ToolMountFailed)
+                    })
+                }
                 SubagentEvent::ProviderRemoved(name) if *name == inner.config.provider => {
                     inner.unmount();
                     Ok(())

@@ -3,7 +3,7 @@
 use dsh_subagent_api::{StopReason, SubagentError, SubagentResult};
 use dsh_tools::{ToolError, ToolOutput};
 
-use crate::wording;
+use crate::{ErrorCode, wording};
 
 /// The result and the release of a published run, as the model reads them.
 ///
@@ -39,23 +39,22 @@ pub(crate) fn settled(
         (Err(run), Ok(())) => Err(run),
         (Err(run), Err(dispose)) => {
             let message = wording::run_and_dispose_failed(run.message(), failed_headline, &dispose.to_string());
-            Err(ToolError::new(message).with_code("RUN_AND_DISPOSE_FAILED"))
+            Err(ToolError::new(message).with_code(ErrorCode::RunAndDisposeFailed))
         }
     }
 }
 
 /// A service or provider error, keeping its stable code.
 pub(crate) fn start_failed(error: SubagentError) -> ToolError {
-    let code = error.code().to_owned();
-    ToolError::new(error.to_string()).with_code(code)
+    ToolError::from(error)
 }
 
-fn stop_code(result: &SubagentResult) -> &'static str {
+fn stop_code(result: &SubagentResult) -> ErrorCode {
     match result.stop_reason {
-        StopReason::Aborted => "RUN_ABORTED",
-        StopReason::Error => "RUN_FAILED",
-        StopReason::MaxTokens => "RUN_MAX_TOKENS",
-        StopReason::Refusal => "RUN_REFUSED",
-        StopReason::Completed | StopReason::Other(_) => "RUN_ENDED_ABNORMALLY",
+        StopReason::Aborted => ErrorCode::RunAborted,
+        StopReason::Error => ErrorCode::RunFailed,
+        StopReason::MaxTokens => ErrorCode::RunMaxTokens,
+        StopReason::Refusal => ErrorCode::RunRefused,
+        _ => ErrorCode::RunEndedAbnormally,
     }
 }

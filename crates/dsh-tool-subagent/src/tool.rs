@@ -75,10 +75,12 @@ impl SubagentTool {
         let parent = exec
             .agent()
             .cloned()
-            .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code("NO_CALLING_AGENT"))?;
+            .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code(dsh_tools::ErrorCode::NoCallingAgent))?;
         let background = match (args.run_in_background, &self.background) {
             (Some(true), None) => {
-                return Err(ToolError::new(wording::BACKGROUND_DISABLED).with_code("BACKGROUND_DISABLED"));
+                return Err(
+                    ToolError::new(wording::BACKGROUND_DISABLED).with_code(crate::ErrorCode::BackgroundDisabled)
+                );
             }
             (Some(true), Some(background)) => Some(background),
             _ => None,
@@ -108,9 +110,9 @@ impl SubagentTool {
         let tasks = background
             .tasks
             .as_ref()
-            .ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code("TASKS_UNAVAILABLE"))?;
+            .ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code(crate::ErrorCode::TasksUnavailable))?;
         if background.tools.get("task_output").is_none() {
-            return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code("TASKS_UNAVAILABLE"));
+            return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(crate::ErrorCode::TasksUnavailable));
         }
         let owner = request.parent.id().clone();
         let service = self.service.clone();
@@ -132,7 +134,7 @@ impl SubagentTool {
                     }
                 }
             })
-            .map_err(|error| ToolError::new(error.to_string()).with_code(error.code()))?;
+            .map_err(ToolError::from)?;
         Ok(ToolOutput::text(wording::started_background(&id)))
     }
 }

@@ -116,7 +116,7 @@ pub fn stop_headline(reason: &StopReason) -> Cow<'static, str> {
         StopReason::Error => "subagent run failed".into(),
         StopReason::MaxTokens => "subagent run hit its token limit before finishing".into(),
         StopReason::Refusal => "subagent declined the task".into(),
-        StopReason::Completed | StopReason::Other(_) => format!("subagent run ended abnormally ({reason})").into(),
+        _ => format!("subagent run ended abnormally ({reason})").into(),
     }
 }
 

@@ -9,8 +9,8 @@ mod common;
 use std::time::Duration;
 
 use common::{Fixture, alive_tasks, exec_with, task};
-use dsh_subagent::Gate;
-use dsh_subagent::scripted::{ResultBehavior, START_ABORTED, StartBehavior};
+use dsh_subagent_testing::Gate;
+use dsh_subagent_testing::scripted::{ResultBehavior, START_ABORTED, StartBehavior};
 use dsh_tools::{ABORTED_BEFORE_DISPATCH, CancellationToken};
 
 /// Waits (bounded) until `condition` holds, yielding to the runtime meanwhile.

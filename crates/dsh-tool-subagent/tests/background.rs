@@ -6,9 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use common::{exec, task};
-use dsh_subagent::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder, StartBehavior};
-use dsh_subagent::{Gate, ProviderRegistration, SubagentService};
+use dsh_subagent::{ProviderRegistration, SubagentService};
 use dsh_subagent_api::StopReason;
+use dsh_subagent_testing::Gate;
+use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder, StartBehavior};
 use dsh_tasks::{KillOutcome, TaskRegistry, TaskStatus, wording as task_wording};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin, Wording, parameters, wording};
 use dsh_tools::{AgentId, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, ToolRegistry};

@@ -1,16 +1,15 @@
 //! The continuable background route (docs/contract.md, "Background tasks").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
 use dsh_subagent_api::{
-    AgentId, AgentRef, CancellationToken, Capabilities, ChildRecord, ChildStore, ContinuableProvider,
-    ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
-    concat_text,
+    AgentId, AgentRef, CancellationToken, Capabilities, ChildRecord, ContinuableProvider, ContinuationDescriptor,
+    ResumeRequest, StartRequest, SubagentError, SubagentProvider, SubagentResult, SubagentRun, concat_text,
 };
+use dsh_subagent_testing::MemoryChildStore;
 use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin, wording};
 use dsh_tool_subagent_control::SubagentControlPlugin;
@@ -19,29 +18,9 @@ use dsh_tools::{ToolExecution, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-/// Children kept in memory: what a continuable provider records at start.
-#[derive(Default)]
-struct Memory(Mutex<HashMap<String, ChildRecord>>);
-
-impl ChildStore for Memory {
-    fn lookup(&self, id: &str) -> Result<Option<ChildRecord>, SubagentError> {
-        Ok(self.0.lock().unwrap().get(id).cloned())
-    }
-    fn children_of(&self, parent: &AgentId) -> Result<Vec<ChildRecord>, SubagentError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap()
-            .values()
-            .filter(|c| c.parent.as_ref() == Some(parent))
-            .cloned()
-            .collect())
-    }
-}
-
 /// Answers `started: <prompt>` / `resumed: <prompt>`; counts every start.
 struct Echo {
-    store: Arc<Memory>,
+    store: Arc<MemoryChildStore>,
     starts: AtomicUsize,
 }
 
@@ -83,15 +62,8 @@ impl ContinuableProvider for Echo {
         request: StartRequest,
     ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
         self.starts.fetch_add(1, Ordering::SeqCst);
-        self.store.0.lock().unwrap().insert(
-            child_id.clone(),
-            ChildRecord {
-                id: child_id.clone(),
-                parent: Some(request.parent.id().clone()),
-                descriptor: Some(descriptor),
-                diagnostic: None,
-            },
-        );
+        self.store
+            .insert(ChildRecord::new(child_id.clone(), Some(request.parent.id().clone())).with_descriptor(descriptor));
         Box::pin(async move { Ok(answer(child_id, format!("started: {}", concat_text(&request.prompt)))) })
     }
     fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
@@ -118,7 +90,7 @@ fn fixture(with_control: bool, with_send: bool) -> Fixture {
 
 /// As [`fixture`]; `persistent: false` gives the control service no child store.
 fn fixture_with(with_control: bool, with_send: bool, persistent: bool) -> Fixture {
-    let store = Arc::new(Memory::default());
+    let store = Arc::new(MemoryChildStore::new());
     let echo = Arc::new(Echo {
         store: store.clone(),
         starts: AtomicUsize::new(0),

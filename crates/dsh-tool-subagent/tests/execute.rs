@@ -5,8 +5,8 @@
 mod common;
 
 use common::{Fixture, exec, task};
-use dsh_subagent::scripted::{DisposeBehavior, ResultBehavior, StartBehavior};
 use dsh_subagent_api::{AgentOptions, StopReason, ToolFilter};
+use dsh_subagent_testing::scripted::{DisposeBehavior, ResultBehavior, StartBehavior};
 use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::ToolRegistry;
 use serde_json::json;
@@ -249,15 +249,9 @@ async fn undeclared_keys_are_ignored() {
 #[tokio::test]
 async fn configured_agent_options_persona_filter_and_depth_arrive_unchanged() {
     let config = SubagentToolConfig::new("mock")
-        .agent_options(AgentOptions {
-            model: Some("child-model".into()),
-            ..AgentOptions::default()
-        })
+        .agent_options(AgentOptions::new().with_model("child-model"))
         .persona("You are the child.")
-        .tool_filter(ToolFilter {
-            allow: None,
-            deny: Some(vec!["subagent".into()]),
-        })
+        .tool_filter(ToolFilter::denying(vec!["subagent"]))
         .max_depth(MaxDepth::Limit(2));
     let fixture = Fixture::with_config(|b| b, config);
     assert!(!fixture.delegate().await.is_error);
@@ -326,10 +320,7 @@ async fn capability_errors_reach_the_model_with_their_text() {
     let config = SubagentToolConfig::new("mock").persona("You are the child.");
     let fixture = Fixture::with_config(|b| b.capabilities(dsh_subagent_api::Capabilities::NONE), config);
     let persona = fixture.delegate().await;
-    let config = SubagentToolConfig::new("mock").tool_filter(ToolFilter {
-        allow: Some(vec![]),
-        deny: None,
-    });
+    let config = SubagentToolConfig::new("mock").tool_filter(ToolFilter::allowing(Vec::<String>::new()));
     let fixture = Fixture::with_config(|b| b.capabilities(dsh_subagent_api::Capabilities::NONE), config);
     let filter = fixture.delegate().await;
     assert_eq!(fixture.provider.stats().starts(), 0);
@@ -338,7 +329,7 @@ async fn capability_errors_reach_the_model_with_their_text() {
 
 #[tokio::test]
 async fn two_instances_over_two_providers_coexist() {
-    use dsh_subagent::scripted::ScriptedProvider;
+    use dsh_subagent_testing::scripted::ScriptedProvider;
     let service = dsh_subagent::SubagentService::new();
     let tools = ToolRegistry::new();
     let _spawn = service
@@ -366,7 +357,7 @@ async fn two_instances_over_two_providers_coexist() {
 
 #[tokio::test]
 async fn concurrent_calls_both_reach_start_before_either_completes() {
-    use dsh_subagent::Gate;
+    use dsh_subagent_testing::Gate;
     let gate = Gate::new();
     let fixture = Fixture::new(|b| b.on_start(StartBehavior::Gated(gate.clone())));
     let both = futures::future::join(fixture.delegate(), fixture.delegate());

@@ -21,10 +21,11 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use common::{alive_tasks, exec, exec_with, task};
-use dsh_subagent::scripted::{
+use dsh_subagent::SubagentService;
+use dsh_subagent_testing::Gate;
+use dsh_subagent_testing::scripted::{
     DEFAULT_REPLY, DisposeBehavior, ResultBehavior, START_ABORTED, ScriptedProvider, StartBehavior,
 };
-use dsh_subagent::{Gate, SubagentService};
 use dsh_tool_subagent::{RELEASE_GRACE, SubagentToolConfig, SubagentToolPlugin, wording};
 use dsh_tools::{CancellationToken, ToolRegistry};
 

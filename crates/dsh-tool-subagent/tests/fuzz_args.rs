@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::Fixture;
-use dsh_subagent::scripted::DEFAULT_REPLY;
 use dsh_subagent_api::StopReason;
+use dsh_subagent_testing::scripted::DEFAULT_REPLY;
 use serde_json::{Value, json};
 
 /// xorshift64*: deterministic for a seed, no dependency.

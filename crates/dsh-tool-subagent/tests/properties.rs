@@ -99,7 +99,7 @@ fn check_call(fixture: &Fixture, args: Value) -> Result<(), TestCaseError> {
     prop_assert_ne!(code.as_deref(), Some("TOOL_PANICKED"), "{}", result.text);
     if expect_ok {
         prop_assert!(!result.is_error, "{}", result.text);
-        prop_assert_eq!(&result.text, dsh_subagent::scripted::DEFAULT_REPLY);
+        prop_assert_eq!(&result.text, dsh_subagent_testing::scripted::DEFAULT_REPLY);
     } else {
         prop_assert!(result.is_error);
         prop_assert!(result.text.starts_with("Error: "), "{}", result.text);

@@ -6,8 +6,8 @@ mod common;
 
 use common::{exec, task};
 use dsh_subagent::SubagentService;
-use dsh_subagent::scripted::ScriptedProvider;
 use dsh_subagent_api::Capabilities;
+use dsh_subagent_testing::scripted::ScriptedProvider;
 use dsh_tool_subagent::{ConfigError, MaxDepth, SubagentToolConfig, SubagentToolPlugin, Wording};
 use dsh_tools::ToolRegistry;
 
@@ -172,8 +172,8 @@ async fn a_numeric_max_depth_over_a_provider_without_depth_limit_fails_at_mount(
 
 #[tokio::test]
 async fn a_run_in_flight_survives_the_tool_being_unmounted() {
-    use dsh_subagent::Gate;
-    use dsh_subagent::scripted::ResultBehavior;
+    use dsh_subagent_testing::Gate;
+    use dsh_subagent_testing::scripted::ResultBehavior;
     let (service, tools) = setup();
     let gate = Gate::new();
     let provider = ScriptedProvider::builder("spawn")

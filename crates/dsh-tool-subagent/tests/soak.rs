@@ -15,8 +15,9 @@
 mod common;
 
 use common::{alive_tasks, exec_with, task};
-use dsh_subagent::scripted::{DEFAULT_REPLY, ResultBehavior, ScriptedProvider};
-use dsh_subagent::{Gate, SubagentService};
+use dsh_subagent::SubagentService;
+use dsh_subagent_testing::Gate;
+use dsh_subagent_testing::scripted::{DEFAULT_REPLY, ResultBehavior, ScriptedProvider};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{CancellationToken, ToolRegistry};
 
@@ -72,7 +73,7 @@ async fn batch(tools: &ToolRegistry, rng: &mut Rng) -> (usize, usize) {
             assert!(
                 result.text == "Error: tool call aborted before dispatch"
                     || result.text.starts_with("Error: subagent run was cancelled")
-                    || result.text == format!("Error: {}", dsh_subagent::scripted::START_ABORTED),
+                    || result.text == format!("Error: {}", dsh_subagent_testing::scripted::START_ABORTED),
                 "{}",
                 result.text
             );

@@ -1,6 +1,6 @@
 //! The three tools: `task_output`, `task_kill`, `task_list`.
 
-use dsh_tasks::{KillOutcome, TaskError, TaskRegistry, wording};
+use dsh_tasks::{KillOutcome, TaskRegistry, wording};
 use dsh_tools::{AgentId, Tool, ToolError, ToolExecution, ToolOutput};
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -11,13 +11,7 @@ use crate::args::{self, KillArgs, OutputArgs};
 fn caller(tool: &str, exec: &ToolExecution) -> Result<AgentId, ToolError> {
     exec.agent()
         .map(|agent| agent.id().clone())
-        .ok_or_else(|| ToolError::new(wording::no_calling_agent(tool)).with_code("NO_CALLING_AGENT"))
-}
-
-/// A refused registry operation, as the model reads it (the `TaskError` text and code).
-fn refused(error: TaskError) -> ToolError {
-    let code = error.code();
-    ToolError::new(error.to_string()).with_code(code)
+        .ok_or_else(|| ToolError::new(wording::no_calling_agent(tool)).with_code(dsh_tools::ErrorCode::NoCallingAgent))
 }
 
 /// `task_output`: the caller's task, at once or after waiting.
@@ -41,7 +35,7 @@ impl TaskOutputTool {
             None => self.tasks.get(&args.task_id, &caller),
             Some(limit) => {
                 // Check the id first, so a bad id fails even when the call is cancelled.
-                self.tasks.get(&args.task_id, &caller).map_err(refused)?;
+                self.tasks.get(&args.task_id, &caller).map_err(ToolError::from)?;
                 tokio::select! {
                     biased;
                     () = exec.cancel().cancelled() => self.tasks.get(&args.task_id, &caller),
@@ -49,7 +43,7 @@ impl TaskOutputTool {
                 }
             }
         }
-        .map_err(refused)?;
+        .map_err(ToolError::from)?;
         Ok(ToolOutput::text(wording::task_output(&task)))
     }
 }
@@ -89,7 +83,11 @@ impl TaskKillTool {
     fn kill(&self, args: &Value, exec: &ToolExecution) -> Result<ToolOutput, ToolError> {
         let args = KillArgs::parse(args)?;
         let caller = caller(wording::TASK_KILL, exec)?;
-        let text = match self.tasks.kill(&args.task_id, &caller, args.reason).map_err(refused)? {
+        let text = match self
+            .tasks
+            .kill(&args.task_id, &caller, args.reason)
+            .map_err(ToolError::from)?
+        {
             KillOutcome::Requested => wording::kill_requested(&args.task_id),
             KillOutcome::AlreadyFinished(task) => wording::already_finished(&task),
         };

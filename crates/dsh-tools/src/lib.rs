@@ -16,7 +16,7 @@
 //! use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 //! use futures::future::BoxFuture;
 //! use serde_json::{json, Value};
-//! use tokio_util::sync::CancellationToken;
+//! use dsh_tools::CancellationToken;
 //!
 //! struct Echo(Value);
 //!
@@ -52,18 +52,19 @@
 
 #![forbid(unsafe_code)]
 
-mod agent;
+mod code;
 mod registry;
 mod schema;
 mod tool;
 
-pub use agent::{AgentId, AgentRef};
+pub use code::ErrorCode;
+pub use dsh_subagent_api::{AgentId, AgentRef};
+pub use dsh_subagent_api::{BoxFuture, CancellationToken};
 pub use registry::{
     ABORTED_BEFORE_DISPATCH, MountedTool, NameReservation, RegistryError, ToolRegistration, ToolRegistry, ToolSpec,
     panic_message,
 };
 pub use schema::parameters_schema;
-pub use tokio_util::sync::CancellationToken;
 pub use tool::{INVALID_ARGUMENTS, Tool, ToolError, ToolExecution, ToolOutput, ToolResult, json_kind};
 
 #[cfg(doctest)]

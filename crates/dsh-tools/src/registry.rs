@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::{Tool, ToolError, ToolExecution, ToolResult};
 
 /// The code of the error for a call whose token was cancelled before dispatch.
-pub const ABORTED_BEFORE_DISPATCH: &str = "ABORTED_BEFORE_DISPATCH";
+pub const ABORTED_BEFORE_DISPATCH: &str = crate::ErrorCode::AbortedBeforeDispatch.as_str();
 
 /// Why the registry refused a name or a tool.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -44,6 +44,7 @@ pub enum RegistryError {
 
 /// The model-facing definition of one registered tool.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolSpec {
     /// The tool's name.
     pub name: String,
@@ -184,13 +185,13 @@ impl ToolRegistry {
         }
         let Some(tool) = self.get(name) else {
             return ToolError::new(format!("unknown tool \"{name}\""))
-                .with_code("UNKNOWN_TOOL")
+                .with_code(crate::ErrorCode::UnknownTool)
                 .into();
         };
         match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
             Ok(outcome) => ToolResult::from_outcome(outcome),
             Err(panic) => ToolError::new(format!("tool \"{name}\" panicked: {}", panic_message(&*panic)))
-                .with_code("TOOL_PANICKED")
+                .with_code(crate::ErrorCode::ToolPanicked)
                 .into(),
         }
     }

@@ -3,11 +3,13 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use crate::CancellationToken;
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
-use crate::AgentRef;
+use dsh_subagent_api::SubagentError;
+
+use crate::{AgentRef, ErrorCode};
 
 /// A model-facing tool: a name, a description, a JSON-schema for its
 /// arguments, and an async `execute`.
@@ -120,10 +122,31 @@ impl ToolError {
     pub fn code(&self) -> Option<&str> {
         self.code.as_deref()
     }
+
+    /// Whether the stable code is `code` (any crate's `ErrorCode`, or text).
+    ///
+    /// ```
+    /// use dsh_tools::{ErrorCode, ToolError};
+    /// let error = ToolError::invalid_arguments("argument \"prompt\" is required");
+    /// assert!(error.has_code(ErrorCode::InvalidArguments));
+    /// assert_eq!(error.code(), Some(ErrorCode::InvalidArguments.as_str()));
+    /// ```
+    pub fn has_code(&self, code: impl AsRef<str>) -> bool {
+        self.code() == Some(code.as_ref())
+    }
+}
+
+/// A subagent service or provider failure, as the model reads it: its text,
+/// and its stable code kept.
+impl From<SubagentError> for ToolError {
+    fn from(error: SubagentError) -> Self {
+        let code = error.code().to_owned();
+        Self::new(error.to_string()).with_code(code)
+    }
 }
 
 /// The code of [`ToolError::invalid_arguments`].
-pub const INVALID_ARGUMENTS: &str = "INVALID_ARGUMENTS";
+pub const INVALID_ARGUMENTS: &str = ErrorCode::InvalidArguments.as_str();
 
 /// How a JSON value's kind reads in an error message: `null`, `a boolean`,
 /// `a number`, `a string`, `an array`, `an object`.

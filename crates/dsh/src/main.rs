@@ -83,6 +83,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: a parent that reads our
+        // stderr (an ACP client quoting its tail) gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let outcome = match cli.command {
         cli::Command::Run(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

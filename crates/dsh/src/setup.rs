@@ -45,10 +45,7 @@ fn child_policy(config: SubagentToolConfig, with_send_message: bool, surface: Su
     config
         .max_depth(MaxDepth::Limit(1))
         .enable_run_in_background(true)
-        .tool_filter(ToolFilter {
-            allow: None,
-            deny: Some(deny),
-        })
+        .tool_filter(ToolFilter::denying(deny))
 }
 
 /// Which delegation tools the parent gets.

@@ -150,3 +150,21 @@ pub(crate) const MCP_SESSION_CLOSED: &str = "the MCP session closed";
 pub(crate) fn mcp_call_cancelled(tool: &str, result: &str) -> String {
     format!("dsh mcp: the client cancelled a call to {tool}; it ended with: {result}")
 }
+
+/// A zero timeout in `dsh.toml`.
+pub(crate) const CONFIG_ZERO_TIMEOUT: &str = "must be greater than zero (leave it out for no timeout)";
+
+/// ACP teardown graces that do not fit in the tool's release grace.
+pub(crate) fn config_graces_too_long(
+    budget: std::time::Duration,
+    fixed: std::time::Duration,
+    grace: std::time::Duration,
+) -> String {
+    format!(
+        "a cancelled child's teardown could take {} ms (these graces plus {} ms after SIGKILL), longer than the {} ms the tool waits for it, so the call could not say whether the child was stopped; keep cancel_grace_ms + dispose_eof_grace_ms + dispose_term_grace_ms at most {} ms",
+        budget.as_millis(),
+        fixed.as_millis(),
+        grace.as_millis(),
+        grace.saturating_sub(fixed).as_millis()
+    )
+}

@@ -51,7 +51,6 @@ provider = "acp"
 command = {dsh:?}
 args = ["acp", "--quiet", "--script", {script:?}]
 max_depth = "provider-managed"
-dispose_eof_grace_ms = 2000
 "#,
         dsh = DSH,
     );

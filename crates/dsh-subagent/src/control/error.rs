@@ -1,6 +1,6 @@
 //! The control service's failures and every text of it a model reads.
 
-use dsh_subagent_api::SubagentError;
+use dsh_subagent_api::{ErrorCode, SubagentError};
 use dsh_tasks::{TaskError, TaskStatus};
 
 /// A failure of the control service. Synchronous refusals of
@@ -121,13 +121,15 @@ impl ControlError {
             Self::ActivationSettling { .. }
             | Self::ActivationStarting { .. }
             | Self::NoLiveDelivery { .. }
-            | Self::StoppedBeforeDelivery { .. } => "NOT_DELIVERED",
-            Self::OwnershipConflict { .. } | Self::RegistryMismatch { .. } => "OWNERSHIP_CONFLICT",
-            Self::PersistenceUnavailable => "PERSISTENCE_UNAVAILABLE",
+            | Self::StoppedBeforeDelivery { .. } => ErrorCode::NotDelivered.as_str(),
+            Self::OwnershipConflict { .. } | Self::RegistryMismatch { .. } => ErrorCode::OwnershipConflict.as_str(),
+            Self::PersistenceUnavailable => ErrorCode::PersistenceUnavailable.as_str(),
             Self::FollowUpRefused { source } | Self::StartRefused { source } => source.code(),
             Self::Start { source } => source.code(),
-            Self::NoContinuation { .. } | Self::Unavailable { .. } | Self::NoDescriptor { .. } => "NOT_RESUMABLE",
-            Self::Foreign { .. } => "UNAUTHORIZED",
+            Self::NoContinuation { .. } | Self::Unavailable { .. } | Self::NoDescriptor { .. } => {
+                ErrorCode::NotResumable.as_str()
+            }
+            Self::Foreign { .. } => ErrorCode::Unauthorized.as_str(),
         }
     }
 }
@@ -137,6 +139,14 @@ impl ControlError {
     pub fn into_subagent_error(self) -> SubagentError {
         let code = self.code().to_owned();
         SubagentError::failed_with_code(self.to_string(), code)
+    }
+}
+
+/// A control failure, as the model reads it: its text and code.
+impl From<ControlError> for dsh_tools::ToolError {
+    fn from(error: ControlError) -> Self {
+        let code = error.code().to_owned();
+        Self::new(error.to_string()).with_code(code)
     }
 }
 

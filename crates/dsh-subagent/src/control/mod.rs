@@ -67,6 +67,7 @@ pub const TASK_KIND: &str = "subagent";
 
 /// A continuable child and its first activation.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Started {
     /// The durable child id, for `send_message`.
     pub child_id: String,
@@ -86,6 +87,7 @@ pub enum Route {
 
 /// A routed message.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Delivery {
     /// How it was routed.
     pub route: Route,

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use dsh_subagent::scripted::{ScriptedProvider, ScriptedProviderBuilder};
 use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent_testing::scripted::{ScriptedProvider, ScriptedProviderBuilder};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
+use dsh_tools::{CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::{Value, json};
 
 /// A service, a registry, one scripted provider and one tool instance over it.
@@ -64,7 +64,7 @@ pub fn exec() -> ToolExecution {
 }
 
 pub fn exec_with(cancel: CancellationToken) -> ToolExecution {
-    ToolExecution::new(cancel).with_agent(AgentRef::new("parent-1"))
+    dsh_subagent_testing::exec_with("parent-1", cancel)
 }
 
 /// Tasks alive on the current runtime.

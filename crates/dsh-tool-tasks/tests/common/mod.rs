@@ -3,7 +3,7 @@
 
 use dsh_tasks::{TaskOutcome, TaskRegistry, TaskSpec};
 use dsh_tool_tasks::TaskToolsPlugin;
-use dsh_tools::{AgentId, AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
+use dsh_tools::{AgentId, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::Value;
 
 /// A task registry, a tool registry and the three tools mounted over them.
@@ -65,5 +65,5 @@ pub fn exec() -> ToolExecution {
 }
 
 pub fn exec_with(cancel: CancellationToken) -> ToolExecution {
-    ToolExecution::new(cancel).with_agent(AgentRef::new("parent"))
+    dsh_subagent_testing::exec_with("parent", cancel)
 }

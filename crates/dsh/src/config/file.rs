@@ -66,6 +66,9 @@ pub(crate) struct RawSubagent {
     pub(crate) args: Option<Spanned<Vec<String>>>,
     pub(crate) env: Option<Spanned<Vec<String>>>,
     pub(crate) cwd: Option<Spanned<PathBuf>>,
+    pub(crate) permission: Option<Spanned<RawPermission>>,
+    pub(crate) auth: Option<Spanned<RawAuth>>,
+    pub(crate) turn_timeout_ms: Option<Spanned<u64>>,
     pub(crate) cancel_grace_ms: Option<Spanned<u64>>,
     pub(crate) dispose_eof_grace_ms: Option<Spanned<u64>>,
     pub(crate) dispose_term_grace_ms: Option<Spanned<u64>>,
@@ -79,6 +82,9 @@ impl RawSubagent {
             ("args", self.args.as_ref().map(Spanned::span)),
             ("env", self.env.as_ref().map(Spanned::span)),
             ("cwd", self.cwd.as_ref().map(Spanned::span)),
+            ("permission", self.permission.as_ref().map(Spanned::span)),
+            ("auth", self.auth.as_ref().map(Spanned::span)),
+            ("turn_timeout_ms", self.turn_timeout_ms.as_ref().map(Spanned::span)),
             ("cancel_grace_ms", self.cancel_grace_ms.as_ref().map(Spanned::span)),
             (
                 "dispose_eof_grace_ms",
@@ -92,6 +98,60 @@ impl RawSubagent {
         .into_iter()
         .filter_map(|(key, span)| span.map(|span| (key, span)))
         .collect()
+    }
+}
+
+/// `permission`: how an ACP child's permission requests are answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RawPermission {
+    /// Reject (the default).
+    Reject,
+    /// Allow with the child's first "allow" option.
+    AllowFirst,
+}
+
+/// `auth`: which ACP authentication method the child is asked for:
+/// `"none"`, `"first-env-var"`, or `{ method = "<id>" }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RawAuth {
+    /// Never authenticate (the default).
+    None,
+    /// The first offered `env_var` method whose variable is set.
+    FirstEnvVar,
+    /// This method id.
+    Method(String),
+}
+
+impl<'de> Deserialize<'de> for RawAuth {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawAuth;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(r#""none", "first-env-var" or { method = "<id>" }"#)
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawAuth, E> {
+                match value {
+                    "none" => Ok(RawAuth::None),
+                    "first-env-var" => Ok(RawAuth::FirstEnvVar),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawAuth, A::Error> {
+                let mut method = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "method" {
+                        return Err(serde::de::Error::unknown_field(&key, &["method"]));
+                    }
+                    method = Some(map.next_value::<String>()?);
+                }
+                method
+                    .map(RawAuth::Method)
+                    .ok_or_else(|| serde::de::Error::missing_field("method"))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
     }
 }
 

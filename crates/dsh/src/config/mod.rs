@@ -17,14 +17,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use dsh_mcp::{McpServerSpec, SpecError};
-use dsh_subagent_acp::{AcpConfig, AcpProvider};
+use dsh_subagent_acp::{AcpAuth, AcpConfig, AcpProvider, PermissionPolicy};
 use dsh_subagent_api::{AgentOptions, SubagentProvider, ToolFilter};
-use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
+use dsh_tool_subagent::{MaxDepth, RELEASE_GRACE, SubagentToolConfig};
 use toml::Spanned;
 
 pub(crate) use error::ConfigFileError;
 pub(crate) use file::ProviderKind;
-use file::{RawConfig, RawMaxDepth, RawMcpServer, RawModel, RawSubagent};
+use file::{RawAuth, RawConfig, RawMaxDepth, RawMcpServer, RawModel, RawPermission, RawSubagent};
 
 use crate::wording;
 
@@ -303,10 +303,11 @@ fn resolve_subagent(
         tool = tool.persona(non_empty(persona, &key("persona"), at)?);
     }
     if let Some(options) = raw.agent_options.take() {
-        tool = tool.agent_options(AgentOptions {
-            model: options.into_inner().model,
-            ..AgentOptions::default()
-        });
+        let mut agent_options = AgentOptions::new();
+        if let Some(model) = options.into_inner().model {
+            agent_options = agent_options.with_model(model);
+        }
+        tool = tool.agent_options(agent_options);
     }
     let mut filter_span = None;
     if let Some(filter) = raw.tool_filter.take() {
@@ -320,10 +321,14 @@ fn resolve_subagent(
             at,
         )?;
         let filter = filter.into_inner();
-        tool = tool.tool_filter(ToolFilter {
-            allow: filter.allow,
-            deny: filter.deny,
-        });
+        let mut tool_filter = ToolFilter::default();
+        if let Some(allow) = filter.allow {
+            tool_filter = tool_filter.with_allow(allow);
+        }
+        if let Some(deny) = filter.deny {
+            tool_filter = tool_filter.with_deny(deny);
+        }
+        tool = tool.tool_filter(tool_filter);
         filter_span = Some(span);
     }
     let mut depth_span = None;
@@ -417,6 +422,34 @@ fn acp_config(
     if let Some(cwd) = &raw.cwd {
         config = config.cwd(base.join(cwd.get_ref()));
     }
+    if let Some(permission) = &raw.permission {
+        config = config.permission(match permission.get_ref() {
+            RawPermission::Reject => PermissionPolicy::Reject,
+            RawPermission::AllowFirst => PermissionPolicy::AllowFirst,
+        });
+    }
+    if let Some(auth) = &raw.auth {
+        config = config.auth(match auth.get_ref() {
+            RawAuth::None => AcpAuth::None,
+            RawAuth::FirstEnvVar => AcpAuth::FirstEnvVar,
+            RawAuth::Method(id) => AcpAuth::Method(id.clone()),
+        });
+    }
+    if let Some(timeout) = &raw.turn_timeout_ms {
+        if *timeout.get_ref() == 0 {
+            return Err(at(
+                Some(timeout.span()),
+                key("turn_timeout_ms"),
+                wording::CONFIG_ZERO_TIMEOUT.to_owned(),
+            ));
+        }
+        config = config.turn_timeout(Duration::from_millis(*timeout.get_ref()));
+    }
+    let graces = [
+        ("cancel_grace_ms", &raw.cancel_grace_ms),
+        ("dispose_eof_grace_ms", &raw.dispose_eof_grace_ms),
+        ("dispose_term_grace_ms", &raw.dispose_term_grace_ms),
+    ];
     if let Some(grace) = &raw.cancel_grace_ms {
         config = config.cancel_grace(Duration::from_millis(*grace.get_ref()));
     }
@@ -425,6 +458,26 @@ fn acp_config(
     }
     if let Some(grace) = &raw.dispose_term_grace_ms {
         config = config.dispose_term_grace(Duration::from_millis(*grace.get_ref()));
+    }
+    // What a cancelled call says about its child is true only if the whole
+    // teardown fits in the time the tool waits for it.
+    if config.release_budget() > RELEASE_GRACE
+        && let Some((name, grace)) = graces
+            .iter()
+            .find_map(|(name, grace)| grace.as_ref().map(|grace| (name, grace)))
+    {
+        let zero = Duration::ZERO;
+        let fixed = config
+            .clone()
+            .cancel_grace(zero)
+            .dispose_eof_grace(zero)
+            .dispose_term_grace(zero)
+            .release_budget();
+        return Err(at(
+            Some(grace.span()),
+            key(name),
+            wording::config_graces_too_long(config.release_budget(), fixed, RELEASE_GRACE),
+        ));
     }
     Ok(config)
 }

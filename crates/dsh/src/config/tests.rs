@@ -41,6 +41,9 @@ command = "dsh"
 args = ["acp", "--quiet"]
 env = ["DSH_API_KEY"]
 cwd = "."
+permission = "allow-first"
+auth = { method = "api-key" }
+turn_timeout_ms = 600000
 cancel_grace_ms = 1000
 dispose_eof_grace_ms = 500
 dispose_term_grace_ms = 700
@@ -91,6 +94,9 @@ command = "mcp-files --root ."
     assert_eq!(acp_config.args, ["acp", "--quiet"]);
     assert_eq!(acp_config.inherit_env, ["DSH_API_KEY"]);
     assert_eq!(acp_config.cwd.as_deref(), Some(dir.path().join(".").as_path()));
+    assert_eq!(acp_config.permission, dsh_subagent_acp::PermissionPolicy::AllowFirst);
+    assert_eq!(acp_config.auth, dsh_subagent_acp::AcpAuth::Method("api-key".into()));
+    assert_eq!(acp_config.turn_timeout, Some(Duration::from_secs(600)));
     assert_eq!(acp_config.cancel_grace, Duration::from_millis(1000));
     assert_eq!(acp_config.dispose_eof_grace, Duration::from_millis(500));
     assert_eq!(acp_config.dispose_term_grace, Duration::from_millis(700));
@@ -156,6 +162,22 @@ fn errors_name_file_line_column_and_key() {
         (
             "acp key on spawn",
             "[[subagents]]\nprovider = \"spawn\"\ncommand = \"dsh\"\n",
+        ),
+        (
+            "graces longer than the tool waits",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\ndispose_eof_grace_ms = 6000\ndispose_term_grace_ms = 3000\n",
+        ),
+        (
+            "unknown auth",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nauth = \"oauth\"\n",
+        ),
+        (
+            "auth table without method",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nauth = { id = \"x\" }\n",
+        ),
+        (
+            "zero turn timeout",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nturn_timeout_ms = 0\n",
         ),
         (
             "empty tool filter",

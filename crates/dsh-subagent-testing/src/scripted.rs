@@ -134,16 +134,14 @@ impl ScriptedStats {
 /// an output schema was requested.
 ///
 /// ```
-/// use dsh_subagent::{scripted::ScriptedProvider, SubagentService};
-/// use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest};
+/// use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, SubagentProvider};
+/// use dsh_subagent_testing::ScriptedProvider;
 ///
 /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// let service = SubagentService::new();
 /// let provider = ScriptedProvider::builder("mock").reply("hello from fixture").build();
-/// let _registration = service.register_provider(provider.clone()).unwrap();
 ///
 /// let request = StartRequest::text("hi", AgentRef::new("parent-1"), CancellationToken::new());
-/// let mut run = service.start("mock", request).await.unwrap();
+/// let mut run = provider.start(request).await.unwrap();
 /// assert_eq!(run.id(), "scripted-subagent:mock:parent-1");
 /// assert_eq!(run.result().await.unwrap().text(), "hello from fixture");
 /// run.dispose().await.unwrap();

@@ -1,0 +1,59 @@
+//! Teardown when we are the reaper: this test process makes itself a child
+//! subreaper (as `dsh` is when it runs as PID 1 in a container), so an
+//! orphaned grandchild of the ACP child is reparented to us and, once
+//! killed, stays a zombie until we collect it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dsh_subagent::SubagentService;
+use dsh_subagent_acp::{AcpConfig, AcpProvider};
+use dsh_subagent_api::{AgentRef, CancellationToken};
+use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
+use dsh_tools::{ToolExecution, ToolRegistry};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grandchild_left_to_a_subreaper_is_reaped() {
+    nix::sys::prctl::set_child_subreaper(true).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let grandchild_file = dir.path().join("grandchild.pid");
+    let config = AcpConfig::new(env!("CARGO_BIN_EXE_acp-fault-agent"))
+        .args(["refuse", "--ignore-eof", "--grandchild"])
+        .env("FAULT_AGENT_GRANDCHILD_FILE", grandchild_file.display().to_string())
+        .cwd(dir.path());
+    let service = SubagentService::new();
+    let tools = ToolRegistry::new();
+    let _provider = service
+        .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
+        .unwrap();
+    let _tool = SubagentToolPlugin::apply(
+        SubagentToolConfig::new("acp")
+            .tool_name("subagent_acp")
+            .max_depth(MaxDepth::ProviderManaged),
+        &service,
+        &tools,
+    )
+    .unwrap();
+    let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("parent"));
+    let began = Instant::now();
+    let call = tools.call("subagent_acp", json!({"description": "adapter", "prompt": "p"}), exec);
+    let text = tokio::time::timeout(Duration::from_secs(40), call).await.unwrap().text;
+    let took = began.elapsed();
+    assert_eq!(
+        text,
+        "Error: subagent run failed\nDiagnostic: ACP stage session/prompt: the request failed: error -32603: Internal error"
+    );
+    // Before zombies counted as gone this took 15 s and failed the release.
+    assert!(took < Duration::from_millis(2500), "{took:?}");
+    eprintln!(
+        "[timing] subreaper, grandchild reparented to us: {} ms",
+        took.as_millis()
+    );
+    let grandchild = std::fs::read_to_string(&grandchild_file).unwrap();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{}", grandchild.trim())).exists(),
+        "the grandchild {grandchild} was reparented to us and collected"
+    );
+}

@@ -1,0 +1,105 @@
+//! Stable error codes.
+
+/// The stable codes of subagent errors (the service's, the providers' and the
+/// control service's): importable, matchable, and what `code()` returns as
+/// text. The text of a code never changes; the table of every code is in
+/// `docs/contract.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `NO_PROVIDER`: no provider is registered under the name.
+    NoProvider,
+    /// `DUPLICATE_PROVIDER`: a provider of that name is already registered.
+    DuplicateProvider,
+    /// `UNSUPPORTED_CAPABILITY`: the request sets a field its provider cannot honour.
+    UnsupportedCapability,
+    /// `INVALID_MAX_DEPTH`: `maxDepth` is not a non-negative safe integer.
+    InvalidMaxDepth,
+    /// `INVALID_OUTPUT_SCHEMA`: the output schema is not an object schema.
+    InvalidOutputSchema,
+    /// `INVALID_DEPTH`: the parent's depth is invalid, or the child's would overflow.
+    InvalidDepth,
+    /// `DEPTH_EXCEEDED`: the child would be deeper than `maxDepth`.
+    DepthExceeded,
+    /// `ABORTED`: the start was cancelled before a child was published.
+    Aborted,
+    /// `ROLLBACK_FAILED`: a failed start could not release what it had created.
+    RollbackFailed,
+    /// `FAILED`: the provider failed without a code of its own.
+    Failed,
+    /// `NOT_DELIVERED`: a message to a continuable child was refused.
+    NotDelivered,
+    /// `NOT_RESUMABLE`: the child cannot be continued (unknown, no descriptor, or its provider cannot resume).
+    NotResumable,
+    /// `UNAUTHORIZED`: the child belongs to another agent.
+    Unauthorized,
+    /// `OWNERSHIP_CONFLICT`: the child is already owned by another activation or registry.
+    OwnershipConflict,
+    /// `PERSISTENCE_UNAVAILABLE`: continuable children need a durable store, and none is configured.
+    PersistenceUnavailable,
+}
+
+impl ErrorCode {
+    /// The code as text, e.g. `NO_PROVIDER`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::NoProvider => "NO_PROVIDER",
+            Self::DuplicateProvider => "DUPLICATE_PROVIDER",
+            Self::UnsupportedCapability => "UNSUPPORTED_CAPABILITY",
+            Self::InvalidMaxDepth => "INVALID_MAX_DEPTH",
+            Self::InvalidOutputSchema => "INVALID_OUTPUT_SCHEMA",
+            Self::InvalidDepth => "INVALID_DEPTH",
+            Self::DepthExceeded => "DEPTH_EXCEEDED",
+            Self::Aborted => "ABORTED",
+            Self::RollbackFailed => "ROLLBACK_FAILED",
+            Self::Failed => "FAILED",
+            Self::NotDelivered => "NOT_DELIVERED",
+            Self::NotResumable => "NOT_RESUMABLE",
+            Self::Unauthorized => "UNAUTHORIZED",
+            Self::OwnershipConflict => "OWNERSHIP_CONFLICT",
+            Self::PersistenceUnavailable => "PERSISTENCE_UNAVAILABLE",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl AsRef<str> for ErrorCode {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<ErrorCode> for std::borrow::Cow<'static, str> {
+    fn from(code: ErrorCode) -> Self {
+        std::borrow::Cow::Borrowed(code.as_str())
+    }
+}
+
+impl PartialEq<str> for ErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<ErrorCode> for str {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<ErrorCode> for &str {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        *self == other.as_str()
+    }
+}

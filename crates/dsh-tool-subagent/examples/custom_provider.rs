@@ -1,0 +1,188 @@
+//! A provider written from scratch: `subagent` over a tiny agent loop of the
+//! harness's own, with no model and no fixture of this workspace.
+//!
+//! The "agent" counts: asked `count to N`, it says one number per step. Each
+//! step costs one token of a fixed budget, so a long count stops at the
+//! token limit; `wait` idles until cancelled. The example mounts the tool,
+//! then checks a success, a stop reason, a cancellation, and that every
+//! child was released exactly once. Any broken promise fails it.
+//!
+//! ```text
+//! cargo run --example custom_provider -p dsh-tool-subagent
+//! ```
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use dsh_tool_subagent::provider::{
+    BoxFuture, Capabilities, ContentBlock, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult,
+    SubagentRun, concat_text,
+};
+use dsh_tool_subagent::{
+    AgentRef, CancellationToken, ErrorCode, SubagentService, SubagentToolConfig, SubagentToolPlugin, ToolExecution,
+    ToolRegistry,
+};
+use serde_json::json;
+use tokio::sync::{Notify, oneshot};
+
+/// Tokens one child may spend: a count past this stops at the limit.
+const BUDGET: usize = 5;
+
+/// The author's own agent loop: one step per number, one token per step.
+async fn counting_loop(prompt: String, cancel: CancellationToken, started: Arc<Notify>) -> SubagentResult {
+    started.notify_one();
+    let target = match prompt.strip_prefix("count to ").map(str::parse::<usize>) {
+        Some(Ok(target)) => target,
+        _ if prompt == "wait" => {
+            cancel.cancelled().await;
+            return SubagentResult::new(StopReason::Aborted, Vec::new());
+        }
+        _ => {
+            return SubagentResult::new(StopReason::Error, Vec::new())
+                .with_diagnostic(format!("cannot do {prompt:?}: only `count to N` and `wait`"));
+        }
+    };
+    let mut said = Vec::new();
+    for number in 1..=target {
+        if said.len() == BUDGET {
+            return stopped(StopReason::MaxTokens, &said).with_diagnostic(format!("budget of {BUDGET} tokens spent"));
+        }
+        tokio::select! {
+            () = cancel.cancelled() => {
+                return stopped(StopReason::Aborted, &said);
+            }
+            () = tokio::time::sleep(Duration::from_millis(1)) => said.push(number.to_string()),
+        }
+    }
+    SubagentResult::completed(said.join(" "))
+}
+
+/// A run that ended early, keeping what the child had said so far.
+fn stopped(reason: StopReason, said: &[String]) -> SubagentResult {
+    SubagentResult::new(reason, vec![ContentBlock::text(said.join(" "))])
+}
+
+/// The provider: each child is one task running [`counting_loop`].
+#[derive(Default)]
+struct CountingProvider {
+    starts: AtomicUsize,
+    disposes: Arc<AtomicUsize>,
+    started: Arc<Notify>,
+}
+
+impl SubagentProvider for CountingProvider {
+    fn name(&self) -> &str {
+        "counter"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NONE
+    }
+
+    fn inherits_parent_context(&self) -> bool {
+        false
+    }
+
+    fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move {
+            if request.cancel.is_cancelled() {
+                return Err(SubagentError::aborted("counter start cancelled before publication"));
+            }
+            let number = self.starts.fetch_add(1, Ordering::SeqCst) + 1;
+            let id = format!("counter-{number}:{}", request.parent.id());
+
+            // The child's own token: the request's, so the parent's cancel reaches it.
+            let cancel = request.cancel.clone();
+            let (settled, result) = oneshot::channel();
+            let child = tokio::spawn({
+                let cancel = cancel.clone();
+                let started = self.started.clone();
+                let prompt = concat_text(&request.prompt);
+                async move {
+                    let _ = settled.send(counting_loop(prompt, cancel, started).await);
+                }
+            });
+
+            let disposes = self.disposes.clone();
+            Ok(SubagentRun::new(
+                id,
+                async move {
+                    result
+                        .await
+                        .map_err(|_| SubagentError::failed("counter child vanished"))
+                },
+                move || async move {
+                    // Stop what remains and wait until nothing of the child runs.
+                    cancel.cancel();
+                    let joined = child.await;
+                    disposes.fetch_add(1, Ordering::SeqCst);
+                    joined.map_err(|error| SubagentError::failed(format!("counter child failed: {error}")))
+                },
+            ))
+        })
+    }
+}
+
+fn caller(cancel: CancellationToken) -> ToolExecution {
+    ToolExecution::new(cancel).with_agent(AgentRef::new("parent-1"))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let service = SubagentService::new();
+    let tools = ToolRegistry::new();
+    let provider = Arc::new(CountingProvider::default());
+    let _registration = service.register_provider(provider.clone())?;
+    let _plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("counter"), &service, &tools)?;
+
+    // Success: the child's final text is the tool's result.
+    let ok = tools
+        .call(
+            "subagent",
+            json!({"description": "count", "prompt": "count to 3"}),
+            caller(CancellationToken::new()),
+        )
+        .await;
+    assert!(!ok.is_error, "{}", ok.text);
+    assert_eq!(ok.text, "1 2 3");
+    println!("success      → {}", ok.text);
+
+    // A stop reason: the budget runs out; partial output is an error, never a success.
+    let long = tools
+        .call(
+            "subagent",
+            json!({"description": "count", "prompt": "count to 9"}),
+            caller(CancellationToken::new()),
+        )
+        .await;
+    assert!(long.is_error);
+    assert_eq!(
+        long.text,
+        "Error: subagent run hit its token limit before finishing\nDiagnostic: budget of 5 tokens spent\nPartial output before the run ended:\n1 2 3 4 5"
+    );
+    assert!(long.error.as_ref().is_some_and(|e| e.has_code(ErrorCode::RunMaxTokens)));
+    println!("max tokens   → {}", long.text.replace('\n', " | "));
+
+    // Cancellation: the caller gives up while the child works.
+    let cancel = CancellationToken::new();
+    let call = tools.call(
+        "subagent",
+        json!({"description": "idle", "prompt": "wait"}),
+        caller(cancel.clone()),
+    );
+    let stopper = async {
+        provider.started.notified().await;
+        cancel.cancel();
+    };
+    let (cancelled, ()) = tokio::join!(call, stopper);
+    assert!(cancelled.is_error);
+    assert_eq!(cancelled.text, "Error: subagent run was cancelled");
+    println!("cancellation → {}", cancelled.text);
+
+    // Every child was released exactly once, and only once the tool had returned.
+    assert_eq!(provider.starts.load(Ordering::SeqCst), 3);
+    assert_eq!(provider.disposes.load(Ordering::SeqCst), 3);
+    println!("released     → 3 of 3 children, once each");
+    Ok(())
+}
