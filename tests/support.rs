@@ -151,3 +151,9 @@ impl Harness {
         found
     }
 }
+
+/// The workspace README's Rust examples run as doc tests of this package,
+/// which depends on every crate they use.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct WorkspaceReadme;
