@@ -178,10 +178,19 @@ impl Mounts {
             .iter()
             .map(|subagent| subagent.tool.tool_name.clone())
             .collect();
-        // A filter naming `send_message` where it is not mounted (no data
-        // directory) means the same without that name.
-        let absent =
-            |name: &String| dsh_tool_subagent_control::TOOL_NAMES.contains(&name.as_str()) && control.is_none();
+        // A filter naming a tool dsh leaves out here (`send_message` without
+        // a data directory, a fork tool under `dsh mcp`) means the same
+        // without that name.
+        let unserved: Vec<&str> = config
+            .map(|config| config.subagents.iter().map(|subagent| subagent.tool.tool_name.as_str()))
+            .into_iter()
+            .flatten()
+            .filter(|name| !delegation_tools.iter().any(|served| served == name))
+            .collect();
+        let absent = |name: &String| {
+            (dsh_tool_subagent_control::TOOL_NAMES.contains(&name.as_str()) && control.is_none())
+                || unserved.contains(&name.as_str())
+        };
         let subagents = subagents.into_iter().map(|mut subagent| {
             if let Some(filter) = &mut subagent.tool.tool_filter {
                 for names in [&mut filter.allow, &mut filter.deny].into_iter().flatten() {
@@ -451,6 +460,56 @@ mod filter_tests {
             panic!("setup failed")
         };
         assert!(setup.mounts.tools().get("send_message").is_none());
+        let Ok(parent) = setup.parent("test") else {
+            panic!("no parent")
+        };
+        let outcome = parent.run("go", &dsh_tools::CancellationToken::new()).await;
+        assert_eq!(outcome.text, "child ok");
+    }
+}
+
+#[cfg(test)]
+mod surface_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    struct Quiet;
+    impl AgentObserver for Quiet {}
+
+    /// `dsh mcp` leaves a configured fork tool out; a filter naming it still
+    /// lets the other tool's children start.
+    #[tokio::test]
+    async fn an_mcp_server_serves_no_fork_tool_and_filters_naming_it_still_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("script.json");
+        std::fs::write(
+            &script,
+            r#"{"rules": [
+              {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "child ok"}},
+              {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+                {"name": "subagent", "arguments": {"description": "d", "prompt": "p"}}]}},
+              {"when": {"last_message": "tool"}, "reply": {"text": "{{last_tool_result}}"}}
+            ]}"#,
+        )
+        .unwrap();
+        let text = "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { deny = [\"subagent\", \"subagent_fork\"] }\n\n[[subagents]]\ntool_name = \"subagent_fork\"\nprovider = \"fork\"\n";
+        let config = crate::config::parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
+        let args = AgentArgs {
+            config: None,
+            base_url: None,
+            model: None,
+            script: Some(script),
+            max_turns: 4,
+            mcp_servers: Vec::new(),
+        };
+        let data = dir.path().join("data");
+        let Ok(setup) = Setup::new(&args, Some(&config), Some(&data), Arc::new(Quiet), Surface::McpServer) else {
+            panic!("setup failed")
+        };
+        assert!(setup.tools().get("subagent").is_some());
+        assert!(setup.tools().get("subagent_fork").is_none());
+        assert_eq!(setup.delegation_tools(), ["subagent"]);
         let Ok(parent) = setup.parent("test") else {
             panic!("no parent")
         };
