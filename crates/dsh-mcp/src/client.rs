@@ -15,16 +15,7 @@ use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 
 use crate::process::ServerProcess;
-use crate::{McpServerSpec, wording};
-
-/// The code of an error result the MCP server itself returned (`isError: true`).
-pub const MCP_TOOL_ERROR: &str = "MCP_TOOL_ERROR";
-/// The code of a call to a server that is no longer running.
-pub const MCP_SERVER_GONE: &str = "MCP_SERVER_GONE";
-/// The code of a call the server answered with a protocol error.
-pub const MCP_CALL_FAILED: &str = "MCP_CALL_FAILED";
-/// The code of a call cancelled by its caller.
-pub const MCP_CALL_CANCELLED: &str = "MCP_CALL_CANCELLED";
+use crate::{ErrorCode, McpServerSpec, wording};
 
 /// How long to wait, after the connection breaks, for the server's exit
 /// status, so that the error can say how it ended.
@@ -74,6 +65,18 @@ impl ClientOptions {
 #[error("MCP server \"{server}\" failed to start: {cause}")]
 #[non_exhaustive]
 pub struct McpStartError {
+    /// The server's name.
+    pub server: String,
+    /// What went wrong.
+    pub cause: String,
+}
+
+/// Why a server's process group could not be released: it names the server
+/// and what was still there.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server \"{server}\" was not released: {cause}")]
+#[non_exhaustive]
+pub struct McpReleaseError {
     /// The server's name.
     pub server: String,
     /// What went wrong.
@@ -228,10 +231,13 @@ impl McpMount {
 
     /// Unmounts the tools and releases the server, returning once its whole
     /// process group is gone.
-    pub async fn release(mut self) -> Result<(), String> {
+    pub async fn release(mut self) -> Result<(), McpReleaseError> {
         self.registrations.clear();
         match self.connection.take() {
-            Some(connection) => connection.release().await,
+            Some(connection) => connection.release().await.map_err(|cause| McpReleaseError {
+                server: connection.server.clone(),
+                cause,
+            }),
             None => Ok(()),
         }
     }
@@ -311,7 +317,8 @@ impl McpTool {
         if connection.process.exit().is_some() || connection.peer.is_transport_closed() {
             let how = connection.gone().await;
             return Err(
-                ToolError::new(wording::server_gone(&connection.server, &self.remote, &how)).with_code(MCP_SERVER_GONE),
+                ToolError::new(wording::server_gone(&connection.server, &self.remote, &how))
+                    .with_code(ErrorCode::ServerGone),
             );
         }
         let params = CallToolRequestParams::new(self.remote.clone()).with_arguments(arguments);
@@ -321,7 +328,7 @@ impl McpTool {
             biased;
             () = exec.cancel().cancelled() => {
                 return Err(ToolError::new(wording::call_cancelled(&connection.server, &self.remote))
-                    .with_code(MCP_CALL_CANCELLED));
+                    .with_code(ErrorCode::CallCancelled));
             }
             outcome = connection.peer.call_tool(params) => outcome,
             _ = connection.process.exited() => Err(ServiceError::TransportClosed),
@@ -331,14 +338,14 @@ impl McpTool {
             Err(ServiceError::McpError(error)) => {
                 Err(
                     ToolError::new(wording::call_failed(&connection.server, &self.remote, &error.message))
-                        .with_code(MCP_CALL_FAILED),
+                        .with_code(ErrorCode::CallFailed),
                 )
             }
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                 let how = connection.gone().await;
                 Err(
                     ToolError::new(wording::server_exited_mid_call(&connection.server, &self.remote, &how))
-                        .with_code(MCP_SERVER_GONE),
+                        .with_code(ErrorCode::ServerGone),
                 )
             }
             Err(other) => Err(ToolError::new(wording::call_failed(
@@ -346,7 +353,7 @@ impl McpTool {
                 &self.remote,
                 &other.to_string(),
             ))
-            .with_code(MCP_CALL_FAILED)),
+            .with_code(ErrorCode::CallFailed)),
         }
     }
 }
@@ -379,7 +386,7 @@ fn render(result: CallToolResult) -> Result<ToolOutput, ToolError> {
     }
     let text = parts.join("\n");
     if result.is_error == Some(true) {
-        Err(ToolError::new(text).with_code(MCP_TOOL_ERROR))
+        Err(ToolError::new(text).with_code(ErrorCode::ToolError))
     } else {
         Ok(ToolOutput::text(text))
     }

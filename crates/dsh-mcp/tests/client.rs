@@ -104,7 +104,9 @@ async fn calls_return_text_and_is_error_results_become_errors() {
     assert_eq!((ok.text.as_str(), ok.is_error), ("echo: hi", false));
     let failed = tools.call("mcp__t__fail", json!({}), exec()).await;
     assert_eq!(failed.text, "Error: the tool failed on purpose");
-    assert_eq!(failed.error.unwrap().code(), Some(dsh_mcp::MCP_TOOL_ERROR));
+    let error = failed.error.unwrap();
+    assert!(error.has_code(dsh_mcp::ErrorCode::ToolError));
+    assert_eq!(error.code(), Some("MCP_TOOL_ERROR"));
     let bad = tools.call("mcp__t__echo", json!([1]), exec()).await;
     assert_eq!(
         bad.text,

@@ -2,7 +2,7 @@
 
 /// The stable codes of the ACP provider's errors: importable, matchable, and
 /// what `code()` returns as text. The text of a code never changes; the table
-/// of every code is in `docs/contract.md`.
+/// of every code is in `docs/errors.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorCode {

@@ -3,7 +3,7 @@
 /// The stable codes of subagent errors (the service's, the providers' and the
 /// control service's): importable, matchable, and what `code()` returns as
 /// text. The text of a code never changes; the table of every code is in
-/// `docs/contract.md`.
+/// `docs/errors.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorCode {

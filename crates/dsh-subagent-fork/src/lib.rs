@@ -1,28 +1,4 @@
-//! The `fork` subagent provider: each delegation starts an in-process
-//! [`dsh_agent::Agent`] seeded with its parent's completed turns.
-//!
-//! The seed is the parent's conversation up to its last completed run; the
-//! run in flight (the one making this tool call) is excluded, so every tool
-//! call in the seed has its result. The child's answer is read from its own
-//! turns only: an inherited message never becomes the answer. Capabilities
-//! are those of `spawn`; the child inherits the parent's context, so the
-//! `subagent` tool uses its inherited (`INHERITS this conversation`) wording.
-//!
-//! Fork children are continuable, like spawn ones: with a data directory,
-//! `run_in_background` starts a durable child that `send_message` continues,
-//! its inherited turns kept as its transcript's seed.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use dsh_subagent_api::SubagentProvider;
-//! use dsh_subagent_fork::ForkProvider;
-//!
-//! let fork = Arc::new(ForkProvider::new());
-//! assert_eq!(fork.name(), "fork");
-//! assert!(fork.inherits_parent_context());
-//! assert!(fork.continuation().is_some());
-//! ```
-
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 use dsh_agent::child::{ChildContext, start_child};
@@ -77,7 +53,3 @@ impl SubagentProvider for ForkProvider {
         Some(ChildContext::InheritParent.continuation())
     }
 }
-
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;

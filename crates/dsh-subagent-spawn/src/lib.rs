@@ -1,29 +1,4 @@
-//! The `spawn` subagent provider: each delegation starts a fresh in-process
-//! [`dsh_agent::Agent`] that shares its parent's runtime (model client, tool
-//! registry, transcripts) but none of its conversation.
-//!
-//! All four capabilities are supported: `agentOptions` override the parent's
-//! model and token cap, a persona replaces the system prompt, a tool filter
-//! hides and refuses tools, and `maxDepth` caps the child's depth. The child
-//! does not inherit the parent's context, so the `subagent` tool uses its
-//! standalone wording.
-//!
-//! Spawn children can also be *continuable* ([`SubagentProvider::continuation`]):
-//! started under a chosen id with a descriptor in their transcript, and
-//! resumed by id with a new prompt, also after a restart.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use dsh_subagent_api::SubagentProvider;
-//! use dsh_subagent_spawn::SpawnProvider;
-//!
-//! let spawn = Arc::new(SpawnProvider::new());
-//! assert_eq!(spawn.name(), "spawn");
-//! assert!(!spawn.inherits_parent_context());
-//! assert!(spawn.capabilities().depth_limit);
-//! assert!(spawn.continuation().is_some());
-//! ```
-
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 use dsh_agent::child::{ChildContext, start_child};
@@ -78,7 +53,3 @@ impl SubagentProvider for SpawnProvider {
         Some(ChildContext::Fresh.continuation())
     }
 }
-
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;

@@ -1,39 +1,4 @@
-//! Background tasks for dsh agents.
-//!
-//! A [`TaskRegistry`] runs work in the background on behalf of an owning
-//! agent. Each task has an id (`<kind>-<n>`, numbered in dispatch order), a
-//! label, an owner, and a status: `running` until its producer settles it as
-//! `completed` (with output), `failed` (with a detail) or `killed`.
-//!
-//! - Only the owner may read, kill or list a task; another agent's id is an
-//!   error, as is an unknown id.
-//! - [`TaskRegistry::kill`] cancels the producer's [`TaskControl`] token and
-//!   records the first reason given; the producer decides how it settles.
-//! - When a task settles, a completion notice is queued for its owner
-//!   ([`TaskRegistry::take_notices`]): a status line, never the output itself.
-//! - [`TaskRegistry::dispose_owner`] kills every running task of an agent and
-//!   waits until they have settled; no new task starts for it afterwards.
-//!
-//! Model-facing text lives in [`wording`].
-//!
-//! ```
-//! use dsh_tasks::{TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
-//!
-//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! let tasks = TaskRegistry::new();
-//! let owner = dsh_tools::AgentId::from("parent");
-//! let id = tasks
-//!     .spawn(TaskSpec::new("subagent", "count", owner.clone()), |_control| async {
-//!         TaskOutcome::Completed { output: "one, two, three".into() }
-//!     })
-//!     .unwrap();
-//! assert_eq!(id, "subagent-1");
-//! let done = tasks.wait(&id, &owner, None).await.unwrap();
-//! assert_eq!(done.status, TaskStatus::Completed);
-//! assert_eq!(dsh_tasks::wording::task_output(&done), "one, two, three\n[status: completed]");
-//! # });
-//! ```
-
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
 mod code;
@@ -452,7 +417,3 @@ impl TaskRegistry {
         }
     }
 }
-
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct ReadmeDoctests;

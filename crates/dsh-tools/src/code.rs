@@ -3,7 +3,7 @@
 /// The stable codes of dsh-tools' errors (the tool registry's and every tool's
 /// shared ones): importable, matchable, and what `code()` returns as text. The
 /// text of a code never changes; the table of every code is in
-/// `docs/contract.md`.
+/// `docs/errors.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorCode {

@@ -1,15 +1,4 @@
-//! `dsh`: run a parent agent that delegates to subagents, and read what each
-//! agent did.
-//!
-//! - `dsh run "<task>"` runs the task and prints the final answer on stdout.
-//!   Its first stderr line names the model; children show live progress on
-//!   stderr (`--quiet` hides it); transcripts go to `--data-dir` (`.dsh/`).
-//! - `dsh transcript <agent-id>` prints one agent's transcript.
-//! - `dsh acp` serves the same parent agent over the Agent Client Protocol on
-//!   stdio, so any ACP client (or the `acp` subagent provider) can drive it.
-//! - `dsh mcp` serves the delegation tools as an MCP server on stdio, so any
-//!   MCP host can hand a task to a dsh child.
-//! - `dsh config check` checks `dsh.toml` and prints the parent's tool catalog.
+#![doc = include_str!("../README.md")]
 
 mod acp;
 mod cli;

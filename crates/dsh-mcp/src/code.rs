@@ -1,0 +1,95 @@
+//! Stable error codes.
+
+/// The stable codes of the errors a mounted MCP tool returns: importable,
+/// matchable, and what [`ToolError::code`](dsh_tools::ToolError::code)
+/// returns as text. The text of a code never changes; the table of every
+/// code is in `docs/errors.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `MCP_TOOL_ERROR`: the MCP server itself returned an error result
+    /// (`isError: true`).
+    ToolError,
+    /// `MCP_SERVER_GONE`: the server is no longer running, or exited during
+    /// the call.
+    ServerGone,
+    /// `MCP_CALL_FAILED`: the server answered the call with a protocol error.
+    CallFailed,
+    /// `MCP_CALL_CANCELLED`: the call was cancelled by its caller.
+    CallCancelled,
+}
+
+impl ErrorCode {
+    /// The code as text, e.g. `MCP_TOOL_ERROR`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ToolError => "MCP_TOOL_ERROR",
+            Self::ServerGone => "MCP_SERVER_GONE",
+            Self::CallFailed => "MCP_CALL_FAILED",
+            Self::CallCancelled => "MCP_CALL_CANCELLED",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl AsRef<str> for ErrorCode {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl From<ErrorCode> for std::borrow::Cow<'static, str> {
+    fn from(code: ErrorCode) -> Self {
+        std::borrow::Cow::Borrowed(code.as_str())
+    }
+}
+
+impl PartialEq<str> for ErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<ErrorCode> for str {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<ErrorCode> for &str {
+    fn eq(&self, other: &ErrorCode) -> bool {
+        *self == other.as_str()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn codes_keep_their_text() {
+        let all = [
+            (ErrorCode::ToolError, "MCP_TOOL_ERROR"),
+            (ErrorCode::ServerGone, "MCP_SERVER_GONE"),
+            (ErrorCode::CallFailed, "MCP_CALL_FAILED"),
+            (ErrorCode::CallCancelled, "MCP_CALL_CANCELLED"),
+        ];
+        for (code, text) in all {
+            assert_eq!(code.as_str(), text);
+            assert_eq!(code.to_string(), text);
+            assert_eq!(code, text);
+            assert_eq!(text, code);
+        }
+    }
+}
