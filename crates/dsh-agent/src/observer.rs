@@ -28,7 +28,7 @@ pub trait AgentObserver: Send + Sync + 'static {
     /// An agent began a run.
     fn run_started(&self, _agent: &AgentInfo) {}
     /// An agent finished one model call; `steps` counts them in this run.
-    fn step_finished(&self, _agent: &AgentId, _steps: u32, _usage: Usage) {}
+    fn step_finished(&self, _agent: &AgentId, _steps: u32, _usage: Option<Usage>) {}
     /// An agent finished a run.
     fn run_finished(&self, _agent: &AgentId, _outcome: &RunOutcome) {}
 }

@@ -16,6 +16,36 @@ pub(crate) fn banner_endpoint(model: &str, url: &str) -> String {
     format!("dsh: using model {model} at {url}")
 }
 
+/// The one warning line when OTLP export could not be set up.
+pub(crate) fn otlp_setup_failed(error: &str) -> String {
+    format!("dsh: warning: OTLP trace export is off: {error}")
+}
+
+/// The one warning line when spans could not be exported (collector down or slow).
+pub(crate) fn otlp_export_failed(error: &str) -> String {
+    format!("dsh: warning: some spans were not exported over OTLP: {error}")
+}
+
+/// Tokens as a person reads them: `N tokens`, or `usage not reported` when
+/// the server reported none (never "0 tokens").
+pub(crate) fn tokens(usage: Option<dsh_llm::Usage>) -> String {
+    match usage {
+        Some(usage) => format!("{} tokens", usage.total_tokens),
+        None => "usage not reported".to_owned(),
+    }
+}
+
+/// The parent's usage line at the end of `dsh run`: its own model calls and
+/// its children's, separately and in total.
+pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals) -> String {
+    format!(
+        "dsh: own model calls: {} · children: {} · total: {}",
+        tokens(usage.own),
+        tokens(usage.children),
+        tokens(usage.total())
+    )
+}
+
 /// Why `dsh mcp` kills the background tasks still running when its client leaves.
 pub(crate) const MCP_SESSION_CLOSED: &str = "the MCP session closed";
 
