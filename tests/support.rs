@@ -26,6 +26,10 @@ impl ChatModel for Recording {
         self.inner.model_name()
     }
 
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         self.requests.lock().unwrap().push(request.clone());
         self.inner.stream_chat(request, cancel)

@@ -5,11 +5,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dsh_llm::{ChatEvent, ChatRequest, LlmError, Message, ToolCall, Usage, collect_response_with};
-use dsh_subagent_api::ToolFilter;
+use dsh_subagent_api::{SpanOrigin, ToolFilter};
 use dsh_tools::{AgentId, AgentRef, CancellationToken, ToolExecution};
+use tracing::Instrument;
 
+use crate::trace;
 use crate::transcript::{TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
-use crate::usage::{UsageTotals, add};
+use crate::usage::{UsageTotals, add_reported, since};
 use crate::{AgentInfo, AgentRuntime, AgentStop, RunOutcome, ToolView};
 
 /// The default limit of model calls per run.
@@ -367,7 +369,7 @@ impl Agent {
     /// Adds a finished child's total to this agent's children usage.
     pub fn add_child_usage(&self, usage: Usage) {
         let mut state = self.lock();
-        state.usage.children = add(state.usage.children, usage);
+        state.usage.children = add_reported(state.usage.children, Some(usage));
     }
 
     /// Its transcript file, when transcripts are kept.
@@ -438,7 +440,36 @@ impl Agent {
     /// from between runs just before the prompt, later ones before the model
     /// call that follows their arrival. Messages [steered](Agent::steer) into
     /// the run join it the same way, after the notices.
+    ///
+    /// The run is traced as an `invoke_agent <label>` span under the current
+    /// span; [`Agent::run_from`] places it elsewhere.
     pub async fn run(&self, prompt: impl Into<String>, cancel: &CancellationToken) -> RunOutcome {
+        self.run_from(prompt, cancel, &SpanOrigin::current()).await
+    }
+
+    /// [`Agent::run`], with its `invoke_agent` span placed by `origin`: under
+    /// the span of the call that waits for it, or in a new trace that follows
+    /// from the call that started it.
+    pub async fn run_from(
+        &self,
+        prompt: impl Into<String>,
+        cancel: &CancellationToken,
+        origin: &SpanOrigin,
+    ) -> RunOutcome {
+        let prompt = prompt.into();
+        let span = origin
+            .place(|parent| trace::invoke_agent(parent, &self.inner.info, self.inner.runtime.model().provider_name()));
+        trace::record_content(&span, "gen_ai.input.messages", "user", &prompt);
+        let outcome = self.run_traced(prompt, cancel).instrument(span.clone()).await;
+        if let Some(usage) = outcome.usage {
+            trace::record_usage(&span, usage);
+        }
+        trace::record_stop(&span, &outcome.stop);
+        trace::record_content(&span, "gen_ai.output.messages", "assistant", &outcome.text);
+        outcome
+    }
+
+    async fn run_traced(&self, prompt: String, cancel: &CancellationToken) -> RunOutcome {
         let _one_run_at_a_time = self.inner.run_lock.lock().await;
         self.open_turn();
         let observer = self.inner.runtime.observer();
@@ -451,7 +482,8 @@ impl Agent {
         let prompt = Message::user(prompt);
         self.record_message(&prompt);
         turn.push(prompt);
-        let mut usage = Usage::default();
+        let mut usage: Option<Usage> = None;
+        let children_before = self.lock().usage.children;
         let mut steps = 0;
         let stop = loop {
             if cancel.is_cancelled() {
@@ -464,21 +496,39 @@ impl Agent {
             self.take_notices(&mut turn);
             self.take_steered(&mut turn);
             let request = self.request(&turn);
-            let stream = self.inner.runtime.model().stream_chat(request, cancel.clone());
+            let model = self.inner.runtime.model();
+            let chat = trace::chat(
+                request.model.as_deref().unwrap_or(model.model_name()),
+                model.provider_name(),
+                request.max_tokens,
+            );
+            let stream = chat.in_scope(|| model.stream_chat(request, cancel.clone()));
             let on_event = |event: &ChatEvent| {
                 if let (Some(observer), ChatEvent::TextDelta(delta)) = (observer, event) {
                     observer.text_delta(self.id(), delta);
                 }
             };
-            let response = match collect_response_with(stream, cancel, on_event).await {
-                Ok(response) => response,
-                Err(LlmError::Cancelled) => break AgentStop::Cancelled,
-                Err(error) => break AgentStop::Error(error.to_string()),
+            let response = match collect_response_with(stream, cancel, on_event)
+                .instrument(chat.clone())
+                .await
+            {
+                Ok(response) => {
+                    trace::record_response(&chat, &response);
+                    response
+                }
+                Err(error) => {
+                    trace::record_llm_error(&chat, &error);
+                    match error {
+                        LlmError::Cancelled => break AgentStop::Cancelled,
+                        error => break AgentStop::Error(error.to_string()),
+                    }
+                }
             };
+            drop(chat);
             if let Some(spent) = response.usage {
-                usage = add(usage, spent);
+                usage = add_reported(usage, Some(spent));
                 let mut state = self.lock();
-                state.usage.own = add(state.usage.own, spent);
+                state.usage.own = add_reported(state.usage.own, Some(spent));
             }
             if let Some(observer) = observer {
                 observer.step_finished(self.id(), steps, usage);
@@ -527,10 +577,12 @@ impl Agent {
             })
             .unwrap_or_default();
         self.lock().history.extend(turn);
+        let children_usage = since(self.lock().usage.children, children_before);
         self.record(&TranscriptEntry::TurnEnd {
             stop: stop.to_string(),
             steps,
             usage,
+            children_usage,
         });
         if let Some(transcript) = &self.inner.transcript
             && let Err(error) = transcript.flush()
@@ -606,7 +658,9 @@ impl Agent {
         if let Some(observer) = observer {
             observer.tool_call_started(self.id(), call);
         }
-        let exec = ToolExecution::new(cancel.child_token()).with_agent(self.agent_ref());
+        let exec = ToolExecution::new(cancel.child_token())
+            .with_agent(self.agent_ref())
+            .with_call_id(call.id.clone());
         let result = self.inner.tools.call(&call.name, &call.arguments, exec).await;
         if let Some(observer) = observer {
             observer.tool_call_finished(self.id(), call, &result);

@@ -2,8 +2,8 @@
 
 use dsh_subagent_api::ErrorCode as SubagentCode;
 use dsh_subagent_api::{
-    ContentBlock, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer, StopReason,
-    SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
+    ContentBlock, ContinuableProvider, ContinuationDescriptor, ResumeRequest, SpanOrigin, StartRequest, Steerer,
+    StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
 };
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
@@ -171,6 +171,7 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
         concat_text(&request.prompt),
         &request.cancel,
         None,
+        request.origin,
     ))
 }
 
@@ -245,6 +246,7 @@ fn start(
         concat_text(&request.prompt),
         &request.cancel,
         captured,
+        request.origin,
     ))
 }
 
@@ -255,6 +257,7 @@ fn publish(
     prompt: String,
     cancel: &dsh_tools::CancellationToken,
     captured: Option<Captured>,
+    origin: SpanOrigin,
 ) -> SubagentRun {
     let stop = cancel.child_token();
     let run_token = stop.clone();
@@ -262,8 +265,10 @@ fn publish(
     let steerer = steerer(child.clone(), captured.clone());
     child.open_turn();
     let task = tokio::spawn(async move {
-        let outcome = child.run(prompt, &run_token).await;
-        parent.add_child_usage(child.usage().total());
+        let outcome = child.run_from(prompt, &run_token, &origin).await;
+        if let Some(spent) = child.usage().total() {
+            parent.add_child_usage(spent);
+        }
         outcome
     });
     let done = async move {

@@ -45,6 +45,7 @@ pub struct RunOutcome {
     pub text: String,
     /// Model calls made.
     pub steps: u32,
-    /// Tokens this run spent in its own model calls.
-    pub usage: Usage,
+    /// Tokens this run spent in its own model calls; `None` when no call
+    /// reported usage.
+    pub usage: Option<Usage>,
 }

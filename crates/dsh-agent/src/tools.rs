@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use dsh_tools::{Tool, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::wording;
 
@@ -123,27 +124,42 @@ impl ToolView {
     }
 
     /// Calls a tool the view permits; a filtered tool is refused, never run.
+    ///
+    /// Every call gets its `execute_tool <name>` span: registry tools in the
+    /// registry, the rest (refusals, unreadable arguments, local tools) here.
     pub async fn call(&self, name: &str, arguments: &str, exec: ToolExecution) -> ToolResult {
-        if !self.permits(name) {
-            return dsh_tools::ToolError::new(wording::tool_not_available(name))
-                .with_code(crate::ErrorCode::ToolNotAvailable)
-                .into();
-        }
-        let args = if arguments.trim().is_empty() {
-            Value::Object(serde_json::Map::new())
-        } else {
-            match serde_json::from_str(arguments) {
-                Ok(args) => args,
-                Err(error) => {
-                    return dsh_tools::ToolError::new(wording::arguments_not_json(name, &error.to_string()))
-                        .with_code(dsh_tools::ErrorCode::InvalidArguments)
-                        .into();
-                }
+        let args = match self.check(name, arguments) {
+            Ok(args) => args,
+            Err(error) => {
+                let span = dsh_tools::trace::execute_tool_span(name, &exec);
+                let result = ToolResult::from(error);
+                dsh_tools::trace::record_tool_result(&span, &result);
+                return result;
             }
         };
         match self.local(name) {
-            Some(tool) => ToolResult::from_outcome(tool.execute(args, exec).await),
+            Some(tool) => {
+                let span = dsh_tools::trace::execute_tool_span(name, &exec);
+                let result = dsh_tools::execute(&**tool, args, exec).instrument(span.clone()).await;
+                dsh_tools::trace::record_tool_result(&span, &result);
+                result
+            }
             None => self.registry.call(name, args, exec).await,
         }
+    }
+
+    /// The call's arguments, once the view permits the tool and they parse.
+    fn check(&self, name: &str, arguments: &str) -> Result<Value, dsh_tools::ToolError> {
+        if !self.permits(name) {
+            return Err(dsh_tools::ToolError::new(wording::tool_not_available(name))
+                .with_code(crate::ErrorCode::ToolNotAvailable));
+        }
+        if arguments.trim().is_empty() {
+            return Ok(Value::Object(serde_json::Map::new()));
+        }
+        serde_json::from_str(arguments).map_err(|error| {
+            dsh_tools::ToolError::new(wording::arguments_not_json(name, &error.to_string()))
+                .with_code(dsh_tools::ErrorCode::InvalidArguments)
+        })
     }
 }

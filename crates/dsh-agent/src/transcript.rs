@@ -77,8 +77,12 @@ pub enum TranscriptEntry {
         stop: String,
         /// Model calls made.
         steps: u32,
-        /// Tokens spent.
-        usage: Usage,
+        /// Tokens the run's own model calls spent; absent when none reported usage.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// Tokens its children spent during the run; absent when none was reported.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        children_usage: Option<Usage>,
     },
 }
 

@@ -29,7 +29,7 @@ impl AgentObserver for Recorder {
     fn text_delta(&self, _agent: &AgentId, delta: &str) {
         self.push(format!("delta {delta:?}"));
     }
-    fn step_finished(&self, _agent: &AgentId, steps: u32, _usage: Usage) {
+    fn step_finished(&self, _agent: &AgentId, steps: u32, _usage: Option<Usage>) {
         self.push(format!("step {steps}"));
     }
     fn tool_call_started(&self, _agent: &AgentId, call: &ToolCall) {

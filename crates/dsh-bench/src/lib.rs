@@ -26,9 +26,11 @@
 #![forbid(unsafe_code)]
 
 pub mod acp;
+pub mod spans;
 
 use std::fmt::{self, Write as _};
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use dsh_subagent::{ProviderRegistration, SubagentService};
@@ -38,6 +40,7 @@ use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
+use tracing::instrument::WithSubscriber;
 
 /// The reply of the benchmark provider; a delegation that does not return it failed.
 const REPLY: &str = "bench reply";
@@ -212,6 +215,7 @@ impl Fixture {
             tools: self.tools.clone(),
             args: Arc::new(json!({"description": "bench", "prompt": "answer at once"})),
             agent: AgentRef::new("bench-parent"),
+            dispatch: None,
         }
     }
 }
@@ -222,6 +226,8 @@ struct Caller {
     tools: ToolRegistry,
     args: Arc<Value>,
     agent: AgentRef,
+    /// A subscriber for the calls' tasks; `None`: none installed.
+    dispatch: Option<tracing::Dispatch>,
 }
 
 impl Caller {
@@ -234,9 +240,13 @@ impl Caller {
         let tools = self.tools.clone();
         let args = Value::clone(&self.args);
         let exec = ToolExecution::new(cancel).with_agent(self.agent.clone());
-        tokio::spawn(async move {
+        let call = async move {
             let _ = tx.send(tools.call("subagent", args, exec).await);
-        });
+        };
+        match &self.dispatch {
+            None => drop(tokio::spawn(call)),
+            Some(dispatch) => drop(tokio::spawn(call.with_subscriber(dispatch.clone()))),
+        }
         rx
     }
 }
@@ -437,12 +447,14 @@ fn run_flavor(plan: &Plan, flavor: Flavor) -> Result<Vec<Row>, String> {
             ours.push(delegate_sequential(&caller, plan.sequential).await?);
         }
         let sequential_floor = median(floors);
+        let bare = median(ours);
         rows.push(delegation_row(
             "delegation, sequential".to_owned(),
             flavor,
-            median(ours),
+            bare,
             sequential_floor,
         ));
+        rows.push(spans_row(plan, flavor, &caller, bare).await?);
         for &count in &plan.concurrent {
             let (mut floors, mut ours) = (Vec::new(), Vec::new());
             for _ in 0..plan.rounds {
@@ -474,6 +486,41 @@ fn run_flavor(plan: &Plan, flavor: Flavor) -> Result<Vec<Row>, String> {
             return Err("a benchmark child was left running".to_owned());
         }
         Ok(rows)
+    })
+}
+
+/// The sequential delegation with a span-recording subscriber on its tasks:
+/// what recording a delegation's spans and events costs over none.
+async fn spans_row(plan: &Plan, flavor: Flavor, caller: &Caller, bare: Duration) -> Result<Row, String> {
+    let (dispatch, recorded) = spans::recording();
+    let traced = Caller {
+        dispatch: Some(dispatch),
+        ..caller.clone()
+    };
+    delegate_sequential(&traced, plan.sequential.min(1_000)).await?;
+    let (start_spans, start_events) = (recorded.spans.load(Relaxed), recorded.events.load(Relaxed));
+    let (mut floors, mut ours) = (Vec::new(), Vec::new());
+    for _ in 0..plan.rounds {
+        floors.push(floor_sequential(plan.sequential).await);
+        ours.push(delegate_sequential(&traced, plan.sequential).await?);
+    }
+    let calls = (plan.rounds * plan.sequential).max(1) as f64;
+    let spans = (recorded.spans.load(Relaxed) - start_spans) as f64 / calls;
+    let events = (recorded.events.load(Relaxed) - start_events) as f64 / calls;
+    if spans < 1.0 {
+        return Err("the span-recording subscriber saw no span".to_owned());
+    }
+    let (ours, floor) = (micros(median(ours)), micros(median(floors)));
+    Ok(Row {
+        figure: "delegation, sequential, spans recorded".to_owned(),
+        flavor: flavor.name(),
+        ours: format!("{ours:.2} µs"),
+        floor: format!("{floor:.2} µs"),
+        ratio: format!("{:.1}×", ratio(ours, floor)),
+        target: format!(
+            "(none): {:+.2} µs per delegation over no subscriber, for {spans:.0} span + {events:.0} events",
+            ours - micros(bare)
+        ),
     })
 }
 
@@ -613,6 +660,7 @@ mod tests {
         let text = report.to_string();
         for figure in [
             "delegation, sequential",
+            "delegation, sequential, spans recorded",
             "50 concurrent",
             "cancel → result",
             "catalog render",

@@ -161,6 +161,12 @@ pub trait ChatModel: Send + Sync + 'static {
     /// The default model name (used when [`ChatRequest::model`] is `None`).
     fn model_name(&self) -> &str;
 
+    /// Who serves the model, as the OpenTelemetry GenAI conventions name it
+    /// (`gen_ai.provider.name`: `openai`, `deepseek`, …; `_OTHER` when unknown).
+    fn provider_name(&self) -> &str {
+        "_OTHER"
+    }
+
     /// Starts one call. Nothing happens until the stream is polled.
     ///
     /// When `cancel` fires, the stream yields [`LlmError::Cancelled`] and
@@ -174,6 +180,10 @@ impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
         (**self).model_name()
     }
 
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
+    }
+
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         (**self).stream_chat(request, cancel)
     }
@@ -182,6 +192,10 @@ impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
 impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
     fn model_name(&self) -> &str {
         (**self).model_name()
+    }
+
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
     }
 
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {

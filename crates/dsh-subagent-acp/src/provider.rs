@@ -119,6 +119,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
         turn_timeout: config.turn_timeout,
         cancel_grace: config.cancel_grace,
         max_output_bytes: config.max_output_bytes,
+        trace_context: request.origin.span().map(trace_meta).unwrap_or_default(),
     };
     let task = tokio::spawn({
         let (state, cancel) = (state.clone(), run_cancel.clone());
@@ -342,4 +343,13 @@ pub(crate) fn stop_name(stop: AcpStop) -> String {
         .ok()
         .and_then(|value| value.as_str().map(str::to_owned))
         .unwrap_or_else(|| format!("{stop:?}"))
+}
+
+/// The W3C trace context of the span that started the child, for the `_meta`
+/// of its requests (empty when no trace is being exported).
+fn trace_meta(span: &tracing::Span) -> serde_json::Map<String, serde_json::Value> {
+    dsh_subagent_api::trace::inject(span)
+        .into_iter()
+        .map(|(key, value)| (key, serde_json::Value::String(value)))
+        .collect()
 }

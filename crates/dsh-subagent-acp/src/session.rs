@@ -153,6 +153,9 @@ pub(crate) struct Conversation {
     pub(crate) turn_timeout: Option<Duration>,
     pub(crate) cancel_grace: Duration,
     pub(crate) max_output_bytes: usize,
+    /// `traceparent` (and `tracestate`) for the `_meta` of each request;
+    /// empty: no `_meta` is sent.
+    pub(crate) trace_context: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The ACP → dsh stop-reason mapping (docs/contract.md, "Stop reasons").
@@ -211,7 +214,9 @@ pub(crate) async fn converse(
         turn_timeout,
         cancel_grace,
         max_output_bytes,
+        trace_context,
     } = conversation;
+    let meta = (!trace_context.is_empty()).then_some(trace_context);
     let updates = state.clone();
     let main = state.clone();
     Client
@@ -252,7 +257,10 @@ pub(crate) async fn converse(
                     Err(missing) => return Ok(Ended::AuthNotOffered(missing)),
                 }
                 state.set_stage(Stage::NewSession);
-                let session = cx.send_request(NewSessionRequest::new(cwd)).block_task().await?;
+                let session = cx
+                    .send_request(NewSessionRequest::new(cwd).meta(meta.clone()))
+                    .block_task()
+                    .await?;
                 let session_id = session.session_id;
                 state.set_session(session_id.to_string());
                 if published.send(()).is_err() {
@@ -261,7 +269,8 @@ pub(crate) async fn converse(
                 }
                 state.set_stage(Stage::Prompt);
                 let request =
-                    PromptRequest::new(session_id.clone(), vec![ContentBlock::Text(TextContent::new(prompt))]);
+                    PromptRequest::new(session_id.clone(), vec![ContentBlock::Text(TextContent::new(prompt))])
+                        .meta(meta);
                 let mut answer = std::pin::pin!(cx.send_request(request).block_task());
                 let out_of_time = async {
                     match turn_timeout {

@@ -152,6 +152,10 @@ pub struct ResumeRequest {
     pub cancel: CancellationToken,
     /// The child's descriptor, as folded from its transcript.
     pub descriptor: ContinuationDescriptor,
+    /// Where the new activation's `invoke_agent` span sits (default: a new
+    /// trace that follows from the span current when the request was made,
+    /// a `send_message` call's).
+    pub origin: crate::SpanOrigin,
 }
 
 impl ResumeRequest {
@@ -169,6 +173,7 @@ impl ResumeRequest {
             parent,
             cancel,
             descriptor,
+            origin: crate::SpanOrigin::follows_current(),
         }
     }
 }

@@ -13,6 +13,7 @@ mod request;
 mod result;
 mod run;
 mod steer;
+pub mod trace;
 
 pub use agent::{AgentId, AgentRef};
 pub use capabilities::{Capabilities, Capability};
@@ -28,6 +29,7 @@ pub use request::{AgentOptions, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;
+pub use trace::SpanOrigin;
 
 /// The cancellation token that covers a child's life (re-exported from
 /// `tokio-util`, so a provider needs no dependency of its own).

@@ -129,6 +129,9 @@ pub struct StartRequest {
     pub max_depth: Option<u64>,
     /// A JSON schema the child's final answer must match. Needs [`Capability::OutputSchema`].
     pub output_schema: Option<Value>,
+    /// Where the child's `invoke_agent` span sits (default: under the span
+    /// current when the request was made).
+    pub origin: crate::SpanOrigin,
 }
 
 impl StartRequest {
@@ -144,6 +147,7 @@ impl StartRequest {
             tool_filter: None,
             max_depth: None,
             output_schema: None,
+            origin: crate::SpanOrigin::current(),
         }
     }
 

@@ -9,6 +9,7 @@ mod lifecycle;
 mod plugin;
 mod render;
 mod tool;
+mod trace;
 pub mod wording;
 
 pub use args::parameters;

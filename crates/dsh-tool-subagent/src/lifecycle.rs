@@ -13,7 +13,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio_util::sync::WaitForCancellationFutureOwned;
 
-use crate::{render, wording};
+use crate::{render, trace, wording};
 
 /// How long a release may still run once the call's token is cancelled.
 ///
@@ -54,6 +54,7 @@ pub(crate) fn delegate<'a>(service: &'a SubagentService, provider: &'a str, requ
     let cancel = request.cancel.clone();
     Delegation::Starting {
         starting: Box::pin(service.start(provider, request)),
+        provider,
         cancel,
         cancelled: None,
     }
@@ -69,6 +70,7 @@ type Cancelled = Pin<Box<WaitForCancellationFutureOwned>>;
 pub(crate) enum Delegation<'a> {
     Starting {
         starting: Starting<'a>,
+        provider: &'a str,
         cancel: CancellationToken,
         /// Registered on the token only while the start is pending.
         cancelled: Option<Cancelled>,
@@ -84,6 +86,7 @@ impl Future for Delegation<'_> {
         let this = &mut *self;
         if let Delegation::Starting {
             starting,
+            provider,
             cancel,
             cancelled,
         } = this
@@ -107,6 +110,8 @@ impl Future for Delegation<'_> {
                 // The finished start (request and all) is freed here, and
                 // the token moves on to the settlement (no clone).
                 Ok(run) => {
+                    trace::started(provider, &run);
+                    trace::published(&run, None);
                     if let Delegation::Starting { cancel, .. } = std::mem::replace(this, Delegation::Done) {
                         *this = Delegation::Settling(Settle::new(run, cancel));
                     }
@@ -120,6 +125,8 @@ impl Future for Delegation<'_> {
         match this {
             Delegation::Settling(settle) => {
                 let (result, disposed) = std::task::ready!(Pin::new(settle).poll(cx));
+                trace::settled(&result);
+                trace::disposed(&disposed);
                 *this = Delegation::Done;
                 Poll::Ready(render::settled(result, disposed))
             }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_subagent::SubagentService;
-use dsh_subagent_api::StartRequest;
+use dsh_subagent_api::{SpanOrigin, StartRequest};
 use dsh_tasks::{TaskRegistry, TaskSpec};
 use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::args::{self, DelegationArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
-use crate::lifecycle;
 use crate::wording::{self, Wording};
+use crate::{lifecycle, trace};
 
 /// One mounted `subagent` tool, bound to one provider and one wording.
 pub(crate) struct SubagentTool {
@@ -99,7 +99,11 @@ impl SubagentTool {
             Some(MaxDepth::ProviderManaged) | None => None,
         };
         Ok(match background {
-            Some(background) => Call::Background(background, request),
+            Some(background) => {
+                // The child outlives this call: its trace follows from it.
+                request.origin = SpanOrigin::follows_current();
+                Call::Background(background, request)
+            }
             None => Call::Foreground(request),
         })
     }
@@ -126,7 +130,11 @@ impl SubagentTool {
                 let cancel = request.cancel.clone();
                 match service.start(&provider, request).await {
                     Ok(run) => {
+                        trace::started(&provider, &run);
+                        trace::published(&run, None);
                         let (result, disposed) = lifecycle::Settle::detached(run, cancel).await;
+                        trace::settled(&result);
+                        trace::disposed(&disposed);
                         dsh_subagent::settlement::task_outcome(result, disposed)
                     }
                     Err(error) => {

@@ -5,13 +5,14 @@ mod code;
 mod registry;
 mod schema;
 mod tool;
+pub mod trace;
 
 pub use code::ErrorCode;
 pub use dsh_subagent_api::{AgentId, AgentRef};
 pub use dsh_subagent_api::{BoxFuture, CancellationToken};
 pub use registry::{
     ABORTED_BEFORE_DISPATCH, MountedTool, NameReservation, RegistryError, ToolRegistration, ToolRegistry, ToolSpec,
-    panic_message,
+    execute, panic_message,
 };
 pub use schema::parameters_schema;
 pub use tool::{INVALID_ARGUMENTS, Tool, ToolError, ToolExecution, ToolOutput, ToolResult, json_kind};

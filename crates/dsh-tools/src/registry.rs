@@ -2,11 +2,13 @@
 //! and every handle undoes exactly what it did when dropped.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::FutureExt;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::{Tool, ToolError, ToolExecution, ToolResult};
 
@@ -171,29 +173,64 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// Dispatches one call and renders its result.
+    /// Dispatches one call and renders its result, inside the call's
+    /// `execute_tool <name>` span ([`execute_tool_span`](crate::trace::execute_tool_span)).
     ///
     /// A call whose token is already cancelled is refused before dispatch
     /// (`Error: tool call aborted before dispatch`, code
     /// [`ABORTED_BEFORE_DISPATCH`]); an unknown name and a panicking tool
     /// become error results too, so a call never panics the caller.
-    pub async fn call(&self, name: &str, args: Value, exec: ToolExecution) -> ToolResult {
+    pub fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        exec: ToolExecution,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        let span = crate::trace::execute_tool_span(name, &exec);
+        let tool = self.dispatchable(name, &exec);
+        // One state machine, no nested one: the call's arguments are held once
+        // while the tool runs (an in-flight delegation is made of this future).
+        async move {
+            let result = match tool {
+                Err(refused) => refused,
+                Ok(tool) => match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
+                    Ok(outcome) => ToolResult::from_outcome(outcome),
+                    Err(panic) => panicked(name, &*panic),
+                },
+            };
+            crate::trace::record_tool_result(&tracing::Span::current(), &result);
+            result
+        }
+        .instrument(span)
+    }
+
+    /// The tool a call goes to, or the result that refuses it.
+    fn dispatchable(&self, name: &str, exec: &ToolExecution) -> Result<Arc<dyn Tool>, ToolResult> {
         if exec.cancel().is_cancelled() {
-            return ToolError::new("tool call aborted before dispatch")
+            return Err(ToolError::new("tool call aborted before dispatch")
                 .with_code(ABORTED_BEFORE_DISPATCH)
-                .into();
+                .into());
         }
-        let Some(tool) = self.get(name) else {
-            return ToolError::new(format!("unknown tool \"{name}\""))
+        self.get(name).ok_or_else(|| {
+            ToolError::new(format!("unknown tool \"{name}\""))
                 .with_code(crate::ErrorCode::UnknownTool)
-                .into();
-        };
-        match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
-            Ok(outcome) => ToolResult::from_outcome(outcome),
-            Err(panic) => ToolError::new(format!("tool \"{name}\" panicked: {}", panic_message(&*panic)))
-                .with_code(crate::ErrorCode::ToolPanicked)
-                .into(),
-        }
+                .into()
+        })
+    }
+}
+
+fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolResult {
+    ToolError::new(format!("tool \"{name}\" panicked: {}", panic_message(panic)))
+        .with_code(crate::ErrorCode::ToolPanicked)
+        .into()
+}
+
+/// Runs one tool outside any registry (a tool local to one agent, say): a
+/// panic becomes an error result, as in [`ToolRegistry::call`]. Opens no span.
+pub async fn execute(tool: &dyn Tool, args: Value, exec: ToolExecution) -> ToolResult {
+    match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
+        Ok(outcome) => ToolResult::from_outcome(outcome),
+        Err(panic) => panicked(tool.name(), &*panic),
     }
 }
 

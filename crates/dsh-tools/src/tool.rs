@@ -40,12 +40,29 @@ pub trait Tool: Send + Sync + 'static {
 pub struct ToolExecution {
     cancel: CancellationToken,
     agent: Option<AgentRef>,
+    call_id: Option<String>,
 }
 
 impl ToolExecution {
     /// A call with the given cancellation token and no calling agent.
     pub fn new(cancel: CancellationToken) -> Self {
-        Self { cancel, agent: None }
+        Self {
+            cancel,
+            agent: None,
+            call_id: None,
+        }
+    }
+
+    /// Sets the id the model gave this call (recorded on its `execute_tool` span).
+    #[must_use]
+    pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
+        self.call_id = Some(call_id.into());
+        self
+    }
+
+    /// The id the model gave this call, when the harness supplied one.
+    pub fn call_id(&self) -> Option<&str> {
+        self.call_id.as_deref()
     }
 
     /// Sets the calling agent.

@@ -10,6 +10,7 @@ mod progress;
 mod resume;
 mod run;
 mod setup;
+mod telemetry;
 mod transcript;
 mod wording;
 
@@ -69,13 +70,7 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal: a parent that reads our
-        // stderr (an ACP client quoting its tail) gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    let telemetry = telemetry::init();
     let outcome = match cli.command {
         cli::Command::Run(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => runtime.block_on(run::run(args)),
@@ -84,7 +79,13 @@ fn main() -> ExitCode {
         cli::Command::Transcript(args) => transcript::print(&args),
         cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
         cli::Command::Acp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-            Ok(runtime) => runtime.block_on(acp::serve(args)),
+            Ok(runtime) => runtime.block_on(async {
+                // Ctrl-C ends the server cleanly, so its spans are flushed.
+                tokio::select! {
+                    served = acp::serve(args) => served,
+                    _ = tokio::signal::ctrl_c() => Err(Failure::interrupted("dsh: interrupted")),
+                }
+            }),
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
         },
         cli::Command::Mcp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
@@ -92,6 +93,8 @@ fn main() -> ExitCode {
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
         },
     };
+    // Spans are flushed on every way out (a Ctrl-C ends the run first).
+    telemetry.shutdown();
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {

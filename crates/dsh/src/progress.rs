@@ -53,11 +53,11 @@ impl Progress {
     }
 }
 
-fn summary(steps: u32, usage: Usage) -> String {
+fn summary(steps: u32, usage: Option<Usage>) -> String {
     format!(
-        "{steps} model call{} · {} tokens",
+        "{steps} model call{} · {}",
         if steps == 1 { "" } else { "s" },
-        usage.total_tokens
+        crate::wording::tokens(usage)
     )
 }
 
@@ -99,7 +99,7 @@ impl AgentObserver for Progress {
         );
     }
 
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Usage) {
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
         let children = self.children.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(Child { bar: Some(bar), .. }) = children.get(agent) {
             bar.set_message(summary(steps, usage));

@@ -59,6 +59,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
             line.push_str(&format!(", {child}"));
         }
         eprintln!("{line}; read one with `dsh transcript <id>`");
+        eprintln!("{}", crate::wording::usage_line(&parent.usage()));
     }
     match outcome.stop {
         AgentStop::Completed => {

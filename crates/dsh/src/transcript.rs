@@ -84,12 +84,28 @@ pub(crate) fn render(entries: &[TranscriptEntry]) -> String {
             ),
             TranscriptEntry::Message { message } => write_message(&mut out, message),
             TranscriptEntry::Repair { diagnostic, .. } => writeln!(out, "── run interrupted: {diagnostic}\n"),
-            TranscriptEntry::TurnEnd { stop, steps, usage } => writeln!(
-                out,
-                "── run ended: {stop} ({steps} model call{}, {} tokens)\n",
-                if *steps == 1 { "" } else { "s" },
-                usage.total_tokens
-            ),
+            TranscriptEntry::TurnEnd {
+                stop,
+                steps,
+                usage,
+                children_usage,
+            } => {
+                let _ = write!(
+                    out,
+                    "── run ended: {stop} ({steps} model call{}, {}",
+                    if *steps == 1 { "" } else { "s" },
+                    crate::wording::tokens(*usage)
+                );
+                if children_usage.is_some() {
+                    let _ = write!(
+                        out,
+                        "; children {}; total {}",
+                        crate::wording::tokens(*children_usage),
+                        crate::wording::tokens(dsh_agent::add_reported(*usage, *children_usage))
+                    );
+                }
+                writeln!(out, ")\n")
+            }
             _ => Ok(()),
         };
     }

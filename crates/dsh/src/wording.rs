@@ -113,8 +113,8 @@ pub(crate) fn acp_child_started(label: &str, model: &str) -> String {
 }
 
 /// A child under an ACP delegation call finished a model call.
-pub(crate) fn acp_child_step(label: &str, steps: u32, tokens: u64) -> String {
-    format!("{label}: working · {}", model_calls(steps, tokens))
+pub(crate) fn acp_child_step(label: &str, steps: u32, usage: Option<dsh_llm::Usage>) -> String {
+    format!("{label}: working · {}", model_calls(steps, usage))
 }
 
 /// A child under an ACP delegation call is calling a tool.
@@ -123,14 +123,15 @@ pub(crate) fn acp_child_tool(label: &str, tool: &str) -> String {
 }
 
 /// A child under an ACP delegation call finished its run.
-pub(crate) fn acp_child_finished(label: &str, stop: &str, steps: u32, tokens: u64) -> String {
-    format!("{label}: {stop} · {}", model_calls(steps, tokens))
+pub(crate) fn acp_child_finished(label: &str, stop: &str, steps: u32, usage: Option<dsh_llm::Usage>) -> String {
+    format!("{label}: {stop} · {}", model_calls(steps, usage))
 }
 
-fn model_calls(steps: u32, tokens: u64) -> String {
+fn model_calls(steps: u32, usage: Option<dsh_llm::Usage>) -> String {
     format!(
-        "{steps} model call{} · {tokens} tokens",
-        if steps == 1 { "" } else { "s" }
+        "{steps} model call{} · {}",
+        if steps == 1 { "" } else { "s" },
+        tokens(usage)
     )
 }
 
@@ -139,6 +140,36 @@ pub(crate) fn config_unknown_filter_tool(name: &str, known: &[&str]) -> String {
     format!(
         "names \"{name}\", which is not a tool of this harness (its tools: {})",
         known.join(", ")
+    )
+}
+
+/// The one warning line when OTLP export could not be set up.
+pub(crate) fn otlp_setup_failed(error: &str) -> String {
+    format!("dsh: warning: OTLP trace export is off: {error}")
+}
+
+/// The one warning line when spans could not be exported (collector down or slow).
+pub(crate) fn otlp_export_failed(error: &str) -> String {
+    format!("dsh: warning: some spans were not exported over OTLP: {error}")
+}
+
+/// Tokens as a person reads them: `N tokens`, or `usage not reported` when
+/// the server reported none (never "0 tokens").
+pub(crate) fn tokens(usage: Option<dsh_llm::Usage>) -> String {
+    match usage {
+        Some(usage) => format!("{} tokens", usage.total_tokens),
+        None => "usage not reported".to_owned(),
+    }
+}
+
+/// The parent's usage line at the end of `dsh run`: its own model calls and
+/// its children's, separately and in total.
+pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals) -> String {
+    format!(
+        "dsh: own model calls: {} · children: {} · total: {}",
+        tokens(usage.own),
+        tokens(usage.children),
+        tokens(usage.total())
     )
 }
 

@@ -100,7 +100,8 @@ fn bad_input_exits_non_zero_with_a_clear_message() {
 
 /// A minimal OpenAI-compatible chat server on loopback: the parent delegates
 /// once, the child answers, the parent reports. Records each request.
-fn serve(status: u16, requests: Arc<Mutex<Vec<(String, Value)>>>) -> String {
+/// With `usage` false it omits usage from its streams, as some local servers do.
+fn serve(status: u16, usage: bool, requests: Arc<Mutex<Vec<(String, Value)>>>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -151,11 +152,15 @@ fn serve(status: u16, requests: Arc<Mutex<Vec<(String, Value)>>>) -> String {
             } else {
                 "stop"
             };
-            let events = [
+            let mut events = vec![
                 json!({"choices": [{"index": 0, "delta": delta}]}),
                 json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
-                json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
             ];
+            if usage {
+                events.push(
+                    json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+                );
+            }
             let mut sse = String::new();
             for event in events {
                 sse.push_str(&format!("data: {event}\n\n"));
@@ -173,7 +178,7 @@ fn serve(status: u16, requests: Arc<Mutex<Vec<(String, Value)>>>) -> String {
 #[test]
 fn dsh_run_talks_to_a_local_openai_compatible_server() {
     let requests = Arc::new(Mutex::new(Vec::new()));
-    let base_url = serve(200, requests.clone());
+    let base_url = serve(200, true, requests.clone());
     let dir = tempfile::tempdir().unwrap();
     let output = dsh(
         dir.path(),
@@ -187,6 +192,11 @@ fn dsh_run_talks_to_a_local_openai_compatible_server() {
     assert!(
         first.starts_with("dsh: using model local-model at http://127.0.0.1:"),
         "{first}"
+    );
+    // Two parent calls and one child call of 15 tokens each.
+    assert!(
+        stderr.contains("dsh: own model calls: 30 tokens · children: 15 tokens · total: 45 tokens"),
+        "{stderr}"
     );
     let requests = requests.lock().unwrap();
     assert_eq!(requests.len(), 3, "parent, child, parent");
@@ -204,9 +214,42 @@ fn dsh_run_talks_to_a_local_openai_compatible_server() {
 }
 
 #[test]
+fn a_server_that_reports_no_usage_reads_usage_not_reported() {
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let base_url = serve(200, false, requests);
+    let dir = tempfile::tempdir().unwrap();
+    let output = dsh(
+        dir.path(),
+        &["run", "Count to three."],
+        &[("DSH_BASE_URL", &base_url), ("DSH_API_KEY", "test-key")],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("0 tokens"), "{stderr}");
+    assert!(stderr.contains("· usage not reported"), "the child's line: {stderr}");
+    assert!(
+        stderr.contains(
+            "dsh: own model calls: usage not reported · children: usage not reported · total: usage not reported"
+        ),
+        "{stderr}"
+    );
+    let parent = std::fs::read_dir(dir.path().join(".dsh/agents"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| !std::fs::read_to_string(path).unwrap().contains("\"parent\":\""))
+        .unwrap();
+    let id = parent.file_stem().unwrap().to_string_lossy().into_owned();
+    let transcript = text(&dsh(dir.path(), &["transcript", &id], &[]).stdout);
+    assert!(
+        transcript.contains("(2 model calls, usage not reported)"),
+        "{transcript}"
+    );
+}
+
+#[test]
 fn a_rejected_key_fails_with_the_servers_message() {
     let requests = Arc::new(Mutex::new(Vec::new()));
-    let base_url = serve(401, requests.clone());
+    let base_url = serve(401, true, requests.clone());
     let dir = tempfile::tempdir().unwrap();
     let output = dsh(
         dir.path(),

@@ -89,6 +89,14 @@ impl ChatModel for OpenAiChatModel {
         &self.inner.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        if self.inner.url.contains("deepseek.com") {
+            "deepseek"
+        } else {
+            "openai"
+        }
+    }
+
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let body = request_body(&self.inner.config.model, &request).to_string();
         let run = Run {

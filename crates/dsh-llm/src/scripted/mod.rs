@@ -193,6 +193,10 @@ impl ChatModel for ScriptedModel {
         &self.name
     }
 
+    fn provider_name(&self) -> &str {
+        "dsh.scripted"
+    }
+
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let (items, delay) = match self.answer(&request) {
             Ok((events, delay)) => (events.into_iter().map(Ok).collect(), delay),

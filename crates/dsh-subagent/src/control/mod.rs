@@ -51,8 +51,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, StartRequest, Steerer,
-    SubagentError, SubagentProvider, SubagentRun,
+    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, SpanOrigin, StartRequest,
+    Steerer, SubagentError, SubagentProvider, SubagentRun,
 };
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
@@ -469,6 +469,8 @@ impl SubagentControl {
         let inner = self.inner.clone();
         let parent = parent.clone();
         let prompt = vec![ContentBlock::text(message)];
+        // The new activation's trace follows from this call (a `send_message`'s).
+        let origin = SpanOrigin::follows_current();
         let task_id = self
             .activate(
                 &mut state,
@@ -476,7 +478,7 @@ impl SubagentControl {
                 caller,
                 spec,
                 move |activation, control| async move {
-                    resume(&inner, &*store, activation, parent, prompt, control).await
+                    resume(&inner, &*store, activation, parent, prompt, control, origin).await
                 },
             )
             .map_err(|source| ControlError::FollowUpRefused { source })?;
@@ -638,6 +640,7 @@ async fn resume(
     parent: AgentRef,
     prompt: Vec<ContentBlock>,
     control: TaskControl,
+    origin: SpanOrigin,
 ) -> TaskOutcome {
     let child = activation.child.clone();
     let failed = |error: ControlError| TaskOutcome::Failed {
@@ -677,7 +680,8 @@ async fn resume(
             provider: descriptor.provider,
         });
     };
-    let request = ResumeRequest::new(child, prompt, parent, control.token().child_token(), descriptor);
+    let mut request = ResumeRequest::new(child, prompt, parent, control.token().child_token(), descriptor);
+    request.origin = origin;
     let (provider_name, label) = (request.descriptor.provider.clone(), request.descriptor.label.clone());
     match continuable.resume(request).await {
         Ok(run) => {

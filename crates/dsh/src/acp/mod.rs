@@ -30,6 +30,7 @@ use acp::v1::schema::{
 };
 use agent_client_protocol as acp;
 use dsh_agent::{Agent, AgentStop};
+use dsh_subagent_api::SpanOrigin;
 use dsh_tools::CancellationToken;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
@@ -67,6 +68,20 @@ fn stop_reason(stop: &AgentStop) -> Result<StopReason, acp::Error> {
             acp::ErrorCode::INTERNAL_ERROR,
             format!("the dsh agent run failed: {message}"),
         )),
+    }
+}
+
+/// Where a prompt's agent run is traced: continuing the client's trace when
+/// its `_meta` carries W3C trace context, else as today.
+fn origin(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> SpanOrigin {
+    let fields: Vec<(String, String)> = ["traceparent", "tracestate"]
+        .into_iter()
+        .filter_map(|key| Some((key.to_owned(), meta?.get(key)?.as_str()?.to_owned())))
+        .collect();
+    if fields.iter().any(|(key, _)| key == "traceparent") {
+        SpanOrigin::Remote(fields)
+    } else {
+        SpanOrigin::current()
     }
 }
 
@@ -202,13 +217,14 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                     ));
                 };
                 let text = prompt_text(&request.prompt);
+                let origin = origin(request.meta.as_ref());
                 let open = on_prompt.clone();
                 let sender = cx.clone();
                 let streams = streams.clone();
                 cx.spawn(async move {
                     let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
                     streams.open(agent.id(), events);
-                    let run = agent.run(text, &cancel);
+                    let run = agent.run_from(text, &cancel, &origin);
                     tokio::pin!(run);
                     // Every event is sent before the run returns: forward
                     // them as they come, then the rest, then the answer.

@@ -173,8 +173,8 @@ impl AgentObserver for Streams {
         self.child_line(&agent.id, |label| wording::acp_child_started(label, &agent.model));
     }
 
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Usage) {
-        self.child_line(agent, |label| wording::acp_child_step(label, steps, usage.total_tokens));
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
+        self.child_line(agent, |label| wording::acp_child_step(label, steps, usage));
     }
 
     fn text_delta(&self, agent: &AgentId, delta: &str) {
@@ -232,12 +232,7 @@ impl AgentObserver for Streams {
 
     fn run_finished(&self, agent: &AgentId, outcome: &RunOutcome) {
         self.child_line(agent, |label| {
-            wording::acp_child_finished(
-                label,
-                &outcome.stop.to_string(),
-                outcome.steps,
-                outcome.usage.total_tokens,
-            )
+            wording::acp_child_finished(label, &outcome.stop.to_string(), outcome.steps, outcome.usage)
         });
         self.lock().children.remove(agent);
     }
@@ -255,7 +250,7 @@ impl AgentObserver for Tee {
         self.0.text_delta(agent, delta);
         self.1.text_delta(agent, delta);
     }
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Usage) {
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
         self.0.step_finished(agent, steps, usage);
         self.1.step_finished(agent, steps, usage);
     }
@@ -324,7 +319,7 @@ mod tests {
             stop: AgentStop::Completed,
             text: String::new(),
             steps: 1,
-            usage: Usage::default(),
+            usage: None,
         };
         streams.run_finished(&AgentId::new("kid-b"), &outcome);
         streams.text_delta(&AgentId::new("kid-a"), "not the session's text");

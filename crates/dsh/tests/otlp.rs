@@ -1,0 +1,302 @@
+//! `dsh` exporting its spans over OTLP/HTTP to a receiver inside the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use support::otlp::{Receiver, Span};
+
+fn dsh(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dsh"));
+    command.args(args).current_dir(dir);
+    for key in ["DSH_BASE_URL", "DSH_API_KEY", "DSH_MODEL", "DSH_LOG"] {
+        command.env_remove(key);
+    }
+    for (key, _) in std::env::vars() {
+        if key.starts_with("OTEL_") {
+            command.env_remove(key);
+        }
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|span| span.name == name).collect()
+}
+
+fn one<'a>(spans: &'a [Span], name: &str) -> &'a Span {
+    let found = named(spans, name);
+    assert_eq!(found.len(), 1, "one {name:?} in {:#?}", names(spans));
+    found[0]
+}
+
+fn names(spans: &[Span]) -> Vec<String> {
+    spans
+        .iter()
+        .map(|span| format!("{} <- {}", span.name, span.parent))
+        .collect()
+}
+
+/// The received spans as an indented tree (printed with `--nocapture`).
+fn tree(spans: &[Span]) -> String {
+    fn walk(spans: &[Span], parent: &str, depth: usize, out: &mut String) {
+        for span in spans.iter().filter(|span| span.parent == parent) {
+            let keys: Vec<String> = span
+                .attributes
+                .iter()
+                .filter(|(key, _)| key.starts_with("gen_ai.") || key.as_str() == "error.type")
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect();
+            out.push_str(&format!(
+                "{}{} [trace {} span {}] {}\n",
+                "  ".repeat(depth),
+                span.name,
+                &span.trace_id[..8],
+                &span.span_id[..8],
+                keys.join(" ")
+            ));
+            for (event, _) in &span.events {
+                out.push_str(&format!("{}  · {event}\n", "  ".repeat(depth)));
+            }
+            walk(spans, &span.span_id, depth + 1, out);
+        }
+    }
+    let mut out = String::new();
+    walk(spans, "", 0, &mut out);
+    out
+}
+
+fn parent_of<'a>(spans: &'a [Span], span: &Span) -> &'a Span {
+    spans
+        .iter()
+        .find(|candidate| candidate.span_id == span.parent)
+        .unwrap_or_else(|| panic!("the parent of {} in {:#?}", span.name, names(spans)))
+}
+
+#[test]
+fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start();
+    let output = dsh(
+        dir.path(),
+        &["run", "Summarize the README."],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint),
+            ("OTEL_SERVICE_NAME", "dsh-under-test"),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(!text(&output.stderr).contains("warning"), "{}", text(&output.stderr));
+    // Flushed before exit: everything is here once the process has ended.
+    let spans = receiver.spans();
+    eprintln!("{}", tree(&spans));
+    assert!(receiver.paths().iter().all(|path| path == "/v1/traces"));
+
+    // One trace.
+    let trace = &spans[0].trace_id;
+    assert!(spans.iter().all(|span| &span.trace_id == trace), "{:#?}", names(&spans));
+    assert!(spans.iter().all(|span| span.service == "dsh-under-test"));
+
+    // invoke_agent (parent) → execute_tool subagent → invoke_agent (child) → chat.
+    let parent = one(&spans, "invoke_agent dsh run");
+    assert_eq!(parent.parent, "", "the parent's run is the root");
+    let tool = one(&spans, "execute_tool subagent");
+    assert_eq!(parent_of(&spans, tool).span_id, parent.span_id);
+    let child = one(&spans, "invoke_agent Summarize the README.");
+    assert_eq!(parent_of(&spans, child).span_id, tool.span_id);
+    let chats = named(&spans, "chat scripted");
+    assert_eq!(chats.len(), 3, "two parent calls, one child call: {:#?}", names(&spans));
+    assert_eq!(chats.iter().filter(|chat| chat.parent == child.span_id).count(), 1);
+    assert_eq!(chats.iter().filter(|chat| chat.parent == parent.span_id).count(), 2);
+
+    // The attributes the conventions name.
+    let attr = |span: &Span, key: &str| span.attributes.get(key).cloned().unwrap_or_default();
+    assert_eq!(attr(parent, "gen_ai.operation.name"), "invoke_agent");
+    assert_eq!(attr(parent, "gen_ai.agent.name"), "dsh run");
+    assert!(!attr(parent, "gen_ai.agent.id").is_empty());
+    assert_eq!(attr(parent, "gen_ai.provider.name"), "dsh.scripted");
+    assert_eq!(attr(parent, "gen_ai.request.model"), "scripted");
+    assert_eq!(attr(child, "gen_ai.operation.name"), "invoke_agent");
+    assert_ne!(attr(child, "gen_ai.agent.id"), attr(parent, "gen_ai.agent.id"));
+    assert_eq!(attr(tool, "gen_ai.operation.name"), "execute_tool");
+    assert_eq!(attr(tool, "gen_ai.tool.name"), "subagent");
+    assert_eq!(attr(tool, "gen_ai.tool.type"), "function");
+    assert!(!attr(tool, "gen_ai.tool.call.id").is_empty());
+    assert_eq!(attr(tool, "gen_ai.agent.id"), attr(parent, "gen_ai.agent.id"));
+    assert!(!tool.attributes.contains_key("error.type"));
+    let chat = chats.iter().find(|chat| chat.parent == child.span_id).unwrap();
+    assert_eq!(attr(chat, "gen_ai.operation.name"), "chat");
+    assert_eq!(attr(chat, "gen_ai.request.model"), "scripted");
+    assert_eq!(attr(chat, "gen_ai.response.finish_reasons"), "stop");
+    for key in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
+        assert!(attr(chat, key).parse::<u64>().is_ok(), "{key} on {chat:#?}");
+        assert!(attr(parent, key).parse::<u64>().is_ok(), "{key} on {parent:#?}");
+    }
+    // Message text is opt-in: not recorded by default.
+    assert!(!parent.attributes.contains_key("gen_ai.input.messages"));
+
+    // The lifecycle, as events on the execute_tool span.
+    let events: Vec<&str> = tool.events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        events,
+        [
+            "subagent.started",
+            "subagent.published",
+            "subagent.settled",
+            "subagent.disposed"
+        ]
+    );
+    assert_eq!(tool.events[0].1["subagent.provider"], "spawn");
+    assert_eq!(tool.events[0].1["subagent.child_id"], attr(child, "gen_ai.agent.id"));
+    assert_eq!(tool.events[2].1["subagent.stop_reason"], "completed");
+    assert_eq!(tool.events[3].1["subagent.disposed"], "ok");
+}
+
+#[test]
+fn a_failing_delegation_carries_its_error_type() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("script.json"),
+        r#"{"rules": [
+            {"when": {"last_tool": "subagent"}, "reply": {"text": "The delegation failed: {{last_tool_result}}"}},
+            {"when": {}, "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "empty", "prompt": ""}}]}}
+        ]}"#,
+    )
+    .unwrap();
+    let receiver = Receiver::start();
+    let output = dsh(
+        dir.path(),
+        &["run", "--script", "script.json", "go"],
+        &[(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            &format!("{}/v1/traces", receiver.endpoint),
+        )],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let spans = receiver.spans();
+    let tool = one(&spans, "execute_tool subagent");
+    assert_eq!(tool.attributes["error.type"], "INVALID_ARGUMENTS");
+    let parent = one(&spans, "invoke_agent dsh run");
+    assert_eq!(parent_of(&spans, tool).span_id, parent.span_id);
+    assert!(
+        !parent.attributes.contains_key("error.type"),
+        "the parent itself completed"
+    );
+}
+
+#[test]
+fn message_text_is_recorded_only_on_opt_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let receiver = Receiver::start();
+    let output = dsh(
+        dir.path(),
+        &["run", "--quiet", "hello there"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint),
+            ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let spans = receiver.spans();
+    let parent = one(&spans, "invoke_agent dsh run");
+    assert!(parent.attributes["gen_ai.input.messages"].contains("hello there"));
+    assert!(parent.attributes["gen_ai.output.messages"].contains("assistant"));
+}
+
+/// A run against a collector that refuses connections, or one that accepts
+/// and never answers, succeeds and exits within the flush bound, with one
+/// warning line.
+#[test]
+fn a_collector_that_is_down_or_slow_never_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let baseline = dsh(dir.path(), &["run", "--quiet", "hi"], &[]);
+    let baseline = (started.elapsed(), baseline);
+    assert!(baseline.1.status.success());
+
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let slow = format!("http://{}", silent.local_addr().unwrap());
+    // Accepts and reads, never answers.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in silent.incoming() {
+            held.push(stream);
+        }
+    });
+    for endpoint in [closed, slow] {
+        let started = Instant::now();
+        let output = dsh(
+            dir.path(),
+            &["run", "--quiet", "hi"],
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)],
+        );
+        let elapsed = started.elapsed();
+        let stderr = text(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert_eq!(text(&output.stdout), text(&baseline.1.stdout));
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with("dsh: warning: some spans were not exported over OTLP"),
+            "{stderr}"
+        );
+        assert!(
+            elapsed < baseline.0 + Duration::from_millis(2500),
+            "{endpoint}: {elapsed:?} against {:?}",
+            baseline.0
+        );
+    }
+}
+
+#[test]
+fn spans_are_flushed_after_ctrl_c() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("slow.json"),
+        r#"{"rules": [
+            {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "never finished", "delay_ms": 60000}},
+            {"when": {"last_message": "user"}, "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "slow", "prompt": "work"}}]}}
+        ]}"#,
+    )
+    .unwrap();
+    let receiver = Receiver::start();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dsh"));
+    command
+        .args(["run", "--quiet", "--script", "slow.json", "go"])
+        .current_dir(dir.path())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    // Let the child's model call start, then interrupt.
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
+    let spans = receiver.spans();
+    let parent = one(&spans, "invoke_agent dsh run");
+    assert_eq!(parent.attributes["error.type"], "CANCELLED");
+    let child = one(&spans, "invoke_agent slow");
+    assert_eq!(child.attributes["error.type"], "CANCELLED");
+    assert_eq!(
+        one(&spans, "execute_tool subagent").attributes["error.type"],
+        "RUN_ABORTED"
+    );
+}

@@ -1,0 +1,160 @@
+//! One trace across processes: a parent in this process delegates through
+//! the `acp` provider to a real `dsh acp`, and both export to one receiver.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_agent::{Agent, AgentRuntime, AgentStop};
+use dsh_llm::ScriptedModel;
+use dsh_subagent::SubagentService;
+use dsh_subagent_acp::{AcpConfig, AcpProvider};
+use dsh_subagent_api::CancellationToken;
+use dsh_subagent_api::trace::TracePropagator;
+use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
+use dsh_tools::ToolRegistry;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use support::otlp::{Receiver, Span};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+
+/// What `dsh` installs, for this test process: W3C context off a span.
+struct W3c;
+
+impl TracePropagator for W3c {
+    fn inject(&self, span: &tracing::Span) -> Vec<(String, String)> {
+        let mut fields = HashMap::new();
+        TraceContextPropagator::new().inject_context(&span.context(), &mut fields);
+        fields.into_iter().collect()
+    }
+
+    fn extract(&self, fields: &dyn Fn(&str) -> Option<String>, span: &tracing::Span) {
+        let carrier: HashMap<String, String> = fields("traceparent")
+            .map(|value| ("traceparent".to_owned(), value))
+            .into_iter()
+            .collect();
+        let context = TraceContextPropagator::new().extract(&carrier);
+        if context.span().span_context().is_valid() {
+            let _ = span.set_parent(context);
+        }
+    }
+}
+
+fn exporting_to(receiver: &Receiver) -> SdkTracerProvider {
+    let client = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    let exporter = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_http_client(client)
+        .with_endpoint(format!("{}/v1/traces", receiver.endpoint))
+        .build()
+        .unwrap();
+    SdkTracerProvider::builder()
+        .with_resource(
+            opentelemetry_sdk::Resource::builder()
+                .with_service_name("acp-parent")
+                .build(),
+        )
+        .with_batch_exporter(exporter)
+        .build()
+}
+
+#[test]
+fn an_acp_child_continues_the_parents_trace() {
+    let receiver = Receiver::start();
+    let provider = exporting_to(&receiver);
+    // The GenAI spans only, as `dsh` exports them.
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("test"))
+        .with_filter(tracing_subscriber::EnvFilter::new("dsh::gen_ai=info"));
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::set_global_default(subscriber).unwrap();
+    assert!(dsh_subagent_api::trace::set_propagator(Box::new(W3c)));
+
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome = runtime.block_on(async {
+        let service = SubagentService::new();
+        let tools = ToolRegistry::new();
+        let config = AcpConfig::new(env!("CARGO_BIN_EXE_dsh"))
+            .args(["acp", "--quiet"])
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.clone())
+            .cwd(dir.path())
+            .startup_timeout(Duration::from_secs(30));
+        let _provider = service
+            .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
+            .unwrap();
+        let _tool = SubagentToolPlugin::apply(
+            SubagentToolConfig::new("acp")
+                .tool_name("subagent_acp")
+                .max_depth(MaxDepth::ProviderManaged),
+            &service,
+            &tools,
+        )
+        .unwrap();
+        let model = ScriptedModel::from_json_str(
+            r#"{"rules": [
+              {"when": {"last_tool": "subagent_acp"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}},
+              {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+                {"name": "subagent_acp", "arguments": {"description": "summarize", "prompt": "{{last_user}}"}}
+              ]}}
+            ]}"#,
+        )
+        .unwrap();
+        let parent = Agent::builder(Arc::new(AgentRuntime::new(Arc::new(model), tools)))
+            .label(Some("acp parent".to_owned()))
+            .build()
+            .unwrap();
+        parent.run("Summarize the README.", &CancellationToken::new()).await
+    });
+    // The child has exited (and flushed) once the delegation returned.
+    drop(runtime);
+    provider.shutdown().unwrap();
+    assert_eq!(outcome.stop, AgentStop::Completed, "{}", outcome.text);
+
+    let spans = receiver.wait_for(|spans| spans.iter().any(|span| span.name == "invoke_agent dsh acp"));
+    let by_name = |name: &str| -> &Span {
+        spans
+            .iter()
+            .find(|span| span.name == name)
+            .unwrap_or_else(|| panic!("{name} in {:#?}", spans.iter().map(|s| &s.name).collect::<Vec<_>>()))
+    };
+    let parent = by_name("invoke_agent acp parent");
+    let tool = by_name("execute_tool subagent_acp");
+    let remote = by_name("invoke_agent dsh acp");
+    assert_eq!(parent.service, "acp-parent");
+    assert_eq!(remote.service, "dsh");
+    // One trace: the child's run hangs under the parent's execute_tool span.
+    assert!(
+        spans.iter().all(|span| span.trace_id == parent.trace_id),
+        "{:#?}",
+        spans
+            .iter()
+            .map(|s| (&s.name, &s.service, &s.trace_id, &s.span_id, &s.parent))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(tool.parent, parent.span_id);
+    assert_eq!(remote.parent, tool.span_id);
+    // The child's own delegation and model calls are in it too.
+    let grandchild = by_name("execute_tool subagent");
+    assert_eq!(grandchild.parent, remote.span_id);
+    assert!(
+        spans
+            .iter()
+            .any(|span| span.name == "chat scripted" && span.service == "dsh")
+    );
+}
