@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use dsh_llm::{ChatRequest, LlmError, Message, ToolCall, Usage, collect_response};
+use dsh_llm::{ChatEvent, ChatRequest, LlmError, Message, ToolCall, Usage, collect_response_with};
 use dsh_subagent_api::{SpanOrigin, ToolFilter};
 use dsh_tools::{AgentId, AgentRef, CancellationToken, ToolExecution};
 use tracing::Instrument;
@@ -503,7 +503,15 @@ impl Agent {
                 request.max_tokens,
             );
             let stream = chat.in_scope(|| model.stream_chat(request, cancel.clone()));
-            let response = match collect_response(stream, cancel).instrument(chat.clone()).await {
+            let on_event = |event: &ChatEvent| {
+                if let (Some(observer), ChatEvent::TextDelta(delta)) = (observer, event) {
+                    observer.text_delta(self.id(), delta);
+                }
+            };
+            let response = match collect_response_with(stream, cancel, on_event)
+                .instrument(chat.clone())
+                .await
+            {
                 Ok(response) => {
                     trace::record_response(&chat, &response);
                     response
@@ -646,10 +654,18 @@ impl Agent {
     }
 
     async fn call_tool(&self, call: &ToolCall, cancel: &CancellationToken) -> String {
+        let observer = self.inner.runtime.observer();
+        if let Some(observer) = observer {
+            observer.tool_call_started(self.id(), call);
+        }
         let exec = ToolExecution::new(cancel.child_token())
             .with_agent(self.agent_ref())
             .with_call_id(call.id.clone());
-        self.inner.tools.call(&call.name, &call.arguments, exec).await.text
+        let result = self.inner.tools.call(&call.name, &call.arguments, exec).await;
+        if let Some(observer) = observer {
+            observer.tool_call_finished(self.id(), call, &result);
+        }
+        result.text
     }
 }
 

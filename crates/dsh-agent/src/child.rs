@@ -12,7 +12,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 
 use crate::structured::{Captured, StructuredOutput};
-use crate::transcript::{TranscriptEntry, abandon_interrupted_run, read_transcript, repair_torn_tail, transcript_path};
+use crate::transcript::{TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
 use crate::{Agent, AgentStop, ErrorCode, RunOutcome, SteerRefused, wording};
 
 /// What the child starts from.
@@ -135,22 +135,10 @@ pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError
             SubagentCode::Unauthorized,
         ));
     }
-    let dropped = transcript.uncommitted_messages();
-    if let Some(diagnostic) = repair_torn_tail(&path, &transcript)
+    for diagnostic in repair_for_resume(&path, &transcript)
         .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::TranscriptRepairFailed))?
     {
         tracing::warn!(child = %id, "{diagnostic}");
-    }
-    if dropped > 0 {
-        let diagnostic = wording::interrupted_turn_dropped(dropped);
-        tracing::warn!(child = %id, "{diagnostic}");
-        // A torn tail's repair entry already abandons them; otherwise record
-        // it, or the next run's end would commit them with its own messages.
-        if transcript.torn.is_none() {
-            abandon_interrupted_run(&path, diagnostic).map_err(|error| {
-                SubagentError::failed_with_code(error.to_string(), ErrorCode::TranscriptRepairFailed)
-            })?;
-        }
     }
     let depth = child_depth(request.parent.depth(), None)?.max(recorded_depth);
     let descriptor = &request.descriptor;

@@ -1,7 +1,8 @@
-//! Live observation of an agent tree, for progress displays.
+//! Live observation of an agent tree, for progress displays and streaming
+//! front ends (such as an ACP agent).
 
-use dsh_llm::Usage;
-use dsh_tools::AgentId;
+use dsh_llm::{ToolCall, Usage};
+use dsh_tools::{AgentId, ToolResult};
 
 use crate::RunOutcome;
 
@@ -27,8 +28,17 @@ pub struct AgentInfo {
 pub trait AgentObserver: Send + Sync + 'static {
     /// An agent began a run.
     fn run_started(&self, _agent: &AgentInfo) {}
+    /// A piece of an agent's answer text, as the model streams it. Pieces of
+    /// a model call that is then cancelled or fails have been reported too.
+    fn text_delta(&self, _agent: &AgentId, _delta: &str) {}
     /// An agent finished one model call; `steps` counts them in this run.
     fn step_finished(&self, _agent: &AgentId, _steps: u32, _usage: Option<Usage>) {}
+    /// An agent is about to run a tool call the model made. Every start is
+    /// followed by exactly one [`tool_call_finished`](Self::tool_call_finished)
+    /// for the same call, also when the run is cancelled.
+    fn tool_call_started(&self, _agent: &AgentId, _call: &ToolCall) {}
+    /// A tool call ended; `result` is what the model reads.
+    fn tool_call_finished(&self, _agent: &AgentId, _call: &ToolCall, _result: &ToolResult) {}
     /// An agent finished a run.
     fn run_finished(&self, _agent: &AgentId, _outcome: &RunOutcome) {}
 }

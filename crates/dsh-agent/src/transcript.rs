@@ -243,6 +243,26 @@ pub fn repair_torn_tail(path: &Path, transcript: &Transcript) -> std::io::Result
     Ok(Some(diagnostic))
 }
 
+/// Prepares a transcript to be continued after a crash: cuts a torn last
+/// line off ([`repair_torn_tail`]) and abandons the messages of a run that
+/// never reached its end ([`abandon_interrupted_run`]), so the interrupted
+/// run is recorded as such and the resumed history holds only committed
+/// turns. Returns what was repaired, one diagnostic per repair, in order.
+pub fn repair_for_resume(path: &Path, transcript: &Transcript) -> std::io::Result<Vec<String>> {
+    let dropped = transcript.uncommitted_messages();
+    let mut diagnostics: Vec<String> = repair_torn_tail(path, transcript)?.into_iter().collect();
+    if dropped > 0 {
+        let diagnostic = crate::wording::interrupted_turn_dropped(dropped);
+        // A torn tail's repair entry already abandons them; otherwise record
+        // it, or the next run's end would commit them with its own messages.
+        if transcript.torn.is_none() {
+            abandon_interrupted_run(path, diagnostic.clone())?;
+        }
+        diagnostics.push(diagnostic);
+    }
+    Ok(diagnostics)
+}
+
 /// Why a transcript could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

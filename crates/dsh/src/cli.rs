@@ -37,11 +37,31 @@ pub(crate) enum Command {
     /// closing stdin cancels and releases them all. Stdout carries only the
     /// protocol; logs and progress go to stderr.
     Mcp(McpArgs),
+    /// Work with the configuration file (dsh.toml).
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Check the configuration file and print the tool catalog the parent's
+    /// model will see (as `dsh run` mounts it).
+    Check(ConfigCheckArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ConfigCheckArgs {
+    /// The configuration file (default: dsh.toml in the working directory).
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
 }
 
 /// How the parent agent's model is chosen, and its limits (shared by `run` and `acp`).
 #[derive(Debug, clap::Args)]
 pub(crate) struct AgentArgs {
+    /// The configuration file (default: dsh.toml in the working directory, if any).
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
     /// The base URL of an OpenAI-compatible endpoint (default: $DSH_BASE_URL).
     #[arg(long)]
     pub(crate) base_url: Option<String>,
@@ -94,8 +114,12 @@ pub(crate) struct AcpArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
-    /// The task for the parent agent.
+    /// The task for the parent agent (with --resume: the next message).
     pub(crate) task: String,
+    /// Continue an earlier parent (its id, as printed at the end of `dsh run`)
+    /// with this message: its history, system prompt and model, today's tools.
+    #[arg(long, value_name = "AGENT_ID")]
+    pub(crate) resume: Option<String>,
     /// Where transcripts are kept.
     #[arg(long, default_value = ".dsh")]
     pub(crate) data_dir: PathBuf,

@@ -2,9 +2,12 @@
 
 mod acp;
 mod cli;
+mod config;
+mod config_check;
 mod mcp;
 mod model;
 mod progress;
+mod resume;
 mod run;
 mod setup;
 mod telemetry;
@@ -46,6 +49,11 @@ impl Failure {
         }
     }
 
+    /// A refused configuration file.
+    fn config(error: &config::ConfigFileError) -> Self {
+        Self::usage(format!("dsh: {error}"))
+    }
+
     /// The message for stderr.
     pub(crate) fn message(&self) -> &str {
         &self.message
@@ -69,6 +77,7 @@ fn main() -> ExitCode {
             Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
         },
         cli::Command::Transcript(args) => transcript::print(&args),
+        cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
         cli::Command::Acp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => runtime.block_on(async {
                 // Ctrl-C ends the server cleanly, so its spans are flushed.

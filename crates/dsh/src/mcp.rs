@@ -24,9 +24,18 @@ use crate::setup::{Setup, Surface};
 use crate::{Failure, wording};
 
 pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
+    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
-    let mut setup = Setup::new(&args.agent, Some(&args.data_dir), progress, Surface::McpServer)?;
-    setup.mount_mcp_servers(&args.agent.mcp_servers).await?;
+    let mut setup = Setup::new(
+        &args.agent,
+        config.as_ref(),
+        Some(&args.data_dir),
+        progress,
+        Surface::McpServer,
+    )?;
+    setup
+        .mount_mcp_servers(&crate::setup::mcp_servers(&args.agent, config.as_ref()))
+        .await?;
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }

@@ -1,23 +1,42 @@
-//! `dsh run`: a parent agent with `subagent` (spawn) and `subagent_fork` (fork).
+//! `dsh run`: a parent agent (new, or resumed) with the delegation tools.
 
 use std::sync::Arc;
 
 use dsh_agent::AgentStop;
 use dsh_tools::CancellationToken;
 
-use crate::Failure;
 use crate::cli::RunArgs;
 use crate::progress::Progress;
 use crate::setup::{Setup, Surface};
+use crate::{Failure, wording};
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
+    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
-    let mut setup = Setup::new(&args.agent, Some(&args.data_dir), progress.clone(), Surface::Agent)?;
-    setup.mount_mcp_servers(&args.agent.mcp_servers).await?;
+    let mut setup = Setup::new(
+        &args.agent,
+        config.as_ref(),
+        Some(&args.data_dir),
+        progress.clone(),
+        Surface::Agent,
+    )?;
+    let parent = match &args.resume {
+        Some(id) => {
+            let (parent, repairs) = setup.resume(id)?;
+            for repair in repairs {
+                eprintln!("{}", wording::resume_repaired(id, &repair));
+            }
+            parent
+        }
+        None => setup.parent("dsh run")?,
+    };
+    // After the parent is found: an unknown id starts no server.
+    setup
+        .mount_mcp_servers(&crate::setup::mcp_servers(&args.agent, config.as_ref()))
+        .await?;
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
-    let parent = setup.parent("dsh run")?;
 
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();

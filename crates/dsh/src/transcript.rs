@@ -83,6 +83,7 @@ pub(crate) fn render(entries: &[TranscriptEntry]) -> String {
                 if messages.len() == 1 { "" } else { "s" }
             ),
             TranscriptEntry::Message { message } => write_message(&mut out, message),
+            TranscriptEntry::Repair { diagnostic, .. } => writeln!(out, "── run interrupted: {diagnostic}\n"),
             TranscriptEntry::TurnEnd {
                 stop,
                 steps,

@@ -2,11 +2,10 @@
 //! peer. Offline: the child uses the embedded scripted model or `--script`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use dsh_agent::{Agent, AgentRuntime, AgentStop};
@@ -19,12 +18,9 @@ use dsh_tools::{ToolExecution, ToolRegistry};
 use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
-use serde_json::{Value, json};
+use serde_json::json;
 
-/// A hang guard, far above anything these tests wait for.
-const GUARD: Duration = Duration::from_secs(60);
-
-const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+use common::{DSH, GUARD, Peer};
 
 /// A child script: prompts containing "slow" never finish (until cancelled).
 const SLOW_SCRIPT: &str = r#"{"rules": [
@@ -162,67 +158,6 @@ async fn two_concurrent_delegations_run_in_two_children() {
     assert_groups_gone(dir.path(), 2);
 }
 
-/// Lines from a child's stdout, read on a thread so every wait is bounded.
-struct Peer {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: mpsc::Receiver<String>,
-}
-
-impl Peer {
-    fn start(dir: &Path, args: &[&str]) -> Self {
-        let mut child = Command::new(DSH)
-            .arg("acp")
-            .args(args)
-            .current_dir(dir)
-            .env_remove("DSH_API_KEY")
-            .env_remove("DSH_BASE_URL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Self { child, stdin, lines }
-    }
-
-    fn send(&mut self, message: Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// The next stdout line, which must be JSON-RPC.
-    fn next(&self) -> Value {
-        let line = self.lines.recv_timeout(GUARD).expect("a line from dsh acp");
-        let value: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
-        assert_eq!(value["jsonrpc"], "2.0", "{line}");
-        value
-    }
-
-    /// Messages up to and including the response with this id.
-    fn until_response(&self, id: u64) -> Vec<Value> {
-        let mut seen = Vec::new();
-        loop {
-            let message = self.next();
-            let done = message["id"] == id && message.get("method").is_none();
-            seen.push(message);
-            if done {
-                return seen;
-            }
-        }
-    }
-}
-
 fn script_file(dir: &Path) -> PathBuf {
     let path = dir.join("slow.json");
     std::fs::write(&path, SLOW_SCRIPT).unwrap();
@@ -249,19 +184,22 @@ fn dsh_acp_speaks_json_rpc_on_stdio() {
         .unwrap()
         .to_owned();
 
-    // A prompt: the answer streams as an agent_message_chunk, then end_turn.
+    // A prompt: the answer streams as agent_message_chunks (one per word of
+    // the scripted model), then end_turn.
     peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
         "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hello"}]}}));
     let turn = peer.until_response(3);
-    assert_eq!(turn.len(), 2, "{turn:?}");
-    assert_eq!(turn[0]["method"], "session/update");
-    assert_eq!(turn[0]["params"]["sessionId"], session.as_str());
-    assert_eq!(turn[0]["params"]["update"]["sessionUpdate"], "agent_message_chunk");
-    assert_eq!(
-        turn[0]["params"]["update"]["content"],
-        json!({"type": "text", "text": "quick answer"})
-    );
-    assert_eq!(turn[1]["result"]["stopReason"], "end_turn");
+    assert_eq!(turn.len(), 3, "{turn:?}");
+    for (chunk, text) in turn.iter().zip(["quick ", "answer"]) {
+        assert_eq!(chunk["method"], "session/update");
+        assert_eq!(chunk["params"]["sessionId"], session.as_str());
+        assert_eq!(chunk["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+        assert_eq!(
+            chunk["params"]["update"]["content"],
+            json!({"type": "text", "text": text})
+        );
+    }
+    assert_eq!(turn[2]["result"]["stopReason"], "end_turn");
 
     // A slow prompt, cancelled: the turn ends `cancelled`.
     peer.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt",

@@ -1,15 +1,20 @@
 //! `dsh acp`: the dsh agent served as an Agent Client Protocol (v1) agent on
 //! stdio, through the official SDK.
 //!
-//! - `initialize` → protocol v1, no optional capabilities.
+//! - `initialize` → protocol v1; `loadSession` when transcripts are kept
+//!   (`--data-dir`).
 //! - `session/new` → a fresh parent agent (the same setup as `dsh run`); the
 //!   session id is the agent's id.
+//! - `session/load` → the parent of that id, continued from its transcript
+//!   (as `dsh run --resume`); its history is replayed as `session/update`s
+//!   before the answer ([`updates::replay`]).
 //! - `session/prompt` → one [`Agent::run`](dsh_agent::Agent::run) of the
-//!   prompt's text; its answer is sent as an `agent_message_chunk` update,
-//!   then the stop reason is returned. A run that fails is answered with a
-//!   JSON-RPC error carrying the reason.
+//!   prompt's text, streamed as it happens ([`updates::live`]): a chunk per
+//!   text delta, each tool call and its end, the children's progress on
+//!   their delegation call; then the stop reason. A run that fails is
+//!   answered with a JSON-RPC error carrying the reason.
 //! - `session/cancel` → cancels that session's running prompt, which then
-//!   answers `cancelled`.
+//!   answers `cancelled`; what was streamed stands.
 //!
 //! Stdout carries nothing but the protocol; the banner, progress and logs go
 //! to stderr.
@@ -19,9 +24,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use acp::schema::ProtocolVersion;
 use acp::v1::schema::{
-    AgentCapabilities, CancelNotification, ContentBlock, ContentChunk, Implementation, InitializeRequest,
-    InitializeResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, SessionNotification,
-    SessionUpdate, StopReason, TextContent,
+    AgentCapabilities, CancelNotification, ContentBlock, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
+    SessionNotification, StopReason,
 };
 use agent_client_protocol as acp;
 use dsh_agent::{Agent, AgentStop};
@@ -29,10 +34,15 @@ use dsh_subagent_api::SpanOrigin;
 use dsh_tools::CancellationToken;
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::Failure;
 use crate::cli::AcpArgs;
 use crate::progress::Progress;
 use crate::setup::{Setup, Surface};
+use crate::{Failure, wording};
+
+mod stream;
+mod updates;
+
+use stream::{Streams, Tee};
 
 /// One ACP session: a parent agent and the token of its running prompt.
 struct Session {
@@ -87,18 +97,33 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 }
 
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
+    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
-    let mut setup = Setup::new(&args.agent, args.data_dir.as_deref(), progress, Surface::Agent)?;
-    setup.mount_mcp_servers(&args.agent.mcp_servers).await?;
+    let delegation_tools = crate::setup::delegation_tool_names(config.as_ref());
+    let streams = Arc::new(Streams::new(delegation_tools));
+    let observer = Arc::new(Tee(progress, streams.clone()));
+    let mut setup = Setup::new(
+        &args.agent,
+        config.as_ref(),
+        args.data_dir.as_deref(),
+        observer,
+        Surface::Agent,
+    )?;
+    setup
+        .mount_mcp_servers(&crate::setup::mcp_servers(&args.agent, config.as_ref()))
+        .await?;
     let setup = Arc::new(setup);
     let at_exit = setup.clone();
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
+    let load_session = args.data_dir.is_some();
     let open: Sessions = Arc::default();
     let on_new = open.clone();
+    let on_load = open.clone();
     let on_prompt = open.clone();
     let on_cancel = open;
+    let load_setup = setup.clone();
 
     let served = acp::Agent
         .v1()
@@ -107,7 +132,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             async move |_request: InitializeRequest, responder, _cx| {
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new())
+                        .agent_capabilities(AgentCapabilities::new().load_session(load_session))
                         .agent_info(Implementation::new("dsh", env!("CARGO_PKG_VERSION"))),
                 )
             },
@@ -124,6 +149,44 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                     acp::ErrorCode::INTERNAL_ERROR,
                     failure.message().to_owned(),
                 )),
+            },
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: LoadSessionRequest, responder, cx| {
+                let id = request.session_id.to_string();
+                let loaded = {
+                    let open = sessions(&on_load);
+                    open.get(&id).map(|session| session.agent.clone())
+                };
+                let agent = match loaded {
+                    Some(agent) => agent,
+                    None => match load_setup.resume(&id) {
+                        Ok((agent, repairs)) => {
+                            for repair in repairs {
+                                eprintln!("{}", wording::resume_repaired(&id, &repair));
+                            }
+                            sessions(&on_load).insert(
+                                id.clone(),
+                                Session {
+                                    agent: agent.clone(),
+                                    running: None,
+                                },
+                            );
+                            agent
+                        }
+                        Err(failure) => {
+                            return responder.respond_with_error(acp::Error::new(
+                                acp::ErrorCode::INVALID_PARAMS,
+                                failure.message().to_owned(),
+                            ));
+                        }
+                    },
+                };
+                for update in updates::replay(&agent.history(), load_setup.delegation_tools()) {
+                    cx.send_notification(SessionNotification::new(request.session_id.clone(), update))?;
+                }
+                responder.respond(LoadSessionResponse::new())
             },
             acp::on_receive_request!(),
         )
@@ -157,17 +220,32 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                 let origin = origin(request.meta.as_ref());
                 let open = on_prompt.clone();
                 let sender = cx.clone();
+                let streams = streams.clone();
                 cx.spawn(async move {
-                    let outcome = agent.run_from(text, &cancel, &origin).await;
+                    let (events, mut received) = tokio::sync::mpsc::unbounded_channel();
+                    streams.open(agent.id(), events);
+                    let run = agent.run_from(text, &cancel, &origin);
+                    tokio::pin!(run);
+                    // Every event is sent before the run returns: forward
+                    // them as they come, then the rest, then the answer.
+                    let outcome = loop {
+                        tokio::select! {
+                            outcome = &mut run => break outcome,
+                            Some(event) = received.recv() => {
+                                for update in updates::live(event) {
+                                    sender.send_notification(SessionNotification::new(session_id.clone(), update))?;
+                                }
+                            }
+                        }
+                    };
+                    streams.close(agent.id());
+                    while let Ok(event) = received.try_recv() {
+                        for update in updates::live(event) {
+                            sender.send_notification(SessionNotification::new(session_id.clone(), update))?;
+                        }
+                    }
                     if let Some(session) = sessions(&open).get_mut(&session_id.to_string()) {
                         session.running = None;
-                    }
-                    if !outcome.text.is_empty() {
-                        let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(outcome.text)));
-                        sender.send_notification(SessionNotification::new(
-                            session_id,
-                            SessionUpdate::AgentMessageChunk(chunk),
-                        ))?;
                     }
                     match stop_reason(&outcome.stop) {
                         Ok(reason) => responder.respond(PromptResponse::new(reason)),

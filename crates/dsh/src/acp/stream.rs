@@ -1,0 +1,352 @@
+//! What a running prompt streams: the observer events of its session's
+//! agent, and of the children it delegates to, as [`Event`]s on the prompt's
+//! channel, in the order they happened.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use dsh_agent::{AgentInfo, AgentObserver, RunOutcome};
+use dsh_llm::{ToolCall, Usage};
+use dsh_tools::{AgentId, ToolResult};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::wording;
+
+/// One thing a prompt reports to its ACP client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A piece of the session agent's answer.
+    Text(String),
+    /// The session agent started a tool call.
+    ToolStarted {
+        /// The call's id.
+        id: String,
+        /// The tool.
+        name: String,
+        /// Its arguments (a JSON text).
+        arguments: String,
+        /// Whether it delegates (a `subagent`-kind tool).
+        delegation: bool,
+    },
+    /// A tool call of the session agent ended.
+    ToolFinished {
+        /// The call's id.
+        id: String,
+        /// What the model reads.
+        text: String,
+        /// Whether it failed.
+        failed: bool,
+    },
+    /// The children working under a delegation call, one line each.
+    ChildProgress {
+        /// The delegation call's id.
+        call: String,
+        /// The lines, in start order.
+        lines: Vec<String>,
+    },
+}
+
+/// A session agent whose prompt is running.
+struct Open {
+    events: UnboundedSender<Event>,
+    /// Its delegation calls in flight: the call's id and the task description.
+    delegations: Vec<Delegation>,
+}
+
+struct Delegation {
+    call: String,
+    description: Option<String>,
+    /// The children reporting under this call, with their current line.
+    children: Vec<(AgentId, String)>,
+}
+
+/// Where a child reports: its session agent, the delegation call, and the
+/// label its line starts with.
+#[derive(Clone)]
+struct Reporting {
+    root: AgentId,
+    call: String,
+    label: String,
+}
+
+#[derive(Default)]
+struct State {
+    open: HashMap<AgentId, Open>,
+    /// Each child reporting under a delegation call.
+    children: HashMap<AgentId, Reporting>,
+}
+
+/// Routes observer events to the running prompts ([`AgentObserver`]).
+///
+/// A child is shown under the delegation call that started it: among its
+/// parent's delegation calls in flight, the first whose `description` is the
+/// child's label and that has no child yet, else the first without a child;
+/// a grandchild is shown under its parent's call. A call that ends stops
+/// reporting its children (a background child outlives its call).
+pub(crate) struct Streams {
+    delegation_tools: Vec<String>,
+    state: Mutex<State>,
+}
+
+impl Streams {
+    /// Streams for a parent whose delegation tools have these names.
+    pub(crate) fn new(delegation_tools: Vec<String>) -> Self {
+        Self {
+            delegation_tools,
+            state: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts streaming `agent`'s events to `events`, until [`close`](Self::close).
+    pub(crate) fn open(&self, agent: &AgentId, events: UnboundedSender<Event>) {
+        self.lock().open.insert(
+            agent.clone(),
+            Open {
+                events,
+                delegations: Vec::new(),
+            },
+        );
+    }
+
+    /// Stops streaming `agent`'s events; its children no longer report.
+    pub(crate) fn close(&self, agent: &AgentId) {
+        let mut state = self.lock();
+        state.open.remove(agent);
+        state.children.retain(|_, reporting| &reporting.root != agent);
+    }
+
+    fn send(state: &State, agent: &AgentId, event: Event) {
+        if let Some(open) = state.open.get(agent) {
+            // A closed receiver means the prompt has ended: nothing to show.
+            let _ = open.events.send(event);
+        }
+    }
+
+    /// Sets a reporting child's line (made from its label) and sends its
+    /// call's lines.
+    fn child_line(&self, child: &AgentId, line: impl FnOnce(&str) -> String) {
+        let mut state = self.lock();
+        let Some(Reporting { root, call, label }) = state.children.get(child).cloned() else {
+            return;
+        };
+        let line = line(&label);
+        let Some(open) = state.open.get_mut(&root) else { return };
+        let Some(delegation) = open.delegations.iter_mut().find(|delegation| delegation.call == call) else {
+            return;
+        };
+        match delegation.children.iter_mut().find(|(id, _)| id == child) {
+            Some((_, current)) => *current = line,
+            None => delegation.children.push((child.clone(), line)),
+        }
+        let lines = delegation.children.iter().map(|(_, line)| line.clone()).collect();
+        Self::send(&state, &root, Event::ChildProgress { call, lines });
+    }
+}
+
+impl AgentObserver for Streams {
+    fn run_started(&self, agent: &AgentInfo) {
+        let Some(parent) = &agent.parent else { return };
+        {
+            let mut state = self.lock();
+            let target = if let Some(Reporting { root, call, .. }) = state.children.get(parent).cloned() {
+                Some((root, call))
+            } else if let Some(open) = state.open.get(parent) {
+                let label = agent.label.as_deref();
+                let free = |delegation: &&Delegation| delegation.children.is_empty();
+                open.delegations
+                    .iter()
+                    .filter(free)
+                    .find(|delegation| label.is_some() && delegation.description.as_deref() == label)
+                    .or_else(|| open.delegations.iter().find(free))
+                    .map(|delegation| (parent.clone(), delegation.call.clone()))
+            } else {
+                None
+            };
+            let Some((root, call)) = target else { return };
+            let label = agent.label.clone().unwrap_or_else(|| agent.id.to_string());
+            state.children.insert(agent.id.clone(), Reporting { root, call, label });
+        }
+        self.child_line(&agent.id, |label| wording::acp_child_started(label, &agent.model));
+    }
+
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
+        self.child_line(agent, |label| wording::acp_child_step(label, steps, usage));
+    }
+
+    fn text_delta(&self, agent: &AgentId, delta: &str) {
+        Self::send(&self.lock(), agent, Event::Text(delta.to_owned()));
+    }
+
+    fn tool_call_started(&self, agent: &AgentId, call: &ToolCall) {
+        let delegation = self.delegation_tools.contains(&call.name);
+        {
+            let mut state = self.lock();
+            if let Some(open) = state.open.get_mut(agent) {
+                if delegation || call.name == "send_message" {
+                    let description = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                        .ok()
+                        .and_then(|args| args.get("description")?.as_str().map(str::to_owned));
+                    open.delegations.push(Delegation {
+                        call: call.id.clone(),
+                        description,
+                        children: Vec::new(),
+                    });
+                }
+                Self::send(
+                    &state,
+                    agent,
+                    Event::ToolStarted {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                        delegation,
+                    },
+                );
+                return;
+            }
+        }
+        self.child_line(agent, |label| wording::acp_child_tool(label, &call.name));
+    }
+
+    fn tool_call_finished(&self, agent: &AgentId, call: &ToolCall, result: &ToolResult) {
+        let mut state = self.lock();
+        let Some(open) = state.open.get_mut(agent) else { return };
+        open.delegations.retain(|delegation| delegation.call != call.id);
+        state
+            .children
+            .retain(|_, reporting| !(&reporting.root == agent && reporting.call == call.id));
+        Self::send(
+            &state,
+            agent,
+            Event::ToolFinished {
+                id: call.id.clone(),
+                text: result.text.clone(),
+                failed: result.is_error,
+            },
+        );
+    }
+
+    fn run_finished(&self, agent: &AgentId, outcome: &RunOutcome) {
+        self.child_line(agent, |label| {
+            wording::acp_child_finished(label, &outcome.stop.to_string(), outcome.steps, outcome.usage)
+        });
+        self.lock().children.remove(agent);
+    }
+}
+
+/// Both observers, in order: the stderr progress and the ACP streams.
+pub(crate) struct Tee(pub(crate) Arc<dyn AgentObserver>, pub(crate) Arc<Streams>);
+
+impl AgentObserver for Tee {
+    fn run_started(&self, agent: &AgentInfo) {
+        self.0.run_started(agent);
+        self.1.run_started(agent);
+    }
+    fn text_delta(&self, agent: &AgentId, delta: &str) {
+        self.0.text_delta(agent, delta);
+        self.1.text_delta(agent, delta);
+    }
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
+        self.0.step_finished(agent, steps, usage);
+        self.1.step_finished(agent, steps, usage);
+    }
+    fn tool_call_started(&self, agent: &AgentId, call: &ToolCall) {
+        self.0.tool_call_started(agent, call);
+        self.1.tool_call_started(agent, call);
+    }
+    fn tool_call_finished(&self, agent: &AgentId, call: &ToolCall, result: &ToolResult) {
+        self.0.tool_call_finished(agent, call, result);
+        self.1.tool_call_finished(agent, call, result);
+    }
+    fn run_finished(&self, agent: &AgentId, outcome: &RunOutcome) {
+        self.0.run_finished(agent, outcome);
+        self.1.run_finished(agent, outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dsh_agent::AgentStop;
+    use tokio::sync::mpsc::unbounded_channel;
+
+    use super::*;
+
+    fn info(id: &str, parent: &str, label: &str) -> AgentInfo {
+        AgentInfo {
+            id: AgentId::new(id),
+            parent: Some(AgentId::new(parent)),
+            depth: 1,
+            label: Some(label.to_owned()),
+            model: "m".to_owned(),
+        }
+    }
+
+    fn call(id: &str, name: &str, description: &str) -> ToolCall {
+        ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: serde_json::json!({"description": description, "prompt": "p"}).to_string(),
+        }
+    }
+
+    fn result(text: &str) -> ToolResult {
+        ToolResult::from_outcome(Ok(dsh_tools::ToolOutput::text(text)))
+    }
+
+    #[test]
+    fn children_report_under_the_call_with_their_description_and_stop_when_it_ends() {
+        let streams = Streams::new(vec!["subagent".to_owned()]);
+        let root = AgentId::new("root");
+        let (events, mut received) = unbounded_channel();
+        streams.open(&root, events);
+        let (first, second) = (call("c0", "subagent", "alpha"), call("c1", "subagent", "beta"));
+        streams.tool_call_started(&root, &first);
+        streams.tool_call_started(&root, &second);
+        // Started in the other order than the calls: matched by description.
+        streams.run_started(&info("kid-b", "root", "beta"));
+        streams.run_started(&info("kid-a", "root", "alpha"));
+        // A grandchild reports under its parent's call.
+        streams.run_started(&info("grandkid", "kid-a", "deeper"));
+        streams.tool_call_finished(&root, &second, &result("beta done"));
+        // After its call ended, a (background) child no longer reports.
+        let outcome = RunOutcome {
+            stop: AgentStop::Completed,
+            text: String::new(),
+            steps: 1,
+            usage: None,
+        };
+        streams.run_finished(&AgentId::new("kid-b"), &outcome);
+        streams.text_delta(&AgentId::new("kid-a"), "not the session's text");
+        streams.close(&root);
+        streams.text_delta(&root, "after the prompt");
+
+        let mut seen = Vec::new();
+        while let Ok(event) = received.try_recv() {
+            seen.push(event);
+        }
+        let progress = |call: &str, lines: &[&str]| Event::ChildProgress {
+            call: call.to_owned(),
+            lines: lines.iter().map(|line| (*line).to_owned()).collect(),
+        };
+        assert_eq!(
+            seen[2..],
+            [
+                progress("c1", &["beta: started (m)"]),
+                progress("c0", &["alpha: started (m)"]),
+                progress("c0", &["alpha: started (m)", "deeper: started (m)"]),
+                Event::ToolFinished {
+                    id: "c1".to_owned(),
+                    text: "beta done".to_owned(),
+                    failed: false
+                },
+            ]
+        );
+        assert!(matches!(&seen[0], Event::ToolStarted { id, delegation: true, .. } if id == "c0"));
+    }
+}

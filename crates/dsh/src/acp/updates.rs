@@ -1,0 +1,178 @@
+//! `session/update`s: what an ACP client sees of a running prompt
+//! ([`live`]) and of a loaded session's history ([`replay`]).
+
+use acp::v1::schema::{
+    Content, ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+};
+use agent_client_protocol as acp;
+use dsh_llm::Message;
+use serde_json::Value;
+
+use super::stream::Event;
+
+fn text(text: impl Into<String>) -> ContentBlock {
+    ContentBlock::Text(TextContent::new(text.into()))
+}
+
+fn content(body: impl Into<String>) -> Vec<ToolCallContent> {
+    vec![ToolCallContent::Content(Content::new(text(body)))]
+}
+
+/// The `tool_call` that announces a call: a delegation's title is its task
+/// `description`, any other call's is the tool's name; the raw input is the
+/// arguments (as JSON when they parse).
+fn announce(id: &str, name: &str, arguments: &str, delegation: bool) -> ToolCall {
+    let input = serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| Value::String(arguments.to_owned()));
+    let title = delegation
+        .then(|| input.get("description").and_then(Value::as_str).map(str::to_owned))
+        .flatten()
+        .unwrap_or_else(|| name.to_owned());
+    ToolCall::new(id.to_owned(), title)
+        .name(name.to_owned())
+        .kind(kind(name, delegation))
+        .status(ToolCallStatus::Pending)
+        .raw_input(input)
+}
+
+/// The kind of a dsh tool, for the client's icon.
+fn kind(name: &str, delegation: bool) -> ToolKind {
+    match name {
+        _ if delegation => ToolKind::Think,
+        "task_output" | "task_list" => ToolKind::Read,
+        _ => ToolKind::Other,
+    }
+}
+
+fn status(id: &str, status: ToolCallStatus) -> SessionUpdate {
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        id.to_owned(),
+        ToolCallUpdateFields::new().status(status),
+    ))
+}
+
+fn finished(id: &str, result: &str, failed: bool) -> SessionUpdate {
+    let status = if failed {
+        ToolCallStatus::Failed
+    } else {
+        ToolCallStatus::Completed
+    };
+    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+        id.to_owned(),
+        ToolCallUpdateFields::new().status(status).content(content(result)),
+    ))
+}
+
+/// The updates for one event of a running prompt: a chunk per text delta; a
+/// `tool_call` then `in_progress` when a call starts; `completed` or
+/// `failed` with the result when it ends; the children's lines as the
+/// content of their delegation call while it runs.
+pub(crate) fn live(event: Event) -> Vec<SessionUpdate> {
+    match event {
+        Event::Text(delta) => vec![SessionUpdate::AgentMessageChunk(ContentChunk::new(text(delta)))],
+        Event::ToolStarted {
+            id,
+            name,
+            arguments,
+            delegation,
+        } => vec![
+            SessionUpdate::ToolCall(announce(&id, &name, &arguments, delegation)),
+            status(&id, ToolCallStatus::InProgress),
+        ],
+        Event::ToolFinished { id, text, failed } => vec![finished(&id, &text, failed)],
+        Event::ChildProgress { call, lines } => vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+            call,
+            ToolCallUpdateFields::new().content(content(lines.join("\n"))),
+        ))],
+    }
+}
+
+/// A loaded session's history as the updates a client would have seen:
+/// user messages, the agent's text, and each tool call with its result.
+/// System messages are not shown.
+pub(crate) fn replay(history: &[Message], delegation_tools: &[String]) -> Vec<SessionUpdate> {
+    let mut updates = Vec::new();
+    for message in history {
+        match message {
+            Message::System { .. } => {}
+            Message::User { content } => {
+                updates.push(SessionUpdate::UserMessageChunk(ContentChunk::new(text(
+                    content.clone(),
+                ))));
+            }
+            Message::Assistant { content, tool_calls } => {
+                if !content.is_empty() {
+                    updates.push(SessionUpdate::AgentMessageChunk(ContentChunk::new(text(
+                        content.clone(),
+                    ))));
+                }
+                for call in tool_calls {
+                    let delegation = delegation_tools.contains(&call.name);
+                    updates.push(SessionUpdate::ToolCall(announce(
+                        &call.id,
+                        &call.name,
+                        &call.arguments,
+                        delegation,
+                    )));
+                }
+            }
+            Message::Tool { tool_call_id, content } => {
+                let failed = content.starts_with("Error: ");
+                updates.push(finished(tool_call_id, content, failed));
+            }
+        }
+    }
+    updates
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use dsh_llm::ToolCall as ModelToolCall;
+
+    use super::*;
+
+    fn json(updates: &[SessionUpdate]) -> Value {
+        serde_json::to_value(updates).unwrap()
+    }
+
+    #[test]
+    fn a_delegation_is_announced_with_its_description_then_runs_then_completes() {
+        let mut updates = live(Event::ToolStarted {
+            id: "call_1_0".into(),
+            name: "subagent".into(),
+            arguments: r#"{"description":"read the docs","prompt":"Read them."}"#.into(),
+            delegation: true,
+        });
+        updates.extend(live(Event::ChildProgress {
+            call: "call_1_0".into(),
+            lines: vec!["read the docs: started (m)".into()],
+        }));
+        updates.extend(live(Event::ToolFinished {
+            id: "call_1_0".into(),
+            text: "done".into(),
+            failed: false,
+        }));
+        insta::assert_json_snapshot!(json(&updates));
+    }
+
+    #[test]
+    fn a_history_replays_as_user_agent_and_tool_updates() {
+        let history = vec![
+            Message::system("You are dsh."),
+            Message::user("Summarize."),
+            Message::Assistant {
+                content: String::new(),
+                tool_calls: vec![ModelToolCall {
+                    id: "call_1_0".into(),
+                    name: "task_list".into(),
+                    arguments: "{}".into(),
+                }],
+            },
+            Message::tool("call_1_0", "Error: no tasks"),
+            Message::assistant("Nothing to summarize."),
+        ];
+        insta::assert_json_snapshot!(json(&replay(&history, &["subagent".to_owned()])));
+    }
+}

@@ -1,0 +1,215 @@
+//! The file as written: `dsh.toml`'s tables and keys, with the span of every
+//! value a later check may need to point at.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    #[serde(default)]
+    pub(crate) model: Option<RawModel>,
+    #[serde(default)]
+    pub(crate) subagents: Vec<Spanned<RawSubagent>>,
+    #[serde(default)]
+    pub(crate) mcp_servers: Vec<Spanned<RawMcpServer>>,
+}
+
+/// `[model]`: the parent's model endpoint.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawModel {
+    pub(crate) base_url: Option<Spanned<String>>,
+    pub(crate) model: Option<Spanned<String>>,
+    pub(crate) api_key_env: Option<Spanned<String>>,
+}
+
+/// Which provider a `[[subagents]]` entry delegates to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ProviderKind {
+    /// A fresh in-process child.
+    Spawn,
+    /// An in-process child that inherits the parent's completed turns.
+    Fork,
+    /// An out-of-process child over the Agent Client Protocol.
+    Acp,
+}
+
+impl ProviderKind {
+    /// The name as written in the file.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::Spawn => "spawn",
+            Self::Fork => "fork",
+            Self::Acp => "acp",
+        }
+    }
+}
+
+/// One `[[subagents]]` entry: one model-facing delegation tool.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSubagent {
+    pub(crate) tool_name: Option<Spanned<String>>,
+    pub(crate) provider: Spanned<ProviderKind>,
+    pub(crate) persona: Option<Spanned<String>>,
+    pub(crate) agent_options: Option<Spanned<RawAgentOptions>>,
+    pub(crate) tool_filter: Option<Spanned<RawToolFilter>>,
+    pub(crate) max_depth: Option<Spanned<RawMaxDepth>>,
+    pub(crate) enable_run_in_background: Option<bool>,
+    // Keys of `provider = "acp"` only.
+    pub(crate) command: Option<Spanned<String>>,
+    pub(crate) args: Option<Spanned<Vec<String>>>,
+    pub(crate) env: Option<Spanned<Vec<String>>>,
+    pub(crate) cwd: Option<Spanned<PathBuf>>,
+    pub(crate) permission: Option<Spanned<RawPermission>>,
+    pub(crate) auth: Option<Spanned<RawAuth>>,
+    pub(crate) turn_timeout_ms: Option<Spanned<u64>>,
+    pub(crate) cancel_grace_ms: Option<Spanned<u64>>,
+    pub(crate) dispose_eof_grace_ms: Option<Spanned<u64>>,
+    pub(crate) dispose_term_grace_ms: Option<Spanned<u64>>,
+}
+
+impl RawSubagent {
+    /// The keys only `provider = "acp"` takes that this entry sets, with their spans.
+    pub(crate) fn acp_keys(&self) -> Vec<(&'static str, std::ops::Range<usize>)> {
+        [
+            ("command", self.command.as_ref().map(Spanned::span)),
+            ("args", self.args.as_ref().map(Spanned::span)),
+            ("env", self.env.as_ref().map(Spanned::span)),
+            ("cwd", self.cwd.as_ref().map(Spanned::span)),
+            ("permission", self.permission.as_ref().map(Spanned::span)),
+            ("auth", self.auth.as_ref().map(Spanned::span)),
+            ("turn_timeout_ms", self.turn_timeout_ms.as_ref().map(Spanned::span)),
+            ("cancel_grace_ms", self.cancel_grace_ms.as_ref().map(Spanned::span)),
+            (
+                "dispose_eof_grace_ms",
+                self.dispose_eof_grace_ms.as_ref().map(Spanned::span),
+            ),
+            (
+                "dispose_term_grace_ms",
+                self.dispose_term_grace_ms.as_ref().map(Spanned::span),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(key, span)| span.map(|span| (key, span)))
+        .collect()
+    }
+}
+
+/// `permission`: how an ACP child's permission requests are answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum RawPermission {
+    /// Reject (the default).
+    Reject,
+    /// Allow with the child's first "allow" option.
+    AllowFirst,
+}
+
+/// `auth`: which ACP authentication method the child is asked for:
+/// `"none"`, `"first-env-var"`, or `{ method = "<id>" }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RawAuth {
+    /// Never authenticate (the default).
+    None,
+    /// The first offered `env_var` method whose variable is set.
+    FirstEnvVar,
+    /// This method id.
+    Method(String),
+}
+
+impl<'de> Deserialize<'de> for RawAuth {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawAuth;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(r#""none", "first-env-var" or { method = "<id>" }"#)
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawAuth, E> {
+                match value {
+                    "none" => Ok(RawAuth::None),
+                    "first-env-var" => Ok(RawAuth::FirstEnvVar),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawAuth, A::Error> {
+                let mut method = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key != "method" {
+                        return Err(serde::de::Error::unknown_field(&key, &["method"]));
+                    }
+                    method = Some(map.next_value::<String>()?);
+                }
+                method
+                    .map(RawAuth::Method)
+                    .ok_or_else(|| serde::de::Error::missing_field("method"))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// `agent_options`: what every child of the tool runs with.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAgentOptions {
+    pub(crate) model: Option<String>,
+}
+
+/// `tool_filter`: which tools the children see.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawToolFilter {
+    pub(crate) allow: Option<Vec<String>>,
+    pub(crate) deny: Option<Vec<String>>,
+}
+
+/// `max_depth`: a non-negative integer or `"provider-managed"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RawMaxDepth {
+    /// A cap on the child's depth.
+    Limit(u64),
+    /// The provider keeps its own recursion budget.
+    ProviderManaged,
+}
+
+impl<'de> Deserialize<'de> for RawMaxDepth {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RawMaxDepth;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(r#"a non-negative integer or "provider-managed""#)
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<RawMaxDepth, E> {
+                u64::try_from(value)
+                    .map(RawMaxDepth::Limit)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<RawMaxDepth, E> {
+                Ok(RawMaxDepth::Limit(value))
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawMaxDepth, E> {
+                match value {
+                    "provider-managed" => Ok(RawMaxDepth::ProviderManaged),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// One `[[mcp_servers]]` entry: an MCP server whose tools the agents get.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawMcpServer {
+    pub(crate) name: Spanned<String>,
+    pub(crate) command: Spanned<String>,
+}

@@ -1,0 +1,504 @@
+//! `dsh.toml`: the parent's model, its delegation tools and its MCP servers.
+//!
+//! [`load`] finds the file (`--config <path>`, else `dsh.toml` in the working
+//! directory, else none: dsh then behaves as without a file) and [`parse`]
+//! reads and checks it: unknown keys, wrong types and contradictions (an
+//! acp-only key on an in-process provider, a numeric `max_depth` over a
+//! provider that keeps its own budget, a persona for a child that cannot take
+//! one, a tool name used twice) are refused with the file, line, column and
+//! key path. Nothing is started while the file is read. The format is
+//! documented in the crate README.
+
+mod error;
+mod file;
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dsh_mcp::{McpServerSpec, SpecError};
+use dsh_subagent_acp::{AcpAuth, AcpConfig, AcpProvider, PermissionPolicy};
+use dsh_subagent_api::{AgentOptions, SubagentProvider, ToolFilter};
+use dsh_tool_subagent::{MaxDepth, RELEASE_GRACE, SubagentToolConfig};
+use toml::Spanned;
+
+pub(crate) use error::ConfigFileError;
+pub(crate) use file::ProviderKind;
+use file::{RawAuth, RawConfig, RawMaxDepth, RawMcpServer, RawModel, RawPermission, RawSubagent};
+
+use crate::wording;
+
+/// The file read when no `--config` is given, in the working directory.
+pub(crate) const DEFAULT_FILE: &str = "dsh.toml";
+
+/// A checked configuration file.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    /// Where it was read from.
+    pub(crate) path: PathBuf,
+    /// `[model]`.
+    pub(crate) model: ModelConfig,
+    /// `[[subagents]]`, in file order.
+    pub(crate) subagents: Vec<Subagent>,
+    /// `[[mcp_servers]]`, in file order.
+    pub(crate) mcp_servers: Vec<McpServerSpec>,
+}
+
+/// `[model]`: each key, when set, overrides the matching `DSH_*` variable;
+/// command-line flags override the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ModelConfig {
+    /// The OpenAI-compatible endpoint.
+    pub(crate) base_url: Option<String>,
+    /// The model name.
+    pub(crate) model: Option<String>,
+    /// The variable that holds the API key (instead of `DSH_API_KEY`).
+    pub(crate) api_key_env: Option<String>,
+}
+
+/// One delegation tool: its provider and the tool's configuration.
+#[derive(Clone, Debug)]
+pub(crate) struct Subagent {
+    /// Which provider, and for `acp` what it runs.
+    pub(crate) provider: Provider,
+    /// The tool's configuration (its `provider` is the registered provider's name).
+    pub(crate) tool: SubagentToolConfig,
+}
+
+/// The provider behind one delegation tool.
+#[derive(Clone, Debug)]
+pub(crate) enum Provider {
+    /// The shared in-process spawn provider.
+    Spawn,
+    /// The shared in-process fork provider.
+    Fork,
+    /// An ACP provider of this tool's own.
+    Acp(Box<AcpConfig>),
+}
+
+/// Finds and reads the configuration: `explicit` (which must exist), else
+/// [`DEFAULT_FILE`] in `cwd` if there is one, else `None`.
+pub(crate) fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Option<Config>, ConfigFileError> {
+    let path = match explicit {
+        Some(path) => path.to_owned(),
+        None => {
+            let path = cwd.join(DEFAULT_FILE);
+            if !path.is_file() {
+                return Ok(None);
+            }
+            PathBuf::from(DEFAULT_FILE)
+        }
+    };
+    let full = if path.is_absolute() {
+        path.clone()
+    } else {
+        cwd.join(&path)
+    };
+    let text = std::fs::read_to_string(&full).map_err(|error| ConfigFileError::unreadable(&path, &error))?;
+    let base = full.parent().map_or_else(|| cwd.to_owned(), Path::to_owned);
+    parse(&path, &text, &base).map(Some)
+}
+
+/// [`load`] from the process's working directory, as a [`Failure`](crate::Failure).
+pub(crate) fn load_from_cwd(explicit: Option<&Path>) -> Result<Option<Config>, crate::Failure> {
+    let cwd = std::env::current_dir()
+        .map_err(|error| crate::Failure::usage(format!("dsh: cannot read the working directory: {error}")))?;
+    load(explicit, &cwd).map_err(|error| crate::Failure::config(&error))
+}
+
+/// Parses and checks a configuration. `path` names the file in errors;
+/// relative `cwd`s of ACP children are resolved against `base`.
+pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, ConfigFileError> {
+    let at =
+        |span: Option<Range<usize>>, key: String, message: String| ConfigFileError::at(path, text, span, key, message);
+    let deserializer =
+        toml::Deserializer::parse(text).map_err(|error| at(error.span(), String::new(), error.message().to_owned()))?;
+    let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let key = key_path(error.path());
+        let error = error.into_inner();
+        at(error.span(), key, error.message().to_owned())
+    })?;
+    let model = raw
+        .model
+        .map(|model| resolve_model(model, &at))
+        .transpose()?
+        .unwrap_or_default();
+    let mut subagents: Vec<Located> = Vec::with_capacity(raw.subagents.len());
+    for (index, entry) in raw.subagents.into_iter().enumerate() {
+        let located = resolve_subagent(index, entry, base, &at)?;
+        let name = &located.subagent.tool.tool_name;
+        if let Some(first) = subagents
+            .iter()
+            .position(|other| &other.subagent.tool.tool_name == name)
+        {
+            return Err(at(
+                Some(located.name_span),
+                format!("subagents[{index}].tool_name"),
+                wording::config_duplicate_tool_name(name, first),
+            ));
+        }
+        subagents.push(located);
+    }
+    // A filter may name only tools dsh mounts: a typo would otherwise fail
+    // every delegation of that tool.
+    let known: Vec<&str> = subagents
+        .iter()
+        .map(|located| located.subagent.tool.tool_name.as_str())
+        .chain(dsh_tool_tasks::TOOL_NAMES.iter().copied())
+        .chain(dsh_tool_subagent_control::TOOL_NAMES.iter().copied())
+        .collect();
+    // MCP tools are known only once their servers run; ToolView checks them then.
+    let mounted_later = |name: &str| name.starts_with(dsh_mcp::TOOL_PREFIX);
+    for (index, located) in subagents.iter().enumerate() {
+        let Some(filter) = &located.subagent.tool.tool_filter else {
+            continue;
+        };
+        let named = filter.allow.iter().chain(filter.deny.iter()).flatten();
+        if let Some(unknown) = named
+            .into_iter()
+            .find(|name| !known.contains(&name.as_str()) && !mounted_later(name))
+        {
+            return Err(at(
+                located.filter_span.clone(),
+                format!("subagents[{index}].tool_filter"),
+                wording::config_unknown_filter_tool(unknown, &known),
+            ));
+        }
+    }
+    let mut mcp_servers: Vec<(McpServerSpec, Range<usize>)> = Vec::with_capacity(raw.mcp_servers.len());
+    for (index, entry) in raw.mcp_servers.into_iter().enumerate() {
+        let server = resolve_mcp_server(index, entry.into_inner(), &at)?;
+        if let Some(first) = mcp_servers.iter().position(|other| other.0.name == server.0.name) {
+            return Err(at(
+                Some(server.1),
+                format!("mcp_servers[{index}].name"),
+                wording::config_duplicate_mcp_server(&server.0.name, first),
+            ));
+        }
+        mcp_servers.push(server);
+    }
+    Ok(Config {
+        path: path.to_owned(),
+        model,
+        subagents: subagents.into_iter().map(|located| located.subagent).collect(),
+        mcp_servers: mcp_servers.into_iter().map(|server| server.0).collect(),
+    })
+}
+
+/// A key path as the file's author wrote it (`subagents[1].max_depth`),
+/// without the wrappers that carry spans.
+fn key_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut key = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => key.push_str(&format!("[{index}]")),
+            Segment::Map { key: name } if name.starts_with("$__serde_spanned") => {}
+            Segment::Map { key: name } | Segment::Enum { variant: name } => {
+                if !key.is_empty() {
+                    key.push('.');
+                }
+                key.push_str(name);
+            }
+            Segment::Unknown => {}
+        }
+    }
+    key
+}
+
+type At<'a> = dyn Fn(Option<Range<usize>>, String, String) -> ConfigFileError + 'a;
+
+fn non_empty(value: Spanned<String>, key: &str, at: &At<'_>) -> Result<String, ConfigFileError> {
+    let span = value.span();
+    let value = value.into_inner();
+    if value.trim().is_empty() {
+        return Err(at(Some(span), key.to_owned(), wording::CONFIG_EMPTY_VALUE.to_owned()));
+    }
+    Ok(value)
+}
+
+/// Whether `name` can name an environment variable.
+fn variable_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['=', '\0'])
+}
+
+fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, ConfigFileError> {
+    let api_key_env = match raw.api_key_env {
+        Some(name) if !variable_name(name.get_ref()) => {
+            return Err(at(
+                Some(name.span()),
+                "model.api_key_env".into(),
+                wording::config_bad_variable(name.get_ref()),
+            ));
+        }
+        name => name.map(Spanned::into_inner),
+    };
+    Ok(ModelConfig {
+        base_url: raw
+            .base_url
+            .map(|url| non_empty(url, "model.base_url", at))
+            .transpose()?,
+        model: raw.model.map(|model| non_empty(model, "model.model", at)).transpose()?,
+        api_key_env,
+    })
+}
+
+/// A resolved entry and where its keys are, for checks across entries.
+struct Located {
+    subagent: Subagent,
+    /// Its `tool_name` (or its table, when the name is the default).
+    name_span: Range<usize>,
+    filter_span: Option<Range<usize>>,
+}
+
+fn resolve_subagent(
+    index: usize,
+    entry: Spanned<RawSubagent>,
+    base: &Path,
+    at: &At<'_>,
+) -> Result<Located, ConfigFileError> {
+    let table = entry.span();
+    let mut raw = entry.into_inner();
+    let key = |name: &str| format!("subagents[{index}].{name}");
+    let kind = *raw.provider.get_ref();
+    if kind != ProviderKind::Acp
+        && let Some((name, span)) = raw.acp_keys().into_iter().next()
+    {
+        return Err(at(Some(span), key(name), wording::config_acp_only_key(kind.as_str())));
+    }
+    let tool_name = raw
+        .tool_name
+        .take()
+        .map(|name| {
+            let span = name.span();
+            non_empty(name, &key("tool_name"), at).map(|name| (name, span))
+        })
+        .transpose()?;
+    let (tool_name, name_span) =
+        tool_name.unwrap_or_else(|| (SubagentToolConfig::DEFAULT_TOOL_NAME.to_owned(), table.clone()));
+    let (provider, provider_name, capabilities) = match kind {
+        ProviderKind::Spawn => (
+            Provider::Spawn,
+            "spawn".to_owned(),
+            dsh_subagent_spawn::SpawnProvider::new().capabilities(),
+        ),
+        ProviderKind::Fork => (
+            Provider::Fork,
+            "fork".to_owned(),
+            dsh_subagent_fork::ForkProvider::new().capabilities(),
+        ),
+        ProviderKind::Acp => {
+            let config = acp_config(index, &raw, &tool_name, base, table.clone(), at)?;
+            let capabilities = AcpProvider::new(config.clone())
+                .map_err(|error| at(Some(table.clone()), format!("subagents[{index}]"), error.to_string()))?
+                .capabilities();
+            let name = config.name.clone();
+            (Provider::Acp(Box::new(config)), name, capabilities)
+        }
+    };
+    let mut tool = SubagentToolConfig::new(provider_name).tool_name(tool_name);
+    if let Some(persona) = raw.persona.take() {
+        let span = persona.span();
+        require(capabilities.persona, "persona", kind, span.clone(), &key("persona"), at)?;
+        tool = tool.persona(non_empty(persona, &key("persona"), at)?);
+    }
+    if let Some(options) = raw.agent_options.take() {
+        let mut agent_options = AgentOptions::new();
+        if let Some(model) = options.into_inner().model {
+            agent_options = agent_options.with_model(model);
+        }
+        tool = tool.agent_options(agent_options);
+    }
+    let mut filter_span = None;
+    if let Some(filter) = raw.tool_filter.take() {
+        let span = filter.span();
+        require(
+            capabilities.tool_filter,
+            "tool_filter",
+            kind,
+            span.clone(),
+            &key("tool_filter"),
+            at,
+        )?;
+        let filter = filter.into_inner();
+        let mut tool_filter = ToolFilter::default();
+        if let Some(allow) = filter.allow {
+            tool_filter = tool_filter.with_allow(allow);
+        }
+        if let Some(deny) = filter.deny {
+            tool_filter = tool_filter.with_deny(deny);
+        }
+        tool = tool.tool_filter(tool_filter);
+        filter_span = Some(span);
+    }
+    let mut depth_span = None;
+    if let Some(max_depth) = raw.max_depth {
+        let span = max_depth.span();
+        match max_depth.into_inner() {
+            RawMaxDepth::Limit(limit) => {
+                if !capabilities.depth_limit {
+                    return Err(at(
+                        Some(span),
+                        key("max_depth"),
+                        wording::config_depth_not_enforced(kind.as_str()),
+                    ));
+                }
+                tool = tool.max_depth(MaxDepth::Limit(limit));
+            }
+            RawMaxDepth::ProviderManaged => tool = tool.max_depth(MaxDepth::ProviderManaged),
+        }
+        depth_span = Some(span);
+    }
+    if let Some(enable) = raw.enable_run_in_background {
+        tool = tool.enable_run_in_background(enable);
+    }
+    if let Err(error) = tool.validate() {
+        let (span, name, message) = match error {
+            dsh_tool_subagent::ConfigError::InvalidMaxDepth => {
+                (depth_span, "max_depth", wording::CONFIG_MAX_DEPTH_TOO_LARGE.to_owned())
+            }
+            dsh_tool_subagent::ConfigError::EmptyToolFilter => {
+                (filter_span, "tool_filter", wording::CONFIG_EMPTY_TOOL_FILTER.to_owned())
+            }
+            other => (None, "tool_name", other.to_string()),
+        };
+        return Err(at(Some(span.unwrap_or(name_span)), key(name), message));
+    }
+    Ok(Located {
+        subagent: Subagent { provider, tool },
+        name_span,
+        filter_span,
+    })
+}
+
+/// Refuses a key the provider has no capability for.
+fn require(
+    capable: bool,
+    name: &str,
+    kind: ProviderKind,
+    span: Range<usize>,
+    key: &str,
+    at: &At<'_>,
+) -> Result<(), ConfigFileError> {
+    if capable {
+        return Ok(());
+    }
+    Err(at(
+        Some(span),
+        key.to_owned(),
+        wording::config_unsupported(name, kind.as_str()),
+    ))
+}
+
+fn acp_config(
+    index: usize,
+    raw: &RawSubagent,
+    tool_name: &str,
+    base: &Path,
+    table: Range<usize>,
+    at: &At<'_>,
+) -> Result<AcpConfig, ConfigFileError> {
+    let key = |name: &str| format!("subagents[{index}].{name}");
+    let Some(command) = &raw.command else {
+        return Err(at(
+            Some(table),
+            format!("subagents[{index}]"),
+            wording::CONFIG_ACP_NEEDS_COMMAND.to_owned(),
+        ));
+    };
+    let command = non_empty(command.clone(), &key("command"), at)?;
+    let mut config = AcpConfig::new(command).name(format!("acp:{tool_name}"));
+    if let Some(args) = &raw.args {
+        config = config.args(args.get_ref().iter().cloned());
+    }
+    if let Some(env) = &raw.env {
+        if let Some(bad) = env.get_ref().iter().find(|name| !variable_name(name)) {
+            return Err(at(Some(env.span()), key("env"), wording::config_bad_variable(bad)));
+        }
+        for name in env.get_ref() {
+            config = config.inherit_env(name.clone());
+        }
+    }
+    if let Some(cwd) = &raw.cwd {
+        config = config.cwd(base.join(cwd.get_ref()));
+    }
+    if let Some(permission) = &raw.permission {
+        config = config.permission(match permission.get_ref() {
+            RawPermission::Reject => PermissionPolicy::Reject,
+            RawPermission::AllowFirst => PermissionPolicy::AllowFirst,
+        });
+    }
+    if let Some(auth) = &raw.auth {
+        config = config.auth(match auth.get_ref() {
+            RawAuth::None => AcpAuth::None,
+            RawAuth::FirstEnvVar => AcpAuth::FirstEnvVar,
+            RawAuth::Method(id) => AcpAuth::Method(id.clone()),
+        });
+    }
+    if let Some(timeout) = &raw.turn_timeout_ms {
+        if *timeout.get_ref() == 0 {
+            return Err(at(
+                Some(timeout.span()),
+                key("turn_timeout_ms"),
+                wording::CONFIG_ZERO_TIMEOUT.to_owned(),
+            ));
+        }
+        config = config.turn_timeout(Duration::from_millis(*timeout.get_ref()));
+    }
+    let graces = [
+        ("cancel_grace_ms", &raw.cancel_grace_ms),
+        ("dispose_eof_grace_ms", &raw.dispose_eof_grace_ms),
+        ("dispose_term_grace_ms", &raw.dispose_term_grace_ms),
+    ];
+    if let Some(grace) = &raw.cancel_grace_ms {
+        config = config.cancel_grace(Duration::from_millis(*grace.get_ref()));
+    }
+    if let Some(grace) = &raw.dispose_eof_grace_ms {
+        config = config.dispose_eof_grace(Duration::from_millis(*grace.get_ref()));
+    }
+    if let Some(grace) = &raw.dispose_term_grace_ms {
+        config = config.dispose_term_grace(Duration::from_millis(*grace.get_ref()));
+    }
+    // What a cancelled call says about its child is true only if the whole
+    // teardown fits in the time the tool waits for it.
+    if config.release_budget() > RELEASE_GRACE
+        && let Some((name, grace)) = graces
+            .iter()
+            .find_map(|(name, grace)| grace.as_ref().map(|grace| (name, grace)))
+    {
+        let zero = Duration::ZERO;
+        let fixed = config
+            .clone()
+            .cancel_grace(zero)
+            .dispose_eof_grace(zero)
+            .dispose_term_grace(zero)
+            .release_budget();
+        return Err(at(
+            Some(grace.span()),
+            key(name),
+            wording::config_graces_too_long(config.release_budget(), fixed, RELEASE_GRACE),
+        ));
+    }
+    Ok(config)
+}
+
+/// An `[[mcp_servers]]` entry as the MCP client takes it; its `command` is
+/// one command line, split into words like a shell's.
+fn resolve_mcp_server(
+    index: usize,
+    raw: RawMcpServer,
+    at: &At<'_>,
+) -> Result<(McpServerSpec, Range<usize>), ConfigFileError> {
+    let key = |name: &str| format!("mcp_servers[{index}].{name}");
+    let (name_span, command_span) = (raw.name.span(), raw.command.span());
+    let name = raw.name.into_inner();
+    let command = non_empty(raw.command, &key("command"), at)?;
+    match McpServerSpec::from_command_line(name, &command) {
+        Ok(spec) => Ok((spec, name_span)),
+        Err(error @ SpecError::BadName { .. }) => Err(at(Some(name_span), key("name"), error.to_string())),
+        Err(error) => Err(at(Some(command_span), key("command"), error.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests;

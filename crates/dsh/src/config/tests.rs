@@ -1,0 +1,269 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+
+fn check(text: &str) -> Result<Config, ConfigFileError> {
+    parse(Path::new("dsh.toml"), text, Path::new("/work/project"))
+}
+
+fn error(text: &str) -> String {
+    match check(text) {
+        Ok(config) => panic!("accepted: {config:?}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+#[test]
+fn a_full_file_resolves_every_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+[model]
+base_url = "http://127.0.0.1:8080/v1"
+model = "deepseek-chat"
+api_key_env = "MY_KEY"
+
+[[subagents]]
+provider = "spawn"
+persona = "You are terse."
+agent_options.model = "deepseek-chat"
+tool_filter = { deny = ["subagent"] }
+max_depth = 1
+enable_run_in_background = true
+
+[[subagents]]
+tool_name = "subagent_fork"
+provider = "fork"
+
+[[subagents]]
+tool_name = "subagent_remote"
+provider = "acp"
+command = "dsh"
+args = ["acp", "--quiet"]
+env = ["DSH_API_KEY"]
+cwd = "."
+permission = "allow-first"
+auth = { method = "api-key" }
+turn_timeout_ms = 600000
+cancel_grace_ms = 1000
+dispose_eof_grace_ms = 500
+dispose_term_grace_ms = 700
+max_depth = "provider-managed"
+
+[[mcp_servers]]
+name = "files"
+command = "mcp-files --root ."
+"#;
+    let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
+    assert_eq!(
+        config.model,
+        ModelConfig {
+            base_url: Some("http://127.0.0.1:8080/v1".into()),
+            model: Some("deepseek-chat".into()),
+            api_key_env: Some("MY_KEY".into()),
+        }
+    );
+    let spawn = &config.subagents[0];
+    assert!(matches!(spawn.provider, Provider::Spawn));
+    assert_eq!(spawn.tool.tool_name, "subagent");
+    assert_eq!(spawn.tool.provider, "spawn");
+    assert_eq!(spawn.tool.persona.as_deref(), Some("You are terse."));
+    assert_eq!(
+        spawn
+            .tool
+            .agent_options
+            .as_ref()
+            .and_then(|options| options.model.as_deref()),
+        Some("deepseek-chat")
+    );
+    assert_eq!(
+        spawn.tool.tool_filter.as_ref().and_then(|filter| filter.deny.clone()),
+        Some(vec!["subagent".to_owned()])
+    );
+    assert_eq!(spawn.tool.max_depth, Some(MaxDepth::Limit(1)));
+    assert!(spawn.tool.enable_run_in_background);
+    let fork = &config.subagents[1];
+    assert!(matches!(fork.provider, Provider::Fork));
+    assert!(!fork.tool.enable_run_in_background);
+    let acp = &config.subagents[2];
+    let Provider::Acp(acp_config) = &acp.provider else {
+        panic!("not acp")
+    };
+    assert_eq!(acp.tool.provider, "acp:subagent_remote");
+    assert_eq!(acp.tool.max_depth, Some(MaxDepth::ProviderManaged));
+    assert_eq!(acp_config.command, PathBuf::from("dsh"));
+    assert_eq!(acp_config.args, ["acp", "--quiet"]);
+    assert_eq!(acp_config.inherit_env, ["DSH_API_KEY"]);
+    assert_eq!(acp_config.cwd.as_deref(), Some(dir.path().join(".").as_path()));
+    assert_eq!(acp_config.permission, dsh_subagent_acp::PermissionPolicy::AllowFirst);
+    assert_eq!(acp_config.auth, dsh_subagent_acp::AcpAuth::Method("api-key".into()));
+    assert_eq!(acp_config.turn_timeout, Some(Duration::from_secs(600)));
+    assert_eq!(acp_config.cancel_grace, Duration::from_millis(1000));
+    assert_eq!(acp_config.dispose_eof_grace, Duration::from_millis(500));
+    assert_eq!(acp_config.dispose_term_grace, Duration::from_millis(700));
+    assert_eq!(
+        config.mcp_servers,
+        [dsh_mcp::McpServerSpec::new("files", "mcp-files", ["--root", "."]).unwrap()]
+    );
+}
+
+#[test]
+fn an_empty_file_configures_nothing() {
+    let config = check("").unwrap();
+    assert_eq!(config.model, ModelConfig::default());
+    assert!(config.subagents.is_empty());
+    assert!(config.mcp_servers.is_empty());
+}
+
+/// Every refusal names the file, the line and column, the key path and the
+/// problem; the cases cover unknown keys, wrong types and contradictions.
+#[test]
+fn errors_name_file_line_column_and_key() {
+    let cases: &[(&str, &str)] = &[
+        ("syntax", "[model\nbase_url = 1\n"),
+        ("unknown top-level table", "[models]\nbase_url = \"x\"\n"),
+        (
+            "unknown model key",
+            "[model]\nbase_url = \"http://x\"\napi_key = \"secret\"\n",
+        ),
+        (
+            "unknown subagent key",
+            "[[subagents]]\nprovider = \"spawn\"\npersonna = \"x\"\n",
+        ),
+        ("missing provider", "[[subagents]]\ntool_name = \"a\"\n"),
+        ("unknown provider", "[[subagents]]\nprovider = \"docker\"\n"),
+        (
+            "wrong type",
+            "[[subagents]]\nprovider = \"spawn\"\nenable_run_in_background = \"yes\"\n",
+        ),
+        (
+            "negative max_depth",
+            "[[subagents]]\nprovider = \"spawn\"\nmax_depth = -1\n",
+        ),
+        (
+            "max_depth word",
+            "[[subagents]]\nprovider = \"spawn\"\nmax_depth = \"unlimited\"\n",
+        ),
+        (
+            "numeric max_depth over acp",
+            "[[subagents]]\nprovider = \"spawn\"\n\n[[subagents]]\ntool_name = \"remote\"\nprovider = \"acp\"\ncommand = \"dsh\"\nmax_depth = 2\n",
+        ),
+        (
+            "persona over acp",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\npersona = \"You are terse.\"\n",
+        ),
+        (
+            "tool_filter over acp",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\ntool_filter = { deny = [\"x\"] }\n",
+        ),
+        (
+            "acp without command",
+            "[[subagents]]\nprovider = \"acp\"\nargs = [\"acp\"]\n",
+        ),
+        (
+            "acp key on spawn",
+            "[[subagents]]\nprovider = \"spawn\"\ncommand = \"dsh\"\n",
+        ),
+        (
+            "graces longer than the tool waits",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\ndispose_eof_grace_ms = 6000\ndispose_term_grace_ms = 3000\n",
+        ),
+        (
+            "unknown auth",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nauth = \"oauth\"\n",
+        ),
+        (
+            "auth table without method",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nauth = { id = \"x\" }\n",
+        ),
+        (
+            "zero turn timeout",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nturn_timeout_ms = 0\n",
+        ),
+        (
+            "empty tool filter",
+            "[[subagents]]\nprovider = \"spawn\"\ntool_filter = {}\n",
+        ),
+        (
+            "unknown tool filter key",
+            "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { hide = [\"x\"] }\n",
+        ),
+        (
+            "duplicate tool name",
+            "[[subagents]]\nprovider = \"spawn\"\n\n[[subagents]]\nprovider = \"fork\"\n",
+        ),
+        (
+            "unknown tool in a filter",
+            "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { deny = [\"subagnt\"] }\n",
+        ),
+        (
+            "huge max_depth",
+            "[[subagents]]\nprovider = \"spawn\"\nmax_depth = 9007199254740992\n",
+        ),
+        (
+            "empty tool name",
+            "[[subagents]]\nprovider = \"spawn\"\ntool_name = \"\"\n",
+        ),
+        (
+            "bad env name",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nenv = [\"A=B\"]\n",
+        ),
+        ("mcp server without command", "[[mcp_servers]]\nname = \"files\"\n"),
+        (
+            "unclosed quote in an mcp command",
+            "[[mcp_servers]]\nname = \"files\"\ncommand = \"mcp-files '/tmp\"\n",
+        ),
+        (
+            "bad mcp server name",
+            "[[mcp_servers]]\nname = \"my files\"\ncommand = \"x\"\n",
+        ),
+        (
+            "duplicate mcp server",
+            "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp_servers]]\nname = \"a\"\ncommand = \"y\"\n",
+        ),
+    ];
+    let rendered: Vec<String> = cases
+        .iter()
+        .map(|(case, text)| format!("{case}:\n  {}", error(text)))
+        .collect();
+    insta::assert_snapshot!(rendered.join("\n"));
+}
+
+#[test]
+fn an_unreadable_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.toml");
+    let error = load(Some(&missing), dir.path()).unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!("{}: cannot read the configuration file: ", missing.display())),
+        "{error}"
+    );
+}
+
+#[test]
+fn without_a_file_there_is_no_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(load(None, dir.path()).unwrap().is_none());
+    std::fs::write(dir.path().join(DEFAULT_FILE), "[[subagents]]\nprovider = \"fork\"\n").unwrap();
+    let config = load(None, dir.path()).unwrap().unwrap();
+    assert_eq!(config.path, PathBuf::from(DEFAULT_FILE));
+    assert_eq!(config.subagents.len(), 1);
+}
+
+#[test]
+fn the_readme_example_is_valid() {
+    let readme = include_str!("../../README.md");
+    let start = readme.find("```toml\n").unwrap() + "```toml\n".len();
+    let text = &readme[start..start + readme[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
+    let names: Vec<&str> = config.subagents.iter().map(|s| s.tool.tool_name.as_str()).collect();
+    assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
+    // The commented adapter parses too, once uncommented.
+    let adapter: String = text
+        .lines()
+        .skip_while(|line| !line.starts_with("# [[subagents]]"))
+        .map(|line| format!("{}\n", line.trim_start_matches("# ")))
+        .collect();
+    let config = parse(Path::new("dsh.toml"), &adapter, dir.path()).unwrap();
+    assert_eq!(config.subagents[0].tool.tool_name, "subagent_claude");
+}

@@ -1,0 +1,66 @@
+//! `dsh config check`: check the configuration file and print the tool
+//! catalog the parent's model will see, rendered like `docs/tool-catalog.md`.
+
+use std::path::Path;
+
+use dsh_tool_catalog::{HarvestedPackage, manifest, render};
+use dsh_tools::ToolSpec;
+
+use crate::cli::ConfigCheckArgs;
+use crate::setup::{Mounts, Surface};
+use crate::{Failure, config, wording};
+
+pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
+    let config = config::load_from_cwd(args.config.as_deref())?;
+    // As `dsh run` mounts them: with its default data directory (nothing is
+    // created there), so continuable children and `send_message` show.
+    let mounts = Mounts::new(config.as_ref(), Some(Path::new(".dsh")), Surface::Agent)?;
+    eprintln!(
+        "{}",
+        wording::config_checked(config.as_ref().map(|config| config.path.as_path()))
+    );
+    // Checking starts no process: MCP servers' tools are listed once they run.
+    let servers = config.as_ref().map_or(0, |config| config.mcp_servers.len());
+    if servers > 0 {
+        eprintln!("{}", wording::config_check_mcp_servers(servers));
+    }
+    print!("{}", catalog(mounts.tools().specs(), mounts.delegation_tools())?);
+    Ok(())
+}
+
+/// The parent's tools grouped by the crate that defines them, in catalog
+/// order, rendered by the catalog's own renderer.
+fn catalog(specs: Vec<ToolSpec>, delegation_tools: &[String]) -> Result<String, Failure> {
+    let manifest = manifest();
+    let mut packages: Vec<HarvestedPackage> = manifest
+        .iter()
+        .map(|entry| HarvestedPackage {
+            package: entry.package,
+            tools: Vec::new(),
+            requires: entry.requires,
+            writes: entry.writes,
+            shipped_aliases: entry.shipped_aliases,
+            note: entry.note,
+        })
+        .collect();
+    for spec in specs {
+        let found = manifest.iter().enumerate().find_map(|(index, entry)| {
+            let delegation = entry.package == "dsh-tool-subagent" && delegation_tools.contains(&spec.name);
+            let source = entry
+                .sources
+                .iter()
+                .find(|(name, _)| delegation || *name == spec.name)
+                .map(|(_, source)| *source)?;
+            Some((index, source))
+        });
+        let Some((index, source)) = found else {
+            return Err(Failure::internal(format!(
+                "the tool {} belongs to no catalogued crate",
+                spec.name
+            )));
+        };
+        packages[index].tools.push((spec, source));
+    }
+    packages.retain(|package| !package.tools.is_empty());
+    Ok(render(&packages))
+}

@@ -1,0 +1,114 @@
+//! What the `dsh` end-to-end tests share: the binary, a hang guard, and a
+//! raw JSON-RPC peer of `dsh acp`.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A hang guard, far above anything these tests wait for.
+pub const GUARD: Duration = Duration::from_secs(60);
+
+/// The binary under test.
+pub const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+
+/// Lines from a child's stdout, read on a thread so every wait is bounded.
+pub struct Peer {
+    pub child: std::process::Child,
+    pub stdin: std::process::ChildStdin,
+    pub lines: mpsc::Receiver<String>,
+}
+
+impl Peer {
+    pub fn start(dir: &Path, args: &[&str]) -> Self {
+        let mut child = Command::new(DSH)
+            .arg("acp")
+            .args(args)
+            .current_dir(dir)
+            .env_remove("DSH_API_KEY")
+            .env_remove("DSH_BASE_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, stdin, lines }
+    }
+
+    pub fn send(&mut self, message: Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next stdout line, which must be JSON-RPC.
+    pub fn next(&self) -> Value {
+        let line = self.lines.recv_timeout(GUARD).expect("a line from dsh acp");
+        let value: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON on stdout: {line}"));
+        assert_eq!(value["jsonrpc"], "2.0", "{line}");
+        value
+    }
+
+    /// Messages up to and including the response with this id.
+    pub fn until_response(&self, id: u64) -> Vec<Value> {
+        let mut seen = Vec::new();
+        loop {
+            let message = self.next();
+            let done = message["id"] == id && message.get("method").is_none();
+            seen.push(message);
+            if done {
+                return seen;
+            }
+        }
+    }
+}
+
+impl Peer {
+    /// `initialize`; returns the result.
+    pub fn initialize(&mut self) -> Value {
+        self.send(serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
+        self.until_response(1).pop().unwrap()["result"].clone()
+    }
+
+    /// `session/new` (request id 2); returns the session id.
+    pub fn new_session(&mut self, cwd: &Path) -> String {
+        self.send(serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+            "params": {"cwd": cwd, "mcpServers": []}}));
+        self.until_response(2).pop().unwrap()["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Sends `session/prompt` with this request id and text.
+    pub fn prompt(&mut self, id: u64, session: &str, text: &str) {
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]}}),
+        );
+    }
+}
+
+/// The `update` objects of the `session/update` notifications among `messages`.
+pub fn updates(messages: &[Value]) -> Vec<Value> {
+    messages
+        .iter()
+        .filter(|message| message["method"] == "session/update")
+        .map(|message| message["params"]["update"].clone())
+        .collect()
+}
