@@ -2,13 +2,17 @@
 //!
 //! - `cargo xtask catalog` writes `docs/tool-catalog.md` from the tools as they register.
 //! - `cargo xtask catalog --check` exits 0 when that file is current, 1 when it is stale.
+//! - `cargo xtask arrows` exits 0 when every dependency between our crates is
+//!   allowed by the Arrows section of `docs/design.md`, 1 naming each one that is not.
+
+mod arrows;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use dsh_tool_catalog::{CATALOG_PATH, Freshness};
 
-const USAGE: &str = "usage: cargo xtask catalog [--check]";
+const USAGE: &str = "usage: cargo xtask catalog [--check] | cargo xtask arrows";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -16,6 +20,7 @@ fn main() -> ExitCode {
     let outcome = match args.as_slice() {
         ["catalog"] => catalog(false),
         ["catalog", "--check"] => catalog(true),
+        ["arrows"] => workspace_root().and_then(|root| arrows::check(&root)),
         _ => Err(USAGE.to_owned()),
     };
     match outcome {

@@ -37,6 +37,9 @@ pub enum ErrorCode {
     OwnershipConflict,
     /// `PERSISTENCE_UNAVAILABLE`: continuable children need a durable store, and none is configured.
     PersistenceUnavailable,
+    /// `RELEASE_ABANDONED`: a run's release did not finish within the grace
+    /// after a cancellation, and its holder stopped waiting.
+    ReleaseAbandoned,
 }
 
 impl ErrorCode {
@@ -58,6 +61,7 @@ impl ErrorCode {
             Self::Unauthorized => "UNAUTHORIZED",
             Self::OwnershipConflict => "OWNERSHIP_CONFLICT",
             Self::PersistenceUnavailable => "PERSISTENCE_UNAVAILABLE",
+            Self::ReleaseAbandoned => "RELEASE_ABANDONED",
         }
     }
 }

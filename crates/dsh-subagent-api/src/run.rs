@@ -2,34 +2,22 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::{Mutex, PoisonError};
-use std::task::{Context, Poll, ready};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 
 use crate::{Steerer, SubagentError, SubagentResult};
 
-type DisposeFuture = Shared<BoxFuture<'static, Result<(), SubagentError>>>;
+type Outcome = Result<SubagentResult, SubagentError>;
+type Release = Shared<BoxFuture<'static, Result<(), SubagentError>>>;
 type ReleaseFn = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), SubagentError>> + Send>;
 
-/// The release: only the provider's function until the first `dispose`, so
-/// a live run does not hold the release's future (or its sharing machinery).
-enum DisposeSlot {
-    Unstarted(ReleaseFn),
-    /// Driven by [`SubagentRun::poll_dispose`] alone: no sharing machinery
-    /// until a [`SubagentRun::dispose`] future asks for it.
-    Running(BoxFuture<'static, Result<(), SubagentError>>),
-    Started(DisposeFuture),
-    /// Finished, as seen by [`SubagentRun::poll_dispose`].
-    Done(Result<(), SubagentError>),
-    /// Transient, under the lock only.
-    Taken,
-}
-
 enum ResultSlot {
-    Pending(BoxFuture<'static, Result<SubagentResult, SubagentError>>),
-    Ready(Result<SubagentResult, SubagentError>),
+    Pending(BoxFuture<'static, Outcome>),
+    /// Boxed: a live run (one per delegation in flight) carries a pointer,
+    /// not room for an outcome it does not have yet.
+    Ready(Box<Outcome>),
 }
 
 /// A published child run. Ownership of the child passes to the holder.
@@ -44,7 +32,6 @@ enum ResultSlot {
 ///   release code runs exactly once, however often and however concurrently
 ///   `dispose` is called; every caller sees the same outcome. It fails only for
 ///   a release failure of its own.
-///
 /// - [`SubagentRun::steerer`], when the provider offers it, delivers a
 ///   message into the running turn (strict: joined, or refused at once).
 ///
@@ -52,16 +39,19 @@ enum ResultSlot {
 pub struct SubagentRun {
     id: String,
     result: ResultSlot,
-    dispose: Mutex<DisposeSlot>,
+    /// The provider's release function, until the first `dispose` takes it.
+    release_fn: Mutex<Option<ReleaseFn>>,
+    /// The one release every `dispose` shares, made by the first of them.
+    release: OnceLock<Release>,
     steerer: Option<Steerer>,
 }
 
 impl SubagentRun {
     /// A run handle over a provider's result future and release function.
     ///
-    /// `dispose` is called at most once, on the first poll of the first
-    /// [`SubagentRun::dispose`] future (or the first
-    /// [`SubagentRun::poll_dispose`]).
+    /// `dispose` is called at most once, by the first
+    /// [`SubagentRun::dispose`]; the future it returns runs when that (or
+    /// any later) `dispose` future is first polled.
     ///
     /// ```
     /// use dsh_subagent_api::{SubagentRun, SubagentResult};
@@ -78,14 +68,15 @@ impl SubagentRun {
     /// ```
     pub fn new<R, D, DF>(id: impl Into<String>, result: R, dispose: D) -> Self
     where
-        R: Future<Output = Result<SubagentResult, SubagentError>> + Send + 'static,
+        R: Future<Output = Outcome> + Send + 'static,
         D: FnOnce() -> DF + Send + 'static,
         DF: Future<Output = Result<(), SubagentError>> + Send + 'static,
     {
         Self {
             id: id.into(),
             result: ResultSlot::Pending(result.boxed()),
-            dispose: Mutex::new(DisposeSlot::Unstarted(Box::new(move || dispose().boxed()))),
+            release_fn: Mutex::new(Some(Box::new(move || dispose().boxed()))),
+            release: OnceLock::new(),
             steerer: None,
         }
     }
@@ -109,39 +100,19 @@ impl SubagentRun {
     }
 
     /// Waits for the run's outcome. Cancel-safe and repeatable.
-    pub async fn result(&mut self) -> Result<SubagentResult, SubagentError> {
-        std::future::poll_fn(|cx| self.poll_result(cx).map(Clone::clone)).await
+    pub async fn result(&mut self) -> Outcome {
+        self.settled().await;
+        match &self.result {
+            ResultSlot::Ready(outcome) => Outcome::clone(outcome),
+            ResultSlot::Pending(_) => Err(SubagentError::failed("subagent run result was not settled")),
+        }
     }
 
-    /// Polls the run's outcome without copying it: the poll-based form of
-    /// [`SubagentRun::result`], for hand-written futures. Cancel-safe and
-    /// repeatable; once ready, every later poll is ready with the same outcome.
-    pub fn poll_result(&mut self, cx: &mut Context<'_>) -> Poll<&Result<SubagentResult, SubagentError>> {
+    /// Waits until the run's outcome has settled, without copying it: once
+    /// this returns, [`SubagentRun::result`] returns at once. Cancel-safe.
+    pub async fn settled(&mut self) {
         if let ResultSlot::Pending(pending) = &mut self.result {
-            let outcome = ready!(pending.poll_unpin(cx));
-            self.result = ResultSlot::Ready(outcome);
-        }
-        match &self.result {
-            ResultSlot::Ready(outcome) => Poll::Ready(outcome),
-            ResultSlot::Pending(_) => Poll::Pending,
-        }
-    }
-
-    /// Consumes the handle and returns its outcome, if the result has already
-    /// settled (without copying it). The holder must have released the run
-    /// first.
-    pub fn into_settled_result(self) -> Option<Result<SubagentResult, SubagentError>> {
-        match self.result {
-            ResultSlot::Ready(outcome) => Some(outcome),
-            ResultSlot::Pending(_) => None,
-        }
-    }
-
-    /// The outcome, if the result has already been awaited to completion.
-    pub fn settled_result(&self) -> Option<&Result<SubagentResult, SubagentError>> {
-        match &self.result {
-            ResultSlot::Ready(outcome) => Some(outcome),
-            ResultSlot::Pending(_) => None,
+            self.result = ResultSlot::Ready(Box::new(pending.await));
         }
     }
 
@@ -149,44 +120,26 @@ impl SubagentRun {
     ///
     /// The returned future owns what it needs, so it may outlive the handle.
     pub fn dispose(&self) -> impl Future<Output = Result<(), SubagentError>> + Send + 'static + use<> {
-        let mut slot = self.dispose.lock().unwrap_or_else(PoisonError::into_inner);
-        let shared = match std::mem::replace(&mut *slot, DisposeSlot::Taken) {
-            DisposeSlot::Started(shared) => shared,
-            // Lazy: the release itself runs on the first poll.
-            DisposeSlot::Unstarted(release) => async move { release().await }.boxed().shared(),
-            // Already under way through `poll_dispose`: share the same release.
-            DisposeSlot::Running(running) => running.shared(),
-            DisposeSlot::Done(outcome) => futures::future::ready(outcome).boxed().shared(),
-            DisposeSlot::Taken => futures::future::ready(Err(SubagentError::failed("subagent run release was lost")))
-                .boxed()
-                .shared(),
-        };
-        *slot = DisposeSlot::Started(shared.clone());
-        shared
+        self.release
+            .get_or_init(|| {
+                let release = self.release_fn.lock().unwrap_or_else(PoisonError::into_inner).take();
+                match release {
+                    Some(release) => release().shared(),
+                    None => futures::future::ready(Err(SubagentError::failed("subagent run release was lost")))
+                        .boxed()
+                        .shared(),
+                }
+            })
+            .clone()
     }
 
-    /// Polls the release: the poll-based form of [`SubagentRun::dispose`],
-    /// for a holder that drives the release itself. The release runs exactly
-    /// once whichever form starts it, and both forms see the same outcome;
-    /// this one allocates nothing to share it unless a `dispose` future is
-    /// also taken.
-    pub fn poll_dispose(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), SubagentError>> {
-        let slot = self.dispose.get_mut().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            let outcome = match slot {
-                DisposeSlot::Unstarted(_) => {
-                    if let DisposeSlot::Unstarted(release) = std::mem::replace(slot, DisposeSlot::Taken) {
-                        *slot = DisposeSlot::Running(release());
-                    }
-                    continue;
-                }
-                DisposeSlot::Running(running) => ready!(running.poll_unpin(cx)),
-                DisposeSlot::Started(shared) => ready!(shared.poll_unpin(cx)),
-                DisposeSlot::Done(outcome) => return Poll::Ready(outcome.clone()),
-                DisposeSlot::Taken => Err(SubagentError::failed("subagent run release was lost")),
-            };
-            *slot = DisposeSlot::Done(outcome.clone());
-            return Poll::Ready(outcome);
+    /// The outcome, moved out of the handle once it has settled (`None`
+    /// before): for a holder that has awaited [`SubagentRun::settled`] and
+    /// released the run, so the outcome is not copied.
+    pub fn into_outcome(self) -> Option<Outcome> {
+        match self.result {
+            ResultSlot::Ready(outcome) => Some(*outcome),
+            ResultSlot::Pending(_) => None,
         }
     }
 
@@ -194,12 +147,12 @@ impl SubagentRun {
     #[must_use]
     pub fn map_result<F, Fut>(mut self, wrap: F) -> Self
     where
-        F: FnOnce(BoxFuture<'static, Result<SubagentResult, SubagentError>>) -> Fut,
-        Fut: Future<Output = Result<SubagentResult, SubagentError>> + Send + 'static,
+        F: FnOnce(BoxFuture<'static, Outcome>) -> Fut,
+        Fut: Future<Output = Outcome> + Send + 'static,
     {
         self.result = match self.result {
             ResultSlot::Pending(pending) => ResultSlot::Pending(wrap(pending).boxed()),
-            ResultSlot::Ready(outcome) => ResultSlot::Pending(wrap(futures::future::ready(outcome).boxed()).boxed()),
+            ResultSlot::Ready(outcome) => ResultSlot::Pending(wrap(futures::future::ready(*outcome).boxed()).boxed()),
         };
         self
     }
@@ -241,31 +194,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn poll_dispose_and_dispose_share_one_release() {
-        let calls = Arc::new(AtomicUsize::new(0));
-        let counter = calls.clone();
-        let (tx, rx) = futures::channel::oneshot::channel::<()>();
-        let mut run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, move || async move {
-            counter.fetch_add(1, Ordering::SeqCst);
-            let _ = rx.await;
-            Err(SubagentError::failed("reap failed"))
-        });
-        // Started by `poll_dispose`, then shared with a `dispose` future.
-        assert!(
-            std::future::poll_fn(|cx| Poll::Ready(run.poll_dispose(cx)))
-                .await
-                .is_pending()
-        );
-        let shared = run.dispose();
-        tx.send(()).unwrap();
-        let polled = std::future::poll_fn(|cx| run.poll_dispose(cx)).await;
-        assert_eq!(shared.await, polled);
-        assert_eq!(run.dispose().await, polled);
-        assert_eq!(std::future::poll_fn(|cx| run.poll_dispose(cx)).await, polled);
-        assert_eq!(calls.load(Ordering::SeqCst), 1);
-    }
-
-    #[tokio::test]
     async fn result_is_cancel_safe_and_repeatable() {
         let (tx, rx) = futures::channel::oneshot::channel::<()>();
         let mut run = SubagentRun::new(
@@ -281,7 +209,5 @@ mod tests {
         tx.send(()).unwrap();
         assert_eq!(run.result().await.unwrap().text(), "late");
         assert_eq!(run.result().await.unwrap().text(), "late");
-        assert!(run.settled_result().is_some());
-        assert_eq!(run.into_settled_result().unwrap().unwrap().text(), "late");
     }
 }

@@ -1,10 +1,207 @@
-//! Run settlement: how a background run's result and release read as its
-//! task's outcome (docs/contract.md, "Background tasks"). One mapping for every background
-//! route: the `subagent` tool's one-shot tasks and the control service's
-//! continuable activations.
+//! Settlement: how a published run is awaited and released, on every route
+//! (the `subagent` tool's foreground calls and one-shot tasks, and the
+//! control service's continuable activations), and how a background run's
+//! result and release read as its task's outcome (docs/contract.md,
+//! "Background tasks").
 
-use dsh_subagent_api::{StopReason, SubagentError, SubagentResult};
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use dsh_subagent_api::{CancellationToken, StopReason, SubagentError, SubagentResult, SubagentRun};
 use dsh_tasks::TaskOutcome;
+use dsh_tools::panic_message;
+use futures::FutureExt;
+
+use crate::wording;
+
+/// How long a release may still run once the holder's token is cancelled.
+///
+/// After that the release is abandoned (dropped, which cancels it) and the
+/// settlement reports [`wording::RELEASE_ABANDONED`]: the child may still be
+/// running. Without a cancellation a release is awaited for as long as it
+/// takes.
+pub const RELEASE_GRACE: Duration = Duration::from_secs(5);
+
+/// A published run, settled: its result and the outcome of its release.
+#[derive(Debug)]
+pub struct Settled {
+    /// The run's result (a panic while awaiting it reads as a failure).
+    pub result: Result<SubagentResult, SubagentError>,
+    /// The release (`dispose`) outcome.
+    pub disposed: Result<(), SubagentError>,
+}
+
+/// Awaits a published run's result, then releases it: `dispose` runs exactly
+/// once, on every path.
+///
+/// - The result is awaited against `cancel`, biased towards the result: a
+///   provider that reacts to the cancellation reports in its own words.
+/// - Once `cancel` fires, the release runs while the result is still
+///   awaited, and both are bounded by [`RELEASE_GRACE`]: a result still
+///   pending when the release ends reads `aborted`, and a release still
+///   pending when the grace ends is abandoned.
+/// - A panic in the provider's result or release reads as a failure.
+/// - If this future is dropped before it finishes (the caller abandoned the
+///   call), the run is released in the background, as after a cancellation.
+///   `cancel` is the caller's: it is never cancelled here.
+///
+/// The grace needs the tokio time driver, and only once `cancel` fires.
+pub fn settle(run: SubagentRun, cancel: &CancellationToken) -> impl Future<Output = Settled> + Send + '_ {
+    // Armed before the first poll: a settlement dropped unpolled releases too.
+    let mut guard = ReleaseOnDrop(Some(run));
+    async move {
+        let settled = match guard.0.as_mut() {
+            Some(run) => settle_run(run, cancel).await,
+            // The guard was armed just above; it is never empty here.
+            None => Settling::Done(Settled {
+                result: Err(SubagentError::failed(wording::RUN_ALREADY_RELEASED)),
+                disposed: Ok(()),
+            }),
+        };
+        // Settled and released: disarm the guard, and move the outcome out
+        // of the run instead of copying it.
+        let run = guard.0.take();
+        match settled {
+            Settling::Released(disposed) => Settled {
+                result: run
+                    .and_then(SubagentRun::into_outcome)
+                    .unwrap_or_else(|| Err(SubagentError::failed(wording::RUN_NOT_SETTLED))),
+                disposed,
+            },
+            Settling::Done(settled) => settled,
+        }
+    }
+}
+
+/// How [`settle_run`] ended.
+enum Settling {
+    /// The result settled in the run (read it from there) and the release
+    /// ended with this.
+    Released(Result<(), SubagentError>),
+    /// The whole settlement: after a panic in the result, or a cancellation.
+    Done(Settled),
+}
+
+async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settling {
+    // Only a panic payload is held across the release, not the outcome: the
+    // run keeps that until it is moved out at the end.
+    let waited = tokio::select! {
+        biased;
+        waited = AssertUnwindSafe(run.settled()).catch_unwind() => waited,
+        // The cancellation path is boxed: it is rare, and this future (held
+        // for every delegation in flight) stays sized for the common path.
+        () = cancel.cancelled() => return Settling::Done(Box::pin(release_cancelled(run)).await),
+    };
+    let release = AssertUnwindSafe(run.dispose()).catch_unwind();
+    tokio::pin!(release);
+    let disposed = tokio::select! {
+        biased;
+        disposed = &mut release => disposed,
+        () = cancel.cancelled() => match Box::pin(tokio::time::timeout(RELEASE_GRACE, release)).await {
+            Ok(disposed) => disposed,
+            Err(_) => Ok(Err(release_abandoned())),
+        },
+    };
+    let disposed = disposed.unwrap_or_else(|panic| Err(panicked(wording::STAGE_DISPOSE, &*panic)));
+    match waited {
+        Ok(()) => Settling::Released(disposed),
+        Err(panic) => Settling::Done(Settled {
+            result: Err(panicked(wording::STAGE_RUN, &*panic)),
+            disposed,
+        }),
+    }
+}
+
+/// After a cancellation: the release runs while the result is awaited, both
+/// within [`RELEASE_GRACE`].
+async fn release_cancelled(run: &mut SubagentRun) -> Settled {
+    let release = guarded(run.dispose(), wording::STAGE_DISPOSE);
+    let mut result = None;
+    let released = {
+        let waiting = guarded(run.result(), wording::STAGE_RUN);
+        tokio::pin!(waiting, release);
+        tokio::time::timeout(RELEASE_GRACE, async {
+            loop {
+                tokio::select! {
+                    biased;
+                    disposed = &mut release => return disposed,
+                    settled = &mut waiting, if result.is_none() => result = Some(settled),
+                }
+            }
+        })
+        .await
+    };
+    match released {
+        Ok(disposed) => {
+            // A provider that finished releasing first has nothing left to report.
+            let result = match result {
+                Some(result) => result,
+                None => guarded(run.result(), wording::STAGE_RUN)
+                    .now_or_never()
+                    .unwrap_or_else(|| Ok(aborted())),
+            };
+            Settled { result, disposed }
+        }
+        Err(_) => Settled {
+            result: result.unwrap_or_else(|| Ok(aborted())),
+            disposed: Err(release_abandoned()),
+        },
+    }
+}
+
+/// Awaits a provider future; a panic in it reads as a failure of `stage`.
+async fn guarded<T>(future: impl Future<Output = Result<T, SubagentError>>, stage: &str) -> Result<T, SubagentError> {
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| Err(panicked(stage, &*panic)))
+}
+
+fn panicked(stage: &str, payload: &(dyn std::any::Any + Send)) -> SubagentError {
+    SubagentError::failed(wording::provider_panicked(stage, &panic_message(payload)))
+}
+
+fn aborted() -> SubagentResult {
+    SubagentResult::new(StopReason::Aborted, Vec::new())
+}
+
+fn release_abandoned() -> SubagentError {
+    SubagentError::failed_with_code(
+        wording::RELEASE_ABANDONED,
+        dsh_subagent_api::ErrorCode::ReleaseAbandoned,
+    )
+}
+
+/// Releases a run whose settlement was dropped before it finished.
+struct ReleaseOnDrop(Option<SubagentRun>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        let Some(mut run) = self.0.take() else { return };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                // As after a cancellation: the release (which cancels what
+                // remains of the child) runs while the result is awaited.
+                handle.spawn(async move {
+                    if let Err(error) = release_cancelled(&mut run).await.disposed {
+                        tracing::warn!(run = run.id(), "{}", wording::abandoned_release_failed(&error));
+                    }
+                });
+            }
+            Err(_) => {
+                // No runtime to finish the release on: start it (its first
+                // step cancels the child), then let it go.
+                let finished = guarded(run.dispose(), wording::STAGE_DISPOSE).now_or_never().is_some();
+                tracing::warn!(
+                    run = run.id(),
+                    released = finished,
+                    "{}",
+                    wording::RELEASE_OUTSIDE_RUNTIME
+                );
+            }
+        }
+    }
+}
 
 /// Maps a settled and released run to its task's outcome.
 ///

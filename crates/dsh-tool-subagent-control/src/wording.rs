@@ -2,7 +2,7 @@
 //! "send_message"). Pinned by the snapshot tests in `tests/send_message.rs`.
 
 /// The tool's name.
-pub const SEND_MESSAGE: &str = "send_message";
+pub const SEND_MESSAGE: &str = dsh_subagent::wording::SEND_MESSAGE_TOOL;
 
 /// The tool description (verbatim).
 pub const DESCRIPTION: &str = "Send a follow-up message to a background subagent by its subagent id. If it is still working, the message joins its current task; if it has finished, this starts a new task that continues the same subagent conversation. Either way the response arrives through the returned task id — collect it with `task_output`. A failure means the message was NOT delivered.";

@@ -21,10 +21,10 @@ pub(crate) fn start(
 ) -> Result<ToolOutput, ToolError> {
     let control =
         control.ok_or_else(|| ToolError::new(wording::CONTROL_UNAVAILABLE).with_code(ErrorCode::ControlUnavailable))?;
-    if tools.get("send_message").is_none() {
+    if tools.get(dsh_subagent::wording::SEND_MESSAGE_TOOL).is_none() {
         return Err(ToolError::new(wording::SEND_MESSAGE_UNAVAILABLE).with_code(ErrorCode::ControlUnavailable));
     }
-    if tools.get("task_output").is_none() {
+    if tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
         return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(ErrorCode::TasksUnavailable));
     }
     let started = control

@@ -15,7 +15,7 @@ pub mod wording;
 pub use args::parameters;
 pub use code::ErrorCode;
 pub use config::{ConfigError, MaxDepth, SubagentToolConfig};
-pub use lifecycle::RELEASE_GRACE;
+pub use dsh_subagent::RELEASE_GRACE;
 pub use plugin::SubagentToolPlugin;
 pub use wording::Wording;
 

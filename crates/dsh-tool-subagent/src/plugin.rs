@@ -8,7 +8,7 @@ use dsh_tasks::TaskRegistry;
 use dsh_tools::{MountedTool, NameReservation, RegistryError, ToolRegistry};
 
 use crate::config::{ConfigError, MaxDepth, SubagentToolConfig};
-use crate::tool::{Background, SubagentTool};
+use crate::tool::{BackgroundRoute, SubagentTool};
 use crate::wording::{self, Wording};
 
 /// One loaded `subagent` tool instance.
@@ -28,9 +28,20 @@ pub struct SubagentToolPlugin {
 struct PluginInner {
     config: Arc<SubagentToolConfig>,
     service: SubagentService,
-    background: Option<Background>,
+    /// What background calls were given at load; `None` when
+    /// `enableRunInBackground` is off.
+    background: Option<Backing>,
     reservation: NameReservation,
     state: Mutex<PluginState>,
+}
+
+/// What the plugin was loaded with for background calls; each mount picks
+/// the route from it and the provider.
+#[derive(Clone)]
+struct Backing {
+    tasks: Option<TaskRegistry>,
+    control: Option<SubagentControl>,
+    tools: ToolRegistry,
 }
 
 #[derive(Default)]
@@ -93,11 +104,10 @@ impl SubagentToolPlugin {
         control: Option<SubagentControl>,
     ) -> Result<Self, ConfigError> {
         config.validate()?;
-        let background = config.enable_run_in_background.then(|| Background {
+        let background = config.enable_run_in_background.then(|| Backing {
             tasks,
-            tools: tools.clone(),
             control,
-            continuable: false,
+            tools: tools.clone(),
         });
         let reservation = tools.reserve(&config.tool_name).map_err(|error| match error {
             RegistryError::DuplicateName { name } => ConfigError::DuplicateToolName { name },
@@ -204,10 +214,13 @@ impl PluginInner {
         let wording = Wording::for_provider(provider.inherits_parent_context());
         // The rule (docs/contract.md, "Background tasks"): the background route is continuable iff the
         // provider can continue its children.
-        let background = self.background.clone().map(|background| Background {
-            continuable: provider.continuation().is_some(),
-            ..background
-        });
+        let background = match self.background.clone() {
+            None => BackgroundRoute::Disabled,
+            Some(Backing { control, tools, .. }) if provider.continuation().is_some() => {
+                BackgroundRoute::Continuable { control, tools }
+            }
+            Some(Backing { tasks, tools, .. }) => BackgroundRoute::OneShot { tasks, tools },
+        };
         let tool = SubagentTool::new(self.config.clone(), wording, self.service.clone(), background);
         let mounted = self
             .reservation

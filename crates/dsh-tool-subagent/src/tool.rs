@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use dsh_subagent::SubagentService;
+use dsh_subagent::{SubagentControl, SubagentService};
 use dsh_subagent_api::{SpanOrigin, StartRequest};
 use dsh_tasks::{TaskRegistry, TaskSpec};
 use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
@@ -14,32 +14,35 @@ use crate::config::{MaxDepth, SubagentToolConfig};
 use crate::wording::{self, Wording};
 use crate::{lifecycle, trace};
 
-/// One mounted `subagent` tool, bound to one provider and one wording.
+/// One mounted `subagent` tool, bound to one provider, one wording and one
+/// background route.
 pub(crate) struct SubagentTool {
     config: Arc<SubagentToolConfig>,
     description: String,
     parameters: Value,
     service: SubagentService,
-    background: Option<Background>,
+    background: BackgroundRoute,
 }
 
-/// A checked call: run it now, or hand it to a background task.
-enum Call<'a> {
-    Foreground(StartRequest),
-    Background(&'a Background, StartRequest),
-}
-
-/// What a background call needs: the task registry, and the tool registry in
-/// which the caller collects results.
+/// Where a `run_in_background: true` call goes, chosen at mount from the
+/// configuration, what the plugin was loaded with, and the provider.
 #[derive(Clone)]
-pub(crate) struct Background {
-    pub(crate) tasks: Option<TaskRegistry>,
-    pub(crate) tools: ToolRegistry,
-    /// The control service for continuable children, when mounted with one.
-    pub(crate) control: Option<dsh_subagent::SubagentControl>,
-    /// Whether the provider can continue its children (set at mount): then
-    /// background calls take the continuable route.
-    pub(crate) continuable: bool,
+pub(crate) enum BackgroundRoute {
+    /// `enableRunInBackground` is off: such a call is refused.
+    Disabled,
+    /// The run becomes a task of the caller, collected with `task_output`.
+    /// Without a task registry every background call fails, saying so.
+    OneShot {
+        tasks: Option<TaskRegistry>,
+        tools: ToolRegistry,
+    },
+    /// The provider can continue its children: a durable child starts
+    /// through the control service, followed up with `send_message`.
+    /// Without a control service every background call fails, saying so.
+    Continuable {
+        control: Option<SubagentControl>,
+        tools: ToolRegistry,
+    },
 }
 
 impl SubagentTool {
@@ -47,17 +50,17 @@ impl SubagentTool {
         config: Arc<SubagentToolConfig>,
         wording: Wording,
         service: SubagentService,
-        background: Option<Background>,
+        background: BackgroundRoute,
     ) -> Self {
         let mut description = wording.description().to_owned();
-        let mut parameters = args::parameters(wording, background.is_some());
+        let mut parameters = args::parameters(wording, !matches!(background, BackgroundRoute::Disabled));
         match &background {
-            Some(background) if background.continuable => {
+            BackgroundRoute::Disabled => {}
+            BackgroundRoute::OneShot { .. } => description.push_str(wording::ONE_SHOT_SUFFIX),
+            BackgroundRoute::Continuable { .. } => {
                 description.push_str(wording::CONTINUABLE_SUFFIX);
                 args::describe_run_in_background(&mut parameters, wording::RUN_IN_BACKGROUND_CONTINUABLE);
             }
-            Some(_) => description.push_str(wording::ONE_SHOT_SUFFIX),
-            None => {}
         }
         Self {
             config,
@@ -70,21 +73,14 @@ impl SubagentTool {
 
     /// Checks the call and builds its start request. Synchronous, so the
     /// arguments and the call context are dropped before anything is awaited.
-    fn prepare(&self, args: Value, exec: &ToolExecution) -> Result<Call<'_>, ToolError> {
+    /// Returns the request and whether the call asks to run in the background.
+    fn prepare(&self, args: Value, exec: &ToolExecution) -> Result<(StartRequest, bool), ToolError> {
         let args = DelegationArgs::parse(args)?;
         let parent = exec
             .agent()
             .cloned()
             .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code(dsh_tools::ErrorCode::NoCallingAgent))?;
-        let background = match (args.run_in_background, &self.background) {
-            (Some(true), None) => {
-                return Err(
-                    ToolError::new(wording::BACKGROUND_DISABLED).with_code(crate::ErrorCode::BackgroundDisabled)
-                );
-            }
-            (Some(true), Some(background)) => Some(background),
-            _ => None,
-        };
+        let background = args.run_in_background == Some(true);
         // The call's token itself, not a child of it: the provider derives
         // its run's own token from it (cancelling the call reaches the
         // child, dispose cancels the child alone), and the tool never
@@ -98,44 +94,43 @@ impl SubagentTool {
             Some(MaxDepth::Limit(limit)) => Some(limit),
             Some(MaxDepth::ProviderManaged) | None => None,
         };
-        Ok(match background {
-            Some(background) => {
-                // The child outlives this call: its trace follows from it.
-                request.origin = SpanOrigin::follows_current();
-                Call::Background(background, request)
-            }
-            None => Call::Foreground(request),
-        })
+        if background {
+            // The child outlives this call: its trace follows from it.
+            request.origin = SpanOrigin::follows_current();
+        }
+        Ok((request, background))
     }
 
     /// The one-shot background route: the run becomes a task of the caller,
     /// settled and released by the task; the call returns its id at once.
-    fn start_in_background(&self, background: &Background, mut request: StartRequest) -> Result<ToolOutput, ToolError> {
-        let tasks = background
-            .tasks
-            .as_ref()
+    fn start_one_shot(
+        &self,
+        tasks: Option<&TaskRegistry>,
+        tools: &ToolRegistry,
+        mut request: StartRequest,
+    ) -> Result<ToolOutput, ToolError> {
+        let tasks = tasks
             .ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code(crate::ErrorCode::TasksUnavailable))?;
-        if background.tools.get("task_output").is_none() {
+        if tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
             return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(crate::ErrorCode::TasksUnavailable));
         }
         let owner = request.parent.id().clone();
         let service = self.service.clone();
         let provider = self.config.provider.clone();
         let label = request.label.clone().unwrap_or_default();
-        let spec = TaskSpec::new("subagent", label, owner);
+        let spec = TaskSpec::new(dsh_subagent::control::TASK_KIND, label, owner);
         let id = tasks
             .spawn(spec, move |control| async move {
                 // The task's kill, not the call's token, governs a background run.
-                request.cancel = control.token().child_token();
-                let cancel = request.cancel.clone();
+                request.cancel = control.token().clone();
                 match service.start(&provider, request).await {
                     Ok(run) => {
                         trace::started(&provider, &run);
                         trace::published(&run, None);
-                        let (result, disposed) = lifecycle::Settle::detached(run, cancel).await;
-                        trace::settled(&result);
-                        trace::disposed(&disposed);
-                        dsh_subagent::settlement::task_outcome(result, disposed)
+                        let settled = dsh_subagent::settle(run, control.token()).await;
+                        trace::settled(&settled.result);
+                        trace::disposed(&settled.disposed);
+                        dsh_subagent::settlement::task_outcome(settled.result, settled.disposed)
                     }
                     Err(error) => {
                         dsh_subagent::settlement::start_failed_outcome(&error, control.token().is_cancelled())
@@ -161,24 +156,23 @@ impl Tool for SubagentTool {
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        match self.prepare(args, &exec) {
-            Ok(Call::Foreground(request)) => {
-                Box::pin(lifecycle::delegate(&self.service, &self.config.provider, request))
+        let request = match self.prepare(args, &exec) {
+            Ok((request, false)) => {
+                return Box::pin(lifecycle::delegate(&self.service, &self.config.provider, request));
             }
-            Ok(Call::Background(background, request)) if background.continuable => {
+            Ok((request, true)) => request,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        let started = match &self.background {
+            BackgroundRoute::Disabled => {
+                Err(ToolError::new(wording::BACKGROUND_DISABLED).with_code(crate::ErrorCode::BackgroundDisabled))
+            }
+            BackgroundRoute::OneShot { tasks, tools } => self.start_one_shot(tasks.as_ref(), tools, request),
+            BackgroundRoute::Continuable { control, tools } => {
                 let label = request.label.clone().unwrap_or_default();
-                Box::pin(std::future::ready(crate::continuable::start(
-                    background.control.as_ref(),
-                    &background.tools,
-                    &self.config.provider,
-                    label,
-                    request,
-                )))
+                crate::continuable::start(control.as_ref(), tools, &self.config.provider, label, request)
             }
-            Ok(Call::Background(background, request)) => {
-                Box::pin(std::future::ready(self.start_in_background(background, request)))
-            }
-            Err(error) => Box::pin(std::future::ready(Err(error))),
-        }
+        };
+        Box::pin(std::future::ready(started))
     }
 }

@@ -180,15 +180,7 @@ pub fn argument_empty(field: &str) -> String {
 /// cancellation under the provider contract).
 pub const START_ABANDONED: &str = "subagent start was cancelled before a child was published; the provider did not stop on its own, so the start was dropped";
 
-/// The call was cancelled and releasing the child did not finish within the
-/// grace period, so the tool stopped waiting.
-pub const RELEASE_ABANDONED: &str =
-    "subagent release did not finish after the call was cancelled and was abandoned; the child may still be running";
-
-/// A provider panicked in one stage of the child's life.
-pub fn provider_panicked(stage: &str, message: &str) -> String {
-    format!("subagent provider panicked during {stage}: {message}")
-}
+pub use dsh_subagent::wording::{RELEASE_ABANDONED, STAGE_DISPOSE, STAGE_RUN, STAGE_START, provider_panicked};
 
 // ---- configuration and mount errors ------------------------------------------
 

@@ -6,6 +6,7 @@ mod registry;
 mod schema;
 mod tool;
 pub mod trace;
+pub mod wording;
 
 pub use code::ErrorCode;
 pub use dsh_subagent_api::{AgentId, AgentRef};

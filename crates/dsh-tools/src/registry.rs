@@ -10,7 +10,7 @@ use futures::FutureExt;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::{Tool, ToolError, ToolExecution, ToolResult};
+use crate::{Tool, ToolError, ToolExecution, ToolResult, wording};
 
 /// The code of the error for a call whose token was cancelled before dispatch.
 pub const ABORTED_BEFORE_DISPATCH: &str = crate::ErrorCode::AbortedBeforeDispatch.as_str();
@@ -207,12 +207,12 @@ impl ToolRegistry {
     /// The tool a call goes to, or the result that refuses it.
     fn dispatchable(&self, name: &str, exec: &ToolExecution) -> Result<Arc<dyn Tool>, ToolResult> {
         if exec.cancel().is_cancelled() {
-            return Err(ToolError::new("tool call aborted before dispatch")
+            return Err(ToolError::new(wording::ABORTED_BEFORE_DISPATCH)
                 .with_code(ABORTED_BEFORE_DISPATCH)
                 .into());
         }
         self.get(name).ok_or_else(|| {
-            ToolError::new(format!("unknown tool \"{name}\""))
+            ToolError::new(wording::unknown_tool(name))
                 .with_code(crate::ErrorCode::UnknownTool)
                 .into()
         })
@@ -220,7 +220,7 @@ impl ToolRegistry {
 }
 
 fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolResult {
-    ToolError::new(format!("tool \"{name}\" panicked: {}", panic_message(panic)))
+    ToolError::new(wording::tool_panicked(name, &panic_message(panic)))
         .with_code(crate::ErrorCode::ToolPanicked)
         .into()
 }
@@ -241,7 +241,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else if let Some(text) = payload.downcast_ref::<String>() {
         text.clone()
     } else {
-        "<non-string panic payload>".to_owned()
+        wording::NON_STRING_PANIC.to_owned()
     }
 }
 

@@ -199,7 +199,7 @@ impl ToolResult {
                 error: None,
             },
             Err(error) => Self {
-                text: format!("Error: {}", error.message),
+                text: crate::wording::error_result(&error.message),
                 is_error: true,
                 error: Some(error),
             },

@@ -30,9 +30,9 @@ use crate::{Failure, model, resume, wording};
 /// background (nor `send_message`, when it is mounted).
 fn child_policy(config: SubagentToolConfig, with_send_message: bool, surface: Surface) -> SubagentToolConfig {
     // A filter may name only tools that exist: `dsh mcp` has no `subagent_fork`.
-    let mut deny = vec!["subagent".to_owned()];
+    let mut deny = vec![wording::SPAWN_TOOL.to_owned()];
     if surface == Surface::Agent {
-        deny.push("subagent_fork".to_owned());
+        deny.push(wording::FORK_TOOL.to_owned());
     }
     deny.extend(dsh_tool_tasks::TOOL_NAMES.iter().map(|name| (*name).to_owned()));
     if with_send_message {

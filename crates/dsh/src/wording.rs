@@ -1,5 +1,11 @@
 //! Every text `dsh` shows a model or a person, in one place.
 
+/// The `subagent` tool over the spawn provider (a fresh child).
+pub(crate) const SPAWN_TOOL: &str = dsh_tool_subagent::SubagentToolConfig::DEFAULT_TOOL_NAME;
+
+/// The `subagent` tool over the fork provider (a child that inherits the conversation).
+pub(crate) const FORK_TOOL: &str = "subagent_fork";
+
 /// The parent agent's system prompt.
 pub(crate) const PARENT_SYSTEM_PROMPT: &str = "You are dsh, a capable assistant. For self-contained work that would fill this conversation with intermediate steps, delegate with the `subagent` tool (a fresh child that sees nothing of this conversation) or `subagent_fork` (a child that inherits this conversation's completed turns), then answer the user with what you learned.";
 

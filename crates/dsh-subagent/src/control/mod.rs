@@ -44,7 +44,6 @@
 //! refused before any task exists.
 
 mod error;
-mod settle;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -108,11 +107,22 @@ struct Activation {
     owner: AgentId,
     /// `None` only while the task is being registered, under the lock.
     task_id: Option<String>,
-    /// The run, once the provider has published it: its live-delivery
-    /// handle, `None` when the provider offers none.
-    published: Option<Option<Steerer>>,
+    /// How far its run has got, and whether it can be steered.
+    run: ActivationRun,
     /// The announcement of its published run ([`crate::RunInfo::run_id`]).
     run_id: Option<u64>,
+}
+
+/// An activation's run, as a `send_message` sees it.
+#[derive(Default)]
+enum ActivationRun {
+    /// The provider has not published the run yet.
+    #[default]
+    Starting,
+    /// Published, and its provider offers no live delivery.
+    Unsteerable,
+    /// Published, with the handle that delivers into its running turn.
+    Steerable(Steerer),
 }
 
 /// A run announced on the service's run events whose result has not settled.
@@ -214,7 +224,10 @@ impl Inner {
             .and_then(|slot| slot.activation.as_mut())
             .filter(|activation| activation.serial == serial)
         {
-            activation.published = Some(run.steerer().cloned());
+            activation.run = match run.steerer() {
+                Some(steerer) => ActivationRun::Steerable(steerer.clone()),
+                None => ActivationRun::Unsteerable,
+            };
             activation.run_id = run_id;
         }
     }
@@ -370,7 +383,7 @@ impl SubagentControl {
                 move |activation, control| async move {
                     let mut request = request;
                     // The task's kill, not the caller's token, governs the run.
-                    request.cancel = control.token().child_token();
+                    request.cancel = control.token().clone();
                     let started = match checked.continuation() {
                         Some(continuable) => {
                             continuable
@@ -385,7 +398,7 @@ impl SubagentControl {
                     match started {
                         Ok(run) => {
                             let run = activation.announce(checked.name(), announced_label, run);
-                            settle::settle(run).await
+                            settle_task(run, control.token()).await
                         }
                         Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
                     }
@@ -514,12 +527,12 @@ impl SubagentControl {
                 status,
             });
         }
-        match &activation.published {
-            None => Err(starting()),
-            Some(None) => Err(ControlError::NoLiveDelivery {
+        match &activation.run {
+            ActivationRun::Starting => Err(starting()),
+            ActivationRun::Unsteerable => Err(ControlError::NoLiveDelivery {
                 child: child.to_owned(),
             }),
-            Some(Some(steerer)) => Ok((task_id.clone(), steerer.clone())),
+            ActivationRun::Steerable(steerer) => Ok((task_id.clone(), steerer.clone())),
         }
     }
 
@@ -545,7 +558,7 @@ impl SubagentControl {
             serial,
             owner,
             task_id: None,
-            published: None,
+            run: ActivationRun::Starting,
             run_id: None,
         });
         let inner = self.inner.clone();
@@ -680,14 +693,22 @@ async fn resume(
             provider: descriptor.provider,
         });
     };
-    let mut request = ResumeRequest::new(child, prompt, parent, control.token().child_token(), descriptor);
+    let mut request = ResumeRequest::new(child, prompt, parent, control.token().clone(), descriptor);
     request.origin = origin;
     let (provider_name, label) = (request.descriptor.provider.clone(), request.descriptor.label.clone());
     match continuable.resume(request).await {
         Ok(run) => {
             let run = activation.announce(&provider_name, label, run);
-            settle::settle(run).await
+            settle_task(run, control.token()).await
         }
         Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
     }
+}
+
+/// Settles an activation's run (see [`crate::settle`]) into its task's
+/// outcome. The run's token is the task's kill token, so a kill settles it
+/// `aborted`, which reads `killed`.
+async fn settle_task(run: dsh_subagent_api::SubagentRun, kill: &dsh_subagent_api::CancellationToken) -> TaskOutcome {
+    let settled = crate::settle(run, kill).await;
+    crate::settlement::task_outcome(settled.result, settled.disposed)
 }
