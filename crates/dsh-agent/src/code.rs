@@ -32,44 +32,4 @@ impl ErrorCode {
     }
 }
 
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl AsRef<str> for ErrorCode {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl From<ErrorCode> for std::borrow::Cow<'static, str> {
-    fn from(code: ErrorCode) -> Self {
-        std::borrow::Cow::Borrowed(code.as_str())
-    }
-}
-
-impl PartialEq<str> for ErrorCode {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for ErrorCode {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<ErrorCode> for str {
-    fn eq(&self, other: &ErrorCode) -> bool {
-        self == other.as_str()
-    }
-}
-
-impl PartialEq<ErrorCode> for &str {
-    fn eq(&self, other: &ErrorCode) -> bool {
-        *self == other.as_str()
-    }
-}
+dsh_subagent_api::error_code_text!(ErrorCode);

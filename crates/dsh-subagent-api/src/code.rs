@@ -66,44 +66,71 @@ impl ErrorCode {
     }
 }
 
-impl std::fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+crate::error_code_text!(ErrorCode);
 
-impl AsRef<str> for ErrorCode {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
+/// Implements the text conversions every error-code enum shares, for a
+/// `Copy` enum with a `const fn as_str(self) -> &'static str`: `Display`,
+/// `AsRef<str>`, `Into<Cow<'static, str>>` (what `SubagentError::failed_with_code`
+/// and `ToolError::with_code` take), and `==` with `str` / `&str` both ways,
+/// so a caller can compare a code they received as text with the symbol.
+///
+/// Each crate that raises codes declares its own `ErrorCode` enum and calls
+/// this once; a provider author can do the same for codes of their own.
+///
+/// ```
+/// #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// enum MyCode { Busy }
+/// impl MyCode {
+///     const fn as_str(self) -> &'static str { match self { Self::Busy => "MY_BUSY" } }
+/// }
+/// dsh_subagent_api::error_code_text!(MyCode);
+/// assert_eq!(MyCode::Busy.to_string(), "MY_BUSY");
+/// assert_eq!(MyCode::Busy, "MY_BUSY");
+/// assert_eq!("MY_BUSY", MyCode::Busy);
+/// ```
+#[macro_export]
+macro_rules! error_code_text {
+    ($code:ty) => {
+        impl ::std::fmt::Display for $code {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
 
-impl From<ErrorCode> for std::borrow::Cow<'static, str> {
-    fn from(code: ErrorCode) -> Self {
-        std::borrow::Cow::Borrowed(code.as_str())
-    }
-}
+        impl ::std::convert::AsRef<str> for $code {
+            fn as_ref(&self) -> &str {
+                self.as_str()
+            }
+        }
 
-impl PartialEq<str> for ErrorCode {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
+        impl ::std::convert::From<$code> for ::std::borrow::Cow<'static, str> {
+            fn from(code: $code) -> Self {
+                ::std::borrow::Cow::Borrowed(code.as_str())
+            }
+        }
 
-impl PartialEq<&str> for ErrorCode {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
+        impl ::std::cmp::PartialEq<str> for $code {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
 
-impl PartialEq<ErrorCode> for str {
-    fn eq(&self, other: &ErrorCode) -> bool {
-        self == other.as_str()
-    }
-}
+        impl ::std::cmp::PartialEq<&str> for $code {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
 
-impl PartialEq<ErrorCode> for &str {
-    fn eq(&self, other: &ErrorCode) -> bool {
-        *self == other.as_str()
-    }
+        impl ::std::cmp::PartialEq<$code> for str {
+            fn eq(&self, other: &$code) -> bool {
+                self == other.as_str()
+            }
+        }
+
+        impl ::std::cmp::PartialEq<$code> for &str {
+            fn eq(&self, other: &$code) -> bool {
+                *self == other.as_str()
+            }
+        }
+    };
 }

@@ -10,7 +10,7 @@ pub mod wording;
 
 pub use code::ErrorCode;
 pub use dsh_subagent_api::{AgentId, AgentRef};
-pub use dsh_subagent_api::{BoxFuture, CancellationToken};
+pub use dsh_subagent_api::{BoxFuture, CancellationToken, error_code_text};
 pub use registry::{
     ABORTED_BEFORE_DISPATCH, MountedTool, NameReservation, RegistryError, ToolRegistration, ToolRegistry, ToolSpec,
     execute, panic_message,
