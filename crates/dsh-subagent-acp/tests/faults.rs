@@ -4,25 +4,20 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_subagent::SubagentService;
 use dsh_subagent_acp::{AcpConfig, AcpProvider, PermissionPolicy};
 use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason, SubagentProvider};
-use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::{ToolExecution, ToolRegistry};
 use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
-use serde_json::json;
 
 /// A hang guard, far above any grace period used here.
 const GUARD: Duration = Duration::from_secs(30);
 
-fn agent() -> &'static str {
-    env!("CARGO_BIN_EXE_acp-fault-agent")
-}
+mod common;
+
+use common::{Mounted, agent};
 
 /// A config for one mode with small graces and a pid file in `dir`.
 fn config(dir: &Path, mode: &str) -> AcpConfig {
@@ -58,21 +53,8 @@ fn assert_group_gone(dir: &Path) {
 
 /// One delegation through the `subagent_acp` tool; returns what the model sees.
 async fn delegate(config: AcpConfig, prompt: &str) -> String {
-    let service = SubagentService::new();
-    let tools = ToolRegistry::new();
-    let _provider = service
-        .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
-        .unwrap();
-    let _tool = SubagentToolPlugin::apply(
-        SubagentToolConfig::new("acp")
-            .tool_name("subagent_acp")
-            .max_depth(MaxDepth::ProviderManaged),
-        &service,
-        &tools,
-    )
-    .unwrap();
-    let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("parent"));
-    let call = tools.call("subagent_acp", json!({"description": "fault", "prompt": prompt}), exec);
+    let mounted = Mounted::new(config);
+    let call = mounted.call("fault", prompt, CancellationToken::new());
     tokio::time::timeout(GUARD, call)
         .await
         .expect("the delegation settled")

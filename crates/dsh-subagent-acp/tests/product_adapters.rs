@@ -6,22 +6,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_subagent::SubagentService;
-use dsh_subagent_acp::{AcpAuth, AcpConfig, AcpProvider};
-use dsh_subagent_api::{AgentRef, CancellationToken};
-use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::{ToolExecution, ToolRegistry};
-use serde_json::json;
+use dsh_subagent_acp::{AcpAuth, AcpConfig};
+use dsh_subagent_api::CancellationToken;
 
 /// A hang guard, far above any wait of the default configuration.
 const GUARD: Duration = Duration::from_secs(40);
 
-fn agent() -> &'static str {
-    env!("CARGO_BIN_EXE_acp-fault-agent")
-}
+mod common;
+
+use common::{Mounted, agent};
 
 fn pid_file(dir: &Path) -> PathBuf {
     dir.join("agent.pid")
@@ -38,19 +33,7 @@ fn config(dir: &Path, mode: &str, flags: &[&str]) -> AcpConfig {
 /// One delegation through the `subagent_acp` tool, cancelled after
 /// `cancel_after` when given; what the model sees and how long it took.
 async fn delegate(config: AcpConfig, cancel_after: Option<Duration>) -> (String, Duration) {
-    let service = SubagentService::new();
-    let tools = ToolRegistry::new();
-    let _provider = service
-        .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
-        .unwrap();
-    let _tool = SubagentToolPlugin::apply(
-        SubagentToolConfig::new("acp")
-            .tool_name("subagent_acp")
-            .max_depth(MaxDepth::ProviderManaged),
-        &service,
-        &tools,
-    )
-    .unwrap();
+    let mounted = Mounted::new(config);
     let cancel = CancellationToken::new();
     if let Some(after) = cancel_after {
         let cancel = cancel.clone();
@@ -59,9 +42,8 @@ async fn delegate(config: AcpConfig, cancel_after: Option<Duration>) -> (String,
             cancel.cancel();
         });
     }
-    let exec = ToolExecution::new(cancel).with_agent(AgentRef::new("parent"));
     let began = Instant::now();
-    let call = tools.call("subagent_acp", json!({"description": "adapter", "prompt": "p"}), exec);
+    let call = mounted.call("adapter", "p", cancel);
     let text = tokio::time::timeout(GUARD, call)
         .await
         .expect("the delegation settled")

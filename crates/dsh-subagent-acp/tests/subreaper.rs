@@ -4,41 +4,27 @@
 //! killed, stays a zombie until we collect it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_subagent::SubagentService;
-use dsh_subagent_acp::{AcpConfig, AcpProvider};
-use dsh_subagent_api::{AgentRef, CancellationToken};
-use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::{ToolExecution, ToolRegistry};
-use serde_json::json;
+use dsh_subagent_acp::AcpConfig;
+use dsh_subagent_api::CancellationToken;
+
+mod common;
+
+use common::{Mounted, agent};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grandchild_left_to_a_subreaper_is_reaped() {
     nix::sys::prctl::set_child_subreaper(true).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let grandchild_file = dir.path().join("grandchild.pid");
-    let config = AcpConfig::new(env!("CARGO_BIN_EXE_acp-fault-agent"))
+    let config = AcpConfig::new(agent())
         .args(["refuse", "--ignore-eof", "--grandchild"])
         .env("FAULT_AGENT_GRANDCHILD_FILE", grandchild_file.display().to_string())
         .cwd(dir.path());
-    let service = SubagentService::new();
-    let tools = ToolRegistry::new();
-    let _provider = service
-        .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
-        .unwrap();
-    let _tool = SubagentToolPlugin::apply(
-        SubagentToolConfig::new("acp")
-            .tool_name("subagent_acp")
-            .max_depth(MaxDepth::ProviderManaged),
-        &service,
-        &tools,
-    )
-    .unwrap();
-    let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("parent"));
+    let mounted = Mounted::new(config);
     let began = Instant::now();
-    let call = tools.call("subagent_acp", json!({"description": "adapter", "prompt": "p"}), exec);
+    let call = mounted.call("adapter", "p", CancellationToken::new());
     let text = tokio::time::timeout(Duration::from_secs(40), call).await.unwrap().text;
     let took = began.elapsed();
     assert_eq!(

@@ -1,0 +1,63 @@
+//! What the ACP suites share: the fault agent, and `subagent_acp` mounted
+//! over an [`AcpProvider`] the way a harness mounts it.
+#![allow(clippy::unwrap_used, dead_code)]
+
+use std::sync::Arc;
+
+use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent_acp::{AcpConfig, AcpProvider};
+use dsh_subagent_api::{AgentRef, CancellationToken};
+use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
+use dsh_tools::{ToolExecution, ToolRegistry, ToolResult};
+use serde_json::json;
+
+/// The deliberately faulty ACP agent built with this crate's tests.
+pub(crate) fn agent() -> &'static str {
+    env!("CARGO_BIN_EXE_acp-fault-agent")
+}
+
+/// `subagent_acp` over one ACP provider; dropping it unmounts everything.
+pub(crate) struct Mounted {
+    /// The registry the tool is mounted in.
+    pub(crate) tools: ToolRegistry,
+    _tool: SubagentToolPlugin,
+    _provider: ProviderRegistration,
+    _service: SubagentService,
+}
+
+impl Mounted {
+    /// Mounts `subagent_acp` (provider-managed depth) over `config`.
+    pub(crate) fn new(config: AcpConfig) -> Self {
+        let service = SubagentService::new();
+        let tools = ToolRegistry::new();
+        let provider = service
+            .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
+            .unwrap();
+        let tool = SubagentToolPlugin::apply(
+            SubagentToolConfig::new("acp")
+                .tool_name("subagent_acp")
+                .max_depth(MaxDepth::ProviderManaged),
+            &service,
+            &tools,
+        )
+        .unwrap();
+        Self {
+            tools,
+            _tool: tool,
+            _provider: provider,
+            _service: service,
+        }
+    }
+
+    /// One `subagent_acp` call for the agent `parent`, on `cancel`.
+    pub(crate) async fn call(&self, description: &str, prompt: &str, cancel: CancellationToken) -> ToolResult {
+        let exec = ToolExecution::new(cancel).with_agent(AgentRef::new("parent"));
+        self.tools
+            .call(
+                "subagent_acp",
+                json!({"description": description, "prompt": prompt}),
+                exec,
+            )
+            .await
+    }
+}
