@@ -97,7 +97,12 @@ pub(crate) struct Diagnostic {
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let exit = self.exit.as_ref().map(|exit| exit as &dyn fmt::Display);
-        f.write_str(&wording::diagnostic(&self.stage, &self.what, exit, self.stderr.as_deref()))
+        f.write_str(&wording::diagnostic(
+            &self.stage,
+            &self.what,
+            exit,
+            self.stderr.as_deref(),
+        ))
     }
 }
 

@@ -11,7 +11,10 @@ pub(crate) const CWD_EMPTY: &str =
 
 /// A `cwd` that is not a directory we can use.
 pub(crate) fn cwd_not_a_directory(cwd: &Path) -> String {
-    format!("subagent-acp: config cwd is not an accessible directory: {}", cwd.display())
+    format!(
+        "subagent-acp: config cwd is not an accessible directory: {}",
+        cwd.display()
+    )
 }
 
 /// An `env` name no environment can hold.

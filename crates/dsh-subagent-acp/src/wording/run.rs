@@ -35,7 +35,6 @@ pub(crate) fn turn_timed_out(limit: Duration, acknowledged: bool, grace: Duratio
     text
 }
 
-
 /// A turn the child ended with a stop reason ACP does not define (`raw` is
 /// already cut and cleaned).
 pub(crate) fn unknown_stop(raw: &str) -> String {

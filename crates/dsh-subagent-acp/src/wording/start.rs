@@ -34,7 +34,6 @@ pub(crate) fn start_failed(diagnostic: &Diagnostic) -> String {
     bound_diagnostic(format!("subagent ACP child failed to start: {diagnostic}"))
 }
 
-
 /// The child did not finish the handshake within the startup timeout.
 pub(crate) fn startup_timed_out(limit: Duration) -> String {
     format!("no answer within the startup timeout ({} ms)", limit.as_millis())
