@@ -473,9 +473,6 @@ impl Agent {
         let _one_run_at_a_time = self.inner.run_lock.lock().await;
         self.open_turn();
         let observer = self.inner.runtime.observer();
-        if let Some(observer) = observer {
-            observer.run_started(&self.inner.info);
-        }
         // Notices that arrived between runs come before the new prompt.
         let mut turn = Vec::new();
         self.take_notices(&mut turn);
@@ -595,9 +592,6 @@ impl Agent {
             steps,
             usage,
         };
-        if let Some(observer) = observer {
-            observer.run_finished(self.id(), &outcome);
-        }
         outcome
     }
 
