@@ -376,7 +376,6 @@ async fn without_persistence_nothing_starts_and_no_message_starts_a_task() {
     let _registration = service.register_provider(Arc::new(provider)).unwrap();
     let tasks = TaskRegistry::new();
     let control = SubagentControl::without_persistence(service, tasks.clone());
-    assert!(control.store().is_none());
     let me = AgentRef::new("parent");
     let request = StartRequest::text("work", me.clone(), CancellationToken::new());
     let refused = control.start_continuable("gated", "work".into(), request).unwrap_err();

@@ -330,20 +330,6 @@ impl SubagentControl {
         &self.inner.tasks
     }
 
-    /// The durable child store, `None` without persistence.
-    pub fn store(&self) -> Option<&Arc<dyn ChildStore>> {
-        self.inner.store.as_ref()
-    }
-
-    /// Whether the provider registered under `name` can start continuable
-    /// children.
-    pub fn supports(&self, provider: &str) -> bool {
-        self.inner
-            .service
-            .provider(provider)
-            .is_some_and(|provider| provider.continuation().is_some())
-    }
-
     /// Starts a continuable child and its first activation, and returns at
     /// once with both ids.
     ///
