@@ -4,21 +4,6 @@
 use dsh_llm::{ToolCall, Usage};
 use dsh_tools::{AgentId, ToolResult};
 
-/// Who an agent is, as an observer first hears of it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentInfo {
-    /// The agent's id.
-    pub id: AgentId,
-    /// Its parent, for a child.
-    pub parent: Option<AgentId>,
-    /// Its delegation depth.
-    pub depth: u64,
-    /// Its display label (a child's task description).
-    pub label: Option<String>,
-    /// The model it uses.
-    pub model: String,
-}
-
 /// Receives what happens inside the runs of every agent of a runtime,
 /// parents and in-process children: streamed text, model calls, tool calls.
 ///
