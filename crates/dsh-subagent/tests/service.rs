@@ -264,7 +264,9 @@ async fn a_run_started_event_names_the_parent_the_label_and_the_childs_depth() {
     let sink = seen.clone();
     let _sub = service.subscribe(Arc::new(move |event: &SubagentEvent| {
         if let SubagentEvent::RunStarted(info) = event {
-            sink.lock().unwrap().push((info.parent.to_string(), info.label.clone(), info.depth));
+            sink.lock()
+                .unwrap()
+                .push((info.parent.to_string(), info.label.clone(), info.depth));
         }
         Ok(())
     }));

@@ -196,7 +196,11 @@ mod tests {
             .lock()
             .unwrap()
             .iter()
-            .map(|line| line.rsplit_once(" · ").map_or(line.as_str(), |(head, _)| head).to_owned())
+            .map(|line| {
+                line.rsplit_once(" · ")
+                    .map_or(line.as_str(), |(head, _)| head)
+                    .to_owned()
+            })
             .collect()
     }
 

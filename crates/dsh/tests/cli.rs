@@ -46,8 +46,9 @@ fn dsh_run_with_no_configuration_answers_offline() {
     // The child's start names its provider; its end, the model calls the
     // agent loop reported for it.
     assert!(
-        stderr.lines().any(|line| line.starts_with("↳ subagent \"Summarize the README.\" started (")
-            && line.ends_with(", spawn)")),
+        stderr.lines().any(
+            |line| line.starts_with("↳ subagent \"Summarize the README.\" started (") && line.ends_with(", spawn)")
+        ),
         "{stderr}"
     );
     assert!(

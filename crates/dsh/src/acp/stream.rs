@@ -258,7 +258,6 @@ impl AgentObserver for Streams {
             },
         );
     }
-
 }
 
 /// Both observers, in order: the stderr progress and the ACP streams.
@@ -331,7 +330,11 @@ mod tests {
         let service = SubagentService::new();
         let _providers: Vec<_> = ["alpha", "beta", "deeper"]
             .into_iter()
-            .map(|name| service.register_provider(ScriptedProvider::builder(name).build()).unwrap())
+            .map(|name| {
+                service
+                    .register_provider(ScriptedProvider::builder(name).build())
+                    .unwrap()
+            })
             .collect();
         let observer = streams.clone();
         let _runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
@@ -380,7 +383,10 @@ mod tests {
                 progress("c0", &["alpha: started (alpha)", "deeper: completed"]),
                 progress(
                     "c0",
-                    &["alpha: completed · 1 model call · usage not reported", "deeper: completed"]
+                    &[
+                        "alpha: completed · 1 model call · usage not reported",
+                        "deeper: completed"
+                    ]
                 ),
                 Event::ToolFinished {
                     id: "c1".to_owned(),
