@@ -601,13 +601,12 @@ impl Agent {
         {
             tracing::warn!(agent = %self.id(), "transcript flush failed: {error}");
         }
-        let outcome = RunOutcome {
+        RunOutcome {
             stop,
             text,
             steps,
             usage,
-        };
-        outcome
+        }
     }
 
     /// Appends the messages steered into this run, each as a user message.
