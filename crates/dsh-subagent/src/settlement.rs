@@ -256,7 +256,7 @@ pub fn start_failed_outcome(error: &SubagentError, killed: bool) -> TaskOutcome 
 }
 
 /// The detail of a task whose run failed, from its stop reason.
-pub fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
+fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
     match diagnostic {
         Some(diagnostic) => format!("{reason}; diagnostic: {diagnostic}"),
         None => reason.to_string(),
@@ -264,7 +264,7 @@ pub fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> Strin
 }
 
 /// The detail of a task whose release failed, after what went wrong before it.
-pub fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
+fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
     match previous {
         Some(previous) => format!("{previous}; dispose failed: {error}"),
         None => format!("dispose failed: {error}"),

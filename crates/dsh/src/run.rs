@@ -55,7 +55,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
         let children = progress.children();
         let dir = args.data_dir.join("agents");
         let mut line = format!("dsh: transcripts in {}: {} (parent)", dir.display(), parent.id());
-        for child in &children {
+        // Only in-process children write here; an ACP child keeps its own.
+        for child in children.iter().filter(|id| dir.join(format!("{id}.jsonl")).is_file()) {
             line.push_str(&format!(", {child}"));
         }
         eprintln!("{line}; read one with `dsh transcript <id>`");
