@@ -11,7 +11,7 @@ use dsh_agent::transcript::{TranscriptEntry, read_transcript, transcript_path};
 use dsh_agent::{Agent, AgentRuntime};
 use dsh_llm::{Message, ScriptedModel};
 use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
-use dsh_subagent_api::AgentId;
+use dsh_subagent_api::{AgentId, ChildStore};
 use dsh_subagent_fork::ForkProvider;
 use dsh_subagent_spawn::SpawnProvider;
 use dsh_tasks::{TaskRegistry, TaskStatus};
@@ -26,6 +26,8 @@ struct World {
     tools: ToolRegistry,
     tasks: TaskRegistry,
     control: SubagentControl,
+    /// The control service's durable child store.
+    store: Arc<dyn ChildStore>,
     runtime: Arc<AgentRuntime>,
     _keep: (
         ProviderRegistration,
@@ -47,7 +49,8 @@ impl World {
         let registration = service.register_provider(Arc::new(SpawnProvider::new())).unwrap();
         let fork = service.register_provider(Arc::new(ForkProvider::new())).unwrap();
         let tasks = TaskRegistry::new();
-        let control = SubagentControl::new(service.clone(), tasks.clone(), Arc::new(JsonlChildStore::new(data_dir)));
+        let store: Arc<dyn ChildStore> = Arc::new(JsonlChildStore::new(data_dir));
+        let control = SubagentControl::new(service.clone(), tasks.clone(), store.clone());
         let tools = ToolRegistry::new();
         let send = SubagentControlPlugin::apply(&control, &tools).unwrap();
         let task_tools = TaskToolsPlugin::apply(&tasks, &tools).unwrap();
@@ -59,6 +62,7 @@ impl World {
             tools,
             tasks,
             control,
+            store,
             runtime,
             _keep: (registration, fork, subagent, send, task_tools),
         }
@@ -186,7 +190,7 @@ async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
 
     let world = World::open(data.path());
     let me = world.parent();
-    let listed = world.control.store().expect("persistent").children_of(me.id()).unwrap();
+    let listed = world.store.children_of(me.id()).unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id, child);
     let diagnostic = listed[0].diagnostic.clone().unwrap();

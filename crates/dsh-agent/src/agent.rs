@@ -12,7 +12,22 @@ use tracing::Instrument;
 use crate::trace;
 use crate::transcript::{TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
 use crate::usage::{UsageTotals, add_reported, since};
-use crate::{AgentInfo, AgentRuntime, AgentStop, RunOutcome, ToolView};
+use crate::{AgentRuntime, AgentStop, RunOutcome, ToolView};
+
+/// Who an agent is: its id, parent, depth, label and model ([`Agent::info`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// The agent's id.
+    pub id: AgentId,
+    /// Its parent, for a child.
+    pub parent: Option<AgentId>,
+    /// Its delegation depth.
+    pub depth: u64,
+    /// Its display label (a child's task description).
+    pub label: Option<String>,
+    /// The model it uses.
+    pub model: String,
+}
 
 /// The default limit of model calls per run.
 pub const DEFAULT_MAX_TURNS: u32 = 16;
@@ -473,9 +488,6 @@ impl Agent {
         let _one_run_at_a_time = self.inner.run_lock.lock().await;
         self.open_turn();
         let observer = self.inner.runtime.observer();
-        if let Some(observer) = observer {
-            observer.run_started(&self.inner.info);
-        }
         // Notices that arrived between runs come before the new prompt.
         let mut turn = Vec::new();
         self.take_notices(&mut turn);
@@ -589,16 +601,12 @@ impl Agent {
         {
             tracing::warn!(agent = %self.id(), "{}", crate::wording::log_transcript_flush_failed(&error));
         }
-        let outcome = RunOutcome {
+        RunOutcome {
             stop,
             text,
             steps,
             usage,
-        };
-        if let Some(observer) = observer {
-            observer.run_finished(self.id(), &outcome);
         }
-        outcome
     }
 
     /// Appends the messages steered into this run, each as a user message.

@@ -26,8 +26,9 @@ pub enum ChildContext {
 
 impl ChildContext {
     /// The continuation capability of an in-process provider whose children
-    /// start from this context: [`start_continuable_child`] and
-    /// [`resume_child`], for [`SubagentProvider::continuation`](dsh_subagent_api::SubagentProvider::continuation).
+    /// start from this context (a continuable child gets its id and records
+    /// its descriptor before its first turn; a resumed one continues from its
+    /// transcript), for [`SubagentProvider::continuation`](dsh_subagent_api::SubagentProvider::continuation).
     pub fn continuation(self) -> &'static dyn ContinuableProvider {
         static FRESH: InProcessContinuation = InProcessContinuation(ChildContext::Fresh);
         static INHERIT_PARENT: InProcessContinuation = InProcessContinuation(ChildContext::InheritParent);
@@ -90,7 +91,7 @@ pub fn start_child(request: StartRequest, context: ChildContext) -> Result<Subag
 /// gets the id `child_id` and its transcript records `descriptor` before its
 /// first turn, so [`resume_child`] can continue it later, also after a
 /// restart. Needs a data directory on the runtime.
-pub fn start_continuable_child(
+fn start_continuable_child(
     request: StartRequest,
     context: ChildContext,
     child_id: String,
@@ -107,7 +108,7 @@ pub fn start_continuable_child(
 /// torn bytes are cut off and recorded in a `repair` entry with the
 /// diagnostic); every earlier turn stays intact. The depth is the recorded
 /// one, never less than the parent's + 1.
-pub fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
+fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
     let parent = in_process_parent(&request.cancel, &request.parent)?;
     let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
     let id = AgentId::new(request.child_id.clone());

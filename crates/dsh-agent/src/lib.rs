@@ -16,10 +16,10 @@ pub mod transcript;
 mod usage;
 pub mod wording;
 
-pub use agent::{Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, SteerRefused};
+pub use agent::{Agent, AgentBuilder, AgentError, AgentInfo, DEFAULT_MAX_TURNS, SteerRefused};
 pub use code::ErrorCode;
 pub use notices::NoticeSource;
-pub use observer::{AgentInfo, AgentObserver};
+pub use observer::AgentObserver;
 pub use outcome::{AgentStop, RunOutcome};
 pub use runtime::AgentRuntime;
 pub use tools::{ToolView, UnknownFilterTool};

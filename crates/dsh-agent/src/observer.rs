@@ -1,33 +1,20 @@
-//! Live observation of an agent tree, for progress displays and streaming
-//! front ends (such as an ACP agent).
+//! Live observation of what happens inside an agent's run, for progress
+//! displays and streaming front ends (such as an ACP agent).
 
 use dsh_llm::{ToolCall, Usage};
 use dsh_tools::{AgentId, ToolResult};
 
-use crate::RunOutcome;
-
-/// Who an agent is, as an observer first hears of it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentInfo {
-    /// The agent's id.
-    pub id: AgentId,
-    /// Its parent, for a child.
-    pub parent: Option<AgentId>,
-    /// Its delegation depth.
-    pub depth: u64,
-    /// Its display label (a child's task description).
-    pub label: Option<String>,
-    /// The model it uses.
-    pub model: String,
-}
-
-/// Receives progress from every agent of a runtime, parents and children.
+/// Receives what happens inside the runs of every agent of a runtime,
+/// parents and in-process children: streamed text, model calls, tool calls.
+///
+/// A child's start and end are not reported here: the subagent service's run
+/// events (`dsh_subagent::SubagentEvent`) report them for every provider,
+/// in-process or not; a harness takes them from there. A run's own end is
+/// the [`RunOutcome`](crate::RunOutcome) that [`Agent::run`](crate::Agent::run) returns.
 ///
 /// Called synchronously from the agents' tasks: keep implementations quick.
 /// Every method has an empty default.
 pub trait AgentObserver: Send + Sync + 'static {
-    /// An agent began a run.
-    fn run_started(&self, _agent: &AgentInfo) {}
     /// A piece of an agent's answer text, as the model streams it. Pieces of
     /// a model call that is then cancelled or fails have been reported too.
     fn text_delta(&self, _agent: &AgentId, _delta: &str) {}
@@ -39,6 +26,4 @@ pub trait AgentObserver: Send + Sync + 'static {
     fn tool_call_started(&self, _agent: &AgentId, _call: &ToolCall) {}
     /// A tool call ended; `result` is what the model reads.
     fn tool_call_finished(&self, _agent: &AgentId, _call: &ToolCall, _result: &ToolResult) {}
-    /// An agent finished a run.
-    fn run_finished(&self, _agent: &AgentId, _outcome: &RunOutcome) {}
 }

@@ -176,7 +176,7 @@ impl Transcript {
     }
 
     /// How many messages of an unfinished run follow the last committed turn.
-    pub fn uncommitted_messages(&self) -> usize {
+    fn uncommitted_messages(&self) -> usize {
         let mut pending = 0;
         for entry in &self.entries {
             match entry {
@@ -200,7 +200,7 @@ impl Transcript {
 /// Records a [`TranscriptEntry::Repair`] (with no torn bytes) that abandons
 /// the messages of a run that never reached its end, e.g. after a crash
 /// between two complete lines.
-pub fn abandon_interrupted_run(path: &Path, diagnostic: String) -> std::io::Result<()> {
+fn abandon_interrupted_run(path: &Path, diagnostic: String) -> std::io::Result<()> {
     let writer = TranscriptWriter::open(path.to_owned())?;
     writer.append(&TranscriptEntry::Repair {
         diagnostic,
@@ -245,7 +245,7 @@ pub fn repair_torn_tail(path: &Path, transcript: &Transcript) -> std::io::Result
 
 /// Prepares a transcript to be continued after a crash: cuts a torn last
 /// line off ([`repair_torn_tail`]) and abandons the messages of a run that
-/// never reached its end ([`abandon_interrupted_run`]), so the interrupted
+/// never reached its end (through a `Repair` entry), so the interrupted
 /// run is recorded as such and the resumed history holds only committed
 /// turns. Returns what was repaired, one diagnostic per repair, in order.
 pub fn repair_for_resume(path: &Path, transcript: &Transcript) -> std::io::Result<Vec<String>> {

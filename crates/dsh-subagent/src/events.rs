@@ -1,4 +1,10 @@
 //! Service events: providers coming and going, runs starting and ending.
+//!
+//! Run events are the one report of a child's lifecycle for every provider,
+//! in-process or not: a harness shows "a child started" and "a child ended"
+//! from them. What happens inside an in-process agent's run (streamed text,
+//! model calls, tool calls) is the agent loop's to report; see "Observation"
+//! in `docs/design.md`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -17,6 +23,8 @@ pub struct RunInfo {
     pub id: String,
     /// The delegating agent.
     pub parent: AgentId,
+    /// The child's delegation depth: its parent's depth plus one.
+    pub depth: u64,
     /// The child's display label, when the request had one.
     pub label: Option<String>,
 }

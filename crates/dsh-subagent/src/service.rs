@@ -234,9 +234,10 @@ impl SubagentService {
             return provider.start(request).await;
         }
         let parent = request.parent.id().clone();
+        let depth = request.parent.depth().saturating_add(1);
         let label = request.label.clone();
         let run = provider.start(request).await?;
-        Ok(self.announce(provider_name, parent, label, run).0)
+        Ok(self.announce(provider_name, parent, depth, label, run).0)
     }
 
     /// Whether some subscriber hears run events now.
@@ -249,11 +250,12 @@ impl SubagentService {
     /// [`SubagentEvent::RunStarted`] now, [`SubagentEvent::RunEnded`] when
     /// its result settles. Returns the run and its announced
     /// [`RunInfo::run_id`], or the run unchanged and `None` when nobody
-    /// hears run events.
+    /// hears run events. `depth` is the child's (its parent's plus one).
     pub(crate) fn announce(
         &self,
         provider_name: &str,
         parent: AgentId,
+        depth: u64,
         label: Option<String>,
         run: SubagentRun,
     ) -> (SubagentRun, Option<u64>) {
@@ -266,6 +268,7 @@ impl SubagentService {
             provider: provider_name.to_owned(),
             id: run.id().to_owned(),
             parent,
+            depth,
             label,
         };
         // Announce first, then move the same info into the settlement

@@ -5,6 +5,7 @@
 //! "Background tasks").
 
 use std::panic::AssertUnwindSafe;
+use std::task::Poll;
 use std::time::Duration;
 
 use dsh_subagent_api::{CancellationToken, StopReason, SubagentError, SubagentResult, SubagentRun};
@@ -120,7 +121,7 @@ async fn release_cancelled(run: &mut SubagentRun) -> Settled {
     let released = {
         let waiting = guarded(run.result(), wording::STAGE_RUN);
         tokio::pin!(waiting, release);
-        tokio::time::timeout(RELEASE_GRACE, async {
+        let race = async {
             loop {
                 tokio::select! {
                     biased;
@@ -128,8 +129,14 @@ async fn release_cancelled(run: &mut SubagentRun) -> Settled {
                     settled = &mut waiting, if result.is_none() => result = Some(settled),
                 }
             }
-        })
-        .await
+        };
+        tokio::pin!(race);
+        // Most releases end at once: the grace timer (a timer-wheel entry
+        // registered and removed again) is armed only for one that does not.
+        match futures::poll!(race.as_mut()) {
+            Poll::Ready(disposed) => Ok(disposed),
+            Poll::Pending => tokio::time::timeout(RELEASE_GRACE, race).await,
+        }
     };
     match released {
         Ok(disposed) => {
@@ -249,7 +256,7 @@ pub fn start_failed_outcome(error: &SubagentError, killed: bool) -> TaskOutcome 
 }
 
 /// The detail of a task whose run failed, from its stop reason.
-pub fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
+fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
     match diagnostic {
         Some(diagnostic) => format!("{reason}; diagnostic: {diagnostic}"),
         None => reason.to_string(),
@@ -257,7 +264,7 @@ pub fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> Strin
 }
 
 /// The detail of a task whose release failed, after what went wrong before it.
-pub fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
+fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
     match previous {
         Some(previous) => format!("{previous}; dispose failed: {error}"),
         None => format!("dispose failed: {error}"),

@@ -255,6 +255,38 @@ async fn lifecycle_start_precedes_end_with_the_same_run_id_and_ids_are_distinct(
 }
 
 #[tokio::test]
+async fn a_run_started_event_names_the_parent_the_label_and_the_childs_depth() {
+    let service = SubagentService::new();
+    let _reg = service
+        .register_provider(ScriptedProvider::builder("spawn").build())
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let _sub = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+        if let SubagentEvent::RunStarted(info) = event {
+            sink.lock()
+                .unwrap()
+                .push((info.parent.to_string(), info.label.clone(), info.depth));
+        }
+        Ok(())
+    }));
+    for (depth, label) in [(0, None), (2, Some("read the docs"))] {
+        let mut request = StartRequest::text("task", AgentRef::new("p").with_depth(depth), CancellationToken::new());
+        request.label = label.map(str::to_owned);
+        let mut run = service.start("spawn", request).await.unwrap();
+        run.result().await.unwrap();
+        run.dispose().await.unwrap();
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("p".to_owned(), None, 1),
+            ("p".to_owned(), Some("read the docs".to_owned()), 3)
+        ]
+    );
+}
+
+#[tokio::test]
 async fn end_events_carry_the_stop_reason_and_omit_empty_output_and_report_rejections_as_error() {
     use dsh_subagent_testing::scripted::ResultBehavior;
     let service = SubagentService::new();

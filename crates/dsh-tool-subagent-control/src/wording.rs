@@ -27,23 +27,26 @@ pub fn started(task_id: &str, subagent_id: &str) -> String {
     format!("message started task {task_id} continuing subagent {subagent_id}")
 }
 
-/// Arguments that are not an object.
-pub fn arguments_not_object(kind: &str) -> String {
-    format!(
-        "send_message arguments must be a JSON object with \"subagent_id\" and \"message\" strings, got {kind}; the message was not delivered"
-    )
-}
+/// How `send_message` words its argument errors: each says the message
+/// was not delivered.
+pub struct ArgumentErrors;
 
-/// A required argument is missing.
-pub fn argument_missing(field: &str) -> String {
-    format!("send_message argument \"{field}\" is required; the message was not delivered")
-}
+impl dsh_tools::ArgumentWording for ArgumentErrors {
+    fn not_object(&self, kind: &str) -> String {
+        format!(
+            "send_message arguments must be a JSON object with \"subagent_id\" and \"message\" strings, got {kind}; the message was not delivered"
+        )
+    }
 
-/// An argument has the wrong type.
-pub fn argument_wrong_type(field: &str, kind: &str) -> String {
-    format!("send_message argument \"{field}\" must be a string, got {kind}; the message was not delivered")
-}
+    fn missing(&self, field: &str) -> String {
+        format!("send_message argument \"{field}\" is required; the message was not delivered")
+    }
 
-/// The subagent id is empty.
-pub const EMPTY_SUBAGENT_ID: &str =
-    "send_message argument \"subagent_id\" must not be empty; the message was not delivered";
+    fn wrong_type(&self, field: &str, expected: &str, got: &str) -> String {
+        format!("send_message argument \"{field}\" must be {expected}, got {got}; the message was not delivered")
+    }
+
+    fn empty(&self, field: &str) -> String {
+        format!("send_message argument \"{field}\" must not be empty; the message was not delivered")
+    }
+}

@@ -269,8 +269,8 @@ async fn every_activation_is_announced_as_a_run() {
     let _subscription = world.service.subscribe(Arc::new(move |event: &SubagentEvent| {
         let line = match event {
             SubagentEvent::RunStarted(info) => format!(
-                "start {} {} parent={} label={:?}",
-                info.provider, info.id, info.parent, info.label
+                "start {} {} parent={} depth={} label={:?}",
+                info.provider, info.id, info.parent, info.depth, info.label
             ),
             SubagentEvent::RunEnded(end) => format!(
                 "end {} {} {:?}",
@@ -293,9 +293,9 @@ async fn every_activation_is_announced_as_a_run() {
     assert_eq!(
         *seen.lock().unwrap(),
         [
-            format!("start gated {child} parent=parent label=Some(\"work\")"),
+            format!("start gated {child} parent=parent depth=1 label=Some(\"work\")"),
             format!("end {child} completed Some(\"done []\")"),
-            format!("start gated {child} parent=parent label=None"),
+            format!("start gated {child} parent=parent depth=1 label=None"),
             format!("end {child} completed Some(\"done []\")"),
         ]
     );
@@ -376,7 +376,6 @@ async fn without_persistence_nothing_starts_and_no_message_starts_a_task() {
     let _registration = service.register_provider(Arc::new(provider)).unwrap();
     let tasks = TaskRegistry::new();
     let control = SubagentControl::without_persistence(service, tasks.clone());
-    assert!(control.store().is_none());
     let me = AgentRef::new("parent");
     let request = StartRequest::text("work", me.clone(), CancellationToken::new());
     let refused = control.start_continuable("gated", "work".into(), request).unwrap_err();

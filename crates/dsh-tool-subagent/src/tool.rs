@@ -5,11 +5,11 @@ use std::sync::Arc;
 use dsh_subagent::{SubagentControl, SubagentService};
 use dsh_subagent_api::{SpanOrigin, StartRequest};
 use dsh_tasks::{TaskRegistry, TaskSpec};
-use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
+use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::args::{self, DelegationArgs};
+use crate::args::{self, SubagentArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
 use crate::wording::{self, Wording};
 use crate::{lifecycle, trace};
@@ -19,7 +19,7 @@ use crate::{lifecycle, trace};
 pub(crate) struct SubagentTool {
     config: Arc<SubagentToolConfig>,
     description: String,
-    parameters: Value,
+    arguments: Arguments<SubagentArgs>,
     service: SubagentService,
     background: BackgroundRoute,
 }
@@ -52,20 +52,18 @@ impl SubagentTool {
         service: SubagentService,
         background: BackgroundRoute,
     ) -> Self {
-        let mut description = wording.description().to_owned();
-        let mut parameters = args::parameters(wording, !matches!(background, BackgroundRoute::Disabled));
-        match &background {
-            BackgroundRoute::Disabled => {}
-            BackgroundRoute::OneShot { .. } => description.push_str(wording::ONE_SHOT_SUFFIX),
-            BackgroundRoute::Continuable { .. } => {
-                description.push_str(wording::CONTINUABLE_SUFFIX);
-                args::describe_run_in_background(&mut parameters, wording::RUN_IN_BACKGROUND_CONTINUABLE);
-            }
-        }
+        let (suffix, run_in_background) = match &background {
+            BackgroundRoute::Disabled => ("", None),
+            BackgroundRoute::OneShot { .. } => (wording::ONE_SHOT_SUFFIX, Some(wording::RUN_IN_BACKGROUND_ONE_SHOT)),
+            BackgroundRoute::Continuable { .. } => (
+                wording::CONTINUABLE_SUFFIX,
+                Some(wording::RUN_IN_BACKGROUND_CONTINUABLE),
+            ),
+        };
         Self {
             config,
-            description,
-            parameters,
+            description: format!("{}{suffix}", wording.description()),
+            arguments: args::arguments(wording, run_in_background),
             service,
             background,
         }
@@ -75,7 +73,7 @@ impl SubagentTool {
     /// arguments and the call context are dropped before anything is awaited.
     /// Returns the request and whether the call asks to run in the background.
     fn prepare(&self, args: Value, exec: &ToolExecution) -> Result<(StartRequest, bool), ToolError> {
-        let args = DelegationArgs::parse(args)?;
+        let args = self.arguments.parse(args, &args::Words)?;
         let parent = exec
             .agent()
             .cloned()
@@ -152,7 +150,7 @@ impl Tool for SubagentTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.arguments.parameters()
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {

@@ -1,11 +1,13 @@
-//! The tools' arguments: the schemas the model sees, and strict parsing.
+//! Each tool's one argument type: what a call is read into, and (through
+//! its derived schema) the parameters the model sees.
 
 use std::time::Duration;
 
 use dsh_tasks::wording;
-use dsh_tools::{ToolError, json_kind};
+use dsh_tools::{ArgumentWording, Arguments, ToolError};
 use schemars::JsonSchema;
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 /// How long `task_output` waits with `wait: true` and no `timeout_ms`.
 pub const DEFAULT_WAIT_MS: u64 = 30_000;
@@ -14,155 +16,104 @@ pub const DEFAULT_WAIT_MS: u64 = 30_000;
 pub const MAX_WAIT_MS: u64 = 600_000;
 
 /// `task_output`'s arguments. Property order is field order.
-#[derive(JsonSchema)]
-#[allow(dead_code)] // Read through `OutputArgs::parse`; the derive is the schema.
-struct TaskOutputArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct TaskOutputArgs {
     #[schemars(description = wording::TASK_ID_PARAMETER)]
-    task_id: String,
+    pub(crate) task_id: String,
     #[schemars(description = wording::WAIT_PARAMETER)]
     #[serde(default)]
-    wait: bool,
+    pub(crate) wait: bool,
+    /// Absent means [`DEFAULT_WAIT_MS`]; sent without `wait: true`, it is refused.
     #[schemars(description = wording::TIMEOUT_MS_PARAMETER, schema_with = "timeout_ms_schema")]
-    #[serde(default = "default_wait_ms")]
-    timeout_ms: u64,
+    #[schemars(extend("default" = DEFAULT_WAIT_MS))]
+    #[serde(default)]
+    pub(crate) timeout_ms: Option<u64>,
 }
 
-fn default_wait_ms() -> u64 {
-    DEFAULT_WAIT_MS
-}
-
-/// A plain bounded integer (no `format`).
+/// A plain bounded integer (no `format`). A field with its own schema
+/// function is optional only with `#[serde(default)]`.
 fn timeout_ms_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS})
 }
 
+impl TaskOutputArgs {
+    /// How long to wait: `Some(limit)` with `wait: true`. A `timeout_ms`
+    /// without `wait: true` is refused rather than silently ignored.
+    pub(crate) fn wait(&self) -> Result<Option<Duration>, ToolError> {
+        match (self.wait, self.timeout_ms) {
+            (false, Some(_)) => Err(ToolError::invalid_arguments(wording::timeout_without_wait(
+                wording::TASK_OUTPUT,
+            ))),
+            (false, None) => Ok(None),
+            (true, limit) => Ok(Some(Duration::from_millis(limit.unwrap_or(DEFAULT_WAIT_MS)))),
+        }
+    }
+}
+
 /// `task_kill`'s arguments.
-#[derive(JsonSchema)]
-#[allow(dead_code)] // Read through `KillArgs::parse`; the derive is the schema.
-struct TaskKillArgs {
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct TaskKillArgs {
     #[schemars(description = wording::TASK_ID_PARAMETER)]
-    task_id: String,
-    #[schemars(description = wording::REASON_PARAMETER)]
-    #[schemars(with = "String")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
+    pub(crate) task_id: String,
+    /// An empty reason counts as none.
+    #[schemars(description = wording::REASON_PARAMETER, with = "String")]
+    #[serde(default, skip_serializing_if = "Option::is_none")] // Optional, with no `default` shown.
+    pub(crate) reason: Option<String>,
 }
 
 /// `task_list`'s arguments: none. `properties: {}` is spelled out, as
 /// OpenAI-compatible endpoints expect for a tool without parameters.
-#[derive(JsonSchema)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[schemars(extend("properties" = {}))]
-struct TaskListArgs {}
+pub(crate) struct TaskListArgs {}
+
+/// `task_output`'s checked arguments.
+pub(crate) fn task_output_arguments() -> Arguments<TaskOutputArgs> {
+    Arguments::new().non_blank("task_id")
+}
+
+/// `task_kill`'s checked arguments.
+pub(crate) fn task_kill_arguments() -> Arguments<TaskKillArgs> {
+    Arguments::new().non_blank("task_id")
+}
 
 /// The parameter schema of `task_output`.
 pub fn task_output_parameters() -> Value {
-    dsh_tools::parameters_schema::<TaskOutputArgs>()
+    task_output_arguments().parameters().clone()
 }
 
 /// The parameter schema of `task_kill`.
 pub fn task_kill_parameters() -> Value {
-    dsh_tools::parameters_schema::<TaskKillArgs>()
+    task_kill_arguments().parameters().clone()
 }
 
 /// The parameter schema of `task_list`.
 pub fn task_list_parameters() -> Value {
-    dsh_tools::parameters_schema::<TaskListArgs>()
+    Arguments::<TaskListArgs>::new().parameters().clone()
 }
 
-/// Parsed `task_output` arguments.
-#[derive(Debug)]
-pub(crate) struct OutputArgs {
-    pub(crate) task_id: String,
-    /// `Some(limit)` with `wait: true`.
-    pub(crate) wait: Option<Duration>,
-}
+/// How a task tool words its argument errors; holds the tool's name.
+pub(crate) struct Words(pub(crate) &'static str);
 
-/// Parsed `task_kill` arguments.
-#[derive(Debug)]
-pub(crate) struct KillArgs {
-    pub(crate) task_id: String,
-    pub(crate) reason: Option<String>,
-}
-
-impl OutputArgs {
-    /// Parses `task_output`'s arguments. Undeclared keys are ignored.
-    pub(crate) fn parse(args: &Value) -> Result<Self, ToolError> {
-        let tool = wording::TASK_OUTPUT;
-        let object = object(tool, args)?;
-        let task_id = task_id(tool, object)?;
-        let wait = match object.get("wait") {
-            None | Some(Value::Bool(false)) => false,
-            Some(Value::Bool(true)) => true,
-            Some(other) => return Err(wrong_type(tool, "wait", "a boolean", other)),
-        };
-        let timeout_ms = match object.get("timeout_ms") {
-            None => None,
-            Some(Value::Number(number)) => match number.as_u64() {
-                Some(ms) if ms > MAX_WAIT_MS => {
-                    return Err(ToolError::invalid_arguments(wording::timeout_too_long(
-                        tool,
-                        MAX_WAIT_MS,
-                        ms,
-                    )));
-                }
-                Some(ms) => Some(ms),
-                None => {
-                    return Err(ToolError::invalid_arguments(wording::argument_wrong_type(
-                        tool,
-                        "timeout_ms",
-                        "a non-negative integer",
-                        &number.to_string(),
-                    )));
-                }
-            },
-            Some(other) => return Err(wrong_type(tool, "timeout_ms", "a non-negative integer", other)),
-        };
-        if timeout_ms.is_some() && !wait {
-            return Err(ToolError::invalid_arguments(wording::timeout_without_wait(tool)));
-        }
-        let wait = wait.then(|| Duration::from_millis(timeout_ms.unwrap_or(DEFAULT_WAIT_MS)));
-        Ok(Self { task_id, wait })
+impl ArgumentWording for Words {
+    fn not_object(&self, kind: &str) -> String {
+        wording::arguments_not_object(self.0, kind)
     }
-}
 
-impl KillArgs {
-    /// Parses `task_kill`'s arguments. Undeclared keys are ignored; an empty
-    /// `reason` counts as none.
-    pub(crate) fn parse(args: &Value) -> Result<Self, ToolError> {
-        let tool = wording::TASK_KILL;
-        let object = object(tool, args)?;
-        let task_id = task_id(tool, object)?;
-        let reason = match object.get("reason") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(reason)) if reason.trim().is_empty() => None,
-            Some(Value::String(reason)) => Some(reason.clone()),
-            Some(other) => return Err(wrong_type(tool, "reason", "a string", other)),
-        };
-        Ok(Self { task_id, reason })
+    fn missing(&self, field: &str) -> String {
+        wording::argument_missing(self.0, field)
     }
-}
 
-/// Checks `task_list`'s arguments: any object (keys are ignored).
-pub(crate) fn parse_list(args: &Value) -> Result<(), ToolError> {
-    object(wording::TASK_LIST, args).map(|_| ())
-}
-
-fn object<'a>(tool: &str, args: &'a Value) -> Result<&'a Map<String, Value>, ToolError> {
-    args.as_object()
-        .ok_or_else(|| ToolError::invalid_arguments(wording::arguments_not_object(tool, json_kind(args))))
-}
-
-fn task_id(tool: &str, object: &Map<String, Value>) -> Result<String, ToolError> {
-    match object.get("task_id") {
-        None => Err(ToolError::invalid_arguments(wording::argument_missing(tool, "task_id"))),
-        Some(Value::String(id)) if id.trim().is_empty() => {
-            Err(ToolError::invalid_arguments(wording::argument_empty(tool, "task_id")))
-        }
-        Some(Value::String(id)) => Ok(id.trim().to_owned()),
-        Some(other) => Err(wrong_type(tool, "task_id", "a string", other)),
+    fn wrong_type(&self, field: &str, expected: &str, got: &str) -> String {
+        wording::argument_wrong_type(self.0, field, expected, got)
     }
-}
 
-fn wrong_type(tool: &str, field: &str, expected: &str, got: &Value) -> ToolError {
-    ToolError::invalid_arguments(wording::argument_wrong_type(tool, field, expected, json_kind(got)))
+    fn empty(&self, field: &str) -> String {
+        wording::argument_empty(self.0, field)
+    }
+
+    /// The only bounded count of the task tools is `timeout_ms`.
+    fn too_large(&self, _field: &str, maximum: u64, got: u64) -> String {
+        wording::timeout_too_long(self.0, maximum, got)
+    }
 }

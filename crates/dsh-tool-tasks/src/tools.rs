@@ -5,7 +5,8 @@ use dsh_tools::{AgentId, Tool, ToolError, ToolExecution, ToolOutput};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::args::{self, KillArgs, OutputArgs};
+use crate::args::{self, TaskKillArgs, TaskListArgs, TaskOutputArgs, Words};
+use dsh_tools::Arguments;
 
 /// The calling agent's id, or the tool's "requires a calling agent" error.
 fn caller(tool: &str, exec: &ToolExecution) -> Result<AgentId, ToolError> {
@@ -17,29 +18,31 @@ fn caller(tool: &str, exec: &ToolExecution) -> Result<AgentId, ToolError> {
 /// `task_output`: the caller's task, at once or after waiting.
 pub(crate) struct TaskOutputTool {
     tasks: TaskRegistry,
-    parameters: Value,
+    arguments: Arguments<TaskOutputArgs>,
 }
 
 impl TaskOutputTool {
     pub(crate) fn new(tasks: TaskRegistry) -> Self {
         Self {
             tasks,
-            parameters: args::task_output_parameters(),
+            arguments: args::task_output_arguments(),
         }
     }
 
     async fn read(&self, args: Value, exec: ToolExecution) -> Result<ToolOutput, ToolError> {
-        let args = OutputArgs::parse(&args)?;
+        let args = self.arguments.parse(args, &Words(wording::TASK_OUTPUT))?;
+        let wait = args.wait()?;
+        let task_id = args.task_id.trim();
         let caller = caller(wording::TASK_OUTPUT, &exec)?;
-        let task = match args.wait {
-            None => self.tasks.get(&args.task_id, &caller),
+        let task = match wait {
+            None => self.tasks.get(task_id, &caller),
             Some(limit) => {
                 // Check the id first, so a bad id fails even when the call is cancelled.
-                self.tasks.get(&args.task_id, &caller).map_err(ToolError::from)?;
+                self.tasks.get(task_id, &caller).map_err(ToolError::from)?;
                 tokio::select! {
                     biased;
-                    () = exec.cancel().cancelled() => self.tasks.get(&args.task_id, &caller),
-                    task = self.tasks.wait(&args.task_id, &caller, Some(limit)) => task,
+                    () = exec.cancel().cancelled() => self.tasks.get(task_id, &caller),
+                    task = self.tasks.wait(task_id, &caller, Some(limit)) => task,
                 }
             }
         }
@@ -58,7 +61,7 @@ impl Tool for TaskOutputTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.arguments.parameters()
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
@@ -69,26 +72,24 @@ impl Tool for TaskOutputTool {
 /// `task_kill`: requests cancellation of the caller's running task.
 pub(crate) struct TaskKillTool {
     tasks: TaskRegistry,
-    parameters: Value,
+    arguments: Arguments<TaskKillArgs>,
 }
 
 impl TaskKillTool {
     pub(crate) fn new(tasks: TaskRegistry) -> Self {
         Self {
             tasks,
-            parameters: args::task_kill_parameters(),
+            arguments: args::task_kill_arguments(),
         }
     }
 
-    fn kill(&self, args: &Value, exec: &ToolExecution) -> Result<ToolOutput, ToolError> {
-        let args = KillArgs::parse(args)?;
+    fn kill(&self, args: Value, exec: &ToolExecution) -> Result<ToolOutput, ToolError> {
+        let args = self.arguments.parse(args, &Words(wording::TASK_KILL))?;
+        let task_id = args.task_id.trim();
+        let reason = args.reason.filter(|reason| !reason.trim().is_empty());
         let caller = caller(wording::TASK_KILL, exec)?;
-        let text = match self
-            .tasks
-            .kill(&args.task_id, &caller, args.reason)
-            .map_err(ToolError::from)?
-        {
-            KillOutcome::Requested => wording::kill_requested(&args.task_id),
+        let text = match self.tasks.kill(task_id, &caller, reason).map_err(ToolError::from)? {
+            KillOutcome::Requested => wording::kill_requested(task_id),
             KillOutcome::AlreadyFinished(task) => wording::already_finished(&task),
         };
         Ok(ToolOutput::text(text))
@@ -105,30 +106,30 @@ impl Tool for TaskKillTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.arguments.parameters()
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        Box::pin(std::future::ready(self.kill(&args, &exec)))
+        Box::pin(std::future::ready(self.kill(args, &exec)))
     }
 }
 
 /// `task_list`: the caller's tasks, oldest first.
 pub(crate) struct TaskListTool {
     tasks: TaskRegistry,
-    parameters: Value,
+    arguments: Arguments<TaskListArgs>,
 }
 
 impl TaskListTool {
     pub(crate) fn new(tasks: TaskRegistry) -> Self {
         Self {
             tasks,
-            parameters: args::task_list_parameters(),
+            arguments: Arguments::new(),
         }
     }
 
-    fn list(&self, args: &Value, exec: &ToolExecution) -> Result<ToolOutput, ToolError> {
-        args::parse_list(args)?;
+    fn list(&self, args: Value, exec: &ToolExecution) -> Result<ToolOutput, ToolError> {
+        let TaskListArgs {} = self.arguments.parse(args, &Words(wording::TASK_LIST))?;
         let caller = caller(wording::TASK_LIST, exec)?;
         Ok(ToolOutput::text(wording::task_list(&self.tasks.list(&caller))))
     }
@@ -144,10 +145,10 @@ impl Tool for TaskListTool {
     }
 
     fn parameters(&self) -> &Value {
-        &self.parameters
+        self.arguments.parameters()
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        Box::pin(std::future::ready(self.list(&args, &exec)))
+        Box::pin(std::future::ready(self.list(args, &exec)))
     }
 }

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod arguments;
 mod code;
 mod registry;
 mod schema;
@@ -8,6 +9,7 @@ mod tool;
 pub mod trace;
 pub mod wording;
 
+pub use arguments::{ArgumentWording, Arguments};
 pub use code::ErrorCode;
 pub use dsh_subagent_api::{AgentId, AgentRef};
 pub use dsh_subagent_api::{BoxFuture, CancellationToken, error_code_text};

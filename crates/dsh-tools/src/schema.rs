@@ -58,8 +58,7 @@ mod tests {
     use super::*;
 
     /// Arguments used to check the settings.
-    #[derive(JsonSchema)]
-    #[allow(dead_code)]
+    #[derive(Debug, serde::Deserialize, JsonSchema)]
     struct Args {
         /// Second in the alphabet, first in the struct.
         zeta: String,
@@ -69,6 +68,9 @@ mod tests {
 
     #[test]
     fn schema_keeps_field_order_and_has_no_root_metadata() {
+        // The type the schema comes from is the one arguments are read into.
+        let args: Args = serde_json::from_value(serde_json::json!({"zeta": "z"})).unwrap();
+        assert_eq!((args.zeta.as_str(), args.alpha), ("z", None));
         let schema = parameters_schema::<Args>();
         let text = serde_json::to_string(&schema).unwrap();
         assert_eq!(

@@ -23,3 +23,25 @@ pub const ERROR_PREFIX: &str = "Error: ";
 pub fn error_result(message: &str) -> String {
     format!("{ERROR_PREFIX}{message}")
 }
+
+// ---- argument checks (the parts every tool shares) ---------------------------
+
+/// What a text argument must be.
+pub const EXPECTED_STRING: &str = "a string";
+
+/// What a flag argument must be.
+pub const EXPECTED_BOOLEAN: &str = "a boolean";
+
+/// What a count argument must be.
+pub const EXPECTED_COUNT: &str = "a non-negative integer";
+
+/// A count above its maximum, for a tool that words this no more precisely.
+pub fn argument_too_large(field: &str, maximum: u64, got: u64) -> String {
+    format!("argument \"{field}\" must be at most {maximum}, got {got}")
+}
+
+/// Arguments that passed the schema checks but still could not be read
+/// (a property type the checks leave to deserialization).
+pub fn arguments_unreadable(detail: &str) -> String {
+    format!("the arguments could not be read: {detail}")
+}

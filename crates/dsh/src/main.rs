@@ -6,6 +6,7 @@ mod config;
 mod config_check;
 mod mcp;
 mod model;
+mod observe;
 mod progress;
 mod resume;
 mod run;

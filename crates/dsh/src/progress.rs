@@ -1,31 +1,49 @@
 //! Live progress of the agent tree on stderr.
+//!
+//! A child's start and end come from the service's run events, so every
+//! provider's children show, an ACP child's too; an in-process child's model
+//! calls come from the agent loop (see [`crate::observe`]).
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use dsh_agent::{AgentInfo, AgentObserver, RunOutcome};
+use dsh_agent::AgentObserver;
 use dsh_llm::Usage;
+use dsh_subagent::{RunEndInfo, RunInfo, SubagentEvent};
 use dsh_tools::AgentId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+use crate::observe::{ModelCalls, TreeObserver};
+use crate::wording;
+
 /// Shows each child as it works (label, elapsed time, model calls, tokens):
-/// progress bars on a terminal, one line per start and finish otherwise, or
-/// nothing when quiet. Always remembers which agents ran, for the summary.
+/// progress bars on a terminal, one line per start and end otherwise, or
+/// nothing when quiet. Always remembers which children ran, for the summary.
 pub(crate) struct Progress {
     display: Display,
-    children: Mutex<HashMap<AgentId, Child>>,
-    order: Mutex<Vec<AgentId>>,
+    calls: ModelCalls,
+    state: Mutex<State>,
 }
 
 enum Display {
     Quiet,
-    Lines,
+    /// One line per start and end, handed to this sink (stderr in `dsh`).
+    Lines(Box<dyn Fn(String) + Send + Sync>),
     Bars(MultiProgress),
 }
 
+#[derive(Default)]
+struct State {
+    /// The children running now, by announced run.
+    running: HashMap<u64, Child>,
+    /// The ids of the children that ran, in start order, each once.
+    order: Vec<String>,
+}
+
 struct Child {
+    id: String,
     label: String,
     started: Instant,
     bar: Option<ProgressBar>,
@@ -38,40 +56,35 @@ impl Progress {
         } else if std::io::stderr().is_terminal() {
             Display::Bars(MultiProgress::new())
         } else {
-            Display::Lines
+            Display::Lines(Box::new(|line| eprintln!("{line}")))
         };
+        Self::with_display(display)
+    }
+
+    fn with_display(display: Display) -> Self {
         Self {
             display,
-            children: Mutex::default(),
-            order: Mutex::default(),
+            calls: ModelCalls::default(),
+            state: Mutex::default(),
         }
     }
 
-    /// The ids of the children that ran, in start order.
-    pub(crate) fn children(&self) -> Vec<AgentId> {
-        self.order.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
 
-fn summary(steps: u32, usage: Option<Usage>) -> String {
-    format!(
-        "{steps} model call{} · {}",
-        if steps == 1 { "" } else { "s" },
-        crate::wording::tokens(usage)
-    )
-}
+    /// The ids of the children that ran, in start order, each once.
+    pub(crate) fn children(&self) -> Vec<String> {
+        self.lock().order.clone()
+    }
 
-impl AgentObserver for Progress {
-    fn run_started(&self, agent: &AgentInfo) {
-        if agent.depth == 0 {
-            return;
-        }
-        let label = agent.label.clone().unwrap_or_else(|| agent.id.to_string());
-        let indent = "  ".repeat(agent.depth.saturating_sub(1) as usize);
+    fn started(&self, run: &RunInfo) {
+        let label = run.label.clone().unwrap_or_else(|| run.id.clone());
+        let indent = "  ".repeat(run.depth.saturating_sub(1) as usize);
         let bar = match &self.display {
             Display::Quiet => None,
-            Display::Lines => {
-                eprintln!("{indent}↳ subagent \"{label}\" started ({}, {})", agent.id, agent.model);
+            Display::Lines(sink) => {
+                sink(wording::child_started(&indent, &label, &run.id, &run.provider));
                 None
             }
             Display::Bars(bars) => {
@@ -85,13 +98,14 @@ impl AgentObserver for Progress {
                 Some(bar)
             }
         };
-        self.order
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(agent.id.clone());
-        self.children.lock().unwrap_or_else(PoisonError::into_inner).insert(
-            agent.id.clone(),
+        let mut state = self.lock();
+        if !state.order.contains(&run.id) {
+            state.order.push(run.id.clone());
+        }
+        state.running.insert(
+            run.run_id,
             Child {
+                id: run.id.clone(),
                 label,
                 started: Instant::now(),
                 bar,
@@ -99,25 +113,148 @@ impl AgentObserver for Progress {
         );
     }
 
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
-        let children = self.children.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(Child { bar: Some(bar), .. }) = children.get(agent) {
-            bar.set_message(summary(steps, usage));
-        }
-    }
-
-    fn run_finished(&self, agent: &AgentId, outcome: &RunOutcome) {
-        let children = self.children.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(child) = children.get(agent) else { return };
-        let line = format!("{} · {}", outcome.stop, summary(outcome.steps, outcome.usage));
+    fn ended(&self, end: &RunEndInfo) {
+        let Some(child) = self.lock().running.remove(&end.run.run_id) else {
+            return;
+        };
+        let summary = wording::child_summary(end.stop_reason.as_str(), self.calls.take(&child.id));
         match (&self.display, &child.bar) {
-            (Display::Bars(_), Some(bar)) => bar.finish_with_message(line),
-            (Display::Lines, _) => eprintln!(
-                "↳ subagent \"{}\" {line} · {:.1}s",
-                child.label,
-                child.started.elapsed().as_secs_f64()
-            ),
+            (Display::Bars(_), Some(bar)) => bar.finish_with_message(summary),
+            (Display::Lines(sink), _) => sink(wording::child_ended(
+                &child.label,
+                &summary,
+                child.started.elapsed().as_secs_f64(),
+            )),
             _ => {}
         }
+    }
+}
+
+impl TreeObserver for Progress {
+    fn child_event(&self, event: &SubagentEvent) {
+        match event {
+            SubagentEvent::RunStarted(run) => self.started(run),
+            SubagentEvent::RunEnded(end) => self.ended(end),
+            _ => {}
+        }
+    }
+}
+
+impl AgentObserver for Progress {
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
+        self.calls.record(agent, steps, usage);
+        let state = self.lock();
+        let bar = state
+            .running
+            .values()
+            .find(|child| child.id == agent.as_str())
+            .and_then(|child| child.bar.as_ref());
+        if let Some(bar) = bar {
+            bar.set_message(wording::model_calls(steps, usage));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use dsh_subagent::SubagentService;
+    use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason};
+    use dsh_subagent_testing::scripted::ScriptedProvider;
+
+    use super::*;
+
+    /// A `Lines` progress following `service`, and the lines it printed.
+    fn lines(service: &SubagentService) -> (Arc<Progress>, Arc<Mutex<Vec<String>>>, dsh_subagent::Subscription) {
+        let printed = Arc::new(Mutex::new(Vec::new()));
+        let sink = printed.clone();
+        let progress = Arc::new(Progress::with_display(Display::Lines(Box::new(move |line| {
+            sink.lock().unwrap().push(line);
+        }))));
+        let observer = progress.clone();
+        let subscription = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            observer.child_event(event);
+            Ok(())
+        }));
+        (progress, printed, subscription)
+    }
+
+    async fn delegate(service: &SubagentService, provider: &str, parent: AgentRef, label: &str) {
+        let mut request = StartRequest::text("task", parent, CancellationToken::new());
+        request.label = Some(label.to_owned());
+        let mut run = service.start(provider, request).await.unwrap();
+        run.result().await.unwrap();
+        run.dispose().await.unwrap();
+    }
+
+    /// Drops the elapsed time, the one part of a line that varies.
+    fn timeless(lines: &Mutex<Vec<String>>) -> Vec<String> {
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|line| {
+                line.rsplit_once(" · ")
+                    .map_or(line.as_str(), |(head, _)| head)
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn any_providers_child_shows_its_start_and_end_from_the_run_events() {
+        let service = SubagentService::new();
+        let _remote = service
+            .register_provider(
+                ScriptedProvider::builder("remote")
+                    .stop_reason(StopReason::Refusal)
+                    .build(),
+            )
+            .unwrap();
+        let (progress, printed, _subscription) = lines(&service);
+        delegate(&service, "remote", AgentRef::new("parent"), "ask the remote").await;
+        assert_eq!(
+            timeless(&printed),
+            [
+                "↳ subagent \"ask the remote\" started (scripted-subagent:remote:parent, remote)",
+                // The agent loop never reported this child: no model calls claimed.
+                "↳ subagent \"ask the remote\" refusal",
+            ]
+        );
+        assert!(printed.lock().unwrap()[1].ends_with('s'), "the elapsed time");
+        assert_eq!(progress.children(), ["scripted-subagent:remote:parent"]);
+    }
+
+    #[tokio::test]
+    async fn an_in_process_childs_model_calls_join_its_end_and_each_child_is_listed_once() {
+        let service = SubagentService::new();
+        let _local = service
+            .register_provider(ScriptedProvider::builder("local").build())
+            .unwrap();
+        let (progress, printed, _subscription) = lines(&service);
+        let child = AgentId::new("scripted-subagent:local:parent");
+        // Reported before the start is announced, as an in-process child may.
+        progress.step_finished(&child, 1, None);
+        let usage = Usage {
+            total_tokens: 12,
+            ..Usage::default()
+        };
+        progress.step_finished(&child, 2, Some(usage));
+        delegate(&service, "local", AgentRef::new("parent").with_depth(1), "nested").await;
+        // The same child again (a continued child keeps its id).
+        delegate(&service, "local", AgentRef::new("parent").with_depth(1), "nested").await;
+        assert_eq!(
+            timeless(&printed),
+            [
+                "  ↳ subagent \"nested\" started (scripted-subagent:local:parent, local)",
+                "↳ subagent \"nested\" completed · 2 model calls · 12 tokens",
+                "  ↳ subagent \"nested\" started (scripted-subagent:local:parent, local)",
+                "↳ subagent \"nested\" completed",
+            ]
+        );
+        assert_eq!(progress.children(), ["scripted-subagent:local:parent"]);
     }
 }

@@ -54,6 +54,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     if !args.quiet {
         let children = progress.children();
         let dir = args.data_dir.join("agents");
+        // Only in-process children write here; an ACP child keeps its own.
+        let children: Vec<_> = children
+            .into_iter()
+            .filter(|id| dir.join(format!("{id}.jsonl")).is_file())
+            .collect();
         eprintln!("{}", wording::transcripts_line(&dir, parent.id(), &children));
         eprintln!("{}", wording::usage_line(&parent.usage()));
     }

@@ -10,7 +10,7 @@ use std::sync::{Arc, PoisonError};
 use dsh_agent::store::JsonlChildStore;
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
 use dsh_mcp::{ClientOptions, McpMount, McpServerSpec};
-use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
+use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentEvent, SubagentService, Subscription};
 use dsh_subagent_acp::AcpProvider;
 use dsh_subagent_api::ToolFilter;
 use dsh_subagent_fork::ForkProvider;
@@ -22,6 +22,7 @@ use dsh_tools::{AgentId, ToolRegistry};
 
 use crate::cli::AgentArgs;
 use crate::config::{Config, Provider, Subagent};
+use crate::observe::TreeObserver;
 use crate::{Failure, model, resume, wording};
 
 /// Children of a dsh parent do their task themselves: they neither see nor
@@ -68,7 +69,7 @@ pub(crate) struct Mounts {
     tasks: TaskRegistry,
     /// The model-visible names of the delegation tools.
     delegation_tools: Vec<String>,
-    _service: SubagentService,
+    service: SubagentService,
     _providers: Vec<ProviderRegistration>,
     _tools: Vec<SubagentToolPlugin>,
     _task_tools: TaskToolsPlugin,
@@ -222,7 +223,7 @@ impl Mounts {
             tools,
             tasks,
             delegation_tools,
-            _service: service,
+            service,
             _providers: providers,
             _tools: mounted,
             _task_tools: task_tools,
@@ -251,6 +252,8 @@ pub(crate) struct Setup {
     /// Set when `--model` or `[model].model` chose the model explicitly.
     explicit_model: bool,
     mounts: Mounts,
+    /// The observer's subscription to the service's run events.
+    _runs: Subscription,
     mcp: std::sync::Mutex<Vec<McpMount>>,
 }
 
@@ -262,15 +265,22 @@ impl Setup {
         args: &AgentArgs,
         config: Option<&Config>,
         data_dir: Option<&Path>,
-        observer: Arc<dyn AgentObserver>,
+        observer: Arc<dyn TreeObserver>,
         surface: Surface,
     ) -> Result<Self, Failure> {
         let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
         let mounts = Mounts::new(config, data_dir, surface)?;
+        // Every child's start and end, whatever its provider, from the run
+        // events; an in-process agent's steps from the agent loop.
+        let children = observer.clone();
+        let runs = mounts.service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            children.child_event(event);
+            Ok(())
+        }));
         let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let notices = mounts.tasks.clone();
         let mut runtime = AgentRuntime::new(choice.model, mounts.tools.clone())
-            .with_observer(observer)
+            .with_observer(observer as Arc<dyn AgentObserver>)
             .with_notices(Arc::new(move |agent: &AgentId| notices.take_notices(agent)));
         if let Some(dir) = data_dir {
             runtime = runtime.with_data_dir(dir);
@@ -281,6 +291,7 @@ impl Setup {
             max_turns: args.max_turns,
             explicit_model: args.model.is_some() || file_model.model.is_some(),
             mounts,
+            _runs: runs,
             mcp: std::sync::Mutex::default(),
         })
     }
@@ -369,6 +380,9 @@ mod tests {
 
     struct Quiet;
     impl AgentObserver for Quiet {}
+    impl TreeObserver for Quiet {
+        fn child_event(&self, _event: &SubagentEvent) {}
+    }
 
     fn setup(data_dir: Option<&Path>) -> Setup {
         let script = tempfile::NamedTempFile::new().unwrap();
@@ -429,6 +443,9 @@ mod filter_tests {
 
     struct Quiet;
     impl AgentObserver for Quiet {}
+    impl TreeObserver for Quiet {
+        fn child_event(&self, _event: &SubagentEvent) {}
+    }
 
     /// Without a data directory `send_message` is not mounted; a filter that
     /// names it still lets every child start.
@@ -476,6 +493,9 @@ mod surface_tests {
 
     struct Quiet;
     impl AgentObserver for Quiet {}
+    impl TreeObserver for Quiet {
+        fn child_event(&self, _event: &SubagentEvent) {}
+    }
 
     /// `dsh mcp` leaves a configured fork tool out; a filter naming it still
     /// lets the other tool's children start.

@@ -68,9 +68,30 @@ pub(crate) fn config_checked(path: Option<&std::path::Path>) -> String {
     }
 }
 
-/// A child under an ACP delegation call has started.
-pub(crate) fn acp_child_started(label: &str, model: &str) -> String {
-    format!("{label}: started ({model})")
+/// `dsh run` progress, one line per child start when stderr is not a
+/// terminal: its label, its id and the provider that runs it.
+pub(crate) fn child_started(indent: &str, label: &str, id: &str, provider: &str) -> String {
+    format!("{indent}↳ subagent \"{label}\" started ({id}, {provider})")
+}
+
+/// `dsh run` progress, one line per child end when stderr is not a
+/// terminal: its label, [`child_summary`] and its time.
+pub(crate) fn child_ended(label: &str, summary: &str, seconds: f64) -> String {
+    format!("↳ subagent \"{label}\" {summary} · {seconds:.1}s")
+}
+
+/// How a child ended: its stop reason, then its model calls when the agent
+/// loop reported them (an in-process child); an ACP child's are not known.
+pub(crate) fn child_summary(stop: &str, calls: Option<crate::observe::Calls>) -> String {
+    match calls {
+        Some(calls) => format!("{stop} · {}", model_calls(calls.steps, calls.usage)),
+        None => stop.to_owned(),
+    }
+}
+
+/// A child under an ACP delegation call has started, on this provider.
+pub(crate) fn acp_child_started(label: &str, provider: &str) -> String {
+    format!("{label}: started ({provider})")
 }
 
 /// A child under an ACP delegation call finished a model call.
@@ -83,12 +104,13 @@ pub(crate) fn acp_child_tool(label: &str, tool: &str) -> String {
     format!("{label}: calling {tool}")
 }
 
-/// A child under an ACP delegation call finished its run.
-pub(crate) fn acp_child_finished(label: &str, stop: &str, steps: u32, usage: Option<dsh_llm::Usage>) -> String {
-    format!("{label}: {stop} · {}", model_calls(steps, usage))
+/// A child under an ACP delegation call ended ([`child_summary`]).
+pub(crate) fn acp_child_finished(label: &str, summary: &str) -> String {
+    format!("{label}: {summary}")
 }
 
-fn model_calls(steps: u32, usage: Option<dsh_llm::Usage>) -> String {
+/// An agent's model calls in its current run, and their tokens.
+pub(crate) fn model_calls(steps: u32, usage: Option<dsh_llm::Usage>) -> String {
     format!(
         "{steps} model call{} · {}",
         if steps == 1 { "" } else { "s" },

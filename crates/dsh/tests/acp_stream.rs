@@ -125,6 +125,24 @@ fn a_configured_tree_streams_in_order_through_an_acp_child_and_a_persona() {
         is(update, "tool_call_update", "call_1_1") && update["status"] == "completed"
     });
     assert!(progress < completed);
+
+    // The ACP child runs in another process: its start (with its provider)
+    // and its end show on its delegation call too, from the run events.
+    let lines_of = |call: &str| -> Vec<String> {
+        updates
+            .iter()
+            .filter(|update| is(update, "tool_call_update", call) && update.get("status").is_none())
+            .filter_map(|update| update["content"][0]["content"]["text"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(
+        lines_of("call_1_0"),
+        [
+            "ask the remote: started (acp:subagent_remote)",
+            "ask the remote: completed"
+        ],
+        "{updates:#?}"
+    );
 }
 
 #[test]

@@ -43,6 +43,18 @@ fn dsh_run_with_no_configuration_answers_offline() {
         stderr.contains("↳ subagent \"Summarize the README.\" completed"),
         "{stderr}"
     );
+    // The child's start names its provider; its end, the model calls the
+    // agent loop reported for it.
+    assert!(
+        stderr.lines().any(
+            |line| line.starts_with("↳ subagent \"Summarize the README.\" started (") && line.ends_with(", spawn)")
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("↳ subagent \"Summarize the README.\" completed · 1 model call · "),
+        "{stderr}"
+    );
 
     // Both transcripts exist and read back; the child's shows its own work.
     let agents: Vec<String> = std::fs::read_dir(dir.path().join(".dsh/agents"))

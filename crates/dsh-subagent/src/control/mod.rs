@@ -330,20 +330,6 @@ impl SubagentControl {
         &self.inner.tasks
     }
 
-    /// The durable child store, `None` without persistence.
-    pub fn store(&self) -> Option<&Arc<dyn ChildStore>> {
-        self.inner.store.as_ref()
-    }
-
-    /// Whether the provider registered under `name` can start continuable
-    /// children.
-    pub fn supports(&self, provider: &str) -> bool {
-        self.inner
-            .service
-            .provider(provider)
-            .is_some_and(|provider| provider.continuation().is_some())
-    }
-
     /// Starts a continuable child and its first activation, and returns at
     /// once with both ids.
     ///
@@ -369,6 +355,7 @@ impl SubagentControl {
         let checked = self.check(provider, &request)?;
         let descriptor = ContinuationDescriptor::for_request(provider, &request);
         let announced_label = request.label.clone();
+        let depth = request.parent.depth().saturating_add(1);
         let child_id = uuid::Uuid::new_v4().to_string();
         let owner = request.parent.id().clone();
         let spec = TaskSpec::new(TASK_KIND, label, owner.clone());
@@ -397,7 +384,7 @@ impl SubagentControl {
                     };
                     match started {
                         Ok(run) => {
-                            let run = activation.announce(checked.name(), announced_label, run);
+                            let run = activation.announce(checked.name(), depth, announced_label, run);
                             settle_task(run, control.token()).await
                         }
                         Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
@@ -629,7 +616,7 @@ struct Activated {
 impl Activated {
     /// The run is published: announce it like any other run (run events),
     /// then make it steerable.
-    fn announce(&self, provider: &str, label: Option<String>, run: SubagentRun) -> SubagentRun {
+    fn announce(&self, provider: &str, depth: u64, label: Option<String>, run: SubagentRun) -> SubagentRun {
         let parent = self
             .inner
             .lock()
@@ -637,7 +624,7 @@ impl Activated {
             .get(&self.child)
             .and_then(|slot| slot.parent.clone());
         let (run, run_id) = match parent {
-            Some(parent) => self.inner.service.announce(provider, parent, label, run),
+            Some(parent) => self.inner.service.announce(provider, parent, depth, label, run),
             None => (run, None),
         };
         self.inner.publish(&self.child, self.serial, &run, run_id);
@@ -693,12 +680,13 @@ async fn resume(
             provider: descriptor.provider,
         });
     };
+    let depth = parent.depth().saturating_add(1);
     let mut request = ResumeRequest::new(child, prompt, parent, control.token().clone(), descriptor);
     request.origin = origin;
     let (provider_name, label) = (request.descriptor.provider.clone(), request.descriptor.label.clone());
     match continuable.resume(request).await {
         Ok(run) => {
-            let run = activation.announce(&provider_name, label, run);
+            let run = activation.announce(&provider_name, depth, label, run);
             settle_task(run, control.token()).await
         }
         Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),

@@ -1,15 +1,19 @@
-//! What a running prompt streams: the observer events of its session's
-//! agent, and of the children it delegates to, as [`Event`]s on the prompt's
-//! channel, in the order they happened.
+//! What a running prompt streams: its session agent's text and tool calls
+//! (the agent loop's reports), and the children it delegates to (their start
+//! and end from the service's run events, an in-process child's model and
+//! tool calls from the agent loop), as [`Event`]s on the prompt's channel, in
+//! the order they happened.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use dsh_agent::{AgentInfo, AgentObserver, RunOutcome};
+use dsh_agent::AgentObserver;
 use dsh_llm::{ToolCall, Usage};
+use dsh_subagent::{RunEndInfo, RunInfo, SubagentEvent};
 use dsh_tools::{AgentId, ToolResult};
 use tokio::sync::mpsc::UnboundedSender;
 
+use crate::observe::{ModelCalls, TreeObserver};
 use crate::wording;
 
 /// One thing a prompt reports to its ACP client.
@@ -76,7 +80,7 @@ struct State {
     children: HashMap<AgentId, Reporting>,
 }
 
-/// Routes observer events to the running prompts ([`AgentObserver`]).
+/// Routes observer events to the running prompts ([`TreeObserver`]).
 ///
 /// A child is shown under the delegation call that started it: among its
 /// parent's delegation calls in flight, the first whose `description` is the
@@ -85,6 +89,7 @@ struct State {
 /// reporting its children (a background child outlives its call).
 pub(crate) struct Streams {
     delegation_tools: Vec<String>,
+    calls: ModelCalls,
     state: Mutex<State>,
 }
 
@@ -93,6 +98,7 @@ impl Streams {
     pub(crate) fn new(delegation_tools: Vec<String>) -> Self {
         Self {
             delegation_tools,
+            calls: ModelCalls::default(),
             state: Mutex::default(),
         }
     }
@@ -147,15 +153,17 @@ impl Streams {
     }
 }
 
-impl AgentObserver for Streams {
-    fn run_started(&self, agent: &AgentInfo) {
-        let Some(parent) = &agent.parent else { return };
+impl Streams {
+    /// A child started: it reports under its parent's delegation call.
+    fn started(&self, run: &RunInfo) {
+        let child = AgentId::new(run.id.as_str());
         {
             let mut state = self.lock();
+            let parent = &run.parent;
             let target = if let Some(Reporting { root, call, .. }) = state.children.get(parent).cloned() {
                 Some((root, call))
             } else if let Some(open) = state.open.get(parent) {
-                let label = agent.label.as_deref();
+                let label = run.label.as_deref();
                 let free = |delegation: &&Delegation| delegation.children.is_empty();
                 open.delegations
                     .iter()
@@ -167,13 +175,34 @@ impl AgentObserver for Streams {
                 None
             };
             let Some((root, call)) = target else { return };
-            let label = agent.label.clone().unwrap_or_else(|| agent.id.to_string());
-            state.children.insert(agent.id.clone(), Reporting { root, call, label });
+            let label = run.label.clone().unwrap_or_else(|| run.id.clone());
+            state.children.insert(child.clone(), Reporting { root, call, label });
         }
-        self.child_line(&agent.id, |label| wording::acp_child_started(label, &agent.model));
+        self.child_line(&child, |label| wording::acp_child_started(label, &run.provider));
     }
 
+    /// A child ended: its last line, and it reports no more.
+    fn ended(&self, end: &RunEndInfo) {
+        let child = AgentId::new(end.run.id.as_str());
+        let summary = wording::child_summary(end.stop_reason.as_str(), self.calls.take(&end.run.id));
+        self.child_line(&child, |label| wording::acp_child_finished(label, &summary));
+        self.lock().children.remove(&child);
+    }
+}
+
+impl TreeObserver for Streams {
+    fn child_event(&self, event: &SubagentEvent) {
+        match event {
+            SubagentEvent::RunStarted(run) => self.started(run),
+            SubagentEvent::RunEnded(end) => self.ended(end),
+            _ => {}
+        }
+    }
+}
+
+impl AgentObserver for Streams {
     fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
+        self.calls.record(agent, steps, usage);
         self.child_line(agent, |label| wording::acp_child_step(label, steps, usage));
     }
 
@@ -229,23 +258,19 @@ impl AgentObserver for Streams {
             },
         );
     }
-
-    fn run_finished(&self, agent: &AgentId, outcome: &RunOutcome) {
-        self.child_line(agent, |label| {
-            wording::acp_child_finished(label, &outcome.stop.to_string(), outcome.steps, outcome.usage)
-        });
-        self.lock().children.remove(agent);
-    }
 }
 
 /// Both observers, in order: the stderr progress and the ACP streams.
-pub(crate) struct Tee(pub(crate) Arc<dyn AgentObserver>, pub(crate) Arc<Streams>);
+pub(crate) struct Tee(pub(crate) Arc<dyn TreeObserver>, pub(crate) Arc<Streams>);
+
+impl TreeObserver for Tee {
+    fn child_event(&self, event: &SubagentEvent) {
+        self.0.child_event(event);
+        self.1.child_event(event);
+    }
+}
 
 impl AgentObserver for Tee {
-    fn run_started(&self, agent: &AgentInfo) {
-        self.0.run_started(agent);
-        self.1.run_started(agent);
-    }
     fn text_delta(&self, agent: &AgentId, delta: &str) {
         self.0.text_delta(agent, delta);
         self.1.text_delta(agent, delta);
@@ -262,30 +287,18 @@ impl AgentObserver for Tee {
         self.0.tool_call_finished(agent, call, result);
         self.1.tool_call_finished(agent, call, result);
     }
-    fn run_finished(&self, agent: &AgentId, outcome: &RunOutcome) {
-        self.0.run_finished(agent, outcome);
-        self.1.run_finished(agent, outcome);
-    }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use dsh_agent::AgentStop;
+    use dsh_subagent::SubagentService;
+    use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, SubagentRun};
+    use dsh_subagent_testing::scripted::ScriptedProvider;
     use tokio::sync::mpsc::unbounded_channel;
 
     use super::*;
-
-    fn info(id: &str, parent: &str, label: &str) -> AgentInfo {
-        AgentInfo {
-            id: AgentId::new(id),
-            parent: Some(AgentId::new(parent)),
-            depth: 1,
-            label: Some(label.to_owned()),
-            model: "m".to_owned(),
-        }
-    }
 
     fn call(id: &str, name: &str, description: &str) -> ToolCall {
         ToolCall {
@@ -299,9 +312,35 @@ mod tests {
         ToolResult::from_outcome(Ok(dsh_tools::ToolOutput::text(text)))
     }
 
-    #[test]
-    fn children_report_under_the_call_with_their_description_and_stop_when_it_ends() {
-        let streams = Streams::new(vec!["subagent".to_owned()]);
+    /// Starts a child of `parent` on the provider named like its label.
+    async fn start(service: &SubagentService, parent: &str, label: &str) -> SubagentRun {
+        let mut request = StartRequest::text("task", AgentRef::new(parent), CancellationToken::new());
+        request.label = Some(label.to_owned());
+        service.start(label, request).await.unwrap()
+    }
+
+    async fn end(mut run: SubagentRun) {
+        run.result().await.unwrap();
+        run.dispose().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn children_report_under_the_call_with_their_description_and_stop_when_it_ends() {
+        let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
+        let service = SubagentService::new();
+        let _providers: Vec<_> = ["alpha", "beta", "deeper"]
+            .into_iter()
+            .map(|name| {
+                service
+                    .register_provider(ScriptedProvider::builder(name).build())
+                    .unwrap()
+            })
+            .collect();
+        let observer = streams.clone();
+        let _runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            observer.child_event(event);
+            Ok(())
+        }));
         let root = AgentId::new("root");
         let (events, mut received) = unbounded_channel();
         streams.open(&root, events);
@@ -309,20 +348,20 @@ mod tests {
         streams.tool_call_started(&root, &first);
         streams.tool_call_started(&root, &second);
         // Started in the other order than the calls: matched by description.
-        streams.run_started(&info("kid-b", "root", "beta"));
-        streams.run_started(&info("kid-a", "root", "alpha"));
+        let kid_b = start(&service, "root", "beta").await;
+        // An in-process child may finish a model call before its start is
+        // announced: it counts at its end.
+        let kid_a = AgentId::new("scripted-subagent:alpha:root");
+        streams.step_finished(&kid_a, 1, None);
+        let run_a = start(&service, "root", "alpha").await;
         // A grandchild reports under its parent's call.
-        streams.run_started(&info("grandkid", "kid-a", "deeper"));
+        let grandkid = start(&service, kid_a.as_str(), "deeper").await;
+        end(grandkid).await;
+        end(run_a).await;
         streams.tool_call_finished(&root, &second, &result("beta done"));
         // After its call ended, a (background) child no longer reports.
-        let outcome = RunOutcome {
-            stop: AgentStop::Completed,
-            text: String::new(),
-            steps: 1,
-            usage: None,
-        };
-        streams.run_finished(&AgentId::new("kid-b"), &outcome);
-        streams.text_delta(&AgentId::new("kid-a"), "not the session's text");
+        end(kid_b).await;
+        streams.text_delta(&kid_a, "not the session's text");
         streams.close(&root);
         streams.text_delta(&root, "after the prompt");
 
@@ -337,9 +376,18 @@ mod tests {
         assert_eq!(
             seen[2..],
             [
-                progress("c1", &["beta: started (m)"]),
-                progress("c0", &["alpha: started (m)"]),
-                progress("c0", &["alpha: started (m)", "deeper: started (m)"]),
+                progress("c1", &["beta: started (beta)"]),
+                progress("c0", &["alpha: started (alpha)"]),
+                progress("c0", &["alpha: started (alpha)", "deeper: started (deeper)"]),
+                // Only the agent loop knows an in-process child's model calls.
+                progress("c0", &["alpha: started (alpha)", "deeper: completed"]),
+                progress(
+                    "c0",
+                    &[
+                        "alpha: completed · 1 model call · usage not reported",
+                        "deeper: completed"
+                    ]
+                ),
                 Event::ToolFinished {
                     id: "c1".to_owned(),
                     text: "beta done".to_owned(),

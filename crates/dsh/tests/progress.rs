@@ -1,0 +1,93 @@
+//! What `dsh run` shows of its children on stderr: every child's start and
+//! end, whatever its provider, an ACP child's included. Offline: the parent
+//! and the `dsh acp` child run scripted models.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::DSH;
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn dsh(dir: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(DSH);
+    command.args(args).current_dir(dir);
+    for key in ["DSH_BASE_URL", "DSH_API_KEY", "DSH_MODEL", "DSH_LOG"] {
+        command.env_remove(key);
+    }
+    command.output().unwrap()
+}
+
+/// The parent asks the ACP child `subagent_remote`, then repeats its answer.
+const PARENT_SCRIPT: &str = r#"{"rules": [
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent_remote", "arguments": {"description": "ask the remote", "prompt": "hello remote"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}}
+]}"#;
+
+const CHILD_SCRIPT: &str = r#"{"rules": [{"when": {}, "reply": {"text": "remote dsh acp here"}}]}"#;
+
+#[test]
+fn dsh_run_shows_an_acp_childs_start_and_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = write(dir.path(), "parent.json", PARENT_SCRIPT);
+    let child = write(dir.path(), "child.json", CHILD_SCRIPT);
+    // Not `dsh.toml`: the child runs in the same directory and must not
+    // mount itself again.
+    let config = write(
+        dir.path(),
+        "parent.toml",
+        &format!(
+            r#"[[subagents]]
+tool_name = "subagent_remote"
+provider = "acp"
+command = {DSH:?}
+args = ["acp", "--quiet", "--script", {child:?}]
+max_depth = "provider-managed"
+"#
+        ),
+    );
+    let output = dsh(dir.path(), &["run", "--config", &config, "--script", &parent, "go"]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "Parent heard: remote dsh acp here\n"
+    );
+
+    let lines: Vec<&str> = stderr.lines().collect();
+    let started = lines
+        .iter()
+        .position(|line| {
+            line.starts_with("↳ subagent \"ask the remote\" started (acp-") && line.ends_with(", acp:subagent_remote)")
+        })
+        .unwrap_or_else(|| panic!("no start line:\n{stderr}"));
+    let ended = lines
+        .iter()
+        .position(|line| line.starts_with("↳ subagent \"ask the remote\" completed · "))
+        .unwrap_or_else(|| panic!("no end line:\n{stderr}"));
+    assert!(started < ended, "{stderr}");
+    // Its model calls happened in another process: the line claims none, only
+    // the stop reason and the time.
+    let seconds = lines[ended]
+        .strip_prefix("↳ subagent \"ask the remote\" completed · ")
+        .and_then(|rest| rest.strip_suffix('s'))
+        .unwrap();
+    assert!(seconds.parse::<f64>().is_ok(), "{}", lines[ended]);
+
+    // Its transcript is not in this data directory, so the summary names
+    // only the parent's.
+    let summary = lines
+        .iter()
+        .find(|line| line.starts_with("dsh: transcripts in "))
+        .unwrap();
+    assert!(summary.contains(" (parent); read one with"), "{summary}");
+    assert!(!summary.contains("acp-"), "{summary}");
+}
