@@ -88,10 +88,10 @@ enum Phase {
 #[non_exhaustive]
 pub enum SteerRefused {
     /// The agent has not run yet.
-    #[error("the agent is not running")]
+    #[error("{}", crate::wording::AGENT_NOT_RUNNING)]
     NotRunning,
     /// The agent's last run has already closed its turn.
-    #[error("the agent's turn has already closed")]
+    #[error("{}", crate::wording::AGENT_TURN_CLOSED)]
     TurnClosed,
 }
 
@@ -103,7 +103,7 @@ pub enum AgentError {
     #[error("{0}")]
     ToolFilter(String),
     /// The transcript file could not be created.
-    #[error("cannot create the transcript for agent {id}: {source}")]
+    #[error("{}", crate::wording::transcript_not_created(id, source))]
     Transcript {
         /// The agent.
         id: AgentId,
@@ -404,7 +404,7 @@ impl Agent {
         if let Some(transcript) = &self.inner.transcript
             && let Err(error) = transcript.append(entry)
         {
-            tracing::warn!(agent = %self.id(), "transcript write failed: {error}");
+            tracing::warn!(agent = %self.id(), "{}", crate::wording::log_transcript_write_failed(&error));
         }
     }
 
@@ -599,7 +599,7 @@ impl Agent {
         if let Some(transcript) = &self.inner.transcript
             && let Err(error) = transcript.flush()
         {
-            tracing::warn!(agent = %self.id(), "transcript flush failed: {error}");
+            tracing::warn!(agent = %self.id(), "{}", crate::wording::log_transcript_flush_failed(&error));
         }
         RunOutcome {
             stop,

@@ -5,6 +5,8 @@ use std::fmt;
 use dsh_llm::Usage;
 use serde::{Deserialize, Serialize};
 
+use crate::wording::stop;
+
 /// Why a run stopped.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "detail", rename_all = "snake_case")]
@@ -26,12 +28,12 @@ pub enum AgentStop {
 impl fmt::Display for AgentStop {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Completed => f.write_str("completed"),
-            Self::MaxTokens => f.write_str("max-tokens"),
-            Self::MaxTurns(limit) => write!(f, "max-turns ({limit})"),
-            Self::Refusal => f.write_str("refusal"),
-            Self::Cancelled => f.write_str("cancelled"),
-            Self::Error(message) => write!(f, "error: {message}"),
+            Self::Completed => f.write_str(stop::COMPLETED),
+            Self::MaxTokens => f.write_str(stop::MAX_TOKENS),
+            Self::MaxTurns(limit) => f.write_str(&stop::max_turns(*limit)),
+            Self::Refusal => f.write_str(stop::REFUSAL),
+            Self::Cancelled => f.write_str(stop::CANCELLED),
+            Self::Error(message) => f.write_str(&stop::error(message)),
         }
     }
 }

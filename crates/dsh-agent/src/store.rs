@@ -39,7 +39,7 @@ impl JsonlChildStore {
         };
         let Some(TranscriptEntry::Header { id, parent, .. }) = transcript.entries.first() else {
             return Err(SubagentError::failed_with_code(
-                format!("transcript {} has no header", path.display()),
+                crate::wording::transcript_without_header(path),
                 crate::ErrorCode::StoreFailed,
             ));
         };
@@ -102,7 +102,7 @@ impl ChildStore for JsonlChildStore {
             match self.record(&path, None) {
                 Ok(Some(record)) if record.parent.as_ref() == Some(parent) => children.push(record),
                 Ok(_) => {}
-                Err(error) => tracing::warn!("skipping transcript {}: {error}", path.display()),
+                Err(error) => tracing::warn!("{}", crate::wording::log_transcript_skipped(&path, &error)),
             }
         }
         Ok(children)

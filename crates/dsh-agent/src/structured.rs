@@ -52,11 +52,9 @@ impl Tool for StructuredOutput {
     fn execute(&self, args: Value, _exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             if let Some(error) = self.validator.iter_errors(&args).next() {
-                return Err(ToolError::new(wording::structured_output_mismatch(&format!(
-                    "{} at {}",
-                    error,
-                    error.instance_path()
-                ))));
+                return Err(ToolError::new(wording::structured_output_mismatch(
+                    &wording::schema_violation(&error, &error.instance_path()),
+                )));
             }
             let mut captured = self.captured.lock().unwrap_or_else(PoisonError::into_inner);
             if captured.is_some() {

@@ -268,7 +268,7 @@ pub fn repair_for_resume(path: &Path, transcript: &Transcript) -> std::io::Resul
 #[non_exhaustive]
 pub enum TranscriptError {
     /// The file could not be read.
-    #[error("cannot read transcript {path}: {source}")]
+    #[error("{}", crate::wording::transcript_unreadable(path, source))]
     Io {
         /// The file.
         path: PathBuf,
@@ -276,7 +276,7 @@ pub enum TranscriptError {
         source: std::io::Error,
     },
     /// A complete line in the middle of the file is not a transcript entry.
-    #[error("transcript {path} line {line} is corrupt: {message}")]
+    #[error("{}", crate::wording::transcript_corrupt(path, *line, message))]
     Corrupt {
         /// The file.
         path: PathBuf,
@@ -315,12 +315,7 @@ pub fn read_transcript(path: &Path) -> Result<Transcript, TranscriptError> {
         match serde_json::from_str::<TranscriptEntry>(text.trim_end()) {
             Ok(entry) => entries.push(entry),
             Err(_) if !complete => {
-                diagnostic = Some(format!(
-                    "transcript {} ends with a torn line {number} ({} bytes, likely a crash mid-write); the {} entries before it are intact",
-                    path.display(),
-                    line.len(),
-                    entries.len()
-                ));
+                diagnostic = Some(crate::wording::transcript_torn(path, number, line.len(), entries.len()));
                 torn = Some(line.clone());
             }
             Err(error) => {

@@ -1,4 +1,12 @@
-//! Every text of the agent loop and the child driver that a model reads.
+//! Every text of the agent loop and the child driver that a model or a person reads.
+//!
+//! The rule: model-facing texts, errors (their `#[error]` attributes call the
+//! items here), stop reasons as shown, transcript diagnostics and log
+//! messages are written here, and the rest of the crate only calls these
+//! items. The `pub` items are the texts a model reads; the `pub(crate)` ones
+//! reach a person through this crate's error types, `Display` impls or
+//! `tracing`. Names a program matches stay beside the code: transcript JSON
+//! keys, OpenTelemetry attribute and span names, error codes.
 
 /// The runtime context every in-process child receives after its system
 /// prompt (docs/contract.md, "Persona").
@@ -116,4 +124,81 @@ pub fn steer_turn_closed(child: &str) -> String {
 /// A message steered into a child that has already delivered its structured answer.
 pub fn steer_structured_reported(child: &str) -> String {
     format!("subagent child \"{child}\" already reported its structured result; the message was not delivered")
+}
+
+/// [`SteerRefused::NotRunning`](crate::SteerRefused::NotRunning).
+pub(crate) const AGENT_NOT_RUNNING: &str = "the agent is not running";
+
+/// [`SteerRefused::TurnClosed`](crate::SteerRefused::TurnClosed).
+pub(crate) const AGENT_TURN_CLOSED: &str = "the agent's turn has already closed";
+
+/// An agent whose transcript file could not be created.
+pub(crate) fn transcript_not_created(id: &dyn std::fmt::Display, error: &dyn std::fmt::Display) -> String {
+    format!("cannot create the transcript for agent {id}: {error}")
+}
+
+/// A transcript file that could not be read.
+pub(crate) fn transcript_unreadable(path: &std::path::Path, error: &dyn std::fmt::Display) -> String {
+    format!("cannot read transcript {}: {error}", path.display())
+}
+
+/// A complete transcript line that is not an entry.
+pub(crate) fn transcript_corrupt(path: &std::path::Path, line: usize, message: &str) -> String {
+    format!("transcript {} line {line} is corrupt: {message}", path.display())
+}
+
+/// A transcript whose last line was cut off mid-write.
+pub(crate) fn transcript_torn(path: &std::path::Path, line: usize, bytes: usize, intact: usize) -> String {
+    format!(
+        "transcript {} ends with a torn line {line} ({bytes} bytes, likely a crash mid-write); the {intact} entries before it are intact",
+        path.display()
+    )
+}
+
+/// A transcript without its header entry.
+pub(crate) fn transcript_without_header(path: &std::path::Path) -> String {
+    format!("transcript {} has no header", path.display())
+}
+
+/// Log line: an entry could not be appended to the transcript.
+pub(crate) fn log_transcript_write_failed(error: &dyn std::fmt::Display) -> String {
+    format!("transcript write failed: {error}")
+}
+
+/// Log line: the transcript could not be flushed at the end of a turn.
+pub(crate) fn log_transcript_flush_failed(error: &dyn std::fmt::Display) -> String {
+    format!("transcript flush failed: {error}")
+}
+
+/// Log line: one unreadable transcript skipped while listing children.
+pub(crate) fn log_transcript_skipped(path: &std::path::Path, error: &dyn std::fmt::Display) -> String {
+    format!("skipping transcript {}: {error}", path.display())
+}
+
+/// A schema violation and where in the arguments it is, for
+/// [`structured_output_mismatch`].
+pub(crate) fn schema_violation(error: &dyn std::fmt::Display, at: &dyn std::fmt::Display) -> String {
+    format!("{error} at {at}")
+}
+
+/// How [`AgentStop`](crate::AgentStop) reads, as progress lines, transcripts and errors show it.
+pub(crate) mod stop {
+    /// The model gave its final answer.
+    pub(crate) const COMPLETED: &str = "completed";
+    /// The model hit its output limit.
+    pub(crate) const MAX_TOKENS: &str = "max-tokens";
+    /// The model refused.
+    pub(crate) const REFUSAL: &str = "refusal";
+    /// The run was cancelled.
+    pub(crate) const CANCELLED: &str = "cancelled";
+
+    /// The run used up its model calls.
+    pub(crate) fn max_turns(limit: u32) -> String {
+        format!("max-turns ({limit})")
+    }
+
+    /// A model call failed.
+    pub(crate) fn error(message: &str) -> String {
+        format!("error: {message}")
+    }
 }

@@ -279,9 +279,12 @@ impl Mounted {
         let args = json!({"description": "bench", "prompt": PROMPT});
         let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("bench-parent"));
         let start = Instant::now();
-        let result = tokio::time::timeout(GUARD, self.tools.call("subagent", args, exec))
-            .await
-            .map_err(|_| format!("an ACP delegation took longer than {} s", GUARD.as_secs()))?;
+        let result = tokio::time::timeout(
+            GUARD,
+            self.tools.call(SubagentToolConfig::DEFAULT_TOOL_NAME, args, exec),
+        )
+        .await
+        .map_err(|_| format!("an ACP delegation took longer than {} s", GUARD.as_secs()))?;
         let elapsed = start.elapsed();
         if result.is_error || !result.text.contains(PROMPT) {
             return Err(format!("an ACP delegation failed: {}", result.text));
@@ -296,9 +299,12 @@ impl Mounted {
         let args = json!({"description": "bench", "prompt": PROMPT});
         let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("bench-parent"));
         let start = Instant::now();
-        let result = tokio::time::timeout(GUARD, self.tools.call("subagent", args, exec))
-            .await
-            .map_err(|_| format!("a refused ACP delegation took longer than {} s", GUARD.as_secs()))?;
+        let result = tokio::time::timeout(
+            GUARD,
+            self.tools.call(SubagentToolConfig::DEFAULT_TOOL_NAME, args, exec),
+        )
+        .await
+        .map_err(|_| format!("a refused ACP delegation took longer than {} s", GUARD.as_secs()))?;
         let elapsed = start.elapsed();
         if !result.is_error || !result.text.contains(REFUSAL) {
             return Err(format!(

@@ -241,7 +241,7 @@ impl Caller {
         let args = Value::clone(&self.args);
         let exec = ToolExecution::new(cancel).with_agent(self.agent.clone());
         let call = async move {
-            let _ = tx.send(tools.call("subagent", args, exec).await);
+            let _ = tx.send(tools.call(SubagentToolConfig::DEFAULT_TOOL_NAME, args, exec).await);
         };
         match &self.dispatch {
             None => drop(tokio::spawn(call)),

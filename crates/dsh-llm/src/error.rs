@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::wording;
+
 /// Everything that can go wrong when talking to a chat model (real or scripted).
 ///
 /// Messages are written for a human reading an agent's log: they name the
@@ -11,18 +13,18 @@ use std::time::Duration;
 #[non_exhaustive]
 pub enum LlmError {
     /// The caller's cancellation token fired; the request was dropped.
-    #[error("the model call was cancelled")]
+    #[error("{}", wording::CANCELLED)]
     Cancelled,
 
     /// Invalid configuration (bad base URL, bad header value, HTTP client setup).
-    #[error("invalid model configuration: {0}")]
+    #[error("{}", wording::config(.0))]
     Config(String),
 
     /// The server answered with a non-success HTTP status.
     ///
     /// `message` is the server's `{"error":{"message":...}}` text when present,
     /// else the start of the raw body.
-    #[error("HTTP {status} from {url}: {message}{hint}", hint = status_hint(*status))]
+    #[error("{}", wording::http(*status, url, message))]
     Http {
         /// HTTP status code.
         status: u16,
@@ -33,7 +35,7 @@ pub enum LlmError {
     },
 
     /// The connection could not be made or broke before the response started.
-    #[error("could not reach {url}: {message}")]
+    #[error("{}", wording::connection(url, message))]
     Connection {
         /// Request URL.
         url: String,
@@ -42,7 +44,7 @@ pub enum LlmError {
     },
 
     /// A timeout elapsed (`phase` says which one).
-    #[error("timed out after {after:?} {phase}")]
+    #[error("{}", wording::timeout(*after, phase))]
     Timeout {
         /// What we were waiting for, e.g. "waiting for the response headers".
         phase: &'static str,
@@ -51,7 +53,7 @@ pub enum LlmError {
     },
 
     /// A streamed event could not be understood (bad JSON, wrong shape).
-    #[error("malformed stream event: {message}; data: {data}")]
+    #[error("{}", wording::malformed_event(message, data))]
     MalformedEvent {
         /// What was wrong.
         message: String,
@@ -60,15 +62,15 @@ pub enum LlmError {
     },
 
     /// The server sent an error object inside the event stream.
-    #[error("the server reported an error mid-stream: {0}")]
+    #[error("{}", wording::stream_error(.0))]
     StreamError(String),
 
     /// The stream stopped before the model reported that it had finished.
-    #[error("stream ended before the model finished ({0})")]
+    #[error("{}", wording::stream_ended(.0))]
     StreamEnded(String),
 
     /// A scripted-model file could not be loaded.
-    #[error("invalid model script {source_name} at {path}: {message}")]
+    #[error("{}", wording::script(source_name, path, message))]
     Script {
         /// File path, or `<inline>` for a string.
         source_name: String,
@@ -79,14 +81,14 @@ pub enum LlmError {
     },
 
     /// No rule of a scripted model matched the request.
-    #[error("no scripted rule matched the request (last message: {last_message})")]
+    #[error("{}", wording::no_rule_matched(last_message))]
     NoRuleMatched {
         /// A short rendering of the request's last message.
         last_message: String,
     },
 
     /// A scripted rule asked for an error reply (to test error handling).
-    #[error("scripted error: {0}")]
+    #[error("{}", wording::scripted(.0))]
     Scripted(String),
 }
 
@@ -99,14 +101,6 @@ impl LlmError {
             LlmError::Connection { .. } | LlmError::Timeout { .. } => true,
             _ => false,
         }
-    }
-}
-
-fn status_hint(status: u16) -> &'static str {
-    match status {
-        401 | 403 => " (check the API key, e.g. DSH_API_KEY)",
-        404 => " (check the base URL, e.g. DSH_BASE_URL, and the model name)",
-        _ => "",
     }
 }
 

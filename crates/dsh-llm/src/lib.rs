@@ -5,6 +5,7 @@ mod message;
 mod model;
 pub mod openai;
 pub mod scripted;
+mod wording;
 
 pub use error::LlmError;
 pub use message::{Message, Role, ToolCall, ToolDefinition};

@@ -62,7 +62,7 @@ impl ClientOptions {
 
 /// Why a server could not be mounted: it names the server and the cause.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("MCP server \"{server}\" failed to start: {cause}")]
+#[error("{}", wording::start_error(server, cause))]
 #[non_exhaustive]
 pub struct McpStartError {
     /// The server's name.
@@ -74,7 +74,7 @@ pub struct McpStartError {
 /// Why a server's process group could not be released: it names the server
 /// and what was still there.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("MCP server \"{server}\" was not released: {cause}")]
+#[error("{}", wording::release_error(server, cause))]
 #[non_exhaustive]
 pub struct McpReleaseError {
     /// The server's name.
@@ -194,7 +194,7 @@ impl McpMount {
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
                 || remote.is_empty()
             {
-                tracing::warn!(server = %spec.name, tool = %remote, "skipping an MCP tool whose name cannot be a tool name");
+                tracing::warn!(server = %spec.name, tool = %remote, "{}", wording::LOG_SKIPPED_TOOL);
                 continue;
             }
             let name = spec.tool_name(&remote);

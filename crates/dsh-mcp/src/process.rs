@@ -20,7 +20,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
-use crate::McpServerSpec;
+use crate::{McpServerSpec, wording};
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
 const STDERR_TAIL_BYTES: usize = 512;
@@ -39,12 +39,12 @@ impl fmt::Display for ExitInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use std::os::unix::process::ExitStatusExt;
         match (self.0.code(), self.0.signal()) {
-            (Some(code), _) => write!(f, "exit code {code}"),
+            (Some(code), _) => f.write_str(&wording::exit_code(code)),
             (None, Some(signal)) => match Signal::try_from(signal) {
-                Ok(signal) => write!(f, "killed by signal {signal}"),
-                Err(_) => write!(f, "killed by signal {signal}"),
+                Ok(signal) => f.write_str(&wording::killed_by_signal(&signal)),
+                Err(_) => f.write_str(&wording::killed_by_signal(&signal)),
             },
-            (None, None) => f.write_str("unknown exit status"),
+            (None, None) => f.write_str(wording::UNKNOWN_EXIT),
         }
     }
 }
@@ -102,7 +102,7 @@ impl ServerProcess {
             (child.id(), child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             let _ = child.start_kill();
-            return Err(std::io::Error::other("the server's pipes were not available"));
+            return Err(std::io::Error::other(wording::PIPES_UNAVAILABLE));
         };
         let group = ProcessGroup {
             pgid: Pid::from_raw(pid as i32),
@@ -164,12 +164,10 @@ impl ServerProcess {
 
     /// How the process ended, in words, with the last stderr line when there is one.
     pub(crate) fn describe_exit(&self) -> String {
-        let how = match self.exit() {
-            Some(info) => format!("it exited with {info}"),
-            None => "its connection closed".to_owned(),
-        };
+        let exit = self.exit();
+        let how = wording::exited_with(exit.as_ref().map(|info| info as &dyn fmt::Display));
         match self.stderr_tail() {
-            Some(line) => format!("{how}; its last stderr line: {line}"),
+            Some(line) => wording::with_last_stderr(&how, &line),
             None => how,
         }
     }
@@ -194,7 +192,7 @@ impl ServerProcess {
     /// With stdin already closed: waits `eof_grace`, then SIGTERMs the group
     /// and waits `term_grace`, then SIGKILLs it. Returns once the group is gone.
     pub(crate) async fn teardown(&self, eof_grace: Duration, term_grace: Duration) -> Result<(), String> {
-        let failed = |error: Errno| format!("cannot signal the MCP server's process group: {error}");
+        let failed = |error: Errno| wording::cannot_signal(&error);
         if self.wait_gone(eof_grace).await.map_err(failed)? {
             return Ok(());
         }
@@ -206,6 +204,6 @@ impl ServerProcess {
         if self.wait_gone(KILL_WAIT).await.map_err(failed)? {
             return Ok(());
         }
-        Err("the MCP server's process group outlived SIGKILL".to_owned())
+        Err(wording::SURVIVED_KILL.to_owned())
     }
 }

@@ -129,7 +129,7 @@ impl McpToolServer {
         let mut read = read;
         tokio::spawn(async move {
             if let Err(error) = tokio::io::copy(&mut read, &mut feed).await {
-                tracing::debug!("MCP session input ended: {error}");
+                tracing::debug!("{}", wording::log_input_ended(&error));
             }
             on_eof.cancel();
         });
@@ -141,10 +141,7 @@ impl McpToolServer {
         cancel.cancel();
         calls.close();
         if tokio::time::timeout(WIND_DOWN, calls.wait()).await.is_err() {
-            tracing::warn!(
-                "MCP session closed with calls still running after {} s",
-                WIND_DOWN.as_secs()
-            );
+            tracing::warn!("{}", wording::log_calls_outlived_session(WIND_DOWN));
         }
         quit.map(drop).map_err(|error| McpServeError(error.to_string()))
     }
@@ -152,7 +149,7 @@ impl McpToolServer {
 
 /// Why a session could not be served (the handshake or the connection failed).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("MCP session failed: {0}")]
+#[error("{}", wording::session_failed(.0))]
 pub struct McpServeError(String);
 
 /// One client session: its calling agent and its running calls.

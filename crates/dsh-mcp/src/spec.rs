@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::wording;
+
 /// The prefix of every mounted MCP tool: `mcp__<server>__<tool>`.
 pub const TOOL_PREFIX: &str = "mcp__";
 
@@ -40,27 +42,25 @@ pub struct McpServerSpec {
 #[non_exhaustive]
 pub enum SpecError {
     /// The text has no `=` between the name and the command line.
-    #[error("expected <name>=<command line>, got \"{text}\"")]
+    #[error("{}", wording::spec_missing_name(text))]
     MissingName {
         /// The text as given.
         text: String,
     },
     /// The name has characters a tool name cannot carry, or is empty.
-    #[error(
-        "MCP server name \"{name}\" is not valid: use ASCII letters, digits, '-' and '_' (not \"__\", which separates the server from the tool in mcp__<server>__<tool>)"
-    )]
+    #[error("{}", wording::spec_bad_name(name))]
     BadName {
         /// The name as given.
         name: String,
     },
     /// The command line is empty.
-    #[error("MCP server \"{name}\" has an empty command")]
+    #[error("{}", wording::spec_empty_command(name))]
     EmptyCommand {
         /// The server.
         name: String,
     },
     /// The command line has an unclosed quote or a trailing backslash.
-    #[error("MCP server \"{name}\": cannot split the command line \"{line}\" (an unclosed quote?)")]
+    #[error("{}", wording::spec_bad_command_line(name, line))]
     BadCommandLine {
         /// The server.
         name: String,

@@ -1,4 +1,12 @@
 //! Every text this crate shows a model or a person, in one place.
+//!
+//! The rule: errors (their `#[error]` attributes call the items here), the
+//! results and progress a model reads, exit descriptions and log messages
+//! are written here, and the rest of the crate only calls these items. The
+//! `pub` items are the texts a mounted tool's caller reads; the `pub(crate)`
+//! ones are errors and log lines whose text reaches a person through this
+//! crate's error types or `tracing`. Names a program matches stay beside the
+//! code: MCP method names, error codes, the tool-name prefix and separator.
 
 use std::time::Duration;
 
@@ -63,6 +71,97 @@ pub fn startup_timed_out(timeout: Duration) -> String {
 /// A served call whose task ended without a result (it panicked or was aborted).
 pub fn call_task_failed(tool: &str, error: &str) -> String {
     format!("tool \"{tool}\" failed: {error}")
+}
+
+/// A server that could not be mounted, and why.
+pub(crate) fn start_error(server: &str, cause: &str) -> String {
+    format!("MCP server \"{server}\" failed to start: {cause}")
+}
+
+/// A server whose process group could not be released, and what was left.
+pub(crate) fn release_error(server: &str, cause: &str) -> String {
+    format!("MCP server \"{server}\" was not released: {cause}")
+}
+
+/// Log line: a listed tool whose name cannot become a tool name here.
+pub(crate) const LOG_SKIPPED_TOOL: &str = "skipping an MCP tool whose name cannot be a tool name";
+
+/// How a server's process ended: `it exited with <exit>`, or a closed
+/// connection when its exit is not known yet.
+pub(crate) fn exited_with(exit: Option<&dyn std::fmt::Display>) -> String {
+    match exit {
+        Some(info) => format!("it exited with {info}"),
+        None => "its connection closed".to_owned(),
+    }
+}
+
+/// [`exited_with`] followed by the last line the server wrote to stderr.
+pub(crate) fn with_last_stderr(how: &str, line: &str) -> String {
+    format!("{how}; its last stderr line: {line}")
+}
+
+/// The server exited with `code`.
+pub(crate) fn exit_code(code: i32) -> String {
+    format!("exit code {code}")
+}
+
+/// A signal ended the server (`signal` is its name, or its number when unnamed).
+pub(crate) fn killed_by_signal(signal: &dyn std::fmt::Display) -> String {
+    format!("killed by signal {signal}")
+}
+
+/// Neither an exit code nor a signal.
+pub(crate) const UNKNOWN_EXIT: &str = "unknown exit status";
+
+/// Piped stdio that did not come back from the spawn.
+pub(crate) const PIPES_UNAVAILABLE: &str = "the server's pipes were not available";
+
+/// A signal to the server's group that the system refused.
+pub(crate) fn cannot_signal(error: &dyn std::fmt::Display) -> String {
+    format!("cannot signal the MCP server's process group: {error}")
+}
+
+/// A server group that outlived SIGKILL and the wait after it.
+pub(crate) const SURVIVED_KILL: &str = "the MCP server's process group outlived SIGKILL";
+
+/// Why a served session ended early.
+pub(crate) fn session_failed(error: &str) -> String {
+    format!("MCP session failed: {error}")
+}
+
+/// Log line: the served session's input ended with an error.
+pub(crate) fn log_input_ended(error: &dyn std::fmt::Display) -> String {
+    format!("MCP session input ended: {error}")
+}
+
+/// Log line: calls still running when a served session's wind-down ended.
+pub(crate) fn log_calls_outlived_session(wind_down: Duration) -> String {
+    format!(
+        "MCP session closed with calls still running after {} s",
+        wind_down.as_secs()
+    )
+}
+
+/// A `--mcp-server` value without `=`.
+pub(crate) fn spec_missing_name(text: &str) -> String {
+    format!("expected <name>=<command line>, got \"{text}\"")
+}
+
+/// A server name a tool name cannot carry.
+pub(crate) fn spec_bad_name(name: &str) -> String {
+    format!(
+        "MCP server name \"{name}\" is not valid: use ASCII letters, digits, '-' and '_' (not \"__\", which separates the server from the tool in mcp__<server>__<tool>)"
+    )
+}
+
+/// A server with an empty command line.
+pub(crate) fn spec_empty_command(name: &str) -> String {
+    format!("MCP server \"{name}\" has an empty command")
+}
+
+/// A command line that cannot be split into words.
+pub(crate) fn spec_bad_command_line(name: &str, line: &str) -> String {
+    format!("MCP server \"{name}\": cannot split the command line \"{line}\" (an unclosed quote?)")
 }
 
 #[cfg(test)]

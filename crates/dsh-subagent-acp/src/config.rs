@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::wording;
+
 /// The default provider name.
 pub const DEFAULT_NAME: &str = "acp";
 
@@ -252,38 +254,26 @@ impl AcpConfig {
     /// Checks what the builder cannot: a command, an absolute-or-relative
     /// usable cwd, and non-zero bounds.
     pub fn validate(&self) -> Result<(), InvalidConfig> {
-        let prefix = "subagent-acp";
         if self.command.as_os_str().is_empty() {
-            return Err(InvalidConfig::new(format!(
-                "{prefix}: config command must not be empty"
-            )));
+            return Err(InvalidConfig::new(wording::COMMAND_EMPTY.to_owned()));
         }
         if let Some(cwd) = &self.cwd {
             if cwd.as_os_str().is_empty() {
-                return Err(InvalidConfig::new(format!(
-                    "{prefix}: config cwd must not be empty — omit the key to inherit the parent's working directory"
-                )));
+                return Err(InvalidConfig::new(wording::CWD_EMPTY.to_owned()));
             }
             if !cwd.is_dir() {
-                return Err(InvalidConfig::new(format!(
-                    "{prefix}: config cwd is not an accessible directory: {}",
-                    cwd.display()
-                )));
+                return Err(InvalidConfig::new(wording::cwd_not_a_directory(cwd)));
             }
         }
         for (key, _) in &self.env {
             if key.is_empty() || key.contains('=') || key.contains('\0') {
-                return Err(InvalidConfig::new(format!(
-                    "{prefix}: config env names a variable that cannot exist: {key:?}"
-                )));
+                return Err(InvalidConfig::new(wording::env_name_impossible(key)));
             }
         }
         if let AcpAuth::Method(id) = &self.auth
             && id.trim().is_empty()
         {
-            return Err(InvalidConfig::new(format!(
-                "{prefix}: config auth method id must not be empty"
-            )));
+            return Err(InvalidConfig::new(wording::AUTH_METHOD_EMPTY.to_owned()));
         }
         let zero = [
             ("startupTimeout", self.startup_timeout.is_zero()),
@@ -292,9 +282,7 @@ impl AcpConfig {
             ("maxLineBytes", self.max_line_bytes == 0),
         ];
         if let Some((key, _)) = zero.iter().find(|(_, is_zero)| *is_zero) {
-            return Err(InvalidConfig::new(format!(
-                "{prefix}: config {key} must be greater than zero"
-            )));
+            return Err(InvalidConfig::new(wording::must_be_positive(key)));
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::process::ExitInfo;
+use crate::wording;
 
 /// The protocol stage a run was in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,13 +76,11 @@ fn sanitize(name: &str) -> String {
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NotJson { .. } => f.write_str("the child wrote a line to stdout that is not JSON"),
-            Self::UnknownMethod { method } => {
-                write!(f, "the child called an unsupported method \"{}\"", sanitize(method))
-            }
-            Self::LineTooLong { limit } => write!(f, "the child wrote a protocol line longer than {limit} bytes"),
-            Self::OutputTooLong { limit } => write!(f, "the child streamed more than {limit} bytes of answer text"),
-            Self::ReadFailed(error) => write!(f, "reading the child's stdout failed: {error}"),
+            Self::NotJson { .. } => f.write_str(wording::NOT_JSON),
+            Self::UnknownMethod { method } => f.write_str(&wording::unknown_method(&sanitize(method))),
+            Self::LineTooLong { limit } => f.write_str(&wording::line_too_long(*limit)),
+            Self::OutputTooLong { limit } => f.write_str(&wording::output_too_long(*limit)),
+            Self::ReadFailed(error) => f.write_str(&wording::read_failed(error)),
         }
     }
 }
@@ -97,14 +96,13 @@ pub(crate) struct Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ACP stage {}: {}", self.stage, self.what)?;
-        if let Some(exit) = self.exit {
-            write!(f, " (child process: {exit})")?;
-        }
-        if let Some(stderr) = &self.stderr {
-            write!(f, "\nchild stderr (tail):\n{stderr}")?;
-        }
-        Ok(())
+        let exit = self.exit.as_ref().map(|exit| exit as &dyn fmt::Display);
+        f.write_str(&wording::diagnostic(
+            &self.stage,
+            &self.what,
+            exit,
+            self.stderr.as_deref(),
+        ))
     }
 }
 

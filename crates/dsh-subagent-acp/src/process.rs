@@ -19,6 +19,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use crate::config::AcpConfig;
+use crate::wording;
 
 /// Variables of the parent's environment every child keeps: what programs
 /// need to run and nothing that is a credential.
@@ -68,12 +69,12 @@ impl fmt::Display for ExitInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use std::os::unix::process::ExitStatusExt;
         match (self.0.code(), self.0.signal()) {
-            (Some(code), _) => write!(f, "exit code {code}"),
+            (Some(code), _) => f.write_str(&wording::exit_code(code)),
             (None, Some(signal)) => match Signal::try_from(signal) {
-                Ok(signal) => write!(f, "killed by signal {signal}"),
-                Err(_) => write!(f, "killed by signal {signal}"),
+                Ok(signal) => f.write_str(&wording::killed_by_signal(&signal)),
+                Err(_) => f.write_str(&wording::killed_by_signal(&signal)),
             },
-            (None, None) => f.write_str("unknown exit status"),
+            (None, None) => f.write_str(wording::UNKNOWN_EXIT),
         }
     }
 }
@@ -262,7 +263,7 @@ impl ProcessGroup {
     /// SIGKILLs the group now, if it may still have members.
     pub(crate) fn kill(&self) {
         if let Err(error) = self.signal(Some(Signal::SIGKILL)) {
-            tracing::warn!("cannot SIGKILL the ACP child's process group {}: {error}", self.id());
+            tracing::warn!("{}", wording::log_cannot_kill(&self.id(), &error));
         }
     }
 }
@@ -321,7 +322,7 @@ impl ChildProcess {
         else {
             // Unreachable with piped stdio; never leave the process behind.
             let _ = child.start_kill();
-            return Err(std::io::Error::other("the child's pipes were not available"));
+            return Err(std::io::Error::other(wording::PIPES_UNAVAILABLE));
         };
         let group = Arc::new(ProcessGroup {
             pgid: Pid::from_raw(pid as i32),
@@ -334,7 +335,7 @@ impl ChildProcess {
                 Ok(status) => {
                     let _ = exit_tx.send(Some(ExitInfo(status)));
                 }
-                Err(error) => tracing::warn!("waiting for the ACP child failed: {error}"),
+                Err(error) => tracing::warn!("{}", wording::log_wait_failed(&error)),
             }
         });
         let tail = Arc::new(Mutex::new(StderrTail::default()));
@@ -423,12 +424,7 @@ impl ChildProcess {
     /// Closes stdin and waits `eof_grace`; then SIGTERMs the group and waits
     /// `term_grace`; then SIGKILLs it. Returns once the whole group is gone.
     pub(crate) async fn teardown(&self, eof_grace: Duration, term_grace: Duration) -> Result<Teardown, String> {
-        let failed = |error: Errno| {
-            format!(
-                "cannot signal the ACP child's process group {}: {error}",
-                self.group.id()
-            )
-        };
+        let failed = |error: Errno| wording::cannot_signal(&self.group.id(), &error);
         self.close_stdin.cancel();
         if self.wait_gone(eof_grace).await.map_err(failed)? {
             return Ok(Teardown::Eof);
@@ -441,11 +437,7 @@ impl ChildProcess {
         if self.wait_gone(KILL_WAIT).await.map_err(failed)? {
             return Ok(Teardown::Killed);
         }
-        Err(format!(
-            "the ACP child's process group {} still had running members {} ms after SIGKILL",
-            self.group.id(),
-            KILL_WAIT.as_millis()
-        ))
+        Err(wording::survived_kill(&self.group.id(), KILL_WAIT))
     }
 }
 

@@ -97,7 +97,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
         )
     })?;
     let process = Arc::new(process);
-    tracing::debug!(pgid = process.group.id(), command = %config.command.display(), "ACP child started");
+    tracing::debug!(pgid = process.group.id(), command = %config.command.display(), "{}", wording::LOG_CHILD_STARTED);
 
     let state = Arc::new(RunState::default());
     let outgoing = writer(pipes.stdin, process.stdin_closer());
@@ -146,13 +146,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
     let failure = match startup {
         Startup::Published => None,
         Startup::Cancelled => Some(Err(SubagentError::aborted(wording::ABORTED_WHILE_STARTING))),
-        Startup::TimedOut => Some(Ok((
-            format!(
-                "no answer within the startup timeout ({} ms)",
-                config.startup_timeout.as_millis()
-            ),
-            false,
-        ))),
+        Startup::TimedOut => Some(Ok((wording::startup_timed_out(config.startup_timeout), false))),
         Startup::Ended => {
             let ended = match task.0.take() {
                 Some(handle) => handle.await,
@@ -172,12 +166,12 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
             }
         };
         release_failed_start(&process, &config, &request.cancel).await;
-        tracing::debug!(code = error.code(), "ACP child start failed: {error}");
+        tracing::debug!(code = error.code(), "{}", wording::log_start_failed(&error));
         return Err(error);
     }
 
     let Some(handle) = task.0.take() else {
-        return Err(SubagentError::failed("the ACP conversation task was lost"));
+        return Err(SubagentError::failed(wording::CONVERSATION_TASK_LOST));
     };
     let id = format!("acp-{}", uuid::Uuid::new_v4());
     let result = {
@@ -192,7 +186,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
         let torn = process
             .teardown(config.dispose_eof_grace, config.dispose_term_grace)
             .await;
-        tracing::debug!(pgid = process.group.id(), ?torn, "ACP child released");
+        tracing::debug!(pgid = process.group.id(), ?torn, "{}", wording::LOG_CHILD_RELEASED);
         torn.map(|_| ())
             .map_err(|error| SubagentError::failed_with_code(error, crate::ErrorCode::TeardownFailed))
     };
@@ -231,24 +225,18 @@ fn describe_end(
         && !["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"].contains(&raw.as_str())
     {
         let raw: String = raw.chars().filter(char::is_ascii_graphic).take(64).collect();
-        return (
-            format!("the child ended the turn with an unknown stop reason \"{raw}\""),
-            false,
-        );
+        return (wording::unknown_stop(&raw), false);
     }
     match ended {
         Ok(Ok(Ended::AuthNotOffered(id))) => (wording::auth_not_offered(&id, &state.auth_offers()), false),
-        Ok(Ok(_)) => ("the child ended the conversation early".to_owned(), false),
-        Ok(Err(Broken::Closed)) => ("the child closed the connection before answering".to_owned(), true),
+        Ok(Ok(_)) => (wording::ENDED_EARLY.to_owned(), false),
+        Ok(Err(Broken::Closed)) => (wording::CLOSED_BEFORE_ANSWER.to_owned(), true),
         Ok(Err(Broken::Failed(error))) if error.code == AUTH_REQUIRED => (
-            format!(
-                "the request failed: {error}\n{}",
-                wording::auth_required(&state.auth_offers(), &config.auth)
-            ),
+            wording::request_needs_auth(&error, &wording::auth_required(&state.auth_offers(), &config.auth)),
             false,
         ),
-        Ok(Err(Broken::Failed(error))) => (format!("the request failed: {error}"), false),
-        Err(error) => (format!("the conversation task failed: {error}"), false),
+        Ok(Err(Broken::Failed(error))) => (wording::request_failed(&error), false),
+        Err(error) => (wording::conversation_task_failed(&error), false),
     }
 }
 
@@ -315,7 +303,7 @@ async fn settle(
             let limit = config.turn_timeout.unwrap_or_default();
             let what = wording::turn_timed_out(limit, acknowledged.is_some(), config.cancel_grace);
             let diagnostic = diagnose(process, Stage::Prompt, what, false, cancel).await;
-            tracing::warn!("ACP child run timed out: {diagnostic}");
+            tracing::warn!("{}", wording::log_run_timed_out(&diagnostic));
             SubagentResult::new(StopReason::Error, blocks).with_diagnostic(diagnostic.to_string())
         }
         Ok(Ok(Ended::Cancelled(acknowledged))) => {
@@ -331,7 +319,7 @@ async fn settle(
             let stage = state.stage();
             let (what, exited) = describe_end(other, state, config);
             let diagnostic = diagnose(process, stage, what, exited, cancel).await;
-            tracing::warn!("ACP child run failed: {diagnostic}");
+            tracing::warn!("{}", wording::log_run_failed(&diagnostic));
             SubagentResult::new(StopReason::Error, blocks).with_diagnostic(diagnostic.to_string())
         }
     }

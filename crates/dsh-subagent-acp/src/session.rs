@@ -101,14 +101,11 @@ impl RpcFailure {
 
 impl std::fmt::Display for RpcFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "error {}", self.code)?;
-        for part in [Some(&self.message).filter(|m| !m.is_empty()), self.data.as_ref()]
+        let parts = [Some(&self.message).filter(|m| !m.is_empty()), self.data.as_ref()]
             .into_iter()
             .flatten()
-        {
-            write!(f, ": {part}")?;
-        }
-        Ok(())
+            .map(String::as_str);
+        f.write_str(&crate::wording::rpc_failure(self.code, parts))
     }
 }
 

@@ -136,7 +136,7 @@ impl RunState {
 pub(crate) type Outgoing = futures::sink::SinkMapErr<mpsc::UnboundedSender<String>, fn(mpsc::SendError) -> io::Error>;
 
 fn broken_pipe(_: mpsc::SendError) -> io::Error {
-    io::Error::new(io::ErrorKind::BrokenPipe, "the ACP child's stdin is closed")
+    io::Error::new(io::ErrorKind::BrokenPipe, crate::wording::STDIN_CLOSED)
 }
 
 /// Writes the SDK's lines to the child's stdin until the SDK is done or
@@ -202,7 +202,7 @@ pub(crate) fn reader(
                     if let Some(fault) = fault {
                         state.fault(fault);
                     }
-                    let _ = tx.send(Err(io::Error::other("ACP protocol fault"))).await;
+                    let _ = tx.send(Err(io::Error::other(crate::wording::PROTOCOL_FAULT))).await;
                     break;
                 }
             }

@@ -3,11 +3,16 @@
 use std::any::Any;
 
 use dsh_subagent::SubagentService;
+use dsh_subagent::wording::SEND_MESSAGE_TOOL;
 use dsh_subagent_api::{BoxFuture, Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentRun};
 use dsh_tasks::TaskRegistry;
+use dsh_tasks::wording::{TASK_KILL, TASK_LIST, TASK_OUTPUT};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::ToolRegistry;
+
+/// The `subagent` tool's default name.
+const SUBAGENT: &str = SubagentToolConfig::DEFAULT_TOOL_NAME;
 
 /// Whatever keeps a mounted crate's tools registered; dropped after harvest.
 pub type MountGuard = Box<dyn Any>;
@@ -59,20 +64,20 @@ pub fn manifest() -> Vec<ToolPackage> {
     vec![
         ToolPackage {
             package: "dsh-tool-subagent",
-            sources: &[("subagent", "crates/dsh-tool-subagent/src/tool.rs")],
+            sources: &[(SUBAGENT, "crates/dsh-tool-subagent/src/tool.rs")],
             requires: &["dsh_tools::ToolRegistry", "dsh_subagent::SubagentService"],
             writes: &[
                 "tool/call",
                 "tool/result",
                 "child agent state through the chosen provider",
             ],
-            shipped_aliases: &["subagent", "subagent_fork", "subagent_acp"],
+            shipped_aliases: &[SUBAGENT, "subagent_fork", "subagent_acp"],
             note: "The registered tool name is the load-time `toolName` config (default `subagent`); the schema above is that default, over a provider whose child starts with a fresh conversation. A harness loads this crate once per provider, so the model may also see `subagent_fork`, bound to the fork provider: its description and `prompt` text use the inherited-context wording (`INHERITS this conversation`, `It already sees this conversation's completed turns`), and its parameters are otherwise identical. `subagent_acp` (an out-of-process child over ACP) keeps the wording above. With `enableRunInBackground` (off by default; `dsh run` turns it on) the description gains the background-task sentence and an optional boolean `run_in_background` follows `prompt`: over a one-shot provider it returns `started background subagent task <id>`, over a provider with the continuation capability (spawn or fork, with a control service) `started subagent <id> as task <taskId>`, and the description then also names `send_message`.",
             mount: mount_subagent,
         },
         ToolPackage {
             package: "dsh-tool-subagent-control",
-            sources: &[("send_message", "crates/dsh-tool-subagent-control/src/tool.rs")],
+            sources: &[(SEND_MESSAGE_TOOL, "crates/dsh-tool-subagent-control/src/tool.rs")],
             requires: &["dsh_tools::ToolRegistry", "dsh_subagent::SubagentControl"],
             writes: &[
                 "tool/call",
@@ -87,9 +92,9 @@ pub fn manifest() -> Vec<ToolPackage> {
         ToolPackage {
             package: "dsh-tool-tasks",
             sources: &[
-                ("task_kill", "crates/dsh-tool-tasks/src/tools.rs"),
-                ("task_list", "crates/dsh-tool-tasks/src/tools.rs"),
-                ("task_output", "crates/dsh-tool-tasks/src/tools.rs"),
+                (TASK_KILL, "crates/dsh-tool-tasks/src/tools.rs"),
+                (TASK_LIST, "crates/dsh-tool-tasks/src/tools.rs"),
+                (TASK_OUTPUT, "crates/dsh-tool-tasks/src/tools.rs"),
             ],
             requires: &["dsh_tools::ToolRegistry", "dsh_tasks::TaskRegistry"],
             writes: &[
@@ -104,11 +109,11 @@ pub fn manifest() -> Vec<ToolPackage> {
         ToolPackage {
             package: "dsh mcp",
             sources: &[
-                ("send_message", "crates/dsh-tool-subagent-control/src/tool.rs"),
-                ("subagent", "crates/dsh-tool-subagent/src/tool.rs"),
-                ("task_kill", "crates/dsh-tool-tasks/src/tools.rs"),
-                ("task_list", "crates/dsh-tool-tasks/src/tools.rs"),
-                ("task_output", "crates/dsh-tool-tasks/src/tools.rs"),
+                (SEND_MESSAGE_TOOL, "crates/dsh-tool-subagent-control/src/tool.rs"),
+                (SUBAGENT, "crates/dsh-tool-subagent/src/tool.rs"),
+                (TASK_KILL, "crates/dsh-tool-tasks/src/tools.rs"),
+                (TASK_LIST, "crates/dsh-tool-tasks/src/tools.rs"),
+                (TASK_OUTPUT, "crates/dsh-tool-tasks/src/tools.rs"),
             ],
             requires: &["the `dsh` binary (`dsh mcp`)", "dsh_mcp::McpToolServer"],
             writes: &[

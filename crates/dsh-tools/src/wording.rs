@@ -16,9 +16,12 @@ pub fn tool_panicked(name: &str, message: &str) -> String {
 /// A panic whose payload is not text.
 pub const NON_STRING_PANIC: &str = "<non-string panic payload>";
 
+/// How every error result the model reads begins.
+pub const ERROR_PREFIX: &str = "Error: ";
+
 /// An error result as the model reads it.
 pub fn error_result(message: &str) -> String {
-    format!("Error: {message}")
+    format!("{ERROR_PREFIX}{message}")
 }
 
 // ---- argument checks (the parts every tool shares) ---------------------------

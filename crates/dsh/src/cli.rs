@@ -1,4 +1,8 @@
 //! Command-line arguments.
+//!
+//! The `--help` texts stay here, as doc comments and attributes, because
+//! clap reads them from there; every other text `dsh` prints is in
+//! [`crate::wording`].
 
 use std::path::PathBuf;
 

@@ -54,10 +54,7 @@ fn catalog(specs: Vec<ToolSpec>, delegation_tools: &[String]) -> Result<String, 
             Some((index, source))
         });
         let Some((index, source)) = found else {
-            return Err(Failure::internal(format!(
-                "the tool {} belongs to no catalogued crate",
-                spec.name
-            )));
+            return Err(Failure::internal(wording::tool_not_catalogued(&spec.name)));
         };
         packages[index].tools.push((spec, source));
     }

@@ -52,7 +52,7 @@ impl Failure {
 
     /// A refused configuration file.
     fn config(error: &config::ConfigFileError) -> Self {
-        Self::usage(format!("dsh: {error}"))
+        Self::usage(wording::failed(error))
     }
 
     /// The message for stderr.
@@ -63,7 +63,7 @@ impl Failure {
     /// A bug in dsh itself.
     fn internal(message: impl Into<String>) -> Self {
         Self {
-            message: format!("dsh: internal error: {}", message.into()),
+            message: wording::internal_error(&message.into()),
             code: 70,
         }
     }
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         cli::Command::Run(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => runtime.block_on(run::run(args)),
-            Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
+            Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
         },
         cli::Command::Transcript(args) => transcript::print(&args),
         cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
@@ -84,14 +84,14 @@ fn main() -> ExitCode {
                 // Ctrl-C ends the server cleanly, so its spans are flushed.
                 tokio::select! {
                     served = acp::serve(args) => served,
-                    _ = tokio::signal::ctrl_c() => Err(Failure::interrupted("dsh: interrupted")),
+                    _ = tokio::signal::ctrl_c() => Err(Failure::interrupted(wording::INTERRUPTED)),
                 }
             }),
-            Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
+            Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
         },
         cli::Command::Mcp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
             Ok(runtime) => runtime.block_on(mcp::serve(args)),
-            Err(error) => Err(Failure::internal(format!("cannot start the async runtime: {error}"))),
+            Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
         },
     };
     // Spans are flushed on every way out (a Ctrl-C ends the run first).

@@ -39,7 +39,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
-    let session = setup.parent("dsh mcp")?;
+    let session = setup.parent(wording::MCP_LABEL)?;
     let quiet = args.quiet;
     let server = McpToolServer::new(setup.tools().clone())
         .identity("dsh", env!("CARGO_PKG_VERSION"))
@@ -57,5 +57,5 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
         .dispose_owner(session.id(), wording::MCP_SESSION_CLOSED)
         .await;
     setup.release_mcp_servers().await;
-    served.map_err(|error| Failure::failed(format!("dsh mcp: {error}")))
+    served.map_err(|error| Failure::failed(wording::mcp_failed(&error)))
 }

@@ -75,7 +75,7 @@ pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, Fail
     if !path.is_file() {
         return Err(unknown());
     }
-    let transcript: Transcript = read_transcript(&path).map_err(|error| Failure::failed(format!("dsh: {error}")))?;
+    let transcript: Transcript = read_transcript(&path).map_err(|error| Failure::failed(wording::failed(&error)))?;
     let Some(TranscriptEntry::Header {
         id: recorded,
         parent,
@@ -91,7 +91,7 @@ pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, Fail
         return Err(unknown());
     }
     let repairs = repair_for_resume(&path, &transcript)
-        .map_err(|error| Failure::failed(format!("dsh: cannot repair {}: {error}", path.display())))?;
+        .map_err(|error| Failure::failed(wording::cannot_repair(&path, &error)))?;
     Ok(SavedParent {
         id: agent,
         label,

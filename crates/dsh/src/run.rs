@@ -28,7 +28,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
             }
             parent
         }
-        None => setup.parent("dsh run")?,
+        None => setup.parent(wording::RUN_LABEL)?,
     };
     // After the parent is found: an unknown id starts no server.
     setup
@@ -48,31 +48,31 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     let outcome = parent.run(args.task, &cancel).await;
     // Nothing the parent started outlives it: background children still
     // running are killed and released before dsh exits.
-    setup.tasks().dispose_owner(parent.id(), "dsh run finished").await;
+    setup.tasks().dispose_owner(parent.id(), wording::RUN_FINISHED).await;
     setup.release_mcp_servers().await;
 
     if !args.quiet {
         let children = progress.children();
         let dir = args.data_dir.join("agents");
-        let mut line = format!("dsh: transcripts in {}: {} (parent)", dir.display(), parent.id());
         // Only in-process children write here; an ACP child keeps its own.
-        for child in children.iter().filter(|id| dir.join(format!("{id}.jsonl")).is_file()) {
-            line.push_str(&format!(", {child}"));
-        }
-        eprintln!("{line}; read one with `dsh transcript <id>`");
-        eprintln!("{}", crate::wording::usage_line(&parent.usage()));
+        let children: Vec<_> = children
+            .into_iter()
+            .filter(|id| dir.join(format!("{id}.jsonl")).is_file())
+            .collect();
+        eprintln!("{}", wording::transcripts_line(&dir, parent.id(), &children));
+        eprintln!("{}", wording::usage_line(&parent.usage()));
     }
     match outcome.stop {
         AgentStop::Completed => {
             println!("{}", outcome.text);
             Ok(())
         }
-        AgentStop::Cancelled => Err(Failure::interrupted("dsh: cancelled")),
+        AgentStop::Cancelled => Err(Failure::interrupted(wording::CANCELLED)),
         stop => {
             if !outcome.text.is_empty() {
                 println!("{}", outcome.text);
             }
-            Err(Failure::failed(format!("dsh: the run did not finish: {stop}")))
+            Err(Failure::failed(wording::run_unfinished(&stop)))
         }
     }
 }

@@ -77,7 +77,7 @@ pub(crate) struct Mounts {
 }
 
 /// The names of the default delegation tools.
-pub(crate) const DEFAULT_TOOL_NAMES: [&str; 2] = ["subagent", "subagent_fork"];
+pub(crate) const DEFAULT_TOOL_NAMES: [&str; 2] = [wording::SPAWN_TOOL, wording::FORK_TOOL];
 
 /// The default tools without a configuration file (or with one that has no
 /// `[[subagents]]`): `subagent` (spawn) and, for an agent, `subagent_fork`
@@ -159,7 +159,7 @@ impl Mounts {
         for subagent in &subagents {
             if let Provider::Acp(acp) = &subagent.provider {
                 let provider =
-                    AcpProvider::new(acp.as_ref().clone()).map_err(|error| Failure::usage(format!("dsh: {error}")))?;
+                    AcpProvider::new(acp.as_ref().clone()).map_err(|error| Failure::usage(wording::failed(&error)))?;
                 providers.push(service.register_provider(Arc::new(provider)));
             }
         }
@@ -218,7 +218,7 @@ impl Mounts {
                 }
             })
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| Failure::usage(format!("dsh: {error}")))?;
+            .map_err(|error| Failure::usage(wording::failed(&error)))?;
         Ok(Self {
             tools,
             tasks,
@@ -305,7 +305,7 @@ impl Setup {
                 Ok(mount) => self.mcp.get_mut().unwrap_or_else(PoisonError::into_inner).push(mount),
                 Err(error) => {
                     self.release_mcp_servers().await;
-                    return Err(Failure::usage(format!("dsh: {error}")));
+                    return Err(Failure::usage(wording::failed(&error)));
                 }
             }
         }
@@ -318,7 +318,7 @@ impl Setup {
         for mount in mounts {
             let server = mount.server().to_owned();
             if let Err(error) = mount.release().await {
-                tracing::warn!(server = %server, "releasing the MCP server failed: {error}");
+                tracing::warn!(server = %server, "{}", wording::log_mcp_release_failed(&error));
             }
         }
     }

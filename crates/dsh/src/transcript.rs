@@ -1,13 +1,11 @@
 //! `dsh transcript <agent-id>`: one agent's transcript, readably.
 
-use std::fmt::Write as _;
-
 use dsh_agent::transcript::{TranscriptEntry, read_transcript, transcript_path};
 use dsh_llm::Message;
 use dsh_tools::AgentId;
 
-use crate::Failure;
 use crate::cli::TranscriptArgs;
+use crate::{Failure, wording};
 
 pub(crate) fn print(args: &TranscriptArgs) -> Result<(), Failure> {
     let valid = !args.agent_id.is_empty()
@@ -17,10 +15,7 @@ pub(crate) fn print(args: &TranscriptArgs) -> Result<(), Failure> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !valid {
-        return Err(Failure::usage(format!(
-            "dsh: \"{}\" is not an agent id (ids use letters, digits, '-', '_' and '.')",
-            args.agent_id
-        )));
+        return Err(Failure::usage(wording::not_an_agent_id(&args.agent_id)));
     }
     let id = AgentId::from(args.agent_id.as_str());
     let path = transcript_path(&args.data_dir, &id);
@@ -35,20 +30,12 @@ pub(crate) fn print(args: &TranscriptArgs) -> Result<(), Failure> {
             })
             .unwrap_or_default();
         known.sort();
-        let known = if known.is_empty() {
-            "none".to_owned()
-        } else {
-            known.join(", ")
-        };
-        return Err(Failure::usage(format!(
-            "dsh: no transcript for agent {id} in {} (known agents: {known})",
-            dir.display()
-        )));
+        return Err(Failure::usage(wording::no_transcript(&id, &dir, &known)));
     }
-    let transcript = read_transcript(&path).map_err(|error| Failure::failed(format!("dsh: {error}")))?;
+    let transcript = read_transcript(&path).map_err(|error| Failure::failed(wording::failed(&error)))?;
     print!("{}", render(&transcript.entries));
     if let Some(diagnostic) = transcript.diagnostic {
-        eprintln!("dsh: {diagnostic}");
+        eprintln!("{}", wording::failed(&diagnostic));
     }
     Ok(())
 }
@@ -57,8 +44,7 @@ pub(crate) fn print(args: &TranscriptArgs) -> Result<(), Failure> {
 pub(crate) fn render(entries: &[TranscriptEntry]) -> String {
     let mut out = String::new();
     for entry in entries {
-        // Writing to a String cannot fail.
-        let _ = match entry {
+        match entry {
             TranscriptEntry::Header {
                 id,
                 parent,
@@ -67,64 +53,38 @@ pub(crate) fn render(entries: &[TranscriptEntry]) -> String {
                 model,
                 ..
             } => {
-                let _ = write!(out, "agent {id}");
-                if let Some(parent) = parent {
-                    let _ = write!(out, " (child of {parent}, depth {depth})");
-                }
-                if let Some(label) = label {
-                    let _ = write!(out, " — {label}");
-                }
-                writeln!(out, "\nmodel: {model}\n")
+                let parent = parent.as_ref().map(|parent| (parent as &dyn std::fmt::Display, *depth));
+                out.push_str(&wording::transcript_header(id, parent, label.as_deref(), model));
             }
-            TranscriptEntry::Seed { messages } => writeln!(
-                out,
-                "[inherited {} message{} from the parent]\n",
-                messages.len(),
-                if messages.len() == 1 { "" } else { "s" }
-            ),
+            TranscriptEntry::Seed { messages } => out.push_str(&wording::transcript_seed(messages.len())),
             TranscriptEntry::Message { message } => write_message(&mut out, message),
-            TranscriptEntry::Repair { diagnostic, .. } => writeln!(out, "── run interrupted: {diagnostic}\n"),
+            TranscriptEntry::Repair { diagnostic, .. } => out.push_str(&wording::transcript_repair(diagnostic)),
             TranscriptEntry::TurnEnd {
                 stop,
                 steps,
                 usage,
                 children_usage,
-            } => {
-                let _ = write!(
-                    out,
-                    "── run ended: {stop} ({steps} model call{}, {}",
-                    if *steps == 1 { "" } else { "s" },
-                    crate::wording::tokens(*usage)
-                );
-                if children_usage.is_some() {
-                    let _ = write!(
-                        out,
-                        "; children {}; total {}",
-                        crate::wording::tokens(*children_usage),
-                        crate::wording::tokens(dsh_agent::add_reported(*usage, *children_usage))
-                    );
-                }
-                writeln!(out, ")\n")
-            }
-            _ => Ok(()),
-        };
+            } => out.push_str(&wording::transcript_turn_end(stop, *steps, *usage, *children_usage)),
+            _ => {}
+        }
     }
     out
 }
 
-fn write_message(out: &mut String, message: &Message) -> std::fmt::Result {
+fn write_message(out: &mut String, message: &Message) {
     match message {
-        Message::System { content } => writeln!(out, "system: {content}\n"),
-        Message::User { content } => writeln!(out, "user: {content}\n"),
+        Message::System { content } => out.push_str(&wording::transcript_system(content)),
+        Message::User { content } => out.push_str(&wording::transcript_user(content)),
         Message::Assistant { content, tool_calls } => {
             if !content.is_empty() {
-                writeln!(out, "assistant: {content}\n")?;
+                out.push_str(&wording::transcript_assistant(content));
             }
             for call in tool_calls {
-                writeln!(out, "assistant → {}({}) [{}]\n", call.name, call.arguments, call.id)?;
+                out.push_str(&wording::transcript_tool_call(&call.name, &call.arguments, &call.id));
             }
-            Ok(())
         }
-        Message::Tool { tool_call_id, content } => writeln!(out, "tool [{tool_call_id}]: {content}\n"),
+        Message::Tool { tool_call_id, content } => {
+            out.push_str(&wording::transcript_tool_result(tool_call_id, content))
+        }
     }
 }

@@ -1,4 +1,32 @@
-//! Every text `dsh` shows a model or a person, in one place.
+//! Every text `dsh` shows a model or a person, in one place: this module
+//! holds the tool names, the parent's prompt, the banners, the progress,
+//! usage and telemetry lines and the `dsh config check` verdict; its
+//! submodules hold the rest by topic (config errors, failures, `dsh run`,
+//! resuming, `dsh acp`, `dsh mcp`, transcripts).
+//!
+//! The rule: every error, warning, progress or summary line, rendered
+//! transcript and log message is written here, and the code only calls these
+//! items. Two kinds of text stay beside the code: the `--help` texts, which
+//! clap reads from the doc comments and attributes in `cli.rs`, and names a
+//! program matches rather than sentences a person reads (config keys and key
+//! paths, provider names, environment variables, the agent's protocol
+//! identity).
+
+mod acp;
+mod config;
+mod failure;
+mod mcp;
+mod resume;
+mod run;
+mod transcript;
+
+pub(crate) use acp::*;
+pub(crate) use config::*;
+pub(crate) use failure::*;
+pub(crate) use mcp::*;
+pub(crate) use resume::*;
+pub(crate) use run::*;
+pub(crate) use transcript::*;
 
 /// The `subagent` tool over the spawn provider (a fresh child).
 pub(crate) const SPAWN_TOOL: &str = dsh_tool_subagent::SubagentToolConfig::DEFAULT_TOOL_NAME;
@@ -20,79 +48,6 @@ pub(crate) fn banner_script(path: &std::path::Path) -> String {
 /// The first stderr line with an endpoint.
 pub(crate) fn banner_endpoint(model: &str, url: &str) -> String {
     format!("dsh: using model {model} at {url}")
-}
-
-/// A `dsh.toml` value that must not be empty is.
-pub(crate) const CONFIG_EMPTY_VALUE: &str = "must not be empty";
-
-/// A `provider = "acp"` entry without a command.
-pub(crate) const CONFIG_ACP_NEEDS_COMMAND: &str = "provider = \"acp\" needs `command`: the ACP agent to run for each delegation (e.g. command = \"dsh\", args = [\"acp\", \"--quiet\"])";
-
-/// Two `[[subagents]]` entries register the same tool name.
-pub(crate) fn config_duplicate_tool_name(name: &str, first: usize) -> String {
-    format!("the tool name \"{name}\" is already used by subagents[{first}]; give each entry its own `tool_name`")
-}
-
-/// Two `[[mcp_servers]]` entries share a name.
-pub(crate) fn config_duplicate_mcp_server(name: &str, first: usize) -> String {
-    format!("the MCP server name \"{name}\" is already used by mcp_servers[{first}]")
-}
-
-/// A name that cannot be an environment variable.
-pub(crate) fn config_bad_variable(name: &str) -> String {
-    format!("{name:?} cannot name an environment variable")
-}
-
-/// A key of `provider = "acp"` on another provider.
-pub(crate) fn config_acp_only_key(provider: &str) -> String {
-    format!("applies only to provider = \"acp\", and this entry's provider is \"{provider}\"")
-}
-
-/// A numeric `max_depth` over a provider that keeps its own recursion budget.
-pub(crate) fn config_depth_not_enforced(provider: &str) -> String {
-    format!(
-        "the {provider} provider keeps its own recursion budget and cannot enforce a numeric max_depth; write max_depth = \"provider-managed\" or leave it out"
-    )
-}
-
-/// A per-child setting the provider cannot apply.
-pub(crate) fn config_unsupported(key: &str, provider: &str) -> String {
-    format!("the {provider} provider cannot apply `{key}` to its children; remove it from this entry")
-}
-
-/// A `tool_filter` with neither list.
-pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
-
-/// A `max_depth` beyond what the tool accepts.
-pub(crate) const CONFIG_MAX_DEPTH_TOO_LARGE: &str = "must be at most 9007199254740991";
-
-/// `--resume` (or `session/load`) without transcripts to read.
-pub(crate) const RESUME_NEEDS_DATA_DIR: &str =
-    "dsh: resuming needs the data directory the parent's transcript is in (--data-dir)";
-
-/// `--resume` with an id that names no parent.
-pub(crate) fn unknown_parent(id: &str, dir: &std::path::Path, parents: &[String]) -> String {
-    let known = if parents.is_empty() {
-        "none".to_owned()
-    } else {
-        parents.join(", ")
-    };
-    format!(
-        "dsh: no parent agent {id:?} to resume in {} (parents that can be resumed: {known})",
-        dir.display()
-    )
-}
-
-/// What a resume repaired, on stderr.
-pub(crate) fn resume_repaired(id: &str, repair: &str) -> String {
-    format!("dsh: resuming {id}: {repair}")
-}
-
-/// A configured fork tool that `dsh mcp` does not serve, on stderr.
-pub(crate) fn fork_not_served(tool: &str) -> String {
-    format!(
-        "dsh mcp: not serving {tool}: a fork child inherits the calling agent's conversation, which lives in the MCP host"
-    )
 }
 
 /// `dsh config check` with MCP servers, whose tools it does not start.
@@ -198,32 +153,5 @@ pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals) -> String {
         tokens(usage.own),
         tokens(usage.children),
         tokens(usage.total())
-    )
-}
-
-/// Why `dsh mcp` kills the background tasks still running when its client leaves.
-pub(crate) const MCP_SESSION_CLOSED: &str = "the MCP session closed";
-
-/// The stderr line of `dsh mcp` for a call its client cancelled (the client
-/// never receives this result).
-pub(crate) fn mcp_call_cancelled(tool: &str, result: &str) -> String {
-    format!("dsh mcp: the client cancelled a call to {tool}; it ended with: {result}")
-}
-
-/// A zero timeout in `dsh.toml`.
-pub(crate) const CONFIG_ZERO_TIMEOUT: &str = "must be greater than zero (leave it out for no timeout)";
-
-/// ACP teardown graces that do not fit in the tool's release grace.
-pub(crate) fn config_graces_too_long(
-    budget: std::time::Duration,
-    fixed: std::time::Duration,
-    grace: std::time::Duration,
-) -> String {
-    format!(
-        "a cancelled child's teardown could take {} ms (these graces plus {} ms after SIGKILL), longer than the {} ms the tool waits for it, so the call could not say whether the child was stopped; keep cancel_grace_ms + dispose_eof_grace_ms + dispose_term_grace_ms at most {} ms",
-        budget.as_millis(),
-        fixed.as_millis(),
-        grace.as_millis(),
-        grace.saturating_sub(fixed).as_millis()
     )
 }

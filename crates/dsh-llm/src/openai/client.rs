@@ -13,6 +13,7 @@ use super::config::OpenAiConfig;
 use super::wire::{Assembler, QUOTE_LIMIT, error_message, request_body};
 use crate::error::{LlmError, truncate};
 use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream};
+use crate::wording;
 
 /// How much of an error response body is read (the rest is ignored).
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -39,12 +40,10 @@ impl OpenAiChatModel {
     /// Builds a client from `config`; fails on an unusable base URL.
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
         let base = config.base_url.trim().trim_end_matches('/');
-        let parsed = reqwest::Url::parse(base)
-            .map_err(|err| LlmError::Config(format!("base URL {base:?} is not a valid URL: {err}")))?;
+        let parsed =
+            reqwest::Url::parse(base).map_err(|err| LlmError::Config(wording::base_url_invalid(base, &err)))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(LlmError::Config(format!(
-                "base URL {base:?} must start with http:// or https://"
-            )));
+            return Err(LlmError::Config(wording::base_url_scheme(base)));
         }
         let url = format!("{base}/chat/completions");
         let mut builder = reqwest::Client::builder().connect_timeout(config.request_timeout);
@@ -62,7 +61,7 @@ impl OpenAiChatModel {
         }
         let client = builder
             .build()
-            .map_err(|err| LlmError::Config(format!("could not build the HTTP client: {}", error_chain(&err))))?;
+            .map_err(|err| LlmError::Config(wording::client_build_failed(&error_chain(&err))))?;
         Ok(OpenAiChatModel {
             inner: Arc::new(Inner { config, client, url }),
         })
@@ -155,15 +154,13 @@ impl Run {
             match next {
                 Err(_) => {
                     return self.fail(LlmError::Timeout {
-                        phase: "waiting for the next chunk of the stream",
+                        phase: wording::WAITING_FOR_CHUNK,
                         after: idle,
                     });
                 }
                 Ok(None) => {
                     if !self.assembler.finished() {
-                        return self.fail(LlmError::StreamEnded(
-                            "the server closed the stream without a finish reason or [DONE]".into(),
-                        ));
+                        return self.fail(LlmError::StreamEnded(wording::CLOSED_WITHOUT_FINISH.into()));
                     }
                     // A finish reason arrived but [DONE] did not: accept what we have.
                     self.finish();
@@ -187,7 +184,7 @@ impl Run {
             return Ok(());
         }
         if data == "[DONE]" {
-            tracing::debug!(url = %self.inner.url, "chat stream done");
+            tracing::debug!(url = %self.inner.url, "{}", wording::LOG_STREAM_DONE);
             let calls = self.assembler.flush()?;
             self.pending.extend(calls);
             self.finish();
@@ -205,7 +202,7 @@ impl Run {
     }
 
     fn fail(mut self, err: LlmError) -> Option<(Result<ChatEvent, LlmError>, Run)> {
-        tracing::debug!(url = %self.inner.url, error = %err, "chat stream failed");
+        tracing::debug!(url = %self.inner.url, error = %err, "{}", wording::LOG_STREAM_FAILED);
         self.pending.clear();
         self.finish();
         Some((Err(err), self))
@@ -218,7 +215,7 @@ async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result
     let config = &inner.config;
     let mut retry = 0;
     loop {
-        tracing::debug!(url = %inner.url, attempt = retry + 1, "sending chat request");
+        tracing::debug!(url = %inner.url, attempt = retry + 1, "{}", wording::LOG_SENDING);
         let (err, retry_after) = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(LlmError::Cancelled),
@@ -231,7 +228,7 @@ async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result
             return Err(err);
         }
         let delay = config.retry_delay(retry, retry_after);
-        tracing::warn!(url = %inner.url, error = %err, retry = retry + 1, ?delay, "chat request failed; retrying");
+        tracing::warn!(url = %inner.url, error = %err, retry = retry + 1, ?delay, "{}", wording::LOG_RETRYING);
         tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(LlmError::Cancelled),
@@ -256,14 +253,14 @@ async fn attempt(inner: &Inner, body: String) -> Result<reqwest::Response, (LlmE
     let response = match tokio::time::timeout(config.request_timeout, builder.send()).await {
         Err(_) => {
             let err = LlmError::Timeout {
-                phase: "waiting for the response headers",
+                phase: wording::WAITING_FOR_HEADERS,
                 after: config.request_timeout,
             };
             return Err((err, None));
         }
         Ok(Err(err)) if err.is_timeout() => {
             let err = LlmError::Timeout {
-                phase: "connecting",
+                phase: wording::CONNECTING,
                 after: config.request_timeout,
             };
             return Err((err, None));
@@ -291,7 +288,10 @@ async fn attempt(inner: &Inner, body: String) -> Result<reqwest::Response, (LlmE
         .await
         .unwrap_or_default();
     let message = if body.trim().is_empty() {
-        status.canonical_reason().unwrap_or("no error message").to_owned()
+        status
+            .canonical_reason()
+            .unwrap_or(wording::NO_ERROR_MESSAGE)
+            .to_owned()
     } else {
         error_message(&body)
     };
@@ -319,14 +319,14 @@ async fn read_bounded(mut response: reqwest::Response) -> String {
 fn sse_error(err: EventStreamError<reqwest::Error>) -> LlmError {
     match err {
         EventStreamError::Transport(err) => {
-            LlmError::StreamEnded(format!("the connection failed mid-stream: {}", error_chain(&err)))
+            LlmError::StreamEnded(wording::connection_failed_mid_stream(&error_chain(&err)))
         }
         EventStreamError::Utf8(err) => LlmError::MalformedEvent {
-            message: format!("the stream is not valid UTF-8 ({err})"),
+            message: wording::stream_not_utf8(&err),
             data: String::new(),
         },
         EventStreamError::Parser(err) => LlmError::MalformedEvent {
-            message: "the stream is not valid server-sent events".into(),
+            message: wording::STREAM_NOT_SSE.into(),
             data: truncate(&err.to_string(), QUOTE_LIMIT),
         },
     }

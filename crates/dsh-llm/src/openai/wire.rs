@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::error::{LlmError, truncate};
 use crate::message::{Message, ToolCall};
 use crate::model::{ChatEvent, ChatRequest, FinishReason, Usage};
+use crate::wording;
 
 /// How much of an offending payload an error message quotes.
 pub(crate) const QUOTE_LIMIT: usize = 300;
@@ -187,7 +188,7 @@ impl Assembler {
     /// Handles one `data:` payload (not `[DONE]`).
     pub(crate) fn push(&mut self, data: &str) -> Result<Vec<ChatEvent>, LlmError> {
         let chunk: Chunk = serde_json::from_str(data).map_err(|err| LlmError::MalformedEvent {
-            message: format!("chunk is not valid chat-completion JSON ({err})"),
+            message: wording::chunk_not_json(&err),
             data: truncate(data, QUOTE_LIMIT),
         })?;
         if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
@@ -242,7 +243,7 @@ impl Assembler {
         for (index, call) in std::mem::take(&mut self.calls) {
             if call.name.is_empty() {
                 return Err(LlmError::MalformedEvent {
-                    message: format!("tool call at index {index} has no function name"),
+                    message: wording::tool_call_without_name(index),
                     data: truncate(&call.arguments, QUOTE_LIMIT),
                 });
             }

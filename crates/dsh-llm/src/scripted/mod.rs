@@ -20,6 +20,7 @@ pub use script::{Conditions, Reply, Rule, Script, ScriptedToolCall, StreamBy};
 use crate::error::{LlmError, truncate};
 use crate::message::{Message, Role, ToolCall};
 use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, Usage};
+use crate::wording;
 use template::Vars;
 
 /// The built-in demo script (see the crate docs), as JSON.
@@ -40,7 +41,7 @@ impl ScriptedModel {
     /// A model for an already-built script (validated like a loaded one).
     pub fn new(script: Script) -> Result<Self, LlmError> {
         script.validate().map_err(|(path, message)| LlmError::Script {
-            source_name: "<script>".into(),
+            source_name: wording::SCRIPT_SOURCE.into(),
             path,
             message,
         })?;
@@ -52,7 +53,7 @@ impl ScriptedModel {
 
     /// Loads a script from JSON text.
     pub fn from_json_str(json: &str) -> Result<Self, LlmError> {
-        Self::parse(json, "<inline>")
+        Self::parse(json, wording::INLINE_SOURCE)
     }
 
     /// Loads a script from a JSON file; errors name the file.
@@ -61,8 +62,8 @@ impl ScriptedModel {
         let source_name = path.display().to_string();
         let json = std::fs::read_to_string(path).map_err(|err| LlmError::Script {
             source_name: source_name.clone(),
-            path: ".".into(),
-            message: format!("could not read the file: {err}"),
+            path: wording::SCRIPT_ROOT.into(),
+            message: wording::script_unreadable(&err),
         })?;
         Self::parse(&json, &source_name)
     }
@@ -74,7 +75,7 @@ impl ScriptedModel {
             Ok(model) => model,
             // Unreachable in practice (a unit test loads the script); never panic.
             Err(err) => {
-                tracing::error!(error = %err, "the built-in script is invalid");
+                tracing::error!(error = %err, "{}", wording::LOG_BUILTIN_INVALID);
                 let reply = Reply {
                     error: Some(err.to_string()),
                     ..Reply::default()
@@ -114,7 +115,7 @@ impl ScriptedModel {
             .map_err(|err| script_error(err.path().to_string(), err.inner().to_string()))?;
         deserializer
             .end()
-            .map_err(|err| script_error(".".into(), err.to_string()))?;
+            .map_err(|err| script_error(wording::SCRIPT_ROOT.into(), err.to_string()))?;
         script
             .validate()
             .map_err(|(path, message)| script_error(path, message))?;
@@ -141,7 +142,8 @@ impl ScriptedModel {
         tracing::debug!(
             rule = index,
             name = rule.name.as_deref().unwrap_or(""),
-            "scripted rule matched"
+            "{}",
+            wording::LOG_RULE_MATCHED
         );
         let reply = &rule.reply;
         if let Some(error) = &reply.error {
@@ -379,19 +381,17 @@ fn prompt_chars(request: &ChatRequest) -> usize {
 /// `role: "content"` of the last message, bounded, for no-match errors.
 fn describe_last(request: &ChatRequest) -> String {
     let Some(last) = request.messages.last() else {
-        return "none: the request has no messages".into();
+        return wording::NO_MESSAGES.into();
     };
-    let mut text = format!("{}: {:?}", last.role(), truncate(last.content(), 200));
-    if let Message::Assistant { tool_calls, .. } = last
-        && !tool_calls.is_empty()
-    {
-        let names: Vec<&str> = tool_calls.iter().map(|c| c.name.as_str()).collect();
-        text.push_str(&format!(" with tool calls {names:?}"));
-    }
-    if let Message::Tool { tool_call_id, .. } = last {
-        text.push_str(&format!(" (answering {tool_call_id})"));
-    }
-    text
+    let names: Vec<&str> = match last {
+        Message::Assistant { tool_calls, .. } => tool_calls.iter().map(|c| c.name.as_str()).collect(),
+        _ => Vec::new(),
+    };
+    let answering = match last {
+        Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+        _ => None,
+    };
+    wording::last_message(&last.role(), &truncate(last.content(), 200), &names, answering)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::template;
 use crate::message::Role;
 use crate::model::FinishReason;
+use crate::wording;
 
 /// A whole script: rules tried in order, the first match answers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -124,19 +125,16 @@ impl Script {
     /// Returns the JSON path and a message for the first problem.
     pub(crate) fn validate(&self) -> Result<(), (String, String)> {
         if self.rules.is_empty() {
-            return Err(("rules".into(), "a script needs at least one rule".into()));
+            return Err(("rules".into(), wording::NO_RULES.into()));
         }
         for (i, rule) in self.rules.iter().enumerate() {
             let at = |field: &str| format!("rules[{i}].{field}");
             let reply = &rule.reply;
             if reply.error.is_some() && (reply.text.is_some() || !reply.tool_calls.is_empty()) {
-                return Err((
-                    at("reply"),
-                    "an `error` reply cannot also have `text` or `tool_calls`".into(),
-                ));
+                return Err((at("reply"), wording::ERROR_REPLY_WITH_ANSWER.into()));
             }
             if reply.error.is_none() && reply.text.is_none() && reply.tool_calls.is_empty() {
-                return Err((at("reply"), "a reply needs `text`, `tool_calls` or `error`".into()));
+                return Err((at("reply"), wording::EMPTY_REPLY.into()));
             }
             if let Some(text) = &reply.text {
                 template::check(text).map_err(|message| (at("reply.text"), message))?;
@@ -145,7 +143,7 @@ impl Script {
                 if call.name.trim().is_empty() {
                     return Err((
                         at(&format!("reply.tool_calls[{j}].name")),
-                        "a tool call needs a name".into(),
+                        wording::TOOL_CALL_WITHOUT_NAME.into(),
                     ));
                 }
                 check_value(&call.arguments)

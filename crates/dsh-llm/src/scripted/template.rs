@@ -74,7 +74,7 @@ pub(crate) fn check(text: &str) -> Result<(), String> {
         if let Part::Placeholder(name) = part
             && !NAMES.contains(&name)
         {
-            return Err(format!("unknown template {{{{{name}}}}}; known: {}", NAMES.join(", ")));
+            return Err(crate::wording::unknown_template(name, NAMES));
         }
     }
     Ok(())

@@ -66,7 +66,7 @@ fn stop_reason(stop: &AgentStop) -> Result<StopReason, acp::Error> {
         AgentStop::Cancelled => Ok(StopReason::Cancelled),
         AgentStop::Error(message) => Err(acp::Error::new(
             acp::ErrorCode::INTERNAL_ERROR,
-            format!("the dsh agent run failed: {message}"),
+            wording::agent_run_failed(message),
         )),
     }
 }
@@ -139,7 +139,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             acp::on_receive_request!(),
         )
         .on_receive_request(
-            async move |_request: NewSessionRequest, responder, _cx| match setup.parent("dsh acp") {
+            async move |_request: NewSessionRequest, responder, _cx| match setup.parent(wording::ACP_LABEL) {
                 Ok(agent) => {
                     let id = agent.id().to_string();
                     sessions(&on_new).insert(id.clone(), Session { agent, running: None });
@@ -201,7 +201,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                         Some(session) if session.running.is_some() => {
                             return responder.respond_with_error(acp::Error::new(
                                 acp::ErrorCode::INVALID_REQUEST,
-                                "a prompt is already running in this session",
+                                wording::PROMPT_ALREADY_RUNNING,
                             ));
                         }
                         Some(session) => {
@@ -213,7 +213,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                 let Some(agent) = agent else {
                     return responder.respond_with_error(acp::Error::new(
                         acp::ErrorCode::INVALID_PARAMS,
-                        format!("unknown session {session_id}"),
+                        wording::unknown_session(&session_id),
                     ));
                 };
                 let text = prompt_text(&request.prompt);
@@ -273,7 +273,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
         ))
         .await;
     at_exit.release_mcp_servers().await;
-    served.map_err(|error| Failure::failed(format!("dsh acp: the connection failed: {error}")))
+    served.map_err(|error| Failure::failed(wording::acp_connection_failed(&error)))
 }
 
 #[cfg(test)]

@@ -215,7 +215,7 @@ impl AgentObserver for Streams {
         {
             let mut state = self.lock();
             if let Some(open) = state.open.get_mut(agent) {
-                if delegation || call.name == "send_message" {
+                if delegation || call.name == dsh_subagent::wording::SEND_MESSAGE_TOOL {
                     let description = serde_json::from_str::<serde_json::Value>(&call.arguments)
                         .ok()
                         .and_then(|args| args.get("description")?.as_str().map(str::to_owned));

@@ -7,6 +7,7 @@ use acp::v1::schema::{
 };
 use agent_client_protocol as acp;
 use dsh_llm::Message;
+use dsh_tasks::wording::{TASK_LIST, TASK_OUTPUT};
 use serde_json::Value;
 
 use super::stream::Event;
@@ -39,7 +40,7 @@ fn announce(id: &str, name: &str, arguments: &str, delegation: bool) -> ToolCall
 fn kind(name: &str, delegation: bool) -> ToolKind {
     match name {
         _ if delegation => ToolKind::Think,
-        "task_output" | "task_list" => ToolKind::Read,
+        TASK_OUTPUT | TASK_LIST => ToolKind::Read,
         _ => ToolKind::Other,
     }
 }
@@ -117,7 +118,7 @@ pub(crate) fn replay(history: &[Message], delegation_tools: &[String]) -> Vec<Se
                 }
             }
             Message::Tool { tool_call_id, content } => {
-                let failed = content.starts_with("Error: ");
+                let failed = content.starts_with(dsh_tools::wording::ERROR_PREFIX);
                 updates.push(finished(tool_call_id, content, failed));
             }
         }

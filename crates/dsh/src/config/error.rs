@@ -33,7 +33,7 @@ impl ConfigFileError {
             path: path.to_owned(),
             position: None,
             key: String::new(),
-            message: format!("cannot read the configuration file: {error}"),
+            message: crate::wording::config_unreadable(error),
         }
     }
 }
@@ -53,14 +53,12 @@ fn position(text: &str, offset: usize) -> (usize, usize) {
 
 impl fmt::Display for ConfigFileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.path.display())?;
-        if let Some((line, column)) = self.position {
-            write!(f, ":{line}:{column}")?;
-        }
-        if !self.key.is_empty() {
-            write!(f, ": {}", self.key)?;
-        }
-        write!(f, ": {}", self.message)
+        f.write_str(&crate::wording::config_error(
+            &self.path,
+            self.position,
+            &self.key,
+            &self.message,
+        ))
     }
 }
 

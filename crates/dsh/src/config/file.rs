@@ -129,7 +129,7 @@ impl<'de> Deserialize<'de> for RawAuth {
         impl<'de> serde::de::Visitor<'de> for Visitor {
             type Value = RawAuth;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(r#""none", "first-env-var" or { method = "<id>" }"#)
+                f.write_str(crate::wording::CONFIG_EXPECTING_AUTH)
             }
             fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawAuth, E> {
                 match value {
@@ -185,7 +185,7 @@ impl<'de> Deserialize<'de> for RawMaxDepth {
         impl serde::de::Visitor<'_> for Visitor {
             type Value = RawMaxDepth;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(r#"a non-negative integer or "provider-managed""#)
+                f.write_str(crate::wording::CONFIG_EXPECTING_MAX_DEPTH)
             }
             fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<RawMaxDepth, E> {
                 u64::try_from(value)

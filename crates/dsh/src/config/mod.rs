@@ -101,8 +101,7 @@ pub(crate) fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Option<Config>
 
 /// [`load`] from the process's working directory, as a [`Failure`](crate::Failure).
 pub(crate) fn load_from_cwd(explicit: Option<&Path>) -> Result<Option<Config>, crate::Failure> {
-    let cwd = std::env::current_dir()
-        .map_err(|error| crate::Failure::usage(format!("dsh: cannot read the working directory: {error}")))?;
+    let cwd = std::env::current_dir().map_err(|error| crate::Failure::usage(wording::cwd_unreadable(&error)))?;
     load(explicit, &cwd).map_err(|error| crate::Failure::config(&error))
 }
 

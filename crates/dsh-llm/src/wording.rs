@@ -1,0 +1,197 @@
+//! Every text this crate shows a person, in one place: its error messages,
+//! what they quote, and its log lines.
+//!
+//! The rule: [`LlmError`](crate::LlmError)'s `#[error]` attributes and every
+//! message built elsewhere in the crate call the items here. Names a program
+//! matches stay beside the code: wire JSON keys, finish reasons, roles,
+//! environment variable names, template placeholder names, provider names.
+
+use std::fmt::Display;
+use std::time::Duration;
+
+// ---- LlmError ----
+
+/// [`LlmError::Cancelled`](crate::LlmError::Cancelled).
+pub(crate) const CANCELLED: &str = "the model call was cancelled";
+
+/// [`LlmError::Config`](crate::LlmError::Config).
+pub(crate) fn config(message: &str) -> String {
+    format!("invalid model configuration: {message}")
+}
+
+/// [`LlmError::Http`](crate::LlmError::Http), with a hint for the statuses a
+/// configuration mistake causes.
+pub(crate) fn http(status: u16, url: &str, message: &str) -> String {
+    format!("HTTP {status} from {url}: {message}{}", status_hint(status))
+}
+
+/// What to check after a status that usually means a configuration mistake.
+fn status_hint(status: u16) -> &'static str {
+    match status {
+        401 | 403 => " (check the API key, e.g. DSH_API_KEY)",
+        404 => " (check the base URL, e.g. DSH_BASE_URL, and the model name)",
+        _ => "",
+    }
+}
+
+/// [`LlmError::Connection`](crate::LlmError::Connection).
+pub(crate) fn connection(url: &str, message: &str) -> String {
+    format!("could not reach {url}: {message}")
+}
+
+/// [`LlmError::Timeout`](crate::LlmError::Timeout): the limit, then what we waited for.
+pub(crate) fn timeout(after: Duration, phase: &str) -> String {
+    format!("timed out after {after:?} {phase}")
+}
+
+/// [`LlmError::MalformedEvent`](crate::LlmError::MalformedEvent).
+pub(crate) fn malformed_event(message: &str, data: &str) -> String {
+    format!("malformed stream event: {message}; data: {data}")
+}
+
+/// [`LlmError::StreamError`](crate::LlmError::StreamError).
+pub(crate) fn stream_error(message: &str) -> String {
+    format!("the server reported an error mid-stream: {message}")
+}
+
+/// [`LlmError::StreamEnded`](crate::LlmError::StreamEnded).
+pub(crate) fn stream_ended(why: &str) -> String {
+    format!("stream ended before the model finished ({why})")
+}
+
+/// [`LlmError::Script`](crate::LlmError::Script).
+pub(crate) fn script(source_name: &str, path: &str, message: &str) -> String {
+    format!("invalid model script {source_name} at {path}: {message}")
+}
+
+/// [`LlmError::NoRuleMatched`](crate::LlmError::NoRuleMatched).
+pub(crate) fn no_rule_matched(last_message: &str) -> String {
+    format!("no scripted rule matched the request (last message: {last_message})")
+}
+
+/// [`LlmError::Scripted`](crate::LlmError::Scripted).
+pub(crate) fn scripted(message: &str) -> String {
+    format!("scripted error: {message}")
+}
+
+// ---- The OpenAI-compatible client ----
+
+/// A base URL that does not parse.
+pub(crate) fn base_url_invalid(base: &str, error: &dyn Display) -> String {
+    format!("base URL {base:?} is not a valid URL: {error}")
+}
+
+/// A base URL with another scheme than HTTP(S).
+pub(crate) fn base_url_scheme(base: &str) -> String {
+    format!("base URL {base:?} must start with http:// or https://")
+}
+
+/// The HTTP client could not be built.
+pub(crate) fn client_build_failed(error: &str) -> String {
+    format!("could not build the HTTP client: {error}")
+}
+
+/// Timeout phase: before the first byte of the response.
+pub(crate) const WAITING_FOR_HEADERS: &str = "waiting for the response headers";
+
+/// Timeout phase: while connecting.
+pub(crate) const CONNECTING: &str = "connecting";
+
+/// Timeout phase: between two chunks of the stream.
+pub(crate) const WAITING_FOR_CHUNK: &str = "waiting for the next chunk of the stream";
+
+/// A stream that ended with neither a finish reason nor `[DONE]`.
+pub(crate) const CLOSED_WITHOUT_FINISH: &str = "the server closed the stream without a finish reason or [DONE]";
+
+/// An error status with an empty body and no canonical reason.
+pub(crate) const NO_ERROR_MESSAGE: &str = "no error message";
+
+/// The connection broke after the stream started.
+pub(crate) fn connection_failed_mid_stream(error: &str) -> String {
+    format!("the connection failed mid-stream: {error}")
+}
+
+/// Stream bytes that are not UTF-8.
+pub(crate) fn stream_not_utf8(error: &dyn Display) -> String {
+    format!("the stream is not valid UTF-8 ({error})")
+}
+
+/// A stream that is not server-sent events.
+pub(crate) const STREAM_NOT_SSE: &str = "the stream is not valid server-sent events";
+
+/// A `data:` payload that is not a chat-completion chunk.
+pub(crate) fn chunk_not_json(error: &dyn Display) -> String {
+    format!("chunk is not valid chat-completion JSON ({error})")
+}
+
+/// A streamed tool call that never got its function name.
+pub(crate) fn tool_call_without_name(index: impl Display) -> String {
+    format!("tool call at index {index} has no function name")
+}
+
+/// Log line: the server sent `[DONE]`.
+pub(crate) const LOG_STREAM_DONE: &str = "chat stream done";
+
+/// Log line: the stream failed (the error is a field).
+pub(crate) const LOG_STREAM_FAILED: &str = "chat stream failed";
+
+/// Log line: a request attempt is being sent.
+pub(crate) const LOG_SENDING: &str = "sending chat request";
+
+/// Log line: a retryable failure, retried after a delay.
+pub(crate) const LOG_RETRYING: &str = "chat request failed; retrying";
+
+// ---- The scripted model ----
+
+/// The source name of a script built in code.
+pub(crate) const SCRIPT_SOURCE: &str = "<script>";
+
+/// The source name of a script given as a string.
+pub(crate) const INLINE_SOURCE: &str = "<inline>";
+
+/// The JSON path of the script as a whole.
+pub(crate) const SCRIPT_ROOT: &str = ".";
+
+/// A script file that could not be read.
+pub(crate) fn script_unreadable(error: &dyn Display) -> String {
+    format!("could not read the file: {error}")
+}
+
+/// A script without rules.
+pub(crate) const NO_RULES: &str = "a script needs at least one rule";
+
+/// An error reply that also answers.
+pub(crate) const ERROR_REPLY_WITH_ANSWER: &str = "an `error` reply cannot also have `text` or `tool_calls`";
+
+/// A reply with nothing in it.
+pub(crate) const EMPTY_REPLY: &str = "a reply needs `text`, `tool_calls` or `error`";
+
+/// A scripted tool call without a name.
+pub(crate) const TOOL_CALL_WITHOUT_NAME: &str = "a tool call needs a name";
+
+/// A placeholder the templates do not know, with those they do.
+pub(crate) fn unknown_template(name: &str, known: &[&str]) -> String {
+    format!("unknown template {{{{{name}}}}}; known: {}", known.join(", "))
+}
+
+/// A request with no message to describe.
+pub(crate) const NO_MESSAGES: &str = "none: the request has no messages";
+
+/// The last message of an unmatched request: role and content, then its tool
+/// calls or the call it answers.
+pub(crate) fn last_message(role: &dyn Display, content: &str, tool_calls: &[&str], answering: Option<&str>) -> String {
+    let mut text = format!("{role}: {content:?}");
+    if !tool_calls.is_empty() {
+        text.push_str(&format!(" with tool calls {tool_calls:?}"));
+    }
+    if let Some(id) = answering {
+        text.push_str(&format!(" (answering {id})"));
+    }
+    text
+}
+
+/// Log line: the built-in script failed to load (the error is a field).
+pub(crate) const LOG_BUILTIN_INVALID: &str = "the built-in script is invalid";
+
+/// Log line: a rule matched (its index and name are fields).
+pub(crate) const LOG_RULE_MATCHED: &str = "scripted rule matched";

@@ -1,0 +1,101 @@
+//! `dsh.toml` errors: what is wrong with a key, and where.
+
+use std::fmt::Display;
+use std::path::Path;
+
+/// A `dsh.toml` value that must not be empty is.
+pub(crate) const CONFIG_EMPTY_VALUE: &str = "must not be empty";
+
+/// A `provider = "acp"` entry without a command.
+pub(crate) const CONFIG_ACP_NEEDS_COMMAND: &str = "provider = \"acp\" needs `command`: the ACP agent to run for each delegation (e.g. command = \"dsh\", args = [\"acp\", \"--quiet\"])";
+
+/// Two `[[subagents]]` entries register the same tool name.
+pub(crate) fn config_duplicate_tool_name(name: &str, first: usize) -> String {
+    format!("the tool name \"{name}\" is already used by subagents[{first}]; give each entry its own `tool_name`")
+}
+
+/// Two `[[mcp_servers]]` entries share a name.
+pub(crate) fn config_duplicate_mcp_server(name: &str, first: usize) -> String {
+    format!("the MCP server name \"{name}\" is already used by mcp_servers[{first}]")
+}
+
+/// A name that cannot be an environment variable.
+pub(crate) fn config_bad_variable(name: &str) -> String {
+    format!("{name:?} cannot name an environment variable")
+}
+
+/// A key of `provider = "acp"` on another provider.
+pub(crate) fn config_acp_only_key(provider: &str) -> String {
+    format!("applies only to provider = \"acp\", and this entry's provider is \"{provider}\"")
+}
+
+/// A numeric `max_depth` over a provider that keeps its own recursion budget.
+pub(crate) fn config_depth_not_enforced(provider: &str) -> String {
+    format!(
+        "the {provider} provider keeps its own recursion budget and cannot enforce a numeric max_depth; write max_depth = \"provider-managed\" or leave it out"
+    )
+}
+
+/// A per-child setting the provider cannot apply.
+pub(crate) fn config_unsupported(key: &str, provider: &str) -> String {
+    format!("the {provider} provider cannot apply `{key}` to its children; remove it from this entry")
+}
+
+/// A `tool_filter` with neither list.
+pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
+
+/// A `max_depth` beyond what the tool accepts.
+pub(crate) const CONFIG_MAX_DEPTH_TOO_LARGE: &str = "must be at most 9007199254740991";
+
+/// A zero timeout in `dsh.toml`.
+pub(crate) const CONFIG_ZERO_TIMEOUT: &str = "must be greater than zero (leave it out for no timeout)";
+
+/// ACP teardown graces that do not fit in the tool's release grace.
+pub(crate) fn config_graces_too_long(
+    budget: std::time::Duration,
+    fixed: std::time::Duration,
+    grace: std::time::Duration,
+) -> String {
+    format!(
+        "a cancelled child's teardown could take {} ms (these graces plus {} ms after SIGKILL), longer than the {} ms the tool waits for it, so the call could not say whether the child was stopped; keep cancel_grace_ms + dispose_eof_grace_ms + dispose_term_grace_ms at most {} ms",
+        budget.as_millis(),
+        fixed.as_millis(),
+        grace.as_millis(),
+        grace.saturating_sub(fixed).as_millis()
+    )
+}
+
+/// A configuration file that could not be read.
+pub(crate) fn config_unreadable(error: &dyn Display) -> String {
+    format!("cannot read the configuration file: {error}")
+}
+
+/// Where a configuration error is, then what it is:
+/// `<file>:<line>:<column>: <key path>: <message>`.
+pub(crate) fn config_error(path: &Path, position: Option<(usize, usize)>, key: &str, message: &str) -> String {
+    let mut text = path.display().to_string();
+    if let Some((line, column)) = position {
+        text.push_str(&format!(":{line}:{column}"));
+    }
+    if !key.is_empty() {
+        text.push_str(&format!(": {key}"));
+    }
+    text.push_str(&format!(": {message}"));
+    text
+}
+
+/// What an `auth` value may be.
+pub(crate) const CONFIG_EXPECTING_AUTH: &str = r#""none", "first-env-var" or { method = "<id>" }"#;
+
+/// What a `max_depth` value may be.
+pub(crate) const CONFIG_EXPECTING_MAX_DEPTH: &str = r#"a non-negative integer or "provider-managed""#;
+
+/// The working directory, where `dsh.toml` is looked for, is unreadable.
+pub(crate) fn cwd_unreadable(error: &dyn Display) -> String {
+    format!("dsh: cannot read the working directory: {error}")
+}
+
+/// `dsh config check` found a mounted tool the catalog does not know (a bug in dsh).
+pub(crate) fn tool_not_catalogued(name: &str) -> String {
+    format!("the tool {name} belongs to no catalogued crate")
+}
