@@ -1,16 +1,16 @@
 //! The run handle: a published child, its result, and its release.
 
+use std::any::Any;
 use std::fmt;
 use std::future::Future;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt;
-use futures::future::{BoxFuture, Shared};
+use futures::future::{BoxFuture, Either};
 
 use crate::{Steerer, SubagentError, SubagentResult};
 
 type Outcome = Result<SubagentResult, SubagentError>;
-type Release = Shared<BoxFuture<'static, Result<(), SubagentError>>>;
 type ReleaseFn = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), SubagentError>> + Send>;
 
 enum ResultSlot {
@@ -18,6 +18,21 @@ enum ResultSlot {
     /// Boxed: a live run (one per delegation in flight) carries a pointer,
     /// not room for an outcome it does not have yet.
     Ready(Box<Outcome>),
+    /// The result future panicked while [`SubagentRun::dispose`] drove it;
+    /// the next wait for the result resumes that panic, so the holder sees
+    /// it where it reads the result.
+    Panicked(Box<dyn Any + Send>),
+}
+
+/// The release, in place: a `dispose` dropped mid-way leaves it here for
+/// the next call to resume.
+enum ReleaseSlot {
+    /// Not started: the provider's release function.
+    Unstarted(ReleaseFn),
+    /// Started and not finished.
+    Running(BoxFuture<'static, Result<(), SubagentError>>),
+    /// Finished: every later `dispose` returns this.
+    Done(Result<(), SubagentError>),
 }
 
 /// A published child run. Ownership of the child passes to the holder.
@@ -29,9 +44,10 @@ enum ResultSlot {
 ///   every later call returns the same outcome.
 /// - [`SubagentRun::dispose`] cancels whatever remains, waits for the result
 ///   to settle and for the child's resources to be released. The provider's
-///   release code runs exactly once, however often and however concurrently
-///   `dispose` is called; every caller sees the same outcome. It fails only for
-///   a release failure of its own.
+///   release code runs exactly once, however often `dispose` is called, and
+///   every call sees the same outcome; it takes the handle by `&mut`, so no
+///   two calls overlap and nothing is shared. It fails only for a release
+///   failure of its own.
 /// - [`SubagentRun::steerer`], when the provider offers it, delivers a
 ///   message into the running turn (strict: joined, or refused at once).
 ///
@@ -39,19 +55,15 @@ enum ResultSlot {
 pub struct SubagentRun {
     id: String,
     result: ResultSlot,
-    /// The provider's release function, until the first `dispose` takes it.
-    release_fn: Mutex<Option<ReleaseFn>>,
-    /// The one release every `dispose` shares, made by the first of them.
-    release: OnceLock<Release>,
+    release: ReleaseSlot,
     steerer: Option<Steerer>,
 }
 
 impl SubagentRun {
     /// A run handle over a provider's result future and release function.
     ///
-    /// `dispose` is called at most once, by the first
-    /// [`SubagentRun::dispose`]; the future it returns runs when that (or
-    /// any later) `dispose` future is first polled.
+    /// `dispose` is called at most once, when the first
+    /// [`SubagentRun::dispose`] is first polled.
     ///
     /// ```
     /// use dsh_subagent_api::{SubagentRun, SubagentResult};
@@ -75,8 +87,7 @@ impl SubagentRun {
         Self {
             id: id.into(),
             result: ResultSlot::Pending(result.boxed()),
-            release_fn: Mutex::new(Some(Box::new(move || dispose().boxed()))),
-            release: OnceLock::new(),
+            release: ReleaseSlot::Unstarted(Box::new(move || dispose().boxed())),
             steerer: None,
         }
     }
@@ -104,33 +115,62 @@ impl SubagentRun {
         self.settled().await;
         match &self.result {
             ResultSlot::Ready(outcome) => Outcome::clone(outcome),
-            ResultSlot::Pending(_) => Err(SubagentError::failed("subagent run result was not settled")),
+            ResultSlot::Pending(_) | ResultSlot::Panicked(_) => {
+                Err(SubagentError::failed("subagent run result was not settled"))
+            }
         }
     }
 
     /// Waits until the run's outcome has settled, without copying it: once
     /// this returns, [`SubagentRun::result`] returns at once. Cancel-safe.
+    ///
+    /// A result future that panicked while [`SubagentRun::dispose`] drove it
+    /// panics here, once, with the same payload.
     pub async fn settled(&mut self) {
-        if let ResultSlot::Pending(pending) = &mut self.result {
-            self.result = ResultSlot::Ready(Box::new(pending.await));
+        match &mut self.result {
+            ResultSlot::Pending(pending) => self.result = ResultSlot::Ready(Box::new(pending.await)),
+            ResultSlot::Ready(_) => {}
+            ResultSlot::Panicked(_) => {
+                let settled = ResultSlot::Ready(Box::new(Err(SubagentError::failed("subagent run result panicked"))));
+                if let ResultSlot::Panicked(payload) = std::mem::replace(&mut self.result, settled) {
+                    std::panic::resume_unwind(payload);
+                }
+            }
         }
     }
 
     /// Releases the child: cancels remaining work and waits until it is gone.
     ///
-    /// The returned future owns what it needs, so it may outlive the handle.
-    pub fn dispose(&self) -> impl Future<Output = Result<(), SubagentError>> + Send + 'static + use<> {
-        self.release
-            .get_or_init(|| {
-                let release = self.release_fn.lock().unwrap_or_else(PoisonError::into_inner).take();
-                match release {
-                    Some(release) => release().shared(),
-                    None => futures::future::ready(Err(SubagentError::failed("subagent run release was lost")))
-                        .boxed()
-                        .shared(),
-                }
-            })
-            .clone()
+    /// The provider's release runs once, on the first call; every later call
+    /// returns its outcome. Cancel-safe: a call dropped mid-way leaves the
+    /// release in the handle, and the next call resumes it. While the child
+    /// is released, a result still pending is driven too (a provider's
+    /// result future may be what notices the cancellation), so a result the
+    /// child settles meanwhile is kept and read as usual afterwards.
+    pub async fn dispose(&mut self) -> Result<(), SubagentError> {
+        if let ReleaseSlot::Unstarted(_) = &self.release {
+            let unstarted = std::mem::replace(&mut self.release, ReleaseSlot::Done(Ok(())));
+            if let ReleaseSlot::Unstarted(release) = unstarted {
+                self.release = ReleaseSlot::Running(release());
+            }
+        }
+        if let ReleaseSlot::Running(release) = &mut self.release {
+            // `if let`, not `match`: its scrutinee is dropped before `else`,
+            // so no outcome is held across the second await.
+            let released = if let Some(released) = release_driving_result(release, &mut self.result).await {
+                released
+            } else {
+                release.await
+            };
+            self.release = ReleaseSlot::Done(released);
+        }
+        match &self.release {
+            ReleaseSlot::Done(released) => released.clone(),
+            // Resolved just above.
+            ReleaseSlot::Unstarted(_) | ReleaseSlot::Running(_) => {
+                Err(SubagentError::failed("subagent run release was lost"))
+            }
+        }
     }
 
     /// The outcome, moved out of the handle once it has settled (`None`
@@ -139,7 +179,7 @@ impl SubagentRun {
     pub fn into_outcome(self) -> Option<Outcome> {
         match self.result {
             ResultSlot::Ready(outcome) => Some(*outcome),
-            ResultSlot::Pending(_) => None,
+            ResultSlot::Pending(_) | ResultSlot::Panicked(_) => None,
         }
     }
 
@@ -153,9 +193,33 @@ impl SubagentRun {
         self.result = match self.result {
             ResultSlot::Pending(pending) => ResultSlot::Pending(wrap(pending).boxed()),
             ResultSlot::Ready(outcome) => ResultSlot::Pending(wrap(futures::future::ready(*outcome).boxed()).boxed()),
+            ResultSlot::Panicked(panic) => ResultSlot::Panicked(panic),
         };
         self
     }
+}
+
+/// Runs the release while driving a result still pending, so a provider
+/// whose result future notices the cancellation gets polled. Returns the
+/// release's outcome, or `None` when the release still has to be awaited:
+/// no result was pending, or it settled first (it is stored in `result`). Nothing the result
+/// produced is held across an await: this future stays small.
+async fn release_driving_result(
+    release: &mut BoxFuture<'static, Result<(), SubagentError>>,
+    result: &mut ResultSlot,
+) -> Option<Result<(), SubagentError>> {
+    let ResultSlot::Pending(pending) = result else {
+        return None;
+    };
+    let settled = match futures::future::select(release, AssertUnwindSafe(pending).catch_unwind()).await {
+        Either::Left((released, _)) => return Some(released),
+        Either::Right((settled, _)) => settled,
+    };
+    *result = match settled {
+        Ok(outcome) => ResultSlot::Ready(Box::new(outcome)),
+        Err(panic) => ResultSlot::Panicked(panic),
+    };
+    None
 }
 
 impl fmt::Debug for SubagentRun {
@@ -179,18 +243,73 @@ mod tests {
     async fn dispose_runs_once_however_often_it_is_called() {
         let calls = Arc::new(AtomicUsize::new(0));
         let counter = calls.clone();
-        let run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, move || async move {
+        let mut run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, move || async move {
             counter.fetch_add(1, Ordering::SeqCst);
             Err(SubagentError::failed("reap failed"))
         });
         let first = run.dispose();
-        let second = run.dispose();
         assert_eq!(calls.load(Ordering::SeqCst), 0, "dispose is lazy");
-        let (a, b) = futures::join!(first, second);
-        assert_eq!(a, b);
+        let a = first.await;
+        assert_eq!(a, Err(SubagentError::failed("reap failed")));
         assert_eq!(run.dispose().await, a);
         drop(run);
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_dropped_dispose_is_resumed_not_restarted() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counter = calls.clone();
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let mut run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move {
+                let _ = rx.await;
+                Ok(())
+            }
+        });
+        assert!(futures::poll!(Box::pin(run.dispose())).is_pending());
+        tx.send(()).unwrap();
+        assert_eq!(run.dispose().await, Ok(()));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn dispose_settles_a_pending_result_while_it_releases() {
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let mut run = SubagentRun::new(
+            "r",
+            async { Ok(SubagentResult::new(crate::StopReason::Aborted, Vec::new())) },
+            || async move {
+                // The release ends only after the result was driven.
+                let _ = rx.await;
+                Ok(())
+            },
+        );
+        let released = async {
+            run.dispose().await.unwrap();
+            run.into_outcome()
+        };
+        let (outcome, ()) = futures::join!(released, async { tx.send(()).unwrap() });
+        assert_eq!(outcome.unwrap().unwrap().stop_reason, crate::StopReason::Aborted);
+    }
+
+    #[tokio::test]
+    async fn a_result_panic_while_releasing_resumes_where_the_result_is_read() {
+        let mut run = SubagentRun::new("r", async { panic!("result exploded") }, || {
+            async { Ok(()) }.then(|released| async move {
+                // Yield once, so the result is polled while this is pending.
+                tokio::task::yield_now().await;
+                released
+            })
+        });
+        assert_eq!(run.dispose().await, Ok(()), "the release is not the result's panic");
+        let panic = AssertUnwindSafe(run.settled()).catch_unwind().await.unwrap_err();
+        assert_eq!(panic.downcast_ref::<&str>(), Some(&"result exploded"));
+        assert!(
+            run.result().await.is_err(),
+            "a panicked result reads as a failure afterwards"
+        );
     }
 
     #[tokio::test]

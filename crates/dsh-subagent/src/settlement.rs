@@ -79,7 +79,8 @@ enum Settling {
     /// The result settled in the run (read it from there) and the release
     /// ended with this.
     Released(Result<(), SubagentError>),
-    /// The whole settlement: after a panic in the result, or a cancellation.
+    /// The whole settlement: after a panic in the result, or a cancellation
+    /// whose result did not settle.
     Done(Settled),
 }
 
@@ -91,19 +92,19 @@ async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settli
         waited = AssertUnwindSafe(run.settled()).catch_unwind() => waited,
         // The cancellation path is boxed: it is rare, and this future (held
         // for every delegation in flight) stays sized for the common path.
-        () = cancel.cancelled() => return Settling::Done(Box::pin(release_cancelled(run)).await),
+        () = cancel.cancelled() => return Box::pin(release_cancelled(run)).await,
     };
-    let release = AssertUnwindSafe(run.dispose()).catch_unwind();
-    tokio::pin!(release);
+    // Boxed: the release's future is not held inline by this one (held for
+    // every delegation in flight) next to the wait for a cancellation.
+    let mut release = Box::pin(guarded(run.dispose(), wording::STAGE_DISPOSE));
     let disposed = tokio::select! {
         biased;
         disposed = &mut release => disposed,
-        () = cancel.cancelled() => match Box::pin(tokio::time::timeout(RELEASE_GRACE, release)).await {
+        () = cancel.cancelled() => match tokio::time::timeout(RELEASE_GRACE, release).await {
             Ok(disposed) => disposed,
-            Err(_) => Ok(Err(release_abandoned())),
+            Err(_) => Err(release_abandoned()),
         },
     };
-    let disposed = disposed.unwrap_or_else(|panic| Err(panicked(wording::STAGE_DISPOSE, &*panic)));
     match waited {
         Ok(()) => Settling::Released(disposed),
         Err(panic) => Settling::Done(Settled {
@@ -113,46 +114,35 @@ async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settli
     }
 }
 
-/// After a cancellation: the release runs while the result is awaited, both
-/// within [`RELEASE_GRACE`].
-async fn release_cancelled(run: &mut SubagentRun) -> Settled {
-    let release = guarded(run.dispose(), wording::STAGE_DISPOSE);
-    let mut result = None;
-    let released = {
-        let waiting = guarded(run.result(), wording::STAGE_RUN);
-        tokio::pin!(waiting, release);
-        let race = async {
-            loop {
-                tokio::select! {
-                    biased;
-                    disposed = &mut release => return disposed,
-                    settled = &mut waiting, if result.is_none() => result = Some(settled),
-                }
-            }
-        };
-        tokio::pin!(race);
+/// After a cancellation: the release (which also drives a result still
+/// pending, keeping what the child settles meanwhile) within
+/// [`RELEASE_GRACE`], then the result as it stands.
+async fn release_cancelled(run: &mut SubagentRun) -> Settling {
+    let disposed = {
+        let release = guarded(run.dispose(), wording::STAGE_DISPOSE);
+        tokio::pin!(release);
         // Most releases end at once: the grace timer (a timer-wheel entry
         // registered and removed again) is armed only for one that does not.
-        match futures::poll!(race.as_mut()) {
-            Poll::Ready(disposed) => Ok(disposed),
-            Poll::Pending => tokio::time::timeout(RELEASE_GRACE, race).await,
+        match futures::poll!(release.as_mut()) {
+            Poll::Ready(disposed) => disposed,
+            Poll::Pending => match tokio::time::timeout(RELEASE_GRACE, release).await {
+                Ok(disposed) => disposed,
+                Err(_) => Err(release_abandoned()),
+            },
         }
     };
-    match released {
-        Ok(disposed) => {
-            // A provider that finished releasing first has nothing left to report.
-            let result = match result {
-                Some(result) => result,
-                None => guarded(run.result(), wording::STAGE_RUN)
-                    .now_or_never()
-                    .unwrap_or_else(|| Ok(aborted())),
-            };
-            Settled { result, disposed }
-        }
-        Err(_) => Settled {
-            result: result.unwrap_or_else(|| Ok(aborted())),
-            disposed: Err(release_abandoned()),
-        },
+    // The result as it stands, moved out at the end rather than copied; a
+    // provider that finished releasing first has nothing left to report.
+    match AssertUnwindSafe(run.settled()).catch_unwind().now_or_never() {
+        Some(Ok(())) => Settling::Released(disposed),
+        Some(Err(panic)) => Settling::Done(Settled {
+            result: Err(panicked(wording::STAGE_RUN, &*panic)),
+            disposed,
+        }),
+        None => Settling::Done(Settled {
+            result: Ok(aborted()),
+            disposed,
+        }),
     }
 }
 
@@ -190,7 +180,10 @@ impl Drop for ReleaseOnDrop {
                 // As after a cancellation: the release (which cancels what
                 // remains of the child) runs while the result is awaited.
                 handle.spawn(async move {
-                    if let Err(error) = release_cancelled(&mut run).await.disposed {
+                    let disposed = match release_cancelled(&mut run).await {
+                        Settling::Released(disposed) | Settling::Done(Settled { disposed, .. }) => disposed,
+                    };
+                    if let Err(error) = disposed {
                         tracing::warn!(run = run.id(), "{}", wording::abandoned_release_failed(&error));
                     }
                 });
