@@ -85,14 +85,26 @@ enum Settling {
 }
 
 async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settling {
+    // A result that is already in (the common case for a quick child) is
+    // taken on the first poll, with no wait for the cancellation set up.
     // Only a panic payload is held across the release, not the outcome: the
-    // run keeps that until it is moved out at the end.
-    let waited = tokio::select! {
-        biased;
-        waited = AssertUnwindSafe(run.settled()).catch_unwind() => waited,
-        // The cancellation path is boxed: it is rare, and this future (held
-        // for every delegation in flight) stays sized for the common path.
-        () = cancel.cancelled() => return Box::pin(release_cancelled(run)).await,
+    // run keeps that until it is moved out at the end. A cancellation before
+    // the result goes to the boxed cancel path: it is rare, and this future
+    // (held for every delegation in flight) stays sized for the common path.
+    let waited = {
+        let mut waiting = std::pin::pin!(AssertUnwindSafe(run.settled()).catch_unwind());
+        if let Poll::Ready(waited) = futures::poll!(waiting.as_mut()) {
+            Some(waited)
+        } else {
+            tokio::select! {
+                biased;
+                waited = waiting => Some(waited),
+                () = cancel.cancelled() => None,
+            }
+        }
+    };
+    let Some(waited) = waited else {
+        return Box::pin(release_cancelled(run)).await;
     };
     // Boxed: the release's future is not held inline by this one (held for
     // every delegation in flight) next to the wait for a cancellation.

@@ -1,6 +1,7 @@
 //! One foreground delegation: start, wait, release — on every path.
 
 use std::panic::AssertUnwindSafe;
+use std::task::Poll;
 
 use dsh_subagent::{SubagentService, settle};
 use dsh_subagent_api::StartRequest;
@@ -43,14 +44,20 @@ pub(crate) fn delegate<'a>(
         // Scoped, so neither the start's outcome nor the run stays in this
         // future (held for every delegation in flight) while the run settles.
         let settling = {
-            // Biased: after a cancellation the start is polled once more
-            // first, so a provider that reacts to the token (or finishes)
-            // reports in its own words.
-            let started = tokio::select! {
-                biased;
-                started = AssertUnwindSafe(start).catch_unwind() => started,
-                () = cancel.cancelled() => {
-                    return Err(ToolError::new(wording::START_ABANDONED).with_code(dsh_subagent_api::ErrorCode::Aborted));
+            // A start that is done at once is taken on the first poll, with
+            // no wait for the cancellation set up. Otherwise biased: after a
+            // cancellation the start is polled once more first, so a provider
+            // that reacts to the token (or finishes) reports in its own words.
+            let mut starting = AssertUnwindSafe(start).catch_unwind();
+            let started = if let Poll::Ready(started) = futures::poll!(&mut starting) {
+                started
+            } else {
+                tokio::select! {
+                    biased;
+                    started = starting => started,
+                    () = cancel.cancelled() => {
+                        return Err(ToolError::new(wording::START_ABANDONED).with_code(dsh_subagent_api::ErrorCode::Aborted));
+                    }
                 }
             };
             match started {
