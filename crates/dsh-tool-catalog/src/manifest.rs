@@ -71,7 +71,11 @@ pub fn manifest() -> Vec<ToolPackage> {
                 "tool/result",
                 "child agent state through the chosen provider",
             ],
-            shipped_aliases: &[SUBAGENT, "subagent_fork", "subagent_acp"],
+            shipped_aliases: &[
+                SUBAGENT,
+                SubagentToolConfig::FORK_TOOL_NAME,
+                SubagentToolConfig::ACP_TOOL_NAME,
+            ],
             note: "The registered tool name is the load-time `toolName` config (default `subagent`); the schema above is that default, over a provider whose child starts with a fresh conversation. A harness loads this crate once per provider, so the model may also see `subagent_fork`, bound to the fork provider: its description and `prompt` text use the inherited-context wording (`INHERITS this conversation`, `It already sees this conversation's completed turns`), and its parameters are otherwise identical. `subagent_acp` (an out-of-process child over ACP) keeps the wording above. With `enableRunInBackground` (off by default; `dsh run` turns it on) the description gains the background-task sentence and an optional boolean `run_in_background` follows `prompt`: over a one-shot provider it returns `started background subagent task <id>`, over a provider with the continuation capability (spawn or fork, with a control service) `started subagent <id> as task <taskId>`, and the description then also names `send_message`.",
             mount: mount_subagent,
         },

@@ -94,6 +94,14 @@ impl SubagentToolConfig {
     /// The default tool name.
     pub const DEFAULT_TOOL_NAME: &'static str = "subagent";
 
+    /// The conventional name of an instance bound to the fork provider (the
+    /// child inherits the conversation), as `dsh` mounts it.
+    pub const FORK_TOOL_NAME: &'static str = "subagent_fork";
+
+    /// The conventional name of an instance bound to an ACP provider (an
+    /// out-of-process child), as the README's example mounts it.
+    pub const ACP_TOOL_NAME: &'static str = "subagent_acp";
+
     /// A configuration for `provider` with every default: tool name
     /// `subagent`, no options, no persona, no filter, no cap.
     pub fn new(provider: impl Into<String>) -> Self {

@@ -32,7 +32,7 @@ pub(crate) use transcript::*;
 pub(crate) const SPAWN_TOOL: &str = dsh_tool_subagent::SubagentToolConfig::DEFAULT_TOOL_NAME;
 
 /// The `subagent` tool over the fork provider (a child that inherits the conversation).
-pub(crate) const FORK_TOOL: &str = "subagent_fork";
+pub(crate) const FORK_TOOL: &str = dsh_tool_subagent::SubagentToolConfig::FORK_TOOL_NAME;
 
 /// The parent agent's system prompt.
 pub(crate) const PARENT_SYSTEM_PROMPT: &str = "You are dsh, a capable assistant. For self-contained work that would fill this conversation with intermediate steps, delegate with the `subagent` tool (a fresh child that sees nothing of this conversation) or `subagent_fork` (a child that inherits this conversation's completed turns), then answer the user with what you learned.";
