@@ -118,14 +118,6 @@ pub(crate) fn model_calls(steps: u32, usage: Option<dsh_llm::Usage>) -> String {
     )
 }
 
-/// A `tool_filter` that names a tool dsh does not mount.
-pub(crate) fn config_unknown_filter_tool(name: &str, known: &[&str]) -> String {
-    format!(
-        "names \"{name}\", which is not a tool of this harness (its tools: {})",
-        known.join(", ")
-    )
-}
-
 /// The one warning line when OTLP export could not be set up.
 pub(crate) fn otlp_setup_failed(error: &str) -> String {
     format!("dsh: warning: OTLP trace export is off: {error}")

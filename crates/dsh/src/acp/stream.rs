@@ -202,7 +202,11 @@ impl TreeObserver for Streams {
 
 impl AgentObserver for Streams {
     fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
-        self.calls.record(agent, steps, usage);
+        // A session's own agent is no service run, so nothing would ever take
+        // its record: only children's model calls are kept for their end line.
+        if !self.lock().open.contains_key(agent) {
+            self.calls.record(agent, steps, usage);
+        }
         self.child_line(agent, |label| wording::acp_child_step(label, steps, usage));
     }
 

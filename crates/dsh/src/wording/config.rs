@@ -99,3 +99,11 @@ pub(crate) fn cwd_unreadable(error: &dyn Display) -> String {
 pub(crate) fn tool_not_catalogued(name: &str) -> String {
     format!("the tool {name} belongs to no catalogued crate")
 }
+
+/// A `tool_filter` that names a tool dsh does not mount.
+pub(crate) fn config_unknown_filter_tool(name: &str, known: &[&str]) -> String {
+    format!(
+        "names \"{name}\", which is not a tool of this harness (its tools: {})",
+        known.join(", ")
+    )
+}
