@@ -3,6 +3,7 @@
 use dsh_tools::{ToolRegistry, ToolSpec};
 
 use crate::manifest::ToolPackage;
+use crate::wording;
 
 /// What one tool crate registered.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +27,7 @@ pub struct HarvestedPackage {
 #[non_exhaustive]
 pub enum CatalogError {
     /// Mounting a crate failed.
-    #[error("tool-catalog: {package} failed to mount: {message}")]
+    #[error("{}", wording::mount_failed(package, message))]
     MountFailed {
         /// The crate.
         package: &'static str,
@@ -34,15 +35,13 @@ pub enum CatalogError {
         message: String,
     },
     /// A crate mounted but registered no tool.
-    #[error(
-        "tool-catalog: {package} booted without registering a single tool. Check its mount recipe in crates/dsh-tool-catalog/src/manifest.rs: a tool that waits for a provider or service never appears until that is mounted too."
-    )]
+    #[error("{}", wording::nothing_registered(package))]
     NothingRegistered {
         /// The crate.
         package: &'static str,
     },
     /// A harvested tool has no source file in the manifest.
-    #[error("tool-catalog: {package} has no source mapping for harvested tool {tool}")]
+    #[error("{}", wording::no_source(package, tool))]
     NoSource {
         /// The crate.
         package: &'static str,
@@ -50,9 +49,7 @@ pub enum CatalogError {
         tool: String,
     },
     /// Tool crates exist that the manifest does not list.
-    #[error(
-        "tool-catalog: {} tool crate(s) not in the boot manifest: {}. Add each to manifest() in crates/dsh-tool-catalog/src/manifest.rs so its schema is catalogued.", missing.len(), missing.join(", ")
-    )]
+    #[error("{}", wording::incomplete(missing))]
     Incomplete {
         /// The unlisted crates.
         missing: Vec<String>,

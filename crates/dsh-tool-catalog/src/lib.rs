@@ -4,6 +4,7 @@
 mod harvest;
 mod manifest;
 mod render;
+mod wording;
 
 pub use harvest::{CatalogError, HarvestedPackage, check_completeness, harvest};
 pub use manifest::{MountError, MountGuard, NOT_TOOL_CRATES, ToolPackage, manifest};

@@ -11,6 +11,8 @@ use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::ToolRegistry;
 
+use crate::wording;
+
 /// The `subagent` tool's default name.
 const SUBAGENT: &str = SubagentToolConfig::DEFAULT_TOOL_NAME;
 
@@ -66,31 +68,22 @@ pub fn manifest() -> Vec<ToolPackage> {
             package: "dsh-tool-subagent",
             sources: &[(SUBAGENT, "crates/dsh-tool-subagent/src/tool.rs")],
             requires: &["dsh_tools::ToolRegistry", "dsh_subagent::SubagentService"],
-            writes: &[
-                "tool/call",
-                "tool/result",
-                "child agent state through the chosen provider",
-            ],
+            writes: wording::SUBAGENT_WRITES,
             shipped_aliases: &[
                 SUBAGENT,
                 SubagentToolConfig::FORK_TOOL_NAME,
                 SubagentToolConfig::ACP_TOOL_NAME,
             ],
-            note: "The registered tool name is the load-time `toolName` config (default `subagent`); the schema above is that default, over a provider whose child starts with a fresh conversation. A harness loads this crate once per provider, so the model may also see `subagent_fork`, bound to the fork provider: its description and `prompt` text use the inherited-context wording (`INHERITS this conversation`, `It already sees this conversation's completed turns`), and its parameters are otherwise identical. `subagent_acp` (an out-of-process child over ACP) keeps the wording above. With `enableRunInBackground` (off by default; `dsh run` turns it on) the description gains the background-task sentence and an optional boolean `run_in_background` follows `prompt`: over a one-shot provider it returns `started background subagent task <id>`, over a provider with the continuation capability (spawn or fork, with a control service) `started subagent <id> as task <taskId>`, and the description then also names `send_message`.",
+            note: wording::SUBAGENT_NOTE,
             mount: mount_subagent,
         },
         ToolPackage {
             package: "dsh-tool-subagent-control",
             sources: &[(SEND_MESSAGE_TOOL, "crates/dsh-tool-subagent-control/src/tool.rs")],
             requires: &["dsh_tools::ToolRegistry", "dsh_subagent::SubagentControl"],
-            writes: &[
-                "tool/call",
-                "tool/result",
-                "a user message joining the running turn of the caller's own continuable subagent",
-                "a new background task continuing the caller's own continuable subagent",
-            ],
+            writes: wording::CONTROL_WRITES,
             shipped_aliases: &[],
-            note: "Registered once and shared by every agent: it acts only on the caller's own continuable children (those a `subagent` tool started with `run_in_background: true` over a provider with the continuation capability). While the child is working the message joins its current turn (`message delivered to running task <taskId>`; that task's answer has seen it); once it has finished, the message starts a new task that continues the child (`message started task <taskId> continuing subagent <subagent_id>`); either way the answer is collected with `task_output`. Otherwise it is refused with an error ending `the message was not delivered`: the id names a live child outside the control service's ownership (a running one-shot child), the child is still starting or settling, its provider cannot take messages mid-turn (only the in-process spawn and fork children can), or its turn ended just before the message arrived (send again to start the next task). A control service without a child store refuses every message before any task exists (`PERSISTENCE_UNAVAILABLE`). An unknown, foreign or descriptor-less id starts a task that fails.",
+            note: wording::CONTROL_NOTE,
             mount: mount_subagent_control,
         },
         ToolPackage {
@@ -101,13 +94,9 @@ pub fn manifest() -> Vec<ToolPackage> {
                 (TASK_OUTPUT, "crates/dsh-tool-tasks/src/tools.rs"),
             ],
             requires: &["dsh_tools::ToolRegistry", "dsh_tasks::TaskRegistry"],
-            writes: &[
-                "tool/call",
-                "tool/result",
-                "cancellation of the caller's background tasks (task_kill only)",
-            ],
+            writes: wording::TASKS_WRITES,
             shipped_aliases: &[],
-            note: "The three tools act only on the calling agent's own background tasks (another agent's task id is refused), so they are registered once and shared by every agent. A task finishing queues a completion notice for its owner (`background task <id> (<kind>: <label>) finished [status: …]. Read its output with task_output.`); a harness hands those to the owner's next model call by giving its `dsh_agent::AgentRuntime` the registry's notices (`with_notices`).",
+            note: wording::TASKS_NOTE,
             mount: mount_tasks,
         },
         ToolPackage {
@@ -119,15 +108,10 @@ pub fn manifest() -> Vec<ToolPackage> {
                 (TASK_LIST, "crates/dsh-tool-tasks/src/tools.rs"),
                 (TASK_OUTPUT, "crates/dsh-tool-tasks/src/tools.rs"),
             ],
-            requires: &["the `dsh` binary (`dsh mcp`)", "dsh_mcp::McpToolServer"],
-            writes: &[
-                "tool/call",
-                "tool/result",
-                "child agent state through the spawn provider",
-                "the MCP session's background tasks",
-            ],
+            requires: wording::DSH_MCP_REQUIRES,
+            writes: wording::DSH_MCP_WRITES,
             shipped_aliases: &[],
-            note: "What `dsh mcp` serves to an MCP host: its `tools/list` gives these names, descriptions and input schemas byte for byte. `subagent` runs over the spawn provider with `enableRunInBackground` and the continuation capability, so its description names `send_message`; `send_message` and the three task tools complete background mode. There is no `subagent_fork`: the calling agent's conversation lives in the MCP host, so a fork would inherit nothing. Each MCP session is one calling agent that owns its children and background tasks; another session cannot see them, and closing the session cancels and releases them all. MCP tools: `dsh run`, `dsh acp` and `dsh mcp` take `--mcp-server <name>=<command line>` (repeatable) and mount each tool of that server, for the parent and its children, as `mcp__<name>__<tool>` with the server's own description and input schema (`dsh mcp` lists them after these). A `toolFilter` names them by that full name in `allow` or `deny`, exactly like any other tool, and a filter naming a tool that is not mounted fails the call. A server that cannot start stops `dsh` with exit 2 before any model call.",
+            note: wording::DSH_MCP_NOTE,
             mount: mount_dsh_mcp,
         },
     ]
@@ -179,7 +163,7 @@ impl SubagentProvider for Describe {
     }
 
     fn start(&self, _request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
-        Box::pin(async { Err(SubagentError::failed("the catalog provider starts no children")) })
+        Box::pin(async { Err(SubagentError::failed(wording::NO_CHILDREN)) })
     }
 }
 

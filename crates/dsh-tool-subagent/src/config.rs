@@ -68,15 +68,13 @@ pub enum ConfigError {
         provider: String,
     },
     /// Another tool (or another instance) already holds the tool name.
-    #[error(
-        "tool-subagent: a tool named \"{name}\" is already registered — give each tool-subagent instance its own `toolName`"
-    )]
+    #[error("{}", wording::duplicate_tool_name(name))]
     DuplicateToolName {
         /// The contested name.
         name: String,
     },
     /// Any other malformed configuration; the message names the key.
-    #[error("tool-subagent: {0}")]
+    #[error("{}", wording::invalid_config(.0))]
     Invalid(String),
 }
 
@@ -165,15 +163,12 @@ impl SubagentToolConfig {
     pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
         let object = value
             .as_object()
-            .ok_or_else(|| ConfigError::Invalid(format!("config must be a JSON object, got {}", json_kind(value))))?;
+            .ok_or_else(|| ConfigError::Invalid(wording::config_not_object(json_kind(value))))?;
         if let Some(unknown) = object.keys().find(|key| !KNOWN_KEYS.contains(&key.as_str())) {
-            return Err(ConfigError::Invalid(format!(
-                "unknown config key \"{unknown}\" (known keys: {})",
-                KNOWN_KEYS.join(", ")
-            )));
+            return Err(ConfigError::Invalid(wording::config_unknown_key(unknown, &KNOWN_KEYS)));
         }
         let provider = string(object, "provider")?
-            .ok_or_else(|| ConfigError::Invalid("config key \"provider\" is required".to_owned()))?;
+            .ok_or_else(|| ConfigError::Invalid(wording::config_key_required("provider")))?;
         let mut config = Self::new(provider);
         if let Some(name) = string(object, "toolName")? {
             config.tool_name = name;
@@ -184,9 +179,10 @@ impl SubagentToolConfig {
         config.max_depth = object.get("maxDepth").map(parse_max_depth).transpose()?;
         if let Some(enable) = object.get("enableRunInBackground") {
             config.enable_run_in_background = enable.as_bool().ok_or_else(|| {
-                ConfigError::Invalid(format!(
-                    "config key \"enableRunInBackground\" must be a boolean, got {}",
-                    json_kind(enable)
+                ConfigError::Invalid(wording::config_key_wrong_type(
+                    "enableRunInBackground",
+                    dsh_tools::wording::EXPECTED_BOOLEAN,
+                    json_kind(enable),
                 ))
             })?;
         }
@@ -209,21 +205,17 @@ impl SubagentToolConfig {
             return Err(ConfigError::EmptyToolFilter);
         }
         if self.provider.is_empty() {
-            return Err(ConfigError::Invalid(
-                "config key \"provider\" must not be empty".to_owned(),
-            ));
+            return Err(ConfigError::Invalid(wording::config_key_empty("provider")));
         }
         if self.tool_name.is_empty() {
-            return Err(ConfigError::Invalid(
-                "config key \"toolName\" must not be empty".to_owned(),
-            ));
+            return Err(ConfigError::Invalid(wording::config_key_empty("toolName")));
         }
         if let Some(max_tokens) = self.agent_options.as_ref().and_then(|options| options.max_tokens)
             && !(1..=MAX_SAFE_INTEGER).contains(&max_tokens)
         {
-            return Err(ConfigError::Invalid(
-                "config key \"agentOptions.maxTokens\" must be an integer from 1 to 9007199254740991".to_owned(),
-            ));
+            return Err(ConfigError::Invalid(wording::config_max_tokens_out_of_range(
+                MAX_SAFE_INTEGER,
+            )));
         }
         Ok(())
     }
@@ -262,9 +254,10 @@ fn string(object: &Map<String, Value>, key: &str) -> Result<Option<String>, Conf
     match object.get(key) {
         None => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(other) => Err(ConfigError::Invalid(format!(
-            "config key \"{key}\" must be a string, got {}",
-            json_kind(other)
+        Some(other) => Err(ConfigError::Invalid(wording::config_key_wrong_type(
+            key,
+            dsh_tools::wording::EXPECTED_STRING,
+            json_kind(other),
         ))),
     }
 }
@@ -274,7 +267,7 @@ fn typed<T: serde::de::DeserializeOwned>(object: &Map<String, Value>, key: &str)
         .get(key)
         .map(|value| {
             T::deserialize(value)
-                .map_err(|error| ConfigError::Invalid(format!("config key \"{key}\" is invalid: {error}")))
+                .map_err(|error| ConfigError::Invalid(wording::config_key_invalid(key, &error.to_string())))
         })
         .transpose()
 }

@@ -203,3 +203,50 @@ pub fn waiting_for_provider(provider: &str, tool_name: &str) -> String {
         "subagent provider \"{provider}\" not registered yet; the \"{tool_name}\" tool will register when it appears"
     )
 }
+
+/// Another tool (or another instance) already holds the tool name.
+pub fn duplicate_tool_name(name: &str) -> String {
+    format!(
+        "tool-subagent: a tool named \"{name}\" is already registered — give each tool-subagent instance its own `toolName`"
+    )
+}
+
+/// Any other malformed configuration: `detail` names the key.
+pub fn invalid_config(detail: &str) -> String {
+    format!("tool-subagent: {detail}")
+}
+
+/// The configuration is not a JSON object.
+pub fn config_not_object(kind: &str) -> String {
+    format!("config must be a JSON object, got {kind}")
+}
+
+/// A configuration key the tool does not know.
+pub fn config_unknown_key(key: &str, known: &[&str]) -> String {
+    format!("unknown config key \"{key}\" (known keys: {})", known.join(", "))
+}
+
+/// A required configuration key is absent.
+pub fn config_key_required(key: &str) -> String {
+    format!("config key \"{key}\" is required")
+}
+
+/// A configuration key has the wrong JSON type.
+pub fn config_key_wrong_type(key: &str, expected: &str, kind: &str) -> String {
+    format!("config key \"{key}\" must be {expected}, got {kind}")
+}
+
+/// A text configuration key is empty.
+pub fn config_key_empty(key: &str) -> String {
+    format!("config key \"{key}\" must not be empty")
+}
+
+/// `agentOptions.maxTokens` outside 1 ..= the largest safe integer.
+pub fn config_max_tokens_out_of_range(max: u64) -> String {
+    format!("config key \"agentOptions.maxTokens\" must be an integer from 1 to {max}")
+}
+
+/// A structured configuration key that does not parse.
+pub fn config_key_invalid(key: &str, error: &str) -> String {
+    format!("config key \"{key}\" is invalid: {error}")
+}

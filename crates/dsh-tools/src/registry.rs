@@ -20,13 +20,13 @@ pub const ABORTED_BEFORE_DISPATCH: &str = crate::ErrorCode::AbortedBeforeDispatc
 #[non_exhaustive]
 pub enum RegistryError {
     /// Another reservation or registration already holds this name.
-    #[error("a tool named \"{name}\" is already registered")]
+    #[error("{}", wording::duplicate_name(name))]
     DuplicateName {
         /// The contested name.
         name: String,
     },
     /// A tool was mounted into a reservation held for another name.
-    #[error("tool \"{tool}\" cannot be mounted under the name reserved as \"{reserved}\"")]
+    #[error("{}", wording::name_mismatch(tool, reserved))]
     NameMismatch {
         /// The name the reservation holds.
         reserved: String,
@@ -34,13 +34,13 @@ pub enum RegistryError {
         tool: String,
     },
     /// The reservation already has a tool mounted.
-    #[error("a tool is already mounted under \"{name}\"")]
+    #[error("{}", wording::already_mounted(name))]
     AlreadyMounted {
         /// The reserved name.
         name: String,
     },
     /// The name is empty.
-    #[error("a tool name must not be empty")]
+    #[error("{}", wording::EMPTY_NAME)]
     EmptyName,
 }
 

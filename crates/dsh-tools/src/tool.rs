@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use dsh_subagent_api::SubagentError;
 
-use crate::{AgentRef, ErrorCode};
+use crate::{AgentRef, ErrorCode, wording};
 
 /// A model-facing tool: a name, a description, a JSON-schema for its
 /// arguments, and an async `execute`.
@@ -169,12 +169,12 @@ pub const INVALID_ARGUMENTS: &str = ErrorCode::InvalidArguments.as_str();
 /// `a number`, `a string`, `an array`, `an object`.
 pub fn json_kind(value: &Value) -> &'static str {
     match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        Value::Null => wording::KIND_NULL,
+        Value::Bool(_) => wording::EXPECTED_BOOLEAN,
+        Value::Number(_) => wording::KIND_NUMBER,
+        Value::String(_) => wording::EXPECTED_STRING,
+        Value::Array(_) => wording::KIND_ARRAY,
+        Value::Object(_) => wording::KIND_OBJECT,
     }
 }
 

@@ -1,4 +1,5 @@
-//! Every text the tool layer itself shows a model, in one place.
+//! Every text the tool layer itself shows a model or a person, in one place:
+//! the code calls these items and writes no sentence of its own.
 
 /// A call whose token was cancelled before it reached its tool.
 pub const ABORTED_BEFORE_DISPATCH: &str = "tool call aborted before dispatch";
@@ -45,3 +46,37 @@ pub fn argument_too_large(field: &str, maximum: u64, got: u64) -> String {
 pub fn arguments_unreadable(detail: &str) -> String {
     format!("the arguments could not be read: {detail}")
 }
+
+// ---- JSON kinds, as argument errors name what came --------------------------
+
+/// A JSON `null`.
+pub const KIND_NULL: &str = "null";
+
+/// A JSON number.
+pub const KIND_NUMBER: &str = "a number";
+
+/// A JSON array.
+pub const KIND_ARRAY: &str = "an array";
+
+/// A JSON object.
+pub const KIND_OBJECT: &str = "an object";
+
+// ---- registry errors ----------------------------------------------------------
+
+/// Another reservation or registration already holds the name.
+pub fn duplicate_name(name: &str) -> String {
+    format!("a tool named \"{name}\" is already registered")
+}
+
+/// A tool mounted into a reservation held for another name.
+pub fn name_mismatch(tool: &str, reserved: &str) -> String {
+    format!("tool \"{tool}\" cannot be mounted under the name reserved as \"{reserved}\"")
+}
+
+/// The reservation already has a tool mounted.
+pub fn already_mounted(name: &str) -> String {
+    format!("a tool is already mounted under \"{name}\"")
+}
+
+/// An empty tool name.
+pub const EMPTY_NAME: &str = "a tool name must not be empty";
