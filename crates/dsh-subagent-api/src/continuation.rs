@@ -12,7 +12,9 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{AgentId, AgentRef, CancellationToken, ContentBlock, StartRequest, SubagentError, SubagentRun, ToolFilter};
+use crate::{
+    AgentId, AgentRef, CancellationToken, ContentBlock, StartRequest, SubagentError, SubagentRun, ToolFilter, wording,
+};
 
 /// The descriptor version this crate writes (docs/contract.md, "Continuation descriptors").
 pub const DESCRIPTOR_VERSION: u64 = 1;
@@ -76,10 +78,10 @@ impl ContinuationDescriptor {
     /// the first problem in the contract's words.
     pub fn fold(value: &Value) -> Result<Option<Self>, String> {
         let Some(object) = value.as_object() else {
-            return Err("persisted subagent descriptor payload must be an object".into());
+            return Err(wording::DESCRIPTOR_NOT_OBJECT.into());
         };
         let Some(version) = object.get("version").and_then(Value::as_f64) else {
-            return Err("persisted subagent descriptor version must be a number".into());
+            return Err(wording::DESCRIPTOR_VERSION_NOT_NUMBER.into());
         };
         if version != DESCRIPTOR_VERSION as f64 {
             return Ok(None);
@@ -94,16 +96,14 @@ impl ContinuationDescriptor {
             "toolFilter",
         ];
         if let Some(unknown) = object.keys().find(|key| !FIELDS.contains(&key.as_str())) {
-            return Err(format!(
-                "persisted subagent descriptor payload has unknown field \"{unknown}\""
-            ));
+            return Err(wording::descriptor_unknown_field(unknown));
         }
         if !object.get("provider").is_some_and(Value::is_string) {
-            return Err("persisted subagent descriptor provider must be a string".into());
+            return Err(wording::DESCRIPTOR_PROVIDER_NOT_STRING.into());
         }
         for key in ["label", "agentProvider", "agentModel", "persona"] {
             if object.get(key).is_some_and(|v| !v.is_string()) {
-                return Err(format!("persisted subagent descriptor {key} must be a string"));
+                return Err(wording::descriptor_field_not_string(key));
             }
         }
         if let Some(filter) = object.get("toolFilter") {
@@ -111,29 +111,25 @@ impl ContinuationDescriptor {
         }
         serde_json::from_value(Value::Object(object.clone()))
             .map(Some)
-            .map_err(|error| format!("persisted subagent descriptor is malformed: {error}"))
+            .map_err(wording::descriptor_malformed)
     }
 }
 
 fn check_filter(filter: &Value) -> Result<(), String> {
     let Some(filter): Option<&Map<String, Value>> = filter.as_object() else {
-        return Err("persisted subagent descriptor toolFilter must be an object".into());
+        return Err(wording::FILTER_NOT_OBJECT.into());
     };
     if let Some(unknown) = filter.keys().find(|key| *key != "allow" && *key != "deny") {
-        return Err(format!(
-            "persisted subagent descriptor toolFilter has unknown field \"{unknown}\""
-        ));
+        return Err(wording::filter_unknown_field(unknown));
     }
     for (key, list) in filter {
         let strings = list.as_array().is_some_and(|items| items.iter().all(Value::is_string));
         if !strings {
-            return Err(format!(
-                "persisted subagent descriptor toolFilter.{key} must be an array of strings"
-            ));
+            return Err(wording::filter_list_not_strings(key));
         }
     }
     if filter.is_empty() {
-        return Err("persisted subagent descriptor toolFilter must declare allow and/or deny".into());
+        return Err(wording::FILTER_EMPTY.into());
     }
     Ok(())
 }

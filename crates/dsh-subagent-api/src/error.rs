@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::{Capability, ErrorCode};
+use crate::{Capability, ErrorCode, wording};
 
 /// A failure to start, run or release a child.
 ///
@@ -12,19 +12,19 @@ use crate::{Capability, ErrorCode};
 #[non_exhaustive]
 pub enum SubagentError {
     /// No provider of that name is registered (`NO_PROVIDER`).
-    #[error("no subagent provider registered for \"{name}\"")]
+    #[error("{}", wording::no_provider(name))]
     NoProvider {
         /// The requested provider name.
         name: String,
     },
     /// A provider of that name is already registered (`DUPLICATE_PROVIDER`).
-    #[error("a subagent provider named \"{name}\" is already registered")]
+    #[error("{}", wording::duplicate_provider(name))]
     DuplicateProvider {
         /// The contested name.
         name: String,
     },
     /// The request sets a field the provider cannot honour (`UNSUPPORTED_CAPABILITY`).
-    #[error("subagent provider \"{provider}\" does not support the \"{capability}\" capability")]
+    #[error("{}", wording::unsupported_capability(provider, capability))]
     UnsupportedCapability {
         /// The provider's name.
         provider: String,
@@ -32,19 +32,19 @@ pub enum SubagentError {
         capability: Capability,
     },
     /// `maxDepth` is not a non-negative safe integer (`INVALID_MAX_DEPTH`).
-    #[error("subagent maxDepth must be a non-negative safe integer")]
+    #[error("{}", wording::INVALID_MAX_DEPTH)]
     InvalidMaxDepth,
     /// The output schema is not an object-rooted JSON schema (`INVALID_OUTPUT_SCHEMA`).
-    #[error("subagent outputSchema must be a JSON Schema object whose root has \"type\": \"object\"")]
+    #[error("{}", wording::INVALID_OUTPUT_SCHEMA)]
     InvalidOutputSchema,
     /// The parent's depth is not a non-negative safe integer (`INVALID_DEPTH`).
-    #[error("agent subagentDepth must be a non-negative safe integer")]
+    #[error("{}", wording::INVALID_AGENT_DEPTH)]
     InvalidAgentDepth,
     /// The child's depth would leave the safe-integer range (`INVALID_DEPTH`).
-    #[error("subagent child depth exceeds the safe-integer range")]
+    #[error("{}", wording::DEPTH_OVERFLOW)]
     DepthOverflow,
     /// The child would be deeper than `maxDepth` allows (`DEPTH_EXCEEDED`).
-    #[error("subagent depth {attempted} exceeds maxDepth {max}")]
+    #[error("{}", wording::depth_exceeded(*attempted, *max))]
     DepthExceeded {
         /// The child's depth.
         attempted: u64,
@@ -61,7 +61,7 @@ pub enum SubagentError {
     /// A start failed (or was cancelled) and releasing what it had created
     /// failed too (`ROLLBACK_FAILED`): both errors, so a cancelled start
     /// whose rollback failed never reads as a clean cancellation.
-    #[error("{start}; rollback failed: {rollback}")]
+    #[error("{}", wording::rollback_failed(start, rollback))]
     RollbackFailed {
         /// Why the start did not publish a run.
         start: Box<SubagentError>,

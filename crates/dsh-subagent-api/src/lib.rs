@@ -14,6 +14,7 @@ mod result;
 mod run;
 mod steer;
 pub mod trace;
+mod wording;
 
 pub use agent::{AgentId, AgentRef};
 pub use capabilities::{Capabilities, Capability};

@@ -5,6 +5,7 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::wording::TRUNCATION_MARK;
 use crate::{ContentBlock, concat_text};
 
 /// Why a child run stopped. Only [`StopReason::Completed`] is success.
@@ -80,8 +81,6 @@ impl<'de> Deserialize<'de> for StopReason {
 
 /// The largest diagnostic, in UTF-8 bytes, a result carries.
 pub const MAX_DIAGNOSTIC_BYTES: usize = 4096;
-
-const TRUNCATION_MARK: &str = "\n[diagnostic truncated]";
 
 /// Bounds a diagnostic to [`MAX_DIAGNOSTIC_BYTES`], cutting on a character
 /// boundary and marking the cut with `\n[diagnostic truncated]`.

@@ -8,7 +8,7 @@ use std::panic::AssertUnwindSafe;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Either};
 
-use crate::{Steerer, SubagentError, SubagentResult};
+use crate::{Steerer, SubagentError, SubagentResult, wording};
 
 type Outcome = Result<SubagentResult, SubagentError>;
 type ReleaseFn = Box<dyn FnOnce() -> BoxFuture<'static, Result<(), SubagentError>> + Send>;
@@ -115,9 +115,7 @@ impl SubagentRun {
         self.settled().await;
         match &self.result {
             ResultSlot::Ready(outcome) => Outcome::clone(outcome),
-            ResultSlot::Pending(_) | ResultSlot::Panicked(_) => {
-                Err(SubagentError::failed("subagent run result was not settled"))
-            }
+            ResultSlot::Pending(_) | ResultSlot::Panicked(_) => Err(SubagentError::failed(wording::RUN_NOT_SETTLED)),
         }
     }
 
@@ -131,7 +129,7 @@ impl SubagentRun {
             ResultSlot::Pending(pending) => self.result = ResultSlot::Ready(Box::new(pending.await)),
             ResultSlot::Ready(_) => {}
             ResultSlot::Panicked(_) => {
-                let settled = ResultSlot::Ready(Box::new(Err(SubagentError::failed("subagent run result panicked"))));
+                let settled = ResultSlot::Ready(Box::new(Err(SubagentError::failed(wording::RUN_PANICKED))));
                 if let ResultSlot::Panicked(payload) = std::mem::replace(&mut self.result, settled) {
                     std::panic::resume_unwind(payload);
                 }
@@ -167,9 +165,7 @@ impl SubagentRun {
         match &self.release {
             ReleaseSlot::Done(released) => released.clone(),
             // Resolved just above.
-            ReleaseSlot::Unstarted(_) | ReleaseSlot::Running(_) => {
-                Err(SubagentError::failed("subagent run release was lost"))
-            }
+            ReleaseSlot::Unstarted(_) | ReleaseSlot::Running(_) => Err(SubagentError::failed(wording::RELEASE_LOST)),
         }
     }
 

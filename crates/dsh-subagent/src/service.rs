@@ -10,6 +10,7 @@ use dsh_subagent_api::{
 use dsh_tools::panic_message;
 
 use crate::events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
+use crate::wording;
 
 struct ProviderEntry {
     id: u64,
@@ -71,10 +72,9 @@ impl Inner {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => return Err(error),
                 Err(panic) => {
-                    return Err(SubagentError::failed(format!(
-                        "{} listener panicked: {}",
+                    return Err(SubagentError::failed(wording::listener_panicked(
                         event.name(),
-                        panic_message(&*panic)
+                        &panic_message(&*panic),
                     )));
                 }
             }
@@ -87,9 +87,9 @@ impl Inner {
         for Subscriber { listener, .. } in self.listeners().iter().filter(|s| s.hears(event)) {
             match catch_unwind(AssertUnwindSafe(|| listener(event))) {
                 Ok(Ok(())) => {}
-                Ok(Err(error)) => tracing::warn!("subagent: {} listener threw: {error}", event.name()),
+                Ok(Err(error)) => tracing::warn!("{}", wording::listener_threw(event.name(), &error)),
                 Err(panic) => {
-                    tracing::warn!("subagent: {} listener threw: {}", event.name(), panic_message(&*panic))
+                    tracing::warn!("{}", wording::listener_threw(event.name(), panic_message(&*panic)))
                 }
             }
         }

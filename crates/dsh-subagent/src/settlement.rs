@@ -263,7 +263,7 @@ pub fn start_failed_outcome(error: &SubagentError, killed: bool) -> TaskOutcome 
 /// The detail of a task whose run failed, from its stop reason.
 fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
     match diagnostic {
-        Some(diagnostic) => format!("{reason}; diagnostic: {diagnostic}"),
+        Some(diagnostic) => wording::failed_run_detail(reason, diagnostic),
         None => reason.to_string(),
     }
 }
@@ -271,8 +271,8 @@ fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
 /// The detail of a task whose release failed, after what went wrong before it.
 fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
     match previous {
-        Some(previous) => format!("{previous}; dispose failed: {error}"),
-        None => format!("dispose failed: {error}"),
+        Some(previous) => wording::dispose_failed_after(previous, error),
+        None => wording::dispose_failed(error),
     }
 }
 

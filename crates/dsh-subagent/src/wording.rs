@@ -1,5 +1,8 @@
-//! The texts of the settlement, in one place: the model reads some of them
-//! through the `subagent` tool, and people read the rest in logs.
+//! The texts of the service, the settlement and the control service, in one
+//! place: the model reads some of them through the `subagent` and
+//! `send_message` tools, and people read the rest in logs.
+
+use std::fmt::Display;
 
 /// The name of the tool through which a model sends follow-ups to
 /// continuable children (mounted by `dsh-tool-subagent-control`).
@@ -38,3 +41,108 @@ pub(crate) fn abandoned_release_failed(error: &dsh_subagent_api::SubagentError) 
 /// Logged when a call is abandoned where no tokio runtime can finish its release.
 pub(crate) const RELEASE_OUTSIDE_RUNTIME: &str =
     "subagent call abandoned outside a tokio runtime; the child's release was started but not awaited";
+
+/// The detail of a task whose run failed with a diagnostic.
+pub(crate) fn failed_run_detail(reason: impl Display, diagnostic: &str) -> String {
+    format!("{reason}; diagnostic: {diagnostic}")
+}
+
+/// The detail of a task whose release failed after an earlier failure.
+pub(crate) fn dispose_failed_after(previous: &str, error: &str) -> String {
+    format!("{previous}; dispose failed: {error}")
+}
+
+/// The detail of a task whose release failed.
+pub(crate) fn dispose_failed(error: &str) -> String {
+    format!("dispose failed: {error}")
+}
+
+/// A `dispatch` listener panicked; the event's start is refused with this.
+pub(crate) fn listener_panicked(event: &str, message: &str) -> String {
+    format!("{event} listener panicked: {message}")
+}
+
+/// Logged when a `notify` listener fails (an error or a panic's message).
+pub(crate) fn listener_threw(event: &str, error: impl Display) -> String {
+    format!("subagent: {event} listener threw: {error}")
+}
+
+// The control service (`send_message` and continuable children): the model
+// reads its errors (docs/contract.md, "send_message").
+
+/// The child's current activation task is no longer running but has not
+/// released the child yet.
+pub(crate) fn activation_settling(child: &str, task_id: &str, status: impl Display) -> String {
+    format!(
+        "subagent \"{child}\" task {task_id} is {status}; the message was not delivered — retry after it settles to start the next activation"
+    )
+}
+
+/// The running activation's provider offers no live delivery.
+pub(crate) fn no_live_delivery(child: &str) -> String {
+    format!("subagent \"{child}\" provider does not accept live delivery; the message was not delivered")
+}
+
+/// The running turn ended before the message could join it.
+pub(crate) fn stopped_before_delivery(child: &str) -> String {
+    format!("subagent \"{child}\" stopped before delivery; the message was not delivered")
+}
+
+/// A live run outside the control service's ownership has this id.
+pub(crate) fn ownership_conflict(child: &str) -> String {
+    format!("subagent \"{child}\" has a live agent outside control-service ownership; the message was not delivered")
+}
+
+/// The live run with this id is not the run of the child's current activation.
+pub(crate) fn registry_mismatch(child: &str) -> String {
+    format!(
+        "subagent \"{child}\" registry agent is not the associated activation's agent; the message was not delivered"
+    )
+}
+
+/// The control service has no durable child store.
+pub(crate) const PERSISTENCE_UNAVAILABLE: &str =
+    "continuable subagents require session persistence (create SubagentControl with a ChildStore)";
+
+/// Another caller's follow-up is looking the child up.
+pub(crate) fn activation_starting(child: &str) -> String {
+    format!("subagent \"{child}\" activation is starting; the message was not delivered")
+}
+
+/// The task registry refused the follow-up task.
+pub(crate) fn follow_up_refused(source: impl Display) -> String {
+    format!("{source}; the message was not delivered")
+}
+
+/// The provider cannot start continuable children.
+pub(crate) fn no_continuation(provider: &str) -> String {
+    format!("subagent provider \"{provider}\" does not support resuming persisted children (no resume capability)")
+}
+
+/// No persisted child has this id, or it cannot be read.
+pub(crate) fn unavailable(child: &str) -> String {
+    format!("subagent \"{child}\" is unavailable")
+}
+
+/// The child was started by another agent.
+pub(crate) fn foreign(child: &str) -> String {
+    format!("subagent \"{child}\" belongs to another parent session")
+}
+
+/// The child has no descriptor this service can resume.
+pub(crate) fn no_descriptor(child: &str) -> String {
+    format!("subagent \"{child}\" has no supported continuation descriptor")
+}
+
+/// The label of a follow-up task whose message is empty.
+pub(crate) const EMPTY_FOLLOW_UP_LABEL: &str = "subagent follow-up";
+
+/// Logged when reading a child from the store fails.
+pub(crate) fn lookup_failed(error: impl Display) -> String {
+    format!("subagent lookup failed: {error}")
+}
+
+/// Logged when a child is resumed while its record carries a diagnostic.
+pub(crate) fn resuming_with_diagnostic(diagnostic: &str) -> String {
+    format!("resuming with a diagnostic: {diagnostic}")
+}

@@ -408,7 +408,7 @@ impl TaskRegistry {
         };
         for entry in &entries {
             if let Ok(KillOutcome::Requested) = self.kill(&entry.snapshot().id, owner, Some(reason.to_owned())) {
-                tracing::debug!(task = %entry.snapshot().id, "killed on owner disposal");
+                tracing::debug!(task = %entry.snapshot().id, "{}", wording::KILLED_ON_OWNER_DISPOSAL);
             }
         }
         for entry in entries {

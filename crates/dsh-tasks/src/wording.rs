@@ -79,6 +79,9 @@ pub fn producer_panicked(message: &str) -> String {
     format!("task stopped unexpectedly: {message}")
 }
 
+/// Logged when an owner's disposal kills one of its running tasks.
+pub(crate) const KILLED_ON_OWNER_DISPOSAL: &str = "killed on owner disposal";
+
 // ---- the task tools (`dsh-tool-tasks`) ---------------------------------------
 
 /// The name of the tool that reads a task.

@@ -1,7 +1,9 @@
-//! The control service's failures and every text of it a model reads.
+//! The control service's failures; their texts live in [`crate::wording`].
 
 use dsh_subagent_api::{ErrorCode, SubagentError};
 use dsh_tasks::{TaskError, TaskStatus};
+
+use crate::wording;
 
 /// A failure of the control service. Synchronous refusals of
 /// [`send_message`](super::SubagentControl::send_message) all end with
@@ -15,9 +17,7 @@ use dsh_tasks::{TaskError, TaskStatus};
 pub enum ControlError {
     /// The child's current activation task is no longer running but has not
     /// released the child yet (`NOT_DELIVERED`); send again once it settles.
-    #[error(
-        "subagent \"{child}\" task {task_id} is {status}; the message was not delivered — retry after it settles to start the next activation"
-    )]
+    #[error("{}", wording::activation_settling(child, task_id, status))]
     ActivationSettling {
         /// The child.
         child: String,
@@ -27,7 +27,7 @@ pub enum ControlError {
         status: TaskStatus,
     },
     /// The running activation's provider offers no live delivery (`NOT_DELIVERED`).
-    #[error("subagent \"{child}\" provider does not accept live delivery; the message was not delivered")]
+    #[error("{}", wording::no_live_delivery(child))]
     NoLiveDelivery {
         /// The child.
         child: String,
@@ -35,7 +35,7 @@ pub enum ControlError {
     /// The running turn ended before the message could join it: the lost
     /// steering race (`NOT_DELIVERED`). Never falls through to a new
     /// activation in the same call; send again to start one.
-    #[error("subagent \"{child}\" stopped before delivery; the message was not delivered")]
+    #[error("{}", wording::stopped_before_delivery(child))]
     StoppedBeforeDelivery {
         /// The child.
         child: String,
@@ -45,16 +45,14 @@ pub enum ControlError {
     },
     /// A live run outside the control service's ownership has this id, e.g.
     /// a running one-shot child (`OWNERSHIP_CONFLICT`). Never adopted.
-    #[error("subagent \"{child}\" has a live agent outside control-service ownership; the message was not delivered")]
+    #[error("{}", wording::ownership_conflict(child))]
     OwnershipConflict {
         /// The child id the message named.
         child: String,
     },
     /// The live run with this id is not the run of the child's current
     /// activation (`OWNERSHIP_CONFLICT`).
-    #[error(
-        "subagent \"{child}\" registry agent is not the associated activation's agent; the message was not delivered"
-    )]
+    #[error("{}", wording::registry_mismatch(child))]
     RegistryMismatch {
         /// The child.
         child: String,
@@ -62,16 +60,16 @@ pub enum ControlError {
     /// The service was created without a durable child store, so no child
     /// can be continuable (`PERSISTENCE_UNAVAILABLE`). Refused before any
     /// task exists.
-    #[error("continuable subagents require session persistence (create SubagentControl with a ChildStore)")]
+    #[error("{}", wording::PERSISTENCE_UNAVAILABLE)]
     PersistenceUnavailable,
     /// Another caller's follow-up is looking the child up (`NOT_DELIVERED`).
-    #[error("subagent \"{child}\" activation is starting; the message was not delivered")]
+    #[error("{}", wording::activation_starting(child))]
     ActivationStarting {
         /// The child.
         child: String,
     },
     /// The task registry refused the follow-up task (its code).
-    #[error("{source}; the message was not delivered")]
+    #[error("{}", wording::follow_up_refused(source))]
     FollowUpRefused {
         /// The registry's refusal.
         source: TaskError,
@@ -89,25 +87,25 @@ pub enum ControlError {
         source: SubagentError,
     },
     /// The provider cannot start continuable children (`NOT_RESUMABLE`).
-    #[error("subagent provider \"{provider}\" does not support resuming persisted children (no resume capability)")]
+    #[error("{}", wording::no_continuation(provider))]
     NoContinuation {
         /// The provider's name.
         provider: String,
     },
     /// No persisted child has this id, or it cannot be read (`NOT_RESUMABLE`).
-    #[error("subagent \"{child}\" is unavailable")]
+    #[error("{}", wording::unavailable(child))]
     Unavailable {
         /// The child.
         child: String,
     },
     /// The child was started by another agent (`UNAUTHORIZED`).
-    #[error("subagent \"{child}\" belongs to another parent session")]
+    #[error("{}", wording::foreign(child))]
     Foreign {
         /// The child.
         child: String,
     },
     /// The child has no descriptor this service can resume (`NOT_RESUMABLE`).
-    #[error("subagent \"{child}\" has no supported continuation descriptor")]
+    #[error("{}", wording::no_descriptor(child))]
     NoDescriptor {
         /// The child.
         child: String,
@@ -155,7 +153,7 @@ impl From<ControlError> for dsh_tools::ToolError {
 pub fn follow_up_label(message: &str) -> String {
     let collapsed = message.split_whitespace().collect::<Vec<_>>().join(" ");
     if collapsed.is_empty() {
-        return "subagent follow-up".to_owned();
+        return wording::EMPTY_FOLLOW_UP_LABEL.to_owned();
     }
     if collapsed.chars().count() > 80 {
         let mut short: String = collapsed.chars().take(79).collect();

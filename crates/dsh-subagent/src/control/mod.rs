@@ -57,7 +57,7 @@ use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
 use crate::events::SubagentEvent;
 use crate::settlement::start_failed_outcome;
-use crate::{SubagentService, Subscription};
+use crate::{SubagentService, Subscription, wording};
 
 pub use error::{ControlError, follow_up_label};
 
@@ -650,7 +650,7 @@ async fn resume(
         Ok(Some(record)) => record,
         Ok(None) => return failed(ControlError::Unavailable { child }),
         Err(error) => {
-            tracing::warn!(child = %child, "subagent lookup failed: {error}");
+            tracing::warn!(child = %child, "{}", wording::lookup_failed(&error));
             return failed(ControlError::Unavailable { child });
         }
     };
@@ -662,7 +662,7 @@ async fn resume(
     }
     inner.learn_parent(&child, parent.id());
     if let Some(diagnostic) = &record.diagnostic {
-        tracing::warn!(child = %child, "resuming with a diagnostic: {diagnostic}");
+        tracing::warn!(child = %child, "{}", wording::resuming_with_diagnostic(diagnostic));
     }
     let Some(descriptor) = record.descriptor else {
         return failed(ControlError::NoDescriptor { child });

@@ -1,0 +1,94 @@
+//! The texts of the subagent seam, in one place: the model reads the errors
+//! through a tool's `Error: <text>`, and people read the rest in logs.
+
+use std::fmt::Display;
+
+/// No provider of that name is registered.
+pub(crate) fn no_provider(name: &str) -> String {
+    format!("no subagent provider registered for \"{name}\"")
+}
+
+/// A provider of that name is already registered.
+pub(crate) fn duplicate_provider(name: &str) -> String {
+    format!("a subagent provider named \"{name}\" is already registered")
+}
+
+/// The request sets a field the provider cannot honour.
+pub(crate) fn unsupported_capability(provider: &str, capability: impl Display) -> String {
+    format!("subagent provider \"{provider}\" does not support the \"{capability}\" capability")
+}
+
+/// `maxDepth` is not a non-negative safe integer.
+pub(crate) const INVALID_MAX_DEPTH: &str = "subagent maxDepth must be a non-negative safe integer";
+
+/// The output schema is not an object-rooted JSON schema.
+pub(crate) const INVALID_OUTPUT_SCHEMA: &str =
+    "subagent outputSchema must be a JSON Schema object whose root has \"type\": \"object\"";
+
+/// The parent's depth is not a non-negative safe integer.
+pub(crate) const INVALID_AGENT_DEPTH: &str = "agent subagentDepth must be a non-negative safe integer";
+
+/// The child's depth would leave the safe-integer range.
+pub(crate) const DEPTH_OVERFLOW: &str = "subagent child depth exceeds the safe-integer range";
+
+/// The child would be deeper than `maxDepth` allows.
+pub(crate) fn depth_exceeded(attempted: u64, max: u64) -> String {
+    format!("subagent depth {attempted} exceeds maxDepth {max}")
+}
+
+/// A start failed and releasing what it had created failed too.
+pub(crate) fn rollback_failed(start: impl Display, rollback: impl Display) -> String {
+    format!("{start}; rollback failed: {rollback}")
+}
+
+/// A run's outcome was read before it settled (never expected).
+pub(crate) const RUN_NOT_SETTLED: &str = "subagent run result was not settled";
+
+/// A run's result future panicked; the panic itself is resumed once.
+pub(crate) const RUN_PANICKED: &str = "subagent run result panicked";
+
+/// A run's release outcome was missing after it ran (never expected).
+pub(crate) const RELEASE_LOST: &str = "subagent run release was lost";
+
+/// Appended where a diagnostic was cut to its byte bound.
+pub(crate) const TRUNCATION_MARK: &str = "\n[diagnostic truncated]";
+
+/// A persisted descriptor is not a JSON object.
+pub(crate) const DESCRIPTOR_NOT_OBJECT: &str = "persisted subagent descriptor payload must be an object";
+
+/// A persisted descriptor's version is missing or not a number.
+pub(crate) const DESCRIPTOR_VERSION_NOT_NUMBER: &str = "persisted subagent descriptor version must be a number";
+
+/// A persisted descriptor carries a field the contract does not know.
+pub(crate) fn descriptor_unknown_field(unknown: &str) -> String {
+    format!("persisted subagent descriptor payload has unknown field \"{unknown}\"")
+}
+
+/// A persisted descriptor's provider is missing or not a string.
+pub(crate) const DESCRIPTOR_PROVIDER_NOT_STRING: &str = "persisted subagent descriptor provider must be a string";
+
+/// A persisted descriptor's optional text field is not a string.
+pub(crate) fn descriptor_field_not_string(key: &str) -> String {
+    format!("persisted subagent descriptor {key} must be a string")
+}
+
+/// A persisted descriptor passed the checks but still did not deserialize.
+pub(crate) fn descriptor_malformed(error: impl Display) -> String {
+    format!("persisted subagent descriptor is malformed: {error}")
+}
+
+/// A persisted descriptor's tool filter is not a JSON object.
+pub(crate) const FILTER_NOT_OBJECT: &str = "persisted subagent descriptor toolFilter must be an object";
+
+/// A persisted descriptor's tool filter carries a field other than `allow` and `deny`.
+pub(crate) fn filter_unknown_field(unknown: &str) -> String {
+    format!("persisted subagent descriptor toolFilter has unknown field \"{unknown}\"")
+}
+
+/// A persisted descriptor's tool filter list is not an array of strings.
+pub(crate) fn filter_list_not_strings(key: &str) -> String {
+    format!("persisted subagent descriptor toolFilter.{key} must be an array of strings")
+}
+
+/// A persisted descriptor's tool filter declares neither list.
+pub(crate) const FILTER_EMPTY: &str = "persisted subagent descriptor toolFilter must declare allow and/or deny";
