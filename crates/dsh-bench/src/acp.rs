@@ -49,7 +49,7 @@ use dsh_subagent::{ProviderRegistration, SubagentService};
 use dsh_subagent_acp::{AcpConfig, AcpProvider, BASE_ENV};
 use dsh_subagent_api::{StartRequest, StopReason, SubagentProvider};
 use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry};
+use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::{Value, json};
 
 use crate::{Flavor, Row, micros, ratio};
@@ -274,8 +274,9 @@ impl Mounted {
         })
     }
 
-    /// One delegation through the tool; its time.
-    async fn delegate(&self) -> Result<Duration, String> {
+    /// One call of the tool with the bench prompt, bounded by [`GUARD`]: the
+    /// result and its time. `what` names the call in a timeout error.
+    async fn timed_call(&self, what: &str) -> Result<(ToolResult, Duration), String> {
         let args = json!({"description": "bench", "prompt": PROMPT});
         let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("bench-parent"));
         let start = Instant::now();
@@ -284,8 +285,13 @@ impl Mounted {
             self.tools.call(SubagentToolConfig::DEFAULT_TOOL_NAME, args, exec),
         )
         .await
-        .map_err(|_| format!("an ACP delegation took longer than {} s", GUARD.as_secs()))?;
-        let elapsed = start.elapsed();
+        .map_err(|_| format!("{what} took longer than {} s", GUARD.as_secs()))?;
+        Ok((result, start.elapsed()))
+    }
+
+    /// One delegation through the tool; its time.
+    async fn delegate(&self) -> Result<Duration, String> {
+        let (result, elapsed) = self.timed_call("an ACP delegation").await?;
         if result.is_error || !result.text.contains(PROMPT) {
             return Err(format!("an ACP delegation failed: {}", result.text));
         }
@@ -296,16 +302,7 @@ impl Mounted {
     /// One delegation to a child that refuses the prompt; its time. The
     /// result must be the error quoting the child's reason.
     async fn delegate_refused(&self) -> Result<Duration, String> {
-        let args = json!({"description": "bench", "prompt": PROMPT});
-        let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("bench-parent"));
-        let start = Instant::now();
-        let result = tokio::time::timeout(
-            GUARD,
-            self.tools.call(SubagentToolConfig::DEFAULT_TOOL_NAME, args, exec),
-        )
-        .await
-        .map_err(|_| format!("a refused ACP delegation took longer than {} s", GUARD.as_secs()))?;
-        let elapsed = start.elapsed();
+        let (result, elapsed) = self.timed_call("a refused ACP delegation").await?;
         if !result.is_error || !result.text.contains(REFUSAL) {
             return Err(format!(
                 "a refused ACP delegation did not report the refusal: {}",

@@ -201,17 +201,17 @@ impl<T: DeserializeOwned> Arguments<T> {
     ///
     /// Arguments are checked in schema order, each for presence, type and
     /// (when asked) content, and the first problem is reported in
-    /// `wording`'s words. Keys the schema does not declare are ignored.
+    /// the tool's words (`words`). Keys the schema does not declare are ignored.
     /// `null` is not an absent argument: it is a value of the wrong type.
-    pub fn parse(&self, args: Value, wording: &dyn ArgumentWording) -> Result<T, ToolError> {
+    pub fn parse(&self, args: Value, words: &dyn ArgumentWording) -> Result<T, ToolError> {
         let Value::Object(object) = &args else {
-            return Err(ToolError::invalid_arguments(wording.not_object(json_kind(&args))));
+            return Err(ToolError::invalid_arguments(words.not_object(json_kind(&args))));
         };
         for field in &self.fields {
-            field.check(object, wording)?;
+            field.check(object, words)?;
         }
         serde_json::from_value(args)
-            .map_err(|error| ToolError::invalid_arguments(crate::wording::arguments_unreadable(&error.to_string())))
+            .map_err(|error| ToolError::invalid_arguments(wording::arguments_unreadable(&error.to_string())))
     }
 
     fn properties_mut(&mut self) -> Option<&mut Map<String, Value>> {
@@ -220,37 +220,37 @@ impl<T: DeserializeOwned> Arguments<T> {
 }
 
 impl Field {
-    fn check(&self, object: &Map<String, Value>, wording: &dyn ArgumentWording) -> Result<(), ToolError> {
+    fn check(&self, object: &Map<String, Value>, words: &dyn ArgumentWording) -> Result<(), ToolError> {
         // A scan instead of a hashed lookup: argument objects are tiny.
         let Some(value) = object
             .iter()
             .find_map(|(key, value)| (*key == self.name).then_some(value))
         else {
             return if self.required {
-                Err(ToolError::invalid_arguments(wording.missing(&self.name)))
+                Err(ToolError::invalid_arguments(words.missing(&self.name)))
             } else {
                 Ok(())
             };
         };
         let wrong =
-            |expected: &str, got: &str| ToolError::invalid_arguments(wording.wrong_type(&self.name, expected, got));
+            |expected: &str, got: &str| ToolError::invalid_arguments(words.wrong_type(&self.name, expected, got));
         match (&self.kind, value) {
             (Kind::Text, Value::String(text)) if self.non_blank && text.trim().is_empty() => {
-                Err(ToolError::invalid_arguments(wording.empty(&self.name)))
+                Err(ToolError::invalid_arguments(words.empty(&self.name)))
             }
             (Kind::Text, Value::String(_)) | (Kind::Flag, Value::Bool(_)) | (Kind::Other, _) => Ok(()),
-            (Kind::Text, other) => Err(wrong(crate::wording::EXPECTED_STRING, json_kind(other))),
-            (Kind::Flag, other) => Err(wrong(crate::wording::EXPECTED_BOOLEAN, json_kind(other))),
+            (Kind::Text, other) => Err(wrong(wording::EXPECTED_STRING, json_kind(other))),
+            (Kind::Flag, other) => Err(wrong(wording::EXPECTED_BOOLEAN, json_kind(other))),
             (Kind::Count { maximum }, Value::Number(number)) => match number.as_u64() {
                 Some(count) => match maximum {
                     Some(maximum) if count > *maximum => Err(ToolError::invalid_arguments(
-                        wording.too_large(&self.name, *maximum, count),
+                        words.too_large(&self.name, *maximum, count),
                     )),
                     _ => Ok(()),
                 },
-                None => Err(wrong(crate::wording::EXPECTED_COUNT, &number.to_string())),
+                None => Err(wrong(wording::EXPECTED_COUNT, &number.to_string())),
             },
-            (Kind::Count { .. }, other) => Err(wrong(crate::wording::EXPECTED_COUNT, json_kind(other))),
+            (Kind::Count { .. }, other) => Err(wrong(wording::EXPECTED_COUNT, json_kind(other))),
         }
     }
 }

@@ -33,9 +33,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
         progress,
         Surface::McpServer,
     )?;
-    setup
-        .mount_mcp_servers(&crate::setup::mcp_servers(&args.agent, config.as_ref()))
-        .await?;
+    setup.mount_mcp_servers().await?;
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }

@@ -31,9 +31,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
         None => setup.parent(wording::RUN_LABEL)?,
     };
     // After the parent is found: an unknown id starts no server.
-    setup
-        .mount_mcp_servers(&crate::setup::mcp_servers(&args.agent, config.as_ref()))
-        .await?;
+    setup.mount_mcp_servers().await?;
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }

@@ -100,7 +100,7 @@ fn default_subagents(with_send_message: bool, surface: Surface) -> Vec<Subagent>
 }
 
 /// The MCP servers to start: `--mcp-server`s first, then the file's.
-pub(crate) fn mcp_servers(args: &AgentArgs, config: Option<&Config>) -> Vec<McpServerSpec> {
+fn mcp_servers(args: &AgentArgs, config: Option<&Config>) -> Vec<McpServerSpec> {
     let mut servers = args.mcp_servers.clone();
     if let Some(config) = config {
         servers.extend(config.mcp_servers.iter().cloned());
@@ -254,6 +254,9 @@ pub(crate) struct Setup {
     mounts: Mounts,
     /// The observer's subscription to the service's run events.
     _runs: Subscription,
+    /// The MCP servers to start (`--mcp-server`, then `[[mcp_servers]]`),
+    /// until [`mount_mcp_servers`](Self::mount_mcp_servers) starts them.
+    mcp_servers: Vec<McpServerSpec>,
     mcp: std::sync::Mutex<Vec<McpMount>>,
 }
 
@@ -292,6 +295,7 @@ impl Setup {
             explicit_model: args.model.is_some() || file_model.model.is_some(),
             mounts,
             _runs: runs,
+            mcp_servers: mcp_servers(args, config),
             mcp: std::sync::Mutex::default(),
         })
     }
@@ -299,9 +303,9 @@ impl Setup {
     /// Starts each MCP server and mounts its tools for the parent and its
     /// children (a child's `toolFilter` applies to them like to any tool).
     /// A server that cannot start stops dsh with exit 2, before any model call.
-    pub(crate) async fn mount_mcp_servers(&mut self, servers: &[McpServerSpec]) -> Result<(), Failure> {
-        for spec in servers {
-            match McpMount::start(spec, self.runtime.tools(), &ClientOptions::default()).await {
+    pub(crate) async fn mount_mcp_servers(&mut self) -> Result<(), Failure> {
+        for spec in std::mem::take(&mut self.mcp_servers) {
+            match McpMount::start(&spec, self.runtime.tools(), &ClientOptions::default()).await {
                 Ok(mount) => self.mcp.get_mut().unwrap_or_else(PoisonError::into_inner).push(mount),
                 Err(error) => {
                     self.release_mcp_servers().await;
@@ -378,7 +382,8 @@ mod tests {
 
     use super::*;
 
-    struct Quiet;
+    /// An observer that shows nothing, for the setups these tests build.
+    pub(super) struct Quiet;
     impl AgentObserver for Quiet {}
     impl TreeObserver for Quiet {
         fn child_event(&self, _event: &SubagentEvent) {}
@@ -441,11 +446,7 @@ mod filter_tests {
 
     use super::*;
 
-    struct Quiet;
-    impl AgentObserver for Quiet {}
-    impl TreeObserver for Quiet {
-        fn child_event(&self, _event: &SubagentEvent) {}
-    }
+    use super::tests::Quiet;
 
     /// Without a data directory `send_message` is not mounted; a filter that
     /// names it still lets every child start.
@@ -491,11 +492,7 @@ mod surface_tests {
 
     use super::*;
 
-    struct Quiet;
-    impl AgentObserver for Quiet {}
-    impl TreeObserver for Quiet {
-        fn child_event(&self, _event: &SubagentEvent) {}
-    }
+    use super::tests::Quiet;
 
     /// `dsh mcp` leaves a configured fork tool out; a filter naming it still
     /// lets the other tool's children start.

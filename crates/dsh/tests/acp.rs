@@ -10,17 +10,15 @@ use std::time::Duration;
 
 use dsh_agent::{Agent, AgentRuntime, AgentStop};
 use dsh_llm::ScriptedModel;
-use dsh_subagent::SubagentService;
 use dsh_subagent_acp::{AcpConfig, AcpProvider};
 use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason, SubagentProvider};
-use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::{ToolExecution, ToolRegistry};
+use dsh_tools::ToolExecution;
 use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use serde_json::json;
 
-use common::{DSH, GUARD, Peer};
+use common::{DSH, GUARD, Peer, mount_subagent_acp};
 
 /// A child script: prompts containing "slow" never finish (until cancelled).
 const SLOW_SCRIPT: &str = r#"{"rules": [
@@ -68,30 +66,13 @@ fn assert_groups_gone(dir: &Path, expected: usize) {
     }
 }
 
-/// A service with the `acp` provider and the `subagent_acp` tool.
-fn mount(config: AcpConfig) -> (SubagentService, ToolRegistry, impl Drop, impl Drop) {
-    let service = SubagentService::new();
-    let tools = ToolRegistry::new();
-    let provider = service
-        .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
-        .unwrap();
-    let tool = SubagentToolPlugin::apply(
-        SubagentToolConfig::new("acp")
-            .tool_name("subagent_acp")
-            .max_depth(MaxDepth::ProviderManaged),
-        &service,
-        &tools,
-    )
-    .unwrap();
-    (service, tools, provider, tool)
-}
-
 const BUILTIN_ANSWER: &str = "The subagent finished the task. Its report:\n\nScripted subagent here. I was asked: \"Summarize the README.\". In a real run I would do that work now; this demo model only reports back.";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parent_agent_delegates_through_subagent_acp_to_dsh_acp() {
     let dir = tempfile::tempdir().unwrap();
-    let (_service, tools, _provider, _tool) = mount(config(dir.path(), &[]));
+    let mount = mount_subagent_acp(config(dir.path(), &[]));
+    let tools = mount.tools.clone();
     // The parent delegates its task to `subagent_acp` and reports the answer.
     let parent_model = ScriptedModel::from_json_str(
         r#"{"rules": [
@@ -143,7 +124,8 @@ async fn two_concurrent_delegations_run_in_two_children() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");
     std::fs::write(&script, SLOW_SCRIPT.replace("quick answer", "answer to {{last_user}}")).unwrap();
-    let (_service, tools, _provider, _tool) = mount(config(dir.path(), &["--script", script.to_str().unwrap()]));
+    let mount = mount_subagent_acp(config(dir.path(), &["--script", script.to_str().unwrap()]));
+    let tools = mount.tools.clone();
     let call = |prompt: &str| {
         let exec = ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("parent"));
         tools.call("subagent_acp", json!({"description": "d", "prompt": prompt}), exec)

@@ -2,6 +2,7 @@
 //! the `acp` provider to a real `dsh acp`, and both export to one receiver.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
 mod support;
 
 use std::collections::HashMap;
@@ -10,12 +11,9 @@ use std::time::Duration;
 
 use dsh_agent::{Agent, AgentRuntime, AgentStop};
 use dsh_llm::ScriptedModel;
-use dsh_subagent::SubagentService;
-use dsh_subagent_acp::{AcpConfig, AcpProvider};
+use dsh_subagent_acp::AcpConfig;
 use dsh_subagent_api::CancellationToken;
 use dsh_subagent_api::trace::TracePropagator;
-use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::ToolRegistry;
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
@@ -88,24 +86,13 @@ fn an_acp_child_continues_the_parents_trace() {
         .build()
         .unwrap();
     let outcome = runtime.block_on(async {
-        let service = SubagentService::new();
-        let tools = ToolRegistry::new();
         let config = AcpConfig::new(env!("CARGO_BIN_EXE_dsh"))
             .args(["acp", "--quiet"])
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.clone())
             .cwd(dir.path())
             .startup_timeout(Duration::from_secs(30));
-        let _provider = service
-            .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
-            .unwrap();
-        let _tool = SubagentToolPlugin::apply(
-            SubagentToolConfig::new("acp")
-                .tool_name("subagent_acp")
-                .max_depth(MaxDepth::ProviderManaged),
-            &service,
-            &tools,
-        )
-        .unwrap();
+        let mount = common::mount_subagent_acp(config);
+        let tools = mount.tools.clone();
         let model = ScriptedModel::from_json_str(
             r#"{"rules": [
               {"when": {"last_tool": "subagent_acp"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}},

@@ -109,9 +109,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
         observer,
         Surface::Agent,
     )?;
-    setup
-        .mount_mcp_servers(&crate::setup::mcp_servers(&args.agent, config.as_ref()))
-        .await?;
+    setup.mount_mcp_servers().await?;
     let setup = Arc::new(setup);
     let at_exit = setup.clone();
     if !args.quiet {

@@ -1,5 +1,6 @@
-//! What the `dsh` end-to-end tests share: the binary, a hang guard, and a
-//! raw JSON-RPC peer of `dsh acp`.
+//! What the `dsh` end-to-end tests share: the binary, a hang guard, a raw
+//! JSON-RPC peer of `dsh acp`, and a `subagent_acp` tool over `dsh acp`
+//! children.
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -8,6 +9,10 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent_acp::{AcpConfig, AcpProvider};
+use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
+use dsh_tools::ToolRegistry;
 use serde_json::Value;
 
 /// A hang guard, far above anything these tests wait for.
@@ -111,4 +116,37 @@ pub fn updates(messages: &[Value]) -> Vec<Value> {
         .filter(|message| message["method"] == "session/update")
         .map(|message| message["params"]["update"].clone())
         .collect()
+}
+
+/// What keeps a mounted `subagent_acp` alive: the service, its registry, the
+/// provider's registration and the tool plugin.
+pub struct AcpMount {
+    pub service: SubagentService,
+    pub tools: ToolRegistry,
+    pub provider: ProviderRegistration,
+    pub tool: SubagentToolPlugin,
+}
+
+/// A service with the `acp` provider over `config` and the `subagent_acp`
+/// tool (`maxDepth: "provider-managed"`).
+pub fn mount_subagent_acp(config: AcpConfig) -> AcpMount {
+    let service = SubagentService::new();
+    let tools = ToolRegistry::new();
+    let provider = service
+        .register_provider(std::sync::Arc::new(AcpProvider::new(config).unwrap()))
+        .unwrap();
+    let tool = SubagentToolPlugin::apply(
+        SubagentToolConfig::new("acp")
+            .tool_name(SubagentToolConfig::ACP_TOOL_NAME)
+            .max_depth(MaxDepth::ProviderManaged),
+        &service,
+        &tools,
+    )
+    .unwrap();
+    AcpMount {
+        service,
+        tools,
+        provider,
+        tool,
+    }
 }
