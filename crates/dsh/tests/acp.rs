@@ -18,7 +18,7 @@ use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use serde_json::json;
 
-use common::{DSH, GUARD, Peer, mount_subagent_acp};
+use common::{DSH, GUARD, PARENT_DELEGATING_TO_SUBAGENT_ACP, Peer, mount_subagent_acp};
 
 /// A child script: prompts containing "slow" never finish (until cancelled).
 const SLOW_SCRIPT: &str = r#"{"rules": [
@@ -74,15 +74,7 @@ async fn a_parent_agent_delegates_through_subagent_acp_to_dsh_acp() {
     let mount = mount_subagent_acp(config(dir.path(), &[]));
     let tools = mount.tools.clone();
     // The parent delegates its task to `subagent_acp` and reports the answer.
-    let parent_model = ScriptedModel::from_json_str(
-        r#"{"rules": [
-          {"when": {"last_tool": "subagent_acp"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}},
-          {"when": {"last_message": "user"}, "reply": {"tool_calls": [
-            {"name": "subagent_acp", "arguments": {"description": "summarize", "prompt": "{{last_user}}"}}
-          ]}}
-        ]}"#,
-    )
-    .unwrap();
+    let parent_model = ScriptedModel::from_json_str(PARENT_DELEGATING_TO_SUBAGENT_ACP).unwrap();
     let runtime = Arc::new(AgentRuntime::new(Arc::new(parent_model), tools));
     let parent = Agent::builder(runtime).build().unwrap();
     let outcome = tokio::time::timeout(GUARD, parent.run("Summarize the README.", &CancellationToken::new()))

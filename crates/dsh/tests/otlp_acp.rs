@@ -93,15 +93,7 @@ fn an_acp_child_continues_the_parents_trace() {
             .startup_timeout(Duration::from_secs(30));
         let mount = common::mount_subagent_acp(config);
         let tools = mount.tools.clone();
-        let model = ScriptedModel::from_json_str(
-            r#"{"rules": [
-              {"when": {"last_tool": "subagent_acp"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}},
-              {"when": {"last_message": "user"}, "reply": {"tool_calls": [
-                {"name": "subagent_acp", "arguments": {"description": "summarize", "prompt": "{{last_user}}"}}
-              ]}}
-            ]}"#,
-        )
-        .unwrap();
+        let model = ScriptedModel::from_json_str(common::PARENT_DELEGATING_TO_SUBAGENT_ACP).unwrap();
         let parent = Agent::builder(Arc::new(AgentRuntime::new(Arc::new(model), tools)))
             .label(Some("acp parent".to_owned()))
             .build()

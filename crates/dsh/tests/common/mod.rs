@@ -150,3 +150,12 @@ pub fn mount_subagent_acp(config: AcpConfig) -> AcpMount {
         tool,
     }
 }
+
+/// A scripted parent that hands the user's task to `subagent_acp` and
+/// answers `Parent heard: <the child's answer>`.
+pub const PARENT_DELEGATING_TO_SUBAGENT_ACP: &str = r#"{"rules": [
+  {"when": {"last_tool": "subagent_acp"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}},
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent_acp", "arguments": {"description": "summarize", "prompt": "{{last_user}}"}}
+  ]}}
+]}"#;
