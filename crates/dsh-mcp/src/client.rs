@@ -31,6 +31,9 @@ pub struct ClientOptions {
     pub eof_grace: Duration,
     /// At release: how long the group may take to exit after SIGTERM, before SIGKILL (default 2 s).
     pub term_grace: Duration,
+    /// Variables set for a server started as a process, on top of the
+    /// environment it inherits (default none); they win over inherited values.
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for ClientOptions {
@@ -39,6 +42,7 @@ impl Default for ClientOptions {
             startup_timeout: Duration::from_secs(30),
             eof_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
+            env: Vec::new(),
         }
     }
 }
@@ -48,6 +52,13 @@ impl ClientOptions {
     #[must_use]
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = timeout;
+        self
+    }
+
+    /// Sets one variable for the server's process (see [`ClientOptions::env`]).
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
         self
     }
 
@@ -148,8 +159,8 @@ impl McpMount {
             server: spec.name.clone(),
             cause,
         };
-        let (process, stdin, stdout) =
-            ServerProcess::spawn(spec).map_err(|error| failed(wording::cannot_run(&spec.program, &error)))?;
+        let (process, stdin, stdout) = ServerProcess::spawn(spec, &options.env)
+            .map_err(|error| failed(wording::cannot_run(&spec.program, &error)))?;
         let identity = ClientConfig::new(
             ClientCapabilities::default(),
             Implementation::new("dsh", env!("CARGO_PKG_VERSION")),

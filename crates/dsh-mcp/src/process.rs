@@ -89,9 +89,13 @@ pub(crate) struct ServerProcess {
 
 impl ServerProcess {
     /// Spawns the server in a new process group; returns it with its stdin and stdout.
-    pub(crate) fn spawn(spec: &McpServerSpec) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
+    pub(crate) fn spawn(
+        spec: &McpServerSpec,
+        env: &[(String, String)],
+    ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
         let mut child = Command::new(&spec.program)
             .args(&spec.args)
+            .envs(env.iter().map(|(key, value)| (key, value)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -4,6 +4,7 @@ mod acp;
 mod cli;
 mod config;
 mod config_check;
+mod loop_guard;
 mod mcp;
 mod model;
 mod observe;

@@ -11,7 +11,7 @@ use crate::setup::{Setup, Surface};
 use crate::{Failure, wording};
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
-    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
+    let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
     let mut setup = Setup::new(
         &args.agent,

@@ -23,7 +23,7 @@ use dsh_tools::{AgentId, ToolRegistry};
 use crate::cli::AgentArgs;
 use crate::config::{Config, Provider, Subagent};
 use crate::observe::TreeObserver;
-use crate::{Failure, model, resume, wording};
+use crate::{Failure, loop_guard, model, resume, wording};
 
 /// Children of a dsh parent do their task themselves: they neither see nor
 /// call the delegation tools (nor the task tools that collect background
@@ -142,7 +142,13 @@ fn served(subagents: &[Subagent], surface: Surface) -> Vec<Subagent> {
 impl Mounts {
     /// Registers the providers and mounts the tools. No child starts here and
     /// no process is spawned: an ACP provider runs its command per delegation.
-    pub(crate) fn new(config: Option<&Config>, data_dir: Option<&Path>, surface: Surface) -> Result<Self, Failure> {
+    /// ACP children's reports go to `observer`, when there is one.
+    pub(crate) fn new(
+        config: Option<&Config>,
+        data_dir: Option<&Path>,
+        surface: Surface,
+        observer: Option<Arc<dyn TreeObserver>>,
+    ) -> Result<Self, Failure> {
         let service = SubagentService::new();
         let tools = ToolRegistry::new();
         let tasks = TaskRegistry::new();
@@ -156,10 +162,17 @@ impl Mounts {
             service.register_provider(Arc::new(SpawnProvider::new())),
             service.register_provider(Arc::new(ForkProvider::new())),
         ];
+        // Every child process carries the loop guard's marker.
+        let child_env = loop_guard::child_env(config);
         for subagent in &subagents {
             if let Provider::Acp(acp) = &subagent.provider {
-                let provider =
-                    AcpProvider::new(acp.as_ref().clone()).map_err(|error| Failure::usage(wording::failed(&error)))?;
+                let acp = child_env
+                    .iter()
+                    .fold(acp.as_ref().clone(), |acp, (key, value)| acp.env(key, value));
+                let mut provider = AcpProvider::new(acp).map_err(|error| Failure::usage(wording::failed(&error)))?;
+                if let Some(observer) = observer.clone() {
+                    provider = provider.with_progress(move |run, update| observer.acp_child_update(run, update));
+                }
                 providers.push(service.register_provider(Arc::new(provider)));
             }
         }
@@ -258,6 +271,8 @@ pub(crate) struct Setup {
     /// until [`mount_mcp_servers`](Self::mount_mcp_servers) starts them.
     mcp_servers: Vec<McpServerSpec>,
     mcp: std::sync::Mutex<Vec<McpMount>>,
+    /// How MCP servers are started: with the loop guard's marker.
+    mcp_options: ClientOptions,
 }
 
 impl Setup {
@@ -272,7 +287,7 @@ impl Setup {
         surface: Surface,
     ) -> Result<Self, Failure> {
         let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
-        let mounts = Mounts::new(config, data_dir, surface)?;
+        let mounts = Mounts::new(config, data_dir, surface, Some(observer.clone()))?;
         // Every child's start and end, whatever its provider, from the run
         // events; an in-process agent's steps from the agent loop.
         let children = observer.clone();
@@ -297,6 +312,11 @@ impl Setup {
             _runs: runs,
             mcp_servers: mcp_servers(args, config),
             mcp: std::sync::Mutex::default(),
+            mcp_options: loop_guard::child_env(config)
+                .into_iter()
+                .fold(ClientOptions::default(), |options, (key, value)| {
+                    options.env(key, value)
+                }),
         })
     }
 
@@ -305,7 +325,7 @@ impl Setup {
     /// A server that cannot start stops dsh with exit 2, before any model call.
     pub(crate) async fn mount_mcp_servers(&mut self) -> Result<(), Failure> {
         for spec in std::mem::take(&mut self.mcp_servers) {
-            match McpMount::start(&spec, self.runtime.tools(), &ClientOptions::default()).await {
+            match McpMount::start(&spec, self.runtime.tools(), &self.mcp_options).await {
                 Ok(mount) => self.mcp.get_mut().unwrap_or_else(PoisonError::into_inner).push(mount),
                 Err(error) => {
                     self.release_mcp_servers().await;
@@ -355,9 +375,11 @@ impl Setup {
     /// An earlier parent, continued: its id, history (committed turns), system
     /// prompt and model from its transcript; today's tools. A torn tail and an
     /// interrupted turn are repaired first; what was repaired is returned.
-    pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), Failure> {
+    pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), resume::ResumeError> {
         let Some(dir) = self.runtime.data_dir() else {
-            return Err(Failure::usage(wording::RESUME_NEEDS_DATA_DIR));
+            return Err(resume::ResumeError::Failed(Failure::usage(
+                wording::RESUME_NEEDS_DATA_DIR,
+            )));
         };
         let saved = resume::load_parent(dir, id)?;
         let mut builder = Agent::builder(self.runtime.clone())
@@ -371,7 +393,9 @@ impl Setup {
         if let Some(system_prompt) = saved.system_prompt {
             builder = builder.system_prompt(system_prompt);
         }
-        let agent = builder.build().map_err(|error| Failure::internal(error.to_string()))?;
+        let agent = builder
+            .build()
+            .map_err(|error| resume::ResumeError::Failed(Failure::internal(error.to_string())))?;
         Ok((agent, saved.repairs))
     }
 }

@@ -36,6 +36,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::cli::AcpArgs;
 use crate::progress::Progress;
+use crate::resume::ResumeError;
 use crate::setup::{Setup, Surface};
 use crate::{Failure, wording};
 
@@ -97,7 +98,7 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
 }
 
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
-    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
+    let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
     let delegation_tools = crate::setup::delegation_tool_names(config.as_ref());
     let streams = Arc::new(Streams::new(delegation_tools));
@@ -173,10 +174,21 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                             );
                             agent
                         }
-                        Err(failure) => {
+                        // The client learns only that the id cannot be
+                        // loaded: the full reason names the data directory
+                        // and lists the other sessions, which are not its
+                        // business. The person running dsh reads it on stderr.
+                        Err(ResumeError::Unknown(_)) => {
                             return responder.respond_with_error(acp::Error::new(
                                 acp::ErrorCode::INVALID_PARAMS,
-                                failure.message().to_owned(),
+                                wording::unknown_session(&id),
+                            ));
+                        }
+                        Err(ResumeError::Failed(failure)) => {
+                            eprintln!("{}", failure.message());
+                            return responder.respond_with_error(acp::Error::new(
+                                acp::ErrorCode::INTERNAL_ERROR,
+                                wording::session_not_loaded(&id),
                             ));
                         }
                     },

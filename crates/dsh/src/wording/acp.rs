@@ -18,6 +18,12 @@ pub(crate) fn unknown_session(id: &dyn Display) -> String {
     format!("unknown session {id}")
 }
 
+/// `session/load` of a session whose transcript is there but cannot be
+/// continued; the reason goes to stderr, not to the client.
+pub(crate) fn session_not_loaded(id: &dyn Display) -> String {
+    format!("session {id} cannot be loaded; the agent's log says why")
+}
+
 /// `dsh acp` ended because its connection to the client failed.
 pub(crate) fn acp_connection_failed(error: &dyn Display) -> String {
     format!("dsh acp: the connection failed: {error}")
