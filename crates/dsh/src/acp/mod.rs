@@ -32,7 +32,6 @@ use agent_client_protocol as acp;
 use dsh_agent::{Agent, AgentStop};
 use dsh_subagent_api::SpanOrigin;
 use dsh_tools::CancellationToken;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::cli::AcpArgs;
 use crate::progress::Progress;
@@ -40,9 +39,11 @@ use crate::resume::ResumeError;
 use crate::setup::{Setup, Surface};
 use crate::{Failure, wording};
 
+mod stdio;
 mod stream;
 mod updates;
 
+use stdio::Stdio;
 use stream::{Streams, Tee};
 
 /// One ACP session: a parent agent and the token of its running prompt.
@@ -123,6 +124,11 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let on_prompt = open.clone();
     let on_cancel = open;
     let load_setup = setup.clone();
+    let Stdio {
+        input,
+        output,
+        blocking,
+    } = Stdio::open();
 
     let served = acp::Agent
         .v1()
@@ -277,11 +283,9 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             },
             acp::on_receive_notification!(),
         )
-        .connect_to(acp::ByteStreams::new(
-            tokio::io::stdout().compat_write(),
-            tokio::io::stdin().compat(),
-        ))
+        .connect_to(acp::ByteStreams::new(output, input))
         .await;
+    drop(blocking);
     at_exit.release_mcp_servers().await;
     served.map_err(|error| Failure::failed(wording::acp_connection_failed(&error)))
 }
