@@ -13,6 +13,6 @@ mod wording;
 
 pub use code::ErrorCode;
 pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, InvalidConfig, PermissionPolicy};
-pub use process::BASE_ENV;
+pub use dsh_process::BASE_ENV;
 pub use progress::{ChildUpdate, ProgressSink, Status};
 pub use provider::AcpProvider;
