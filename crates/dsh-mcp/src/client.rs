@@ -2,6 +2,7 @@
 //! process and mount its tools into a [`ToolRegistry`] as
 //! `mcp__<server>__<tool>`.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -34,6 +35,9 @@ pub struct ClientOptions {
     /// Variables set for a server started as a process, on top of the
     /// environment it inherits (default none); they win over inherited values.
     pub env: Vec<(String, String)>,
+    /// The working directory of a server started as a process (default:
+    /// ours).
+    pub cwd: Option<PathBuf>,
 }
 
 impl Default for ClientOptions {
@@ -43,6 +47,7 @@ impl Default for ClientOptions {
             eof_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
             env: Vec::new(),
+            cwd: None,
         }
     }
 }
@@ -59,6 +64,13 @@ impl ClientOptions {
     #[must_use]
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the working directory of the server's process.
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
         self
     }
 
@@ -159,7 +171,7 @@ impl McpMount {
             server: spec.name.clone(),
             cause,
         };
-        let (process, stdin, stdout) = ServerProcess::spawn(spec, &options.env)
+        let (process, stdin, stdout) = ServerProcess::spawn(spec, &options.env, options.cwd.as_deref())
             .map_err(|error| failed(wording::cannot_run(&spec.program, &error)))?;
         let identity = ClientConfig::new(
             ClientCapabilities::default(),

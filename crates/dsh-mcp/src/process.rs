@@ -7,6 +7,7 @@
 //! tool, often needing the user's credentials.
 
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
 use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, SpawnError, TeardownError};
@@ -27,10 +28,12 @@ pub(crate) struct ServerProcess {
 
 impl ServerProcess {
     /// Spawns the server in a new process group, with the inherited
-    /// environment and `env` on top; returns it with its stdin and stdout.
+    /// environment and `env` on top, in `cwd` (else ours); returns it with
+    /// its stdin and stdout.
     pub(crate) fn spawn(
         spec: &McpServerSpec,
         env: &[(String, String)],
+        cwd: Option<&Path>,
     ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
         let server = spec.name.clone();
         let mut child = ChildSpec::new(&spec.program)
@@ -38,6 +41,9 @@ impl ServerProcess {
             .environment(Environment::Inherited);
         for (key, value) in env {
             child = child.env(key, value);
+        }
+        if let Some(cwd) = cwd {
+            child = child.cwd(cwd);
         }
         let (child, pipes) = child
             .stderr_tail_bytes(STDERR_TAIL_BYTES)

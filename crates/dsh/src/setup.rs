@@ -362,9 +362,27 @@ impl Setup {
         self.mounts.delegation_tools()
     }
 
+    /// How MCP servers are started (with the loop guard's marker); for the
+    /// servers an ACP client hands a session, too.
+    pub(crate) fn mcp_options(&self) -> &ClientOptions {
+        &self.mcp_options
+    }
+
+    /// The shared runtime over another registry: the same model, observer,
+    /// notices and data directory, for parents with tools of their own (an
+    /// ACP session's MCP servers, beside every shared tool).
+    pub(crate) fn runtime_with(&self, tools: ToolRegistry) -> Arc<AgentRuntime> {
+        Arc::new(self.runtime.as_ref().clone().with_tools(tools))
+    }
+
     /// A new parent agent (its own conversation) on the shared runtime.
     pub(crate) fn parent(&self, label: &str) -> Result<Agent, Failure> {
-        Agent::builder(self.runtime.clone())
+        self.parent_on(self.runtime.clone(), label)
+    }
+
+    /// A new parent agent on `runtime` ([`Setup::runtime_with`]).
+    pub(crate) fn parent_on(&self, runtime: Arc<AgentRuntime>, label: &str) -> Result<Agent, Failure> {
+        Agent::builder(runtime)
             .system_prompt(wording::PARENT_SYSTEM_PROMPT)
             .max_turns(self.max_turns)
             .label(Some(label.to_owned()))
@@ -376,13 +394,22 @@ impl Setup {
     /// prompt and model from its transcript; today's tools. A torn tail and an
     /// interrupted turn are repaired first; what was repaired is returned.
     pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), resume::ResumeError> {
-        let Some(dir) = self.runtime.data_dir() else {
+        self.resume_on(self.runtime.clone(), id)
+    }
+
+    /// [`Setup::resume`] on `runtime` ([`Setup::runtime_with`]).
+    pub(crate) fn resume_on(
+        &self,
+        runtime: Arc<AgentRuntime>,
+        id: &str,
+    ) -> Result<(Agent, Vec<String>), resume::ResumeError> {
+        let Some(dir) = runtime.data_dir() else {
             return Err(resume::ResumeError::Failed(Failure::usage(
                 wording::RESUME_NEEDS_DATA_DIR,
             )));
         };
         let saved = resume::load_parent(dir, id)?;
-        let mut builder = Agent::builder(self.runtime.clone())
+        let mut builder = Agent::builder(runtime.clone())
             .id(saved.id)
             .max_turns(self.max_turns)
             .label(saved.label)

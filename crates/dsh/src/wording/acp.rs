@@ -28,3 +28,19 @@ pub(crate) fn session_not_loaded(id: &dyn Display) -> String {
 pub(crate) fn acp_connection_failed(error: &dyn Display) -> String {
     format!("dsh acp: the connection failed: {error}")
 }
+
+/// A client-supplied MCP server of a transport `dsh acp` does not take.
+pub(crate) fn acp_mcp_transport_unsupported(name: &str, transport: &str) -> String {
+    format!(
+        "MCP server \"{name}\" is reached over {transport}, which dsh acp does not take: it takes stdio MCP servers (its mcpCapabilities advertise no other)"
+    )
+}
+
+/// A client-supplied MCP server of a transport this schema does not name.
+pub(crate) const ACP_MCP_TRANSPORT_UNKNOWN: &str =
+    "an MCP server of a transport dsh acp does not take: it takes stdio MCP servers";
+
+/// A client-supplied stdio MCP server whose command is not UTF-8.
+pub(crate) fn acp_mcp_command_not_utf8(name: &str) -> String {
+    format!("MCP server \"{name}\": its command is not valid UTF-8")
+}
