@@ -75,6 +75,12 @@ impl SessionTools {
     /// the cause.
     pub(crate) async fn mount(setup: &Setup, servers: &[McpServer], cwd: &Path) -> Result<Self, acp::Error> {
         let servers = stdio_servers(servers)?;
+        if !servers.is_empty() && !cwd.is_dir() {
+            return Err(acp::Error::new(
+                acp::ErrorCode::INVALID_PARAMS,
+                wording::acp_mcp_cwd_not_a_directory(cwd),
+            ));
+        }
         let registry = ToolRegistry::new();
         let shared = setup
             .tools()

@@ -44,3 +44,11 @@ pub(crate) const ACP_MCP_TRANSPORT_UNKNOWN: &str =
 pub(crate) fn acp_mcp_command_not_utf8(name: &str) -> String {
     format!("MCP server \"{name}\": its command is not valid UTF-8")
 }
+
+/// A session whose MCP servers would run in a `cwd` that is not a directory.
+pub(crate) fn acp_mcp_cwd_not_a_directory(cwd: &std::path::Path) -> String {
+    format!(
+        "the session's cwd {} is not a directory, and its MCP servers run there",
+        cwd.display()
+    )
+}
