@@ -26,7 +26,3 @@ pub use wording::Wording;
 pub use dsh_subagent::{ProviderRegistration, SubagentService};
 pub use dsh_subagent_api as provider;
 pub use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult, ToolSpec};
-
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct WorkspaceReadmeDoctests;
