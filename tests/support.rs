@@ -155,9 +155,3 @@ impl Harness {
         found
     }
 }
-
-/// The workspace README's Rust examples run as doc tests of this package,
-/// which depends on every crate they use.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-struct WorkspaceReadme;
