@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_agent::store::JsonlChildStore;
+use dsh_agent::JsonlChildStore;
 use dsh_agent::transcript::{TranscriptEntry, read_transcript, transcript_path};
 use dsh_agent::{Agent, AgentRuntime};
 use dsh_llm::{Message, ScriptedModel};

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh_agent::store::JsonlChildStore;
+use dsh_agent::JsonlChildStore;
 use dsh_agent::{Agent, AgentRuntime};
 use dsh_e2e::Harness;
 use dsh_llm::ScriptedModel;

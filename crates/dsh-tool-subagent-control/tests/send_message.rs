@@ -323,7 +323,7 @@ fn disposing_the_plugin_removes_the_tool() {
     let control = dsh_subagent::SubagentControl::new(
         dsh_subagent::SubagentService::new(),
         tasks,
-        Arc::new(dsh_agent::store::JsonlChildStore::new(data.path())),
+        Arc::new(dsh_agent::JsonlChildStore::new(data.path())),
     );
     let tools = dsh_tools::ToolRegistry::new();
     let plugin = SubagentControlPlugin::apply(&control, &tools).unwrap();
