@@ -91,16 +91,17 @@ impl std::fmt::Debug for HarnessBuilder {
         f.debug_struct("HarnessBuilder")
             .field(
                 "providers",
-                &self.providers.iter().map(|provider| provider.name()).collect::<Vec<_>>(),
+                &self
+                    .providers
+                    .iter()
+                    .map(|provider| provider.name())
+                    .collect::<Vec<_>>(),
             )
             .field(
                 "subagents",
                 &self.subagents.iter().map(|(config, _)| config).collect::<Vec<_>>(),
             )
-            .field(
-                "tools",
-                &self.tools.iter().map(|tool| tool.name()).collect::<Vec<_>>(),
-            )
+            .field("tools", &self.tools.iter().map(|tool| tool.name()).collect::<Vec<_>>())
             .field("background", &self.background)
             .field("later_tools", &self.later_tools)
             .finish()

@@ -33,9 +33,7 @@ pub(crate) fn check(builder: &HarnessBuilder) -> Result<Vec<Arc<dyn SubagentProv
 }
 
 /// One provider per name: the same instance given twice is registered once.
-fn distinct_providers(
-    providers: &[Arc<dyn SubagentProvider>],
-) -> Result<Vec<Arc<dyn SubagentProvider>>, BuildError> {
+fn distinct_providers(providers: &[Arc<dyn SubagentProvider>]) -> Result<Vec<Arc<dyn SubagentProvider>>, BuildError> {
     let mut distinct: Vec<Arc<dyn SubagentProvider>> = Vec::new();
     for provider in providers {
         match distinct.iter().find(|known| known.name() == provider.name()) {
@@ -66,7 +64,11 @@ fn tool_names(builder: &HarnessBuilder) -> Result<Vec<String>, BuildError> {
         Background::Off | Background::Tasks => &[][..],
     };
     let mut names = BTreeSet::new();
-    for name in subagents.chain(own).chain(tasks.iter().copied()).chain(control.iter().copied()) {
+    for name in subagents
+        .chain(own)
+        .chain(tasks.iter().copied())
+        .chain(control.iter().copied())
+    {
         if name.is_empty() {
             return Err(BuildError::Registry(RegistryError::EmptyName));
         }

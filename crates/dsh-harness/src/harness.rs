@@ -41,7 +41,10 @@ pub struct Harness {
 impl Harness {
     /// Registers the checked providers and mounts every tool, on a new
     /// service and a new registry; a failure drops what was mounted so far.
-    pub(crate) fn mount(builder: HarnessBuilder, providers: Vec<Arc<dyn SubagentProvider>>) -> Result<Self, BuildError> {
+    pub(crate) fn mount(
+        builder: HarnessBuilder,
+        providers: Vec<Arc<dyn SubagentProvider>>,
+    ) -> Result<Self, BuildError> {
         let service = SubagentService::new();
         let tools = ToolRegistry::new();
         let tasks = TaskRegistry::new();

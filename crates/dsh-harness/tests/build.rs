@@ -90,12 +90,17 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
         (
             "background without tasks",
             HarnessBuilder::new().subagent(background.clone(), spawn()),
-            BuildError::BackgroundWithoutTasks { tool: "subagent".into() },
+            BuildError::BackgroundWithoutTasks {
+                tool: "subagent".into(),
+            },
         ),
         (
             "continuable background without a store",
             HarnessBuilder::new()
-                .subagent(SubagentToolConfig::new("durable").enable_run_in_background(true), Arc::new(Durable))
+                .subagent(
+                    SubagentToolConfig::new("durable").enable_run_in_background(true),
+                    Arc::new(Durable),
+                )
                 .background(Background::Tasks),
             BuildError::ContinuableWithoutStore {
                 tool: "subagent".into(),
@@ -105,7 +110,10 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
         (
             "a filter naming a tool that is not mounted",
             HarnessBuilder::new()
-                .subagent(SubagentToolConfig::new("spawn").tool_filter(denying(&["subagent", "lookp"])), spawn())
+                .subagent(
+                    SubagentToolConfig::new("spawn").tool_filter(denying(&["subagent", "lookp"])),
+                    spawn(),
+                )
                 .tool(lookup()),
             BuildError::UnknownFilterTool {
                 tool: "subagent".into(),
@@ -134,14 +142,18 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
             HarnessBuilder::new()
                 .subagent(SubagentToolConfig::new("spawn"), spawn())
                 .subagent(SubagentToolConfig::new("durable"), Arc::new(Durable)),
-            BuildError::DuplicateToolName { name: "subagent".into() },
+            BuildError::DuplicateToolName {
+                name: "subagent".into(),
+            },
         ),
         (
             "a tool named like a task tool",
             HarnessBuilder::new()
                 .subagent(SubagentToolConfig::new("spawn").tool_name("task_list"), spawn())
                 .background(continuable()),
-            BuildError::DuplicateToolName { name: "task_list".into() },
+            BuildError::DuplicateToolName {
+                name: "task_list".into(),
+            },
         ),
         (
             "two different providers with one name",
@@ -261,7 +273,14 @@ fn filters_may_name_every_tool_that_will_be_there() {
         .unwrap();
     assert_eq!(
         harness.tools().names(),
-        ["lookup", "send_message", "subagent", "task_kill", "task_list", "task_output"]
+        [
+            "lookup",
+            "send_message",
+            "subagent",
+            "task_kill",
+            "task_list",
+            "task_output"
+        ]
     );
     // Without the declaration the MCP name is unknown.
     let error = HarnessBuilder::new()

@@ -62,7 +62,14 @@ fn continuable_adds_send_message_and_the_control_service() {
         .unwrap();
     assert_eq!(
         harness.tools().names(),
-        ["send_message", "subagent", "subagent_now", "task_kill", "task_list", "task_output"]
+        [
+            "send_message",
+            "subagent",
+            "subagent_now",
+            "task_kill",
+            "task_list",
+            "task_output"
+        ]
     );
     // A shared provider is registered once; the foreground tool stays so.
     assert_eq!(harness.service().list(), ["spawn"]);
