@@ -12,7 +12,6 @@ mod tool;
 mod trace;
 pub mod wording;
 
-pub use args::parameters;
 pub use code::ErrorCode;
 pub use config::{ConfigError, MaxDepth, SubagentToolConfig};
 pub use dsh_subagent::RELEASE_GRACE;

@@ -11,7 +11,7 @@ use dsh_subagent_api::StopReason;
 use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder, StartBehavior};
 use dsh_tasks::{KillOutcome, TaskRegistry, TaskStatus, wording as task_wording};
-use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin, Wording, parameters, wording};
+use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin, wording};
 use dsh_tools::{AgentId, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -111,7 +111,11 @@ async fn enabling_background_adds_the_parameter_and_the_task_sentence() {
         .collect();
     assert_eq!(properties, ["description", "prompt", "run_in_background"]);
     assert_eq!(spec.parameters["required"], json!(["description", "prompt"]));
-    assert_eq!(spec.parameters, parameters(Wording::Standalone, true));
+    // The foreground schema plus `run_in_background` in the one-shot words.
+    let mut foreground = common::mounted_parameters(false);
+    foreground["properties"]["run_in_background"] =
+        json!({"type": "boolean", "description": wording::RUN_IN_BACKGROUND_ONE_SHOT});
+    assert_eq!(spec.parameters, foreground);
     insta::assert_snapshot!("background_description", spec.description);
     insta::assert_json_snapshot!("background_schema", spec.parameters);
 }
