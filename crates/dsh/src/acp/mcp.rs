@@ -22,7 +22,7 @@ use agent_client_protocol as acp;
 use dsh_mcp::{McpMount, McpServerSpec};
 use dsh_tools::{ToolRegistration, ToolRegistry};
 
-use crate::setup::Setup;
+use crate::runtime::Setup;
 use crate::wording;
 
 /// One session's tools: the shared ones, and its client's MCP servers.

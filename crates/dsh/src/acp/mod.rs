@@ -39,7 +39,8 @@ use dsh_tools::CancellationToken;
 use crate::cli::AcpArgs;
 use crate::progress::Progress;
 use crate::resume::ResumeError;
-use crate::setup::{Setup, Surface};
+use crate::runtime::Setup;
+use crate::setup::Surface;
 use crate::{Failure, wording};
 
 mod mcp;
