@@ -20,7 +20,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
-use crate::{McpServerSpec, wording};
+use crate::wording;
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
 const STDERR_TAIL_BYTES: usize = 512;
@@ -88,10 +88,15 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Spawns the server in a new process group; returns it with its stdin and stdout.
-    pub(crate) fn spawn(spec: &McpServerSpec) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
-        let mut child = Command::new(&spec.program)
-            .args(&spec.args)
+    /// Spawns server `name`'s `program` in a new process group; returns it
+    /// with its stdin and stdout.
+    pub(crate) fn spawn(
+        name: &str,
+        program: &str,
+        args: &[String],
+    ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
+        let mut child = Command::new(program)
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -116,7 +121,7 @@ impl ServerProcess {
         });
         let tail = Arc::new(Mutex::new(Vec::new()));
         let sink = tail.clone();
-        let server = spec.name.clone();
+        let server = name.to_owned();
         tokio::spawn(async move {
             let mut buffer = [0u8; 4096];
             while let Ok(read @ 1..) = stderr.read(&mut buffer).await {
