@@ -10,7 +10,7 @@ use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, To
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
-    ResourceContents, Tool as McpToolDef,
+    ProtocolVersion, ResourceContents, Tool as McpToolDef,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -174,12 +174,15 @@ fn remote_failure(url: &str, failure: Option<&Failure>) -> String {
     }
 }
 
-/// Who we are at `initialize`.
+/// Who we are at `initialize`, asking for the newest protocol version that
+/// has the `initialize` handshake (the SDK's newest drops it), so that every
+/// server that speaks it can answer with its own.
 fn identity() -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
     )
+    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
 /// A started session, the server's tools, and what is behind it.

@@ -165,9 +165,11 @@ struct Sessions {
     /// The sessions with an id, by `Mcp-Session-Id`.
     by_id: Mutex<HashMap<String, Arc<HttpSession>>>,
     /// Serialises session openings, so the bound holds and the one session
-    /// a new-session request opened is known.
+    /// a new-session request opened (or its refusal) is known.
     opening: tokio::sync::Mutex<()>,
     just_opened: Mutex<Option<Arc<HttpSession>>>,
+    /// Set when the bound refused the session a request would have opened.
+    refused: AtomicBool,
     releases: TaskTracker,
     ended: Notify,
 }
@@ -184,8 +186,12 @@ impl Sessions {
         self.by_id.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Opens a session: its calling agent and its state.
+    /// Opens a session: its calling agent and its state; refused past the bound.
     fn open_session(&self) -> Result<Arc<HttpSession>, String> {
+        if self.open.load(Ordering::SeqCst) >= self.max {
+            self.refused.store(true, Ordering::SeqCst);
+            return Err(wording::too_many_sessions(self.max));
+        }
         let agent = self.agents.open()?;
         self.open.fetch_add(1, Ordering::SeqCst);
         let session = Arc::new(HttpSession {
@@ -319,28 +325,31 @@ impl Front {
         }
     }
 
-    /// A request that may open a session (an `initialize`): refused past
-    /// the bound, else forwarded, and the session it opened gets its id.
+    /// A request that may open a session (an `initialize`): forwarded (so
+    /// that rmcp checks `Host` and `Origin` first), the session it opened
+    /// given its id, or, when the bound refused it, a clear 503.
     async fn open_session(&self, request: Request<Incoming>) -> Response<Body> {
         let _opening = self.sessions.opening.lock().await;
-        if self.sessions.open.load(Ordering::SeqCst) >= self.sessions.max {
-            let body = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": null,
-                "error": {"code": -32000, "message": wording::too_many_sessions(self.sessions.max)},
-            });
-            let mut response = respond(StatusCode::SERVICE_UNAVAILABLE, body.to_string());
-            response
-                .headers_mut()
-                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            return response;
-        }
+        self.sessions.refused.store(false, Ordering::SeqCst);
         self.sessions
             .just_opened
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         let response = self.forward(request).await;
+        if self.sessions.refused.swap(false, Ordering::SeqCst) {
+            // rmcp answers a refused service with a bare 500.
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": null,
+                "error": {"code": -32000, "message": wording::too_many_sessions(self.sessions.max)},
+            });
+            let mut refusal = respond(StatusCode::SERVICE_UNAVAILABLE, body.to_string());
+            refusal
+                .headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            return refusal;
+        }
         let opened = self
             .sessions
             .just_opened
@@ -392,6 +401,7 @@ impl McpToolServer {
             by_id: Mutex::default(),
             opening: tokio::sync::Mutex::new(()),
             just_opened: Mutex::default(),
+            refused: AtomicBool::new(false),
             releases: TaskTracker::new(),
             ended: Notify::new(),
         });

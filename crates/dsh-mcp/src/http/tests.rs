@@ -409,6 +409,8 @@ async fn sessions_past_the_bound_are_refused_until_one_ends() {
         body.contains("too many MCP sessions (1 are open): end one (HTTP DELETE) or try again later"),
         "{body}"
     );
+    // A rebinding attempt is refused as such, not for want of room.
+    assert_eq!(post(&server.url, &[("Origin", "http://evil.example.com")]).await.0, 403);
     let refused = McpMount::start(&remote(&server.url), &ToolRegistry::new(), &ClientOptions::default())
         .await
         .unwrap_err();
