@@ -83,7 +83,7 @@ pub(crate) struct AgentArgs {
     /// Give the agents (parent and children) the tools of an MCP server, as
     /// `mcp__<name>__<tool>`: a command line (split like a shell's words)
     /// run on stdio, or an http:// or https:// URL reached over Streamable
-    /// HTTP (headers and a bearer token: see [[mcp_servers]] in dsh.toml).
+    /// HTTP (headers and a bearer token: see `[[mcp_servers]]` in dsh.toml).
     /// Repeatable.
     #[arg(long = "mcp-server", value_name = "NAME=COMMAND LINE|URL", value_parser = parse_mcp_server)]
     pub(crate) mcp_servers: Vec<dsh_mcp::McpServerSpec>,
@@ -118,7 +118,7 @@ pub(crate) struct McpArgs {
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
     pub(crate) max_sessions: u16,
     /// A browser origin accepted besides loopback ones, such as
-    /// https://app.example.com:443 (`:*` for any port). Repeatable.
+    /// `https://app.example.com:443` (`:*` for any port). Repeatable.
     #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "listen")]
     pub(crate) allowed_origins: Vec<String>,
     /// A Host value accepted, such as mcp.example.com (on loopback,
