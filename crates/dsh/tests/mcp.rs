@@ -376,8 +376,13 @@ async fn a_delegations_progress_carries_the_childs_start_model_calls_tool_calls_
         format!("{answer:?}").contains("the child heard: echo: from the child"),
         "{answer:?}"
     );
-    let mut messages = Vec::new();
-    while let Ok(progress) = session.progress.try_recv() {
+    // The client may hear the last notifications after the answer.
+    let mut messages: Vec<String> = Vec::new();
+    while !messages.last().is_some_and(|last| last.contains(" completed")) {
+        let progress = tokio::time::timeout(GUARD, session.progress.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no end among {messages:?}"))
+            .unwrap();
         let message = progress.message.unwrap_or_default();
         // Heartbeats come only when nothing happened for 50 ms: leave them out.
         if !message.starts_with("subagent still running after ") {

@@ -260,8 +260,13 @@ async fn progress_reports_arrive_coalesced_and_an_unknown_tool_is_a_json_rpc_err
         .unwrap()
         .unwrap();
     assert!(format!("{answer:?}").contains("stepped"), "{answer:?}");
-    let mut messages = Vec::new();
-    while let Ok(params) = progress.try_recv() {
+    // The client may hear the last notifications after the answer.
+    let mut messages: Vec<String> = Vec::new();
+    while !messages.last().is_some_and(|last| last.ends_with("three")) {
+        let params = tokio::time::timeout(GUARD, progress.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no last step among {messages:?}"))
+            .unwrap();
         assert_eq!(params.progress_token, token);
         assert_eq!(params.progress, (messages.len() + 1) as f64, "progress increases");
         messages.push(params.message.unwrap_or_default());

@@ -290,8 +290,13 @@ mod tests {
             .await
             .unwrap();
         handle.await_response().await.unwrap();
-        let mut messages = Vec::new();
-        while let Ok(params) = progress.try_recv() {
+        // The client may hear the last notifications after the answer.
+        let mut messages: Vec<String> = Vec::new();
+        while !messages.last().is_some_and(|last| last.contains(" completed")) {
+            let params = tokio::time::timeout(Duration::from_secs(30), progress.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no end among {messages:?}"))
+                .unwrap();
             messages.extend(params.message.unwrap_or_default().split("; ").map(str::to_owned));
         }
         insta::assert_snapshot!(messages.join("\n"));
