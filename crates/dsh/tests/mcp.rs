@@ -300,12 +300,20 @@ async fn a_cancelled_delegation_reports_progress_then_ends_cancelled() {
         )
         .await
         .unwrap();
-    // First the child's start, then (the child working on, silently) heartbeats.
-    let progress = tokio::time::timeout(GUARD, session.progress.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(progress.progress_token, handle.progress_token);
+    // First the child's start, then (the child working on, silently)
+    // heartbeats; the client may hear them in either order.
+    let mut heard = Vec::new();
+    for _ in 0..2 {
+        let params = tokio::time::timeout(GUARD, session.progress.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(params.progress_token, handle.progress_token);
+        heard.push(params);
+    }
+    heard.sort_by(|a, b| a.progress.total_cmp(&b.progress));
+    let (progress, heartbeat) = (&heard[0], &heard[1]);
+    assert_eq!((progress.progress, heartbeat.progress), (1.0, 2.0));
     assert!(
         progress
             .message
@@ -314,10 +322,6 @@ async fn a_cancelled_delegation_reports_progress_then_ends_cancelled() {
             .starts_with("subagent \"slow work\" started (spawn, "),
         "{progress:?}"
     );
-    let heartbeat = tokio::time::timeout(GUARD, session.progress.recv())
-        .await
-        .unwrap()
-        .unwrap();
     assert!(
         heartbeat
             .message
@@ -326,7 +330,6 @@ async fn a_cancelled_delegation_reports_progress_then_ends_cancelled() {
             .starts_with("subagent still running after "),
         "{heartbeat:?}"
     );
-    assert!(heartbeat.progress > progress.progress);
     handle.cancel(Some("the user changed their mind".into())).await.unwrap();
     let line = "dsh mcp: the client cancelled a call to subagent; it ended with: Error: subagent run was cancelled";
     let deadline = tokio::time::Instant::now() + GUARD;
@@ -376,19 +379,30 @@ async fn a_delegations_progress_carries_the_childs_start_model_calls_tool_calls_
         format!("{answer:?}").contains("the child heard: echo: from the child"),
         "{answer:?}"
     );
-    // The client may hear the last notifications after the answer.
-    let mut messages: Vec<String> = Vec::new();
-    while !messages.last().is_some_and(|last| last.contains(" completed")) {
-        let progress = tokio::time::timeout(GUARD, session.progress.recv())
+    // The client may hear notifications after the answer, and not in the
+    // order they were sent: collect them all, then order them.
+    let mut heard: Vec<ProgressNotificationParam> = Vec::new();
+    let complete = |heard: &[ProgressNotificationParam]| {
+        (1..=heard.len()).all(|n| heard.iter().any(|params| params.progress == n as f64))
+            && heard
+                .iter()
+                .any(|params| params.message.as_deref().is_some_and(|m| m.contains(" completed")))
+    };
+    while !complete(&heard) {
+        let params = tokio::time::timeout(GUARD, session.progress.recv())
             .await
-            .unwrap_or_else(|_| panic!("no end among {messages:?}"))
+            .unwrap_or_else(|_| panic!("not all heard: {heard:?}"))
             .unwrap();
-        let message = progress.message.unwrap_or_default();
-        // Heartbeats come only when nothing happened for 50 ms: leave them out.
-        if !message.starts_with("subagent still running after ") {
-            messages.extend(message.split("; ").map(str::to_owned));
-        }
+        heard.push(params);
     }
+    heard.sort_by(|a, b| a.progress.total_cmp(&b.progress));
+    let messages: Vec<String> = heard
+        .into_iter()
+        .map(|params| params.message.unwrap_or_default())
+        // Heartbeats come only when nothing happened for 50 ms: leave them out.
+        .filter(|message| !message.starts_with("subagent still running after "))
+        .flat_map(|message| message.split("; ").map(str::to_owned).collect::<Vec<_>>())
+        .collect();
     let id = messages
         .first()
         .and_then(|first| first.strip_prefix("subagent \"echo it\" started (spawn, "))

@@ -152,6 +152,16 @@ async fn eventually(what: &str, check: impl Fn() -> bool) {
     }
 }
 
+/// Whether the notifications heard are 1, 2, … n without a gap and one of
+/// them ends with `last`.
+fn all_heard(heard: &[ProgressNotificationParam], last: &str) -> bool {
+    let numbered = (1..=heard.len()).all(|n| heard.iter().any(|params| params.progress == n as f64));
+    numbered
+        && heard
+            .iter()
+            .any(|params| params.message.as_deref().is_some_and(|message| message.ends_with(last)))
+}
+
 /// rmcp's client over our HTTP client, collecting progress.
 struct Client(mpsc::UnboundedSender<ProgressNotificationParam>);
 
@@ -260,17 +270,22 @@ async fn progress_reports_arrive_coalesced_and_an_unknown_tool_is_a_json_rpc_err
         .unwrap()
         .unwrap();
     assert!(format!("{answer:?}").contains("stepped"), "{answer:?}");
-    // The client may hear the last notifications after the answer.
-    let mut messages: Vec<String> = Vec::new();
-    while !messages.last().is_some_and(|last| last.ends_with("three")) {
+    // The client may hear notifications after the answer, and not in the
+    // order they were sent: collect them all, then order them by progress.
+    let mut heard: Vec<ProgressNotificationParam> = Vec::new();
+    while !all_heard(&heard, "three") {
         let params = tokio::time::timeout(GUARD, progress.recv())
             .await
-            .unwrap_or_else(|_| panic!("no last step among {messages:?}"))
+            .unwrap_or_else(|_| panic!("not all heard: {heard:?}"))
             .unwrap();
         assert_eq!(params.progress_token, token);
-        assert_eq!(params.progress, (messages.len() + 1) as f64, "progress increases");
-        messages.push(params.message.unwrap_or_default());
+        heard.push(params);
     }
+    heard.sort_by(|a, b| a.progress.total_cmp(&b.progress));
+    let messages: Vec<String> = heard
+        .into_iter()
+        .map(|params| params.message.unwrap_or_default())
+        .collect();
     // Every step arrives, in order, none twice; none is a heartbeat.
     assert_eq!(
         messages.join("; ").split("; ").collect::<Vec<_>>(),

@@ -290,15 +290,30 @@ mod tests {
             .await
             .unwrap();
         handle.await_response().await.unwrap();
-        // The client may hear the last notifications after the answer.
-        let mut messages: Vec<String> = Vec::new();
-        while !messages.last().is_some_and(|last| last.contains(" completed")) {
+        // The client may hear notifications after the answer, and not in
+        // the order they were sent: collect them all, then order them.
+        let mut heard: Vec<ProgressNotificationParam> = Vec::new();
+        let complete = |heard: &[ProgressNotificationParam]| {
+            (1..=heard.len()).all(|n| heard.iter().any(|params| params.progress == n as f64))
+                && heard
+                    .iter()
+                    .any(|params| params.message.as_deref().is_some_and(|m| m.contains(" completed")))
+        };
+        while !complete(&heard) {
             let params = tokio::time::timeout(Duration::from_secs(30), progress.recv())
                 .await
-                .unwrap_or_else(|_| panic!("no end among {messages:?}"))
+                .unwrap_or_else(|_| panic!("not all heard: {heard:?}"))
                 .unwrap();
-            messages.extend(params.message.unwrap_or_default().split("; ").map(str::to_owned));
+            heard.push(params);
         }
+        heard.sort_by(|a, b| a.progress.total_cmp(&b.progress));
+        let messages: Vec<String> = heard
+            .into_iter()
+            .flat_map(|params| {
+                let message = params.message.unwrap_or_default();
+                message.split("; ").map(str::to_owned).collect::<Vec<_>>()
+            })
+            .collect();
         insta::assert_snapshot!(messages.join("\n"));
         client.cancel().await.unwrap();
         served.await.unwrap().unwrap();
