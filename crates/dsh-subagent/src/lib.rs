@@ -5,6 +5,7 @@ pub mod control;
 mod events;
 mod service;
 pub mod settlement;
+pub mod trace;
 pub mod wording;
 
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};

@@ -2,17 +2,18 @@
 
 use std::sync::Arc;
 
-use dsh_subagent::{SubagentControl, SubagentService};
+use dsh_subagent::{SubagentControl, SubagentService, trace};
 use dsh_subagent_api::{SpanOrigin, StartRequest};
 use dsh_tasks::{TaskRegistry, TaskSpec};
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::args::{self, SubagentArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
+use crate::lifecycle;
 use crate::wording::{self, Wording};
-use crate::{lifecycle, trace};
 
 /// One mounted `subagent` tool, bound to one provider, one wording and one
 /// background route.
@@ -31,11 +32,7 @@ pub(crate) enum BackgroundRoute {
     /// `enableRunInBackground` is off: such a call is refused.
     Disabled,
     /// The run becomes a task of the caller, collected with `task_output`.
-    /// Without a task registry every background call fails, saying so.
-    OneShot {
-        tasks: Option<TaskRegistry>,
-        tools: ToolRegistry,
-    },
+    OneShot { tasks: TaskRegistry, tools: ToolRegistry },
     /// The provider can continue its children: a durable child starts
     /// through the control service, followed up with `send_message`.
     /// Without a control service every background call fails, saying so.
@@ -103,12 +100,10 @@ impl SubagentTool {
     /// settled and released by the task; the call returns its id at once.
     fn start_one_shot(
         &self,
-        tasks: Option<&TaskRegistry>,
+        tasks: &TaskRegistry,
         tools: &ToolRegistry,
         mut request: StartRequest,
     ) -> Result<ToolOutput, ToolError> {
-        let tasks = tasks
-            .ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code(crate::ErrorCode::TasksUnavailable))?;
         if tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
             return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(crate::ErrorCode::TasksUnavailable));
         }
@@ -117,25 +112,34 @@ impl SubagentTool {
         let provider = self.config.provider.clone();
         let label = request.label.clone().unwrap_or_default();
         let spec = TaskSpec::new(dsh_subagent::control::TASK_KIND, label, owner);
+        // The task runs in a span of its own that follows from this call:
+        // the child's span and the run's lifecycle events sit under it.
+        let span = trace::task_span(&request.origin);
+        request.origin = SpanOrigin::ChildOf(span.clone());
+        let task_span = span.clone();
         let id = tasks
-            .spawn(spec, move |control| async move {
-                // The task's kill, not the call's token, governs a background run.
-                request.cancel = control.token().clone();
-                match service.start(&provider, request).await {
-                    Ok(run) => {
-                        trace::started(&provider, &run);
-                        trace::published(&run, None);
-                        let settled = dsh_subagent::settle(run, control.token()).await;
-                        trace::settled(&settled.result);
-                        trace::disposed(&settled.disposed);
-                        dsh_subagent::settlement::task_outcome(settled.result, settled.disposed)
-                    }
-                    Err(error) => {
-                        dsh_subagent::settlement::start_failed_outcome(&error, control.token().is_cancelled())
+            .spawn(spec, move |control| {
+                async move {
+                    // The task's kill, not the call's token, governs a background run.
+                    request.cancel = control.token().clone();
+                    match service.start(&provider, request).await {
+                        Ok(run) => {
+                            trace::started(&provider, &run);
+                            trace::published(&run);
+                            let settled = dsh_subagent::settle(run, control.token()).await;
+                            trace::settled(&settled.result);
+                            trace::disposed(&settled.disposed);
+                            dsh_subagent::settlement::task_outcome(settled.result, settled.disposed)
+                        }
+                        Err(error) => {
+                            dsh_subagent::settlement::start_failed_outcome(&error, control.token().is_cancelled())
+                        }
                     }
                 }
+                .instrument(task_span)
             })
             .map_err(ToolError::from)?;
+        trace::record_task_id(&span, &id);
         Ok(ToolOutput::text(wording::started_background(&id)))
     }
 }
@@ -165,7 +169,7 @@ impl Tool for SubagentTool {
             BackgroundRoute::Disabled => {
                 Err(ToolError::new(wording::BACKGROUND_DISABLED).with_code(crate::ErrorCode::BackgroundDisabled))
             }
-            BackgroundRoute::OneShot { tasks, tools } => self.start_one_shot(tasks.as_ref(), tools, request),
+            BackgroundRoute::OneShot { tasks, tools } => self.start_one_shot(tasks, tools, request),
             BackgroundRoute::Continuable { control, tools } => {
                 let label = request.label.clone().unwrap_or_default();
                 crate::continuable::start(control.as_ref(), tools, &self.config.provider, label, request)

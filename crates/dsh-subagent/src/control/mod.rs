@@ -55,9 +55,11 @@ use dsh_subagent_api::{
 };
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
+use tracing::{Instrument, Span};
+
 use crate::events::SubagentEvent;
 use crate::settlement::start_failed_outcome;
-use crate::{SubagentService, Subscription, wording};
+use crate::{SubagentService, Subscription, trace, wording};
 
 pub use error::{ControlError, follow_up_label};
 
@@ -349,7 +351,7 @@ impl SubagentControl {
         &self,
         provider: &str,
         label: String,
-        request: StartRequest,
+        mut request: StartRequest,
     ) -> Result<Started, ControlError> {
         self.inner.store()?;
         let checked = self.check(provider, &request)?;
@@ -359,6 +361,10 @@ impl SubagentControl {
         let child_id = uuid::Uuid::new_v4().to_string();
         let owner = request.parent.id().clone();
         let spec = TaskSpec::new(TASK_KIND, label, owner.clone());
+        // The activation's span follows from the call that started it (the
+        // request's origin); the child's span sits under it.
+        let span = trace::task_span(&request.origin);
+        request.origin = SpanOrigin::ChildOf(span.clone());
         let mut state = self.inner.lock();
         state.slots.entry(child_id.clone()).or_default().parent = Some(owner.clone());
         let task_id = self
@@ -367,6 +373,7 @@ impl SubagentControl {
                 &child_id,
                 owner,
                 spec,
+                span,
                 move |activation, control| async move {
                     let mut request = request;
                     // The task's kill, not the caller's token, governs the run.
@@ -385,7 +392,7 @@ impl SubagentControl {
                     match started {
                         Ok(run) => {
                             let run = activation.announce(checked.name(), depth, announced_label, run);
-                            settle_task(run, control.token()).await
+                            settle_task(checked.name(), run, control.token()).await
                         }
                         Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
                     }
@@ -470,13 +477,15 @@ impl SubagentControl {
         let parent = parent.clone();
         let prompt = vec![ContentBlock::text(message)];
         // The new activation's trace follows from this call (a `send_message`'s).
-        let origin = SpanOrigin::follows_current();
+        let span = trace::task_span(&SpanOrigin::follows_current());
+        let origin = SpanOrigin::ChildOf(span.clone());
         let task_id = self
             .activate(
                 &mut state,
                 child_id,
                 caller,
                 spec,
+                span,
                 move |activation, control| async move {
                     resume(&inner, &*store, activation, parent, prompt, control, origin).await
                 },
@@ -525,14 +534,15 @@ impl SubagentControl {
 
     /// Takes the child's slot and registers its activation task, all under
     /// the lock the caller holds. The producer gets its [`Activated`]
-    /// handle; the slot is freed when the producer's future ends or is
-    /// dropped.
+    /// handle and runs inside `span` (its [`trace::task_span`]); the slot is
+    /// freed when the producer's future ends or is dropped.
     fn activate<F, Fut>(
         &self,
         state: &mut State,
         child: &str,
         owner: AgentId,
         spec: TaskSpec,
+        span: Span,
         producer: F,
     ) -> Result<String, dsh_tasks::TaskError>
     where
@@ -550,6 +560,7 @@ impl SubagentControl {
         });
         let inner = self.inner.clone();
         let child_id = child.to_owned();
+        let task_span = span.clone();
         let spawned = self.inner.tasks.spawn(spec, move |control| {
             let guard = SlotGuard {
                 inner: inner.clone(),
@@ -569,10 +580,12 @@ impl SubagentControl {
                 drop(guard);
                 outcome
             }
+            .instrument(task_span)
         });
         let slot = state.slots.entry(child.to_owned()).or_default();
         match spawned {
             Ok(task_id) => {
+                trace::record_task_id(&span, &task_id);
                 if let Some(activation) = slot.activation.as_mut().filter(|a| a.serial == serial) {
                     activation.task_id = Some(task_id.clone());
                 }
@@ -687,16 +700,25 @@ async fn resume(
     match continuable.resume(request).await {
         Ok(run) => {
             let run = activation.announce(&provider_name, depth, label, run);
-            settle_task(run, control.token()).await
+            settle_task(&provider_name, run, control.token()).await
         }
         Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
     }
 }
 
-/// Settles an activation's run (see [`crate::settle`]) into its task's
-/// outcome. The run's token is the task's kill token, so a kill settles it
-/// `aborted`, which reads `killed`.
-async fn settle_task(run: dsh_subagent_api::SubagentRun, kill: &dsh_subagent_api::CancellationToken) -> TaskOutcome {
+/// Settles an activation's published run (see [`crate::settle`]) into its
+/// task's outcome, with the run's lifecycle events on the task's span. The
+/// run's token is the task's kill token, so a kill settles it `aborted`,
+/// which reads `killed`.
+async fn settle_task(
+    provider: &str,
+    run: dsh_subagent_api::SubagentRun,
+    kill: &dsh_subagent_api::CancellationToken,
+) -> TaskOutcome {
+    trace::started(provider, &run);
+    trace::published(&run);
     let settled = crate::settle(run, kill).await;
+    trace::settled(&settled.result);
+    trace::disposed(&settled.disposed);
     crate::settlement::task_outcome(settled.result, settled.disposed)
 }
