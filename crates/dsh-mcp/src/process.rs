@@ -13,7 +13,7 @@ use std::time::Duration;
 use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, SpawnError, TeardownError};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::{McpServerSpec, wording};
+use crate::wording;
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
 const STDERR_TAIL_BYTES: usize = 512;
@@ -27,18 +27,18 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Spawns the server in a new process group, with the inherited
-    /// environment and `env` on top, in `cwd` (else ours); returns it with
-    /// its stdin and stdout.
+    /// Spawns server `name`'s `program` in a new process group, with the
+    /// inherited environment and `env` on top, in `cwd` (else ours); returns it
+    /// with its stdin and stdout.
     pub(crate) fn spawn(
-        spec: &McpServerSpec,
+        name: &str,
+        program: &str,
+        args: &[String],
         env: &[(String, String)],
         cwd: Option<&Path>,
     ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
-        let server = spec.name.clone();
-        let mut child = ChildSpec::new(&spec.program)
-            .args(&spec.args)
-            .environment(Environment::Inherited);
+        let server = name.to_owned();
+        let mut child = ChildSpec::new(program).args(args).environment(Environment::Inherited);
         for (key, value) in env {
             child = child.env(key, value);
         }

@@ -56,23 +56,24 @@ struct Export {
     failure: Arc<Mutex<Option<String>>>,
 }
 
-/// The log filter without `DSH_LOG`: warnings, but only the errors of the
-/// ACP SDK. Its warnings repeat what dsh does on purpose (it warns on every
-/// error response dsh sends, such as the answer to an unknown session), so
-/// they would only be noise on the stderr of a `--quiet` child, which its
-/// parent quotes in diagnostics. `DSH_LOG=warn` shows them again.
-const DEFAULT_LOG_FILTER: &str = "warn,agent_client_protocol=error";
+/// The log filter without `DSH_LOG`: warnings, but none of the MCP SDK's
+/// own lines and only the errors of the ACP SDK. Both repeat what dsh does
+/// on purpose and reports itself (an unreachable or refusing MCP server's
+/// fatal transport error; the ACP SDK's warning on every error response dsh
+/// sends, such as the answer to an unknown session), so they would only be
+/// noise on the stderr of a `--quiet` child, which its parent quotes in
+/// diagnostics. `DSH_LOG=warn` shows them again (`rmcp=debug` for more).
+const DEFAULT_LOG: &str = "warn,rmcp=off,agent_client_protocol=error";
 
 /// Installs the process's subscriber: log lines on stderr (`DSH_LOG`,
-/// default [`DEFAULT_LOG_FILTER`]), plus OTLP export of spans when the
-/// environment asks for it.
+/// default [`DEFAULT_LOG`]), plus OTLP export of spans when the environment asks for it.
 pub(crate) fn init() -> Telemetry {
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal: a parent that reads our
         // stderr (an ACP client quoting its tail) gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| DEFAULT_LOG_FILTER.into()));
+        .with_filter(EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| DEFAULT_LOG.into()));
     let mut warning = None;
     let export = if export_requested(|key| std::env::var(key).ok()) {
         match exporter() {

@@ -1,9 +1,10 @@
 //! The MCP servers an ACP client hands `dsh acp` in `session/new`, with the
-//! official ACP SDK as the client and `dsh-mcp`'s test server as the MCP
-//! server: the session's agent and its children get its tools, another
-//! session does not, a server that cannot start fails `session/new` naming
-//! it and the cause, and the end of the session releases the server.
-//! Offline: scripted models.
+//! official ACP SDK as the client and `dsh-mcp`'s test server (stdio) or
+//! `dsh mcp --listen` (Streamable HTTP) as the MCP server: the session's
+//! agent and its children get its tools, another session does not, a server
+//! that cannot start fails `session/new` naming it and the cause, and the
+//! end of the session releases the server. Offline: scripted models,
+//! loopback only.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -15,8 +16,9 @@ use std::sync::{Arc, Mutex};
 
 use acp::schema::ProtocolVersion;
 use acp::v1::schema::{
-    ContentBlock, EnvVariable, InitializeRequest, LoadSessionRequest, McpServer, McpServerHttp, McpServerStdio,
-    NewSessionRequest, PromptRequest, SessionId, SessionNotification, SessionUpdate, StopReason, TextContent,
+    ContentBlock, EnvVariable, InitializeRequest, LoadSessionRequest, McpServer, McpServerHttp, McpServerSse,
+    McpServerStdio, NewSessionRequest, PromptRequest, SessionId, SessionNotification, SessionUpdate, StopReason,
+    TextContent,
 };
 use agent_client_protocol as acp;
 use common::{DSH, GUARD, mcp_test_server};
@@ -116,7 +118,7 @@ async fn a_session_gets_the_stdio_mcp_servers_its_client_hands_it_and_only_it() 
     let cwd = dir.path().to_owned();
     let server = test_server("tools", &log);
     let broken = McpServer::Stdio(McpServerStdio::new("broken", dir.path().join("no-such-server")));
-    let remote = McpServer::Http(McpServerHttp::new("docs", "http://127.0.0.1:9/mcp"));
+    let remote = McpServer::Sse(McpServerSse::new("docs", "http://127.0.0.1:9/sse"));
 
     let session = async move {
         acp::Client
@@ -137,7 +139,7 @@ async fn a_session_gets_the_stdio_mcp_servers_its_client_hands_it_and_only_it() 
                         .await?;
                     // A server that cannot start fails the session, naming
                     // it and the cause; so does one of a transport dsh acp
-                    // does not take.
+                    // does not take (SSE, the older HTTP transport).
                     let failed = cx
                         .send_request(NewSessionRequest::new(cwd.clone()).mcp_servers(vec![broken]))
                         .block_task()
@@ -176,7 +178,7 @@ async fn a_session_gets_the_stdio_mcp_servers_its_client_hands_it_and_only_it() 
     assert!(failed.message.contains("no-such-server"), "the cause: {failed:?}");
     assert_eq!(refused.code, acp::ErrorCode::INVALID_PARAMS);
     assert!(refused.message.contains("\"docs\""), "{refused:?}");
-    assert!(refused.message.contains("HTTP"), "{refused:?}");
+    assert!(refused.message.contains("SSE"), "{refused:?}");
 
     assert_eq!(stops, [StopReason::EndTurn, StopReason::EndTurn]);
     let text = seen.lock().unwrap().text.clone();
@@ -297,4 +299,112 @@ async fn a_loaded_session_gets_the_servers_of_its_load_and_a_new_load_replaces_t
     assert_eq!(with.as_deref(), Some("echo: hi | child sees echo"));
     assert_eq!(released, Err(Errno::ESRCH), "the first load's server is gone");
     assert_eq!(without.as_deref(), Some("no echo | child without echo"));
+}
+
+/// `dsh mcp --listen` on a loopback port (its children answer `remote
+/// answer`), and its URL.
+async fn http_mcp_server(dir: &Path) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+
+    let script = dir.join("remote.json");
+    std::fs::write(
+        &script,
+        r#"{"rules": [{"when": {}, "reply": {"text": "remote answer"}}]}"#,
+    )
+    .unwrap();
+    let mut child = tokio::process::Command::new(DSH)
+        .args([
+            "mcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            "remote-data",
+            "--script",
+        ])
+        .arg(&script)
+        .current_dir(dir)
+        .env_remove("DSH_API_KEY")
+        .env_remove("DSH_BASE_URL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let prefix = "dsh mcp: serving MCP at ";
+    let url = tokio::time::timeout(GUARD, async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix(prefix) {
+                return url.to_owned();
+            }
+        }
+        panic!("dsh mcp did not listen")
+    })
+    .await
+    .unwrap();
+    // Keep draining its stderr, so it never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_gets_a_streamable_http_mcp_server_its_client_hands_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut remote, url) = http_mcp_server(dir.path()).await;
+    // The session's agent delegates through the remote server's `subagent`.
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"rules": [
+  {"when": {"last_message": "tool", "last_tool": "mcp__remote__subagent"}, "reply": {"text": "heard: {{last_tool_result}}"}},
+  {"when": {"last_message": "user", "tool_offered": "mcp__remote__subagent"}, "reply": {"tool_calls": [
+    {"name": "mcp__remote__subagent", "arguments": {"description": "ask", "prompt": "ask"}}]}},
+  {"when": {}, "reply": {"text": "no remote"}}
+]}"#,
+    )
+    .unwrap();
+    let mut child = dsh_acp(dir.path(), &script, &[]);
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let record = client(&seen);
+    let cwd = dir.path().to_owned();
+    let session = acp::Client
+        .v1()
+        .on_receive_notification(
+            async move |notification: SessionNotification, _cx| {
+                record(&notification);
+                Ok(())
+            },
+            acp::on_receive_notification!(),
+        )
+        .connect_with(
+            acp::ByteStreams::new(stdin.compat_write(), stdout.compat()),
+            async |cx: acp::v1::ConnectionTo<acp::Agent>| {
+                let initialized = cx
+                    .send_request(InitializeRequest::new(ProtocolVersion::V1))
+                    .block_task()
+                    .await?;
+                let server = McpServer::Http(McpServerHttp::new("remote", url.clone()));
+                let session = cx
+                    .send_request(NewSessionRequest::new(cwd.clone()).mcp_servers(vec![server]))
+                    .block_task()
+                    .await?
+                    .session_id;
+                let stop = cx.send_request(go(&session)).block_task().await?.stop_reason;
+                Ok((initialized, session.to_string(), stop))
+            },
+        );
+    let (initialized, session, stop) = tokio::time::timeout(GUARD, session).await.unwrap().unwrap();
+    assert!(
+        tokio::time::timeout(GUARD, child.wait())
+            .await
+            .unwrap()
+            .unwrap()
+            .success()
+    );
+    let _ = remote.start_kill();
+    assert!(initialized.agent_capabilities.mcp_capabilities.http, "advertised");
+    assert_eq!(stop, StopReason::EndTurn);
+    assert_eq!(seen.lock().unwrap().text[&session], "heard: remote answer");
 }

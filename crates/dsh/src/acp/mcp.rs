@@ -11,15 +11,16 @@
 //! session's. The servers run until the session ends (the connection
 //! closes, or a later `session/load` of it gives the servers anew).
 //!
-//! Only stdio servers are taken, the transport every ACP agent must
-//! support; `initialize` advertises no other (`mcpCapabilities`), and a
-//! server of another transport is refused by name.
+//! Stdio servers (the transport every ACP agent must support) and
+//! Streamable HTTP servers are taken, as `initialize` advertises
+//! (`mcpCapabilities.http`); an SSE server (the older HTTP transport) is
+//! refused by name.
 
 use std::path::Path;
 
 use acp::v1::schema::McpServer;
 use agent_client_protocol as acp;
-use dsh_mcp::{McpMount, McpServerSpec};
+use dsh_mcp::{McpMount, McpServerSpec, RemoteServer};
 use dsh_tools::{ToolRegistration, ToolRegistry};
 
 use crate::runtime::Setup;
@@ -34,15 +35,17 @@ pub(crate) struct SessionTools {
     mounts: Vec<McpMount>,
 }
 
-/// One stdio server as the client gave it: what to run, and its variables.
-struct StdioServer {
+/// One server as the client gave it: where it is, and (for a process) its
+/// variables.
+struct ClientServer {
     spec: McpServerSpec,
     env: Vec<(String, String)>,
 }
 
-/// The client's servers, checked: stdio ones only, each with a name that
-/// can be part of a tool name and a command we can run.
-fn stdio_servers(servers: &[McpServer]) -> Result<Vec<StdioServer>, acp::Error> {
+/// The client's servers, checked: stdio and HTTP ones, each with a name
+/// that can be part of a tool name and a command we can run or a URL with
+/// headers HTTP can carry.
+fn client_servers(servers: &[McpServer]) -> Result<Vec<ClientServer>, acp::Error> {
     let invalid = |message: String| acp::Error::new(acp::ErrorCode::INVALID_PARAMS, message);
     servers
         .iter()
@@ -52,15 +55,28 @@ fn stdio_servers(servers: &[McpServer]) -> Result<Vec<StdioServer>, acp::Error> 
                     return Err(invalid(wording::acp_mcp_command_not_utf8(&stdio.name)));
                 };
                 let spec = McpServerSpec::new(stdio.name.clone(), program, stdio.args.iter().cloned())
-                    .map_err(|error| invalid(error.to_string()))?;
+                    .map_err(|error| invalid(wording::acp_mcp_bad_server(&stdio.name, &error)))?;
                 let env = stdio
                     .env
                     .iter()
                     .map(|variable| (variable.name.clone(), variable.value.clone()))
                     .collect();
-                Ok(StdioServer { spec, env })
+                Ok(ClientServer { spec, env })
             }
-            McpServer::Http(http) => Err(invalid(wording::acp_mcp_transport_unsupported(&http.name, "HTTP"))),
+            McpServer::Http(http) => {
+                let remote = RemoteServer::new(http.url.clone())
+                    .and_then(|remote| {
+                        http.headers.iter().try_fold(remote, |remote, header| {
+                            remote.header(header.name.clone(), header.value.clone())
+                        })
+                    })
+                    .and_then(|remote| McpServerSpec::remote(http.name.clone(), remote))
+                    .map_err(|error| invalid(wording::acp_mcp_bad_server(&http.name, &error)))?;
+                Ok(ClientServer {
+                    spec: remote,
+                    env: Vec::new(),
+                })
+            }
             McpServer::Sse(sse) => Err(invalid(wording::acp_mcp_transport_unsupported(&sse.name, "SSE"))),
             _ => Err(invalid(wording::ACP_MCP_TRANSPORT_UNKNOWN.to_owned())),
         })
@@ -74,7 +90,7 @@ impl SessionTools {
     /// already started are released, and the error names the server and
     /// the cause.
     pub(crate) async fn mount(setup: &Setup, servers: &[McpServer], cwd: &Path) -> Result<Self, acp::Error> {
-        let servers = stdio_servers(servers)?;
+        let servers = client_servers(servers)?;
         if !servers.is_empty() && !cwd.is_dir() {
             return Err(acp::Error::new(
                 acp::ErrorCode::INVALID_PARAMS,
@@ -143,24 +159,38 @@ mod tests {
     }
 
     #[test]
-    fn stdio_servers_are_taken_and_others_refused_by_name() {
-        let taken = stdio_servers(&servers(serde_json::json!([
+    fn stdio_and_http_servers_are_taken_and_others_refused_by_name() {
+        let taken = client_servers(&servers(serde_json::json!([
             {"name": "files", "command": "/usr/bin/files", "args": ["--root", "."],
-             "env": [{"name": "TOKEN", "value": "t"}]}
+             "env": [{"name": "TOKEN", "value": "t"}]},
+            {"type": "http", "name": "docs", "url": "https://example.com/mcp",
+             "headers": [{"name": "Authorization", "value": "Bearer t"}]}
         ])))
         .unwrap();
         assert_eq!(taken[0].spec.name, "files");
-        assert_eq!(taken[0].spec.program, "/usr/bin/files");
-        assert_eq!(taken[0].spec.args, ["--root", "."]);
+        let dsh_mcp::McpEndpoint::Command { program, args } = &taken[0].spec.endpoint else {
+            panic!("a command")
+        };
+        assert_eq!(program, "/usr/bin/files");
+        assert_eq!(args, &["--root", "."]);
         assert_eq!(taken[0].env, [("TOKEN".to_owned(), "t".to_owned())]);
+        let dsh_mcp::McpEndpoint::Url(remote) = &taken[1].spec.endpoint else {
+            panic!("a URL")
+        };
+        assert_eq!(remote.url, "https://example.com/mcp");
+        assert_eq!(remote.headers, [("Authorization".to_owned(), "Bearer t".to_owned())]);
 
-        let refused = |json| stdio_servers(&servers(json)).err().unwrap();
-        let http = refused(serde_json::json!([
-            {"type": "http", "name": "docs", "url": "https://example.com/mcp", "headers": []}
+        let refused = |json| client_servers(&servers(json)).err().unwrap();
+        let sse = refused(serde_json::json!([
+            {"type": "sse", "name": "old", "url": "https://example.com/sse", "headers": []}
         ]));
-        assert_eq!(http.code, acp::ErrorCode::INVALID_PARAMS);
-        assert!(http.message.contains("\"docs\""), "{}", http.message);
-        assert!(http.message.contains("HTTP"), "{}", http.message);
+        assert_eq!(sse.code, acp::ErrorCode::INVALID_PARAMS);
+        assert!(sse.message.contains("\"old\""), "{}", sse.message);
+        assert!(sse.message.contains("SSE"), "{}", sse.message);
+        let bad_url = refused(serde_json::json!([
+            {"type": "http", "name": "docs", "url": "ftp://example.com/mcp", "headers": []}
+        ]));
+        assert!(bad_url.message.contains("\"docs\""), "{}", bad_url.message);
         let bad_name = refused(serde_json::json!([
             {"name": "my files", "command": "/usr/bin/files", "args": [], "env": []}
         ]));

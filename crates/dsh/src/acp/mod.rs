@@ -2,10 +2,11 @@
 //! stdio, through the official SDK.
 //!
 //! - `initialize` → protocol v1; `loadSession` when transcripts are kept
-//!   (`--data-dir`); MCP over stdio only (no `mcpCapabilities`).
+//!   (`--data-dir`); MCP servers over stdio and Streamable HTTP
+//!   (`mcpCapabilities.http`).
 //! - `session/new` → a fresh parent agent (the same setup as `dsh run`) on
-//!   tools of its own: the shared ones and the stdio MCP servers the client
-//!   gave, started for this session ([`mcp`]); the session id is the
+//!   tools of its own: the shared ones and the MCP servers the client gave,
+//!   started (or reached) for this session ([`mcp`]); the session id is the
 //!   agent's id. A server that cannot start fails the request, naming it.
 //! - `session/load` → the parent of that id, continued from its transcript
 //!   (as `dsh run --resume`), with the MCP servers this request gives; its
@@ -28,8 +29,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use acp::schema::ProtocolVersion;
 use acp::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    SessionNotification, StopReason,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SessionNotification, StopReason,
 };
 use agent_client_protocol as acp;
 use dsh_agent::{Agent, AgentStop};
@@ -224,7 +225,11 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             async move |_request: InitializeRequest, responder, _cx| {
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new().load_session(load_session))
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(load_session)
+                                .mcp_capabilities(McpCapabilities::new().http(true)),
+                        )
                         .agent_info(Implementation::new("dsh", env!("CARGO_PKG_VERSION"))),
                 )
             },

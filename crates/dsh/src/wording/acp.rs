@@ -32,13 +32,18 @@ pub(crate) fn acp_connection_failed(error: &dyn Display) -> String {
 /// A client-supplied MCP server of a transport `dsh acp` does not take.
 pub(crate) fn acp_mcp_transport_unsupported(name: &str, transport: &str) -> String {
     format!(
-        "MCP server \"{name}\" is reached over {transport}, which dsh acp does not take: it takes stdio MCP servers (its mcpCapabilities advertise no other)"
+        "MCP server \"{name}\" is reached over {transport}, which dsh acp does not take: it takes stdio and Streamable HTTP MCP servers (as its mcpCapabilities say)"
     )
 }
 
 /// A client-supplied MCP server of a transport this schema does not name.
 pub(crate) const ACP_MCP_TRANSPORT_UNKNOWN: &str =
-    "an MCP server of a transport dsh acp does not take: it takes stdio MCP servers";
+    "an MCP server of a transport dsh acp does not take: it takes stdio and Streamable HTTP MCP servers";
+
+/// A client-supplied MCP server that cannot be mounted as given.
+pub(crate) fn acp_mcp_bad_server(name: &str, error: &dyn Display) -> String {
+    format!("MCP server \"{name}\" cannot be mounted: {error}")
+}
 
 /// A client-supplied stdio MCP server whose command is not UTF-8.
 pub(crate) fn acp_mcp_command_not_utf8(name: &str) -> String {
