@@ -35,6 +35,15 @@ impl AgentRuntime {
         }
     }
 
+    /// The same runtime over another tool registry: for agents that get
+    /// tools of their own beside the shared ones (say, one session's MCP
+    /// servers, in a registry that also holds every shared tool).
+    #[must_use]
+    pub fn with_tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
     /// Writes every agent's transcript under `data_dir/agents/<id>.jsonl`.
     #[must_use]
     pub fn with_data_dir(mut self, data_dir: impl Into<PathBuf>) -> Self {

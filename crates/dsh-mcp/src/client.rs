@@ -3,6 +3,7 @@
 //! tools into a [`ToolRegistry`] as `mcp__<server>__<tool>`.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -40,6 +41,12 @@ pub struct ClientOptions {
     pub eof_grace: Duration,
     /// At release: how long the group may take to exit after SIGTERM, before SIGKILL (default 2 s).
     pub term_grace: Duration,
+    /// Variables set for a server started as a process, on top of the
+    /// environment it inherits (default none); they win over inherited values.
+    pub env: Vec<(String, String)>,
+    /// The working directory of a server started as a process (default:
+    /// ours).
+    pub cwd: Option<PathBuf>,
 }
 
 impl Default for ClientOptions {
@@ -48,6 +55,8 @@ impl Default for ClientOptions {
             startup_timeout: Duration::from_secs(30),
             eof_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
+            env: Vec::new(),
+            cwd: None,
         }
     }
 }
@@ -57,6 +66,20 @@ impl ClientOptions {
     #[must_use]
     pub fn startup_timeout(mut self, timeout: Duration) -> Self {
         self.startup_timeout = timeout;
+        self
+    }
+
+    /// Sets one variable for the server's process (see [`ClientOptions::env`]).
+    #[must_use]
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Sets the working directory of the server's process.
+    #[must_use]
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
         self
     }
 
@@ -196,7 +219,8 @@ async fn start_process(
     options: &ClientOptions,
 ) -> Result<Started, String> {
     let (process, stdin, stdout) =
-        ServerProcess::spawn(&spec.name, program, args).map_err(|error| wording::cannot_run(program, &error))?;
+        ServerProcess::spawn(&spec.name, program, args, &options.env, options.cwd.as_deref())
+            .map_err(|error| wording::cannot_run(program, &error))?;
     let handshake = async {
         let service = identity()
             .serve((stdout, stdin))

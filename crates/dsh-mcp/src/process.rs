@@ -7,6 +7,7 @@
 //! tool, often needing the user's credentials.
 
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
 use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, SpawnError, TeardownError};
@@ -26,17 +27,25 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Spawns server `name`'s `program` in a new process group; returns it
+    /// Spawns server `name`'s `program` in a new process group, with the
+    /// inherited environment and `env` on top, in `cwd` (else ours); returns it
     /// with its stdin and stdout.
     pub(crate) fn spawn(
         name: &str,
         program: &str,
         args: &[String],
+        env: &[(String, String)],
+        cwd: Option<&Path>,
     ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
         let server = name.to_owned();
-        let (child, pipes) = ChildSpec::new(program)
-            .args(args)
-            .environment(Environment::Inherited)
+        let mut child = ChildSpec::new(program).args(args).environment(Environment::Inherited);
+        for (key, value) in env {
+            child = child.env(key, value);
+        }
+        if let Some(cwd) = cwd {
+            child = child.cwd(cwd);
+        }
+        let (child, pipes) = child
             .stderr_tail_bytes(STDERR_TAIL_BYTES)
             .log_stderr(move |text| tracing::debug!(target: "dsh_mcp::server_stderr", server = %server, "{text}"))
             .spawn()

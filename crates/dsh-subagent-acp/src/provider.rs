@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::AcpConfig;
 use crate::diagnostic::{Diagnostic, Stage};
 use crate::process::ChildProcess;
+use crate::progress::{ChildUpdate, ProgressSink};
 use crate::session::{AUTH_REQUIRED, Broken, Conversation, Ended, converse, map_stop};
 use crate::transport::{RunState, reader, writer};
 use crate::wording;
@@ -30,9 +31,18 @@ const EXIT_WAIT: Duration = Duration::from_millis(1000);
 const STDERR_WAIT: Duration = Duration::from_millis(200);
 
 /// Runs each delegation as an out-of-process ACP child; see the crate docs.
-#[derive(Debug)]
 pub struct AcpProvider {
     config: Arc<AcpConfig>,
+    progress: Option<ProgressSink>,
+}
+
+impl std::fmt::Debug for AcpProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpProvider")
+            .field("config", &self.config)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 impl AcpProvider {
@@ -43,7 +53,18 @@ impl AcpProvider {
             .map_err(|error| SubagentError::failed_with_code(error.to_string(), crate::ErrorCode::InvalidConfig))?;
         Ok(Self {
             config: Arc::new(config),
+            progress: None,
         })
+    }
+
+    /// Hands every child's reports while it works (its tool calls, its plan,
+    /// its answer as it streams; see [`ChildUpdate`]) to `sink`, with the id
+    /// of the run they belong to. Without one, a child's reports are read
+    /// only for its answer.
+    #[must_use]
+    pub fn with_progress(mut self, sink: impl Fn(&str, &ChildUpdate) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(sink));
+        self
     }
 
     /// The configuration.
@@ -66,7 +87,7 @@ impl SubagentProvider for AcpProvider {
     }
 
     fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
-        Box::pin(start(self.config.clone(), request))
+        Box::pin(start(self.config.clone(), self.progress.clone(), request))
     }
 }
 
@@ -81,10 +102,16 @@ impl Drop for AbortOnDrop {
     }
 }
 
-async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<SubagentRun, SubagentError> {
+async fn start(
+    config: Arc<AcpConfig>,
+    progress: Option<ProgressSink>,
+    request: StartRequest,
+) -> Result<SubagentRun, SubagentError> {
     if request.cancel.is_cancelled() {
         return Err(SubagentError::aborted(wording::ABORTED_BEFORE_START));
     }
+    // Known from the start: the child's reports carry it.
+    let id = format!("acp-{}", uuid::Uuid::new_v4());
     let cwd: PathBuf = match &config.cwd {
         Some(cwd) => cwd.clone(),
         None => std::env::current_dir()
@@ -122,6 +149,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
         cancel_grace: config.cancel_grace,
         max_output_bytes: config.max_output_bytes,
         trace_context: request.origin.span().map(trace_meta).unwrap_or_default(),
+        progress: progress.map(|sink| (id.clone(), sink)),
     };
     let task = tokio::spawn({
         let (state, cancel) = (state.clone(), run_cancel.clone());
@@ -175,7 +203,6 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
     let Some(handle) = task.0.take() else {
         return Err(SubagentError::failed(wording::CONVERSATION_TASK_LOST));
     };
-    let id = format!("acp-{}", uuid::Uuid::new_v4());
     let result = {
         let (process, state, run_cancel, config) = (process.clone(), state.clone(), run_cancel.clone(), config.clone());
         async move { Ok(settle(handle.await, &state, &process, &run_cancel, &config).await) }

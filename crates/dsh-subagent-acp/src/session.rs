@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{AcpAuth, PermissionPolicy};
 use crate::diagnostic::Stage;
+use crate::progress::{ProgressSink, child_update};
 use crate::transport::{AuthOffer, Outgoing, RunState};
 
 /// How a conversation ended, as far as the protocol tells.
@@ -153,6 +154,8 @@ pub(crate) struct Conversation {
     /// `traceparent` (and `tracestate`) for the `_meta` of each request;
     /// empty: no `_meta` is sent.
     pub(crate) trace_context: serde_json::Map<String, serde_json::Value>,
+    /// The run's id and where the child's reports go, if anywhere.
+    pub(crate) progress: Option<(String, ProgressSink)>,
 }
 
 /// The ACP → dsh stop-reason mapping (docs/contract.md, "Stop reasons").
@@ -212,6 +215,7 @@ pub(crate) async fn converse(
         cancel_grace,
         max_output_bytes,
         trace_context,
+        progress,
     } = conversation;
     let meta = (!trace_context.is_empty()).then_some(trace_context);
     let updates = state.clone();
@@ -221,11 +225,18 @@ pub(crate) async fn converse(
         .name("dsh-subagent-acp")
         .on_receive_notification(
             async move |notification: SessionNotification, _cx| {
+                if !updates.is_session(&notification.session_id.to_string()) {
+                    return Ok(());
+                }
                 if let SessionUpdate::AgentMessageChunk(chunk) = &notification.update
                     && let ContentBlock::Text(text) = &chunk.content
-                    && updates.is_session(&notification.session_id.to_string())
                 {
                     updates.push_output(&text.text, max_output_bytes);
+                }
+                if let Some((run, sink)) = &progress
+                    && let Some(update) = child_update(&notification.update)
+                {
+                    sink(run, &update);
                 }
                 Ok(())
             },
@@ -259,11 +270,13 @@ pub(crate) async fn converse(
                     .block_task()
                     .await?;
                 let session_id = session.session_id;
-                state.set_session(session_id.to_string());
                 if published.send(()).is_err() {
                     // `start` gave up (cancelled or timed out): no prompt.
                     return Ok(Ended::Cancelled(None));
                 }
+                // From here on the child's updates count (its answer, its
+                // reports): only a published run has any.
+                state.set_session(session_id.to_string());
                 state.set_stage(Stage::Prompt);
                 let request =
                     PromptRequest::new(session_id.clone(), vec![ContentBlock::Text(TextContent::new(prompt))])

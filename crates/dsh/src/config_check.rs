@@ -14,7 +14,7 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     let config = config::load_from_cwd(args.config.as_deref())?;
     // As `dsh run` mounts them: with its default data directory (nothing is
     // created there), so continuable children and `send_message` show.
-    let mounts = Mounts::new(config.as_ref(), Some(Path::new(".dsh")), Surface::Agent)?;
+    let mounts = Mounts::new(config.as_ref(), Some(Path::new(".dsh")), Surface::Agent, None)?;
     eprintln!(
         "{}",
         wording::config_checked(config.as_ref().map(|config| config.path.as_path()))

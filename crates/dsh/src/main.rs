@@ -4,6 +4,7 @@ mod acp;
 mod cli;
 mod config;
 mod config_check;
+mod loop_guard;
 mod mcp;
 mod model;
 mod observe;
@@ -80,7 +81,10 @@ fn main() -> ExitCode {
         },
         cli::Command::Transcript(args) => transcript::print(&args),
         cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
-        cli::Command::Acp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        // One thread: an ACP agent waits on its client, its model and its
+        // children, and starts (and ends) faster without worker threads to
+        // start and join; an ACP client starts one per child it delegates to.
+        cli::Command::Acp(args) => match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(runtime) => runtime.block_on(async {
                 // Ctrl-C ends the server cleanly, so its spans are flushed.
                 tokio::select! {

@@ -5,7 +5,10 @@
 //!   run events ([`SubagentEvent`]), the same events a harness subscribes to.
 //! - **What happens inside an in-process agent's run** (streamed text, model
 //!   calls with their usage, tool calls): the agent loop's [`AgentObserver`].
-//!   An ACP child runs in another process, so only its start and end show.
+//! - **What an ACP child reports while it works** (its tool calls, its plan,
+//!   that it is answering): the ACP provider's progress sink
+//!   ([`TreeObserver::acp_child_update`]); the child's own model calls stay
+//!   in its process.
 //!
 //! See "Observation" in `docs/design.md`.
 
@@ -15,13 +18,21 @@ use std::sync::{Mutex, PoisonError};
 use dsh_agent::AgentObserver;
 use dsh_llm::Usage;
 use dsh_subagent::SubagentEvent;
+use dsh_subagent_acp::{ChildUpdate, Status};
 use dsh_tools::AgentId;
 
+use crate::wording;
+
 /// What `dsh run`, `dsh acp` and `dsh mcp` show of their agent tree: the
-/// agent loop's reports ([`AgentObserver`]) and the service's run events.
+/// agent loop's reports ([`AgentObserver`]), the service's run events, and
+/// ACP children's reports.
 pub(crate) trait TreeObserver: AgentObserver {
     /// A service event; the run events say a child started or ended.
     fn child_event(&self, event: &SubagentEvent);
+
+    /// An ACP child's report while it works; `run` is its run id (as in the
+    /// run events). It may come before the run's start is announced.
+    fn acp_child_update(&self, _run: &str, _update: &ChildUpdate) {}
 }
 
 /// The model calls of an in-process agent's current run, as the agent loop
@@ -61,6 +72,91 @@ impl ModelCalls {
     }
 }
 
+/// What an ACP child has reported of its current run: what it is doing
+/// now, in words, and how many tool calls it started.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Activity {
+    /// What it is doing now, when it said (the tail of a progress line).
+    pub(crate) now: Option<String>,
+    /// The tool calls it started.
+    pub(crate) tool_calls: u32,
+    /// Its latest tool call: id and title, for an update without a title.
+    last_call: Option<(String, String)>,
+}
+
+impl Activity {
+    /// Takes in one report.
+    fn record(&mut self, update: &ChildUpdate) {
+        match update {
+            ChildUpdate::Text(_) => self.now = Some(wording::ACP_CHILD_ANSWERING.to_owned()),
+            ChildUpdate::ToolCall { id, title, status } => {
+                self.tool_calls += 1;
+                self.now = Some(wording::acp_child_tool_status(title, *status));
+                self.last_call = Some((id.clone(), title.clone()));
+            }
+            ChildUpdate::ToolCallUpdate { id, title, status } => {
+                let Some((last, last_title)) = &mut self.last_call else {
+                    return;
+                };
+                // Only the latest call's progress shows; an older one's
+                // end changes nothing the line says.
+                if last != id {
+                    return;
+                }
+                if let Some(title) = title {
+                    last_title.clone_from(title);
+                }
+                if let Some(status) = status {
+                    self.now = Some(wording::acp_child_tool_status(last_title, *status));
+                }
+            }
+            ChildUpdate::Plan(steps) => {
+                let done = steps.iter().filter(|(_, status)| *status == Status::Completed).count();
+                let current = steps
+                    .iter()
+                    .find(|(_, status)| *status == Status::InProgress)
+                    .map(|(step, _)| step.as_str());
+                self.now = Some(wording::acp_child_plan(done, steps.len(), current));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The [`Activity`] of ACP children's current runs, by run id: recorded as
+/// each report arrives (before the run's start is announced, too), taken
+/// when its end is reported. One entry per running ACP child.
+#[derive(Default)]
+pub(crate) struct ChildActivity(Mutex<HashMap<AgentId, Activity>>);
+
+impl ChildActivity {
+    /// Takes in one report of run `run`; returns its activity now.
+    pub(crate) fn record(&self, run: &str, update: &ChildUpdate) -> Activity {
+        let mut runs = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let activity = runs.entry(AgentId::new(run)).or_default();
+        activity.record(update);
+        activity.clone()
+    }
+
+    /// What run `run` has reported so far.
+    pub(crate) fn get(&self, run: &str) -> Option<Activity> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&AgentId::new(run))
+            .cloned()
+    }
+
+    /// Takes what run `run` reported; `None` for one that reported nothing
+    /// (an in-process child, or an ACP child that sent no report).
+    pub(crate) fn take(&self, run: &str) -> Option<Activity> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&AgentId::new(run))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +170,53 @@ mod tests {
         assert_eq!(calls.take("kid"), Some(Calls { steps: 2, usage: None }));
         assert_eq!(calls.take("kid"), None);
         assert_eq!(calls.take("acp-1"), None, "never reported");
+    }
+}
+
+#[cfg(test)]
+mod activity_tests {
+    use dsh_subagent_acp::{ChildUpdate, Status};
+
+    use super::*;
+
+    fn call(id: &str, title: &str, status: Status) -> ChildUpdate {
+        ChildUpdate::ToolCall {
+            id: id.into(),
+            title: title.into(),
+            status,
+        }
+    }
+
+    fn update(id: &str, status: Status) -> ChildUpdate {
+        ChildUpdate::ToolCallUpdate {
+            id: id.into(),
+            title: None,
+            status: Some(status),
+        }
+    }
+
+    #[test]
+    fn an_acp_childs_reports_say_what_it_is_doing_now() {
+        let runs = ChildActivity::default();
+        let now = |update: ChildUpdate| runs.record("acp-1", &update).now.unwrap();
+        assert_eq!(now(ChildUpdate::Text("Hel".into())), "answering");
+        assert_eq!(
+            now(call("c1", "Read README.md", Status::Pending)),
+            "calling Read README.md"
+        );
+        assert_eq!(now(update("c1", Status::InProgress)), "calling Read README.md");
+        assert_eq!(now(call("c2", "Search", Status::InProgress)), "calling Search");
+        // An older call's end does not replace the latest one.
+        assert_eq!(now(update("c1", Status::Completed)), "calling Search");
+        assert_eq!(now(update("c2", Status::Failed)), "Search failed");
+        let plan = ChildUpdate::Plan(vec![
+            ("look".into(), Status::Completed),
+            ("write".into(), Status::InProgress),
+            ("check".into(), Status::Pending),
+        ]);
+        assert_eq!(now(plan), "plan 1/3 · write");
+        assert_eq!(runs.get("acp-1").unwrap().tool_calls, 2);
+        assert_eq!(runs.take("acp-1").unwrap().tool_calls, 2);
+        assert_eq!(runs.take("acp-1"), None);
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! A child's start and end come from the service's run events, so every
 //! provider's children show, an ACP child's too; an in-process child's model
-//! calls come from the agent loop (see [`crate::observe`]).
+//! calls come from the agent loop, an ACP child's tool calls and plan from
+//! the ACP provider (see [`crate::observe`]).
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -15,7 +16,7 @@ use dsh_subagent::{RunEndInfo, RunInfo, SubagentEvent};
 use dsh_tools::AgentId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use crate::observe::{ModelCalls, TreeObserver};
+use crate::observe::{ChildActivity, ModelCalls, TreeObserver};
 use crate::wording;
 
 /// Shows each child as it works (label, elapsed time, model calls, tokens):
@@ -26,6 +27,7 @@ use crate::wording;
 pub(crate) struct Progress {
     display: Display,
     calls: ModelCalls,
+    activity: ChildActivity,
     lists_children: bool,
     state: Mutex<State>,
 }
@@ -69,6 +71,7 @@ impl Progress {
         Self {
             display,
             calls: ModelCalls::default(),
+            activity: ChildActivity::default(),
             lists_children: false,
             state: Mutex::default(),
         }
@@ -105,7 +108,9 @@ impl Progress {
                     bar.set_style(style);
                 }
                 bar.set_prefix(format!("{indent}↳ {label}"));
-                bar.set_message("working");
+                // An ACP child may have reported before its start was announced.
+                let now = self.activity.get(&run.id).and_then(|activity| activity.now);
+                bar.set_message(now.unwrap_or_else(|| wording::WORKING.to_owned()));
                 bar.enable_steady_tick(Duration::from_millis(120));
                 Some(bar)
             }
@@ -126,10 +131,11 @@ impl Progress {
     }
 
     fn ended(&self, end: &RunEndInfo) {
+        let activity = self.activity.take(&end.run.id);
         let Some(child) = self.lock().running.remove(&end.run.run_id) else {
             return;
         };
-        let summary = wording::child_summary(end.stop_reason.as_str(), self.calls.take(&child.id));
+        let summary = wording::child_summary(end.stop_reason.as_str(), self.calls.take(&child.id), activity);
         match (&self.display, &child.bar) {
             (Display::Bars(_), Some(bar)) => bar.finish_with_message(summary),
             (Display::Lines(sink), _) => sink(wording::child_ended(
@@ -148,6 +154,21 @@ impl TreeObserver for Progress {
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
             _ => {}
+        }
+    }
+
+    fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
+        let Some(now) = self.activity.record(run, update).now else {
+            return;
+        };
+        let state = self.lock();
+        let bar = state
+            .running
+            .values()
+            .find(|child| child.id == run)
+            .and_then(|child| child.bar.as_ref());
+        if let Some(bar) = bar {
+            bar.set_message(now);
         }
     }
 }

@@ -56,16 +56,36 @@ pub(crate) fn resumable_parents(data_dir: &Path) -> Vec<String> {
     parents
 }
 
+/// Why a parent could not be resumed.
+pub(crate) enum ResumeError {
+    /// No parent has this id here (an unknown id, or a child's). The failure
+    /// lists the parents that can be resumed and names the data directory:
+    /// for the person who owns it (`dsh run --resume`), never for a client
+    /// of a server (`session/load`), who gets only [`wording::unknown_session`].
+    Unknown(Failure),
+    /// The parent is there but cannot be continued (an unreadable or
+    /// unrepairable transcript, no data directory).
+    Failed(Failure),
+}
+
+impl From<ResumeError> for Failure {
+    fn from(error: ResumeError) -> Self {
+        match error {
+            ResumeError::Unknown(failure) | ResumeError::Failed(failure) => failure,
+        }
+    }
+}
+
 /// Reads parent `id` from `data_dir` and repairs its transcript for
 /// appending. An unknown id, or a child's, is bad input (exit 2) and the
 /// error lists the parents that can be resumed.
-pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, Failure> {
+pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, ResumeError> {
     let unknown = || {
-        Failure::usage(wording::unknown_parent(
+        ResumeError::Unknown(Failure::usage(wording::unknown_parent(
             id,
             &data_dir.join("agents"),
             &resumable_parents(data_dir),
-        ))
+        )))
     };
     if !plausible_id(id) {
         return Err(unknown());
@@ -75,7 +95,8 @@ pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, Fail
     if !path.is_file() {
         return Err(unknown());
     }
-    let transcript: Transcript = read_transcript(&path).map_err(|error| Failure::failed(wording::failed(&error)))?;
+    let transcript: Transcript =
+        read_transcript(&path).map_err(|error| ResumeError::Failed(Failure::failed(wording::failed(&error))))?;
     let Some(TranscriptEntry::Header {
         id: recorded,
         parent,
@@ -91,7 +112,7 @@ pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, Fail
         return Err(unknown());
     }
     let repairs = repair_for_resume(&path, &transcript)
-        .map_err(|error| Failure::failed(wording::cannot_repair(&path, &error)))?;
+        .map_err(|error| ResumeError::Failed(Failure::failed(wording::cannot_repair(&path, &error))))?;
     Ok(SavedParent {
         id: agent,
         label,

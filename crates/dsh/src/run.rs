@@ -12,7 +12,7 @@ use crate::setup::Surface;
 use crate::{Failure, wording};
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
-    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
+    let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
     // The summary names the children's transcripts.
     let progress = Arc::new(Progress::new(args.quiet).listing_children());
     let mut setup = Setup::new(

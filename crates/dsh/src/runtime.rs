@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_mcp::ClientOptions;
 use dsh_subagent::{SubagentEvent, Subscription};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{AgentId, ToolRegistry};
@@ -14,6 +15,7 @@ use dsh_tools::{AgentId, ToolRegistry};
 use crate::cli::AgentArgs;
 use crate::config::Config;
 use crate::observe::TreeObserver;
+use crate::resume::ResumeError;
 use crate::setup::{McpServers, Mounts, Surface};
 use crate::{Failure, model, resume, wording};
 
@@ -44,7 +46,7 @@ impl Setup {
         surface: Surface,
     ) -> Result<Self, Failure> {
         let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
-        let mounts = Mounts::new(config, data_dir, surface)?;
+        let mounts = Mounts::new(config, data_dir, surface, Some(observer.clone()))?;
         // Every child's start and end, whatever its provider, from the run
         // events; an in-process agent's steps from the agent loop.
         let children = observer.clone();
@@ -100,9 +102,27 @@ impl Setup {
         self.mounts.delegation_tools()
     }
 
+    /// How MCP servers are started (with the loop guard's marker); for the
+    /// servers an ACP client hands a session, too.
+    pub(crate) fn mcp_options(&self) -> &ClientOptions {
+        self.mcp.options()
+    }
+
+    /// The shared runtime over another registry: the same model, observer,
+    /// notices and data directory, for parents with tools of their own (an
+    /// ACP session's MCP servers, beside every shared tool).
+    pub(crate) fn runtime_with(&self, tools: ToolRegistry) -> Arc<AgentRuntime> {
+        Arc::new(self.runtime.as_ref().clone().with_tools(tools))
+    }
+
     /// A new parent agent (its own conversation) on the shared runtime.
     pub(crate) fn parent(&self, label: &str) -> Result<Agent, Failure> {
-        Agent::builder(self.runtime.clone())
+        self.parent_on(self.runtime.clone(), label)
+    }
+
+    /// A new parent agent on `runtime` ([`Setup::runtime_with`]).
+    pub(crate) fn parent_on(&self, runtime: Arc<AgentRuntime>, label: &str) -> Result<Agent, Failure> {
+        Agent::builder(runtime)
             .system_prompt(wording::PARENT_SYSTEM_PROMPT)
             .max_turns(self.max_turns)
             .label(Some(label.to_owned()))
@@ -113,12 +133,17 @@ impl Setup {
     /// An earlier parent, continued: its id, history (committed turns), system
     /// prompt and model from its transcript; today's tools. A torn tail and an
     /// interrupted turn are repaired first; what was repaired is returned.
-    pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), Failure> {
-        let Some(dir) = self.runtime.data_dir() else {
-            return Err(Failure::usage(wording::RESUME_NEEDS_DATA_DIR));
+    pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), ResumeError> {
+        self.resume_on(self.runtime.clone(), id)
+    }
+
+    /// [`Setup::resume`] on `runtime` ([`Setup::runtime_with`]).
+    pub(crate) fn resume_on(&self, runtime: Arc<AgentRuntime>, id: &str) -> Result<(Agent, Vec<String>), ResumeError> {
+        let Some(dir) = runtime.data_dir() else {
+            return Err(ResumeError::Failed(Failure::usage(wording::RESUME_NEEDS_DATA_DIR)));
         };
         let saved = resume::load_parent(dir, id)?;
-        let mut builder = Agent::builder(self.runtime.clone())
+        let mut builder = Agent::builder(runtime.clone())
             .id(saved.id)
             .max_turns(self.max_turns)
             .label(saved.label)
@@ -129,7 +154,9 @@ impl Setup {
         if let Some(system_prompt) = saved.system_prompt {
             builder = builder.system_prompt(system_prompt);
         }
-        let agent = builder.build().map_err(|error| Failure::internal(error.to_string()))?;
+        let agent = builder
+            .build()
+            .map_err(|error| ResumeError::Failed(Failure::internal(error.to_string())))?;
         Ok((agent, saved.repairs))
     }
 }

@@ -18,7 +18,8 @@ use dsh_tools::ToolRegistry;
 
 use crate::cli::AgentArgs;
 use crate::config::{Config, Provider, Subagent};
-use crate::{Failure, wording};
+use crate::observe::TreeObserver;
+use crate::{Failure, loop_guard, wording};
 
 /// Which delegation tools the parent gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,8 +101,14 @@ pub(crate) struct Mounts {
 
 impl Mounts {
     /// The plan, built. No child starts here and no process is spawned: an
-    /// ACP provider runs its command per delegation.
-    pub(crate) fn new(config: Option<&Config>, data_dir: Option<&Path>, surface: Surface) -> Result<Self, Failure> {
+    /// ACP provider runs its command per delegation. ACP children's reports
+    /// go to `observer`, when there is one.
+    pub(crate) fn new(
+        config: Option<&Config>,
+        data_dir: Option<&Path>,
+        surface: Surface,
+        observer: Option<Arc<dyn TreeObserver>>,
+    ) -> Result<Self, Failure> {
         let subagents = match config {
             Some(config) if !config.subagents.is_empty() => served(&config.subagents, surface),
             _ => default_subagents(data_dir.is_some(), surface),
@@ -131,12 +138,19 @@ impl Mounts {
             .provider(fork.clone())
             .background(background)
             .later_tools(dsh_mcp::TOOL_PREFIX);
+        // Every child process carries the loop guard's marker.
+        let child_env = loop_guard::child_env(config);
         for Subagent { provider, mut tool } in subagents {
             let provider: Arc<dyn SubagentProvider> = match provider {
                 Provider::Spawn => spawn.clone(),
                 Provider::Fork => fork.clone(),
                 Provider::Acp(acp) => {
-                    Arc::new(AcpProvider::new(*acp).map_err(|error| Failure::usage(wording::failed(&error)))?)
+                    let acp = child_env.iter().fold(*acp, |acp, (key, value)| acp.env(key, value));
+                    let mut acp = AcpProvider::new(acp).map_err(|error| Failure::usage(wording::failed(&error)))?;
+                    if let Some(observer) = observer.clone() {
+                        acp = acp.with_progress(move |run, update| observer.acp_child_update(run, update));
+                    }
+                    Arc::new(acp)
                 }
             };
             for names in tool
@@ -186,6 +200,8 @@ impl Mounts {
 pub(crate) struct McpServers {
     pending: Vec<McpServerSpec>,
     mounted: Mutex<Vec<McpMount>>,
+    /// How they are started: with the loop guard's marker.
+    options: ClientOptions,
 }
 
 impl McpServers {
@@ -193,10 +209,22 @@ impl McpServers {
     pub(crate) fn new(args: &AgentArgs, config: Option<&Config>) -> Self {
         let mut pending = args.mcp_servers.clone();
         pending.extend(config.into_iter().flat_map(|config| config.mcp_servers.iter().cloned()));
+        let options = loop_guard::child_env(config)
+            .into_iter()
+            .fold(ClientOptions::default(), |options, (key, value)| {
+                options.env(key, value)
+            });
         Self {
             pending,
             mounted: Mutex::default(),
+            options,
         }
+    }
+
+    /// How MCP servers are started (with the loop guard's marker); for the
+    /// servers an ACP client hands a session, too.
+    pub(crate) fn options(&self) -> &ClientOptions {
+        &self.options
     }
 
     /// Starts each server and mounts its tools in `tools`, for the parent
@@ -205,7 +233,7 @@ impl McpServers {
     /// model call, and those already started are released.
     pub(crate) async fn mount(&mut self, tools: &ToolRegistry) -> Result<(), Failure> {
         for spec in std::mem::take(&mut self.pending) {
-            match McpMount::start(&spec, tools, &ClientOptions::default()).await {
+            match McpMount::start(&spec, tools, &self.options).await {
                 Ok(mount) => self
                     .mounted
                     .get_mut()

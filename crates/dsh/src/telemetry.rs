@@ -56,11 +56,14 @@ struct Export {
     failure: Arc<Mutex<Option<String>>>,
 }
 
-/// The log filter without `DSH_LOG`: warnings, but none of the MCP SDK's own
-/// lines, which repeat what dsh's errors already say (an unreachable or
-/// refusing MCP server's fatal transport error, say); `DSH_LOG=rmcp=debug`
-/// shows them.
-const DEFAULT_LOG: &str = "warn,rmcp=off";
+/// The log filter without `DSH_LOG`: warnings, but none of the MCP SDK's
+/// own lines and only the errors of the ACP SDK. Both repeat what dsh does
+/// on purpose and reports itself (an unreachable or refusing MCP server's
+/// fatal transport error; the ACP SDK's warning on every error response dsh
+/// sends, such as the answer to an unknown session), so they would only be
+/// noise on the stderr of a `--quiet` child, which its parent quotes in
+/// diagnostics. `DSH_LOG=warn` shows them again (`rmcp=debug` for more).
+const DEFAULT_LOG: &str = "warn,rmcp=off,agent_client_protocol=error";
 
 /// Installs the process's subscriber: log lines on stderr (`DSH_LOG`,
 /// default [`DEFAULT_LOG`]), plus OTLP export of spans when the environment asks for it.

@@ -81,11 +81,21 @@ pub(crate) fn child_ended(label: &str, summary: &str, seconds: f64) -> String {
 }
 
 /// How a child ended: its stop reason, then its model calls when the agent
-/// loop reported them (an in-process child); an ACP child's are not known.
-pub(crate) fn child_summary(stop: &str, calls: Option<crate::observe::Calls>) -> String {
-    match calls {
-        Some(calls) => format!("{stop} · {}", model_calls(calls.steps, calls.usage)),
-        None => stop.to_owned(),
+/// loop reported them (an in-process child), or the tool calls it reported
+/// (an ACP child, whose model calls are not known here).
+pub(crate) fn child_summary(
+    stop: &str,
+    calls: Option<crate::observe::Calls>,
+    activity: Option<crate::observe::Activity>,
+) -> String {
+    match (calls, activity) {
+        (Some(calls), _) => format!("{stop} · {}", model_calls(calls.steps, calls.usage)),
+        (None, Some(activity)) if activity.tool_calls > 0 => format!(
+            "{stop} · {} tool call{}",
+            activity.tool_calls,
+            if activity.tool_calls == 1 { "" } else { "s" }
+        ),
+        (None, _) => stop.to_owned(),
     }
 }
 
@@ -102,6 +112,35 @@ pub(crate) fn acp_child_step(label: &str, steps: u32, usage: Option<dsh_llm::Usa
 /// A child under an ACP delegation call is calling a tool.
 pub(crate) fn acp_child_tool(label: &str, tool: &str) -> String {
     format!("{label}: calling {tool}")
+}
+
+/// A child's progress bar before it reported anything.
+pub(crate) const WORKING: &str = "working";
+
+/// What an ACP child says it is doing while it streams its answer.
+pub(crate) const ACP_CHILD_ANSWERING: &str = "answering";
+
+/// What an ACP child's latest tool call (by its title) is doing.
+pub(crate) fn acp_child_tool_status(title: &str, status: dsh_subagent_acp::Status) -> String {
+    use dsh_subagent_acp::Status;
+    match status {
+        Status::Completed => format!("{title} done"),
+        Status::Failed => format!("{title} failed"),
+        _ => format!("calling {title}"),
+    }
+}
+
+/// Where an ACP child's plan is: steps done of all, and the step it works on.
+pub(crate) fn acp_child_plan(done: usize, total: usize, current: Option<&str>) -> String {
+    match current {
+        Some(step) => format!("plan {done}/{total} · {step}"),
+        None => format!("plan {done}/{total}"),
+    }
+}
+
+/// An ACP child's line while it works: its label and what it is doing now.
+pub(crate) fn acp_child_activity(label: &str, now: &str) -> String {
+    format!("{label}: {now}")
 }
 
 /// A child under an ACP delegation call ended ([`child_summary`]).

@@ -200,3 +200,44 @@ fn dsh_acp_speaks_json_rpc_on_stdio() {
     assert!(lines.recv_timeout(GUARD).is_err(), "stdout closes without another line");
     assert!(child.wait().unwrap().success());
 }
+
+/// `dsh acp` reads its stdin pipe non-blocking while it serves (non-blocking
+/// mode belongs to the pipe's open file, which other processes may share)
+/// and sets it back to blocking before it exits.
+#[test]
+fn dsh_acp_sets_its_stdin_pipe_back_to_blocking() {
+    use std::io::{BufRead, Write};
+
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+
+    let non_blocking = |fd: &std::io::PipeReader| {
+        OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).unwrap()).contains(OFlag::O_NONBLOCK)
+    };
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    let shared = reader.try_clone().unwrap();
+    let mut child = std::process::Command::new(DSH)
+        .args(["acp", "--quiet"])
+        .env_remove("DSH_API_KEY")
+        .env_remove("DSH_BASE_URL")
+        .stdin(reader)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    writeln!(
+        writer,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    assert!(answer.contains("\"protocolVersion\":1"), "{answer}");
+    assert!(non_blocking(&shared), "served from a non-blocking pipe");
+    drop(writer);
+    assert!(child.wait().unwrap().success());
+    assert!(!non_blocking(&shared), "blocking again after dsh acp exited");
+}

@@ -135,14 +135,97 @@ fn a_configured_tree_streams_in_order_through_an_acp_child_and_a_persona() {
             .filter_map(|update| update["content"][0]["content"]["text"].as_str().map(str::to_owned))
             .collect()
     };
+    // It streamed its answer, which its provider forwards: "answering".
     assert_eq!(
         lines_of("call_1_0"),
         [
             "ask the remote: started (acp:subagent_remote)",
+            "ask the remote: answering",
             "ask the remote: completed"
         ],
         "{updates:#?}"
     );
+}
+
+/// The `dsh acp` child's own parent agent delegates once (in its process)
+/// before it answers; its spawn child answers at once.
+const DELEGATING_CHILD_SCRIPT: &str = r#"{"rules": [
+  {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "looked"}},
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "look it up", "prompt": "look"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "remote done"}}
+]}"#;
+
+/// The top parent asks `subagent_remote`, then repeats what it heard.
+const ASKING_PARENT_SCRIPT: &str = r#"{"rules": [
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent_remote", "arguments": {"description": "ask the remote", "prompt": "hello remote"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}}
+]}"#;
+
+/// A configuration whose one tool, `subagent_remote`, runs `dsh acp` on `script`.
+fn remote_config(dir: &Path, script: &str) -> String {
+    let config = format!(
+        r#"[[subagents]]
+tool_name = "subagent_remote"
+provider = "acp"
+command = {dsh:?}
+args = ["acp", "--quiet", "--script", {script:?}]
+max_depth = "provider-managed"
+"#,
+        dsh = DSH,
+    );
+    write(dir, "remote.toml", &config)
+}
+
+#[test]
+fn an_acp_childs_tool_calls_show_on_the_delegation_call_that_started_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = write(dir.path(), "parent.json", ASKING_PARENT_SCRIPT);
+    let child = write(dir.path(), "child.json", DELEGATING_CHILD_SCRIPT);
+    let config = remote_config(dir.path(), &child);
+    let mut peer = Peer::start(dir.path(), &["--quiet", "--config", &config, "--script", &parent]);
+    peer.initialize();
+    let session = peer.new_session(dir.path());
+    peer.prompt(3, &session, "Ask the remote.");
+    let turn = peer.until_response(3);
+    assert_eq!(turn.last().unwrap()["result"]["stopReason"], "end_turn", "{turn:#?}");
+    let updates = updates(&turn);
+    let lines: Vec<String> = updates
+        .iter()
+        .filter(|update| is(update, "tool_call_update", "call_1_0") && update.get("status").is_none())
+        .map(|update| {
+            // One line per child: the child's line replaces the last one.
+            let content = update["content"].as_array().unwrap();
+            assert_eq!(content.len(), 1, "{update}");
+            content[0]["content"]["text"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    // What the ACP child reported while it worked, in order: its own
+    // delegation (by its title), that it ended, its answer streaming, then
+    // its end with the tool calls it made. Each report replaces the line;
+    // one that said the same again sent nothing.
+    let expected = [
+        "ask the remote: started (acp:subagent_remote)",
+        "ask the remote: calling look it up",
+        "ask the remote: look it up done",
+        "ask the remote: answering",
+        "ask the remote: completed · 1 tool call",
+    ];
+    assert_eq!(lines.first().map(String::as_str), Some(expected[0]), "{lines:#?}");
+    assert_eq!(lines.last().map(String::as_str), Some(expected[4]), "{lines:#?}");
+    assert!(lines.iter().any(|line| line == expected[2]), "{lines:#?}");
+    // A report may come before the child's start is announced (then only
+    // the latest shows after it), never out of order.
+    let mut rest = expected.iter();
+    for line in &lines {
+        assert!(rest.any(|wanted| wanted == line), "{line} out of order in {lines:#?}");
+    }
+    let completed = position(&updates, |update| {
+        is(update, "tool_call_update", "call_1_0") && update["status"] == "completed"
+    });
+    let result = updates[completed]["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(result.contains("remote done"), "{result}");
 }
 
 #[test]
@@ -211,19 +294,16 @@ fn session_load_replays_the_history_then_takes_prompts() {
         .collect();
     assert_eq!(text, "answer 1 to two");
 
-    // An unknown session is refused, naming the sessions that can be loaded.
+    // An unknown session is refused without naming the other sessions or
+    // where transcripts are kept: a client learns nothing but the refusal.
     second.send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/load",
         "params": {"sessionId": "nope", "cwd": dir.path(), "mcpServers": []}}));
     let refused = second.until_response(4);
+    assert_eq!(refused[0]["error"]["code"], -32602);
     let message = refused[0]["error"]["message"].as_str().unwrap();
-    assert!(
-        message.starts_with("dsh: no parent agent \"nope\" to resume"),
-        "{message}"
-    );
-    assert!(
-        message.ends_with(&format!("(parents that can be resumed: {session})")),
-        "{message}"
-    );
+    assert_eq!(message, "unknown session nope");
+    assert!(!refused[0].to_string().contains(&session), "{}", refused[0]);
+    assert!(!refused[0].to_string().contains(data), "{}", refused[0]);
     drop(second.stdin);
     assert!(second.child.wait().unwrap().success());
 }

@@ -3,9 +3,9 @@
 //! scripted model or `--script`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nix::errno::Errno;
@@ -19,36 +19,15 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+mod common;
 
-/// A hang guard, far above anything these tests wait for.
-const GUARD: Duration = Duration::from_secs(60);
+use common::{DSH, GUARD, mcp_test_server as test_server};
 
 /// A script whose children answer prompts containing "slow" only after a minute.
 const SLOW_SCRIPT: &str = r#"{"rules": [
   {"when": {"last_user_contains": "slow"}, "reply": {"text": "never finished", "delay_ms": 60000}},
   {"when": {}, "reply": {"text": "quick answer"}}
 ]}"#;
-
-/// The test MCP server of `dsh-mcp` (built on demand: it is another package's binary).
-fn test_server() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let bin_dir = Path::new(DSH).parent().unwrap();
-        let path = bin_dir.join("mcp-test-server");
-        if !path.is_file() {
-            let target_dir = bin_dir.parent().unwrap();
-            let status = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "-p", "dsh-mcp", "--bin", "mcp-test-server", "--target-dir"])
-                .arg(target_dir)
-                .status()
-                .unwrap();
-            assert!(status.success(), "building mcp-test-server failed");
-        }
-        path
-    })
-    .clone()
-}
 
 /// Collects progress notifications.
 struct Client {

@@ -91,3 +91,45 @@ max_depth = "provider-managed"
     assert!(summary.contains(" (parent); read one with"), "{summary}");
     assert!(!summary.contains("acp-"), "{summary}");
 }
+
+/// The `dsh acp` child's own parent agent delegates once before it answers.
+const DELEGATING_CHILD_SCRIPT: &str = r#"{"rules": [
+  {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "looked"}},
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "look it up", "prompt": "look"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "remote done"}}
+]}"#;
+
+#[test]
+fn dsh_run_counts_the_tool_calls_an_acp_child_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = write(dir.path(), "parent.json", PARENT_SCRIPT);
+    let child = write(dir.path(), "child.json", DELEGATING_CHILD_SCRIPT);
+    let config = write(
+        dir.path(),
+        "parent.toml",
+        &format!(
+            r#"[[subagents]]
+tool_name = "subagent_remote"
+provider = "acp"
+command = {DSH:?}
+args = ["acp", "--quiet", "--script", {child:?}]
+max_depth = "provider-managed"
+"#
+        ),
+    );
+    let output = dsh(dir.path(), &["run", "--config", &config, "--script", &parent, "go"]);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Parent heard: remote done\n");
+    // Its model calls happened in another process; the tool call it made
+    // there, its provider forwarded.
+    let ended = stderr
+        .lines()
+        .find(|line| line.starts_with("↳ subagent \"ask the remote\" completed"))
+        .unwrap_or_else(|| panic!("no end line:\n{stderr}"));
+    assert!(
+        ended.starts_with("↳ subagent \"ask the remote\" completed · 1 tool call · "),
+        "{ended}"
+    );
+}

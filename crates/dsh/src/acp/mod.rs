@@ -2,12 +2,16 @@
 //! stdio, through the official SDK.
 //!
 //! - `initialize` → protocol v1; `loadSession` when transcripts are kept
-//!   (`--data-dir`).
-//! - `session/new` → a fresh parent agent (the same setup as `dsh run`); the
-//!   session id is the agent's id.
+//!   (`--data-dir`); MCP servers over stdio and Streamable HTTP
+//!   (`mcpCapabilities.http`).
+//! - `session/new` → a fresh parent agent (the same setup as `dsh run`) on
+//!   tools of its own: the shared ones and the MCP servers the client gave,
+//!   started (or reached) for this session ([`mcp`]); the session id is the
+//!   agent's id. A server that cannot start fails the request, naming it.
 //! - `session/load` → the parent of that id, continued from its transcript
-//!   (as `dsh run --resume`); its history is replayed as `session/update`s
-//!   before the answer ([`updates::replay`]).
+//!   (as `dsh run --resume`), with the MCP servers this request gives; its
+//!   history is replayed as `session/update`s before the answer
+//!   ([`updates::replay`]). An unknown id is refused without naming others.
 //! - `session/prompt` → one [`Agent::run`](dsh_agent::Agent::run) of the
 //!   prompt's text, streamed as it happens ([`updates::live`]): a chunk per
 //!   text delta, each tool call and its end, the children's progress on
@@ -25,29 +29,35 @@ use std::sync::{Arc, Mutex, PoisonError};
 use acp::schema::ProtocolVersion;
 use acp::v1::schema::{
     AgentCapabilities, CancelNotification, ContentBlock, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse,
-    SessionNotification, StopReason,
+    LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, SessionNotification, StopReason,
 };
 use agent_client_protocol as acp;
 use dsh_agent::{Agent, AgentStop};
 use dsh_subagent_api::SpanOrigin;
 use dsh_tools::CancellationToken;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::cli::AcpArgs;
 use crate::progress::Progress;
+use crate::resume::ResumeError;
 use crate::runtime::Setup;
 use crate::setup::Surface;
 use crate::{Failure, wording};
 
+mod mcp;
+mod stdio;
 mod stream;
 mod updates;
 
+use mcp::SessionTools;
+use stdio::Stdio;
 use stream::{Streams, Tee};
 
-/// One ACP session: a parent agent and the token of its running prompt.
+/// One ACP session: a parent agent, its tools (the shared ones and its
+/// client's MCP servers), and the token of its running prompt.
 struct Session {
     agent: Agent,
+    tools: SessionTools,
     running: Option<CancellationToken>,
 }
 
@@ -97,8 +107,86 @@ fn prompt_text(blocks: &[ContentBlock]) -> String {
         .join("\n")
 }
 
+/// `session/new`: a parent agent on the session's own tools, with the MCP
+/// servers its client gave started; the session id is the agent's id.
+async fn create_session(setup: &Setup, open: &Sessions, request: &NewSessionRequest) -> Result<String, acp::Error> {
+    let tools = SessionTools::mount(setup, &request.mcp_servers, &request.cwd).await?;
+    match setup.parent_on(setup.runtime_with(tools.registry().clone()), wording::ACP_LABEL) {
+        Ok(agent) => {
+            let id = agent.id().to_string();
+            let session = Session {
+                agent,
+                tools,
+                running: None,
+            };
+            sessions(open).insert(id.clone(), session);
+            Ok(id)
+        }
+        Err(failure) => {
+            let mut tools = tools;
+            tools.release().await;
+            Err(acp::Error::new(
+                acp::ErrorCode::INTERNAL_ERROR,
+                failure.message().to_owned(),
+            ))
+        }
+    }
+}
+
+/// `session/load`: the parent of that id continued from its transcript, on
+/// its own tools with the MCP servers this request gives. A session open in
+/// this process is continued the same way, its earlier servers released
+/// first, unless a prompt of it is running.
+async fn continue_session(setup: &Setup, open: &Sessions, request: &LoadSessionRequest) -> Result<Agent, acp::Error> {
+    let id = request.session_id.to_string();
+    let earlier = {
+        let mut open = sessions(open);
+        if open.get(&id).is_some_and(|session| session.running.is_some()) {
+            return Err(acp::Error::new(
+                acp::ErrorCode::INVALID_REQUEST,
+                wording::PROMPT_ALREADY_RUNNING,
+            ));
+        }
+        open.remove(&id)
+    };
+    if let Some(mut earlier) = earlier {
+        earlier.tools.release().await;
+    }
+    let mut tools = SessionTools::mount(setup, &request.mcp_servers, &request.cwd).await?;
+    let resumed = setup.resume_on(setup.runtime_with(tools.registry().clone()), &id);
+    let (agent, repairs) = match resumed {
+        Ok(resumed) => resumed,
+        Err(error) => {
+            tools.release().await;
+            return Err(match error {
+                // The client learns only that the id cannot be loaded: the
+                // full reason names the data directory and lists the other
+                // sessions, which are not its business. The person running
+                // dsh reads it on stderr.
+                ResumeError::Unknown(_) => {
+                    acp::Error::new(acp::ErrorCode::INVALID_PARAMS, wording::unknown_session(&id))
+                }
+                ResumeError::Failed(failure) => {
+                    eprintln!("{}", failure.message());
+                    acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, wording::session_not_loaded(&id))
+                }
+            });
+        }
+    };
+    for repair in repairs {
+        eprintln!("{}", wording::resume_repaired(&id, &repair));
+    }
+    let session = Session {
+        agent: agent.clone(),
+        tools,
+        running: None,
+    };
+    sessions(open).insert(id, session);
+    Ok(agent)
+}
+
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
-    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
+    let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
     let delegation_tools = crate::setup::delegation_tool_names(config.as_ref());
     let streams = Arc::new(Streams::new(delegation_tools));
@@ -121,8 +209,14 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let on_new = open.clone();
     let on_load = open.clone();
     let on_prompt = open.clone();
-    let on_cancel = open;
+    let on_cancel = open.clone();
+    let at_end = open;
     let load_setup = setup.clone();
+    let Stdio {
+        input,
+        output,
+        blocking,
+    } = Stdio::open();
 
     let served = acp::Agent
         .v1()
@@ -131,61 +225,43 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             async move |_request: InitializeRequest, responder, _cx| {
                 responder.respond(
                     InitializeResponse::new(ProtocolVersion::V1)
-                        .agent_capabilities(AgentCapabilities::new().load_session(load_session))
+                        .agent_capabilities(
+                            AgentCapabilities::new()
+                                .load_session(load_session)
+                                .mcp_capabilities(McpCapabilities::new().http(true)),
+                        )
                         .agent_info(Implementation::new("dsh", env!("CARGO_PKG_VERSION"))),
                 )
             },
             acp::on_receive_request!(),
         )
         .on_receive_request(
-            async move |_request: NewSessionRequest, responder, _cx| match setup.parent(wording::ACP_LABEL) {
-                Ok(agent) => {
-                    let id = agent.id().to_string();
-                    sessions(&on_new).insert(id.clone(), Session { agent, running: None });
-                    responder.respond(NewSessionResponse::new(id))
-                }
-                Err(failure) => responder.respond_with_error(acp::Error::new(
-                    acp::ErrorCode::INTERNAL_ERROR,
-                    failure.message().to_owned(),
-                )),
+            async move |request: NewSessionRequest, responder, cx| {
+                // Starting the client's MCP servers takes time: off the
+                // connection's loop, so other sessions are served meanwhile.
+                let (setup, open) = (setup.clone(), on_new.clone());
+                cx.spawn(async move {
+                    match create_session(&setup, &open, &request).await {
+                        Ok(id) => responder.respond(NewSessionResponse::new(id)),
+                        Err(error) => responder.respond_with_error(error),
+                    }
+                })
             },
             acp::on_receive_request!(),
         )
         .on_receive_request(
             async move |request: LoadSessionRequest, responder, cx| {
-                let id = request.session_id.to_string();
-                let loaded = {
-                    let open = sessions(&on_load);
-                    open.get(&id).map(|session| session.agent.clone())
-                };
-                let agent = match loaded {
-                    Some(agent) => agent,
-                    None => match load_setup.resume(&id) {
-                        Ok((agent, repairs)) => {
-                            for repair in repairs {
-                                eprintln!("{}", wording::resume_repaired(&id, &repair));
-                            }
-                            sessions(&on_load).insert(
-                                id.clone(),
-                                Session {
-                                    agent: agent.clone(),
-                                    running: None,
-                                },
-                            );
-                            agent
-                        }
-                        Err(failure) => {
-                            return responder.respond_with_error(acp::Error::new(
-                                acp::ErrorCode::INVALID_PARAMS,
-                                failure.message().to_owned(),
-                            ));
-                        }
-                    },
-                };
-                for update in updates::replay(&agent.history(), load_setup.delegation_tools()) {
-                    cx.send_notification(SessionNotification::new(request.session_id.clone(), update))?;
-                }
-                responder.respond(LoadSessionResponse::new())
+                let (setup, open, sender) = (load_setup.clone(), on_load.clone(), cx.clone());
+                cx.spawn(async move {
+                    let agent = match continue_session(&setup, &open, &request).await {
+                        Ok(agent) => agent,
+                        Err(error) => return responder.respond_with_error(error),
+                    };
+                    for update in updates::replay(&agent.history(), setup.delegation_tools()) {
+                        sender.send_notification(SessionNotification::new(request.session_id.clone(), update))?;
+                    }
+                    responder.respond(LoadSessionResponse::new())
+                })
             },
             acp::on_receive_request!(),
         )
@@ -266,11 +342,14 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             },
             acp::on_receive_notification!(),
         )
-        .connect_to(acp::ByteStreams::new(
-            tokio::io::stdout().compat_write(),
-            tokio::io::stdin().compat(),
-        ))
+        .connect_to(acp::ByteStreams::new(output, input))
         .await;
+    drop(blocking);
+    // The end of the connection ends every session: its client's servers go.
+    let ended: Vec<Session> = sessions(&at_end).drain().map(|(_, session)| session).collect();
+    for mut session in ended {
+        session.tools.release().await;
+    }
     at_exit.release_mcp_servers().await;
     served.map_err(|error| Failure::failed(wording::acp_connection_failed(&error)))
 }

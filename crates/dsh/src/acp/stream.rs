@@ -1,8 +1,10 @@
 //! What a running prompt streams: its session agent's text and tool calls
 //! (the agent loop's reports), and the children it delegates to (their start
 //! and end from the service's run events, an in-process child's model and
-//! tool calls from the agent loop), as [`Event`]s on the prompt's channel, in
-//! the order they happened.
+//! tool calls from the agent loop, an ACP child's tool calls and plan from
+//! the ACP provider), as [`Event`]s on the prompt's channel, in the order
+//! they happened. Each child has one line under its delegation call, which
+//! each report replaces: what a call shows stays as small as its children.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -13,7 +15,7 @@ use dsh_subagent::{RunEndInfo, RunInfo, SubagentEvent};
 use dsh_tools::{AgentId, ToolResult};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::observe::{ModelCalls, TreeObserver};
+use crate::observe::{ChildActivity, ModelCalls, TreeObserver};
 use crate::wording;
 
 /// One thing a prompt reports to its ACP client.
@@ -90,6 +92,7 @@ struct State {
 pub(crate) struct Streams {
     delegation_tools: Vec<String>,
     calls: ModelCalls,
+    activity: ChildActivity,
     state: Mutex<State>,
 }
 
@@ -99,6 +102,7 @@ impl Streams {
         Self {
             delegation_tools,
             calls: ModelCalls::default(),
+            activity: ChildActivity::default(),
             state: Mutex::default(),
         }
     }
@@ -133,7 +137,8 @@ impl Streams {
     }
 
     /// Sets a reporting child's line (made from its label) and sends its
-    /// call's lines.
+    /// call's lines, unless the line is unchanged: a child that reports the
+    /// same thing again (an ACP child streaming its answer) sends nothing.
     fn child_line(&self, child: &AgentId, line: impl FnOnce(&str) -> String) {
         let mut state = self.lock();
         let Some(Reporting { root, call, label }) = state.children.get(child).cloned() else {
@@ -145,6 +150,7 @@ impl Streams {
             return;
         };
         match delegation.children.iter_mut().find(|(id, _)| id == child) {
+            Some((_, current)) if *current == line => return,
             Some((_, current)) => *current = line,
             None => delegation.children.push((child.clone(), line)),
         }
@@ -179,12 +185,20 @@ impl Streams {
             state.children.insert(child.clone(), Reporting { root, call, label });
         }
         self.child_line(&child, |label| wording::acp_child_started(label, &run.provider));
+        // An ACP child may have reported before its start was announced.
+        if let Some(now) = self.activity.get(&run.id).and_then(|activity| activity.now) {
+            self.child_line(&child, |label| wording::acp_child_activity(label, &now));
+        }
     }
 
     /// A child ended: its last line, and it reports no more.
     fn ended(&self, end: &RunEndInfo) {
         let child = AgentId::new(end.run.id.as_str());
-        let summary = wording::child_summary(end.stop_reason.as_str(), self.calls.take(&end.run.id));
+        let summary = wording::child_summary(
+            end.stop_reason.as_str(),
+            self.calls.take(&end.run.id),
+            self.activity.take(&end.run.id),
+        );
         self.child_line(&child, |label| wording::acp_child_finished(label, &summary));
         self.lock().children.remove(&child);
     }
@@ -196,6 +210,12 @@ impl TreeObserver for Streams {
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
             _ => {}
+        }
+    }
+
+    fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
+        if let Some(now) = self.activity.record(run, update).now {
+            self.child_line(&AgentId::new(run), |label| wording::acp_child_activity(label, &now));
         }
     }
 }
@@ -271,6 +291,10 @@ impl TreeObserver for Tee {
     fn child_event(&self, event: &SubagentEvent) {
         self.0.child_event(event);
         self.1.child_event(event);
+    }
+    fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
+        self.0.acp_child_update(run, update);
+        self.1.acp_child_update(run, update);
     }
 }
 
@@ -400,5 +424,58 @@ mod tests {
             ]
         );
         assert!(matches!(&seen[0], Event::ToolStarted { id, delegation: true, .. } if id == "c0"));
+    }
+
+    #[tokio::test]
+    async fn an_acp_childs_reports_replace_its_line_even_before_its_start_is_announced() {
+        use dsh_subagent_acp::{ChildUpdate, Status};
+
+        let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
+        let service = SubagentService::new();
+        let _provider = service
+            .register_provider(ScriptedProvider::builder("remote").build())
+            .unwrap();
+        let observer = streams.clone();
+        let _runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            observer.child_event(event);
+            Ok(())
+        }));
+        let root = AgentId::new("root");
+        let (events, mut received) = unbounded_channel();
+        streams.open(&root, events);
+        streams.tool_call_started(&root, &call("c0", "subagent", "remote"));
+        let kid = "scripted-subagent:remote:root";
+        // Reported before the start is announced: shown right after it.
+        let tool = ChildUpdate::ToolCall {
+            id: "t1".into(),
+            title: "Read".into(),
+            status: Status::Pending,
+        };
+        streams.acp_child_update(kid, &tool);
+        let run = start(&service, "root", "remote").await;
+        // The same report again changes nothing, so nothing is sent.
+        streams.acp_child_update(kid, &ChildUpdate::Text("Hel".into()));
+        streams.acp_child_update(kid, &ChildUpdate::Text("lo".into()));
+        end(run).await;
+        streams.close(&root);
+
+        let mut seen = Vec::new();
+        while let Ok(event) = received.try_recv() {
+            seen.push(event);
+        }
+        let progress = |line: &str| Event::ChildProgress {
+            call: "c0".to_owned(),
+            lines: vec![line.to_owned()],
+        };
+        assert_eq!(
+            seen[1..],
+            [
+                progress("remote: started (remote)"),
+                progress("remote: calling Read"),
+                progress("remote: answering"),
+                progress("remote: completed · 1 tool call"),
+            ]
+        );
+        assert!(streams.activity.get(kid).is_none());
     }
 }

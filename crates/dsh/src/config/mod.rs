@@ -42,6 +42,8 @@ pub(crate) struct Config {
     pub(crate) subagents: Vec<Subagent>,
     /// `[[mcp_servers]]`, in file order.
     pub(crate) mcp_servers: Vec<McpServerSpec>,
+    /// The text's fingerprint, for the loop guard ([`crate::loop_guard`]).
+    pub(crate) fingerprint: String,
 }
 
 /// `[model]`: each key, when set, overrides the matching `DSH_*` variable;
@@ -103,6 +105,16 @@ pub(crate) fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Option<Config>
 pub(crate) fn load_from_cwd(explicit: Option<&Path>) -> Result<Option<Config>, crate::Failure> {
     let cwd = std::env::current_dir().map_err(|error| crate::Failure::usage(wording::cwd_unreadable(&error)))?;
     load(explicit, &cwd).map_err(|error| crate::Failure::config(&error))
+}
+
+/// [`load_from_cwd`] for a command that mounts what the file configures
+/// (`dsh run`, `dsh acp`, `dsh mcp`): a file that a `dsh` which started this
+/// one loaded is refused (exit 2), since mounting it would start this `dsh`
+/// again ([`crate::loop_guard`]).
+pub(crate) fn load_for_mounting(explicit: Option<&Path>) -> Result<Option<Config>, crate::Failure> {
+    let config = load_from_cwd(explicit)?;
+    crate::loop_guard::check(config.as_ref(), crate::loop_guard::inherited().as_deref())?;
+    Ok(config)
 }
 
 /// Parses and checks a configuration. `path` names the file in errors;
@@ -182,6 +194,7 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         model,
         subagents: subagents.into_iter().map(|located| located.subagent).collect(),
         mcp_servers: mcp_servers.into_iter().map(|server| server.0).collect(),
+        fingerprint: crate::loop_guard::fingerprint(text),
     })
 }
 

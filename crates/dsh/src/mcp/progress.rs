@@ -89,7 +89,7 @@ impl CallReports {
         let mut state = self.lock();
         state.early.retain(|(agent, _)| agent != &child);
         if let Some(reporting) = state.children.remove(&child) {
-            let summary = wording::child_summary(end.stop_reason.as_str(), calls);
+            let summary = wording::child_summary(end.stop_reason.as_str(), calls, None);
             reporting
                 .progress
                 .report(wording::mcp_child_settled(&reporting.label, &summary));
@@ -151,6 +151,10 @@ impl TreeObserver for Both {
     fn child_event(&self, event: &SubagentEvent) {
         self.0.child_event(event);
         self.1.child_event(event);
+    }
+    fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
+        self.0.acp_child_update(run, update);
+        self.1.acp_child_update(run, update);
     }
 }
 

@@ -123,3 +123,15 @@ pub(crate) fn config_unknown_filter_tool(name: &str, known: &[&str]) -> String {
         known.join(", ")
     )
 }
+
+/// The loop guard's refusal: this `dsh` was started (as an ACP child or an
+/// MCP server) by a `dsh` that loaded the same configuration.
+pub(crate) fn started_by_own_config(path: &Path) -> String {
+    format!(
+        "dsh: {} is the configuration of the dsh that started this one, so this dsh would start itself again, without end. \
+         Give the child its own configuration: add `--config <file>` to its command (the `args` of its [[subagents]] entry, \
+         or the command of its [[mcp_servers]] entry), or run it in a directory with a dsh.toml of its own \
+         (the entry's `cwd`). dsh passes the configurations of the dsh processes above this one in DSH_PARENT_CONFIGS.",
+        path.display()
+    )
+}

@@ -1,0 +1,199 @@
+//! The MCP servers an ACP client hands a session (`mcpServers` of
+//! `session/new` and `session/load`).
+//!
+//! Each session has a tool registry of its own: every shared tool (the
+//! delegation and task tools, the MCP servers of `--mcp-server` and
+//! `dsh.toml`), and the tools of the servers its client gave, as
+//! `mcp__<name>__<tool>`. The session's parent agent runs on the shared
+//! runtime over that registry ([`Setup::runtime_with`]), and so do its
+//! in-process children, which inherit their parent's runtime: a session's
+//! servers reach that session's agent and its children, never another
+//! session's. The servers run until the session ends (the connection
+//! closes, or a later `session/load` of it gives the servers anew).
+//!
+//! Stdio servers (the transport every ACP agent must support) and
+//! Streamable HTTP servers are taken, as `initialize` advertises
+//! (`mcpCapabilities.http`); an SSE server (the older HTTP transport) is
+//! refused by name.
+
+use std::path::Path;
+
+use acp::v1::schema::McpServer;
+use agent_client_protocol as acp;
+use dsh_mcp::{McpMount, McpServerSpec, RemoteServer};
+use dsh_tools::{ToolRegistration, ToolRegistry};
+
+use crate::runtime::Setup;
+use crate::wording;
+
+/// One session's tools: the shared ones, and its client's MCP servers.
+pub(crate) struct SessionTools {
+    registry: ToolRegistry,
+    /// The shared tools, mounted here too.
+    _shared: Vec<ToolRegistration>,
+    /// The client's servers, mounted here only.
+    mounts: Vec<McpMount>,
+}
+
+/// One server as the client gave it: where it is, and (for a process) its
+/// variables.
+struct ClientServer {
+    spec: McpServerSpec,
+    env: Vec<(String, String)>,
+}
+
+/// The client's servers, checked: stdio and HTTP ones, each with a name
+/// that can be part of a tool name and a command we can run or a URL with
+/// headers HTTP can carry.
+fn client_servers(servers: &[McpServer]) -> Result<Vec<ClientServer>, acp::Error> {
+    let invalid = |message: String| acp::Error::new(acp::ErrorCode::INVALID_PARAMS, message);
+    servers
+        .iter()
+        .map(|server| match server {
+            McpServer::Stdio(stdio) => {
+                let Some(program) = stdio.command.to_str() else {
+                    return Err(invalid(wording::acp_mcp_command_not_utf8(&stdio.name)));
+                };
+                let spec = McpServerSpec::new(stdio.name.clone(), program, stdio.args.iter().cloned())
+                    .map_err(|error| invalid(wording::acp_mcp_bad_server(&stdio.name, &error)))?;
+                let env = stdio
+                    .env
+                    .iter()
+                    .map(|variable| (variable.name.clone(), variable.value.clone()))
+                    .collect();
+                Ok(ClientServer { spec, env })
+            }
+            McpServer::Http(http) => {
+                let remote = RemoteServer::new(http.url.clone())
+                    .and_then(|remote| {
+                        http.headers.iter().try_fold(remote, |remote, header| {
+                            remote.header(header.name.clone(), header.value.clone())
+                        })
+                    })
+                    .and_then(|remote| McpServerSpec::remote(http.name.clone(), remote))
+                    .map_err(|error| invalid(wording::acp_mcp_bad_server(&http.name, &error)))?;
+                Ok(ClientServer {
+                    spec: remote,
+                    env: Vec::new(),
+                })
+            }
+            McpServer::Sse(sse) => Err(invalid(wording::acp_mcp_transport_unsupported(&sse.name, "SSE"))),
+            _ => Err(invalid(wording::ACP_MCP_TRANSPORT_UNKNOWN.to_owned())),
+        })
+        .collect()
+}
+
+impl SessionTools {
+    /// A registry with every shared tool of `setup`, and the client's
+    /// `servers` started (in the session's `cwd`) and mounted. All or
+    /// nothing: when one server is refused or fails to start, the ones
+    /// already started are released, and the error names the server and
+    /// the cause.
+    pub(crate) async fn mount(setup: &Setup, servers: &[McpServer], cwd: &Path) -> Result<Self, acp::Error> {
+        let servers = client_servers(servers)?;
+        if !servers.is_empty() && !cwd.is_dir() {
+            return Err(acp::Error::new(
+                acp::ErrorCode::INVALID_PARAMS,
+                wording::acp_mcp_cwd_not_a_directory(cwd),
+            ));
+        }
+        let registry = ToolRegistry::new();
+        let shared = setup
+            .tools()
+            .names()
+            .iter()
+            .filter_map(|name| setup.tools().get(name))
+            .map(|tool| registry.register(tool))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()))?;
+        let mut tools = Self {
+            registry,
+            _shared: shared,
+            mounts: Vec::new(),
+        };
+        for server in servers {
+            // The loop guard's marker (the setup's options), then the
+            // client's own variables.
+            let options = server
+                .env
+                .iter()
+                .fold(setup.mcp_options().clone().cwd(cwd), |options, (key, value)| {
+                    options.env(key, value)
+                });
+            match McpMount::start(&server.spec, &tools.registry, &options).await {
+                Ok(mount) => tools.mounts.push(mount),
+                Err(error) => {
+                    tools.release().await;
+                    return Err(acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()));
+                }
+            }
+        }
+        Ok(tools)
+    }
+
+    /// The session's registry.
+    pub(crate) fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// Releases the client's servers, waiting until their process groups
+    /// are gone; a failed release is logged.
+    pub(crate) async fn release(&mut self) {
+        for mount in std::mem::take(&mut self.mounts) {
+            let server = mount.server().to_owned();
+            if let Err(error) = mount.release().await {
+                tracing::warn!(server = %server, "{}", wording::log_mcp_release_failed(&error));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn servers(json: serde_json::Value) -> Vec<McpServer> {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn stdio_and_http_servers_are_taken_and_others_refused_by_name() {
+        let taken = client_servers(&servers(serde_json::json!([
+            {"name": "files", "command": "/usr/bin/files", "args": ["--root", "."],
+             "env": [{"name": "TOKEN", "value": "t"}]},
+            {"type": "http", "name": "docs", "url": "https://example.com/mcp",
+             "headers": [{"name": "Authorization", "value": "Bearer t"}]}
+        ])))
+        .unwrap();
+        assert_eq!(taken[0].spec.name, "files");
+        let dsh_mcp::McpEndpoint::Command { program, args } = &taken[0].spec.endpoint else {
+            panic!("a command")
+        };
+        assert_eq!(program, "/usr/bin/files");
+        assert_eq!(args, &["--root", "."]);
+        assert_eq!(taken[0].env, [("TOKEN".to_owned(), "t".to_owned())]);
+        let dsh_mcp::McpEndpoint::Url(remote) = &taken[1].spec.endpoint else {
+            panic!("a URL")
+        };
+        assert_eq!(remote.url, "https://example.com/mcp");
+        assert_eq!(remote.headers, [("Authorization".to_owned(), "Bearer t".to_owned())]);
+
+        let refused = |json| client_servers(&servers(json)).err().unwrap();
+        let sse = refused(serde_json::json!([
+            {"type": "sse", "name": "old", "url": "https://example.com/sse", "headers": []}
+        ]));
+        assert_eq!(sse.code, acp::ErrorCode::INVALID_PARAMS);
+        assert!(sse.message.contains("\"old\""), "{}", sse.message);
+        assert!(sse.message.contains("SSE"), "{}", sse.message);
+        let bad_url = refused(serde_json::json!([
+            {"type": "http", "name": "docs", "url": "ftp://example.com/mcp", "headers": []}
+        ]));
+        assert!(bad_url.message.contains("\"docs\""), "{}", bad_url.message);
+        let bad_name = refused(serde_json::json!([
+            {"name": "my files", "command": "/usr/bin/files", "args": [], "env": []}
+        ]));
+        assert!(bad_name.message.contains("\"my files\""), "{}", bad_name.message);
+    }
+}
