@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use dsh_subagent::{SubagentControl, SubagentService};
 use dsh_subagent_api::{SpanOrigin, StartRequest};
-use dsh_tasks::{TaskRegistry, TaskSpec};
+use dsh_tasks::TaskRegistry;
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -116,26 +116,19 @@ impl SubagentTool {
         let service = self.service.clone();
         let provider = self.config.provider.clone();
         let label = request.label.clone().unwrap_or_default();
-        let spec = TaskSpec::new(dsh_subagent::control::TASK_KIND, label, owner);
-        let id = tasks
-            .spawn(spec, move |control| async move {
-                // The task's kill, not the call's token, governs a background run.
-                request.cancel = control.token().clone();
-                match service.start(&provider, request).await {
-                    Ok(run) => {
-                        trace::started(&provider, &run);
-                        trace::published(&run, None);
-                        let settled = dsh_subagent::settle(run, control.token()).await;
-                        trace::settled(&settled.result);
-                        trace::disposed(&settled.disposed);
-                        dsh_subagent::settlement::task_outcome(settled.result, settled.disposed)
-                    }
-                    Err(error) => {
-                        dsh_subagent::settlement::start_failed_outcome(&error, control.token().is_cancelled())
-                    }
-                }
-            })
-            .map_err(ToolError::from)?;
+        let start = move |kill| async move {
+            // The task's kill, not the call's token, governs a background run.
+            request.cancel = kill;
+            let run = service.start(&provider, request).await?;
+            trace::started(&provider, &run);
+            trace::published(&run, None);
+            Ok(run)
+        };
+        let settled = |settled: &dsh_subagent::Settled| {
+            trace::settled(&settled.result);
+            trace::disposed(&settled.disposed);
+        };
+        let id = dsh_subagent::run_as_task(tasks, label, owner, start, settled).map_err(ToolError::from)?;
         Ok(ToolOutput::text(wording::started_background(&id)))
     }
 }

@@ -150,7 +150,7 @@ impl From<ControlError> for dsh_tools::ToolError {
 
 /// The label of a follow-up task: the message with whitespace collapsed,
 /// at most 80 characters (79 and `…`), or `subagent follow-up` when empty.
-pub fn follow_up_label(message: &str) -> String {
+pub(super) fn follow_up_label(message: &str) -> String {
     let collapsed = message.split_whitespace().collect::<Vec<_>>().join(" ");
     if collapsed.is_empty() {
         return wording::EMPTY_FOLLOW_UP_LABEL.to_owned();

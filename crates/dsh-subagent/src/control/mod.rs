@@ -56,13 +56,10 @@ use dsh_subagent_api::{
 use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
 
 use crate::events::SubagentEvent;
-use crate::settlement::start_failed_outcome;
-use crate::{SubagentService, Subscription, wording};
+use crate::{SubagentService, Subscription, task, wording};
 
-pub use error::{ControlError, follow_up_label};
-
-/// The task kind (and id prefix) of every activation: `subagent-<n>`.
-pub const TASK_KIND: &str = "subagent";
+pub use error::ControlError;
+use error::follow_up_label;
 
 /// A continuable child and its first activation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -358,39 +355,27 @@ impl SubagentControl {
         let depth = request.parent.depth().saturating_add(1);
         let child_id = uuid::Uuid::new_v4().to_string();
         let owner = request.parent.id().clone();
-        let spec = TaskSpec::new(TASK_KIND, label, owner.clone());
+        let spec = task::spec(label, owner.clone());
         let mut state = self.inner.lock();
         state.slots.entry(child_id.clone()).or_default().parent = Some(owner.clone());
         let task_id = self
-            .activate(
-                &mut state,
-                &child_id,
-                owner,
-                spec,
-                move |activation, control| async move {
+            .activate(&mut state, &child_id, owner, spec, move |activation, control| {
+                let start = move |kill| async move {
                     let mut request = request;
-                    // The task's kill, not the caller's token, governs the run.
-                    request.cancel = control.token().clone();
-                    let started = match checked.continuation() {
-                        Some(continuable) => {
-                            continuable
-                                .start_continuable(activation.child.clone(), descriptor, request)
-                                .await
-                        }
-                        None => Err(ControlError::NoContinuation {
+                    request.cancel = kill;
+                    let Some(continuable) = checked.continuation() else {
+                        return Err(ControlError::NoContinuation {
                             provider: checked.name().to_owned(),
                         }
-                        .into_subagent_error()),
+                        .into_subagent_error());
                     };
-                    match started {
-                        Ok(run) => {
-                            let run = activation.announce(checked.name(), depth, announced_label, run);
-                            settle_task(run, control.token()).await
-                        }
-                        Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
-                    }
-                },
-            )
+                    let run = continuable
+                        .start_continuable(activation.child.clone(), descriptor, request)
+                        .await?;
+                    Ok(activation.announce(checked.name(), depth, announced_label, run))
+                };
+                task::run(control, start, |_| {})
+            })
             .map_err(|source| ControlError::StartRefused { source })?;
         Ok(Started { child_id, task_id })
     }
@@ -420,7 +405,7 @@ impl SubagentControl {
     ///   resumes it with `message` and settles with the child's answer.
     pub fn send_message(&self, parent: &AgentRef, child_id: &str, message: &str) -> Result<Delivery, ControlError> {
         let caller = parent.id().clone();
-        let spec = TaskSpec::new(TASK_KIND, follow_up_label(message), caller.clone());
+        let spec = task::spec(follow_up_label(message), caller.clone());
         let mut state = self.inner.lock();
         let slot = state.slots.get(child_id);
         if let Some(conflict) = self
@@ -681,22 +666,12 @@ async fn resume(
         });
     };
     let depth = parent.depth().saturating_add(1);
-    let mut request = ResumeRequest::new(child, prompt, parent, control.token().clone(), descriptor);
-    request.origin = origin;
-    let (provider_name, label) = (request.descriptor.provider.clone(), request.descriptor.label.clone());
-    match continuable.resume(request).await {
-        Ok(run) => {
-            let run = activation.announce(&provider_name, depth, label, run);
-            settle_task(run, control.token()).await
-        }
-        Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
-    }
-}
-
-/// Settles an activation's run (see [`crate::settle`]) into its task's
-/// outcome. The run's token is the task's kill token, so a kill settles it
-/// `aborted`, which reads `killed`.
-async fn settle_task(run: dsh_subagent_api::SubagentRun, kill: &dsh_subagent_api::CancellationToken) -> TaskOutcome {
-    let settled = crate::settle(run, kill).await;
-    crate::settlement::task_outcome(settled.result, settled.disposed)
+    let (provider_name, label) = (descriptor.provider.clone(), descriptor.label.clone());
+    let start = move |kill| async move {
+        let mut request = ResumeRequest::new(child, prompt, parent, kill, descriptor);
+        request.origin = origin;
+        let run = continuable.resume(request).await?;
+        Ok(activation.announce(&provider_name, depth, label, run))
+    };
+    task::run(control, start, |_| {}).await
 }
