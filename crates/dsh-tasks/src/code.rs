@@ -10,6 +10,8 @@ pub enum ErrorCode {
     UnknownTask,
     /// `FOREIGN_TASK`: the task belongs to another agent.
     ForeignTask,
+    /// `FORGOTTEN_TASK`: the task finished and is no longer kept.
+    ForgottenTask,
     /// `INVALID_LABEL`: the task's label is empty.
     InvalidLabel,
     /// `OWNER_DISPOSED`: the owning agent was disposed.
@@ -22,6 +24,7 @@ impl ErrorCode {
         match self {
             Self::UnknownTask => "UNKNOWN_TASK",
             Self::ForeignTask => "FOREIGN_TASK",
+            Self::ForgottenTask => "FORGOTTEN_TASK",
             Self::InvalidLabel => "INVALID_LABEL",
             Self::OwnerDisposed => "OWNER_DISPOSED",
         }

@@ -1,21 +1,23 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod book;
 mod code;
 pub mod wording;
 
 pub use code::ErrorCode;
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use dsh_tools::{AgentId, CancellationToken, panic_message};
 use futures::FutureExt;
-use tokio::sync::watch;
+
+use crate::book::{Book, Entry};
 
 /// Where a task stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -134,7 +136,7 @@ impl TaskControl {
 
     /// The reason of the first kill, if one was given.
     pub fn reason(&self) -> Option<String> {
-        self.reason.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        lock(&self.reason).clone()
     }
 }
 
@@ -151,11 +153,22 @@ pub enum KillOutcome {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TaskError {
-    /// No task has this id (`UNKNOWN_TASK`).
+    /// No task has this id, and none ever had (`UNKNOWN_TASK`).
     #[error("{}", wording::unknown_task(id))]
     Unknown {
         /// The id.
         id: String,
+    },
+    /// The id was issued, but the task has finished and is no longer kept
+    /// (`FORGOTTEN_TASK`). Only finished tasks are forgotten, and nothing of
+    /// one is kept, not even its owner: another agent's forgotten task
+    /// reads the same.
+    #[error("{}", wording::forgotten_task(id, *kept))]
+    Forgotten {
+        /// The id.
+        id: String,
+        /// How many finished tasks each owner keeps.
+        kept: usize,
     },
     /// The task belongs to another agent (`FOREIGN_TASK`).
     #[error("{}", wording::foreign_task(id))]
@@ -179,6 +192,7 @@ impl TaskError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Unknown { .. } => ErrorCode::UnknownTask.as_str(),
+            Self::Forgotten { .. } => ErrorCode::ForgottenTask.as_str(),
             Self::Foreign { .. } => ErrorCode::ForeignTask.as_str(),
             Self::EmptyLabel => ErrorCode::InvalidLabel.as_str(),
             Self::OwnerDisposed { .. } => ErrorCode::OwnerDisposed.as_str(),
@@ -193,63 +207,53 @@ impl From<TaskError> for dsh_tools::ToolError {
     }
 }
 
-struct Entry {
-    snapshot: Mutex<TaskSnapshot>,
-    control: TaskControl,
-    settled: watch::Sender<bool>,
-}
-
-impl Entry {
-    fn snapshot(&self) -> TaskSnapshot {
-        self.snapshot.lock().unwrap_or_else(PoisonError::into_inner).clone()
-    }
-}
-
-#[derive(Default)]
-struct State {
-    tasks: HashMap<String, Arc<Entry>>,
-    order: Vec<String>,
-    counters: HashMap<String, u64>,
-    notices: HashMap<AgentId, Vec<String>>,
-    disposed: HashSet<AgentId>,
+/// A lock that a panic elsewhere does not poison for good.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[derive(Default)]
 struct Inner {
-    state: Mutex<State>,
+    book: Mutex<Book>,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Book> {
+        lock(&self.book)
     }
 
     fn settle(&self, entry: &Entry, outcome: TaskOutcome) {
-        let snapshot = {
-            let mut snapshot = entry.snapshot.lock().unwrap_or_else(PoisonError::into_inner);
-            match outcome {
-                TaskOutcome::Completed { output } => {
-                    snapshot.status = TaskStatus::Completed;
-                    snapshot.output = output;
-                }
-                TaskOutcome::Failed { detail } => {
-                    snapshot.status = TaskStatus::Failed;
-                    snapshot.detail = Some(detail);
-                }
-                TaskOutcome::Killed => snapshot.status = TaskStatus::Killed,
-            }
-            snapshot.clone()
-        };
-        self.lock()
-            .notices
-            .entry(snapshot.owner.clone())
-            .or_default()
-            .push(wording::completion_notice(&snapshot));
+        self.lock().settle(entry, outcome);
         entry.settled.send_replace(true);
     }
 }
 
+/// How many finished tasks each owner keeps unless
+/// [`TaskRegistry::keep_finished`] says otherwise.
+pub const DEFAULT_KEEP_FINISHED: NonZeroUsize = match NonZeroUsize::new(100) {
+    Some(count) => count,
+    None => NonZeroUsize::MIN,
+};
+
+/// What `task_list` shows of one agent's tasks ([`TaskRegistry::listing`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskListing {
+    /// Every running task and the most recently finished ones, in dispatch order.
+    pub tasks: Vec<TaskSnapshot>,
+    /// How many kept finished tasks, all of them older than those shown,
+    /// are left out.
+    pub older_finished: usize,
+}
+
 /// Background tasks of every agent in one process. Cheap to clone.
+///
+/// Bounded: every running task is kept, and of each owner's finished tasks
+/// only the most recently finished are kept ([`DEFAULT_KEEP_FINISHED`], or
+/// [`keep_finished`](Self::keep_finished)). When one more finishes, the one
+/// that finished longest ago is forgotten, with its completion notice if
+/// that was never taken; reading it then fails with
+/// [`TaskError::Forgotten`]. Nothing is kept per forgotten task.
 #[derive(Clone, Default)]
 pub struct TaskRegistry {
     inner: Arc<Inner>,
@@ -257,16 +261,32 @@ pub struct TaskRegistry {
 
 impl fmt::Debug for TaskRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let book = self.inner.lock();
         f.debug_struct("TaskRegistry")
-            .field("tasks", &self.inner.lock().order.len())
+            .field("tasks", &book.len())
+            .field("keep_finished", &book.keep())
             .finish()
     }
 }
 
 impl TaskRegistry {
-    /// An empty registry.
+    /// An empty registry that keeps [`DEFAULT_KEEP_FINISHED`] finished tasks per owner.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Keeps at most `count` finished tasks per owner (the most recently
+    /// finished); running tasks are always kept. Applies to every clone,
+    /// and forgets at once what a lower bound no longer allows.
+    #[must_use]
+    pub fn keep_finished(self, count: NonZeroUsize) -> Self {
+        self.inner.lock().set_keep(count);
+        self
+    }
+
+    /// How many finished tasks each owner keeps.
+    pub fn kept_finished(&self) -> NonZeroUsize {
+        self.inner.lock().keep()
     }
 
     /// Starts a task: checks the spec, assigns the next `<kind>-<n>` id, and
@@ -284,31 +304,8 @@ impl TaskRegistry {
             token: CancellationToken::new(),
             reason: Arc::default(),
         };
-        let (entry, id) = {
-            let mut state = self.inner.lock();
-            if state.disposed.contains(&spec.owner) {
-                return Err(TaskError::OwnerDisposed { owner: spec.owner });
-            }
-            let counter = state.counters.entry(spec.kind.clone()).or_default();
-            *counter += 1;
-            let id = format!("{}-{counter}", spec.kind);
-            let entry = Arc::new(Entry {
-                snapshot: Mutex::new(TaskSnapshot {
-                    id: id.clone(),
-                    kind: spec.kind,
-                    label: spec.label,
-                    owner: spec.owner,
-                    status: TaskStatus::Running,
-                    output: String::new(),
-                    detail: None,
-                }),
-                control: control.clone(),
-                settled: watch::Sender::new(false),
-            });
-            state.tasks.insert(id.clone(), entry.clone());
-            state.order.push(id.clone());
-            (entry, id)
-        };
+        let entry = self.inner.lock().insert(spec, control.clone())?;
+        let id = lock(&entry.snapshot).id.clone();
         let work = producer(control);
         let inner = self.inner.clone();
         tokio::spawn(async move {
@@ -324,14 +321,8 @@ impl TaskRegistry {
     }
 
     fn entry(&self, id: &str, caller: &AgentId) -> Result<Arc<Entry>, TaskError> {
-        let entry = self
-            .inner
-            .lock()
-            .tasks
-            .get(id)
-            .cloned()
-            .ok_or_else(|| TaskError::Unknown { id: id.to_owned() })?;
-        if entry.snapshot.lock().unwrap_or_else(PoisonError::into_inner).owner != *caller {
+        let entry = self.inner.lock().find(id)?;
+        if lock(&entry.snapshot).owner != *caller {
             return Err(TaskError::Foreign { id: id.to_owned() });
         }
         Ok(entry)
@@ -362,53 +353,50 @@ impl TaskRegistry {
     /// reports a task that had already settled.
     pub fn kill(&self, id: &str, caller: &AgentId, reason: Option<String>) -> Result<KillOutcome, TaskError> {
         let entry = self.entry(id, caller)?;
+        Ok(Self::kill_entry(&entry, reason))
+    }
+
+    fn kill_entry(entry: &Entry, reason: Option<String>) -> KillOutcome {
         let snapshot = entry.snapshot();
         if snapshot.status.is_terminal() {
-            return Ok(KillOutcome::AlreadyFinished(snapshot));
+            return KillOutcome::AlreadyFinished(snapshot);
         }
         {
-            let mut first = entry.control.reason.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut first = lock(&entry.control.reason);
             if first.is_none() && !entry.control.token.is_cancelled() {
                 *first = reason;
             }
         }
         entry.control.token.cancel();
-        Ok(KillOutcome::Requested)
+        KillOutcome::Requested
     }
 
-    /// The caller's tasks, in dispatch order.
+    /// Every kept task of the caller, in dispatch order.
     pub fn list(&self, caller: &AgentId) -> Vec<TaskSnapshot> {
-        let state = self.inner.lock();
-        state
-            .order
-            .iter()
-            .filter_map(|id| state.tasks.get(id))
-            .map(|entry| entry.snapshot())
-            .filter(|task| task.owner == *caller)
-            .collect()
+        let owned = self.inner.lock().owned(caller);
+        owned.iter().map(|entry| entry.snapshot()).collect()
     }
 
-    /// Takes the completion notices queued for `owner`, oldest first.
+    /// What `task_list` shows the caller: every running task and the
+    /// `finished` most recently finished ones, in dispatch order, and how
+    /// many older finished tasks are kept but left out.
+    pub fn listing(&self, caller: &AgentId, finished: usize) -> TaskListing {
+        self.inner.lock().listing(caller, finished)
+    }
+
+    /// Takes the completion notices queued for `owner`, oldest first. A
+    /// notice whose task was forgotten before it was taken is gone with it.
     pub fn take_notices(&self, owner: &AgentId) -> Vec<String> {
-        self.inner.lock().notices.remove(owner).unwrap_or_default()
+        self.inner.lock().take_notices(owner)
     }
 
     /// Kills every running task of `owner` (with `reason`) and waits until
     /// all have settled. No new task starts for `owner` afterwards.
     pub async fn dispose_owner(&self, owner: &AgentId, reason: &str) {
-        let entries: Vec<Arc<Entry>> = {
-            let mut state = self.inner.lock();
-            state.disposed.insert(owner.clone());
-            state
-                .tasks
-                .values()
-                .filter(|entry| entry.snapshot.lock().unwrap_or_else(PoisonError::into_inner).owner == *owner)
-                .cloned()
-                .collect()
-        };
+        let entries = self.inner.lock().dispose(owner);
         for entry in &entries {
-            if let Ok(KillOutcome::Requested) = self.kill(&entry.snapshot().id, owner, Some(reason.to_owned())) {
-                tracing::debug!(task = %entry.snapshot().id, "{}", wording::KILLED_ON_OWNER_DISPOSAL);
+            if let KillOutcome::Requested = Self::kill_entry(entry, Some(reason.to_owned())) {
+                tracing::debug!(task = %lock(&entry.snapshot).id, "{}", wording::KILLED_ON_OWNER_DISPOSAL);
             }
         }
         for entry in entries {

@@ -4,7 +4,7 @@
 //! completion notice render through these functions only; snapshot tests pin
 //! them (docs/contract.md, "Background tasks").
 
-use crate::{TaskSnapshot, TaskStatus};
+use crate::{TaskListing, TaskSnapshot, TaskStatus};
 
 /// A status line: `[status: <status>]` or `[status: <status>, <detail>]`.
 pub fn status_line(status: TaskStatus, detail: Option<&str>) -> String {
@@ -59,6 +59,17 @@ pub const NO_TASKS: &str = "(no tasks)";
 /// An id that names no task.
 pub fn unknown_task(id: &str) -> String {
     format!("no task with id \"{id}\"; task_list shows your tasks")
+}
+
+/// An id that was issued, of a task that finished and is no longer kept.
+pub fn forgotten_task(id: &str, kept: usize) -> String {
+    let kept = match kept {
+        1 => "its most recently finished task".to_owned(),
+        _ => format!("its {kept} most recently finished tasks"),
+    };
+    format!(
+        "task \"{id}\" has finished and is no longer kept: each agent keeps only {kept}; task_list shows your tasks"
+    )
 }
 
 /// An id that names another agent's task.
@@ -152,10 +163,23 @@ pub fn timeout_without_wait(tool: &str) -> String {
     )
 }
 
-/// `task_list` output: one line per task, or [`NO_TASKS`].
-pub fn task_list(tasks: &[TaskSnapshot]) -> String {
-    if tasks.is_empty() {
+/// The last `task_list` line when older finished tasks are left out.
+pub fn older_finished_line(count: usize) -> String {
+    match count {
+        1 => "(1 older finished task not shown; task_output reads it by its id)".to_owned(),
+        _ => format!("({count} older finished tasks not shown; task_output reads any of them by id)"),
+    }
+}
+
+/// `task_list` output: one line per task shown, then
+/// [`older_finished_line`] when some are left out; or [`NO_TASKS`].
+pub fn task_list(listing: &TaskListing) -> String {
+    if listing.tasks.is_empty() && listing.older_finished == 0 {
         return NO_TASKS.to_owned();
     }
-    tasks.iter().map(list_line).collect::<Vec<_>>().join("\n")
+    let mut lines: Vec<String> = listing.tasks.iter().map(list_line).collect();
+    if listing.older_finished > 0 {
+        lines.push(older_finished_line(listing.older_finished));
+    }
+    lines.join("\n")
 }

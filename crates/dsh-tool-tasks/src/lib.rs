@@ -8,6 +8,10 @@ mod tools;
 pub use args::{DEFAULT_WAIT_MS, MAX_WAIT_MS, task_kill_parameters, task_list_parameters, task_output_parameters};
 pub use plugin::TaskToolsPlugin;
 
+/// How many finished tasks `task_list` shows (the most recently finished),
+/// besides every running task; one last line counts the older ones kept.
+pub const LISTED_FINISHED: usize = 20;
+
 /// The names the plugin registers: `task_output`, `task_kill`, `task_list`.
 pub const TOOL_NAMES: [&str; 3] = [
     dsh_tasks::wording::TASK_OUTPUT,

@@ -114,7 +114,8 @@ impl Tool for TaskKillTool {
     }
 }
 
-/// `task_list`: the caller's tasks, oldest first.
+/// `task_list`: the caller's running tasks and its most recently finished
+/// ones, oldest first, then a count of the older finished ones left out.
 pub(crate) struct TaskListTool {
     tasks: TaskRegistry,
     arguments: Arguments<TaskListArgs>,
@@ -131,7 +132,9 @@ impl TaskListTool {
     fn list(&self, args: Value, exec: &ToolExecution) -> Result<ToolOutput, ToolError> {
         let TaskListArgs {} = self.arguments.parse(args, &Words(wording::TASK_LIST))?;
         let caller = caller(wording::TASK_LIST, exec)?;
-        Ok(ToolOutput::text(wording::task_list(&self.tasks.list(&caller))))
+        Ok(ToolOutput::text(wording::task_list(
+            &self.tasks.listing(&caller, crate::LISTED_FINISHED),
+        )))
     }
 }
 

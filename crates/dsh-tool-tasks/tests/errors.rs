@@ -1,4 +1,5 @@
-//! Refusals: no calling agent, unknown and foreign ids, malformed arguments.
+//! Refusals: no calling agent, unknown, foreign and forgotten ids,
+//! malformed arguments.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -62,6 +63,35 @@ async fn unknown_and_foreign_ids_are_errors_with_their_codes() {
     // The stranger's task was not touched.
     let task = fixture.tasks.get(&theirs, &"stranger".into()).unwrap();
     assert_eq!(task.status, dsh_tasks::TaskStatus::Running);
+}
+
+#[tokio::test]
+async fn a_forgotten_task_reads_no_longer_kept_with_its_code() {
+    let mut fixture = Fixture::new();
+    fixture.tasks = fixture.tasks.clone().keep_finished(std::num::NonZeroUsize::MIN);
+    for _ in 0..2 {
+        let id = fixture.completed("parent", "quick", "done");
+        fixture.settled(&id, "parent").await;
+    }
+    let mut rendered = Vec::new();
+    for (tool, args) in [
+        ("task_output", json!({"task_id": "subagent-1"})),
+        ("task_output", json!({"task_id": "subagent-1", "wait": true})),
+        ("task_kill", json!({"task_id": "subagent-1"})),
+    ] {
+        let result = fixture.call(tool, args.clone()).await;
+        assert_eq!(result.error.as_ref().unwrap().code(), Some("FORGOTTEN_TASK"));
+        rendered.push(format!("{tool} {args} -> {}", result.text));
+    }
+    insta::assert_snapshot!(rendered.join("\n"), @r#"
+    task_output {"task_id":"subagent-1"} -> Error: task "subagent-1" has finished and is no longer kept: each agent keeps only its most recently finished task; task_list shows your tasks
+    task_output {"task_id":"subagent-1","wait":true} -> Error: task "subagent-1" has finished and is no longer kept: each agent keeps only its most recently finished task; task_list shows your tasks
+    task_kill {"task_id":"subagent-1"} -> Error: task "subagent-1" has finished and is no longer kept: each agent keeps only its most recently finished task; task_list shows your tasks
+    "#);
+    let kept = fixture.call("task_output", json!({"task_id": "subagent-2"})).await;
+    assert_eq!(kept.text, "done\n[status: completed]");
+    let never = fixture.call("task_output", json!({"task_id": "subagent-3"})).await;
+    assert_eq!(never.error.unwrap().code(), Some("UNKNOWN_TASK"));
 }
 
 #[tokio::test]

@@ -34,3 +34,29 @@ async fn one_line_per_task_of_the_caller_in_dispatch_order() {
         "subagent-1 [status: completed] (subagent: count to three)\nsubagent-3 [status: killed] (subagent: review the diff)"
     );
 }
+
+#[tokio::test]
+async fn every_running_task_and_the_twenty_most_recently_finished_then_a_count_of_the_rest() {
+    let fixture = Fixture::new();
+    let slow = fixture.until_killed("parent", "still working");
+    for n in 1..=25 {
+        let id = fixture.completed("parent", &format!("job {n}"), "done");
+        fixture.settled(&id, "parent").await;
+    }
+    let result = fixture.call("task_list", json!({})).await;
+    assert!(!result.is_error);
+    let lines: Vec<&str> = result.text.lines().collect();
+    assert_eq!(lines.len(), 1 + dsh_tool_tasks::LISTED_FINISHED + 1);
+    assert_eq!(lines[0], format!("{slow} [status: running] (subagent: still working)"));
+    // The five that finished first are left out, counted on the last line.
+    assert_eq!(lines[1], "subagent-7 [status: completed] (subagent: job 6)");
+    assert_eq!(lines[20], "subagent-26 [status: completed] (subagent: job 25)");
+    insta::assert_snapshot!(
+        lines[21],
+        @"(5 older finished tasks not shown; task_output reads any of them by id)"
+    );
+    // Still kept, so still readable.
+    let hidden = fixture.call("task_output", json!({"task_id": "subagent-2"})).await;
+    assert_eq!(hidden.text, "done\n[status: completed]");
+    fixture.call("task_kill", json!({"task_id": slow})).await;
+}

@@ -20,10 +20,13 @@ use crate::wording;
 
 /// Shows each child as it works (label, elapsed time, model calls, tokens):
 /// progress bars on a terminal, one line per start and end otherwise, or
-/// nothing when quiet. Always remembers which children ran, for the summary.
+/// nothing when quiet. Remembers which children ran, for `dsh run`'s
+/// summary, only when asked ([`Progress::listing_children`]): a long
+/// `dsh mcp` or `dsh acp` session would otherwise keep an id per child.
 pub(crate) struct Progress {
     display: Display,
     calls: ModelCalls,
+    lists_children: bool,
     state: Mutex<State>,
 }
 
@@ -38,7 +41,8 @@ enum Display {
 struct State {
     /// The children running now, by announced run.
     running: HashMap<u64, Child>,
-    /// The ids of the children that ran, in start order, each once.
+    /// The ids of the children that ran, in start order, each once (only
+    /// when listing children).
     order: Vec<String>,
 }
 
@@ -65,15 +69,23 @@ impl Progress {
         Self {
             display,
             calls: ModelCalls::default(),
+            lists_children: false,
             state: Mutex::default(),
         }
+    }
+
+    /// Remembers the id of every child that runs, for [`children`](Self::children).
+    pub(crate) fn listing_children(mut self) -> Self {
+        self.lists_children = true;
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The ids of the children that ran, in start order, each once.
+    /// The ids of the children that ran, in start order, each once; empty
+    /// unless [`listing_children`](Self::listing_children).
     pub(crate) fn children(&self) -> Vec<String> {
         self.lock().order.clone()
     }
@@ -99,7 +111,7 @@ impl Progress {
             }
         };
         let mut state = self.lock();
-        if !state.order.contains(&run.id) {
+        if self.lists_children && !state.order.contains(&run.id) {
             state.order.push(run.id.clone());
         }
         state.running.insert(
@@ -171,9 +183,12 @@ mod tests {
     fn lines(service: &SubagentService) -> (Arc<Progress>, Arc<Mutex<Vec<String>>>, dsh_subagent::Subscription) {
         let printed = Arc::new(Mutex::new(Vec::new()));
         let sink = printed.clone();
-        let progress = Arc::new(Progress::with_display(Display::Lines(Box::new(move |line| {
-            sink.lock().unwrap().push(line);
-        }))));
+        let progress = Arc::new(
+            Progress::with_display(Display::Lines(Box::new(move |line| {
+                sink.lock().unwrap().push(line);
+            })))
+            .listing_children(),
+        );
         let observer = progress.clone();
         let subscription = service.subscribe(Arc::new(move |event: &SubagentEvent| {
             observer.child_event(event);

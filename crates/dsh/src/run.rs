@@ -12,7 +12,8 @@ use crate::{Failure, wording};
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
-    let progress = Arc::new(Progress::new(args.quiet));
+    // The summary names the children's transcripts.
+    let progress = Arc::new(Progress::new(args.quiet).listing_children());
     let mut setup = Setup::new(
         &args.agent,
         config.as_ref(),
