@@ -6,18 +6,16 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_agent::store::JsonlChildStore;
+use dsh_agent::JsonlChildStore;
 use dsh_agent::transcript::{TranscriptEntry, read_transcript, transcript_path};
 use dsh_agent::{Agent, AgentRuntime};
+use dsh_harness::{Background, Harness, HarnessBuilder, SubagentToolConfig};
 use dsh_llm::{Message, ScriptedModel};
-use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
+use dsh_subagent::SubagentControl;
 use dsh_subagent_api::{AgentId, ChildStore};
 use dsh_subagent_fork::ForkProvider;
 use dsh_subagent_spawn::SpawnProvider;
 use dsh_tasks::{TaskRegistry, TaskStatus};
-use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
-use dsh_tool_subagent_control::SubagentControlPlugin;
-use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::{Value, json};
 
@@ -29,13 +27,7 @@ struct World {
     /// The control service's durable child store.
     store: Arc<dyn ChildStore>,
     runtime: Arc<AgentRuntime>,
-    _keep: (
-        ProviderRegistration,
-        ProviderRegistration,
-        SubagentToolPlugin,
-        SubagentControlPlugin,
-        TaskToolsPlugin,
-    ),
+    _harness: Harness,
 }
 
 impl World {
@@ -45,26 +37,24 @@ impl World {
              "reply": {"text": "answer to {{last_user}} after {{assistant_turns}} earlier answers", "delay_ms": 1}},
             {"when": {}, "reply": {"text": "parent"}}
         ]});
-        let service = SubagentService::new();
-        let registration = service.register_provider(Arc::new(SpawnProvider::new())).unwrap();
-        let fork = service.register_provider(Arc::new(ForkProvider::new())).unwrap();
-        let tasks = TaskRegistry::new();
         let store: Arc<dyn ChildStore> = Arc::new(JsonlChildStore::new(data_dir));
-        let control = SubagentControl::new(service.clone(), tasks.clone(), store.clone());
-        let tools = ToolRegistry::new();
-        let send = SubagentControlPlugin::apply(&control, &tools).unwrap();
-        let task_tools = TaskToolsPlugin::apply(&tasks, &tools).unwrap();
         let config = SubagentToolConfig::new("spawn").enable_run_in_background(true);
-        let subagent = SubagentToolPlugin::apply_with_control(config, &service, &tools, &control).unwrap();
+        let harness = HarnessBuilder::new()
+            .subagent(config, Arc::new(SpawnProvider::new()))
+            .provider(Arc::new(ForkProvider::new()))
+            .background(Background::Continuable(store.clone()))
+            .build()
+            .unwrap();
+        let tools = harness.tools().clone();
         let model = ScriptedModel::from_json_str(&script.to_string()).unwrap();
         let runtime = Arc::new(AgentRuntime::new(Arc::new(model), tools.clone()).with_data_dir(data_dir));
         Self {
             tools,
-            tasks,
-            control,
+            tasks: harness.tasks().clone(),
+            control: harness.control().unwrap().clone(),
             store,
             runtime,
-            _keep: (registration, fork, subagent, send, task_tools),
+            _harness: harness,
         }
     }
 

@@ -9,17 +9,13 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh_agent::store::JsonlChildStore;
+use dsh_agent::JsonlChildStore;
 use dsh_agent::{Agent, AgentRuntime};
 use dsh_e2e::Harness;
+use dsh_harness::{Background, HarnessBuilder, SubagentToolConfig};
 use dsh_llm::ScriptedModel;
-use dsh_subagent::{SubagentControl, SubagentService};
 use dsh_subagent_spawn::SpawnProvider;
-use dsh_tasks::TaskRegistry;
-use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
-use dsh_tool_subagent_control::SubagentControlPlugin;
-use dsh_tool_tasks::TaskToolsPlugin;
-use dsh_tools::{CancellationToken, ToolExecution, ToolRegistry};
+use dsh_tools::{CancellationToken, ToolExecution};
 use serde_json::{Value, json};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -252,19 +248,13 @@ fn a_foreground_delegation_whose_child_is_cancelled() {
 fn a_background_child_then_a_continuation() {
     let tree = captured(|| async {
         let data = tempfile::tempdir().unwrap();
-        let service = SubagentService::new();
-        let _spawn = service.register_provider(Arc::new(SpawnProvider::new())).unwrap();
-        let tasks = TaskRegistry::new();
-        let control = SubagentControl::new(
-            service.clone(),
-            tasks.clone(),
-            Arc::new(JsonlChildStore::new(data.path())),
-        );
-        let tools = ToolRegistry::new();
-        let _send = SubagentControlPlugin::apply(&control, &tools).unwrap();
-        let _task_tools = TaskToolsPlugin::apply(&tasks, &tools).unwrap();
         let config = SubagentToolConfig::new("spawn").enable_run_in_background(true);
-        let _subagent = SubagentToolPlugin::apply_with_control(config, &service, &tools, &control).unwrap();
+        let harness = HarnessBuilder::new()
+            .subagent(config, Arc::new(SpawnProvider::new()))
+            .background(Background::Continuable(Arc::new(JsonlChildStore::new(data.path()))))
+            .build()
+            .unwrap();
+        let tools = harness.tools();
         let model = ScriptedModel::from_json_str(
             &json!({"rules": [
                 {"when": {"system_contains": "You are a delegated subagent"}, "reply": {"text": "child answer to {{last_user}}"}},

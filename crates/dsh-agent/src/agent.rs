@@ -131,6 +131,26 @@ pub struct AgentBuilder {
     continued: bool,
 }
 
+// By hand: local tools are shown by name.
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder")
+            .field("id", &self.id)
+            .field("parent", &self.parent)
+            .field("depth", &self.depth)
+            .field("label", &self.label)
+            .field("model_override", &self.model_override)
+            .field("max_turns", &self.max_turns)
+            .field("tool_filter", &self.tool_filter)
+            .field(
+                "local_tools",
+                &self.local_tools.iter().map(|tool| tool.name()).collect::<Vec<_>>(),
+            )
+            .field("continued", &self.continued)
+            .finish_non_exhaustive()
+    }
+}
+
 impl AgentBuilder {
     /// Records a continuable child's descriptor in its new transcript, right
     /// after the header (and seed), before its first turn.

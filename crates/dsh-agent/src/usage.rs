@@ -43,7 +43,7 @@ pub(crate) fn since(after: Option<Usage>, before: Option<Usage>) -> Option<Usage
 }
 
 /// The sum of two usages.
-pub fn add(a: Usage, b: Usage) -> Usage {
+fn add(a: Usage, b: Usage) -> Usage {
     Usage {
         prompt_tokens: a.prompt_tokens + b.prompt_tokens,
         completion_tokens: a.completion_tokens + b.completion_tokens,

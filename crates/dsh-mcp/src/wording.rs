@@ -86,8 +86,9 @@ pub(crate) fn release_error(server: &str, cause: &str) -> String {
 /// Log line: a listed tool whose name cannot become a tool name here.
 pub(crate) const LOG_SKIPPED_TOOL: &str = "skipping an MCP tool whose name cannot be a tool name";
 
-/// How a server's process ended: `it exited with <exit>`, or a closed
-/// connection when its exit is not known yet.
+/// How a server's process ended: `it exited with <exit>` (the exit itself,
+/// `exit code 3` or `killed by signal SIGKILL`, is worded by `dsh-process`),
+/// or a closed connection when its exit is not known yet.
 pub(crate) fn exited_with(exit: Option<&dyn std::fmt::Display>) -> String {
     match exit {
         Some(info) => format!("it exited with {info}"),
@@ -99,19 +100,6 @@ pub(crate) fn exited_with(exit: Option<&dyn std::fmt::Display>) -> String {
 pub(crate) fn with_last_stderr(how: &str, line: &str) -> String {
     format!("{how}; its last stderr line: {line}")
 }
-
-/// The server exited with `code`.
-pub(crate) fn exit_code(code: i32) -> String {
-    format!("exit code {code}")
-}
-
-/// A signal ended the server (`signal` is its name, or its number when unnamed).
-pub(crate) fn killed_by_signal(signal: &dyn std::fmt::Display) -> String {
-    format!("killed by signal {signal}")
-}
-
-/// Neither an exit code nor a signal.
-pub(crate) const UNKNOWN_EXIT: &str = "unknown exit status";
 
 /// Piped stdio that did not come back from the spawn.
 pub(crate) const PIPES_UNAVAILABLE: &str = "the server's pipes were not available";

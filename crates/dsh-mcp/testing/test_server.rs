@@ -4,9 +4,14 @@
 //! `crash` (exits the process mid-call), `fail` (an `isError` result).
 //!
 //! When `MCP_TEST_LOG` names a file, one line is appended per event:
-//! `pid <pid>` at start, `started <tool>`, `cancelled <tool>`.
-//! `--exit-at-start` exits with code 4 before answering anything;
-//! `--grandchild` starts a `sleep` in the server's process group first.
+//! `pid <pid>` at start, `grandchild <pid>`, `started <tool>`,
+//! `cancelled <tool>`.
+//!
+//! | flag | behaviour |
+//! |---|---|
+//! | `--exit-at-start` | exits with code 4 before answering anything |
+//! | `--grandchild` | first starts a `sleep` in the server's process group, and never reaps it |
+//! | `--ignore-eof` | keeps running after its input ends (until a signal) |
 
 use std::io::Write;
 use std::sync::Arc;
@@ -97,15 +102,24 @@ async fn main() {
         eprintln!("test server: refusing to start");
         std::process::exit(4);
     }
-    let _grandchild = if args.iter().any(|arg| arg == "--grandchild") {
+    // Never waited for: once it is killed it stays a zombie until its
+    // reaper (init, or a subreaper above us) collects it.
+    let grandchild = if args.iter().any(|arg| arg == "--grandchild") {
         std::process::Command::new("sleep").arg("1000").spawn().ok()
     } else {
         None
     };
+    if let Some(grandchild) = &grandchild {
+        log(&format!("grandchild {}", grandchild.id()));
+    }
     match TestServer.serve((tokio::io::stdin(), tokio::io::stdout())).await {
         Ok(running) => {
             let _ = running.waiting().await;
         }
         Err(error) => eprintln!("test server: {error}"),
+    }
+    if args.iter().any(|arg| arg == "--ignore-eof") {
+        log("input ended, ignored");
+        std::future::pending::<()>().await;
     }
 }

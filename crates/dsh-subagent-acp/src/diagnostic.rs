@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use crate::process::ExitInfo;
 use crate::wording;
+use dsh_process::ExitInfo;
 
 /// The protocol stage a run was in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -126,7 +126,7 @@ mod tests {
         let diagnostic = Diagnostic {
             stage: Stage::Prompt,
             what: "the child closed the connection without answering".into(),
-            exit: Some(ExitInfo(std::process::ExitStatus::from_raw(3 << 8))),
+            exit: Some(ExitInfo::from(std::process::ExitStatus::from_raw(3 << 8))),
             stderr: Some("boom".into()),
         };
         assert_eq!(

@@ -12,5 +12,5 @@ mod wording;
 
 pub use code::ErrorCode;
 pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, InvalidConfig, PermissionPolicy};
-pub use process::BASE_ENV;
+pub use dsh_process::BASE_ENV;
 pub use provider::AcpProvider;

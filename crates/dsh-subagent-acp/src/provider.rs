@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::AcpConfig;
 use crate::diagnostic::{Diagnostic, Stage};
-use crate::process::{ChildProcess, child_env};
+use crate::process::ChildProcess;
 use crate::session::{AUTH_REQUIRED, Broken, Conversation, Ended, converse, map_stop};
 use crate::transport::{RunState, reader, writer};
 use crate::wording;
@@ -90,14 +90,15 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
         None => std::env::current_dir()
             .map_err(|error| SubagentError::failed_with_code(wording::no_cwd(&error), crate::ErrorCode::NoCwd))?,
     };
-    let (process, pipes) = ChildProcess::spawn(&config, &cwd).map_err(|error| {
+    let spec = crate::process::spec(&config, &cwd);
+    let (process, pipes) = ChildProcess::spawn(&spec).map_err(|error| {
         SubagentError::failed_with_code(
             wording::spawn_failed(&config.command, &error),
             crate::ErrorCode::SpawnFailed,
         )
     })?;
     let process = Arc::new(process);
-    tracing::debug!(pgid = process.group.id(), command = %config.command.display(), "{}", wording::LOG_CHILD_STARTED);
+    tracing::debug!(pgid = process.group_id(), command = %config.command.display(), "{}", wording::LOG_CHILD_STARTED);
 
     let state = Arc::new(RunState::default());
     let outgoing = writer(pipes.stdin, process.stdin_closer());
@@ -105,7 +106,8 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
     let run_cancel = request.cancel.child_token();
     let (published_tx, published) = oneshot::channel();
     let (done_tx, done) = watch::channel(false);
-    let env_set = child_env(&config, |name| std::env::var_os(name))
+    let env_set = spec
+        .child_env()
         .into_iter()
         .filter(|(_, value)| !value.is_empty())
         .filter_map(|(name, _)| name.into_string().ok())
@@ -186,7 +188,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
         let torn = process
             .teardown(config.dispose_eof_grace, config.dispose_term_grace)
             .await;
-        tracing::debug!(pgid = process.group.id(), ?torn, "{}", wording::LOG_CHILD_RELEASED);
+        tracing::debug!(pgid = process.group_id(), ?torn, "{}", wording::LOG_CHILD_RELEASED);
         torn.map(|_| ())
             .map_err(|error| SubagentError::failed_with_code(error, crate::ErrorCode::TeardownFailed))
     };
@@ -201,7 +203,7 @@ async fn start(config: Arc<AcpConfig>, request: StartRequest) -> Result<Subagent
 async fn release_failed_start(process: &ChildProcess, config: &AcpConfig, cancel: &CancellationToken) {
     tokio::select! {
         biased;
-        () = cancel.cancelled() => process.group.kill(),
+        () = cancel.cancelled() => process.kill(),
         torn = process.teardown(config.dispose_eof_grace, config.dispose_term_grace) => {
             if let Err(teardown) = torn {
                 tracing::warn!("{teardown}");

@@ -66,7 +66,7 @@ const QUOTE_CHARS: usize = 512;
 /// `text` made printable on one line (escape sequences removed, other
 /// control characters replaced) and cut to `limit` characters.
 pub(crate) fn printable(text: &str, limit: usize) -> String {
-    let clean: String = crate::process::strip_escapes(text)
+    let clean: String = dsh_process::strip_escapes(text)
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();

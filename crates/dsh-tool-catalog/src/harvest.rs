@@ -99,12 +99,12 @@ fn harvest_one(entry: &ToolPackage) -> Result<HarvestedPackage, CatalogError> {
 
 /// Fails when a crate named `dsh-tool-*` in `crate_dirs` is missing from the manifest.
 ///
-/// `crate_dirs` are the directory names under `crates/`; crates in
-/// [`NOT_TOOL_CRATES`](crate::NOT_TOOL_CRATES) are skipped.
+/// `crate_dirs` are the directory names under `crates/`; crates named like
+/// tool crates that are not (this one) are skipped.
 pub fn check_completeness(crate_dirs: &[String], manifest: &[ToolPackage]) -> Result<(), CatalogError> {
     let mut missing: Vec<String> = crate_dirs
         .iter()
-        .filter(|dir| dir.starts_with("dsh-tool-") && !crate::NOT_TOOL_CRATES.contains(&dir.as_str()))
+        .filter(|dir| dir.starts_with("dsh-tool-") && !crate::manifest::NOT_TOOL_CRATES.contains(&dir.as_str()))
         .filter(|dir| !manifest.iter().any(|entry| entry.package == dir.as_str()))
         .cloned()
         .collect();

@@ -7,8 +7,8 @@ mod render;
 mod wording;
 
 pub use harvest::{CatalogError, HarvestedPackage, check_completeness, harvest};
-pub use manifest::{MountError, MountGuard, NOT_TOOL_CRATES, ToolPackage, manifest};
-pub use render::{CATALOG_PATH, Freshness, compare, render, slug};
+pub use manifest::{MountError, MountGuard, ToolPackage, manifest};
+pub use render::{CATALOG_PATH, Freshness, compare, render};
 
 /// Harvests the whole manifest and renders the page.
 pub fn generate() -> Result<String, CatalogError> {

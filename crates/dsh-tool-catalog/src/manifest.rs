@@ -59,7 +59,7 @@ impl std::fmt::Debug for ToolPackage {
 }
 
 /// Crates under `crates/` that are named like tool crates but are not.
-pub const NOT_TOOL_CRATES: &[&str] = &["dsh-tool-catalog"];
+pub(crate) const NOT_TOOL_CRATES: &[&str] = &["dsh-tool-catalog"];
 
 /// Every shipped tool crate, in catalog order.
 pub fn manifest() -> Vec<ToolPackage> {

@@ -69,7 +69,7 @@ fn table_cell(text: &str) -> String {
 
 /// The GitHub heading slug of a name: lowercase, keep letters, digits, `_`,
 /// `-` and spaces, spaces become `-`.
-pub fn slug(name: &str) -> String {
+pub(crate) fn slug(name: &str) -> String {
     name.to_lowercase()
         .chars()
         .filter(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | ' '))
@@ -112,5 +112,16 @@ pub fn compare(committed: &str, rendered: &str) -> Freshness {
                 };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slug;
+
+    #[test]
+    fn anchors_are_github_slugs() {
+        assert_eq!(slug("dsh-tool-subagent"), "dsh-tool-subagent");
+        assert_eq!(slug("@deepseek-ai/dsh-tool-subagent"), "deepseek-aidsh-tool-subagent");
     }
 }

@@ -6,7 +6,6 @@ mod tool;
 pub mod wording;
 
 pub use plugin::SubagentControlPlugin;
-pub use tool::send_message_parameters;
 
 /// The names the plugin registers.
 pub const TOOL_NAMES: [&str; 1] = [wording::SEND_MESSAGE];

@@ -24,11 +24,6 @@ fn arguments() -> Arguments<SendMessageArgs> {
     Arguments::new().non_blank("subagent_id")
 }
 
-/// The parameter schema of `send_message` (docs/contract.md, "send_message").
-pub fn send_message_parameters() -> Value {
-    arguments().parameters().clone()
-}
-
 /// `send_message`: routes one message through the control service.
 pub(crate) struct SendMessageTool {
     control: SubagentControl,

@@ -29,6 +29,7 @@ pub fn started(task_id: &str, subagent_id: &str) -> String {
 
 /// How `send_message` words its argument errors: each says the message
 /// was not delivered.
+#[derive(Debug)]
 pub struct ArgumentErrors;
 
 impl dsh_tools::ArgumentWording for ArgumentErrors {

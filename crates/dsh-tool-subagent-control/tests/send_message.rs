@@ -8,9 +8,18 @@ use std::sync::Arc;
 use common::World;
 use dsh_agent::child::{ChildContext, start_child};
 use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest};
-use dsh_tool_subagent_control::{SubagentControlPlugin, TOOL_NAMES, send_message_parameters, wording};
+use dsh_tool_subagent_control::{SubagentControlPlugin, TOOL_NAMES, wording};
 use dsh_tools::{CancellationToken as Token, ToolExecution};
 use serde_json::json;
+
+/// The parameter schema of the mounted `send_message`.
+fn send_message_parameters() -> serde_json::Value {
+    let service = dsh_subagent::SubagentService::new();
+    let control = dsh_subagent::SubagentControl::without_persistence(service, dsh_tasks::TaskRegistry::new());
+    let tools = dsh_tools::ToolRegistry::new();
+    let _plugin = SubagentControlPlugin::apply(&control, &tools).unwrap();
+    tools.get(wording::SEND_MESSAGE).unwrap().parameters().clone()
+}
 
 #[test]
 fn description_and_schema_are_pinned_and_match_the_contract() {
@@ -323,7 +332,7 @@ fn disposing_the_plugin_removes_the_tool() {
     let control = dsh_subagent::SubagentControl::new(
         dsh_subagent::SubagentService::new(),
         tasks,
-        Arc::new(dsh_agent::store::JsonlChildStore::new(data.path())),
+        Arc::new(dsh_agent::JsonlChildStore::new(data.path())),
     );
     let tools = dsh_tools::ToolRegistry::new();
     let plugin = SubagentControlPlugin::apply(&control, &tools).unwrap();

@@ -4,7 +4,6 @@
 use dsh_tools::{ArgumentWording, Arguments};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::wording::{self, Wording};
 
@@ -38,14 +37,6 @@ pub(crate) fn arguments(wording: Wording, run_in_background: Option<&str>) -> Ar
         Some(text) => arguments.describe("run_in_background", text),
         None => arguments.hide("run_in_background"),
     }
-}
-
-/// The parameter schema the model sees: `{description, prompt}`, both
-/// required, plus an optional `run_in_background` when background runs are
-/// enabled (one-shot wording); the `prompt` text follows the wording.
-pub fn parameters(wording: Wording, background: bool) -> Value {
-    let run_in_background = background.then_some(wording::RUN_IN_BACKGROUND_ONE_SHOT);
-    arguments(wording, run_in_background).parameters().clone()
 }
 
 /// How `subagent` words its argument errors.

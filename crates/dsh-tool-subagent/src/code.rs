@@ -9,7 +9,7 @@
 pub enum ErrorCode {
     /// `BACKGROUND_DISABLED`: `run_in_background` is set but the instance does not allow it.
     BackgroundDisabled,
-    /// `TASKS_UNAVAILABLE`: background runs need the task registry and tools.
+    /// `TASKS_UNAVAILABLE`: background runs need the task tools (`task_output`) to be collected.
     TasksUnavailable,
     /// `CONTROL_UNAVAILABLE`: continuable runs need the control service and `send_message`.
     ControlUnavailable,

@@ -47,7 +47,9 @@ pub struct SubagentToolConfig {
     /// Whether the model may run a delegation in the background (default
     /// `false`): adds `run_in_background` to the schema and a sentence to the
     /// description. Background runs become tasks of the calling agent, so the
-    /// plugin needs a task registry ([`SubagentToolPlugin::apply_with_tasks`](crate::SubagentToolPlugin::apply_with_tasks)).
+    /// plugin needs a task registry ([`SubagentToolPlugin::apply_with_tasks`](crate::SubagentToolPlugin::apply_with_tasks));
+    /// plain [`SubagentToolPlugin::apply`](crate::SubagentToolPlugin::apply) refuses it
+    /// ([`ConfigError::BackgroundWithoutTasks`]).
     pub enable_run_in_background: bool,
 }
 
@@ -66,6 +68,14 @@ pub enum ConfigError {
     CannotEnforceMaxDepth {
         /// The provider's name.
         provider: String,
+    },
+    /// `enableRunInBackground` is set, but the instance was loaded without a
+    /// task registry ([`SubagentToolPlugin::apply`](crate::SubagentToolPlugin::apply)):
+    /// the model would be shown `run_in_background` and refused every time.
+    #[error("{}", wording::background_without_tasks(tool_name))]
+    BackgroundWithoutTasks {
+        /// The instance's tool name.
+        tool_name: String,
     },
     /// Another tool (or another instance) already holds the tool name.
     #[error("{}", wording::duplicate_tool_name(name))]

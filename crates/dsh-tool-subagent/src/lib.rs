@@ -12,7 +12,6 @@ mod tool;
 mod trace;
 pub mod wording;
 
-pub use args::parameters;
 pub use code::ErrorCode;
 pub use config::{ConfigError, MaxDepth, SubagentToolConfig};
 pub use dsh_subagent::RELEASE_GRACE;
@@ -26,7 +25,3 @@ pub use wording::Wording;
 pub use dsh_subagent::{ProviderRegistration, SubagentService};
 pub use dsh_subagent_api as provider;
 pub use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult, ToolSpec};
-
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct WorkspaceReadmeDoctests;

@@ -39,9 +39,20 @@ struct PluginInner {
 /// the route from it and the provider.
 #[derive(Clone)]
 struct Backing {
-    tasks: Option<TaskRegistry>,
+    tasks: TaskRegistry,
     control: Option<SubagentControl>,
     tools: ToolRegistry,
+}
+
+impl Backing {
+    /// Background runs as tasks in `tasks`, with no control service.
+    fn tasks(tasks: TaskRegistry, tools: &ToolRegistry) -> Self {
+        Self {
+            tasks,
+            control: None,
+            tools: tools.clone(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -54,12 +65,17 @@ impl SubagentToolPlugin {
     /// Loads one instance: validates `config`, reserves its tool name in
     /// `tools`, and mounts the tool now if the provider is registered in
     /// `service` (else when it appears).
+    ///
+    /// Without a task registry there is nowhere to run a background call, so
+    /// a configuration with `enableRunInBackground` is refused
+    /// ([`ConfigError::BackgroundWithoutTasks`]); load it with
+    /// [`apply_with_tasks`](Self::apply_with_tasks) instead.
     pub fn apply(
         config: SubagentToolConfig,
         service: &SubagentService,
         tools: &ToolRegistry,
     ) -> Result<Self, ConfigError> {
-        Self::load(config, service, tools, None, None)
+        Self::load(config, service, tools, None)
     }
 
     /// Loads one instance whose background runs (when
@@ -71,7 +87,7 @@ impl SubagentToolPlugin {
         tools: &ToolRegistry,
         tasks: &TaskRegistry,
     ) -> Result<Self, ConfigError> {
-        Self::load(config, service, tools, Some(tasks.clone()), None)
+        Self::load(config, service, tools, Some(Backing::tasks(tasks.clone(), tools)))
     }
 
     /// Like [`SubagentToolPlugin::apply_with_tasks`], with the control service
@@ -87,28 +103,29 @@ impl SubagentToolPlugin {
         tools: &ToolRegistry,
         control: &SubagentControl,
     ) -> Result<Self, ConfigError> {
-        Self::load(
-            config,
-            service,
-            tools,
-            Some(control.tasks().clone()),
-            Some(control.clone()),
-        )
+        let backing = Backing {
+            control: Some(control.clone()),
+            ..Backing::tasks(control.tasks().clone(), tools)
+        };
+        Self::load(config, service, tools, Some(backing))
     }
 
+    /// `backing` is what background calls were given, if anything: an
+    /// instance with background runs and no backing is refused before its
+    /// name is reserved.
     fn load(
         config: SubagentToolConfig,
         service: &SubagentService,
         tools: &ToolRegistry,
-        tasks: Option<TaskRegistry>,
-        control: Option<SubagentControl>,
+        backing: Option<Backing>,
     ) -> Result<Self, ConfigError> {
         config.validate()?;
-        let background = config.enable_run_in_background.then(|| Backing {
-            tasks,
-            control,
-            tools: tools.clone(),
-        });
+        if config.enable_run_in_background && backing.is_none() {
+            return Err(ConfigError::BackgroundWithoutTasks {
+                tool_name: config.tool_name,
+            });
+        }
+        let background = backing.filter(|_| config.enable_run_in_background);
         let reservation = tools.reserve(&config.tool_name).map_err(|error| match error {
             RegistryError::DuplicateName { name } => ConfigError::DuplicateToolName { name },
             other => ConfigError::Invalid(other.to_string()),

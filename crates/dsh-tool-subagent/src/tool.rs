@@ -31,11 +31,7 @@ pub(crate) enum BackgroundRoute {
     /// `enableRunInBackground` is off: such a call is refused.
     Disabled,
     /// The run becomes a task of the caller, collected with `task_output`.
-    /// Without a task registry every background call fails, saying so.
-    OneShot {
-        tasks: Option<TaskRegistry>,
-        tools: ToolRegistry,
-    },
+    OneShot { tasks: TaskRegistry, tools: ToolRegistry },
     /// The provider can continue its children: a durable child starts
     /// through the control service, followed up with `send_message`.
     /// Without a control service every background call fails, saying so.
@@ -103,12 +99,10 @@ impl SubagentTool {
     /// settled and released by the task; the call returns its id at once.
     fn start_one_shot(
         &self,
-        tasks: Option<&TaskRegistry>,
+        tasks: &TaskRegistry,
         tools: &ToolRegistry,
         mut request: StartRequest,
     ) -> Result<ToolOutput, ToolError> {
-        let tasks = tasks
-            .ok_or_else(|| ToolError::new(wording::TASKS_UNAVAILABLE).with_code(crate::ErrorCode::TasksUnavailable))?;
         if tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
             return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(crate::ErrorCode::TasksUnavailable));
         }
@@ -158,7 +152,7 @@ impl Tool for SubagentTool {
             BackgroundRoute::Disabled => {
                 Err(ToolError::new(wording::BACKGROUND_DISABLED).with_code(crate::ErrorCode::BackgroundDisabled))
             }
-            BackgroundRoute::OneShot { tasks, tools } => self.start_one_shot(tasks.as_ref(), tools, request),
+            BackgroundRoute::OneShot { tasks, tools } => self.start_one_shot(tasks, tools, request),
             BackgroundRoute::Continuable { control, tools } => {
                 let label = request.label.clone().unwrap_or_default();
                 crate::continuable::start(control.as_ref(), tools, &self.config.provider, label, request)

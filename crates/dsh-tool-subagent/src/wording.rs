@@ -93,9 +93,6 @@ pub const CONTROL_UNAVAILABLE: &str =
 /// The continuable route without `send_message` among the caller's tools (our crate names).
 pub const SEND_MESSAGE_UNAVAILABLE: &str = "continuable background subagents unavailable: load dsh-tool-subagent-control (the advertised send_message tool is not registered)";
 
-/// A background call on an instance that was given no task registry.
-pub const TASKS_UNAVAILABLE: &str = "background tasks unavailable: load dsh-tasks and dsh-tool-tasks";
-
 /// A background call whose caller cannot collect the result (no `task_output`).
 pub const NO_CONTROL_SURFACE: &str =
     "background tasks unavailable: no control surface is attached (load dsh-tool-tasks)";
@@ -194,6 +191,16 @@ pub const TOOL_FILTER_EMPTY: &str = "tool-subagent: `toolFilter` is configured b
 pub fn cannot_enforce_max_depth(provider: &str) -> String {
     format!(
         "tool-subagent: provider \"{provider}\" cannot enforce maxDepth (no depthLimit capability) — set maxDepth: 'provider-managed' to leave the recursion budget to the provider"
+    )
+}
+
+/// `enableRunInBackground` on an instance loaded without a task registry:
+/// refused when it loads, since the model would be shown `run_in_background`
+/// and every call using it refused. `dsh-harness` refuses the same
+/// combination with this text.
+pub fn background_without_tasks(tool_name: &str) -> String {
+    format!(
+        "tool-subagent: \"{tool_name}\" enables run_in_background but has no task registry to run background tasks in — load it with one (SubagentToolPlugin::apply_with_tasks or apply_with_control; in dsh-harness, Background::Tasks or Background::Continuable) or leave enableRunInBackground off"
     )
 }
 

@@ -11,7 +11,7 @@ use dsh_subagent_api::StopReason;
 use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder, StartBehavior};
 use dsh_tasks::{KillOutcome, TaskRegistry, TaskStatus, wording as task_wording};
-use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin, Wording, parameters, wording};
+use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin, wording};
 use dsh_tools::{AgentId, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -42,12 +42,11 @@ struct Background {
 }
 
 fn background(build: impl FnOnce(ScriptedProviderBuilder) -> ScriptedProviderBuilder) -> Background {
-    background_with(build, true, true)
+    background_with(build, true)
 }
 
 fn background_with(
     build: impl FnOnce(ScriptedProviderBuilder) -> ScriptedProviderBuilder,
-    with_tasks: bool,
     with_task_output: bool,
 ) -> Background {
     let service = SubagentService::new();
@@ -61,11 +60,7 @@ fn background_with(
             .unwrap()
     });
     let config = SubagentToolConfig::new("mock").enable_run_in_background(true);
-    let plugin = if with_tasks {
-        SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks).unwrap()
-    } else {
-        SubagentToolPlugin::apply(config, &service, &tools).unwrap()
-    };
+    let plugin = SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks).unwrap();
     Background {
         tools,
         tasks,
@@ -116,7 +111,11 @@ async fn enabling_background_adds_the_parameter_and_the_task_sentence() {
         .collect();
     assert_eq!(properties, ["description", "prompt", "run_in_background"]);
     assert_eq!(spec.parameters["required"], json!(["description", "prompt"]));
-    assert_eq!(spec.parameters, parameters(Wording::Standalone, true));
+    // The foreground schema plus `run_in_background` in the one-shot words.
+    let mut foreground = common::mounted_parameters(false);
+    foreground["properties"]["run_in_background"] =
+        json!({"type": "boolean", "description": wording::RUN_IN_BACKGROUND_ONE_SHOT});
+    assert_eq!(spec.parameters, foreground);
     insta::assert_snapshot!("background_description", spec.description);
     insta::assert_json_snapshot!("background_schema", spec.parameters);
 }
@@ -267,20 +266,34 @@ async fn a_kill_mid_run_cancels_the_child_releases_it_and_reads_killed() {
     assert_eq!((stats.disposes(), stats.live(), stats.cancels_observed()), (2, 0, 2));
 }
 
+/// Without a task registry the model would be shown `run_in_background` and
+/// refused at every call: the instance is refused when it loads instead, and
+/// nothing is mounted or reserved.
 #[tokio::test]
-async fn without_a_task_registry_a_background_call_is_refused_before_the_provider() {
-    let fixture = background_with(|b| b, false, true);
-    let result = fixture.tools.call("subagent", in_background(), exec()).await;
+async fn without_a_task_registry_background_is_refused_when_the_tool_loads() {
+    let service = SubagentService::new();
+    let tools = ToolRegistry::new();
+    let provider = ScriptedProvider::builder("mock").build();
+    let _registration = service.register_provider(provider.clone()).unwrap();
+    let config = SubagentToolConfig::new("mock").enable_run_in_background(true);
+    let error = SubagentToolPlugin::apply(config, &service, &tools).unwrap_err();
     assert_eq!(
-        result.text,
-        "Error: background tasks unavailable: load dsh-tasks and dsh-tool-tasks"
+        error,
+        dsh_tool_subagent::ConfigError::BackgroundWithoutTasks {
+            tool_name: "subagent".into()
+        }
     );
-    assert_eq!(fixture.provider.stats().starts(), 0);
+    assert!(tools.names().is_empty());
+    assert_eq!(provider.stats().starts(), 0);
+    // The name was never reserved: a foreground instance takes it.
+    let _foreground = SubagentToolPlugin::apply(SubagentToolConfig::new("mock"), &service, &tools).unwrap();
+    assert_eq!(tools.names(), ["subagent"]);
+    insta::assert_snapshot!("background_without_tasks", error.to_string());
 }
 
 #[tokio::test]
 async fn without_task_tools_the_caller_could_not_collect_so_nothing_starts() {
-    let fixture = background_with(|b| b, true, false);
+    let fixture = background_with(|b| b, false);
     let result = fixture.tools.call("subagent", in_background(), exec()).await;
     assert!(
         result.text.contains("no control surface is attached"),

@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::Fixture;
-use dsh_tool_subagent::{Wording, parameters, wording};
+use common::{Fixture, mounted_parameters};
+use dsh_tool_subagent::{Wording, wording};
 
 /// The reference schema (docs/contract.md, "Parameters"), with the standalone prompt description.
 const REFERENCE_STANDALONE: &str = r#"{
@@ -27,9 +27,9 @@ const REFERENCE_STANDALONE: &str = r#"{
 
 #[test]
 fn the_schema_is_byte_identical_to_the_reference_for_both_wordings() {
-    let standalone = serde_json::to_string_pretty(&parameters(Wording::Standalone, false)).unwrap();
+    let standalone = serde_json::to_string_pretty(&mounted_parameters(false)).unwrap();
     assert_eq!(standalone, REFERENCE_STANDALONE);
-    let inherited = serde_json::to_string_pretty(&parameters(Wording::Inherited, false)).unwrap();
+    let inherited = serde_json::to_string_pretty(&mounted_parameters(true)).unwrap();
     assert_eq!(
         inherited,
         REFERENCE_STANDALONE.replace(wording::STANDALONE_PROMPT, wording::INHERITED_PROMPT)
@@ -38,8 +38,8 @@ fn the_schema_is_byte_identical_to_the_reference_for_both_wordings() {
 
 #[test]
 fn full_schemas_are_pinned() {
-    insta::assert_json_snapshot!("schema_standalone", parameters(Wording::Standalone, false));
-    insta::assert_json_snapshot!("schema_inherited", parameters(Wording::Inherited, false));
+    insta::assert_json_snapshot!("schema_standalone", mounted_parameters(false));
+    insta::assert_json_snapshot!("schema_inherited", mounted_parameters(true));
 }
 
 #[test]
@@ -88,5 +88,5 @@ async fn a_fork_like_provider_mounts_the_inherited_wording() {
     let fixture = Fixture::new(|b| b.inherits_parent_context(true));
     let spec = &fixture.tools.specs()[0];
     assert_eq!(spec.description, wording::INHERITED_DESCRIPTION);
-    assert_eq!(spec.parameters, parameters(Wording::Inherited, false));
+    assert_eq!(spec.parameters, mounted_parameters(true));
 }

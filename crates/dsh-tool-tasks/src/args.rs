@@ -7,7 +7,6 @@ use dsh_tasks::wording;
 use dsh_tools::{ArgumentWording, Arguments, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 /// How long `task_output` waits with `wait: true` and no `timeout_ms`.
 pub const DEFAULT_WAIT_MS: u64 = 30_000;
@@ -75,21 +74,6 @@ pub(crate) fn task_output_arguments() -> Arguments<TaskOutputArgs> {
 /// `task_kill`'s checked arguments.
 pub(crate) fn task_kill_arguments() -> Arguments<TaskKillArgs> {
     Arguments::new().non_blank("task_id")
-}
-
-/// The parameter schema of `task_output`.
-pub fn task_output_parameters() -> Value {
-    task_output_arguments().parameters().clone()
-}
-
-/// The parameter schema of `task_kill`.
-pub fn task_kill_parameters() -> Value {
-    task_kill_arguments().parameters().clone()
-}
-
-/// The parameter schema of `task_list`.
-pub fn task_list_parameters() -> Value {
-    Arguments::<TaskListArgs>::new().parameters().clone()
 }
 
 /// How a task tool words its argument errors; holds the tool's name.

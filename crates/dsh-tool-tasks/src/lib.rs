@@ -5,7 +5,7 @@ mod args;
 mod plugin;
 mod tools;
 
-pub use args::{DEFAULT_WAIT_MS, MAX_WAIT_MS, task_kill_parameters, task_list_parameters, task_output_parameters};
+pub use args::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
 pub use plugin::TaskToolsPlugin;
 
 /// How many finished tasks `task_list` shows (the most recently finished),

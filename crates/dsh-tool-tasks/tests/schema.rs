@@ -5,11 +5,25 @@ mod common;
 
 use common::Fixture;
 use dsh_tasks::{TaskRegistry, wording};
-use dsh_tool_tasks::{
-    DEFAULT_WAIT_MS, MAX_WAIT_MS, TOOL_NAMES, TaskToolsPlugin, task_kill_parameters, task_list_parameters,
-    task_output_parameters,
-};
+use dsh_tool_tasks::{DEFAULT_WAIT_MS, MAX_WAIT_MS, TOOL_NAMES, TaskToolsPlugin};
 use dsh_tools::{RegistryError, ToolRegistry};
+
+/// The parameter schema of the mounted tool `name`.
+fn parameters(name: &str) -> serde_json::Value {
+    Fixture::new().tools.get(name).unwrap().parameters().clone()
+}
+
+fn task_output_parameters() -> serde_json::Value {
+    parameters("task_output")
+}
+
+fn task_kill_parameters() -> serde_json::Value {
+    parameters("task_kill")
+}
+
+fn task_list_parameters() -> serde_json::Value {
+    parameters("task_list")
+}
 
 #[test]
 fn descriptions_are_pinned() {

@@ -77,6 +77,16 @@ pub struct Arguments<T> {
     target: PhantomData<fn() -> T>,
 }
 
+// By hand: the argument type itself need not be `Debug`.
+impl<T> std::fmt::Debug for Arguments<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Arguments")
+            .field("fields", &self.fields)
+            .field("parameters", &self.parameters)
+            .finish()
+    }
+}
+
 /// One property of the schema, as the checks need it.
 #[derive(Debug)]
 struct Field {

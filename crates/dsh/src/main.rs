@@ -10,6 +10,7 @@ mod observe;
 mod progress;
 mod resume;
 mod run;
+mod runtime;
 mod setup;
 mod telemetry;
 mod transcript;

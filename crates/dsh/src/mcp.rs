@@ -20,7 +20,8 @@ use dsh_mcp::McpToolServer;
 
 use crate::cli::McpArgs;
 use crate::progress::Progress;
-use crate::setup::{Setup, Surface};
+use crate::runtime::Setup;
+use crate::setup::Surface;
 use crate::{Failure, wording};
 
 pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {

@@ -7,7 +7,8 @@ use dsh_tools::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::progress::Progress;
-use crate::setup::{Setup, Surface};
+use crate::runtime::Setup;
+use crate::setup::Surface;
 use crate::{Failure, wording};
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {

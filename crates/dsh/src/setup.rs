@@ -1,53 +1,24 @@
-//! What `dsh run`, `dsh acp` and `dsh mcp` share: the model, the subagent
-//! service with its providers, the delegation tools (those of `dsh.toml`, or
-//! `subagent` and `subagent_fork`), `send_message` (with a data directory:
-//! background spawn children are continuable), the tools of MCP servers, and
-//! parent agents.
+//! What `dsh run`, `dsh acp` and `dsh mcp` share: a plan (configuration in,
+//! [`HarnessBuilder`] calls out) that gives the parent its delegation tools
+//! (those of `dsh.toml`, or `subagent` and `subagent_fork`), the task tools
+//! and, with a data directory, `send_message` over continuable children;
+//! and the MCP servers whose tools join them. The runtime the parents share
+//! over these tools is [`crate::runtime`].
 
 use std::path::Path;
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use dsh_agent::store::JsonlChildStore;
-use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_agent::JsonlChildStore;
+use dsh_harness::{Background, Harness, HarnessBuilder};
 use dsh_mcp::{ClientOptions, McpMount, McpServerSpec};
-use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentEvent, SubagentService, Subscription};
 use dsh_subagent_acp::AcpProvider;
-use dsh_subagent_api::ToolFilter;
-use dsh_subagent_fork::ForkProvider;
-use dsh_subagent_spawn::SpawnProvider;
-use dsh_tasks::TaskRegistry;
-use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
-use dsh_tool_tasks::TaskToolsPlugin;
-use dsh_tools::{AgentId, ToolRegistry};
+use dsh_subagent_api::{SubagentProvider, ToolFilter};
+use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
+use dsh_tools::ToolRegistry;
 
 use crate::cli::AgentArgs;
 use crate::config::{Config, Provider, Subagent};
-use crate::observe::TreeObserver;
-use crate::{Failure, model, resume, wording};
-
-/// Children of a dsh parent do their task themselves: they neither see nor
-/// call the delegation tools (nor the task tools that collect background
-/// ones), and the depth cap backs that up. The parent may run them in the
-/// background (nor `send_message`, when it is mounted).
-fn child_policy(config: SubagentToolConfig, with_send_message: bool, surface: Surface) -> SubagentToolConfig {
-    // A filter may name only tools that exist: `dsh mcp` has no `subagent_fork`.
-    let mut deny = vec![wording::SPAWN_TOOL.to_owned()];
-    if surface == Surface::Agent {
-        deny.push(wording::FORK_TOOL.to_owned());
-    }
-    deny.extend(dsh_tool_tasks::TOOL_NAMES.iter().map(|name| (*name).to_owned()));
-    if with_send_message {
-        deny.extend(
-            dsh_tool_subagent_control::TOOL_NAMES
-                .iter()
-                .map(|name| (*name).to_owned()),
-        );
-    }
-    config
-        .max_depth(MaxDepth::Limit(1))
-        .enable_run_in_background(true)
-        .tool_filter(ToolFilter::denying(deny))
-}
+use crate::{Failure, wording};
 
 /// Which delegation tools the parent gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,52 +31,39 @@ pub(crate) enum Surface {
     McpServer,
 }
 
-/// The delegation tools the parent sees, and what keeps them mounted: the
-/// subagent service with its providers, one `subagent` tool per configured
-/// entry (or the default two), the task tools and, with a data directory,
-/// `send_message`.
-pub(crate) struct Mounts {
-    tools: ToolRegistry,
-    tasks: TaskRegistry,
-    /// The model-visible names of the delegation tools.
-    delegation_tools: Vec<String>,
-    service: SubagentService,
-    _providers: Vec<ProviderRegistration>,
-    _tools: Vec<SubagentToolPlugin>,
-    _task_tools: TaskToolsPlugin,
-    _control: Option<dsh_tool_subagent_control::SubagentControlPlugin>,
-}
-
 /// The names of the default delegation tools.
 pub(crate) const DEFAULT_TOOL_NAMES: [&str; 2] = [wording::SPAWN_TOOL, wording::FORK_TOOL];
 
-/// The default tools without a configuration file (or with one that has no
-/// `[[subagents]]`): `subagent` (spawn) and, for an agent, `subagent_fork`
-/// (fork), with the dsh child policy.
+/// The default tools without `[[subagents]]`: `subagent` (spawn) and, for an
+/// agent, `subagent_fork` (fork). Their children do their task themselves:
+/// they neither see nor call the delegation tools (nor the task tools, nor
+/// `send_message` when it is mounted), and the depth cap backs that up; the
+/// parent may run them in the background.
 fn default_subagents(with_send_message: bool, surface: Surface) -> Vec<Subagent> {
     let mut defaults = vec![(Provider::Spawn, SubagentToolConfig::new("spawn"))];
+    // A filter may name only tools that exist: `dsh mcp` has no `subagent_fork`.
+    let mut deny = vec![DEFAULT_TOOL_NAMES[0]];
     if surface == Surface::Agent {
-        defaults.push((
-            Provider::Fork,
-            SubagentToolConfig::new("fork").tool_name(DEFAULT_TOOL_NAMES[1]),
-        ));
+        let fork = SubagentToolConfig::new("fork").tool_name(DEFAULT_TOOL_NAMES[1]);
+        defaults.push((Provider::Fork, fork));
+        deny.push(DEFAULT_TOOL_NAMES[1]);
     }
+    deny.extend(dsh_tool_tasks::TOOL_NAMES);
+    if with_send_message {
+        deny.extend(dsh_tool_subagent_control::TOOL_NAMES);
+    }
+    let policy = |tool: SubagentToolConfig| {
+        tool.max_depth(MaxDepth::Limit(1))
+            .enable_run_in_background(true)
+            .tool_filter(ToolFilter::denying(deny.clone()))
+    };
     defaults
         .into_iter()
         .map(|(provider, tool)| Subagent {
             provider,
-            tool: child_policy(tool, with_send_message, surface),
+            tool: policy(tool),
         })
         .collect()
-}
-
-/// The MCP servers to start: `--mcp-server`s first, then the file's.
-fn mcp_servers(args: &AgentArgs, config: Option<&Config>) -> Vec<McpServerSpec> {
-    let mut servers = args.mcp_servers.clone();
-    if let Some(config) = config {
-        servers.extend(config.mcp_servers.iter().cloned());
-    }
-    servers
 }
 
 /// The model-visible names of the delegation tools a configuration mounts
@@ -122,118 +80,98 @@ pub(crate) fn delegation_tool_names(config: Option<&Config>) -> Vec<String> {
 }
 
 /// The configured delegation tools a surface serves: `dsh mcp` serves no
-/// fork tool (the calling agent's conversation lives in the MCP host, so a
-/// fork would inherit nothing while its description promises this
-/// conversation); each one left out is named on stderr.
+/// fork tool; each one left out is named on stderr.
 fn served(subagents: &[Subagent], surface: Surface) -> Vec<Subagent> {
-    subagents
-        .iter()
-        .filter(|subagent| {
-            let serves = surface == Surface::Agent || !matches!(subagent.provider, Provider::Fork);
-            if !serves {
-                eprintln!("{}", wording::fork_not_served(&subagent.tool.tool_name));
-            }
-            serves
-        })
-        .cloned()
-        .collect()
+    let serves = |subagent: &&Subagent| {
+        let serves = surface == Surface::Agent || !matches!(subagent.provider, Provider::Fork);
+        if !serves {
+            eprintln!("{}", wording::fork_not_served(&subagent.tool.tool_name));
+        }
+        serves
+    };
+    subagents.iter().filter(serves).cloned().collect()
+}
+
+/// The mounted harness, and the model-visible names of its delegation tools.
+pub(crate) struct Mounts {
+    harness: Harness,
+    delegation_tools: Vec<String>,
 }
 
 impl Mounts {
-    /// Registers the providers and mounts the tools. No child starts here and
-    /// no process is spawned: an ACP provider runs its command per delegation.
+    /// The plan, built. No child starts here and no process is spawned: an
+    /// ACP provider runs its command per delegation.
     pub(crate) fn new(config: Option<&Config>, data_dir: Option<&Path>, surface: Surface) -> Result<Self, Failure> {
-        let service = SubagentService::new();
-        let tools = ToolRegistry::new();
-        let tasks = TaskRegistry::new();
-        let task_tools =
-            TaskToolsPlugin::apply(&tasks, &tools).map_err(|error| Failure::internal(error.to_string()))?;
         let subagents = match config {
             Some(config) if !config.subagents.is_empty() => served(&config.subagents, surface),
             _ => default_subagents(data_dir.is_some(), surface),
         };
-        let mut providers = vec![
-            service.register_provider(Arc::new(SpawnProvider::new())),
-            service.register_provider(Arc::new(ForkProvider::new())),
-        ];
-        for subagent in &subagents {
-            if let Provider::Acp(acp) = &subagent.provider {
-                let provider =
-                    AcpProvider::new(acp.as_ref().clone()).map_err(|error| Failure::usage(wording::failed(&error)))?;
-                providers.push(service.register_provider(Arc::new(provider)));
-            }
-        }
-        let providers = providers
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| Failure::internal(error.to_string()))?;
-        // Continuable children live in transcripts: only with a data directory.
-        let control = data_dir
-            .map(|dir| SubagentControl::new(service.clone(), tasks.clone(), Arc::new(JsonlChildStore::new(dir))));
-        let control_tools = control
-            .as_ref()
-            .map(|control| dsh_tool_subagent_control::SubagentControlPlugin::apply(control, &tools))
-            .transpose()
-            .map_err(|error| Failure::internal(error.to_string()))?;
-        let delegation_tools: Vec<String> = subagents
-            .iter()
-            .map(|subagent| subagent.tool.tool_name.clone())
-            .collect();
+        let delegation_tools: Vec<String> = subagents.iter().map(|s| s.tool.tool_name.clone()).collect();
         // A filter naming a tool dsh leaves out here (`send_message` without
         // a data directory, a fork tool under `dsh mcp`) means the same
         // without that name.
-        let unserved: Vec<&str> = config
-            .map(|config| config.subagents.iter().map(|subagent| subagent.tool.tool_name.as_str()))
-            .into_iter()
-            .flatten()
-            .filter(|name| !delegation_tools.iter().any(|served| served == name))
+        let configured = config.into_iter().flat_map(|config| &config.subagents);
+        let mut absent: Vec<String> = configured
+            .map(|subagent| subagent.tool.tool_name.clone())
+            .filter(|name| !delegation_tools.contains(name))
             .collect();
-        let absent = |name: &String| {
-            (dsh_tool_subagent_control::TOOL_NAMES.contains(&name.as_str()) && control.is_none())
-                || unserved.contains(&name.as_str())
-        };
-        let subagents = subagents.into_iter().map(|mut subagent| {
-            if let Some(filter) = &mut subagent.tool.tool_filter {
-                for names in [&mut filter.allow, &mut filter.deny].into_iter().flatten() {
-                    names.retain(|name| !absent(name));
-                }
+        // Continuable children live in transcripts: only with a data directory.
+        let background = match data_dir {
+            Some(dir) => Background::Continuable(Arc::new(JsonlChildStore::new(dir))),
+            None => {
+                absent.extend(dsh_tool_subagent_control::TOOL_NAMES.map(str::to_owned));
+                Background::Tasks
             }
-            subagent
-        });
-        let mounted = subagents
-            .map(|subagent| match &control {
-                Some(control) => SubagentToolPlugin::apply_with_control(subagent.tool, &service, &tools, control),
-                None => {
-                    // Without transcripts no child can be continuable, and the
-                    // background route of a provider that continues its
-                    // children is the continuable one: keep such tools
-                    // foreground rather than advertise what would fail.
-                    let config = subagent.tool;
-                    let continuable = service
-                        .provider(&config.provider)
-                        .is_some_and(|provider| provider.continuation().is_some());
-                    let enable = config.enable_run_in_background && !continuable;
-                    let config = config.enable_run_in_background(enable);
-                    SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks)
+        };
+        // Spawn and fork are always there: a continued child finds its provider.
+        let spawn: Arc<dyn SubagentProvider> = Arc::new(dsh_subagent_spawn::SpawnProvider::new());
+        let fork: Arc<dyn SubagentProvider> = Arc::new(dsh_subagent_fork::ForkProvider::new());
+        let mut builder = HarnessBuilder::new()
+            .provider(spawn.clone())
+            .provider(fork.clone())
+            .background(background)
+            .later_tools(dsh_mcp::TOOL_PREFIX);
+        for Subagent { provider, mut tool } in subagents {
+            let provider: Arc<dyn SubagentProvider> = match provider {
+                Provider::Spawn => spawn.clone(),
+                Provider::Fork => fork.clone(),
+                Provider::Acp(acp) => {
+                    Arc::new(AcpProvider::new(*acp).map_err(|error| Failure::usage(wording::failed(&error)))?)
                 }
-            })
-            .collect::<Result<Vec<_>, _>>()
+            };
+            for names in tool
+                .tool_filter
+                .iter_mut()
+                .flat_map(|f| [&mut f.allow, &mut f.deny])
+                .flatten()
+            {
+                names.retain(|name| !absent.contains(name));
+            }
+            // Without a data directory no child is continuable, and a
+            // continuing provider's background route is the continuable
+            // one: such tools stay foreground rather than advertise it.
+            if data_dir.is_none() && provider.continuation().is_some() {
+                tool = tool.enable_run_in_background(false);
+            }
+            builder = builder.subagent(tool, provider);
+        }
+        let harness = builder
+            .build()
             .map_err(|error| Failure::usage(wording::failed(&error)))?;
         Ok(Self {
-            tools,
-            tasks,
+            harness,
             delegation_tools,
-            service,
-            _providers: providers,
-            _tools: mounted,
-            _task_tools: task_tools,
-            _control: control_tools,
         })
     }
 
     /// Every tool the parent's model sees.
     pub(crate) fn tools(&self) -> &ToolRegistry {
-        &self.tools
+        self.harness.tools()
+    }
+
+    /// The mounted harness: its service, task registry and notices.
+    pub(crate) fn harness(&self) -> &Harness {
+        &self.harness
     }
 
     /// The model-visible names of the delegation (`subagent`-kind) tools.
@@ -242,73 +180,39 @@ impl Mounts {
     }
 }
 
-/// A model, a runtime with the delegation tools mounted, the task tools that
-/// collect background children, and the registrations that keep them alive.
-pub(crate) struct Setup {
-    /// The line that names the model.
-    pub(crate) banner: String,
-    runtime: Arc<AgentRuntime>,
-    max_turns: u32,
-    /// Set when `--model` or `[model].model` chose the model explicitly.
-    explicit_model: bool,
-    mounts: Mounts,
-    /// The observer's subscription to the service's run events.
-    _runs: Subscription,
-    /// The MCP servers to start (`--mcp-server`, then `[[mcp_servers]]`),
-    /// until [`mount_mcp_servers`](Self::mount_mcp_servers) starts them.
-    mcp_servers: Vec<McpServerSpec>,
-    mcp: std::sync::Mutex<Vec<McpMount>>,
+/// The MCP servers whose tools join the parents' (`--mcp-server`s first,
+/// then `[[mcp_servers]]`): started by [`mount`](Self::mount), released by
+/// [`release`](Self::release).
+pub(crate) struct McpServers {
+    pending: Vec<McpServerSpec>,
+    mounted: Mutex<Vec<McpMount>>,
 }
 
-impl Setup {
-    /// Chooses the model (`--script`, `--base-url`/`[model]`/`DSH_*`, else
-    /// the embedded scripted model) and mounts the delegation tools; the MCP
-    /// servers start later ([`mount_mcp_servers`](Self::mount_mcp_servers)).
-    pub(crate) fn new(
-        args: &AgentArgs,
-        config: Option<&Config>,
-        data_dir: Option<&Path>,
-        observer: Arc<dyn TreeObserver>,
-        surface: Surface,
-    ) -> Result<Self, Failure> {
-        let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
-        let mounts = Mounts::new(config, data_dir, surface)?;
-        // Every child's start and end, whatever its provider, from the run
-        // events; an in-process agent's steps from the agent loop.
-        let children = observer.clone();
-        let runs = mounts.service.subscribe(Arc::new(move |event: &SubagentEvent| {
-            children.child_event(event);
-            Ok(())
-        }));
-        let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
-        let notices = mounts.tasks.clone();
-        let mut runtime = AgentRuntime::new(choice.model, mounts.tools.clone())
-            .with_observer(observer as Arc<dyn AgentObserver>)
-            .with_notices(Arc::new(move |agent: &AgentId| notices.take_notices(agent)));
-        if let Some(dir) = data_dir {
-            runtime = runtime.with_data_dir(dir);
+impl McpServers {
+    /// The servers to start; none runs yet.
+    pub(crate) fn new(args: &AgentArgs, config: Option<&Config>) -> Self {
+        let mut pending = args.mcp_servers.clone();
+        pending.extend(config.into_iter().flat_map(|config| config.mcp_servers.iter().cloned()));
+        Self {
+            pending,
+            mounted: Mutex::default(),
         }
-        Ok(Self {
-            banner: choice.banner,
-            runtime: Arc::new(runtime),
-            max_turns: args.max_turns,
-            explicit_model: args.model.is_some() || file_model.model.is_some(),
-            mounts,
-            _runs: runs,
-            mcp_servers: mcp_servers(args, config),
-            mcp: std::sync::Mutex::default(),
-        })
     }
 
-    /// Starts each MCP server and mounts its tools for the parent and its
-    /// children (a child's `toolFilter` applies to them like to any tool).
-    /// A server that cannot start stops dsh with exit 2, before any model call.
-    pub(crate) async fn mount_mcp_servers(&mut self) -> Result<(), Failure> {
-        for spec in std::mem::take(&mut self.mcp_servers) {
-            match McpMount::start(&spec, self.runtime.tools(), &ClientOptions::default()).await {
-                Ok(mount) => self.mcp.get_mut().unwrap_or_else(PoisonError::into_inner).push(mount),
+    /// Starts each server and mounts its tools in `tools`, for the parent
+    /// and its children (a child's `toolFilter` applies to them like to any
+    /// tool). A server that cannot start stops dsh with exit 2, before any
+    /// model call, and those already started are released.
+    pub(crate) async fn mount(&mut self, tools: &ToolRegistry) -> Result<(), Failure> {
+        for spec in std::mem::take(&mut self.pending) {
+            match McpMount::start(&spec, tools, &ClientOptions::default()).await {
+                Ok(mount) => self
+                    .mounted
+                    .get_mut()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(mount),
                 Err(error) => {
-                    self.release_mcp_servers().await;
+                    self.release().await;
                     return Err(Failure::usage(wording::failed(&error)));
                 }
             }
@@ -316,9 +220,9 @@ impl Setup {
         Ok(())
     }
 
-    /// Releases every MCP server, waiting until their process groups are gone.
-    pub(crate) async fn release_mcp_servers(&self) {
-        let mounts = std::mem::take(&mut *self.mcp.lock().unwrap_or_else(PoisonError::into_inner));
+    /// Releases every server, waiting until their process groups are gone.
+    pub(crate) async fn release(&self) {
+        let mounts = std::mem::take(&mut *self.mounted.lock().unwrap_or_else(PoisonError::into_inner));
         for mount in mounts {
             let server = mount.server().to_owned();
             if let Err(error) = mount.release().await {
@@ -326,211 +230,7 @@ impl Setup {
             }
         }
     }
-
-    /// The tools every parent is offered.
-    pub(crate) fn tools(&self) -> &ToolRegistry {
-        self.runtime.tools()
-    }
-
-    /// The background tasks of every parent on this runtime.
-    pub(crate) fn tasks(&self) -> &TaskRegistry {
-        &self.mounts.tasks
-    }
-
-    /// The model-visible names of the delegation tools.
-    pub(crate) fn delegation_tools(&self) -> &[String] {
-        self.mounts.delegation_tools()
-    }
-
-    /// A new parent agent (its own conversation) on the shared runtime.
-    pub(crate) fn parent(&self, label: &str) -> Result<Agent, Failure> {
-        Agent::builder(self.runtime.clone())
-            .system_prompt(wording::PARENT_SYSTEM_PROMPT)
-            .max_turns(self.max_turns)
-            .label(Some(label.to_owned()))
-            .build()
-            .map_err(|error| Failure::internal(error.to_string()))
-    }
-
-    /// An earlier parent, continued: its id, history (committed turns), system
-    /// prompt and model from its transcript; today's tools. A torn tail and an
-    /// interrupted turn are repaired first; what was repaired is returned.
-    pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), Failure> {
-        let Some(dir) = self.runtime.data_dir() else {
-            return Err(Failure::usage(wording::RESUME_NEEDS_DATA_DIR));
-        };
-        let saved = resume::load_parent(dir, id)?;
-        let mut builder = Agent::builder(self.runtime.clone())
-            .id(saved.id)
-            .max_turns(self.max_turns)
-            .label(saved.label)
-            .continue_from(saved.history);
-        if !self.explicit_model {
-            builder = builder.model(Some(saved.model));
-        }
-        if let Some(system_prompt) = saved.system_prompt {
-            builder = builder.system_prompt(system_prompt);
-        }
-        let agent = builder.build().map_err(|error| Failure::internal(error.to_string()))?;
-        Ok((agent, saved.repairs))
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    /// An observer that shows nothing, for the setups these tests build.
-    pub(super) struct Quiet;
-    impl AgentObserver for Quiet {}
-    impl TreeObserver for Quiet {
-        fn child_event(&self, _event: &SubagentEvent) {}
-    }
-
-    fn setup(data_dir: Option<&Path>) -> Setup {
-        let script = tempfile::NamedTempFile::new().unwrap();
-        std::fs::write(script.path(), r#"{"rules": [{"when": {}, "reply": {"text": "ok"}}]}"#).unwrap();
-        let args = AgentArgs {
-            config: None,
-            base_url: None,
-            model: None,
-            script: Some(script.path().to_owned()),
-            max_turns: 4,
-            mcp_servers: Vec::new(),
-        };
-        match Setup::new(&args, None, data_dir, Arc::new(Quiet), Surface::Agent) {
-            Ok(setup) => setup,
-            Err(_) => panic!("setup failed"),
-        }
-    }
-
-    #[test]
-    fn with_a_data_directory_spawn_children_are_continuable() {
-        let dir = tempfile::tempdir().unwrap();
-        let setup = setup(Some(dir.path()));
-        let tools = setup.mounts.tools();
-        let subagent = tools.get("subagent").unwrap();
-        assert!(
-            subagent
-                .description()
-                .ends_with(dsh_tool_subagent::wording::CONTINUABLE_SUFFIX)
-        );
-        assert!(tools.get("send_message").is_some());
-        let fork = tools.get("subagent_fork").unwrap();
-        assert!(
-            fork.description()
-                .ends_with(dsh_tool_subagent::wording::CONTINUABLE_SUFFIX)
-        );
-    }
-
-    #[test]
-    fn without_one_continuable_providers_stay_foreground() {
-        let setup = setup(None);
-        let tools = setup.mounts.tools();
-        for name in ["subagent", "subagent_fork"] {
-            let tool = tools.get(name).unwrap();
-            assert!(
-                tool.parameters()["properties"].get("run_in_background").is_none(),
-                "{name}"
-            );
-        }
-        assert!(tools.get("send_message").is_none());
-    }
-}
-
-#[cfg(test)]
-mod filter_tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    use super::tests::Quiet;
-
-    /// Without a data directory `send_message` is not mounted; a filter that
-    /// names it still lets every child start.
-    #[tokio::test]
-    async fn a_filter_naming_send_message_works_without_a_data_directory() {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("script.json");
-        std::fs::write(
-            &script,
-            r#"{"rules": [
-              {"when": {"tool_not_offered": "subagent", "tool_offered": "task_list"}, "reply": {"text": "child ok"}},
-              {"when": {"last_message": "user"}, "reply": {"tool_calls": [
-                {"name": "subagent", "arguments": {"description": "d", "prompt": "p"}}]}},
-              {"when": {"last_message": "tool"}, "reply": {"text": "{{last_tool_result}}"}}
-            ]}"#,
-        )
-        .unwrap();
-        let text = "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { allow = [\"task_list\", \"send_message\"] }\n";
-        let config = crate::config::parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
-        let args = AgentArgs {
-            config: None,
-            base_url: None,
-            model: None,
-            script: Some(script),
-            max_turns: 4,
-            mcp_servers: Vec::new(),
-        };
-        let Ok(setup) = Setup::new(&args, Some(&config), None, Arc::new(Quiet), Surface::Agent) else {
-            panic!("setup failed")
-        };
-        assert!(setup.mounts.tools().get("send_message").is_none());
-        let Ok(parent) = setup.parent("test") else {
-            panic!("no parent")
-        };
-        let outcome = parent.run("go", &dsh_tools::CancellationToken::new()).await;
-        assert_eq!(outcome.text, "child ok");
-    }
-}
-
-#[cfg(test)]
-mod surface_tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    use super::tests::Quiet;
-
-    /// `dsh mcp` leaves a configured fork tool out; a filter naming it still
-    /// lets the other tool's children start.
-    #[tokio::test]
-    async fn an_mcp_server_serves_no_fork_tool_and_filters_naming_it_still_work() {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("script.json");
-        std::fs::write(
-            &script,
-            r#"{"rules": [
-              {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "child ok"}},
-              {"when": {"last_message": "user"}, "reply": {"tool_calls": [
-                {"name": "subagent", "arguments": {"description": "d", "prompt": "p"}}]}},
-              {"when": {"last_message": "tool"}, "reply": {"text": "{{last_tool_result}}"}}
-            ]}"#,
-        )
-        .unwrap();
-        let text = "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { deny = [\"subagent\", \"subagent_fork\"] }\n\n[[subagents]]\ntool_name = \"subagent_fork\"\nprovider = \"fork\"\n";
-        let config = crate::config::parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
-        let args = AgentArgs {
-            config: None,
-            base_url: None,
-            model: None,
-            script: Some(script),
-            max_turns: 4,
-            mcp_servers: Vec::new(),
-        };
-        let data = dir.path().join("data");
-        let Ok(setup) = Setup::new(&args, Some(&config), Some(&data), Arc::new(Quiet), Surface::McpServer) else {
-            panic!("setup failed")
-        };
-        assert!(setup.tools().get("subagent").is_some());
-        assert!(setup.tools().get("subagent_fork").is_none());
-        assert_eq!(setup.delegation_tools(), ["subagent"]);
-        let Ok(parent) = setup.parent("test") else {
-            panic!("no parent")
-        };
-        let outcome = parent.run("go", &dsh_tools::CancellationToken::new()).await;
-        assert_eq!(outcome.text, "child ok");
-    }
-}
+mod tests;

@@ -1,5 +1,6 @@
-//! Diagnostics: the protocol faults we catch, how the child exited, JSON-RPC
-//! errors it replied with, and the one text that puts them together.
+//! Diagnostics: the protocol faults we catch, JSON-RPC errors the child
+//! replied with, and the one text that puts them together with how the child
+//! exited (worded by `dsh-process`).
 
 use std::fmt::Display;
 
@@ -38,19 +39,6 @@ pub(crate) fn diagnostic(stage: &dyn Display, what: &str, exit: Option<&dyn Disp
     }
     text
 }
-
-/// The child exited with `code`.
-pub(crate) fn exit_code(code: i32) -> String {
-    format!("exit code {code}")
-}
-
-/// A signal ended the child (`signal` is its name, or its number when unnamed).
-pub(crate) fn killed_by_signal(signal: &dyn Display) -> String {
-    format!("killed by signal {signal}")
-}
-
-/// Neither an exit code nor a signal.
-pub(crate) const UNKNOWN_EXIT: &str = "unknown exit status";
 
 /// A JSON-RPC error the child replied with: its code, then its message and
 /// data when present and printable.

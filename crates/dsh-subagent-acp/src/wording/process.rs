@@ -1,10 +1,9 @@
 //! The child's process group: teardown failures and the log lines about it.
+//! (How a child exited, and a spawn whose pipes did not come back, are
+//! worded by `dsh-process`.)
 
 use std::fmt::Display;
 use std::time::Duration;
-
-/// Piped stdio that did not come back from the spawn.
-pub(crate) const PIPES_UNAVAILABLE: &str = "the child's pipes were not available";
 
 /// A write after the child's stdin was closed.
 pub(crate) const STDIN_CLOSED: &str = "the ACP child's stdin is closed";
@@ -29,11 +28,6 @@ pub(crate) fn survived_kill(group: &dyn Display, wait: Duration) -> String {
 /// Log line: an immediate SIGKILL the system refused.
 pub(crate) fn log_cannot_kill(group: &dyn Display, error: &dyn Display) -> String {
     format!("cannot SIGKILL the ACP child's process group {group}: {error}")
-}
-
-/// Log line: waiting for the child's exit status failed.
-pub(crate) fn log_wait_failed(error: &dyn Display) -> String {
-    format!("waiting for the ACP child failed: {error}")
 }
 
 /// Log line: the child was released after a run.

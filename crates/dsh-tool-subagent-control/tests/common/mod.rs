@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_agent::store::JsonlChildStore;
+use dsh_agent::JsonlChildStore;
 use dsh_agent::{Agent, AgentRuntime};
 use dsh_llm::ScriptedModel;
 use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};

@@ -53,6 +53,13 @@ impl Fixture {
     }
 }
 
+/// The parameter schema of a mounted `subagent` (background off) over a
+/// provider whose children inherit the parent's context or not.
+pub fn mounted_parameters(inherits: bool) -> Value {
+    let fixture = Fixture::new(|b| b.inherits_parent_context(inherits));
+    fixture.tools.get("subagent").unwrap().parameters().clone()
+}
+
 /// A valid argument object.
 pub fn task() -> Value {
     json!({"description": "d", "prompt": "do the thing"})

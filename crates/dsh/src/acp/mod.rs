@@ -36,7 +36,8 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::cli::AcpArgs;
 use crate::progress::Progress;
-use crate::setup::{Setup, Surface};
+use crate::runtime::Setup;
+use crate::setup::Surface;
 use crate::{Failure, wording};
 
 mod stream;

@@ -1,28 +1,28 @@
 //! A provider written from scratch: `subagent` over a tiny agent loop of the
-//! harness's own, with no model and no fixture of this workspace.
+//! harness's own, with no model and no fixture of this workspace, assembled
+//! with the harness builder.
 //!
 //! The "agent" counts: asked `count to N`, it says one number per step. Each
 //! step costs one token of a fixed budget, so a long count stops at the
-//! token limit; `wait` idles until cancelled. The example mounts the tool,
-//! then checks a success, a stop reason, a cancellation, and that every
-//! child was released exactly once. Any broken promise fails it.
+//! token limit; `wait` idles until cancelled. The example builds the
+//! harness, then checks a success, a stop reason, a cancellation, a count in
+//! the background collected with `task_output`, and that every child was
+//! released exactly once. Any broken promise fails it.
 //!
 //! ```text
-//! cargo run --example custom_provider -p dsh-tool-subagent
+//! cargo run --example custom_provider -p dsh-harness
 //! ```
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use dsh_tool_subagent::provider::{
+use dsh_harness::provider::{
     BoxFuture, Capabilities, ContentBlock, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult,
     SubagentRun, concat_text,
 };
-use dsh_tool_subagent::{
-    AgentRef, CancellationToken, ErrorCode, SubagentService, SubagentToolConfig, SubagentToolPlugin, ToolExecution,
-    ToolRegistry,
-};
+use dsh_harness::{AgentRef, Background, CancellationToken, HarnessBuilder, SubagentToolConfig, ToolExecution};
+use dsh_tool_subagent::ErrorCode;
 use serde_json::json;
 use tokio::sync::{Notify, oneshot};
 
@@ -130,11 +130,17 @@ fn caller(cancel: CancellationToken) -> ToolExecution {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let service = SubagentService::new();
-    let tools = ToolRegistry::new();
     let provider = Arc::new(CountingProvider::default());
-    let _registration = service.register_provider(provider.clone())?;
-    let _plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("counter"), &service, &tools)?;
+    // One `subagent` tool over the counter; background runs become tasks,
+    // collected with the task tools the builder mounts beside it.
+    let harness = HarnessBuilder::new()
+        .subagent(
+            SubagentToolConfig::new("counter").enable_run_in_background(true),
+            provider.clone(),
+        )
+        .background(Background::Tasks)
+        .build()?;
+    let tools = harness.tools();
 
     // Success: the child's final text is the tool's result.
     let ok = tools
@@ -180,9 +186,35 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(cancelled.text, "Error: subagent run was cancelled");
     println!("cancellation → {}", cancelled.text);
 
-    // Every child was released exactly once, and only once the tool had returned.
-    assert_eq!(provider.starts.load(Ordering::SeqCst), 3);
-    assert_eq!(provider.disposes.load(Ordering::SeqCst), 3);
-    println!("released     → 3 of 3 children, once each");
+    // In the background: the call returns a task id at once, the task
+    // settles the child, and its owner is told before its next model call.
+    let started = tools
+        .call(
+            "subagent",
+            json!({"description": "count", "prompt": "count to 2", "run_in_background": true}),
+            caller(CancellationToken::new()),
+        )
+        .await;
+    assert_eq!(started.text, "started background subagent task subagent-1");
+    let output = tools
+        .call(
+            "task_output",
+            json!({"task_id": "subagent-1", "wait": true}),
+            caller(CancellationToken::new()),
+        )
+        .await;
+    assert_eq!(output.text, "1 2\n[status: completed]");
+    assert_eq!(
+        harness.notices().take(&"parent-1".into()),
+        [
+            "background task subagent-1 (subagent: count) finished [status: completed]. Read its output with task_output."
+        ]
+    );
+    println!("background   → {}", output.text.replace('\n', " | "));
+
+    // Every child was released exactly once, and only once it had settled.
+    assert_eq!(provider.starts.load(Ordering::SeqCst), 4);
+    assert_eq!(provider.disposes.load(Ordering::SeqCst), 4);
+    println!("released     → 4 of 4 children, once each");
     Ok(())
 }

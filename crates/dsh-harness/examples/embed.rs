@@ -3,22 +3,22 @@
 //! The harness speaks the OpenAI chat-completions dialect: it offers tools as
 //! `{"type":"function","function":{"name","description","parameters"}}` and
 //! gets back `tool_calls` whose arguments are a JSON string. This example
-//! turns the registry's definitions into that `tools` array, dispatches one
-//! call the "model" made, and renders the result as the harness's `tool`
-//! message. The provider is a few lines of the harness's own.
+//! builds the delegation tools with the harness builder, turns the
+//! registry's definitions into that `tools` array, dispatches one call the
+//! "model" made, and renders the result as the harness's `tool` message. The
+//! provider is a few lines of the harness's own.
 //!
 //! ```text
-//! cargo run --example embed -p dsh-tool-subagent
+//! cargo run --example embed -p dsh-harness
 //! ```
 
 use std::sync::Arc;
 
-use dsh_tool_subagent::provider::{
+use dsh_harness::provider::{
     BoxFuture, Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentResult, SubagentRun, concat_text,
 };
-use dsh_tool_subagent::{
-    AgentRef, CancellationToken, SubagentService, SubagentToolConfig, SubagentToolPlugin, ToolExecution, ToolRegistry,
-    ToolResult,
+use dsh_harness::{
+    AgentRef, CancellationToken, HarnessBuilder, SubagentToolConfig, ToolExecution, ToolRegistry, ToolResult,
 };
 use serde_json::{Value, json};
 
@@ -86,12 +86,12 @@ fn tool_message(call: &Value, result: &ToolResult) -> Value {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let service = SubagentService::new();
-    let tools = ToolRegistry::new();
-    let _registration = service.register_provider(Arc::new(Shout))?;
-    let _plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("shout"), &service, &tools)?;
+    let harness = HarnessBuilder::new()
+        .subagent(SubagentToolConfig::new("shout"), Arc::new(Shout))
+        .build()?;
+    let tools = harness.tools();
 
-    let offered = openai_tools(&tools);
+    let offered = openai_tools(tools);
     println!("tools = {}", serde_json::to_string_pretty(&offered)?);
     assert_eq!(offered[0]["type"], "function");
     assert_eq!(offered[0]["function"]["name"], "subagent");
@@ -107,7 +107,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "function": {"name": "subagent", "arguments": "{\"description\":\"shout\",\"prompt\":\"hello there\"}"}
     });
     let parent = AgentRef::new("parent-1");
-    let result = dispatch(&tools, &call, &parent).await;
+    let result = dispatch(tools, &call, &parent).await;
     let message = tool_message(&call, &result);
     println!("message = {message}");
     assert_eq!(
@@ -117,7 +117,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // A malformed call reaches the model as an error it can act on.
     let bad = json!({"id": "call_2", "function": {"name": "subagent", "arguments": "{\"prompt\": 3}"}});
-    let refused = dispatch(&tools, &bad, &parent).await;
+    let refused = dispatch(tools, &bad, &parent).await;
     assert!(refused.is_error);
     assert!(refused.text.starts_with("Error: "), "{}", refused.text);
     println!("refused = {}", tool_message(&bad, &refused));

@@ -1,0 +1,47 @@
+//! Stable error codes.
+
+/// The stable codes of [`BuildError`](crate::BuildError): importable,
+/// matchable, and what [`BuildError::code`](crate::BuildError::code) returns
+/// as text. The text of a code never changes; the table of every code is in
+/// `docs/errors.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `BACKGROUND_WITHOUT_TASKS`: a tool enables `run_in_background` in a harness without background tasks.
+    BackgroundWithoutTasks,
+    /// `CONTINUABLE_WITHOUT_STORE`: a tool would run continuable children in the background, and the harness has no child store.
+    ContinuableWithoutStore,
+    /// `UNKNOWN_FILTER_TOOL`: a tool filter names a tool the harness does not mount.
+    UnknownFilterTool,
+    /// `DUPLICATE_TOOL_NAME`: two tools of the harness have one name.
+    DuplicateToolName,
+    /// `DUPLICATE_PROVIDER`: two different providers have one name.
+    DuplicateProvider,
+    /// `PROVIDER_MISMATCH`: a tool's configuration names another provider than the one it was given.
+    ProviderMismatch,
+    /// `UNSUPPORTED_CAPABILITY`: a tool sets a persona or a tool filter its provider cannot honour.
+    UnsupportedCapability,
+    /// `INVALID_TOOL_CONFIG`: a tool's configuration is refused by the tool itself.
+    InvalidToolConfig,
+    /// `TOOL_NOT_REGISTERED`: the tool registry refused a tool of the harness's own.
+    ToolNotRegistered,
+}
+
+impl ErrorCode {
+    /// The code as text, e.g. `BACKGROUND_WITHOUT_TASKS`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::BackgroundWithoutTasks => "BACKGROUND_WITHOUT_TASKS",
+            Self::ContinuableWithoutStore => "CONTINUABLE_WITHOUT_STORE",
+            Self::UnknownFilterTool => "UNKNOWN_FILTER_TOOL",
+            Self::DuplicateToolName => "DUPLICATE_TOOL_NAME",
+            Self::DuplicateProvider => "DUPLICATE_PROVIDER",
+            Self::ProviderMismatch => "PROVIDER_MISMATCH",
+            Self::UnsupportedCapability => "UNSUPPORTED_CAPABILITY",
+            Self::InvalidToolConfig => "INVALID_TOOL_CONFIG",
+            Self::ToolNotRegistered => "TOOL_NOT_REGISTERED",
+        }
+    }
+}
+
+dsh_subagent_api::error_code_text!(ErrorCode);

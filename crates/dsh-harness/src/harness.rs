@@ -1,0 +1,162 @@
+//! The assembled harness: what it mounted, and the handles a harness loop needs.
+
+use std::sync::Arc;
+
+use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
+use dsh_subagent_api::SubagentProvider;
+use dsh_tasks::TaskRegistry;
+use dsh_tool_subagent::SubagentToolPlugin;
+use dsh_tool_subagent_control::SubagentControlPlugin;
+use dsh_tool_tasks::TaskToolsPlugin;
+use dsh_tools::{AgentId, RegistryError, ToolRegistration, ToolRegistry};
+
+use crate::{Background, BuildError, HarnessBuilder};
+
+/// A built harness: the tool registry the model is offered, and the
+/// handles around it.
+///
+/// Everything the builder registered stays registered while the harness
+/// lives (providers, tools, the plugins' subscriptions) and is removed when
+/// it drops (or on [`Harness::dispose`]), tools first. Dropping it does not
+/// stop background tasks that are still running: end each owner's with
+/// [`TaskRegistry::dispose_owner`] on [`Harness::tasks`] first.
+///
+/// It depends on no agent loop: a loop of the harness's own calls
+/// [`ToolRegistry::call`] on [`Harness::tools`] for the model's tool calls,
+/// and hands [`Harness::notices`] to the owner's next model call.
+#[derive(Debug)]
+pub struct Harness {
+    // Field order is drop order: the tools leave before their providers.
+    subagents: Vec<SubagentToolPlugin>,
+    _control_tools: Option<SubagentControlPlugin>,
+    _task_tools: Option<TaskToolsPlugin>,
+    _own_tools: Vec<ToolRegistration>,
+    _providers: Vec<ProviderRegistration>,
+    control: Option<SubagentControl>,
+    tasks: TaskRegistry,
+    service: SubagentService,
+    tools: ToolRegistry,
+}
+
+impl Harness {
+    /// Registers the checked providers and mounts every tool, on a new
+    /// service and a new registry; a failure drops what was mounted so far.
+    pub(crate) fn mount(
+        builder: HarnessBuilder,
+        providers: Vec<Arc<dyn SubagentProvider>>,
+    ) -> Result<Self, BuildError> {
+        let service = SubagentService::new();
+        let tools = ToolRegistry::new();
+        let tasks = TaskRegistry::new();
+        let providers = providers
+            .into_iter()
+            .map(|provider| service.register_provider(provider))
+            .collect::<Result<Vec<_>, _>>()?;
+        let own_tools = builder
+            .tools
+            .into_iter()
+            .map(|tool| tools.register(tool).map_err(refused))
+            .collect::<Result<Vec<_>, _>>()?;
+        let task_tools = match builder.background {
+            Background::Off => None,
+            Background::Tasks | Background::Continuable(_) => {
+                Some(TaskToolsPlugin::apply(&tasks, &tools).map_err(refused)?)
+            }
+        };
+        let control = match builder.background {
+            Background::Continuable(store) => Some(SubagentControl::new(service.clone(), tasks.clone(), store)),
+            Background::Off | Background::Tasks => None,
+        };
+        let control_tools = control
+            .as_ref()
+            .map(|control| SubagentControlPlugin::apply(control, &tools).map_err(refused))
+            .transpose()?;
+        let subagents = builder
+            .subagents
+            .into_iter()
+            .map(|(config, _)| match (&control, &task_tools) {
+                (Some(control), _) => SubagentToolPlugin::apply_with_control(config, &service, &tools, control),
+                (None, Some(_)) => SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks),
+                (None, None) => SubagentToolPlugin::apply(config, &service, &tools),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            subagents,
+            _control_tools: control_tools,
+            _task_tools: task_tools,
+            _own_tools: own_tools,
+            _providers: providers,
+            control,
+            tasks,
+            service,
+            tools,
+        })
+    }
+
+    /// Every tool the harness mounted: what the model is offered. Tools
+    /// mounted here later (those of [`HarnessBuilder::later_tools`]) join it.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The subagent service the providers are registered in: subscribe to
+    /// its run events to follow every child.
+    pub fn service(&self) -> &SubagentService {
+        &self.service
+    }
+
+    /// The background tasks of every agent of this harness (none while
+    /// background is [`Background::Off`]).
+    pub fn tasks(&self) -> &TaskRegistry {
+        &self.tasks
+    }
+
+    /// The control service of continuable children, with
+    /// [`Background::Continuable`].
+    pub fn control(&self) -> Option<&SubagentControl> {
+        self.control.as_ref()
+    }
+
+    /// The completion notices of background tasks, for their owner's next
+    /// model call.
+    pub fn notices(&self) -> Notices {
+        Notices {
+            tasks: self.tasks.clone(),
+        }
+    }
+
+    /// The `subagent` tools, in the order they were given.
+    pub fn subagents(&self) -> &[SubagentToolPlugin] {
+        &self.subagents
+    }
+
+    /// Unmounts everything now (the same as dropping the harness).
+    pub fn dispose(self) {}
+}
+
+/// A duplicate the checks did not see is still a duplicate.
+fn refused(error: RegistryError) -> BuildError {
+    match error {
+        RegistryError::DuplicateName { name } => BuildError::DuplicateToolName { name },
+        other => BuildError::Registry(other),
+    }
+}
+
+/// The completion notices of a harness's background tasks: "background task
+/// subagent-1 (…) finished [status: completed]. Read its output with
+/// task_output." Cheap to clone.
+///
+/// Before each model call of an agent, take its notices and append them to
+/// the conversation (the `dsh-agent` loop does this through
+/// `AgentRuntime::with_notices`). Each notice is handed over once.
+#[derive(Clone, Debug)]
+pub struct Notices {
+    tasks: TaskRegistry,
+}
+
+impl Notices {
+    /// Takes the notices pending for `agent`, oldest first.
+    pub fn take(&self, agent: &AgentId) -> Vec<String> {
+        self.tasks.take_notices(agent)
+    }
+}

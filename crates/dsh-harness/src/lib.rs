@@ -1,0 +1,29 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod builder;
+mod check;
+mod code;
+mod error;
+mod harness;
+pub mod wording;
+
+pub use builder::{Background, HarnessBuilder};
+pub use code::ErrorCode;
+pub use error::BuildError;
+pub use harness::{Harness, Notices};
+
+// What assembling and driving a harness needs, so a harness depends on this
+// crate alone: the tool configuration, the handles a built harness holds,
+// the registry's call types, and the provider seam (`provider::…`) for a
+// provider of the harness's own.
+pub use dsh_subagent::{SubagentControl, SubagentService};
+pub use dsh_subagent_api as provider;
+pub use dsh_tasks::TaskRegistry;
+pub use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
+pub use dsh_tools::{AgentId, AgentRef, CancellationToken, Tool, ToolExecution, ToolRegistry, ToolResult};
+
+/// The workspace README's Rust examples run as doc tests of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct WorkspaceReadmeDoctests;

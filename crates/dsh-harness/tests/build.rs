@@ -1,0 +1,294 @@
+//! What `HarnessBuilder::build` refuses, in which words, and that a refused
+//! build leaves nothing behind.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use dsh_harness::provider::{
+    BoxFuture, Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
+    SubagentProvider, SubagentRun, ToolFilter,
+};
+use dsh_harness::{Background, BuildError, ErrorCode, HarnessBuilder, MaxDepth, SubagentToolConfig, Tool};
+use dsh_subagent_testing::{MemoryChildStore, ScriptedProvider};
+use dsh_tools::{ToolError, ToolExecution, ToolOutput};
+use serde_json::{Value, json};
+
+/// A provider that continues its children; the build never starts one.
+struct Durable;
+
+impl SubagentProvider for Durable {
+    fn name(&self) -> &str {
+        "durable"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::ALL
+    }
+    fn inherits_parent_context(&self) -> bool {
+        false
+    }
+    fn start(&self, _: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed("not started in these tests")) })
+    }
+    fn continuation(&self) -> Option<&dyn ContinuableProvider> {
+        Some(self)
+    }
+}
+
+impl ContinuableProvider for Durable {
+    fn start_continuable(
+        &self,
+        _: String,
+        _: ContinuationDescriptor,
+        _: StartRequest,
+    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed("not started in these tests")) })
+    }
+    fn resume(&self, _: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed("not resumed in these tests")) })
+    }
+}
+
+/// A tool of the harness's own.
+struct Lookup(Value);
+
+impl Tool for Lookup {
+    fn name(&self) -> &str {
+        "lookup"
+    }
+    fn description(&self) -> &str {
+        "Look a key up."
+    }
+    fn parameters(&self) -> &Value {
+        &self.0
+    }
+    fn execute(&self, _: Value, _: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        Box::pin(async { Ok(ToolOutput::text("found")) })
+    }
+}
+
+fn lookup() -> Arc<dyn Tool> {
+    Arc::new(Lookup(json!({"type": "object"})))
+}
+
+fn spawn() -> Arc<ScriptedProvider> {
+    ScriptedProvider::builder("spawn").build()
+}
+
+fn continuable() -> Background {
+    Background::Continuable(Arc::new(MemoryChildStore::new()))
+}
+
+fn denying(names: &[&str]) -> ToolFilter {
+    ToolFilter::denying(names.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>())
+}
+
+/// Each mis-assembly, the error it gets, and its code.
+fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
+    let background = SubagentToolConfig::new("spawn").enable_run_in_background(true);
+    let limited = || Capabilities::NONE;
+    vec![
+        (
+            "background without tasks",
+            HarnessBuilder::new().subagent(background.clone(), spawn()),
+            BuildError::BackgroundWithoutTasks {
+                tool: "subagent".into(),
+            },
+        ),
+        (
+            "continuable background without a store",
+            HarnessBuilder::new()
+                .subagent(
+                    SubagentToolConfig::new("durable").enable_run_in_background(true),
+                    Arc::new(Durable),
+                )
+                .background(Background::Tasks),
+            BuildError::ContinuableWithoutStore {
+                tool: "subagent".into(),
+                provider: "durable".into(),
+            },
+        ),
+        (
+            "a filter naming a tool that is not mounted",
+            HarnessBuilder::new()
+                .subagent(
+                    SubagentToolConfig::new("spawn").tool_filter(denying(&["subagent", "lookp"])),
+                    spawn(),
+                )
+                .tool(lookup()),
+            BuildError::UnknownFilterTool {
+                tool: "subagent".into(),
+                name: "lookp".into(),
+                mounted: vec!["lookup".into(), "subagent".into()],
+            },
+        ),
+        (
+            "a filter naming send_message without a child store",
+            HarnessBuilder::new()
+                .subagent(
+                    SubagentToolConfig::new("spawn").tool_filter(denying(&["send_message"])),
+                    spawn(),
+                )
+                .background(Background::Tasks),
+            BuildError::UnknownFilterTool {
+                tool: "subagent".into(),
+                name: "send_message".into(),
+                mounted: ["subagent", "task_kill", "task_list", "task_output"]
+                    .map(String::from)
+                    .to_vec(),
+            },
+        ),
+        (
+            "two subagent tools with one name",
+            HarnessBuilder::new()
+                .subagent(SubagentToolConfig::new("spawn"), spawn())
+                .subagent(SubagentToolConfig::new("durable"), Arc::new(Durable)),
+            BuildError::DuplicateToolName {
+                name: "subagent".into(),
+            },
+        ),
+        (
+            "a tool named like a task tool",
+            HarnessBuilder::new()
+                .subagent(SubagentToolConfig::new("spawn").tool_name("task_list"), spawn())
+                .background(continuable()),
+            BuildError::DuplicateToolName {
+                name: "task_list".into(),
+            },
+        ),
+        (
+            "two different providers with one name",
+            HarnessBuilder::new()
+                .subagent(SubagentToolConfig::new("spawn"), spawn())
+                .provider(spawn()),
+            BuildError::DuplicateProvider { name: "spawn".into() },
+        ),
+        (
+            "a tool given another provider than its configuration names",
+            HarnessBuilder::new().subagent(SubagentToolConfig::new("fork"), spawn()),
+            BuildError::ProviderMismatch {
+                tool: "subagent".into(),
+                configured: "fork".into(),
+                given: "spawn".into(),
+            },
+        ),
+        (
+            "a persona the provider cannot honour",
+            HarnessBuilder::new().subagent(
+                SubagentToolConfig::new("spawn").persona("a pirate"),
+                ScriptedProvider::builder("spawn").capabilities(limited()).build(),
+            ),
+            BuildError::UnsupportedCapability {
+                tool: "subagent".into(),
+                provider: "spawn".into(),
+                capability: dsh_harness::provider::Capability::Persona,
+            },
+        ),
+        (
+            "a numeric maxDepth the provider cannot enforce",
+            HarnessBuilder::new().subagent(
+                SubagentToolConfig::new("spawn").max_depth(MaxDepth::Limit(1)),
+                ScriptedProvider::builder("spawn").capabilities(limited()).build(),
+            ),
+            BuildError::Tool(dsh_tool_subagent::ConfigError::CannotEnforceMaxDepth {
+                provider: "spawn".into(),
+            }),
+        ),
+        (
+            "an invalid tool configuration",
+            HarnessBuilder::new().subagent(SubagentToolConfig::new("spawn").tool_name(""), spawn()),
+            BuildError::Tool(dsh_tool_subagent::ConfigError::Invalid(
+                "config key \"toolName\" must not be empty".into(),
+            )),
+        ),
+    ]
+}
+
+#[test]
+fn every_mis_assembly_is_refused_in_its_own_words() {
+    let mut pinned = String::new();
+    for (case, builder, expected) in mis_assemblies() {
+        let error = builder.build().unwrap_err();
+        assert_eq!(error, expected, "{case}");
+        pinned.push_str(&format!("{case}\n  {}: {error}\n", error.code()));
+    }
+    insta::assert_snapshot!("mis_assemblies", pinned);
+}
+
+#[test]
+fn the_codes_are_the_documented_symbols() {
+    let codes: Vec<String> = mis_assemblies()
+        .into_iter()
+        .map(|(_, builder, _)| builder.build().unwrap_err().code().to_owned())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ErrorCode::BackgroundWithoutTasks,
+            ErrorCode::ContinuableWithoutStore,
+            ErrorCode::UnknownFilterTool,
+            ErrorCode::UnknownFilterTool,
+            ErrorCode::DuplicateToolName,
+            ErrorCode::DuplicateToolName,
+            ErrorCode::DuplicateProvider,
+            ErrorCode::ProviderMismatch,
+            ErrorCode::UnsupportedCapability,
+            ErrorCode::InvalidToolConfig,
+            ErrorCode::InvalidToolConfig,
+        ]
+        .map(|code| code.as_str().to_owned())
+    );
+}
+
+/// A refused build registers and keeps nothing: the providers it was given
+/// are referenced by no one else afterwards, and none was started.
+#[test]
+fn a_refused_build_keeps_nothing() {
+    let provider = spawn();
+    let error = HarnessBuilder::new()
+        .subagent(SubagentToolConfig::new("spawn"), provider.clone())
+        .subagent(
+            SubagentToolConfig::new("spawn")
+                .tool_name("subagent_two")
+                .enable_run_in_background(true),
+            provider.clone(),
+        )
+        .build()
+        .unwrap_err();
+    assert_eq!(error.code(), "BACKGROUND_WITHOUT_TASKS");
+    assert_eq!(Arc::strong_count(&provider), 1);
+    assert_eq!(provider.stats().starts(), 0);
+}
+
+/// Filters may name the harness's own tools, the task tools and
+/// `send_message` when they are mounted, and tools declared as mounted later.
+#[test]
+fn filters_may_name_every_tool_that_will_be_there() {
+    let filter = denying(&["lookup", "subagent", "task_output", "send_message", "mcp__files__read"]);
+    let harness = HarnessBuilder::new()
+        .subagent(SubagentToolConfig::new("spawn").tool_filter(filter), spawn())
+        .tool(lookup())
+        .background(continuable())
+        .later_tools("mcp__")
+        .build()
+        .unwrap();
+    assert_eq!(
+        harness.tools().names(),
+        [
+            "lookup",
+            "send_message",
+            "subagent",
+            "task_kill",
+            "task_list",
+            "task_output"
+        ]
+    );
+    // Without the declaration the MCP name is unknown.
+    let error = HarnessBuilder::new()
+        .subagent(
+            SubagentToolConfig::new("spawn").tool_filter(denying(&["mcp__files__read"])),
+            spawn(),
+        )
+        .build()
+        .unwrap_err();
+    assert_eq!(error.code(), "UNKNOWN_FILTER_TOOL");
+}

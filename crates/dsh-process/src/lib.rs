@@ -1,0 +1,18 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod child;
+mod env;
+mod exit;
+mod group;
+mod stderr;
+mod teardown;
+pub mod wording;
+
+pub use child::{Child, ChildSpec, DEFAULT_STDERR_TAIL_BYTES, Pipes, SpawnError};
+pub use env::{BASE_ENV, Environment};
+pub use exit::ExitInfo;
+pub use group::ProcessGroup;
+pub use nix::errno::Errno;
+pub use stderr::{StderrTail, strip_escapes};
+pub use teardown::{DEFAULT_KILL_WAIT, Ladder, Teardown, TeardownError};

@@ -1,0 +1,135 @@
+//! The runtime every parent of `dsh run`, `dsh acp` and `dsh mcp` shares:
+//! the chosen model over the mounted tools, with the observer, the task
+//! notices and the data directory, and the parent agents on it, new or
+//! resumed.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_subagent::{SubagentEvent, Subscription};
+use dsh_tasks::TaskRegistry;
+use dsh_tools::{AgentId, ToolRegistry};
+
+use crate::cli::AgentArgs;
+use crate::config::Config;
+use crate::observe::TreeObserver;
+use crate::setup::{McpServers, Mounts, Surface};
+use crate::{Failure, model, resume, wording};
+
+/// A model, a runtime with the delegation tools mounted, the MCP servers to
+/// add, and the registrations that keep them alive.
+pub(crate) struct Setup {
+    /// The line that names the model.
+    pub(crate) banner: String,
+    runtime: Arc<AgentRuntime>,
+    max_turns: u32,
+    /// Set when `--model` or `[model].model` chose the model explicitly.
+    explicit_model: bool,
+    mounts: Mounts,
+    /// The observer's subscription to the service's run events.
+    _runs: Subscription,
+    mcp: McpServers,
+}
+
+impl Setup {
+    /// Chooses the model (`--script`, `--base-url`/`[model]`/`DSH_*`, else
+    /// the embedded scripted model) and mounts the delegation tools; the MCP
+    /// servers start later ([`mount_mcp_servers`](Self::mount_mcp_servers)).
+    pub(crate) fn new(
+        args: &AgentArgs,
+        config: Option<&Config>,
+        data_dir: Option<&Path>,
+        observer: Arc<dyn TreeObserver>,
+        surface: Surface,
+    ) -> Result<Self, Failure> {
+        let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
+        let mounts = Mounts::new(config, data_dir, surface)?;
+        // Every child's start and end, whatever its provider, from the run
+        // events; an in-process agent's steps from the agent loop.
+        let children = observer.clone();
+        let runs = mounts
+            .harness()
+            .service()
+            .subscribe(Arc::new(move |event: &SubagentEvent| {
+                children.child_event(event);
+                Ok(())
+            }));
+        let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let notices = mounts.harness().notices();
+        let mut runtime = AgentRuntime::new(choice.model, mounts.tools().clone())
+            .with_observer(observer as Arc<dyn AgentObserver>)
+            .with_notices(Arc::new(move |agent: &AgentId| notices.take(agent)));
+        if let Some(dir) = data_dir {
+            runtime = runtime.with_data_dir(dir);
+        }
+        Ok(Self {
+            banner: choice.banner,
+            runtime: Arc::new(runtime),
+            max_turns: args.max_turns,
+            explicit_model: args.model.is_some() || file_model.model.is_some(),
+            mounts,
+            _runs: runs,
+            mcp: McpServers::new(args, config),
+        })
+    }
+
+    /// Starts the MCP servers and mounts their tools beside the others
+    /// ([`McpServers::mount`]).
+    pub(crate) async fn mount_mcp_servers(&mut self) -> Result<(), Failure> {
+        self.mcp.mount(self.runtime.tools()).await
+    }
+
+    /// Releases every MCP server, waiting until their process groups are gone.
+    pub(crate) async fn release_mcp_servers(&self) {
+        self.mcp.release().await;
+    }
+
+    /// The tools every parent is offered.
+    pub(crate) fn tools(&self) -> &ToolRegistry {
+        self.runtime.tools()
+    }
+
+    /// The background tasks of every parent on this runtime.
+    pub(crate) fn tasks(&self) -> &TaskRegistry {
+        self.mounts.harness().tasks()
+    }
+
+    /// The model-visible names of the delegation tools.
+    pub(crate) fn delegation_tools(&self) -> &[String] {
+        self.mounts.delegation_tools()
+    }
+
+    /// A new parent agent (its own conversation) on the shared runtime.
+    pub(crate) fn parent(&self, label: &str) -> Result<Agent, Failure> {
+        Agent::builder(self.runtime.clone())
+            .system_prompt(wording::PARENT_SYSTEM_PROMPT)
+            .max_turns(self.max_turns)
+            .label(Some(label.to_owned()))
+            .build()
+            .map_err(|error| Failure::internal(error.to_string()))
+    }
+
+    /// An earlier parent, continued: its id, history (committed turns), system
+    /// prompt and model from its transcript; today's tools. A torn tail and an
+    /// interrupted turn are repaired first; what was repaired is returned.
+    pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), Failure> {
+        let Some(dir) = self.runtime.data_dir() else {
+            return Err(Failure::usage(wording::RESUME_NEEDS_DATA_DIR));
+        };
+        let saved = resume::load_parent(dir, id)?;
+        let mut builder = Agent::builder(self.runtime.clone())
+            .id(saved.id)
+            .max_turns(self.max_turns)
+            .label(saved.label)
+            .continue_from(saved.history);
+        if !self.explicit_model {
+            builder = builder.model(Some(saved.model));
+        }
+        if let Some(system_prompt) = saved.system_prompt {
+            builder = builder.system_prompt(system_prompt);
+        }
+        let agent = builder.build().map_err(|error| Failure::internal(error.to_string()))?;
+        Ok((agent, saved.repairs))
+    }
+}
