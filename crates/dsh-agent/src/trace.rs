@@ -58,7 +58,7 @@ pub(crate) fn chat(model: &str, provider: &str, max_tokens: Option<u64>) -> Span
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = provider,
         gen_ai.request.model = model,
-        gen_ai.request.max_tokens = max_tokens,
+        gen_ai.request.max_tokens = max_tokens.map(int),
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
@@ -66,7 +66,9 @@ pub(crate) fn chat(model: &str, provider: &str, max_tokens: Option<u64>) -> Span
     )
 }
 
-/// Records one model call's response on its span.
+/// Records one model call's response on its span. The call's one finish
+/// reason is a string field (`tracing` has no arrays); an exporter sends it
+/// as the one-element string array the conventions type it as.
 pub(crate) fn record_response(span: &Span, response: &ChatResponse) {
     span.record("gen_ai.response.finish_reasons", response.finish_reason.as_str());
     if let Some(usage) = response.usage {
@@ -74,10 +76,16 @@ pub(crate) fn record_response(span: &Span, response: &ChatResponse) {
     }
 }
 
-/// Records token usage on a span.
+/// Records token usage on a span, as ints.
 pub(crate) fn record_usage(span: &Span, usage: Usage) {
-    span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
-    span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+    span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
+}
+
+/// A count as the conventions' int: an `i64` field. `tracing-opentelemetry`
+/// turns an `i64` into an OTel int, but a `u64` into its text.
+fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 /// Records a failed model call on its span.

@@ -24,7 +24,7 @@ pub enum LlmError {
     ///
     /// `message` is the server's `{"error":{"message":...}}` text when present,
     /// else the start of the raw body.
-    #[error("{}", wording::http(*status, url, message))]
+    #[error("{}", wording::http(*status, url, message, retried_status(*status)))]
     Http {
         /// HTTP status code.
         status: u16,
@@ -93,15 +93,26 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    /// Whether retrying the same request later might succeed (429, 5xx,
-    /// connection failures and first-byte timeouts).
+    /// Whether retrying the same request later might succeed: 408, 409, 429
+    /// and 5xx statuses, connection failures and first-byte timeouts.
+    ///
+    /// Any other 4xx is the server rejecting this very request (malformed,
+    /// unauthorized, unknown model, …): sent again it fails the same way, so
+    /// it is not retried, and its message says so.
     pub fn is_retryable(&self) -> bool {
         match self {
-            LlmError::Http { status, .. } => *status == 429 || (500..=599).contains(status),
+            LlmError::Http { status, .. } => retried_status(*status),
             LlmError::Connection { .. } | LlmError::Timeout { .. } => true,
             _ => false,
         }
     }
+}
+
+/// The HTTP statuses worth retrying, as the OpenAI SDKs choose them: a
+/// request timeout (408), a conflict with a lock on the server (409), a rate
+/// limit (429), and any server error (5xx).
+fn retried_status(status: u16) -> bool {
+    matches!(status, 408 | 409 | 429 | 500..=599)
 }
 
 /// Truncates `text` to at most `max` bytes on a char boundary, adding `…` when cut.
@@ -139,5 +150,13 @@ mod tests {
         assert!(!http(400).is_retryable());
         assert!(!http(401).is_retryable());
         assert!(!LlmError::Cancelled.is_retryable());
+        for status in [408, 409, 429, 500, 502, 599] {
+            assert!(http(status).is_retryable(), "{status}");
+            assert!(!http(status).to_string().contains("not retried"), "{status}");
+        }
+        for status in [400, 401, 403, 404, 413, 422, 499] {
+            assert!(!http(status).is_retryable(), "{status}");
+            assert!(http(status).to_string().contains("so it was not retried"), "{status}");
+        }
     }
 }

@@ -19,20 +19,26 @@ pub(crate) fn config(message: &str) -> String {
     format!("invalid model configuration: {message}")
 }
 
-/// [`LlmError::Http`](crate::LlmError::Http), with a hint for the statuses a
-/// configuration mistake causes.
-pub(crate) fn http(status: u16, url: &str, message: &str) -> String {
-    format!("HTTP {status} from {url}: {message}{}", status_hint(status))
+/// [`LlmError::Http`](crate::LlmError::Http), on one line: a status that
+/// is not `retried` says the server rejected the request and it was not sent
+/// again, with a hint for the statuses a configuration mistake causes.
+pub(crate) fn http(status: u16, url: &str, message: &str, retried: bool) -> String {
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (rejection, hint) = match status {
+        _ if retried => return format!("HTTP {status} from {url}: {message}"),
+        401 | 403 => (REFUSED, " (check the API key, e.g. DSH_API_KEY)"),
+        404 => (REFUSED, " (check the base URL, e.g. DSH_BASE_URL, and the model name)"),
+        400..=499 => (MALFORMED, ""),
+        _ => return format!("HTTP {status} from {url}: {message}"),
+    };
+    format!("HTTP {status} from {url}: {message}{hint}; {rejection}, so it was not retried")
 }
 
-/// What to check after a status that usually means a configuration mistake.
-fn status_hint(status: u16) -> &'static str {
-    match status {
-        401 | 403 => " (check the API key, e.g. DSH_API_KEY)",
-        404 => " (check the base URL, e.g. DSH_BASE_URL, and the model name)",
-        _ => "",
-    }
-}
+/// A rejected request whose credentials or address are wrong.
+const REFUSED: &str = "the server refused the request";
+
+/// A rejected request the server could not take as it was sent.
+const MALFORMED: &str = "the server rejected the request as malformed";
 
 /// [`LlmError::Connection`](crate::LlmError::Connection).
 pub(crate) fn connection(url: &str, message: &str) -> String {

@@ -351,7 +351,7 @@ async fn sends_model_messages_tools_and_stream_flag() {
         json!([
             {"role": "system", "content": "sys"},
             {"role": "user", "content": "do it"},
-            {"role": "assistant", "content": null, "tool_calls": [
+            {"role": "assistant", "content": "", "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}}
             ]},
             {"role": "tool", "tool_call_id": "c1", "content": "file text"},
@@ -363,6 +363,47 @@ async fn sends_model_messages_tools_and_stream_flag() {
         body["tools"][0]["function"]["parameters"]["properties"]["path"]["type"],
         "string"
     );
+}
+
+/// The JSON of every message kind exactly as it goes on the wire. A
+/// tool-call-only assistant message carries `"content": ""`, never `null`:
+/// every common server takes a string, and some reject `null`
+/// (docs/conformance.md).
+#[tokio::test]
+async fn the_wire_shape_of_every_message_kind() {
+    let server = Server::start(vec![Reply::Sse {
+        pieces: vec![finish_chunk("stop"), DONE.into()],
+        abort: false,
+    }])
+    .await;
+    let request = ChatRequest::new(vec![
+        Message::system("You are the parent."),
+        Message::user("Summarize the README."),
+        Message::assistant("I will delegate that."),
+        Message::assistant_with_tool_calls(
+            "",
+            vec![ToolCall::new(
+                "call_1",
+                "subagent",
+                r#"{"description":"read","prompt":"Read README.md"}"#,
+            )],
+        ),
+        Message::tool("call_1", "The README describes dsh."),
+        Message::assistant_with_tool_calls(
+            "Reading two files.",
+            vec![
+                ToolCall::new("call_2", "read_file", r#"{"path":"a.md"}"#),
+                ToolCall::new("call_3", "read_file", r#"{"path":"b.md"}"#),
+            ],
+        ),
+        Message::tool("call_2", ""),
+        Message::tool("call_3", "b"),
+    ]);
+    complete(&server.model(), request, &CancellationToken::new())
+        .await
+        .unwrap();
+    let body = server.requests.lock().unwrap()[0].body.clone();
+    insta::assert_json_snapshot!(body["messages"]);
 }
 
 #[tokio::test]
@@ -428,6 +469,67 @@ async fn unauthorized_is_not_retried_and_shows_the_server_message() {
     assert!(text.contains("Your api key: ****abcd is invalid"), "{text}");
     assert!(text.contains("DSH_API_KEY"), "{text}");
     assert_eq!(server.count(), 1);
+}
+
+/// A 4xx other than 408, 409 and 429 is the server rejecting this very
+/// request: it is sent once, and the error says so on one line.
+#[tokio::test]
+async fn a_rejected_request_is_not_retried_and_says_so() {
+    // What llama-cpp-python and vLLM answer for a body they cannot validate.
+    let validation =
+        "1 validation error for ChatCompletionRequest\nmessages.2.content\n  Input should be a valid string";
+    for status in [400, 404, 413, 422] {
+        let ok = Reply::Sse {
+            pieces: vec![text_chunk("never read"), finish_chunk("stop"), DONE.into()],
+            abort: false,
+        };
+        let rejected = Reply::Status {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            body: json!({"error": {"message": validation, "type": "invalid_request_error"}}).to_string(),
+        };
+        let server = Server::start(vec![rejected, ok]).await;
+        let err = run(&server.model()).await.unwrap_err();
+        assert_eq!(server.count(), 1, "HTTP {status} was retried");
+        assert!(!err.is_retryable(), "{err:?}");
+        let text = err.to_string();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.starts_with(&format!("HTTP {status} from ")), "{text}");
+        assert!(
+            text.contains(
+                "1 validation error for ChatCompletionRequest messages.2.content Input should be a valid string"
+            ),
+            "{text}"
+        );
+        let rejection = if status == 404 {
+            "; the server refused the request, so it was not retried"
+        } else {
+            "; the server rejected the request as malformed, so it was not retried"
+        };
+        assert!(text.ends_with(rejection), "{text}");
+    }
+}
+
+/// 408, 409 and 429 are retried, like 5xx: the same request may succeed later.
+#[tokio::test]
+async fn request_timeout_conflict_and_rate_limit_are_retried() {
+    for status in [408, 409, 429] {
+        let server = Server::start(vec![
+            Reply::Status {
+                status,
+                headers: vec![("retry-after", "0".into())],
+                body: r#"{"error":{"message":"try again"}}"#.into(),
+            },
+            Reply::Sse {
+                pieces: vec![text_chunk("ok"), finish_chunk("stop"), DONE.into()],
+                abort: false,
+            },
+        ])
+        .await;
+        let response = run(&server.model()).await.unwrap();
+        assert_eq!(response.text, "ok", "HTTP {status}");
+        assert_eq!(server.count(), 2, "HTTP {status}");
+    }
 }
 
 #[tokio::test]

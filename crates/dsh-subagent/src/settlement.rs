@@ -1,7 +1,8 @@
 //! Settlement: how a published run is awaited and released, on every route
 //! (the `subagent` tool's foreground calls and one-shot tasks, and the
 //! control service's continuable activations). How a background run's
-//! result and release read as its task's outcome is [`crate::run_as_task`].
+//! result and release read as its task's outcome is
+//! [`SubagentService::start_as_task`](crate::SubagentService::start_as_task).
 
 use std::panic::AssertUnwindSafe;
 use std::task::Poll;

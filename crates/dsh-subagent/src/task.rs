@@ -1,56 +1,74 @@
 //! A child run as a background task of its caller (docs/contract.md,
-//! "Background tasks"): the `subagent` tool's one-shot route and every
-//! activation of a continuable child run here.
+//! "Background tasks"): the `subagent` tool's one-shot route
+//! ([`SubagentService::start_as_task`]) and every activation of a
+//! continuable child run here.
 //!
-//! The task starts the run with its own kill token in place of the caller's
-//! (so `task_kill`, not the call that asked for it, governs the child),
-//! settles it with [`settle`], and ends with the run's outcome. The start is
-//! one step, [`run`]'s call of `start`: whatever must happen before a child
-//! starts happens there, for every route.
+//! Every such task is spawned by [`spawn`], inside its own span (see
+//! [`trace::task_span`]), and runs its child with [`run`]: the start, with
+//! the task's kill token in place of the caller's (so `task_kill`, not the
+//! call that asked for it, governs the child), then [`settle`], then the
+//! outcome. The start is one step, [`run`]'s call of `start`: whatever must
+//! happen before a child starts happens there, for every route.
 
-use dsh_subagent_api::{AgentId, CancellationToken, StopReason, SubagentError, SubagentResult, SubagentRun};
+use dsh_subagent_api::{
+    AgentId, CancellationToken, SpanOrigin, StartRequest, StopReason, SubagentError, SubagentResult, SubagentRun,
+};
 use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskSpec};
+use tracing::{Instrument, Span};
 
-use crate::{Settled, settle, wording};
+use crate::{SubagentService, settle, trace, wording};
 
 /// The task kind (and id prefix) of every child run's task: `subagent-<n>`.
 pub(crate) const TASK_KIND: &str = "subagent";
 
-/// Runs a child as a background task of `owner`, labelled `label`, and
-/// returns the task's id (`subagent-<n>`) at once.
-///
-/// The task calls `start` with its kill token, which the run must use in
-/// place of the caller's; `start` resolves with the published run, or fails.
-/// The task then settles the run ([`settle`] against the same token), hands
-/// the settlement to `on_settled` (for the caller's own records, such as
-/// trace events), and ends with its outcome:
-///
-/// - `completed` → completed with the child's text; `aborted` (what a kill
-///   reads) → killed; any other stop reason → failed with the reason (and
-///   `; diagnostic: …`; partial output is not included); a rejected result
-///   → failed with the error.
-/// - A failed release is appended (`…; dispose failed: …`) and turns a
-///   completed or killed task into a failed one: the release happened before
-///   the outcome is reported.
-/// - A failed start → killed when the task was killed and the provider
-///   rolled back cleanly; otherwise failed with the error (a failed rollback
-///   stays failed after a kill, its detail carrying both errors).
-///
-/// Refused, with nothing started, when the registry refuses the task (an
-/// empty label, a disposed owner).
-pub fn run_as_task<S, Fut, O>(
-    tasks: &TaskRegistry,
-    label: String,
-    owner: AgentId,
-    start: S,
-    on_settled: O,
-) -> Result<String, TaskError>
-where
-    S: FnOnce(CancellationToken) -> Fut + Send + 'static,
-    Fut: Future<Output = Result<SubagentRun, SubagentError>> + Send + 'static,
-    O: FnOnce(&Settled) + Send + 'static,
-{
-    tasks.spawn(spec(label, owner), move |control| run(control, start, on_settled))
+impl SubagentService {
+    /// Starts `request` on the provider `provider_name` as a background task
+    /// of the request's parent on `tasks`, labelled `label`, and returns the
+    /// task's id (`subagent-<n>`) at once.
+    ///
+    /// The task runs in a span of its own ([`trace::task_span`], placed by
+    /// the request's origin); the child's span and the run's lifecycle
+    /// events sit under it, and the span records the task's id. The task's
+    /// kill token replaces the request's, so killing the task, not
+    /// cancelling the call that asked for it, stops the child. The start is
+    /// [`SubagentService::start`], checks included: a failing check fails
+    /// the task. The task settles the run ([`settle`]) and ends with its
+    /// outcome:
+    ///
+    /// - `completed` → completed with the child's text; `aborted` (what a
+    ///   kill reads) → killed; any other stop reason → failed with the
+    ///   reason (and `; diagnostic: …`; partial output is not included); a
+    ///   rejected result → failed with the error.
+    /// - A failed release is appended (`…; dispose failed: …`) and turns a
+    ///   completed or killed task into a failed one: the release happened
+    ///   before the outcome is reported.
+    /// - A failed start → killed when the task was killed and the provider
+    ///   rolled back cleanly; otherwise failed with the error (a failed
+    ///   rollback stays failed after a kill, its detail carrying both).
+    ///
+    /// Refused, with nothing started, when the registry refuses the task (an
+    /// empty label, a disposed owner).
+    pub fn start_as_task(
+        &self,
+        tasks: &TaskRegistry,
+        provider_name: &str,
+        label: String,
+        request: StartRequest,
+    ) -> Result<String, TaskError> {
+        let owner = request.parent.id().clone();
+        let span = trace::task_span(&request.origin);
+        let service = self.clone();
+        let provider = provider_name.to_owned();
+        let mut request = request;
+        request.origin = SpanOrigin::ChildOf(span.clone());
+        spawn(tasks, spec(label, owner), span, move |control| async move {
+            let start = |cancel| {
+                request.cancel = cancel;
+                service.start(&provider, request)
+            };
+            run(control, &provider, start).await
+        })
+    }
 }
 
 /// The spec of a child run's task.
@@ -58,21 +76,37 @@ pub(crate) fn spec(label: String, owner: AgentId) -> TaskSpec {
     TaskSpec::new(TASK_KIND, label, owner)
 }
 
-/// The body of a child run's task, as [`run_as_task`] describes it. The
-/// control service runs its activations through it inside tasks of its own,
-/// which hold the child's slot around it.
-pub(crate) async fn run<S, Fut, O>(control: TaskControl, start: S, on_settled: O) -> TaskOutcome
+/// Spawns a child run's task on `tasks`: its producer's future runs inside
+/// `span` (a [`trace::task_span`]), which records the task's id.
+pub(crate) fn spawn<F, Fut>(tasks: &TaskRegistry, spec: TaskSpec, span: Span, producer: F) -> Result<String, TaskError>
+where
+    F: FnOnce(TaskControl) -> Fut,
+    Fut: Future<Output = TaskOutcome> + Send + 'static,
+{
+    let task_span = span.clone();
+    let task_id = tasks.spawn(spec, move |control| producer(control).instrument(task_span))?;
+    trace::record_task_id(&span, &task_id);
+    Ok(task_id)
+}
+
+/// The body of a child run's task, as [`SubagentService::start_as_task`]
+/// describes it: `start` gets the task's kill token and resolves with the
+/// published run of `provider`'s child, or fails; the run's lifecycle is
+/// traced on the current (the task's) span.
+pub(crate) async fn run<S, Fut>(control: TaskControl, provider: &str, start: S) -> TaskOutcome
 where
     S: FnOnce(CancellationToken) -> Fut,
     Fut: Future<Output = Result<SubagentRun, SubagentError>>,
-    O: FnOnce(&Settled),
 {
     let kill = control.token();
     // The one start step of every route.
     match start(kill.clone()).await {
         Ok(run) => {
+            trace::started(provider, &run);
+            trace::published(&run);
             let settled = settle(run, kill).await;
-            on_settled(&settled);
+            trace::settled(&settled.result);
+            trace::disposed(&settled.disposed);
             task_outcome(settled.result, settled.disposed)
         }
         Err(error) => start_failed_outcome(&error, kill.is_cancelled()),
@@ -80,7 +114,7 @@ where
 }
 
 /// Maps a settled and released run to its task's outcome (see
-/// [`run_as_task`]).
+/// [`SubagentService::start_as_task`]).
 fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<(), SubagentError>) -> TaskOutcome {
     let outcome = match result {
         Ok(result) => match result.stop_reason {
@@ -105,7 +139,8 @@ fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<
     }
 }
 
-/// The outcome of a task whose start failed (see [`run_as_task`]).
+/// The outcome of a task whose start failed (see
+/// [`SubagentService::start_as_task`]).
 fn start_failed_outcome(error: &SubagentError, killed: bool) -> TaskOutcome {
     if killed && !matches!(error, SubagentError::RollbackFailed { .. }) {
         return TaskOutcome::Killed;

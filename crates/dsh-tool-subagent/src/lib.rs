@@ -9,7 +9,6 @@ mod lifecycle;
 mod plugin;
 mod render;
 mod tool;
-mod trace;
 pub mod wording;
 
 pub use code::ErrorCode;

@@ -3,12 +3,12 @@
 use std::panic::AssertUnwindSafe;
 use std::task::Poll;
 
-use dsh_subagent::{SubagentService, settle};
+use dsh_subagent::{SubagentService, settle, trace};
 use dsh_subagent_api::StartRequest;
 use dsh_tools::{ToolError, ToolOutput, panic_message};
 use futures::FutureExt;
 
-use crate::{render, trace, wording};
+use crate::{render, wording};
 
 /// Runs one delegation to completion.
 ///
@@ -37,7 +37,7 @@ pub(crate) fn delegate<'a>(
     let start = Box::pin(async move {
         let run = service.start(provider, request).await?;
         trace::started(provider, &run);
-        trace::published(&run, None);
+        trace::published(&run);
         Ok(run)
     });
     async move {

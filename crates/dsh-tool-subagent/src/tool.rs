@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::args::{self, SubagentArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
+use crate::lifecycle;
 use crate::wording::{self, Wording};
-use crate::{lifecycle, trace};
 
 /// One mounted `subagent` tool, bound to one provider, one wording and one
 /// background route.
@@ -101,28 +101,16 @@ impl SubagentTool {
         &self,
         tasks: &TaskRegistry,
         tools: &ToolRegistry,
-        mut request: StartRequest,
+        request: StartRequest,
     ) -> Result<ToolOutput, ToolError> {
         if tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
             return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(crate::ErrorCode::TasksUnavailable));
         }
-        let owner = request.parent.id().clone();
-        let service = self.service.clone();
-        let provider = self.config.provider.clone();
         let label = request.label.clone().unwrap_or_default();
-        let start = move |kill| async move {
-            // The task's kill, not the call's token, governs a background run.
-            request.cancel = kill;
-            let run = service.start(&provider, request).await?;
-            trace::started(&provider, &run);
-            trace::published(&run, None);
-            Ok(run)
-        };
-        let settled = |settled: &dsh_subagent::Settled| {
-            trace::settled(&settled.result);
-            trace::disposed(&settled.disposed);
-        };
-        let id = dsh_subagent::run_as_task(tasks, label, owner, start, settled).map_err(ToolError::from)?;
+        let id = self
+            .service
+            .start_as_task(tasks, &self.config.provider, label, request)
+            .map_err(ToolError::from)?;
         Ok(ToolOutput::text(wording::started_background(&id)))
     }
 }

@@ -8,7 +8,9 @@
 //! OpenTelemetry layer is installed, so spans cost what an unobserved
 //! `tracing` span costs. A collector that is down or slow never fails a run:
 //! each export and the final flush are bounded by [`EXPORT_TIMEOUT`], and
-//! the first failure is reported as one warning line at exit.
+//! the first failure is reported as one warning line at exit. The exporter
+//! gives each span the GenAI convention types that `tracing` fields cannot
+//! carry (`conventions`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,6 +30,8 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 use crate::wording;
+
+mod conventions;
 
 /// The bound of one export request, and of the flush at exit.
 pub(crate) const EXPORT_TIMEOUT: Duration = Duration::from_millis(1500);
@@ -131,7 +135,9 @@ impl Telemetry {
     }
 }
 
-/// The OTLP exporter, remembering its first failure for the warning at exit.
+/// The OTLP exporter: gives each span the convention types `tracing` cannot
+/// carry ([`conventions`]), and remembers its first failure for the warning
+/// at exit.
 #[derive(Debug)]
 struct Recording<E> {
     inner: E,
@@ -140,6 +146,7 @@ struct Recording<E> {
 
 impl<E: SpanExporter> SpanExporter for Recording<E> {
     async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let batch = batch.into_iter().map(conventions::typed).collect();
         let result = self.inner.export(batch).await;
         if let Err(error) = &result {
             self.failure

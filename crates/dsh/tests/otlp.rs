@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use support::otlp::{Receiver, Span};
+use support::otlp::{Receiver, Span, Typed};
 
 fn dsh(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_dsh"));
@@ -137,10 +137,58 @@ fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
     let chat = chats.iter().find(|chat| chat.parent == child.span_id).unwrap();
     assert_eq!(attr(chat, "gen_ai.operation.name"), "chat");
     assert_eq!(attr(chat, "gen_ai.request.model"), "scripted");
-    assert_eq!(attr(chat, "gen_ai.response.finish_reasons"), "stop");
-    for key in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
-        assert!(attr(chat, key).parse::<u64>().is_ok(), "{key} on {chat:#?}");
-        assert!(attr(parent, key).parse::<u64>().is_ok(), "{key} on {parent:#?}");
+
+    // Typed as the conventions type them: finish reasons a string array,
+    // token counts ints (not their text).
+    assert_eq!(chat.typed["gen_ai.response.finish_reasons"], Typed::strings(&["stop"]));
+    let first = chats.iter().find(|chat| chat.parent == parent.span_id).unwrap();
+    assert_eq!(
+        first.typed["gen_ai.response.finish_reasons"],
+        Typed::strings(&["tool_calls"])
+    );
+    for span in chats.iter().copied().chain([parent, child]) {
+        for key in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
+            assert!(
+                matches!(span.typed[key], Typed::Int(count) if count > 0),
+                "{key} on {span:#?}"
+            );
+        }
+    }
+    let sum = |key: &str| -> i64 {
+        chats
+            .iter()
+            .filter(|chat| chat.parent == parent.span_id)
+            .map(|chat| match chat.typed[key] {
+                Typed::Int(count) => count,
+                _ => 0,
+            })
+            .sum()
+    };
+    assert_eq!(
+        parent.typed["gen_ai.usage.input_tokens"],
+        Typed::Int(sum("gen_ai.usage.input_tokens"))
+    );
+    assert_eq!(
+        parent.typed["gen_ai.usage.output_tokens"],
+        Typed::Int(sum("gen_ai.usage.output_tokens"))
+    );
+    // Every attribute the conventions name has its type: counts are ints,
+    // finish reasons a string array, the rest strings.
+    let ints = [
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.request.max_tokens",
+    ];
+    for span in chats.iter().copied().chain([parent, tool, child]) {
+        for (key, value) in span.typed.iter().filter(|(key, _)| key.starts_with("gen_ai.")) {
+            let typed = match value {
+                Typed::Int(_) => ints.contains(&key.as_str()),
+                Typed::Array(_) => key == "gen_ai.response.finish_reasons",
+                Typed::String(_) => !ints.contains(&key.as_str()) && key != "gen_ai.response.finish_reasons",
+                _ => false,
+            };
+            assert!(typed, "{key} = {value:?} on {}", span.name);
+        }
     }
     // Message text is opt-in: not recorded by default.
     assert!(!parent.attributes.contains_key("gen_ai.input.messages"));
@@ -160,6 +208,68 @@ fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
     assert_eq!(tool.events[0].1["subagent.child_id"], attr(child, "gen_ai.agent.id"));
     assert_eq!(tool.events[2].1["subagent.stop_reason"], "completed");
     assert_eq!(tool.events[3].1["subagent.disposed"], "ok");
+}
+
+/// A background child outlives the call that started it: its task's
+/// `subagent.task` span starts a trace of its own, linked to that call's
+/// `execute_tool` span, and carries the whole lifecycle (`settled` and
+/// `disposed` included) with the child's run under it.
+#[test]
+fn a_background_childs_lifecycle_sits_on_its_tasks_span() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"{"rules": [
+        {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "background result"}},
+        {"when": {"last_tool": "task_output"}, "reply": {"text": "Collected: {{last_tool_result}}"}},
+        {"when": {"last_tool": "subagent"},
+         "reply": {"tool_calls": [{"name": "task_output", "arguments": {"task_id": "subagent-1", "wait": true}}]}},
+        {"when": {"last_message": "user"},
+         "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "in the background", "prompt": "work", "run_in_background": true}}]}}
+    ]}"#;
+    std::fs::write(dir.path().join("bg.json"), script).unwrap();
+    let receiver = Receiver::start();
+    let output = dsh(
+        dir.path(),
+        &["run", "--quiet", "--script", "bg.json", "go"],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).starts_with("Collected: background result"));
+    let spans = receiver.spans();
+    eprintln!("{}", tree(&spans));
+
+    let parent = one(&spans, "invoke_agent dsh run");
+    let call = one(&spans, "execute_tool subagent");
+    assert_eq!(call.parent, parent.span_id);
+    assert!(
+        call.events.is_empty(),
+        "the call only started the task: {:#?}",
+        call.events
+    );
+    let task = one(&spans, "subagent.task");
+    assert_eq!(task.parent, "", "the task's span starts a trace");
+    assert_ne!(task.trace_id, parent.trace_id);
+    assert_eq!(task.links, [(call.trace_id.clone(), call.span_id.clone())]);
+    assert_eq!(task.typed["subagent.task_id"], Typed::String("subagent-1".into()));
+    let child = one(&spans, "invoke_agent in the background");
+    assert_eq!(child.parent, task.span_id);
+    assert_eq!(child.trace_id, task.trace_id);
+
+    let events: Vec<&str> = task.events.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        events,
+        [
+            "subagent.started",
+            "subagent.published",
+            "subagent.settled",
+            "subagent.disposed"
+        ]
+    );
+    assert_eq!(
+        task.events[0].1["subagent.child_id"],
+        child.attributes["gen_ai.agent.id"]
+    );
+    assert_eq!(task.events[2].1["subagent.stop_reason"], "completed");
+    assert_eq!(task.events[3].1["subagent.disposed"], "ok");
 }
 
 #[test]

@@ -19,7 +19,7 @@ use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
 use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::SdkTracerProvider;
-use support::otlp::{Receiver, Span};
+use support::otlp::{Receiver, Span, Typed};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::Layer;
 use tracing_subscriber::layer::SubscriberExt;
@@ -136,4 +136,34 @@ fn an_acp_child_continues_the_parents_trace() {
             .iter()
             .any(|span| span.name == "chat scripted" && span.service == "dsh")
     );
+
+    // Typed as the conventions say. `dsh acp` exports through dsh's own
+    // exporter: finish reasons a string array, token counts ints.
+    for chat in spans
+        .iter()
+        .filter(|span| span.name == "chat scripted" && span.service == "dsh")
+    {
+        assert!(
+            matches!(&chat.typed["gen_ai.response.finish_reasons"], Typed::Array(reasons) if reasons.len() == 1),
+            "{chat:#?}"
+        );
+        for key in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
+            assert!(
+                matches!(chat.typed[key], Typed::Int(count) if count > 0),
+                "{key} on {chat:#?}"
+            );
+        }
+    }
+    // This process exports through a plain `tracing-opentelemetry` layer, as
+    // a harness under its own subscriber would: counts are ints there too,
+    // and the one finish reason is its string.
+    let own = spans
+        .iter()
+        .find(|span| span.name == "chat scripted" && span.service == "acp-parent")
+        .unwrap();
+    assert_eq!(
+        own.typed["gen_ai.response.finish_reasons"],
+        Typed::String("tool_calls".into())
+    );
+    assert!(matches!(own.typed["gen_ai.usage.input_tokens"], Typed::Int(count) if count > 0));
 }

@@ -209,8 +209,9 @@ impl Run {
     }
 }
 
-/// Sends the request, retrying on 429 / 5xx / connection errors / header
-/// timeouts, until a 2xx response (whose body has not been read yet).
+/// Sends the request, retrying what [`LlmError::is_retryable`] allows (408,
+/// 409, 429, 5xx, connection errors, header timeouts), until a 2xx response
+/// (whose body has not been read yet). Any other 4xx is returned at once.
 async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result<reqwest::Response, LlmError> {
     let config = &inner.config;
     let mut retry = 0;

@@ -30,8 +30,9 @@ pub struct OpenAiConfig {
     pub request_timeout: Duration,
     /// Limit for the gap between two chunks of a streamed body.
     pub idle_timeout: Duration,
-    /// How many times a failed attempt (429, 5xx, connection error, timeout
-    /// before the response) is retried; 0 disables retries.
+    /// How many times a failed attempt (408, 409, 429, 5xx, connection
+    /// error, timeout before the response) is retried; 0 disables retries.
+    /// Any other 4xx is never retried.
     pub max_retries: u32,
     /// First retry delay; doubles on each further retry.
     pub retry_base_delay: Duration,

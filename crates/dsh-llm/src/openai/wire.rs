@@ -51,6 +51,7 @@ pub(crate) fn request_body(default_model: &str, request: &ChatRequest) -> Value 
     body
 }
 
+/// One message as the servers take it; `tests/openai.rs` pins each kind.
 fn wire_message(message: &Message) -> Value {
     match message {
         Message::System { content } => json!({"role": "system", "content": content}),
@@ -69,11 +70,9 @@ fn wire_message(message: &Message) -> Value {
                     })
                 })
                 .collect();
-            let content = if content.is_empty() {
-                Value::Null
-            } else {
-                json!(content)
-            };
+            // Always a string, `""` when the model only called tools: every
+            // common server takes a string here, while some (Ollama,
+            // llama-cpp-python) reject `null` (docs/conformance.md).
             json!({"role": "assistant", "content": content, "tool_calls": calls})
         }
         Message::Tool { tool_call_id, content } => {
@@ -288,7 +287,7 @@ mod tests {
         assert_eq!(body["stream"], true);
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(body["max_tokens"], 7);
-        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(body["messages"][2]["content"], "");
         assert_eq!(body["messages"][2]["tool_calls"][0]["function"]["name"], "t");
         assert_eq!(body["messages"][3]["tool_call_id"], "c1");
         assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");

@@ -1,7 +1,7 @@
 //! Activations: the tasks that run one turn of a continuable child each,
 //! holding its slot from before the task exists until its run is released
-//! (docs/design.md, "Races are linearized"). Each runs its child through
-//! the one home of child runs as tasks ([`crate::task`]).
+//! (docs/design.md, "Races are linearized"). Each is spawned, and runs its
+//! child, through the one home of child runs as tasks (`crate::task`).
 
 use std::sync::Arc;
 
@@ -9,6 +9,7 @@ use dsh_subagent_api::{
     AgentId, AgentRef, ChildStore, ContentBlock, ResumeRequest, SpanOrigin, SubagentError, SubagentRun,
 };
 use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskSpec};
+use tracing::Span;
 
 use super::slots::State;
 use super::{ControlError, Inner};
@@ -16,13 +17,15 @@ use crate::{task, wording};
 
 /// Takes the child's slot and registers its activation task, all under the
 /// lock whose `state` the caller holds. The producer gets its [`Activated`]
-/// handle; the slot is freed when the producer's future ends or is dropped.
+/// handle and runs inside `span` (its [`trace::task_span`](crate::trace::task_span));
+/// the slot is freed when the producer's future ends or is dropped.
 pub(super) fn activate<F, Fut>(
     inner: &Arc<Inner>,
     state: &mut State,
     child: &str,
     owner: AgentId,
     spec: TaskSpec,
+    span: Span,
     producer: F,
 ) -> Result<String, TaskError>
 where
@@ -32,7 +35,7 @@ where
     let serial = state.take(child, owner);
     let held = inner.clone();
     let child_id = child.to_owned();
-    let spawned = inner.tasks.spawn(spec, move |control| {
+    let spawned = task::spawn(&inner.tasks, spec, span, move |control| {
         // Made inside the producer, so a task that never starts never holds
         // the slot (a refused one is freed below, under the lock).
         let guard = SlotGuard {
@@ -151,13 +154,14 @@ pub(super) async fn resume(
     };
     let depth = parent.depth().saturating_add(1);
     let (provider_name, label) = (descriptor.provider.clone(), descriptor.label.clone());
+    let provider = provider_name.as_str();
     let start = move |kill| async move {
         let mut request = ResumeRequest::new(child, prompt, parent, kill, descriptor);
         request.origin = origin;
         let run = continuable.resume(request).await?;
-        Ok(activation.announce(&provider_name, depth, label, run))
+        Ok(activation.announce(provider, depth, label, run))
     };
-    task::run(control, start, |_| {}).await
+    task::run(control, provider, start).await
 }
 
 /// The label of a follow-up task: the message with whitespace collapsed,

