@@ -1,7 +1,8 @@
-//! The client half, and its rmcp adapter: start an MCP server as a child
-//! process and mount its tools into a [`ToolRegistry`] as
-//! `mcp__<server>__<tool>`.
+//! The client half, and its rmcp adapter: connect to an MCP server (a child
+//! process on stdio, or a remote server over Streamable HTTP) and mount its
+//! tools into a [`ToolRegistry`] as `mcp__<server>__<tool>`.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -9,17 +10,25 @@ use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, To
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
-    ResourceContents,
+    ProtocolVersion, ResourceContents, Tool as McpToolDef,
 };
 use rmcp::service::{Peer, RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
+use crate::http::client::{Failure, HttpClient};
 use crate::process::ServerProcess;
-use crate::{ErrorCode, McpServerSpec, wording};
+use crate::{ErrorCode, McpEndpoint, McpServerSpec, RemoteServer, wording};
 
 /// How long to wait, after the connection breaks, for the server's exit
 /// status, so that the error can say how it ended.
 const EXIT_WAIT: Duration = Duration::from_millis(500);
+
+/// How often a broken event stream of a remote server is reopened before
+/// its calls fail.
+const SSE_RETRIES: usize = 4;
 
 /// How servers are started and released.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,41 +92,200 @@ pub struct McpReleaseError {
     pub cause: String,
 }
 
-/// One live connection: the protocol session and the process behind it.
+/// What is behind a connection: the server process we started, or a
+/// remote server.
+enum Backend {
+    Process(ServerProcess),
+    Remote { url: String, http: HttpClient },
+}
+
+impl Backend {
+    /// Whether the server is known to be gone.
+    fn is_gone(&self) -> bool {
+        match self {
+            Self::Process(process) => process.exit().is_some(),
+            Self::Remote { .. } => false,
+        }
+    }
+
+    /// Resolves when a server process ends; never for a remote server.
+    async fn exited(&self) {
+        match self {
+            Self::Process(process) => {
+                process.exited().await;
+            }
+            Self::Remote { .. } => std::future::pending().await,
+        }
+    }
+}
+
+/// One live connection: the protocol session and the server behind it.
 struct Connection {
     server: String,
     peer: Peer<RoleClient>,
     service: Mutex<Option<RunningService<RoleClient, ClientConfig>>>,
-    process: ServerProcess,
+    backend: Backend,
     options: ClientOptions,
 }
 
 impl Connection {
-    /// Closes the session (which closes the server's stdin), then tears the
-    /// process group down.
+    /// Closes the session (which closes a process's stdin, or ends the
+    /// remote session), then tears a process group down.
     async fn release(&self) -> Result<(), String> {
         let service = self.service.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(service) = service {
             let _ = service.cancel().await;
         }
-        self.process
-            .teardown(self.options.eof_grace, self.options.term_grace)
-            .await
+        match &self.backend {
+            Backend::Process(process) => process.teardown(self.options.eof_grace, self.options.term_grace).await,
+            Backend::Remote { .. } => Ok(()),
+        }
     }
 
-    /// How the server ended, waiting briefly for its exit status.
+    /// How the server went away: a process's end (waiting briefly for its
+    /// exit status), or what failed on the way to a remote one.
     async fn gone(&self) -> String {
-        let _ = tokio::time::timeout(EXIT_WAIT, self.process.exited()).await;
-        self.process.describe_exit()
+        match &self.backend {
+            Backend::Process(process) => {
+                let _ = tokio::time::timeout(EXIT_WAIT, process.exited()).await;
+                process.describe_exit()
+            }
+            Backend::Remote { url, http } => remote_failure(url, http.failure().as_ref()),
+        }
+    }
+
+    /// The error for a call whose connection broke.
+    async fn broke_mid_call(&self, tool: &str) -> ToolError {
+        let how = self.gone().await;
+        let text = match &self.backend {
+            Backend::Process(_) => wording::server_exited_mid_call(&self.server, tool, &how),
+            Backend::Remote { .. } => wording::connection_lost_mid_call(&self.server, tool, &how),
+        };
+        ToolError::new(text).with_code(ErrorCode::ServerGone)
+    }
+}
+
+/// What went wrong on the way to a remote server, in words.
+fn remote_failure(url: &str, failure: Option<&Failure>) -> String {
+    match failure {
+        Some(Failure::Unreachable(error)) => wording::unreachable(url, error),
+        Some(Failure::Status(status)) => wording::http_refused(url, *status),
+        None => wording::connection_closed(url),
+    }
+}
+
+/// Who we are at `initialize`, asking for the newest protocol version that
+/// has the `initialize` handshake (the SDK's newest drops it), so that every
+/// server that speaks it can answer with its own.
+fn identity() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+/// A started session, the server's tools, and what is behind it.
+type Started = (RunningService<RoleClient, ClientConfig>, Vec<McpToolDef>, Backend);
+
+/// Runs the server's program and does the handshake on its stdio.
+async fn start_process(
+    spec: &McpServerSpec,
+    program: &str,
+    args: &[String],
+    options: &ClientOptions,
+) -> Result<Started, String> {
+    let (process, stdin, stdout) =
+        ServerProcess::spawn(&spec.name, program, args).map_err(|error| wording::cannot_run(program, &error))?;
+    let handshake = async {
+        let service = identity()
+            .serve((stdout, stdin))
+            .await
+            .map_err(|error| error.to_string())?;
+        let listed = service.peer().list_all_tools().await.map_err(|error| error.to_string());
+        Ok::<_, String>((service, listed))
+    };
+    match tokio::time::timeout(options.startup_timeout, handshake).await {
+        Ok(Ok((service, Ok(listed)))) => Ok((service, listed, Backend::Process(process))),
+        Ok(Ok((service, Err(error)))) => {
+            drop(service);
+            Err(startup_failure(&process, "tools/list", &error).await)
+        }
+        Ok(Err(error)) => Err(startup_failure(&process, "initialize", &error).await),
+        Err(_elapsed) => {
+            let _ = process.teardown(Duration::ZERO, Duration::ZERO).await;
+            Err(wording::startup_timed_out(options.startup_timeout))
+        }
+    }
+}
+
+/// Connects to a remote server over Streamable HTTP and does the handshake.
+async fn start_remote(server: &RemoteServer, options: &ClientOptions) -> Result<Started, String> {
+    let token = match &server.bearer_token_env {
+        Some(variable) => match std::env::var(variable) {
+            Ok(token) if !token.trim().is_empty() => Some(token.trim().to_owned()),
+            _ => return Err(wording::token_variable_unset(variable)),
+        },
+        None => None,
+    };
+    let mut headers = HashMap::new();
+    for (name, value) in &server.headers {
+        let header = reqwest::header::HeaderName::from_bytes(name.as_bytes());
+        let value = reqwest::header::HeaderValue::from_str(value);
+        let (Ok(header), Ok(value)) = (header, value) else {
+            return Err(wording::spec_bad_header(name));
+        };
+        headers.insert(header, value);
+    }
+    let http = HttpClient::new().map_err(|error| crate::http::client::describe(&error))?;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(server.url.clone());
+    // A server gone for good fails the calls waiting on it (about 4 s of
+    // retries), instead of being retried forever.
+    let mut retry = ExponentialBackoff::default();
+    retry.max_times = Some(SSE_RETRIES);
+    retry.base_duration = Duration::from_millis(250);
+    retry.max_delay = Some(Duration::from_secs(2));
+    config.retry_config = Arc::new(retry);
+    config.auth_header = token;
+    config.custom_headers = headers;
+    let transport = StreamableHttpClientTransport::with_client(http.clone(), config);
+    let handshake = async {
+        let service = identity()
+            .serve(transport)
+            .await
+            .map_err(|error| ("initialize", error.to_string()))?;
+        match service.peer().list_all_tools().await {
+            Ok(listed) => Ok((service, listed)),
+            Err(error) => {
+                let _ = service.cancel().await;
+                Err(("tools/list", error.to_string()))
+            }
+        }
+    };
+    match tokio::time::timeout(options.startup_timeout, handshake).await {
+        Ok(Ok((service, listed))) => Ok((
+            service,
+            listed,
+            Backend::Remote {
+                url: server.url.clone(),
+                http,
+            },
+        )),
+        Ok(Err((step, error))) => Err(match http.failure() {
+            Some(failure) => remote_failure(&server.url, Some(&failure)),
+            None => wording::handshake_failed(step, &error),
+        }),
+        Err(_elapsed) => Err(wording::startup_timed_out(options.startup_timeout)),
     }
 }
 
 /// The tools of one MCP server, mounted in a registry.
 ///
-/// Dropping it unmounts the tools and releases the server: its stdin is
-/// closed, then its process group gets SIGTERM, then SIGKILL (in the
-/// background, when a tokio runtime is there; at once otherwise). Prefer
-/// [`McpMount::release`], which waits until the group is gone.
+/// Dropping it unmounts the tools and releases the server: a process's stdin
+/// is closed, then its process group gets SIGTERM, then SIGKILL; a remote
+/// session is ended with `DELETE` (in the background, when a tokio runtime
+/// is there; at once otherwise). Prefer [`McpMount::release`], which waits
+/// until that is done.
 pub struct McpMount {
     registrations: Vec<ToolRegistration>,
     names: Vec<String>,
@@ -131,12 +299,15 @@ impl std::fmt::Debug for McpMount {
 }
 
 impl McpMount {
-    /// Starts the server, lists its tools and mounts each one in `tools` as
-    /// `mcp__<server>__<tool>` with the server's description and input schema.
+    /// Starts the server (or connects to a remote one), lists its tools and
+    /// mounts each one in `tools` as `mcp__<server>__<tool>` with the
+    /// server's description and input schema.
     ///
     /// Fails, naming the server and the cause, when the program cannot run,
     /// the server exits or does not answer `initialize`/`tools/list` within
-    /// the startup timeout, or a tool name is already taken. Tools whose names
+    /// the startup timeout, a remote server cannot be reached or refuses the
+    /// request (an HTTP 401 or 404, say), the bearer token's variable is not
+    /// set, or a tool name is already taken. Tools whose names
     /// cannot be a model-facing name (anything but ASCII letters, digits, `-`
     /// and `_`) are skipped with a warning.
     pub async fn start(
@@ -148,38 +319,16 @@ impl McpMount {
             server: spec.name.clone(),
             cause,
         };
-        let (process, stdin, stdout) =
-            ServerProcess::spawn(spec).map_err(|error| failed(wording::cannot_run(&spec.program, &error)))?;
-        let identity = ClientConfig::new(
-            ClientCapabilities::default(),
-            Implementation::new("dsh", env!("CARGO_PKG_VERSION")),
-        );
-        let handshake = async {
-            let service = identity
-                .serve((stdout, stdin))
-                .await
-                .map_err(|error| error.to_string())?;
-            let listed = service.peer().list_all_tools().await.map_err(|error| error.to_string());
-            Ok::<_, String>((service, listed))
+        let started = match &spec.endpoint {
+            McpEndpoint::Command { program, args } => start_process(spec, program, args, options).await,
+            McpEndpoint::Url(server) => start_remote(server, options).await,
         };
-        let outcome = tokio::time::timeout(options.startup_timeout, handshake).await;
-        let (service, listed) = match outcome {
-            Ok(Ok((service, Ok(listed)))) => (service, listed),
-            Ok(Ok((service, Err(error)))) => {
-                drop(service);
-                return Err(failed(startup_failure(&process, "tools/list", &error).await));
-            }
-            Ok(Err(error)) => return Err(failed(startup_failure(&process, "initialize", &error).await)),
-            Err(_elapsed) => {
-                let _ = process.teardown(Duration::ZERO, Duration::ZERO).await;
-                return Err(failed(wording::startup_timed_out(options.startup_timeout)));
-            }
-        };
+        let (service, listed, backend) = started.map_err(failed)?;
         let connection = Arc::new(Connection {
             server: spec.name.clone(),
             peer: service.peer().clone(),
             service: Mutex::new(Some(service)),
-            process,
+            backend,
             options: options.clone(),
         });
         let mut mount = Self {
@@ -230,7 +379,7 @@ impl McpMount {
     }
 
     /// Unmounts the tools and releases the server, returning once its whole
-    /// process group is gone.
+    /// process group is gone (or the remote session is ended).
     pub async fn release(mut self) -> Result<(), McpReleaseError> {
         self.registrations.clear();
         match self.connection.take() {
@@ -314,7 +463,7 @@ impl McpTool {
                 )));
             }
         };
-        if connection.process.exit().is_some() || connection.peer.is_transport_closed() {
+        if connection.backend.is_gone() || connection.peer.is_transport_closed() {
             let how = connection.gone().await;
             return Err(
                 ToolError::new(wording::server_gone(&connection.server, &self.remote, &how))
@@ -331,7 +480,7 @@ impl McpTool {
                     .with_code(ErrorCode::CallCancelled));
             }
             outcome = connection.peer.call_tool(params) => outcome,
-            _ = connection.process.exited() => Err(ServiceError::TransportClosed),
+            () = connection.backend.exited() => Err(ServiceError::TransportClosed),
         };
         match outcome {
             Ok(result) => render(result),
@@ -342,11 +491,7 @@ impl McpTool {
                 )
             }
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                let how = connection.gone().await;
-                Err(
-                    ToolError::new(wording::server_exited_mid_call(&connection.server, &self.remote, &how))
-                        .with_code(ErrorCode::ServerGone),
-                )
+                Err(connection.broke_mid_call(&self.remote).await)
             }
             Err(other) => Err(ToolError::new(wording::call_failed(
                 &connection.server,

@@ -3,12 +3,16 @@
 
 mod client;
 mod code;
+mod http;
 mod process;
+mod progress;
 mod server;
 mod spec;
 pub mod wording;
 
 pub use client::{ClientOptions, McpMount, McpReleaseError, McpStartError};
 pub use code::ErrorCode;
+pub use http::server::{HttpServeOptions, MCP_PATH, SessionAgents};
+pub use progress::CallProgress;
 pub use server::{CallEnd, McpServeError, McpToolServer};
-pub use spec::{McpServerSpec, NAME_SEPARATOR, SpecError, TOOL_PREFIX};
+pub use spec::{McpEndpoint, McpServerSpec, NAME_SEPARATOR, RemoteServer, SpecError, TOOL_PREFIX};

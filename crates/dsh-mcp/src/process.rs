@@ -12,7 +12,7 @@ use std::time::Duration;
 use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, SpawnError, TeardownError};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::{McpServerSpec, wording};
+use crate::wording;
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
 const STDERR_TAIL_BYTES: usize = 512;
@@ -26,11 +26,16 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// Spawns the server in a new process group; returns it with its stdin and stdout.
-    pub(crate) fn spawn(spec: &McpServerSpec) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
-        let server = spec.name.clone();
-        let (child, pipes) = ChildSpec::new(&spec.program)
-            .args(&spec.args)
+    /// Spawns server `name`'s `program` in a new process group; returns it
+    /// with its stdin and stdout.
+    pub(crate) fn spawn(
+        name: &str,
+        program: &str,
+        args: &[String],
+    ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
+        let server = name.to_owned();
+        let (child, pipes) = ChildSpec::new(program)
+            .args(args)
             .environment(Environment::Inherited)
             .stderr_tail_bytes(STDERR_TAIL_BYTES)
             .log_stderr(move |text| tracing::debug!(target: "dsh_mcp::server_stderr", server = %server, "{text}"))

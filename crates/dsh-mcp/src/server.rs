@@ -1,5 +1,6 @@
 //! The server half, and its rmcp adapter: serve the tools of a
-//! [`ToolRegistry`] over MCP, one calling agent per session.
+//! [`ToolRegistry`] over MCP, one calling agent per session (stdio here,
+//! Streamable HTTP in [`crate::http::server`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,19 +8,22 @@ use std::time::Duration;
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool as McpToolDef,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
+    Tool as McpToolDef,
 };
-use rmcp::service::{RequestContext, RoleServer, ServiceExt};
+use rmcp::service::{Peer, RequestContext, RoleServer, ServiceExt};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
+use crate::progress::{CALL_PROGRESS, CallProgress};
 use crate::wording;
 
 /// How long a closing session waits for its calls to wind down after
 /// cancelling them.
-const WIND_DOWN: Duration = Duration::from_secs(10);
+pub(crate) const WIND_DOWN: Duration = Duration::from_secs(10);
 
 /// The buffer between the client's input and the protocol reader.
 const PIPE_BYTES: usize = 1 << 16;
@@ -42,21 +46,28 @@ type CallWatcher = Arc<dyn Fn(CallEnd<'_>) + Send + Sync>;
 ///
 /// - `tools/list` gives each mounted tool's name, description and input
 ///   schema exactly as the registry holds them.
-/// - `tools/call` runs the tool on behalf of the session's calling agent
-///   ([`McpToolServer::serve`]'s `agent`); an error result (bad arguments
-///   included) is `isError: true` with the tool's `Error: …` text.
+/// - `tools/call` runs the tool on behalf of the session's calling agent;
+///   an error result (bad arguments included) is `isError: true` with the
+///   tool's `Error: …` text. A tool that is not mounted is a JSON-RPC error
+///   (`-32602`, invalid params) naming it.
 /// - `notifications/cancelled` cancels the call's token; per MCP, no
 ///   response is sent for a cancelled request.
-/// - A request with a `progressToken` gets a progress notification every
-///   [`McpToolServer::progress_interval`] while the tool runs.
-/// - When the client closes the session, every call still running is
-///   cancelled and awaited before [`McpToolServer::serve`] returns.
+/// - A request with a `progressToken` gets progress notifications: what
+///   the call reports through [`CallProgress`] (at most one notification
+///   per [`McpToolServer::progress_gap`], coalescing), and a heartbeat
+///   only when nothing was reported for [`McpToolServer::progress_interval`].
+/// - When the session ends, every call still running is cancelled and
+///   awaited.
+///
+/// [`McpToolServer::serve`] serves one session on a byte stream (stdio);
+/// [`McpToolServer::serve_http`] serves many over Streamable HTTP.
 #[derive(Clone)]
 pub struct McpToolServer {
-    tools: ToolRegistry,
+    pub(crate) tools: ToolRegistry,
     name: String,
     version: String,
     progress_interval: Duration,
+    progress_gap: Duration,
     on_call_end: Option<CallWatcher>,
 }
 
@@ -71,13 +82,15 @@ impl std::fmt::Debug for McpToolServer {
 
 impl McpToolServer {
     /// A server named `dsh` for the tools mounted in `tools` (read at each
-    /// `tools/list`, so later mounts show), with progress every 5 s.
+    /// `tools/list`, so later mounts show), with a heartbeat after 5 s of
+    /// silence and at most one progress notification per 250 ms.
     pub fn new(tools: ToolRegistry) -> Self {
         Self {
             tools,
             name: "dsh".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             progress_interval: Duration::from_secs(5),
+            progress_gap: Duration::from_millis(250),
             on_call_end: None,
         }
     }
@@ -90,10 +103,19 @@ impl McpToolServer {
         self
     }
 
-    /// How often a running call with a progress token reports progress.
+    /// How long a running call with a progress token may go without a
+    /// notification before a heartbeat is sent.
     #[must_use]
     pub fn progress_interval(mut self, interval: Duration) -> Self {
         self.progress_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The least time between two progress notifications of one call; what
+    /// is reported meanwhile goes out together in the next one.
+    #[must_use]
+    pub fn progress_gap(mut self, gap: Duration) -> Self {
+        self.progress_gap = gap;
         self
     }
 
@@ -113,19 +135,17 @@ impl McpToolServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        let state = Arc::new(SessionState::new(agent));
         let session = Session {
             server: self.clone(),
-            agent,
-            cancel: CancellationToken::new(),
-            calls: TaskTracker::new(),
+            state: state.clone(),
+            on_drop: None,
         };
-        let cancel = session.cancel.clone();
-        let calls = session.calls.clone();
         // The client's bytes pass through a pipe so that its end of input
         // cancels the running calls at once: left to itself, rmcp first
         // waits a few seconds for their responses.
         let (mut feed, input) = tokio::io::duplex(PIPE_BYTES);
-        let on_eof = cancel.clone();
+        let on_eof = state.cancel.clone();
         let mut read = read;
         tokio::spawn(async move {
             if let Err(error) = tokio::io::copy(&mut read, &mut feed).await {
@@ -136,28 +156,76 @@ impl McpToolServer {
         let running = session
             .serve((input, write))
             .await
-            .map_err(|error| McpServeError(error.to_string()))?;
+            .map_err(|error| McpServeError::Session(error.to_string()))?;
         let quit = running.waiting().await;
-        cancel.cancel();
-        calls.close();
-        if tokio::time::timeout(WIND_DOWN, calls.wait()).await.is_err() {
-            tracing::warn!("{}", wording::log_calls_outlived_session(WIND_DOWN));
-        }
-        quit.map(drop).map_err(|error| McpServeError(error.to_string()))
+        state.wind_down().await;
+        quit.map(drop)
+            .map_err(|error| McpServeError::Session(error.to_string()))
     }
 }
 
-/// Why a session could not be served (the handshake or the connection failed).
+/// Why serving failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", wording::session_failed(.0))]
-pub struct McpServeError(String);
+#[non_exhaustive]
+pub enum McpServeError {
+    /// A session's handshake or connection failed.
+    #[error("{}", wording::session_failed(.0))]
+    Session(String),
+    /// The HTTP server could not start, or its listener failed.
+    #[error("{}", wording::http_serve_failed(.0))]
+    Http(String),
+    /// The HTTP server would listen beyond loopback without a bearer token.
+    #[error("{}", wording::needs_bearer_token(address))]
+    NeedsBearerToken {
+        /// The address it was to listen on.
+        address: String,
+    },
+}
 
-/// One client session: its calling agent and its running calls.
-struct Session {
-    server: McpToolServer,
-    agent: AgentRef,
-    cancel: CancellationToken,
+/// One session: its calling agent and its running calls.
+pub(crate) struct SessionState {
+    pub(crate) agent: AgentRef,
+    pub(crate) cancel: CancellationToken,
     calls: TaskTracker,
+}
+
+impl SessionState {
+    pub(crate) fn new(agent: AgentRef) -> Self {
+        Self {
+            agent,
+            cancel: CancellationToken::new(),
+            calls: TaskTracker::new(),
+        }
+    }
+
+    /// Cancels the session's calls and waits (at most [`WIND_DOWN`]) for them to end.
+    pub(crate) async fn wind_down(&self) {
+        self.cancel.cancel();
+        self.calls.close();
+        if tokio::time::timeout(WIND_DOWN, self.calls.wait()).await.is_err() {
+            tracing::warn!("{}", wording::log_calls_outlived_session(WIND_DOWN));
+        }
+    }
+}
+
+/// What ends a session when its handler goes (the HTTP sessions).
+pub(crate) trait EndOnDrop: Send + Sync + 'static {
+    fn end(&self, state: &Arc<SessionState>);
+}
+
+/// The rmcp handler of one session.
+pub(crate) struct Session {
+    pub(crate) server: McpToolServer,
+    pub(crate) state: Arc<SessionState>,
+    pub(crate) on_drop: Option<Arc<dyn EndOnDrop>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(end) = &self.on_drop {
+            end.end(&self.state);
+        }
+    }
 }
 
 impl ServerHandler for Session {
@@ -195,21 +263,39 @@ impl ServerHandler for Session {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = request.name.to_string();
+        if self.server.tools.get(&name).is_none() {
+            return Err(ErrorData::invalid_params(wording::unknown_tool(&name), None));
+        }
+        if self.state.cancel.is_cancelled() {
+            return Err(ErrorData::internal_error(wording::SESSION_ENDED, None));
+        }
         let args = request
             .arguments
             .map_or_else(|| Value::Object(Map::new()), Value::Object);
-        let cancel = self.cancel.child_token();
+        let cancel = self.state.cancel.child_token();
         // A request abandoned by the service (the session ending) cancels its call too.
         let _cancel_if_dropped = cancel.clone().drop_guard();
-        let exec = ToolExecution::new(cancel.clone()).with_agent(self.agent.clone());
+        let exec = ToolExecution::new(cancel.clone()).with_agent(self.state.agent.clone());
+        let progress_token = context.meta.get_progress_token();
+        let (progress, mut reports) = match &progress_token {
+            Some(_) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some(CallProgress::new(tx)), Some(rx))
+            }
+            None => (None, None),
+        };
         let tools = self.server.tools.clone();
         let tool = name.clone();
         // The call runs as its own task, so it always runs to its end (and
         // releases what it started) even if this request is dropped.
         let watcher = self.server.on_call_end.clone();
         let call_cancel = cancel.clone();
-        let mut call = self.calls.spawn(async move {
-            let result = tools.call(&tool, args, exec).await;
+        let mut call = self.state.calls.spawn(async move {
+            let run = tools.call(&tool, args, exec);
+            let result = match progress {
+                Some(progress) => CALL_PROGRESS.scope(progress, run).await,
+                None => run.await,
+            };
             // Here, not in the handler: the watcher sees every call end
             // before the session's wind-down completes.
             if let Some(watcher) = watcher {
@@ -221,34 +307,121 @@ impl ServerHandler for Session {
             }
             result
         });
-        let progress_token = context.meta.get_progress_token();
-        let started = tokio::time::Instant::now();
-        let interval = self.server.progress_interval;
-        let mut ticks = tokio::time::interval_at(started + interval, interval);
-        let mut reported = 0_u32;
+        let mut notifier = progress_token.map(|token| Notifier::new(token, &context.peer, &self.server, &name));
         let result = loop {
+            let next_report = async {
+                match reports.as_mut() {
+                    Some(reports) => reports.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let due = notifier.as_ref().map(Notifier::due);
+            let mut reporting_ended = false;
             tokio::select! {
                 joined = &mut call => break joined.unwrap_or_else(|error| {
                     ToolResult::from(dsh_tools::ToolError::new(wording::call_task_failed(&name, &error.to_string())))
                 }),
                 () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
-                _ = ticks.tick(), if progress_token.is_some() => {
-                    if let Some(token) = &progress_token {
-                        reported += 1;
-                        let message = wording::progress(&name, started.elapsed());
-                        let _ = context
-                            .peer
-                            .notify_progress(ProgressNotificationParam::new(token.clone(), f64::from(reported)).with_message(message))
-                            .await;
+                report = next_report => match (report, notifier.as_mut()) {
+                    (Some(report), Some(notifier)) => notifier.add(report),
+                    _ => reporting_ended = true,
+                },
+                () = tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)), if due.is_some() => {
+                    if let Some(notifier) = notifier.as_mut() {
+                        notifier.send().await;
                     }
                 }
             }
+            if reporting_ended {
+                reports = None;
+            }
         };
+        if let Some(notifier) = notifier.as_mut() {
+            // What the call reported last (its children settling) goes out
+            // before the answer.
+            while let Some(report) = reports.as_mut().and_then(|reports| reports.try_recv().ok()) {
+                notifier.add(report);
+            }
+            if !notifier.pending.is_empty() && !cancel.is_cancelled() {
+                notifier.send().await;
+            }
+        }
         let content = vec![ContentBlock::text(result.text)];
         Ok(CallToolResponse::Complete(if result.is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
         }))
+    }
+}
+
+/// The progress notifications of one call: reports are sent at most one
+/// notification per `gap` (those that arrive meanwhile go out together),
+/// and a heartbeat after `interval` without any.
+struct Notifier {
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+    tool: String,
+    started: tokio::time::Instant,
+    last: tokio::time::Instant,
+    gap: Duration,
+    interval: Duration,
+    sent: u32,
+    pending: Vec<String>,
+    /// Reports left out of `pending` since the last notification.
+    skipped: usize,
+}
+
+/// The most reports one notification carries; older ones are counted.
+const MAX_REPORTS: usize = 8;
+
+impl Notifier {
+    fn new(token: ProgressToken, peer: &Peer<RoleServer>, server: &McpToolServer, tool: &str) -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            token,
+            peer: peer.clone(),
+            tool: tool.to_owned(),
+            started: now,
+            // The first report goes out at once.
+            last: now.checked_sub(server.progress_gap).unwrap_or(now),
+            gap: server.progress_gap,
+            interval: server.progress_interval,
+            sent: 0,
+            pending: Vec::new(),
+            skipped: 0,
+        }
+    }
+
+    /// Adds a report to the next notification.
+    fn add(&mut self, report: String) {
+        if self.pending.len() == MAX_REPORTS {
+            self.pending.remove(0);
+            self.skipped += 1;
+        }
+        self.pending.push(report);
+    }
+
+    /// When the next notification is due: the pending reports after the
+    /// gap, else a heartbeat after the interval.
+    fn due(&self) -> tokio::time::Instant {
+        if self.pending.is_empty() {
+            self.last.max(self.started) + self.interval
+        } else {
+            self.last + self.gap
+        }
+    }
+
+    /// Sends the pending reports, or a heartbeat when there are none.
+    async fn send(&mut self) {
+        let message = if self.pending.is_empty() {
+            wording::progress(&self.tool, self.started.elapsed())
+        } else {
+            wording::progress_reports(&std::mem::take(&mut self.pending), std::mem::take(&mut self.skipped))
+        };
+        self.sent += 1;
+        self.last = tokio::time::Instant::now();
+        let params = ProgressNotificationParam::new(self.token.clone(), f64::from(self.sent)).with_message(message);
+        let _ = self.peer.notify_progress(params).await;
     }
 }

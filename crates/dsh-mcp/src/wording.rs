@@ -40,9 +40,60 @@ pub fn non_text_content(kind: &str, mime: &str) -> String {
     format!("[{kind} content ({mime}) omitted]")
 }
 
-/// The progress message sent while a served call runs.
+/// The progress message sent while a served call runs and nothing was
+/// reported for a while (the heartbeat).
 pub fn progress(tool: &str, elapsed: Duration) -> String {
     format!("{tool} still running after {} s", elapsed.as_secs())
+}
+
+/// One progress message carrying what a served call reported since the
+/// last one, oldest first (`skipped` older reports were left out).
+pub fn progress_reports(reports: &[String], skipped: usize) -> String {
+    let joined = reports.join("; ");
+    match skipped {
+        0 => joined,
+        n => format!("({n} earlier) {joined}"),
+    }
+}
+
+/// A served `tools/call` of a tool that is not mounted (a JSON-RPC error).
+pub fn unknown_tool(tool: &str) -> String {
+    format!("unknown tool \"{tool}\"")
+}
+
+/// A served call that arrives after its session ended (a JSON-RPC error).
+pub const SESSION_ENDED: &str = "the MCP session has ended";
+
+/// A call whose remote server could no longer be reached.
+pub fn connection_lost_mid_call(server: &str, tool: &str, how: &str) -> String {
+    format!("MCP server \"{server}\" became unreachable during the call to its tool \"{tool}\" ({how})")
+}
+
+/// Why a remote server could not be used: connecting failed.
+pub fn unreachable(url: &str, error: &str) -> String {
+    format!("cannot reach {url}: {error}")
+}
+
+/// Why a remote server could not be used: it answered with an HTTP error.
+pub fn http_refused(url: &str, status: u16) -> String {
+    let shown = reqwest::StatusCode::from_u16(status).map_or_else(|_| status.to_string(), |code| code.to_string());
+    let hint = match status {
+        401 => " (missing or wrong credentials: see bearer_token_env)",
+        403 => " (the credentials do not allow this)",
+        404 => " (no MCP endpoint at that URL?)",
+        _ => "",
+    };
+    format!("{url} answered HTTP {shown}{hint}")
+}
+
+/// How a remote server went away when nothing more is known.
+pub fn connection_closed(url: &str) -> String {
+    format!("the connection to {url} closed")
+}
+
+/// Why a remote server could not be used: its token's variable is not set.
+pub fn token_variable_unset(variable: &str) -> String {
+    format!("the environment variable {variable} (its bearer token) is not set or empty")
 }
 
 /// Why a server could not start: spawning its program failed.
@@ -117,6 +168,54 @@ pub(crate) fn session_failed(error: &str) -> String {
     format!("MCP session failed: {error}")
 }
 
+/// Why the HTTP server stopped or could not start.
+pub(crate) fn http_serve_failed(error: &str) -> String {
+    format!("the MCP HTTP server failed: {error}")
+}
+
+/// An HTTP server asked to listen beyond loopback without a token.
+pub(crate) fn needs_bearer_token(address: &str) -> String {
+    format!(
+        "refusing to serve MCP on {address} without a bearer token: anyone who reaches it could start agents on your model key (listen on 127.0.0.1, or set a token)"
+    )
+}
+
+/// The body of a 401 from the HTTP server.
+pub(crate) const HTTP_UNAUTHORIZED: &str = "Unauthorized: this MCP server needs Authorization: Bearer <token>";
+
+/// The body of a 404 for a path other than the endpoint's.
+pub(crate) fn http_not_served(path: &str) -> String {
+    format!("Not Found: the MCP endpoint is {path}")
+}
+
+/// A new session past the bound (the message of a JSON-RPC error).
+pub(crate) fn too_many_sessions(max: usize) -> String {
+    format!("too many MCP sessions ({max} are open): end one (HTTP DELETE) or try again later")
+}
+
+/// An HTTP error status with a prefix of its body.
+pub(crate) fn http_status_body(status: &str, body: &str) -> String {
+    match body.trim() {
+        "" => format!("HTTP {status}"),
+        body => format!("HTTP {status}: {body}"),
+    }
+}
+
+/// An SSE event from a remote server past the size limit.
+pub(crate) fn sse_event_too_large(limit: usize) -> String {
+    format!("an SSE event exceeded {limit} bytes")
+}
+
+/// Log line: accepting a connection failed for now.
+pub(crate) fn log_accept_failed(error: &dyn std::fmt::Display) -> String {
+    format!("MCP HTTP server: accepting a connection failed: {error}")
+}
+
+/// Log line: one connection ended with an error.
+pub(crate) fn log_connection_failed(error: &dyn std::fmt::Display) -> String {
+    format!("MCP HTTP connection ended with an error: {error}")
+}
+
 /// Log line: the served session's input ended with an error.
 pub(crate) fn log_input_ended(error: &dyn std::fmt::Display) -> String {
     format!("MCP session input ended: {error}")
@@ -147,6 +246,27 @@ pub(crate) fn spec_empty_command(name: &str) -> String {
     format!("MCP server \"{name}\" has an empty command")
 }
 
+/// A URL that is not an `http://` or `https://` URL with a host.
+pub(crate) fn spec_bad_url(url: &str, reason: &str) -> String {
+    format!("MCP server URL \"{url}\" is not valid: {reason}")
+}
+
+/// Why a URL is refused: another scheme.
+pub(crate) const URL_NOT_HTTP: &str = "only http:// and https:// are supported";
+
+/// Why a URL is refused: no host.
+pub(crate) const URL_WITHOUT_HOST: &str = "it has no host";
+
+/// A header HTTP cannot carry.
+pub(crate) fn spec_bad_header(name: &str) -> String {
+    format!("MCP server header \"{name}\" is not a valid HTTP header name and value")
+}
+
+/// An environment variable name that cannot be one.
+pub(crate) fn spec_bad_env_name(variable: &str) -> String {
+    format!("\"{variable}\" cannot be the name of an environment variable")
+}
+
 /// A command line that cannot be split into words.
 pub(crate) fn spec_bad_command_line(name: &str, line: &str) -> String {
     format!("MCP server \"{name}\": cannot split the command line \"{line}\" (an unclosed quote?)")
@@ -172,6 +292,16 @@ mod tests {
             handshake_failed("tools/list", "connection closed"),
             startup_timed_out(Duration::from_secs(30)),
             call_task_failed("subagent", "task panicked"),
+            progress_reports(&["started".to_owned(), "model call 1".to_owned()], 0),
+            progress_reports(&["model call 9".to_owned()], 3),
+            unknown_tool("nope"),
+            SESSION_ENDED.to_owned(),
+            connection_lost_mid_call("docs", "search", "the connection to http://127.0.0.1:9/mcp closed"),
+            unreachable("http://127.0.0.1:9/mcp", "error sending request: Connection refused"),
+            http_refused("https://mcp.example.com/mcp", 401),
+            http_refused("https://mcp.example.com/mcp", 404),
+            http_refused("https://mcp.example.com/mcp", 502),
+            token_variable_unset("DOCS_TOKEN"),
         ];
         insta::assert_snapshot!(texts.join("\n"));
     }

@@ -159,9 +159,18 @@ async fn tools_are_listed_as_registered_and_called_for_the_sessions_agent() {
         call(&first, "whoami", json!({})).await,
         ("Error: whoami argument \"greeting\" is required".into(), true)
     );
+    // A tool that is not mounted is a JSON-RPC error (invalid params), not a tool result.
+    let unknown = first
+        .peer()
+        .call_tool(CallToolRequestParams::new("nope"))
+        .await
+        .unwrap_err();
+    let rmcp::service::ServiceError::McpError(error) = unknown else {
+        panic!("not a JSON-RPC error: {unknown:?}")
+    };
     assert_eq!(
-        call(&first, "nope", json!({})).await,
-        ("Error: unknown tool \"nope\"".into(), true)
+        (error.code.0, error.message.as_ref()),
+        (-32602, "unknown tool \"nope\"")
     );
     first.cancel().await.unwrap();
     second.cancel().await.unwrap();

@@ -32,14 +32,16 @@ pub(crate) enum Command {
     /// model choice as `dsh run`. Stdout carries only the protocol; logs and
     /// progress go to stderr.
     Acp(AcpArgs),
-    /// Serve the dsh delegation tools as a Model Context Protocol (MCP) server on stdio.
+    /// Serve the dsh delegation tools as a Model Context Protocol (MCP)
+    /// server, on stdio or (with --listen) over Streamable HTTP.
     ///
     /// The tools are `subagent` (fresh in-process children, foreground or
     /// background), `send_message`, `task_output`, `task_kill` and
-    /// `task_list`, with the same model choice as `dsh run`. The MCP session
-    /// is the calling agent: it owns its children and background tasks, and
-    /// closing stdin cancels and releases them all. Stdout carries only the
-    /// protocol; logs and progress go to stderr.
+    /// `task_list`, with the same model choice as `dsh run`. Each MCP session
+    /// is a calling agent: it owns its children and background tasks, and
+    /// ending the session (closing stdin; over HTTP a DELETE, an idle
+    /// timeout, or stopping dsh) cancels and releases them all. On stdio,
+    /// stdout carries only the protocol; logs and progress go to stderr.
     Mcp(McpArgs),
     /// Work with the configuration file (dsh.toml).
     #[command(subcommand)]
@@ -78,10 +80,12 @@ pub(crate) struct AgentArgs {
     /// The most model calls any one agent may make per run.
     #[arg(long, default_value_t = dsh_agent::DEFAULT_MAX_TURNS)]
     pub(crate) max_turns: u32,
-    /// Give the agents (parent and children) the tools of an MCP server on
-    /// stdio, as `mcp__<name>__<tool>`. The command line is split like a
-    /// shell's words. Repeatable.
-    #[arg(long = "mcp-server", value_name = "NAME=COMMAND LINE", value_parser = parse_mcp_server)]
+    /// Give the agents (parent and children) the tools of an MCP server, as
+    /// `mcp__<name>__<tool>`: a command line (split like a shell's words)
+    /// run on stdio, or an http:// or https:// URL reached over Streamable
+    /// HTTP (headers and a bearer token: see `[[mcp_servers]]` in dsh.toml).
+    /// Repeatable.
+    #[arg(long = "mcp-server", value_name = "NAME=COMMAND LINE|URL", value_parser = parse_mcp_server)]
     pub(crate) mcp_servers: Vec<dsh_mcp::McpServerSpec>,
 }
 
@@ -97,11 +101,50 @@ pub(crate) struct McpArgs {
     /// Hide the model banner and the live progress of children on stderr.
     #[arg(long, short)]
     pub(crate) quiet: bool,
-    /// How often a running tool call that asked for progress reports it, in milliseconds.
+    /// How long a running tool call that asked for progress may go without
+    /// a progress notification before a heartbeat is sent, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5000)]
     pub(crate) progress_interval: u64,
+    /// Serve over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio.
+    /// A bare PORT listens on 127.0.0.1; an address beyond loopback needs
+    /// --bearer-token-env.
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
+    pub(crate) listen: Option<std::net::SocketAddr>,
+    /// The environment variable holding the token every HTTP request must
+    /// carry as `Authorization: Bearer <token>`.
+    #[arg(long, value_name = "VAR", requires = "listen")]
+    pub(crate) bearer_token_env: Option<String>,
+    /// The most MCP sessions served at once over HTTP.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) max_sessions: u16,
+    /// A browser origin accepted besides loopback ones, such as
+    /// `https://app.example.com:443` (`:*` for any port). Repeatable.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN", requires = "listen")]
+    pub(crate) allowed_origins: Vec<String>,
+    /// A Host value accepted, such as mcp.example.com (on loopback,
+    /// localhost and the loopback addresses always are). Repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST", requires = "listen")]
+    pub(crate) allowed_hosts: Vec<String>,
+    /// How long an HTTP session may stay idle before it ends, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) session_idle_timeout: u64,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
+}
+
+/// `PORT` (on 127.0.0.1), `localhost:PORT` or `ADDR:PORT`.
+fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::{Ipv4Addr, SocketAddr};
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    if let Some(port) = text
+        .strip_prefix("localhost:")
+        .and_then(|port| port.parse::<u16>().ok())
+    {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    text.parse().map_err(|_| crate::wording::bad_listen_address(text))
 }
 
 #[derive(Debug, clap::Args)]

@@ -56,15 +56,21 @@ struct Export {
     failure: Arc<Mutex<Option<String>>>,
 }
 
+/// The log filter without `DSH_LOG`: warnings, but none of the MCP SDK's own
+/// lines, which repeat what dsh's errors already say (an unreachable or
+/// refusing MCP server's fatal transport error, say); `DSH_LOG=rmcp=debug`
+/// shows them.
+const DEFAULT_LOG: &str = "warn,rmcp=off";
+
 /// Installs the process's subscriber: log lines on stderr (`DSH_LOG`,
-/// default `warn`), plus OTLP export of spans when the environment asks for it.
+/// default [`DEFAULT_LOG`]), plus OTLP export of spans when the environment asks for it.
 pub(crate) fn init() -> Telemetry {
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal: a parent that reads our
         // stderr (an ACP client quoting its tail) gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| "warn".into()));
+        .with_filter(EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| DEFAULT_LOG.into()));
     let mut warning = None;
     let export = if export_requested(|key| std::env::var(key).ok()) {
         match exporter() {

@@ -300,18 +300,35 @@ async fn a_cancelled_delegation_reports_progress_then_ends_cancelled() {
         )
         .await
         .unwrap();
-    let progress = tokio::time::timeout(GUARD, session.progress.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(progress.progress_token, handle.progress_token);
+    // First the child's start, then (the child working on, silently)
+    // heartbeats; the client may hear them in either order.
+    let mut heard = Vec::new();
+    for _ in 0..2 {
+        let params = tokio::time::timeout(GUARD, session.progress.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(params.progress_token, handle.progress_token);
+        heard.push(params);
+    }
+    heard.sort_by(|a, b| a.progress.total_cmp(&b.progress));
+    let (progress, heartbeat) = (&heard[0], &heard[1]);
+    assert_eq!((progress.progress, heartbeat.progress), (1.0, 2.0));
     assert!(
         progress
             .message
             .as_deref()
             .unwrap_or_default()
-            .starts_with("subagent still running after "),
+            .starts_with("subagent \"slow work\" started (spawn, "),
         "{progress:?}"
+    );
+    assert!(
+        heartbeat
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("subagent still running after "),
+        "{heartbeat:?}"
     );
     handle.cancel(Some("the user changed their mind".into())).await.unwrap();
     let line = "dsh mcp: the client cancelled a call to subagent; it ended with: Error: subagent run was cancelled";
@@ -327,6 +344,94 @@ async fn a_cancelled_delegation_reports_progress_then_ends_cancelled() {
     assert_eq!(text, "quick answer");
     let (status, _) = session.close().await;
     assert!(status.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegations_progress_carries_the_childs_start_model_calls_tool_calls_and_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let script_body = json!({"rules": [
+        {"when": {"last_message": "user", "tool_offered": "mcp__t__echo"},
+         "reply": {"tool_calls": [{"name": "mcp__t__echo", "arguments": {"text": "from the child"}}]}},
+        {"when": {"last_tool": "mcp__t__echo"}, "reply": {"text": "the child heard: {{last_tool_result}}"}}
+    ]});
+    let echo = script(dir.path(), "echo.json", &script_body.to_string());
+    let server = format!("t={}", test_server().display());
+    let mut session = start(dir.path(), &["--quiet", "--script", &echo, "--mcp-server", &server]).await;
+    let mut args = serde_json::Map::new();
+    args.insert("description".into(), json!("echo it"));
+    args.insert("prompt".into(), json!("use the echo tool"));
+    let handle = session
+        .client()
+        .peer()
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(Request::new(
+                CallToolRequestParams::new("subagent").with_arguments(args),
+            )),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(GUARD, handle.await_response())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        format!("{answer:?}").contains("the child heard: echo: from the child"),
+        "{answer:?}"
+    );
+    // The client may hear notifications after the answer, and not in the
+    // order they were sent: collect them all, then order them.
+    let mut heard: Vec<ProgressNotificationParam> = Vec::new();
+    let complete = |heard: &[ProgressNotificationParam]| {
+        (1..=heard.len()).all(|n| heard.iter().any(|params| params.progress == n as f64))
+            && heard
+                .iter()
+                .any(|params| params.message.as_deref().is_some_and(|m| m.contains(" completed")))
+    };
+    while !complete(&heard) {
+        let params = tokio::time::timeout(GUARD, session.progress.recv())
+            .await
+            .unwrap_or_else(|_| panic!("not all heard: {heard:?}"))
+            .unwrap();
+        heard.push(params);
+    }
+    heard.sort_by(|a, b| a.progress.total_cmp(&b.progress));
+    let messages: Vec<String> = heard
+        .into_iter()
+        .map(|params| params.message.unwrap_or_default())
+        // Heartbeats come only when nothing happened for 50 ms: leave them out.
+        .filter(|message| !message.starts_with("subagent still running after "))
+        .flat_map(|message| message.split("; ").map(str::to_owned).collect::<Vec<_>>())
+        .collect();
+    let id = messages
+        .first()
+        .and_then(|first| first.strip_prefix("subagent \"echo it\" started (spawn, "))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{messages:?}"))
+        .to_owned();
+    // The child's id and its token counts (estimated from the text) vary.
+    let messages: Vec<String> = messages
+        .iter()
+        .map(|message| {
+            message
+                .replace(&id, "<child>")
+                .split(" · ")
+                .map(|part| if part.ends_with(" tokens") { "<n> tokens" } else { part })
+                .collect::<Vec<_>>()
+                .join(" · ")
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "subagent \"echo it\" started (spawn, <child>)",
+            "subagent \"echo it\" working · 1 model call · <n> tokens",
+            "subagent \"echo it\" calls mcp__t__echo",
+            "subagent \"echo it\" working · 2 model calls · <n> tokens",
+            "subagent \"echo it\" completed · 2 model calls · <n> tokens",
+        ]
+    );
+    session.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -206,10 +206,18 @@ impl<'de> Deserialize<'de> for RawMaxDepth {
     }
 }
 
-/// One `[[mcp_servers]]` entry: an MCP server whose tools the agents get.
+/// One `[[mcp_servers]]` entry: an MCP server whose tools the agents get,
+/// run from a `command` (stdio) or reached at a `url` (Streamable HTTP).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawMcpServer {
     pub(crate) name: Spanned<String>,
-    pub(crate) command: Spanned<String>,
+    pub(crate) command: Option<Spanned<String>>,
+    pub(crate) url: Option<Spanned<String>>,
+    /// Extra HTTP headers (a `url` server only), in file order.
+    pub(crate) headers: Option<Spanned<toml::Table>>,
+    /// The variable that holds the bearer token (a `url` server only).
+    pub(crate) bearer_token_env: Option<Spanned<String>>,
+    /// Read only to refuse it: a token is never written in the file.
+    pub(crate) bearer_token: Option<Spanned<serde::de::IgnoredAny>>,
 }

@@ -16,7 +16,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dsh_mcp::{McpServerSpec, SpecError};
+use dsh_mcp::{McpServerSpec, RemoteServer, SpecError};
 use dsh_subagent_acp::{AcpAuth, AcpConfig, AcpProvider, PermissionPolicy};
 use dsh_subagent_api::{AgentOptions, SubagentProvider, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, RELEASE_GRACE, SubagentToolConfig};
@@ -166,7 +166,8 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
     }
     let mut mcp_servers: Vec<(McpServerSpec, Range<usize>)> = Vec::with_capacity(raw.mcp_servers.len());
     for (index, entry) in raw.mcp_servers.into_iter().enumerate() {
-        let server = resolve_mcp_server(index, entry.into_inner(), &at)?;
+        let span = entry.span();
+        let server = resolve_mcp_server(index, entry.into_inner(), span, &at)?;
         if let Some(first) = mcp_servers.iter().position(|other| other.0.name == server.0.name) {
             return Err(at(
                 Some(server.1),
@@ -481,22 +482,97 @@ fn acp_config(
     Ok(config)
 }
 
-/// An `[[mcp_servers]]` entry as the MCP client takes it; its `command` is
-/// one command line, split into words like a shell's.
+/// An `[[mcp_servers]]` entry as the MCP client takes it: a `command` (one
+/// command line, split into words like a shell's) or a `url` with its
+/// headers and the variable of its bearer token.
 fn resolve_mcp_server(
     index: usize,
     raw: RawMcpServer,
+    table: Range<usize>,
     at: &At<'_>,
 ) -> Result<(McpServerSpec, Range<usize>), ConfigFileError> {
     let key = |name: &str| format!("mcp_servers[{index}].{name}");
-    let (name_span, command_span) = (raw.name.span(), raw.command.span());
+    let name_span = raw.name.span();
     let name = raw.name.into_inner();
-    let command = non_empty(raw.command, &key("command"), at)?;
-    match McpServerSpec::from_command_line(name, &command) {
-        Ok(spec) => Ok((spec, name_span)),
-        Err(error @ SpecError::BadName { .. }) => Err(at(Some(name_span), key("name"), error.to_string())),
-        Err(error) => Err(at(Some(command_span), key("command"), error.to_string())),
+    if let Some(token) = &raw.bearer_token {
+        return Err(at(
+            Some(token.span()),
+            key("bearer_token"),
+            wording::CONFIG_MCP_LITERAL_TOKEN.to_owned(),
+        ));
     }
+    let bad_name = |error: SpecError| at(Some(name_span.clone()), key("name"), error.to_string());
+    let spec = match (raw.command, raw.url) {
+        (Some(_), Some(url)) => {
+            return Err(at(
+                Some(url.span()),
+                key("url"),
+                wording::CONFIG_MCP_COMMAND_AND_URL.to_owned(),
+            ));
+        }
+        (None, None) => {
+            return Err(at(
+                Some(table),
+                key("command"),
+                wording::CONFIG_MCP_NEEDS_ENDPOINT.to_owned(),
+            ));
+        }
+        (Some(command), None) => {
+            let remote_only = [
+                ("headers", raw.headers.as_ref().map(Spanned::span)),
+                ("bearer_token_env", raw.bearer_token_env.as_ref().map(Spanned::span)),
+            ];
+            if let Some((name, Some(span))) = remote_only.into_iter().find(|(_, span)| span.is_some()) {
+                return Err(at(Some(span), key(name), wording::CONFIG_MCP_URL_ONLY_KEY.to_owned()));
+            }
+            let command_span = command.span();
+            let command = non_empty(command, &key("command"), at)?;
+            match McpServerSpec::from_command_line(name, &command) {
+                Ok(spec) => spec,
+                Err(error @ SpecError::BadName { .. }) => return Err(bad_name(error)),
+                Err(error) => return Err(at(Some(command_span), key("command"), error.to_string())),
+            }
+        }
+        (None, Some(url)) => {
+            let url_span = url.span();
+            let url = non_empty(url, &key("url"), at)?;
+            let mut server =
+                RemoteServer::new(url).map_err(|error| at(Some(url_span), key("url"), error.to_string()))?;
+            if let Some(headers) = raw.headers {
+                let span = headers.span();
+                for (header, value) in headers.into_inner() {
+                    let header_key = key(&format!("headers.{header}"));
+                    if header.eq_ignore_ascii_case("authorization") {
+                        return Err(at(Some(span), header_key, wording::CONFIG_MCP_LITERAL_TOKEN.to_owned()));
+                    }
+                    let Some(value) = value.as_str() else {
+                        return Err(at(
+                            Some(span),
+                            header_key,
+                            wording::CONFIG_MCP_HEADER_NOT_TEXT.to_owned(),
+                        ));
+                    };
+                    server = server
+                        .header(header.clone(), value)
+                        .map_err(|error| at(Some(span.clone()), header_key, error.to_string()))?;
+                }
+            }
+            if let Some(variable) = raw.bearer_token_env {
+                if !variable_name(variable.get_ref()) {
+                    return Err(at(
+                        Some(variable.span()),
+                        key("bearer_token_env"),
+                        wording::config_bad_variable(variable.get_ref()),
+                    ));
+                }
+                server = server
+                    .bearer_token_env(variable.get_ref().clone())
+                    .map_err(|error| at(Some(variable.span()), key("bearer_token_env"), error.to_string()))?;
+            }
+            McpServerSpec::remote(name, server).map_err(bad_name)?
+        }
+    };
+    Ok((spec, name_span))
 }
 
 #[cfg(test)]

@@ -52,6 +52,12 @@ max_depth = "provider-managed"
 [[mcp_servers]]
 name = "files"
 command = "mcp-files --root ."
+
+[[mcp_servers]]
+name = "docs"
+url = "https://mcp.example.com/mcp"
+headers = { "X-Team" = "agents" }
+bearer_token_env = "DOCS_TOKEN"
 "#;
     let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
     assert_eq!(
@@ -100,9 +106,16 @@ command = "mcp-files --root ."
     assert_eq!(acp_config.cancel_grace, Duration::from_millis(1000));
     assert_eq!(acp_config.dispose_eof_grace, Duration::from_millis(500));
     assert_eq!(acp_config.dispose_term_grace, Duration::from_millis(700));
+    let docs = dsh_mcp::RemoteServer::new("https://mcp.example.com/mcp")
+        .and_then(|server| server.header("X-Team", "agents"))
+        .and_then(|server| server.bearer_token_env("DOCS_TOKEN"))
+        .unwrap();
     assert_eq!(
         config.mcp_servers,
-        [dsh_mcp::McpServerSpec::new("files", "mcp-files", ["--root", "."]).unwrap()]
+        [
+            dsh_mcp::McpServerSpec::new("files", "mcp-files", ["--root", "."]).unwrap(),
+            dsh_mcp::McpServerSpec::remote("docs", docs).unwrap(),
+        ]
     );
 }
 
@@ -219,6 +232,34 @@ fn errors_name_file_line_column_and_key() {
         (
             "duplicate mcp server",
             "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\n[[mcp_servers]]\nname = \"a\"\ncommand = \"y\"\n",
+        ),
+        (
+            "mcp server with command and url",
+            "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nurl = \"http://127.0.0.1:1/mcp\"\n",
+        ),
+        (
+            "mcp url that is not http",
+            "[[mcp_servers]]\nname = \"a\"\nurl = \"ftp://example.com/mcp\"\n",
+        ),
+        (
+            "a literal bearer token",
+            "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nbearer_token = \"s3cret\"\n",
+        ),
+        (
+            "a token in an authorization header",
+            "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nheaders = { authorization = \"Bearer s3cret\" }\n",
+        ),
+        (
+            "headers on a command server",
+            "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nheaders = { \"X-A\" = \"b\" }\n",
+        ),
+        (
+            "a bad header",
+            "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nheaders = { \"X A\" = \"b\" }\n",
+        ),
+        (
+            "a bad token variable",
+            "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nbearer_token_env = \"A=B\"\n",
         ),
     ];
     let rendered: Vec<String> = cases

@@ -19,6 +19,22 @@ pub(crate) fn config_duplicate_mcp_server(name: &str, first: usize) -> String {
     format!("the MCP server name \"{name}\" is already used by mcp_servers[{first}]")
 }
 
+/// An `[[mcp_servers]]` entry with neither `command` nor `url`.
+pub(crate) const CONFIG_MCP_NEEDS_ENDPOINT: &str =
+    "an MCP server needs `command` (a program dsh runs on stdio) or `url` (a remote server over Streamable HTTP)";
+
+/// An `[[mcp_servers]]` entry with both `command` and `url`.
+pub(crate) const CONFIG_MCP_COMMAND_AND_URL: &str = "give either `command` or `url`, not both";
+
+/// `headers` or `bearer_token_env` on a `command` server.
+pub(crate) const CONFIG_MCP_URL_ONLY_KEY: &str = "applies only to an MCP server with a `url`";
+
+/// A token written in the file (`bearer_token`, or an `Authorization` header).
+pub(crate) const CONFIG_MCP_LITERAL_TOKEN: &str = "a token is never written in the configuration file: put it in an environment variable and name that variable with bearer_token_env";
+
+/// A header whose value is not text.
+pub(crate) const CONFIG_MCP_HEADER_NOT_TEXT: &str = "a header's value must be a string";
+
 /// A name that cannot be an environment variable.
 pub(crate) fn config_bad_variable(name: &str) -> String {
     format!("{name:?} cannot name an environment variable")

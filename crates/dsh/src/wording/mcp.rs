@@ -30,3 +30,43 @@ pub(crate) fn mcp_failed(error: &dyn Display) -> String {
 pub(crate) fn log_mcp_release_failed(error: &dyn Display) -> String {
     format!("releasing the MCP server failed: {error}")
 }
+
+/// A `--listen` value that is no address.
+pub(crate) fn bad_listen_address(text: &str) -> String {
+    format!("expected PORT, localhost:PORT or ADDR:PORT, got \"{text}\"")
+}
+
+/// The token variable of `--bearer-token-env` is not set.
+pub(crate) fn mcp_token_variable_unset(variable: &str) -> String {
+    format!("dsh mcp: the environment variable {variable} (the bearer token of --bearer-token-env) is not set or empty")
+}
+
+/// `--listen` could not take its address.
+pub(crate) fn mcp_cannot_listen(address: &dyn Display, error: &dyn Display) -> String {
+    format!("dsh mcp: cannot listen on {address}: {error}")
+}
+
+/// The stderr line of `dsh mcp --listen` once it serves.
+pub(crate) fn mcp_listening(address: &dyn Display, path: &str) -> String {
+    format!("dsh mcp: serving MCP at http://{address}{path}")
+}
+
+/// Progress of an MCP call: a child it started has started.
+pub(crate) fn mcp_child_started(label: &str, provider: &str, id: &str) -> String {
+    format!("subagent \"{label}\" started ({provider}, {id})")
+}
+
+/// Progress of an MCP call: its child finished a model call.
+pub(crate) fn mcp_child_model_call(label: &str, steps: u32, usage: Option<dsh_llm::Usage>) -> String {
+    format!("subagent \"{label}\" working · {}", super::model_calls(steps, usage))
+}
+
+/// Progress of an MCP call: its child is calling a tool.
+pub(crate) fn mcp_child_tool(label: &str, tool: &str) -> String {
+    format!("subagent \"{label}\" calls {tool}")
+}
+
+/// Progress of an MCP call: its child settled ([`super::child_summary`]).
+pub(crate) fn mcp_child_settled(label: &str, summary: &str) -> String {
+    format!("subagent \"{label}\" {summary}")
+}

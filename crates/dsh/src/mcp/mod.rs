@@ -1,0 +1,201 @@
+//! `dsh mcp`: the dsh delegation tools served as a Model Context Protocol
+//! server, on stdio or over Streamable HTTP (`--listen`).
+//!
+//! Each MCP session has its own calling agent: a parent agent built like
+//! `dsh run`'s that never runs a model turn of its own (the MCP host's model
+//! plays its part). It owns the session's children and background tasks;
+//! another session (over HTTP, or another `dsh mcp` process, even on the
+//! same data directory) cannot read, message or kill them.
+//!
+//! - **Stdio** serves one session. When the client closes stdin, every call
+//!   still running is cancelled, every background task is killed and
+//!   released, and the MCP servers of `--mcp-server` are shut down before
+//!   dsh exits. Stdout carries nothing but the protocol; the banner,
+//!   progress and logs go to stderr.
+//! - **HTTP** serves many sessions at `/mcp`, each with its own agent made
+//!   when the session opens and released when it ends (DELETE, idle
+//!   timeout, or SIGINT/SIGTERM, which end every session before dsh exits).
+//!
+//! A call that asked for progress hears its children's lifecycle and work
+//! ([`progress::CallReports`]).
+
+mod progress;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use dsh_agent::Agent;
+use dsh_mcp::{HttpServeOptions, McpToolServer, SessionAgents};
+use dsh_subagent_api::BoxFuture;
+use dsh_tools::{AgentId, AgentRef, CancellationToken};
+use tokio::net::TcpListener;
+
+use crate::cli::McpArgs;
+use crate::progress::Progress;
+use crate::runtime::Setup;
+use crate::setup::Surface;
+use crate::{Failure, wording};
+
+pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
+    let config = crate::config::load_from_cwd(args.agent.config.as_deref())?;
+    // Over HTTP the port is taken (and the token read) before anything starts.
+    let http = match args.listen {
+        Some(address) => Some(listen(&args, address).await?),
+        None => None,
+    };
+    let observer = Arc::new(progress::Both(
+        Arc::new(Progress::new(args.quiet)),
+        Arc::new(progress::CallReports::default()),
+    ));
+    let mut setup = Setup::new(
+        &args.agent,
+        config.as_ref(),
+        Some(&args.data_dir),
+        observer,
+        Surface::McpServer,
+    )?;
+    setup.mount_mcp_servers().await?;
+    if !args.quiet {
+        eprintln!("{}", setup.banner);
+    }
+    let quiet = args.quiet;
+    let server = McpToolServer::new(setup.tools().clone())
+        .identity("dsh", env!("CARGO_PKG_VERSION"))
+        .progress_interval(Duration::from_millis(args.progress_interval))
+        .on_call_end(move |end| {
+            if end.cancelled && !quiet {
+                eprintln!("{}", wording::mcp_call_cancelled(end.tool, &end.result.text));
+            }
+        });
+    let setup = Arc::new(setup);
+    let served = match http {
+        None => serve_stdio(&setup, &server).await,
+        Some((listener, options)) => serve_http(&setup, &server, listener, options).await,
+    };
+    setup.release_mcp_servers().await;
+    served
+}
+
+/// One session on stdin and stdout, with one parent agent.
+async fn serve_stdio(setup: &Setup, server: &McpToolServer) -> Result<(), Failure> {
+    let session = setup.parent(wording::MCP_LABEL)?;
+    let served = server
+        .serve(session.agent_ref(), tokio::io::stdin(), tokio::io::stdout())
+        .await;
+    setup
+        .tasks()
+        .dispose_owner(session.id(), wording::MCP_SESSION_CLOSED)
+        .await;
+    served.map_err(|error| Failure::failed(wording::mcp_failed(&error)))
+}
+
+/// The HTTP options of the flags (the token read from its variable),
+/// checked against `address`, and the listener bound there.
+async fn listen(args: &McpArgs, address: SocketAddr) -> Result<(TcpListener, HttpServeOptions), Failure> {
+    let mut options = HttpServeOptions::default()
+        .max_sessions(usize::from(args.max_sessions))
+        .idle_timeout(Duration::from_secs(args.session_idle_timeout));
+    if let Some(variable) = &args.bearer_token_env {
+        match std::env::var(variable) {
+            Ok(token) if !token.trim().is_empty() => options = options.bearer_token(token.trim()),
+            _ => return Err(Failure::usage(wording::mcp_token_variable_unset(variable))),
+        }
+    }
+    for origin in &args.allowed_origins {
+        options = options.allow_origin(origin.clone());
+    }
+    for host in &args.allowed_hosts {
+        options = options.allow_host(host.clone());
+    }
+    options
+        .check(address)
+        .map_err(|error| Failure::usage(wording::mcp_failed(&error)))?;
+    let listener = TcpListener::bind(address)
+        .await
+        .map_err(|error| Failure::usage(wording::mcp_cannot_listen(&address, &error)))?;
+    Ok((listener, options))
+}
+
+/// Many sessions at `/mcp`, each with its own parent agent, until SIGINT or
+/// SIGTERM; then every session ends before this returns.
+async fn serve_http(
+    setup: &Arc<Setup>,
+    server: &McpToolServer,
+    listener: TcpListener,
+    options: HttpServeOptions,
+) -> Result<(), Failure> {
+    let address = listener
+        .local_addr()
+        .map_err(|error| Failure::internal(error.to_string()))?;
+    let shutdown = CancellationToken::new();
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        stop_signal().await;
+        on_signal.cancel();
+    });
+    // Always shown (even with --quiet): with port 0 it is how a caller
+    // learns the port.
+    eprintln!("{}", wording::mcp_listening(&address, dsh_mcp::MCP_PATH));
+    let agents = Arc::new(Parents {
+        setup: setup.clone(),
+        open: Mutex::default(),
+    });
+    server
+        .serve_http(listener, options, agents, shutdown)
+        .await
+        .map_err(|error| Failure::failed(wording::mcp_failed(&error)))
+}
+
+/// Resolves at SIGINT or SIGTERM.
+async fn stop_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let terminated = async {
+        match terminate.as_mut() {
+            Some(terminate) => {
+                terminate.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminated => {}
+    }
+}
+
+/// The parent agent of each HTTP session: made when the session opens, and
+/// when it ends its background tasks are killed and released.
+struct Parents {
+    setup: Arc<Setup>,
+    open: Mutex<HashMap<AgentId, Agent>>,
+}
+
+impl SessionAgents for Parents {
+    fn open(&self) -> Result<AgentRef, String> {
+        let agent = self
+            .setup
+            .parent(wording::MCP_LABEL)
+            .map_err(|failure| failure.message().to_owned())?;
+        let reference = agent.agent_ref();
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(reference.id().clone(), agent);
+        Ok(reference)
+    }
+
+    fn close(&self, agent: AgentRef) -> BoxFuture<'static, ()> {
+        let parent = self
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(agent.id());
+        let tasks = self.setup.tasks().clone();
+        Box::pin(async move {
+            tasks.dispose_owner(agent.id(), wording::MCP_SESSION_CLOSED).await;
+            drop(parent);
+        })
+    }
+}
