@@ -5,6 +5,7 @@ pub mod control;
 mod events;
 mod service;
 pub mod settlement;
+mod task;
 pub mod trace;
 pub mod wording;
 

@@ -2,13 +2,12 @@
 
 use std::sync::Arc;
 
-use dsh_subagent::{SubagentControl, SubagentService, trace};
+use dsh_subagent::{SubagentControl, SubagentService};
 use dsh_subagent_api::{SpanOrigin, StartRequest};
-use dsh_tasks::{TaskRegistry, TaskSpec};
+use dsh_tasks::TaskRegistry;
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tracing::Instrument;
 
 use crate::args::{self, SubagentArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
@@ -102,44 +101,16 @@ impl SubagentTool {
         &self,
         tasks: &TaskRegistry,
         tools: &ToolRegistry,
-        mut request: StartRequest,
+        request: StartRequest,
     ) -> Result<ToolOutput, ToolError> {
         if tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
             return Err(ToolError::new(wording::NO_CONTROL_SURFACE).with_code(crate::ErrorCode::TasksUnavailable));
         }
-        let owner = request.parent.id().clone();
-        let service = self.service.clone();
-        let provider = self.config.provider.clone();
         let label = request.label.clone().unwrap_or_default();
-        let spec = TaskSpec::new(dsh_subagent::control::TASK_KIND, label, owner);
-        // The task runs in a span of its own that follows from this call:
-        // the child's span and the run's lifecycle events sit under it.
-        let span = trace::task_span(&request.origin);
-        request.origin = SpanOrigin::ChildOf(span.clone());
-        let task_span = span.clone();
-        let id = tasks
-            .spawn(spec, move |control| {
-                async move {
-                    // The task's kill, not the call's token, governs a background run.
-                    request.cancel = control.token().clone();
-                    match service.start(&provider, request).await {
-                        Ok(run) => {
-                            trace::started(&provider, &run);
-                            trace::published(&run);
-                            let settled = dsh_subagent::settle(run, control.token()).await;
-                            trace::settled(&settled.result);
-                            trace::disposed(&settled.disposed);
-                            dsh_subagent::settlement::task_outcome(settled.result, settled.disposed)
-                        }
-                        Err(error) => {
-                            dsh_subagent::settlement::start_failed_outcome(&error, control.token().is_cancelled())
-                        }
-                    }
-                }
-                .instrument(task_span)
-            })
+        let id = self
+            .service
+            .start_as_task(tasks, &self.config.provider, label, request)
             .map_err(ToolError::from)?;
-        trace::record_task_id(&span, &id);
         Ok(ToolOutput::text(wording::started_background(&id)))
     }
 }

@@ -147,34 +147,3 @@ impl From<ControlError> for dsh_tools::ToolError {
         Self::new(error.to_string()).with_code(code)
     }
 }
-
-/// The label of a follow-up task: the message with whitespace collapsed,
-/// at most 80 characters (79 and `…`), or `subagent follow-up` when empty.
-pub fn follow_up_label(message: &str) -> String {
-    let collapsed = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    if collapsed.is_empty() {
-        return wording::EMPTY_FOLLOW_UP_LABEL.to_owned();
-    }
-    if collapsed.chars().count() > 80 {
-        let mut short: String = collapsed.chars().take(79).collect();
-        short.push('…');
-        return short;
-    }
-    collapsed
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn follow_up_labels_are_collapsed_and_bounded() {
-        assert_eq!(follow_up_label("  also\n consider   Y "), "also consider Y");
-        assert_eq!(follow_up_label(" \n\t"), "subagent follow-up");
-        let long = "x".repeat(81);
-        let label = follow_up_label(&long);
-        assert_eq!(label.chars().count(), 80);
-        assert!(label.ends_with('…'));
-        assert_eq!(follow_up_label(&"y".repeat(80)), "y".repeat(80));
-    }
-}

@@ -12,20 +12,21 @@
 //! # One owner per child
 //!
 //! The service's lock is the one owner of every child's activation slot
-//! (docs/design.md, "Races are linearized"). A send, an activation's end and a kill are ordered
-//! by it, so a message is either **steered** into the running activation,
-//! **started** as a new task, or **refused** synchronously with "the message
-//! was not delivered" — never acknowledged and then dropped:
+//! (docs/design.md, "Races are linearized"). A send, an activation's end
+//! and a kill are ordered by it, so a message is either **steered** into
+//! the running activation, **started** as a new task, or **refused**
+//! synchronously with "the message was not delivered" — never acknowledged
+//! and then dropped:
 //!
 //! - The slot is taken, under the lock, before the task exists, and freed
 //!   only after the run has been released, just before the task settles.
 //!   Two activations of one child never overlap.
 //! - While the slot is taken, a send is live delivery into the running
-//!   turn through the run's [`Steerer`]. The child itself decides, under the
-//!   lock that also ends its turn, whether the message joined (its answer
-//!   to this turn, the task's output, has seen it) or arrived too late
-//!   (refused: "stopped before delivery"). A lost race never falls through
-//!   to a new activation in the same call.
+//!   turn through the run's [`Steerer`](dsh_subagent_api::Steerer). The
+//!   child itself decides, under the lock that also ends its turn, whether
+//!   the message joined (its answer to this turn, the task's output, has
+//!   seen it) or arrived too late (refused: "stopped before delivery"). A
+//!   lost race never falls through to a new activation in the same call.
 //! - A started follow-up looks the child up inside its task: an unknown,
 //!   foreign or descriptor-less id settles that task `failed`.
 //! - A kill cancels the activation's run, which settles `killed` together
@@ -42,29 +43,40 @@
 //! so is one whose live run is not its current activation's. Without a
 //! durable child store no child can be continued: starts and follow-ups are
 //! refused before any task exists.
+//!
+//! # Layout
+//!
+//! - `slots`: the bookkeeping behind the lock (each child's parent and
+//!   activation, the live runs heard on the run events).
+//! - `route`: where a `send_message` goes, a pure decision over what the
+//!   lock shows of the child (refuse, fail a started task, steer, or
+//!   activate); [`SubagentControl::send_message`] takes the lock, decides,
+//!   and carries the decision out.
+//! - `activation`: an activation's task, which takes the slot under the
+//!   lock before the task exists and frees it after the run's release, and
+//!   the lookups of a follow-up. Its task is spawned, and its run started,
+//!   settled and traced, the way the `subagent` tool's one-shot tasks are
+//!   ([`start_as_task`](crate::SubagentService::start_as_task)).
 
+mod activation;
 mod error;
+mod route;
+mod slots;
 
-use std::collections::HashMap;
-use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, ResumeRequest, SpanOrigin, StartRequest,
-    Steerer, SubagentError, SubagentProvider, SubagentRun,
+    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, SpanOrigin, StartRequest, SubagentProvider,
 };
-use dsh_tasks::{TaskControl, TaskOutcome, TaskRegistry, TaskSpec, TaskStatus};
+use dsh_tasks::{TaskOutcome, TaskRegistry, TaskStatus};
 
-use tracing::{Instrument, Span};
-
+use self::activation::{activate, follow_up_label, resume};
+use self::route::{Decision, SlotView};
+use self::slots::{LiveRuns, Slots, State};
 use crate::events::SubagentEvent;
-use crate::settlement::start_failed_outcome;
-use crate::{SubagentService, Subscription, trace, wording};
+use crate::{SubagentService, Subscription, task, trace};
 
-pub use error::{ControlError, follow_up_label};
-
-/// The task kind (and id prefix) of every activation: `subagent-<n>`.
-pub const TASK_KIND: &str = "subagent";
+pub use error::ControlError;
 
 /// A continuable child and its first activation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,183 +108,44 @@ pub struct Delivery {
     pub task_id: String,
 }
 
-#[derive(Default)]
-struct Slot {
-    /// The child's parent, once known (at start, or from a lookup).
-    parent: Option<AgentId>,
-    /// The activation holding the child, if any.
-    activation: Option<Activation>,
-}
-
-struct Activation {
-    serial: u64,
-    owner: AgentId,
-    /// `None` only while the task is being registered, under the lock.
-    task_id: Option<String>,
-    /// How far its run has got, and whether it can be steered.
-    run: ActivationRun,
-    /// The announcement of its published run ([`crate::RunInfo::run_id`]).
-    run_id: Option<u64>,
-}
-
-/// An activation's run, as a `send_message` sees it.
-#[derive(Default)]
-enum ActivationRun {
-    /// The provider has not published the run yet.
-    #[default]
-    Starting,
-    /// Published, and its provider offers no live delivery.
-    Unsteerable,
-    /// Published, with the handle that delivers into its running turn.
-    Steerable(Steerer),
-}
-
-/// A run announced on the service's run events whose result has not settled.
-#[derive(Clone, Copy)]
-struct LiveRun {
-    run_id: u64,
-    /// Whether it is the run of one of this service's activations.
-    owned: bool,
-}
-
-/// Live runs by run id (for in-process children, the child's id).
-#[derive(Clone, Default)]
-struct LiveRuns(Arc<Mutex<HashMap<String, LiveRun>>>);
-
-impl LiveRuns {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, LiveRun>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Follows the service's run events.
-    fn hear(&self, event: &SubagentEvent) {
-        match event {
-            SubagentEvent::RunStarted(info) => {
-                self.lock().insert(
-                    info.id.clone(),
-                    LiveRun {
-                        run_id: info.run_id,
-                        owned: false,
-                    },
-                );
-            }
-            SubagentEvent::RunEnded(end) => {
-                let mut runs = self.lock();
-                if runs.get(&end.run.id).is_some_and(|run| run.run_id == end.run.run_id) {
-                    runs.remove(&end.run.id);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    /// Marks the announced run `run_id` as an activation's own.
-    fn own(&self, id: &str, run_id: u64) {
-        if let Some(run) = self.lock().get_mut(id).filter(|run| run.run_id == run_id) {
-            run.owned = true;
-        }
-    }
-
-    fn get(&self, id: &str) -> Option<LiveRun> {
-        self.lock().get(id).copied()
-    }
-}
-
-#[derive(Default)]
-struct State {
-    slots: HashMap<String, Slot>,
-    next_serial: u64,
-}
-
 struct Inner {
     service: SubagentService,
     tasks: TaskRegistry,
     /// `None`: no persistence, so nothing can be continued.
     store: Option<Arc<dyn ChildStore>>,
-    state: Mutex<State>,
-    live: LiveRuns,
-    /// Keeps `live` following the service's run events.
+    /// Every child's activation slot, behind the one lock.
+    slots: Slots,
+    /// Keeps the slots' live runs following the service's run events.
     _runs: Subscription,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Frees the child's slot if `serial` still holds it.
-    fn release(&self, child: &str, serial: u64) {
-        let mut state = self.lock();
-        if let Some(slot) = state.slots.get_mut(child)
-            && slot.activation.as_ref().is_some_and(|a| a.serial == serial)
-        {
-            slot.activation = None;
-            if slot.parent.is_none() {
-                // An id that never resolved to a child of anyone: forget it.
-                state.slots.remove(child);
-            }
-        }
-    }
-
-    /// Records the activation's published run, so sends can steer it.
-    fn publish(&self, child: &str, serial: u64, run: &SubagentRun, run_id: Option<u64>) {
-        if let Some(run_id) = run_id {
-            self.live.own(run.id(), run_id);
-        }
-        let mut state = self.lock();
-        if let Some(activation) = state
-            .slots
-            .get_mut(child)
-            .and_then(|slot| slot.activation.as_mut())
-            .filter(|activation| activation.serial == serial)
-        {
-            activation.run = match run.steerer() {
-                Some(steerer) => ActivationRun::Steerable(steerer.clone()),
-                None => ActivationRun::Unsteerable,
-            };
-            activation.run_id = run_id;
-        }
-    }
-
-    /// Why a message to `child` must not be routed at all: a live run with
-    /// its id that this service does not own, or that is not the run of
-    /// the child's activation. Under the lock.
-    fn ownership_conflict(&self, child: &str, activation: Option<&Activation>) -> Option<ControlError> {
-        let live = self.live.get(child)?;
-        let child = child.to_owned();
-        match activation {
-            None if !live.owned => Some(ControlError::OwnershipConflict { child }),
-            Some(Activation { run_id: Some(ours), .. }) if *ours != live.run_id && !live.owned => {
-                Some(ControlError::RegistryMismatch { child })
-            }
-            // An activation still starting has announced nothing yet; a
-            // settled run of our own is on its way out.
-            _ => None,
-        }
-    }
-
     /// The durable child store, or the refusal to continue anything.
     fn store(&self) -> Result<Arc<dyn ChildStore>, ControlError> {
         self.store.clone().ok_or(ControlError::PersistenceUnavailable)
     }
 
-    fn learn_parent(&self, child: &str, parent: &AgentId) {
-        self.lock().slots.entry(child.to_owned()).or_default().parent = Some(parent.clone());
-    }
-}
-
-/// Frees an activation's slot when its producer ends, however it ends
-/// (including a panic). Made inside the producer, so a task that never
-/// starts never holds one.
-struct SlotGuard {
-    inner: Arc<Inner>,
-    child: String,
-    serial: u64,
-}
-
-impl Drop for SlotGuard {
-    fn drop(&mut self) {
-        self.inner.release(&self.child, self.serial);
+    /// What the lock (`state`) shows of `child` to `caller`, for routing a
+    /// message to it.
+    fn view<'a>(&self, state: &'a State, child: &'a str, caller: &'a AgentId) -> SlotView<'a> {
+        let slot = state.get(child);
+        let task_status = slot
+            .and_then(|slot| slot.activation.as_ref())
+            .filter(|activation| activation.owner == *caller)
+            .and_then(|activation| activation.task_id.as_ref())
+            .map(|task_id| {
+                self.tasks
+                    .get(task_id, caller)
+                    .map_or(TaskStatus::Running, |task| task.status)
+            });
+        SlotView {
+            child,
+            caller,
+            slot,
+            live: self.slots.live(child),
+            task_status,
+            persistent: self.store.is_some(),
+        }
     }
 }
 
@@ -286,7 +159,7 @@ pub struct SubagentControl {
 impl std::fmt::Debug for SubagentControl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubagentControl")
-            .field("children", &self.inner.lock().slots.len())
+            .field("children", &self.inner.slots.lock().len())
             .finish()
     }
 }
@@ -320,8 +193,7 @@ impl SubagentControl {
                 service,
                 tasks,
                 store,
-                state: Mutex::default(),
-                live,
+                slots: Slots::new(live),
                 _runs: runs,
             }),
         }
@@ -360,45 +232,40 @@ impl SubagentControl {
         let depth = request.parent.depth().saturating_add(1);
         let child_id = uuid::Uuid::new_v4().to_string();
         let owner = request.parent.id().clone();
-        let spec = TaskSpec::new(TASK_KIND, label, owner.clone());
+        let spec = task::spec(label, owner.clone());
         // The activation's span follows from the call that started it (the
         // request's origin); the child's span sits under it.
         let span = trace::task_span(&request.origin);
         request.origin = SpanOrigin::ChildOf(span.clone());
-        let mut state = self.inner.lock();
-        state.slots.entry(child_id.clone()).or_default().parent = Some(owner.clone());
-        let task_id = self
-            .activate(
-                &mut state,
-                &child_id,
-                owner,
-                spec,
-                span,
-                move |activation, control| async move {
+        let mut state = self.inner.slots.lock();
+        state.adopt(&child_id, owner.clone());
+        let task_id = activate(
+            &self.inner,
+            &mut state,
+            &child_id,
+            owner,
+            spec,
+            span,
+            move |activation, control| async move {
+                let checked = &checked;
+                let start = move |kill| async move {
                     let mut request = request;
-                    // The task's kill, not the caller's token, governs the run.
-                    request.cancel = control.token().clone();
-                    let started = match checked.continuation() {
-                        Some(continuable) => {
-                            continuable
-                                .start_continuable(activation.child.clone(), descriptor, request)
-                                .await
-                        }
-                        None => Err(ControlError::NoContinuation {
+                    request.cancel = kill;
+                    let Some(continuable) = checked.continuation() else {
+                        return Err(ControlError::NoContinuation {
                             provider: checked.name().to_owned(),
                         }
-                        .into_subagent_error()),
+                        .into_subagent_error());
                     };
-                    match started {
-                        Ok(run) => {
-                            let run = activation.announce(checked.name(), depth, announced_label, run);
-                            settle_task(checked.name(), run, control.token()).await
-                        }
-                        Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
-                    }
-                },
-            )
-            .map_err(|source| ControlError::StartRefused { source })?;
+                    let run = continuable
+                        .start_continuable(activation.child.clone(), descriptor, request)
+                        .await?;
+                    Ok(activation.announce(checked.name(), depth, announced_label, run))
+                };
+                task::run(control, checked.name(), start).await
+            },
+        )
+        .map_err(|source| ControlError::StartRefused { source })?;
         Ok(Started { child_id, task_id })
     }
 
@@ -425,175 +292,70 @@ impl SubagentControl {
     ///   (`… is unavailable`, `… belongs to another parent session`,
     ///   `… has no supported continuation descriptor` fail the task), then
     ///   resumes it with `message` and settles with the child's answer.
+    ///
+    /// The route is decided under the lock from what it shows of the child
+    /// (`route::decide`), then carried out.
     pub fn send_message(&self, parent: &AgentRef, child_id: &str, message: &str) -> Result<Delivery, ControlError> {
         let caller = parent.id().clone();
-        let spec = TaskSpec::new(TASK_KIND, follow_up_label(message), caller.clone());
-        let mut state = self.inner.lock();
-        let slot = state.slots.get(child_id);
-        if let Some(conflict) = self
-            .inner
-            .ownership_conflict(child_id, slot.and_then(|slot| slot.activation.as_ref()))
-        {
-            return Err(conflict);
-        }
-        if slot
-            .and_then(|slot| slot.parent.as_ref())
-            .is_some_and(|known| *known != caller)
-        {
-            drop(state);
-            let child = child_id.to_owned();
-            let task_id = self
-                .inner
-                .tasks
-                .spawn(spec, move |_control| async move {
-                    TaskOutcome::Failed {
-                        detail: ControlError::Foreign { child }.to_string(),
-                    }
-                })
-                .map_err(|source| ControlError::FollowUpRefused { source })?;
-            return Ok(Delivery {
-                route: Route::Started,
-                task_id,
-            });
-        }
-        if let Some(activation) = slot.and_then(|slot| slot.activation.as_ref()) {
-            let (task_id, steerer) = self.live_route(child_id, activation, &caller)?;
-            drop(state);
-            // Outside the lock: the child decides, under its own turn lock,
-            // whether the message joined; a steerer may take any lock.
-            return match steerer.steer(vec![ContentBlock::text(message)]) {
-                Ok(()) => Ok(Delivery {
-                    route: Route::Steered,
+        let spec = task::spec(follow_up_label(message), caller.clone());
+        let mut state = self.inner.slots.lock();
+        let decision = route::decide(&self.inner.view(&state, child_id, &caller));
+        match decision {
+            Decision::Refuse(refusal) => Err(refusal),
+            Decision::Fail(error) => {
+                drop(state);
+                let detail = error.to_string();
+                let task_id = self
+                    .inner
+                    .tasks
+                    .spawn(spec, move |_control| async move { TaskOutcome::Failed { detail } })
+                    .map_err(|source| ControlError::FollowUpRefused { source })?;
+                Ok(Delivery {
+                    route: Route::Started,
                     task_id,
-                }),
-                Err(cause) => Err(ControlError::StoppedBeforeDelivery {
-                    child: child_id.to_owned(),
-                    cause,
-                }),
-            };
-        }
-        let store = self.inner.store()?;
-        let inner = self.inner.clone();
-        let parent = parent.clone();
-        let prompt = vec![ContentBlock::text(message)];
-        // The new activation's trace follows from this call (a `send_message`'s).
-        let span = trace::task_span(&SpanOrigin::follows_current());
-        let origin = SpanOrigin::ChildOf(span.clone());
-        let task_id = self
-            .activate(
-                &mut state,
-                child_id,
-                caller,
-                spec,
-                span,
-                move |activation, control| async move {
-                    resume(&inner, &*store, activation, parent, prompt, control, origin).await
-                },
-            )
-            .map_err(|source| ControlError::FollowUpRefused { source })?;
-        Ok(Delivery {
-            route: Route::Started,
-            task_id,
-        })
-    }
-
-    /// The running activation's task and live-delivery handle, or why a
-    /// message cannot join it. Under the lock.
-    fn live_route(
-        &self,
-        child: &str,
-        activation: &Activation,
-        caller: &AgentId,
-    ) -> Result<(String, Steerer), ControlError> {
-        let starting = || ControlError::ActivationStarting {
-            child: child.to_owned(),
-        };
-        let Some(task_id) = activation.task_id.as_ref().filter(|_| activation.owner == *caller) else {
-            return Err(starting());
-        };
-        let status = self
-            .inner
-            .tasks
-            .get(task_id, caller)
-            .map_or(TaskStatus::Running, |task| task.status);
-        if status != TaskStatus::Running {
-            return Err(ControlError::ActivationSettling {
-                child: child.to_owned(),
-                task_id: task_id.clone(),
-                status,
-            });
-        }
-        match &activation.run {
-            ActivationRun::Starting => Err(starting()),
-            ActivationRun::Unsteerable => Err(ControlError::NoLiveDelivery {
-                child: child.to_owned(),
-            }),
-            ActivationRun::Steerable(steerer) => Ok((task_id.clone(), steerer.clone())),
-        }
-    }
-
-    /// Takes the child's slot and registers its activation task, all under
-    /// the lock the caller holds. The producer gets its [`Activated`]
-    /// handle and runs inside `span` (its [`trace::task_span`]); the slot is
-    /// freed when the producer's future ends or is dropped.
-    fn activate<F, Fut>(
-        &self,
-        state: &mut State,
-        child: &str,
-        owner: AgentId,
-        spec: TaskSpec,
-        span: Span,
-        producer: F,
-    ) -> Result<String, dsh_tasks::TaskError>
-    where
-        F: FnOnce(Activated, TaskControl) -> Fut,
-        Fut: Future<Output = TaskOutcome> + Send + 'static,
-    {
-        state.next_serial += 1;
-        let serial = state.next_serial;
-        state.slots.entry(child.to_owned()).or_default().activation = Some(Activation {
-            serial,
-            owner,
-            task_id: None,
-            run: ActivationRun::Starting,
-            run_id: None,
-        });
-        let inner = self.inner.clone();
-        let child_id = child.to_owned();
-        let task_span = span.clone();
-        let spawned = self.inner.tasks.spawn(spec, move |control| {
-            let guard = SlotGuard {
-                inner: inner.clone(),
-                child: child_id.clone(),
-                serial,
-            };
-            let activated = Activated {
-                inner,
-                child: child_id,
-                serial,
-            };
-            let work = producer(activated, control);
-            async move {
-                let outcome = work.await;
-                // Released (by `settle`) before the slot is freed, and the
-                // slot freed before the task settles.
-                drop(guard);
-                outcome
+                })
             }
-            .instrument(task_span)
-        });
-        let slot = state.slots.entry(child.to_owned()).or_default();
-        match spawned {
-            Ok(task_id) => {
-                trace::record_task_id(&span, &task_id);
-                if let Some(activation) = slot.activation.as_mut().filter(|a| a.serial == serial) {
-                    activation.task_id = Some(task_id.clone());
+            Decision::Steer { task_id, steerer } => {
+                drop(state);
+                // Outside the lock: the child decides, under its own turn
+                // lock, whether the message joined; a steerer may take any
+                // lock.
+                match steerer.steer(vec![ContentBlock::text(message)]) {
+                    Ok(()) => Ok(Delivery {
+                        route: Route::Steered,
+                        task_id,
+                    }),
+                    Err(cause) => Err(ControlError::StoppedBeforeDelivery {
+                        child: child_id.to_owned(),
+                        cause,
+                    }),
                 }
-                Ok(task_id)
             }
-            Err(error) => {
-                slot.activation = None;
-                Err(error)
+            Decision::Activate => {
+                let store = self.inner.store()?;
+                let inner = self.inner.clone();
+                let parent = parent.clone();
+                let prompt = vec![ContentBlock::text(message)];
+                // The new activation's span follows from this call (a
+                // `send_message`'s); the child's span sits under it.
+                let span = trace::task_span(&SpanOrigin::follows_current());
+                let origin = SpanOrigin::ChildOf(span.clone());
+                let task_id = activate(
+                    &self.inner,
+                    &mut state,
+                    child_id,
+                    caller,
+                    spec,
+                    span,
+                    move |activation, control| async move {
+                        resume(&inner, &*store, activation, parent, prompt, control, origin).await
+                    },
+                )
+                .map_err(|source| ControlError::FollowUpRefused { source })?;
+                Ok(Delivery {
+                    route: Route::Started,
+                    task_id,
+                })
             }
         }
     }
@@ -616,109 +378,4 @@ impl SubagentControl {
             .map_err(|source| ControlError::Start { source })?;
         Ok(provider)
     }
-}
-
-/// What an activation's producer knows of itself: its child, and how to
-/// make its published run steerable.
-struct Activated {
-    inner: Arc<Inner>,
-    child: String,
-    serial: u64,
-}
-
-impl Activated {
-    /// The run is published: announce it like any other run (run events),
-    /// then make it steerable.
-    fn announce(&self, provider: &str, depth: u64, label: Option<String>, run: SubagentRun) -> SubagentRun {
-        let parent = self
-            .inner
-            .lock()
-            .slots
-            .get(&self.child)
-            .and_then(|slot| slot.parent.clone());
-        let (run, run_id) = match parent {
-            Some(parent) => self.inner.service.announce(provider, parent, depth, label, run),
-            None => (run, None),
-        };
-        self.inner.publish(&self.child, self.serial, &run, run_id);
-        run
-    }
-}
-
-/// A follow-up activation: look the child up, then resume it.
-async fn resume(
-    inner: &Inner,
-    store: &dyn ChildStore,
-    activation: Activated,
-    parent: AgentRef,
-    prompt: Vec<ContentBlock>,
-    control: TaskControl,
-    origin: SpanOrigin,
-) -> TaskOutcome {
-    let child = activation.child.clone();
-    let failed = |error: ControlError| TaskOutcome::Failed {
-        detail: error.to_string(),
-    };
-    let record = match store.lookup(&child) {
-        Ok(Some(record)) => record,
-        Ok(None) => return failed(ControlError::Unavailable { child }),
-        Err(error) => {
-            tracing::warn!(child = %child, "{}", wording::lookup_failed(&error));
-            return failed(ControlError::Unavailable { child });
-        }
-    };
-    if control.token().is_cancelled() {
-        return TaskOutcome::Killed;
-    }
-    if record.parent.as_ref() != Some(parent.id()) {
-        return failed(ControlError::Foreign { child });
-    }
-    inner.learn_parent(&child, parent.id());
-    if let Some(diagnostic) = &record.diagnostic {
-        tracing::warn!(child = %child, "{}", wording::resuming_with_diagnostic(diagnostic));
-    }
-    let Some(descriptor) = record.descriptor else {
-        return failed(ControlError::NoDescriptor { child });
-    };
-    let Some(provider) = inner.service.provider(&descriptor.provider) else {
-        return TaskOutcome::Failed {
-            detail: SubagentError::NoProvider {
-                name: descriptor.provider,
-            }
-            .to_string(),
-        };
-    };
-    let Some(continuable) = provider.continuation() else {
-        return failed(ControlError::NoContinuation {
-            provider: descriptor.provider,
-        });
-    };
-    let depth = parent.depth().saturating_add(1);
-    let mut request = ResumeRequest::new(child, prompt, parent, control.token().clone(), descriptor);
-    request.origin = origin;
-    let (provider_name, label) = (request.descriptor.provider.clone(), request.descriptor.label.clone());
-    match continuable.resume(request).await {
-        Ok(run) => {
-            let run = activation.announce(&provider_name, depth, label, run);
-            settle_task(&provider_name, run, control.token()).await
-        }
-        Err(error) => start_failed_outcome(&error, control.token().is_cancelled()),
-    }
-}
-
-/// Settles an activation's published run (see [`crate::settle`]) into its
-/// task's outcome, with the run's lifecycle events on the task's span. The
-/// run's token is the task's kill token, so a kill settles it `aborted`,
-/// which reads `killed`.
-async fn settle_task(
-    provider: &str,
-    run: dsh_subagent_api::SubagentRun,
-    kill: &dsh_subagent_api::CancellationToken,
-) -> TaskOutcome {
-    trace::started(provider, &run);
-    trace::published(&run);
-    let settled = crate::settle(run, kill).await;
-    trace::settled(&settled.result);
-    trace::disposed(&settled.disposed);
-    crate::settlement::task_outcome(settled.result, settled.disposed)
 }

@@ -1,0 +1,196 @@
+//! Activations: the tasks that run one turn of a continuable child each,
+//! holding its slot from before the task exists until its run is released
+//! (docs/design.md, "Races are linearized"). Each is spawned, and runs its
+//! child, through the one home of child runs as tasks (`crate::task`).
+
+use std::sync::Arc;
+
+use dsh_subagent_api::{
+    AgentId, AgentRef, ChildStore, ContentBlock, ResumeRequest, SpanOrigin, SubagentError, SubagentRun,
+};
+use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskSpec};
+use tracing::Span;
+
+use super::slots::State;
+use super::{ControlError, Inner};
+use crate::{task, wording};
+
+/// Takes the child's slot and registers its activation task, all under the
+/// lock whose `state` the caller holds. The producer gets its [`Activated`]
+/// handle and runs inside `span` (its [`trace::task_span`](crate::trace::task_span));
+/// the slot is freed when the producer's future ends or is dropped.
+pub(super) fn activate<F, Fut>(
+    inner: &Arc<Inner>,
+    state: &mut State,
+    child: &str,
+    owner: AgentId,
+    spec: TaskSpec,
+    span: Span,
+    producer: F,
+) -> Result<String, TaskError>
+where
+    F: FnOnce(Activated, TaskControl) -> Fut,
+    Fut: Future<Output = TaskOutcome> + Send + 'static,
+{
+    let serial = state.take(child, owner);
+    let held = inner.clone();
+    let child_id = child.to_owned();
+    let spawned = task::spawn(&inner.tasks, spec, span, move |control| {
+        // Made inside the producer, so a task that never starts never holds
+        // the slot (a refused one is freed below, under the lock).
+        let guard = SlotGuard {
+            inner: held.clone(),
+            child: child_id.clone(),
+            serial,
+        };
+        let activated = Activated {
+            inner: held,
+            child: child_id,
+            serial,
+        };
+        let work = producer(activated, control);
+        async move {
+            let outcome = work.await;
+            // Released (by `settle`) before the slot is freed, and the
+            // slot freed before the task settles.
+            drop(guard);
+            outcome
+        }
+    });
+    match spawned {
+        Ok(task_id) => {
+            state.registered(child, serial, &task_id);
+            Ok(task_id)
+        }
+        Err(error) => {
+            state.refused(child);
+            Err(error)
+        }
+    }
+}
+
+/// Frees an activation's slot when its producer ends, however it ends
+/// (including a panic).
+struct SlotGuard {
+    inner: Arc<Inner>,
+    child: String,
+    serial: u64,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        self.inner.slots.release(&self.child, self.serial);
+    }
+}
+
+/// What an activation's producer knows of itself: its child, and how to
+/// make its published run steerable.
+pub(super) struct Activated {
+    inner: Arc<Inner>,
+    pub(super) child: String,
+    serial: u64,
+}
+
+impl Activated {
+    /// The run is published: announce it like any other run (run events),
+    /// then make it steerable.
+    pub(super) fn announce(&self, provider: &str, depth: u64, label: Option<String>, run: SubagentRun) -> SubagentRun {
+        let (run, run_id) = match self.inner.slots.parent(&self.child) {
+            Some(parent) => self.inner.service.announce(provider, parent, depth, label, run),
+            None => (run, None),
+        };
+        self.inner.slots.publish(&self.child, self.serial, &run, run_id);
+        run
+    }
+}
+
+/// A follow-up activation: look the child up, then resume it.
+pub(super) async fn resume(
+    inner: &Inner,
+    store: &dyn ChildStore,
+    activation: Activated,
+    parent: AgentRef,
+    prompt: Vec<ContentBlock>,
+    control: TaskControl,
+    origin: SpanOrigin,
+) -> TaskOutcome {
+    let child = activation.child.clone();
+    let failed = |error: ControlError| TaskOutcome::Failed {
+        detail: error.to_string(),
+    };
+    let record = match store.lookup(&child) {
+        Ok(Some(record)) => record,
+        Ok(None) => return failed(ControlError::Unavailable { child }),
+        Err(error) => {
+            tracing::warn!(child = %child, "{}", wording::lookup_failed(&error));
+            return failed(ControlError::Unavailable { child });
+        }
+    };
+    if control.token().is_cancelled() {
+        return TaskOutcome::Killed;
+    }
+    if record.parent.as_ref() != Some(parent.id()) {
+        return failed(ControlError::Foreign { child });
+    }
+    inner.slots.learn_parent(&child, parent.id());
+    if let Some(diagnostic) = &record.diagnostic {
+        tracing::warn!(child = %child, "{}", wording::resuming_with_diagnostic(diagnostic));
+    }
+    let Some(descriptor) = record.descriptor else {
+        return failed(ControlError::NoDescriptor { child });
+    };
+    let Some(provider) = inner.service.provider(&descriptor.provider) else {
+        return TaskOutcome::Failed {
+            detail: SubagentError::NoProvider {
+                name: descriptor.provider,
+            }
+            .to_string(),
+        };
+    };
+    let Some(continuable) = provider.continuation() else {
+        return failed(ControlError::NoContinuation {
+            provider: descriptor.provider,
+        });
+    };
+    let depth = parent.depth().saturating_add(1);
+    let (provider_name, label) = (descriptor.provider.clone(), descriptor.label.clone());
+    let provider = provider_name.as_str();
+    let start = move |kill| async move {
+        let mut request = ResumeRequest::new(child, prompt, parent, kill, descriptor);
+        request.origin = origin;
+        let run = continuable.resume(request).await?;
+        Ok(activation.announce(provider, depth, label, run))
+    };
+    task::run(control, provider, start).await
+}
+
+/// The label of a follow-up task: the message with whitespace collapsed,
+/// at most 80 characters (79 and `…`), or `subagent follow-up` when empty.
+pub(super) fn follow_up_label(message: &str) -> String {
+    let collapsed = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if collapsed.is_empty() {
+        return wording::EMPTY_FOLLOW_UP_LABEL.to_owned();
+    }
+    if collapsed.chars().count() > 80 {
+        let mut short: String = collapsed.chars().take(79).collect();
+        short.push('…');
+        return short;
+    }
+    collapsed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn follow_up_labels_are_collapsed_and_bounded() {
+        assert_eq!(follow_up_label("  also\n consider   Y "), "also consider Y");
+        assert_eq!(follow_up_label(" \n\t"), "subagent follow-up");
+        let long = "x".repeat(81);
+        let label = follow_up_label(&long);
+        assert_eq!(label.chars().count(), 80);
+        assert!(label.ends_with('…'));
+        assert_eq!(follow_up_label(&"y".repeat(80)), "y".repeat(80));
+    }
+}

@@ -1,0 +1,253 @@
+//! A child run as a background task of its caller (docs/contract.md,
+//! "Background tasks"): the `subagent` tool's one-shot route
+//! ([`SubagentService::start_as_task`]) and every activation of a
+//! continuable child run here.
+//!
+//! Every such task is spawned by [`spawn`], inside its own span (see
+//! [`trace::task_span`]), and runs its child with [`run`]: the start, with
+//! the task's kill token in place of the caller's (so `task_kill`, not the
+//! call that asked for it, governs the child), then [`settle`], then the
+//! outcome. The start is one step, [`run`]'s call of `start`: whatever must
+//! happen before a child starts happens there, for every route.
+
+use dsh_subagent_api::{
+    AgentId, CancellationToken, SpanOrigin, StartRequest, StopReason, SubagentError, SubagentResult, SubagentRun,
+};
+use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskSpec};
+use tracing::{Instrument, Span};
+
+use crate::{SubagentService, settle, trace, wording};
+
+/// The task kind (and id prefix) of every child run's task: `subagent-<n>`.
+pub(crate) const TASK_KIND: &str = "subagent";
+
+impl SubagentService {
+    /// Starts `request` on the provider `provider_name` as a background task
+    /// of the request's parent on `tasks`, labelled `label`, and returns the
+    /// task's id (`subagent-<n>`) at once.
+    ///
+    /// The task runs in a span of its own ([`trace::task_span`], placed by
+    /// the request's origin); the child's span and the run's lifecycle
+    /// events sit under it, and the span records the task's id. The task's
+    /// kill token replaces the request's, so killing the task, not
+    /// cancelling the call that asked for it, stops the child. The start is
+    /// [`SubagentService::start`], checks included: a failing check fails
+    /// the task. The task settles the run ([`settle`]) and ends with its
+    /// outcome:
+    ///
+    /// - `completed` → completed with the child's text; `aborted` (what a
+    ///   kill reads) → killed; any other stop reason → failed with the
+    ///   reason (and `; diagnostic: …`; partial output is not included); a
+    ///   rejected result → failed with the error.
+    /// - A failed release is appended (`…; dispose failed: …`) and turns a
+    ///   completed or killed task into a failed one: the release happened
+    ///   before the outcome is reported.
+    /// - A failed start → killed when the task was killed and the provider
+    ///   rolled back cleanly; otherwise failed with the error (a failed
+    ///   rollback stays failed after a kill, its detail carrying both).
+    ///
+    /// Refused, with nothing started, when the registry refuses the task (an
+    /// empty label, a disposed owner).
+    pub fn start_as_task(
+        &self,
+        tasks: &TaskRegistry,
+        provider_name: &str,
+        label: String,
+        request: StartRequest,
+    ) -> Result<String, TaskError> {
+        let owner = request.parent.id().clone();
+        let span = trace::task_span(&request.origin);
+        let service = self.clone();
+        let provider = provider_name.to_owned();
+        let mut request = request;
+        request.origin = SpanOrigin::ChildOf(span.clone());
+        spawn(tasks, spec(label, owner), span, move |control| async move {
+            let start = |cancel| {
+                request.cancel = cancel;
+                service.start(&provider, request)
+            };
+            run(control, &provider, start).await
+        })
+    }
+}
+
+/// The spec of a child run's task.
+pub(crate) fn spec(label: String, owner: AgentId) -> TaskSpec {
+    TaskSpec::new(TASK_KIND, label, owner)
+}
+
+/// Spawns a child run's task on `tasks`: its producer's future runs inside
+/// `span` (a [`trace::task_span`]), which records the task's id.
+pub(crate) fn spawn<F, Fut>(tasks: &TaskRegistry, spec: TaskSpec, span: Span, producer: F) -> Result<String, TaskError>
+where
+    F: FnOnce(TaskControl) -> Fut,
+    Fut: Future<Output = TaskOutcome> + Send + 'static,
+{
+    let task_span = span.clone();
+    let task_id = tasks.spawn(spec, move |control| producer(control).instrument(task_span))?;
+    trace::record_task_id(&span, &task_id);
+    Ok(task_id)
+}
+
+/// The body of a child run's task, as [`SubagentService::start_as_task`]
+/// describes it: `start` gets the task's kill token and resolves with the
+/// published run of `provider`'s child, or fails; the run's lifecycle is
+/// traced on the current (the task's) span.
+pub(crate) async fn run<S, Fut>(control: TaskControl, provider: &str, start: S) -> TaskOutcome
+where
+    S: FnOnce(CancellationToken) -> Fut,
+    Fut: Future<Output = Result<SubagentRun, SubagentError>>,
+{
+    let kill = control.token();
+    // The one start step of every route.
+    match start(kill.clone()).await {
+        Ok(run) => {
+            trace::started(provider, &run);
+            trace::published(&run);
+            let settled = settle(run, kill).await;
+            trace::settled(&settled.result);
+            trace::disposed(&settled.disposed);
+            task_outcome(settled.result, settled.disposed)
+        }
+        Err(error) => start_failed_outcome(&error, kill.is_cancelled()),
+    }
+}
+
+/// Maps a settled and released run to its task's outcome (see
+/// [`SubagentService::start_as_task`]).
+fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<(), SubagentError>) -> TaskOutcome {
+    let outcome = match result {
+        Ok(result) => match result.stop_reason {
+            StopReason::Completed => TaskOutcome::Completed { output: result.text() },
+            StopReason::Aborted => TaskOutcome::Killed,
+            reason => TaskOutcome::Failed {
+                detail: failed_run_detail(&reason, result.diagnostic.as_deref()),
+            },
+        },
+        Err(error) => TaskOutcome::Failed {
+            detail: error.to_string(),
+        },
+    };
+    match (outcome, disposed) {
+        (outcome, Ok(())) => outcome,
+        (TaskOutcome::Failed { detail }, Err(error)) => TaskOutcome::Failed {
+            detail: dispose_failed_detail(Some(&detail), &error.to_string()),
+        },
+        (_, Err(error)) => TaskOutcome::Failed {
+            detail: dispose_failed_detail(None, &error.to_string()),
+        },
+    }
+}
+
+/// The outcome of a task whose start failed (see
+/// [`SubagentService::start_as_task`]).
+fn start_failed_outcome(error: &SubagentError, killed: bool) -> TaskOutcome {
+    if killed && !matches!(error, SubagentError::RollbackFailed { .. }) {
+        return TaskOutcome::Killed;
+    }
+    TaskOutcome::Failed {
+        detail: error.to_string(),
+    }
+}
+
+/// The detail of a task whose run failed, from its stop reason.
+fn failed_run_detail(reason: &StopReason, diagnostic: Option<&str>) -> String {
+    match diagnostic {
+        Some(diagnostic) => wording::failed_run_detail(reason, diagnostic),
+        None => reason.to_string(),
+    }
+}
+
+/// The detail of a task whose release failed, after what went wrong before it.
+fn dispose_failed_detail(previous: Option<&str>, error: &str) -> String {
+    match previous {
+        Some(previous) => wording::dispose_failed_after(previous, error),
+        None => wording::dispose_failed(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use dsh_subagent_api::ContentBlock;
+
+    use super::*;
+
+    fn result(reason: &str) -> Result<SubagentResult, SubagentError> {
+        Ok(SubagentResult::new(
+            StopReason::parse(reason),
+            vec![ContentBlock::text("partial")],
+        ))
+    }
+
+    #[test]
+    fn stop_reasons_map_to_task_outcomes() {
+        assert_eq!(
+            task_outcome(result("completed"), Ok(())),
+            TaskOutcome::Completed {
+                output: "partial".into()
+            }
+        );
+        assert_eq!(task_outcome(result("aborted"), Ok(())), TaskOutcome::Killed);
+        for reason in ["error", "max-tokens", "refusal", "paused"] {
+            assert_eq!(
+                task_outcome(result(reason), Ok(())),
+                TaskOutcome::Failed { detail: reason.into() }
+            );
+        }
+    }
+
+    #[test]
+    fn rejections_release_failures_and_diagnostics_stay_separate_from_output() {
+        let failed = |m: &str| SubagentError::failed(m);
+        assert_eq!(
+            task_outcome(Err(failed("transport gone")), Ok(())),
+            TaskOutcome::Failed {
+                detail: "transport gone".into()
+            }
+        );
+        assert_eq!(
+            task_outcome(result("completed"), Err(failed("reap failed"))),
+            TaskOutcome::Failed {
+                detail: "dispose failed: reap failed".into()
+            }
+        );
+        assert_eq!(
+            task_outcome(Err(failed("result failed")), Err(failed("reap failed"))),
+            TaskOutcome::Failed {
+                detail: "result failed; dispose failed: reap failed".into()
+            }
+        );
+        let diagnosed = Ok(
+            SubagentResult::new(StopReason::Error, vec![ContentBlock::text("partial")])
+                .with_diagnostic("Claude Code denied a tool request"),
+        );
+        assert_eq!(
+            task_outcome(diagnosed, Ok(())),
+            TaskOutcome::Failed {
+                detail: "error; diagnostic: Claude Code denied a tool request".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_killed_start_reads_killed_unless_its_rollback_failed() {
+        let aborted = SubagentError::aborted("start aborted before publication");
+        assert_eq!(start_failed_outcome(&aborted, true), TaskOutcome::Killed);
+        assert_eq!(
+            start_failed_outcome(&aborted, false),
+            TaskOutcome::Failed {
+                detail: "start aborted before publication".into()
+            }
+        );
+        let double = SubagentError::rollback_failed(aborted, SubagentError::failed("cleanup also failed"));
+        assert_eq!(double.code(), "ROLLBACK_FAILED");
+        for killed in [true, false] {
+            assert_eq!(
+                start_failed_outcome(&double, killed),
+                TaskOutcome::Failed {
+                    detail: "start aborted before publication; rollback failed: cleanup also failed".into()
+                }
+            );
+        }
+    }
+}

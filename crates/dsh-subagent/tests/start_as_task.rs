@@ -1,0 +1,129 @@
+//! A child run as a background task (`SubagentService::start_as_task`): the
+//! task's kill token governs the run, the run is settled and released, and
+//! its outcome (a failed start or check included) is the task's.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use dsh_subagent::SubagentService;
+use dsh_subagent_api::{AgentId, AgentRef, CancellationToken, StartRequest};
+use dsh_subagent_testing::Gate;
+use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, StartBehavior};
+use dsh_tasks::{TaskError, TaskRegistry, TaskStatus};
+
+const WAIT: Option<Duration> = Some(Duration::from_secs(5));
+
+fn owner() -> AgentId {
+    AgentId::new("parent")
+}
+
+fn request(cancel: &CancellationToken) -> StartRequest {
+    StartRequest::text("task", AgentRef::new("parent"), cancel.clone())
+}
+
+#[tokio::test]
+async fn a_published_run_is_settled_released_and_its_text_is_the_tasks_output() {
+    let service = SubagentService::new();
+    let tasks = TaskRegistry::new();
+    let provider = ScriptedProvider::builder("spawn").reply("the answer").build();
+    let stats = provider.stats().clone();
+    let _registration = service.register_provider(provider).unwrap();
+    let id = service
+        .start_as_task(&tasks, "spawn", "look it up".into(), request(&CancellationToken::new()))
+        .unwrap();
+    assert!(id.starts_with("subagent-"), "{id}");
+    let task = tasks.wait(&id, &owner(), WAIT).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert_eq!(task.output, "the answer");
+    assert_eq!(task.label, "look it up");
+    assert_eq!((stats.starts(), stats.disposes(), stats.live()), (1, 1, 0));
+}
+
+#[tokio::test]
+async fn the_tasks_kill_not_the_callers_token_governs_the_run() {
+    let service = SubagentService::new();
+    let tasks = TaskRegistry::new();
+    let provider = ScriptedProvider::builder("spawn")
+        .on_result(ResultBehavior::UntilCancelled)
+        .build();
+    let stats = provider.stats().clone();
+    let _registration = service.register_provider(provider).unwrap();
+    let caller = CancellationToken::new();
+    let id = service
+        .start_as_task(&tasks, "spawn", "wait".into(), request(&caller))
+        .unwrap();
+    // Cancelling the call that asked for the task leaves the child running.
+    caller.cancel();
+    let still = tasks
+        .wait(&id, &owner(), Some(Duration::from_millis(50)))
+        .await
+        .unwrap();
+    assert_eq!(still.status, TaskStatus::Running);
+    assert_eq!(stats.live(), 1);
+    tasks.kill(&id, &owner(), None).unwrap();
+    let task = tasks.wait(&id, &owner(), WAIT).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Killed);
+    assert_eq!((stats.disposes(), stats.live()), (1, 0));
+}
+
+#[tokio::test]
+async fn a_start_killed_before_publication_reads_killed() {
+    let service = SubagentService::new();
+    let tasks = TaskRegistry::new();
+    let gate = Gate::new();
+    let provider = ScriptedProvider::builder("spawn")
+        .on_start(StartBehavior::Gated(gate.clone()))
+        .build();
+    let stats = provider.stats().clone();
+    let _registration = service.register_provider(provider).unwrap();
+    let id = service
+        .start_as_task(&tasks, "spawn", "held".into(), request(&CancellationToken::new()))
+        .unwrap();
+    gate.arrived(1).await;
+    tasks.kill(&id, &owner(), None).unwrap();
+    let task = tasks.wait(&id, &owner(), WAIT).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Killed);
+    assert_eq!((stats.published(), stats.live()), (0, 0));
+}
+
+#[tokio::test]
+async fn a_failed_start_or_check_fails_the_task_with_its_error() {
+    let service = SubagentService::new();
+    let tasks = TaskRegistry::new();
+    let provider = ScriptedProvider::builder("spawn")
+        .on_start(StartBehavior::Fail("no such model".into()))
+        .build();
+    let _registration = service.register_provider(provider).unwrap();
+    let id = service
+        .start_as_task(&tasks, "spawn", "fail".into(), request(&CancellationToken::new()))
+        .unwrap();
+    let task = tasks.wait(&id, &owner(), WAIT).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(task.detail.as_deref(), Some("no such model"));
+    // The service's checks run in the task, like any start's.
+    let id = service
+        .start_as_task(&tasks, "acp", "nobody".into(), request(&CancellationToken::new()))
+        .unwrap();
+    let task = tasks.wait(&id, &owner(), WAIT).await.unwrap();
+    assert_eq!(task.status, TaskStatus::Failed);
+    assert_eq!(
+        task.detail.as_deref(),
+        Some(r#"no subagent provider registered for "acp""#)
+    );
+}
+
+#[tokio::test]
+async fn a_refused_task_starts_nothing() {
+    let service = SubagentService::new();
+    let tasks = TaskRegistry::new();
+    let provider = ScriptedProvider::builder("spawn").build();
+    let stats = provider.stats().clone();
+    let _registration = service.register_provider(provider).unwrap();
+    let refused = service
+        .start_as_task(&tasks, "spawn", "  ".into(), request(&CancellationToken::new()))
+        .unwrap_err();
+    assert_eq!(refused, TaskError::EmptyLabel);
+    tokio::task::yield_now().await;
+    assert_eq!(stats.starts(), 0);
+    assert!(tasks.list(&owner()).is_empty());
+}
