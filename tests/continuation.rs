@@ -366,6 +366,9 @@ enum Fate {
 async fn race(iterations: usize) {
     let data = tempfile::tempdir().unwrap();
     let world = Arc::new(World::open(data.path()));
+    // Every task's fate is read back at the end: keep them all, however many
+    // finish (the registry forgets all but an owner's most recent by default).
+    let _ = world.tasks.clone().keep_finished(std::num::NonZeroUsize::MAX);
     // Children take their parent's turn limit; steering keeps turns going.
     let me = world.parent_with_turns(100_000);
     let mut children = Vec::new();
