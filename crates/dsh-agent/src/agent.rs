@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dsh_llm::{ChatEvent, ChatRequest, LlmError, Message, ToolCall, Usage, collect_response_with};
-use dsh_subagent_api::{SpanOrigin, ToolFilter};
+use dsh_subagent_api::{Lineage, SpanOrigin, ToolFilter};
 use dsh_tools::{AgentId, AgentRef, CancellationToken, ToolExecution};
 use tracing::Instrument;
 
@@ -51,6 +51,7 @@ struct Inner {
     max_tokens: Option<u64>,
     max_turns: u32,
     tools: ToolView,
+    lineage: Lineage,
     state: Mutex<State>,
     transcript: Option<TranscriptWriter>,
     run_lock: tokio::sync::Mutex<()>,
@@ -128,6 +129,7 @@ pub struct AgentBuilder {
     local_tools: Vec<Arc<dyn dsh_tools::Tool>>,
     seed: Vec<Message>,
     descriptor: Option<serde_json::Value>,
+    lineage: Lineage,
     continued: bool,
 }
 
@@ -229,6 +231,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Places the agent in its delegation tree: a top-level agent gets its
+    /// tree's lineage, a child the one its start request carries. Its model
+    /// calls stop once a budget of the lineage is spent, and its own
+    /// delegations pass the tree's gate.
+    pub fn lineage(mut self, lineage: Lineage) -> Self {
+        self.lineage = lineage;
+        self
+    }
+
     /// Seeds the conversation (a fork's inherited turns).
     pub fn seed(mut self, messages: Vec<Message>) -> Self {
         self.seed = messages;
@@ -314,6 +325,7 @@ impl AgentBuilder {
                 max_tokens: self.max_tokens,
                 max_turns: self.max_turns,
                 tools,
+                lineage: self.lineage,
                 state: Mutex::new(State {
                     history: self.seed,
                     usage: UsageTotals::default(),
@@ -343,6 +355,7 @@ impl Agent {
             local_tools: Vec::new(),
             seed: Vec::new(),
             descriptor: None,
+            lineage: Lineage::default(),
             continued: false,
         }
     }
@@ -417,6 +430,7 @@ impl Agent {
     pub fn agent_ref(&self) -> AgentRef {
         AgentRef::new(self.id().clone())
             .with_depth(self.inner.info.depth)
+            .with_lineage(self.inner.lineage.clone())
             .with_handle(Arc::new(self.clone()))
     }
 
@@ -524,6 +538,9 @@ impl Agent {
             if steps >= self.inner.max_turns {
                 break AgentStop::MaxTurns(self.inner.max_turns);
             }
+            if let Some(spent) = self.inner.lineage.spent_budget() {
+                break AgentStop::TokenBudget(spent.limit());
+            }
             steps += 1;
             self.take_notices(&mut turn);
             self.take_steered(&mut turn);
@@ -558,6 +575,7 @@ impl Agent {
             };
             drop(chat);
             if let Some(spent) = response.usage {
+                self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
                 usage = add_reported(usage, Some(spent));
                 let mut state = self.lock();
                 state.usage.own = add_reported(state.usage.own, Some(spent));

@@ -156,6 +156,7 @@ fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
         )
         .max_tokens(parent.max_tokens())
         .max_turns(parent.max_turns())
+        .lineage(request.lineage.clone())
         .continue_from(transcript.committed_messages());
     if let Some(system_prompt) = system_prompt {
         builder = builder.system_prompt(system_prompt);
@@ -220,7 +221,8 @@ fn start(
         .system_prompt(system_prompt)
         .model(options.model.or_else(|| parent.model_override().map(str::to_owned)))
         .max_tokens(options.max_tokens.or(parent.max_tokens()))
-        .max_turns(parent.max_turns());
+        .max_turns(parent.max_turns())
+        .lineage(request.lineage.clone());
     if let Some(filter) = request.tool_filter.clone() {
         builder = builder.tool_filter(filter);
     }
@@ -332,7 +334,7 @@ fn result_of(outcome: RunOutcome) -> SubagentResult {
     };
     match outcome.stop {
         AgentStop::Completed => SubagentResult::new(StopReason::Completed, output),
-        AgentStop::MaxTokens => SubagentResult::new(StopReason::MaxTokens, output),
+        AgentStop::MaxTokens | AgentStop::TokenBudget(_) => SubagentResult::new(StopReason::MaxTokens, output),
         AgentStop::Refusal => SubagentResult::new(StopReason::Refusal, output),
         AgentStop::Cancelled => SubagentResult::new(StopReason::Aborted, output),
         AgentStop::MaxTurns(limit) => {

@@ -23,6 +23,10 @@ pub enum AgentStop {
     Cancelled,
     /// The model call failed.
     Error(String),
+    /// A token budget of the agent's delegation tree (its own, an
+    /// ancestor's, or the tree's) of this many tokens was spent before the
+    /// next model call.
+    TokenBudget(u64),
 }
 
 impl fmt::Display for AgentStop {
@@ -34,6 +38,7 @@ impl fmt::Display for AgentStop {
             Self::Refusal => f.write_str(stop::REFUSAL),
             Self::Cancelled => f.write_str(stop::CANCELLED),
             Self::Error(message) => f.write_str(&stop::error(message)),
+            Self::TokenBudget(limit) => f.write_str(&stop::token_budget(*limit)),
         }
     }
 }

@@ -118,6 +118,7 @@ pub(crate) fn record_stop(span: &Span, stop: &AgentStop) {
         AgentStop::Cancelled => "CANCELLED",
         AgentStop::MaxTurns(_) => "MAX_TURNS",
         AgentStop::Error(_) => "MODEL_ERROR",
+        AgentStop::TokenBudget(_) => "token_budget",
     };
     dsh_tools::trace::record_error(span, Some(code));
 }

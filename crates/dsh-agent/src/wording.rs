@@ -201,4 +201,9 @@ pub(crate) mod stop {
     pub(crate) fn error(message: &str) -> String {
         format!("error: {message}")
     }
+
+    /// A token budget was spent before the next model call.
+    pub(crate) fn token_budget(limit: u64) -> String {
+        format!("token budget of {limit} tokens spent")
+    }
 }

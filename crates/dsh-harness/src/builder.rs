@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use dsh_subagent::Limits;
 use dsh_subagent_api::{ChildStore, SubagentProvider};
 use dsh_tool_subagent::SubagentToolConfig;
 use dsh_tools::Tool;
@@ -82,8 +83,8 @@ pub struct HarnessBuilder {
     pub(crate) background: Background,
     /// Name prefixes of tools the harness mounts after the build.
     pub(crate) later_tools: Vec<String>,
-    // The limits of bounded delegation will be one more setting here,
-    // checked in `check` and given to the service in `Harness::mount`.
+    /// The limits of every delegation tree of the harness's service.
+    pub(crate) limits: Limits,
 }
 
 impl std::fmt::Debug for HarnessBuilder {
@@ -104,6 +105,7 @@ impl std::fmt::Debug for HarnessBuilder {
             .field("tools", &self.tools.iter().map(|tool| tool.name()).collect::<Vec<_>>())
             .field("background", &self.background)
             .field("later_tools", &self.later_tools)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -144,6 +146,15 @@ impl HarnessBuilder {
         self
     }
 
+    /// Bounds every delegation tree of the harness (a top-level agent and
+    /// everything below it): children running at once, calls waiting for a
+    /// slot, children started, tokens spent. [`Limits::none`] unless set.
+    /// Give each top-level agent its own tree ([`Harness::open_tree`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Declares tools the harness mounts into [`Harness::tools`] after the
     /// build, by name prefix, so that tool filters may name them: MCP tools,
     /// for one, exist only once their servers run (`mcp__<server>__<tool>`).
@@ -157,7 +168,8 @@ impl HarnessBuilder {
     /// tool's configuration and its provider's name; one provider per name;
     /// one tool per name; then for each tool, that its background calls
     /// have somewhere to run, that its provider can honour its `maxDepth`,
-    /// persona and tool filter, and that its filter names mounted tools.
+    /// persona, tool filter and token budget, and that its filter names
+    /// mounted tools.
     pub fn build(self) -> Result<Harness, BuildError> {
         let providers = check::check(&self)?;
         Harness::mount(self, providers)

@@ -113,6 +113,7 @@ fn capabilities(config: &SubagentToolConfig, provider: &dyn SubagentProvider) ->
     let asked = [
         (config.tool_filter.is_some(), Capability::ToolFilter),
         (config.persona.is_some(), Capability::Persona),
+        (config.token_budget.is_some(), Capability::TokenBudget),
     ];
     match asked
         .into_iter()

@@ -19,7 +19,7 @@ pub enum ErrorCode {
     DuplicateProvider,
     /// `PROVIDER_MISMATCH`: a tool's configuration names another provider than the one it was given.
     ProviderMismatch,
-    /// `UNSUPPORTED_CAPABILITY`: a tool sets a persona or a tool filter its provider cannot honour.
+    /// `UNSUPPORTED_CAPABILITY`: a tool sets a persona, a tool filter or a token budget its provider cannot honour.
     UnsupportedCapability,
     /// `INVALID_TOOL_CONFIG`: a tool's configuration is refused by the tool itself.
     InvalidToolConfig,

@@ -66,7 +66,7 @@ pub enum BuildError {
         /// The name of the provider it was given.
         given: String,
     },
-    /// A tool sets a persona or a tool filter its provider cannot honour.
+    /// A tool sets a persona, a tool filter or a token budget its provider cannot honour.
     #[error("{}", wording::unsupported_capability(tool, provider, *capability))]
     UnsupportedCapability {
         /// The tool's name.

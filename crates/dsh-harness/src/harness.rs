@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use dsh_subagent::{ProviderRegistration, SubagentControl, SubagentService};
+use dsh_subagent::{DelegationTree, ProviderRegistration, SubagentControl, SubagentService};
 use dsh_subagent_api::SubagentProvider;
 use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::SubagentToolPlugin;
@@ -45,7 +45,7 @@ impl Harness {
         builder: HarnessBuilder,
         providers: Vec<Arc<dyn SubagentProvider>>,
     ) -> Result<Self, BuildError> {
-        let service = SubagentService::new();
+        let service = SubagentService::with_limits(builder.limits);
         let tools = ToolRegistry::new();
         let tasks = TaskRegistry::new();
         let providers = providers
@@ -97,6 +97,14 @@ impl Harness {
     /// mounted here later (those of [`HarnessBuilder::later_tools`]) join it.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
+    }
+
+    /// Opens a delegation tree under the harness's limits: give its
+    /// lineage to one top-level agent (`AgentRef::with_lineage`), and all
+    /// that agent delegates shares one gate and one token budget. Agents
+    /// given none share the service's default tree.
+    pub fn open_tree(&self) -> DelegationTree {
+        self.service.open_tree()
     }
 
     /// The subagent service the providers are registered in: subscribe to

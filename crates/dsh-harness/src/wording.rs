@@ -44,7 +44,7 @@ pub fn provider_mismatch(tool: &str, configured: &str, given: &str) -> String {
     )
 }
 
-/// A tool sets a persona or a tool filter its provider cannot honour.
+/// A tool sets a persona, a tool filter or a token budget its provider cannot honour.
 pub fn unsupported_capability(tool: &str, provider: &str, capability: Capability) -> String {
     format!(
         "dsh-harness: \"{tool}\" sets {capability}, which provider \"{provider}\" cannot honour (no {capability} capability) — every call would be refused; remove {capability} from the configuration"

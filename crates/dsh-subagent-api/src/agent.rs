@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Lineage;
+
 /// The stable identifier of an agent (its durable session id).
 ///
 /// Cheap to clone: the text is shared.
@@ -67,6 +69,7 @@ pub struct AgentRef {
     id: AgentId,
     depth: u64,
     handle: Option<Arc<dyn Any + Send + Sync>>,
+    lineage: Lineage,
 }
 
 impl AgentRef {
@@ -76,6 +79,7 @@ impl AgentRef {
             id: id.into(),
             depth: 0,
             handle: None,
+            lineage: Lineage::default(),
         }
     }
 
@@ -91,6 +95,19 @@ impl AgentRef {
     pub fn with_handle<T: Any + Send + Sync>(mut self, handle: Arc<T>) -> Self {
         self.handle = Some(handle);
         self
+    }
+
+    /// Places the agent in its delegation tree: the deadline and budgets it
+    /// inherits, and its admission (see [`Lineage`]).
+    #[must_use]
+    pub fn with_lineage(mut self, lineage: Lineage) -> Self {
+        self.lineage = lineage;
+        self
+    }
+
+    /// Where the agent sits in its delegation tree.
+    pub fn lineage(&self) -> &Lineage {
+        &self.lineage
     }
 
     /// The agent's id.
@@ -115,6 +132,7 @@ impl fmt::Debug for AgentRef {
             .field("id", &self.id)
             .field("depth", &self.depth)
             .field("has_handle", &self.handle.is_some())
+            .field("lineage", &self.lineage)
             .finish()
     }
 }

@@ -22,6 +22,9 @@ pub struct Capabilities {
     pub tool_filter: bool,
     /// Honours [`StartRequest::persona`](crate::StartRequest::persona).
     pub persona: bool,
+    /// Honours [`StartRequest::token_budget`](crate::StartRequest::token_budget):
+    /// the provider reports every model call's usage, so a budget can be kept.
+    pub token_budget: bool,
 }
 
 impl Capabilities {
@@ -31,6 +34,7 @@ impl Capabilities {
         depth_limit: true,
         tool_filter: true,
         persona: true,
+        token_budget: true,
     };
 
     /// No capability: what an out-of-process provider usually offers.
@@ -39,6 +43,7 @@ impl Capabilities {
         depth_limit: false,
         tool_filter: false,
         persona: false,
+        token_budget: false,
     };
 
     /// These capabilities plus `capability`.
@@ -66,6 +71,7 @@ impl Capabilities {
             Capability::DepthLimit => self.depth_limit = on,
             Capability::ToolFilter => self.tool_filter = on,
             Capability::Persona => self.persona = on,
+            Capability::TokenBudget => self.token_budget = on,
         }
         self
     }
@@ -77,6 +83,7 @@ impl Capabilities {
             Capability::DepthLimit => self.depth_limit,
             Capability::ToolFilter => self.tool_filter,
             Capability::Persona => self.persona,
+            Capability::TokenBudget => self.token_budget,
         }
     }
 }
@@ -93,6 +100,8 @@ pub enum Capability {
     ToolFilter,
     /// `persona`
     Persona,
+    /// `tokenBudget`
+    TokenBudget,
 }
 
 impl Capability {
@@ -103,6 +112,7 @@ impl Capability {
             Self::DepthLimit => "depthLimit",
             Self::ToolFilter => "toolFilter",
             Self::Persona => "persona",
+            Self::TokenBudget => "tokenBudget",
         }
     }
 }

@@ -40,6 +40,12 @@ pub enum ErrorCode {
     /// `RELEASE_ABANDONED`: a run's release did not finish within the grace
     /// after a cancellation, and its holder stopped waiting.
     ReleaseAbandoned,
+    /// `QUEUE_FULL`: the delegation tree's queue of calls waiting for a slot is full; nothing started.
+    QueueFull,
+    /// `CHILD_LIMIT`: the delegation tree has started as many children as it may; nothing started.
+    ChildLimit,
+    /// `TOKEN_BUDGET_SPENT`: a token budget the child would spend from is spent; nothing started.
+    TokenBudgetSpent,
 }
 
 impl ErrorCode {
@@ -62,6 +68,9 @@ impl ErrorCode {
             Self::OwnershipConflict => "OWNERSHIP_CONFLICT",
             Self::PersistenceUnavailable => "PERSISTENCE_UNAVAILABLE",
             Self::ReleaseAbandoned => "RELEASE_ABANDONED",
+            Self::QueueFull => "QUEUE_FULL",
+            Self::ChildLimit => "CHILD_LIMIT",
+            Self::TokenBudgetSpent => "TOKEN_BUDGET_SPENT",
         }
     }
 }

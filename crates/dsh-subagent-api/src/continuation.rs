@@ -152,6 +152,9 @@ pub struct ResumeRequest {
     /// trace that follows from the span current when the request was made,
     /// a `send_message` call's).
     pub origin: crate::SpanOrigin,
+    /// The resumed child's place in its parent's delegation tree, set by the
+    /// service when it admits the activation (see [`crate::Lineage`]).
+    pub lineage: crate::Lineage,
 }
 
 impl ResumeRequest {
@@ -170,6 +173,7 @@ impl ResumeRequest {
             cancel,
             descriptor,
             origin: crate::SpanOrigin::follows_current(),
+            lineage: crate::Lineage::default(),
         }
     }
 }

@@ -68,6 +68,33 @@ pub enum SubagentError {
         /// Why its rollback failed.
         rollback: Box<SubagentError>,
     },
+    /// The delegation tree's queue is full (`QUEUE_FULL`): the child was not
+    /// started, and no slot is taken.
+    #[error("{}", wording::queue_full(*waiting, *max_concurrent))]
+    QueueFull {
+        /// Calls waiting for a slot (the `max_queued` limit).
+        waiting: usize,
+        /// Children that may run at once (`max_concurrent`).
+        max_concurrent: usize,
+    },
+    /// The delegation tree has started `max_children` children (`CHILD_LIMIT`):
+    /// the child was not started.
+    #[error("{}", wording::child_limit(*max_children))]
+    ChildLimit {
+        /// Children the tree may start over its life.
+        max_children: u64,
+    },
+    /// A token budget the child would spend from is spent
+    /// (`TOKEN_BUDGET_SPENT`): the child was not started.
+    #[error("{}", wording::token_budget_spent(*scope, *spent, *limit))]
+    TokenBudgetSpent {
+        /// Whose budget is spent: the tree's, or the calling child's own.
+        scope: crate::BudgetScope,
+        /// The tokens spent from it.
+        spent: u64,
+        /// The tokens it allows.
+        limit: u64,
+    },
     /// Any other failure a provider or the runtime reports.
     #[error("{message}")]
     Failed {
@@ -122,6 +149,9 @@ impl SubagentError {
             Self::DepthExceeded { .. } => ErrorCode::DepthExceeded.as_str(),
             Self::Aborted { .. } => ErrorCode::Aborted.as_str(),
             Self::RollbackFailed { .. } => ErrorCode::RollbackFailed.as_str(),
+            Self::QueueFull { .. } => ErrorCode::QueueFull.as_str(),
+            Self::ChildLimit { .. } => ErrorCode::ChildLimit.as_str(),
+            Self::TokenBudgetSpent { .. } => ErrorCode::TokenBudgetSpent.as_str(),
             Self::Failed { code, .. } => code.as_deref().unwrap_or(ErrorCode::Failed.as_str()),
         }
     }

@@ -8,6 +8,7 @@ mod content;
 mod continuation;
 mod depth;
 mod error;
+mod lineage;
 mod provider;
 mod request;
 mod result;
@@ -25,6 +26,7 @@ pub use continuation::{
 };
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
 pub use error::SubagentError;
+pub use lineage::{BudgetScope, Lineage, TokenBudget};
 pub use provider::SubagentProvider;
 pub use request::{AgentOptions, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, bound_diagnostic};

@@ -1,6 +1,8 @@
 //! The start request: everything a provider needs to start one child.
 
-use crate::{AgentRef, CancellationToken};
+use std::time::Duration;
+
+use crate::{AgentRef, CancellationToken, Lineage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -132,6 +134,23 @@ pub struct StartRequest {
     /// Where the child's `invoke_agent` span sits (default: under the span
     /// current when the request was made).
     pub origin: crate::SpanOrigin,
+    /// Whether the caller waits for this child (a foreground delegation,
+    /// the default) or goes on while it runs (a background one). A waiting
+    /// caller lends its admission slot to its child, so a tree whose agents
+    /// wait on their children cannot deadlock on its `max_concurrent`.
+    pub foreground: bool,
+    /// The wall time the child's run may take. The service cancels it when
+    /// this (or its parent's deadline, when earlier) has passed, and the run
+    /// ends `time limit of … reached`, its partial output kept.
+    pub timeout: Option<Duration>,
+    /// The input plus output tokens the child may spend over all its model
+    /// calls, its own children's included, within what its parent has left.
+    /// Needs [`Capability::TokenBudget`].
+    pub token_budget: Option<u64>,
+    /// The child's place in its delegation tree. Set by the service when it
+    /// admits the child (whatever the caller put here is replaced); a
+    /// provider gives it to the child's [`AgentRef`] (see [`Lineage`]).
+    pub lineage: Lineage,
 }
 
 impl StartRequest {
@@ -148,6 +167,10 @@ impl StartRequest {
             max_depth: None,
             output_schema: None,
             origin: crate::SpanOrigin::current(),
+            foreground: true,
+            timeout: None,
+            token_budget: None,
+            lineage: Lineage::default(),
         }
     }
 
@@ -177,6 +200,7 @@ impl StartRequest {
             (self.max_depth.is_some(), Capability::DepthLimit),
             (self.tool_filter.is_some(), Capability::ToolFilter),
             (self.persona.is_some(), Capability::Persona),
+            (self.token_budget.is_some(), Capability::TokenBudget),
         ]
         .into_iter()
         .filter_map(|(needed, capability)| needed.then_some(capability))

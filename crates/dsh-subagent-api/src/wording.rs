@@ -92,3 +92,31 @@ pub(crate) fn filter_list_not_strings(key: &str) -> String {
 
 /// A persisted descriptor's tool filter declares neither list.
 pub(crate) const FILTER_EMPTY: &str = "persisted subagent descriptor toolFilter must declare allow and/or deny";
+
+// The refusals of a bounded delegation tree. Each says that nothing was
+// started, gives the numbers, and tells the model what to do instead.
+
+/// The tree's queue of calls waiting for a slot is full.
+pub(crate) fn queue_full(waiting: usize, max_concurrent: usize) -> String {
+    format!(
+        "subagent not started: {waiting} delegations are already waiting for one of the {max_concurrent} slots of this delegation tree, the most it queues. Wait for the children you have started and collect their results before delegating more; do not retry at once."
+    )
+}
+
+/// The tree has started as many children as it may over its life.
+pub(crate) fn child_limit(max_children: u64) -> String {
+    format!(
+        "subagent not started: this delegation tree has already started {max_children} children, the most it may. Collect the results of the children still running and finish the task with what you have; do not retry."
+    )
+}
+
+/// A budget the child would spend from is spent.
+pub(crate) fn token_budget_spent(scope: crate::BudgetScope, spent: u64, limit: u64) -> String {
+    let whose = match scope {
+        crate::BudgetScope::Tree => "this delegation tree's token budget",
+        crate::BudgetScope::Child => "your own token budget",
+    };
+    format!(
+        "subagent not started: {whose} is spent ({spent} of {limit} tokens). Finish the task with the results you have; do not retry."
+    )
+}

@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use dsh_subagent_api::{AgentId, StopReason, SubagentError, SubagentProvider};
 
@@ -41,6 +42,35 @@ pub struct RunEndInfo {
     pub last_assistant_message: Option<String>,
 }
 
+/// What a run-queued event says: a start that waits for a slot of its
+/// delegation tree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueuedInfo {
+    /// The run's id: its [`RunInfo::run_id`] once it starts.
+    pub run_id: u64,
+    /// The provider's name.
+    pub provider: String,
+    /// The delegating agent.
+    pub parent: AgentId,
+    /// The child's delegation depth.
+    pub depth: u64,
+    /// The child's display label, when the request had one.
+    pub label: Option<String>,
+    /// Calls ahead of it in the queue.
+    pub ahead: usize,
+}
+
+/// How long a queued start waited, when it left the queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WaitInfo {
+    /// The run's id, as its [`QueuedInfo`] announced it.
+    pub run_id: u64,
+    /// How long it waited.
+    pub waited: Duration,
+}
+
 /// A change in the service.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -53,6 +83,14 @@ pub enum SubagentEvent {
     RunStarted(RunInfo),
     /// A run's result settled.
     RunEnded(RunEndInfo),
+    /// A start waits for a slot of its delegation tree. Followed by
+    /// [`SubagentEvent::RunAdmitted`] or [`SubagentEvent::RunWithdrawn`].
+    RunQueued(QueuedInfo),
+    /// A queued start got its slot; its [`SubagentEvent::RunStarted`]
+    /// follows once the provider publishes it.
+    RunAdmitted(WaitInfo),
+    /// A queued start was cancelled and left the queue: nothing started.
+    RunWithdrawn(WaitInfo),
 }
 
 impl SubagentEvent {
@@ -63,7 +101,15 @@ impl SubagentEvent {
             Self::ProviderRemoved(_) => "subagent/provider-removed",
             Self::RunStarted(_) => "subagent/start",
             Self::RunEnded(_) => "subagent/end",
+            Self::RunQueued(_) => "subagent/queued",
+            Self::RunAdmitted(_) => "subagent/admitted",
+            Self::RunWithdrawn(_) => "subagent/withdrawn",
         }
+    }
+
+    /// Whether it is an event of a run (heard only by run subscribers).
+    pub fn is_run_event(&self) -> bool {
+        !matches!(self, Self::ProviderAdded(_) | Self::ProviderRemoved(_))
     }
 }
 
@@ -74,6 +120,9 @@ impl fmt::Debug for SubagentEvent {
             Self::ProviderRemoved(name) => f.debug_tuple("ProviderRemoved").field(name).finish(),
             Self::RunStarted(info) => f.debug_tuple("RunStarted").field(info).finish(),
             Self::RunEnded(info) => f.debug_tuple("RunEnded").field(info).finish(),
+            Self::RunQueued(info) => f.debug_tuple("RunQueued").field(info).finish(),
+            Self::RunAdmitted(info) => f.debug_tuple("RunAdmitted").field(info).finish(),
+            Self::RunWithdrawn(info) => f.debug_tuple("RunWithdrawn").field(info).finish(),
         }
     }
 }

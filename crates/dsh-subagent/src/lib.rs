@@ -1,15 +1,21 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod admission;
 pub mod control;
 mod events;
+mod gate;
+mod limits;
 mod service;
 pub mod settlement;
 mod task;
 pub mod trace;
 pub mod wording;
 
+pub use admission::DelegationTree;
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
-pub use events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
+pub use events::{Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
+pub use limits::Limits;
 pub use service::{ProviderRegistration, SubagentService, Subscription};
 pub use settlement::{RELEASE_GRACE, Settled, settle};
+pub use task::TaskStartError;

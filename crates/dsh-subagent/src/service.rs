@@ -2,15 +2,17 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use dsh_subagent_api::{
     AgentId, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentRun, child_depth, concat_text,
 };
 use dsh_tools::panic_message;
 
+use crate::admission::{Caller, Demand, Reservation};
 use crate::events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
-use crate::wording;
+use crate::gate::Node;
+use crate::{Limits, wording};
 
 struct ProviderEntry {
     id: u64,
@@ -42,13 +44,17 @@ struct Subscriber {
 
 impl Subscriber {
     fn hears(&self, event: &SubagentEvent) -> bool {
-        self.runs || !matches!(event, SubagentEvent::RunStarted(_) | SubagentEvent::RunEnded(_))
+        self.runs || !event.is_run_event()
     }
 }
 
 #[derive(Default)]
-struct Inner {
+pub(crate) struct Inner {
     state: Mutex<State>,
+    /// The limits of every tree of this service.
+    pub(crate) limits: Limits,
+    /// The tree of agents that carry none of their own (see `open_tree`).
+    pub(crate) default_tree: OnceLock<Arc<Node>>,
     next_run: AtomicU64,
     /// Subscribers that hear run events; with none, runs are not announced
     /// and carry no observer.
@@ -111,21 +117,41 @@ impl Inner {
 /// cannot miss a provider.
 #[derive(Clone, Default)]
 pub struct SubagentService {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for SubagentService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubagentService")
             .field("providers", &self.list())
+            .field("limits", &self.inner.limits)
             .finish()
     }
 }
 
 impl SubagentService {
-    /// A service with no providers.
+    /// A service with no providers and no limits.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    pub(crate) fn build(limits: Limits) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                limits,
+                ..Inner::default()
+            }),
+        }
+    }
+
+    /// Notifies every subscriber; failures are logged.
+    pub(crate) fn notify(&self, event: &SubagentEvent) {
+        self.inner.notify(event);
+    }
+
+    /// A fresh run id for an announcement.
+    pub(crate) fn next_run_id(&self) -> u64 {
+        self.inner.next_run.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// Registers a provider under its name and announces it.
@@ -220,28 +246,61 @@ impl SubagentService {
     /// Checks, in this order, before the provider is called: the provider
     /// exists (`NO_PROVIDER`); it supports every optional field the request
     /// sets, in the order `outputSchema`, `depthLimit`, `toolFilter`,
-    /// `persona` (`UNSUPPORTED_CAPABILITY`); `max_depth` is a safe integer and
-    /// `output_schema` object-rooted;
-    /// the child's depth (parent depth + 1) is within `max_depth`. A start
-    /// that fails announces nothing; a published run is announced with
-    /// [`SubagentEvent::RunStarted`], and its settled result with
-    /// [`SubagentEvent::RunEnded`], when a subscriber hears run events
+    /// `persona`, `tokenBudget` (`UNSUPPORTED_CAPABILITY`); `max_depth` is a
+    /// safe integer and `output_schema` object-rooted; the child's depth
+    /// (parent depth + 1) is within `max_depth`. Then the child passes its
+    /// tree's gate (see [`SubagentService::with_limits`]): a spent budget
+    /// (`TOKEN_BUDGET_SPENT`), the tree at `max_children` (`CHILD_LIMIT`) or
+    /// a full queue (`QUEUE_FULL`) refuse it at once; past `max_concurrent`
+    /// it waits for a slot, and a cancellation while it waits fails the
+    /// start with `subagent run was cancelled`. The provider gets the
+    /// request with the child's [`StartRequest::lineage`] set.
+    ///
+    /// A start that fails announces nothing but its wait; a published run is
+    /// announced with [`SubagentEvent::RunStarted`], and its settled result
+    /// with [`SubagentEvent::RunEnded`], when a subscriber hears run events
     /// ([`SubagentService::subscribe`]).
     pub async fn start(&self, provider_name: &str, request: StartRequest) -> Result<SubagentRun, SubagentError> {
         let provider = self.checked_provider(provider_name, &request)?;
+        let reservation = self.reserve(&request.parent, Demand::of(&request, true))?;
+        self.start_reserved(provider_name, &*provider, request, reservation)
+            .await
+    }
+
+    /// [`SubagentService::start`] after its checks and its reservation:
+    /// waits for the slot, gives the request the child's lineage, starts the
+    /// child on `provider` and announces it.
+    pub(crate) async fn start_reserved(
+        &self,
+        provider_name: &str,
+        provider: &dyn SubagentProvider,
+        mut request: StartRequest,
+        reservation: Reservation,
+    ) -> Result<SubagentRun, SubagentError> {
+        let depth = request.parent.depth().saturating_add(1);
+        let caller = Caller {
+            provider: provider_name,
+            parent: request.parent.id(),
+            depth,
+            label: request.label.as_deref(),
+        };
+        let admission = self.admit(reservation, &request.cancel, caller).await?;
+        request.lineage = admission.lineage.clone();
+        request.cancel = admission.cancel.clone();
         if !self.announces_runs() {
             // Nobody hears run events: no announcement, no observer.
-            return provider.start(request).await;
+            return Ok(admission.bind(provider.start(request).await?));
         }
         let parent = request.parent.id().clone();
-        let depth = request.parent.depth().saturating_add(1);
         let label = request.label.clone();
+        let run_id = admission.run_id;
         let run = provider.start(request).await?;
-        Ok(self.announce(provider_name, parent, depth, label, run).0)
+        let (run, _) = self.announce(provider_name, parent, depth, label, run, run_id);
+        Ok(admission.bind(run))
     }
 
     /// Whether some subscriber hears run events now.
-    fn announces_runs(&self) -> bool {
+    pub(crate) fn announces_runs(&self) -> bool {
         self.inner.run_listeners.load(Ordering::SeqCst) > 0
     }
 
@@ -250,7 +309,8 @@ impl SubagentService {
     /// [`SubagentEvent::RunStarted`] now, [`SubagentEvent::RunEnded`] when
     /// its result settles. Returns the run and its announced
     /// [`RunInfo::run_id`], or the run unchanged and `None` when nobody
-    /// hears run events. `depth` is the child's (its parent's plus one).
+    /// hears run events. `depth` is the child's (its parent's plus one);
+    /// `run_id` is the id its wait in its tree's queue was announced with, if it waited.
     pub(crate) fn announce(
         &self,
         provider_name: &str,
@@ -258,11 +318,12 @@ impl SubagentService {
         depth: u64,
         label: Option<String>,
         run: SubagentRun,
+        run_id: Option<u64>,
     ) -> (SubagentRun, Option<u64>) {
         if !self.announces_runs() {
             return (run, None);
         }
-        let run_id = self.inner.next_run.fetch_add(1, Ordering::Relaxed) + 1;
+        let run_id = run_id.unwrap_or_else(|| self.next_run_id());
         let info = RunInfo {
             run_id,
             provider: provider_name.to_owned(),

@@ -16,6 +16,7 @@ use dsh_subagent_api::{
 use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskSpec};
 use tracing::{Instrument, Span};
 
+use crate::admission::Demand;
 use crate::{SubagentService, settle, trace, wording};
 
 /// The task kind (and id prefix) of every child run's task: `subagent-<n>`.
@@ -47,27 +48,66 @@ impl SubagentService {
     ///   rollback stays failed after a kill, its detail carrying both).
     ///
     /// Refused, with nothing started, when the registry refuses the task (an
-    /// empty label, a disposed owner).
+    /// empty label, a disposed owner), or when the child's delegation tree
+    /// refuses it (a spent budget, `max_children`, a full queue). Past
+    /// `max_concurrent` the call still returns at once; the task waits for
+    /// the slot, in call order.
     pub fn start_as_task(
         &self,
         tasks: &TaskRegistry,
         provider_name: &str,
         label: String,
         request: StartRequest,
-    ) -> Result<String, TaskError> {
+    ) -> Result<String, TaskStartError> {
+        let mut request = request;
+        request.foreground = false;
+        let reservation = self.reserve(&request.parent, Demand::of(&request, true))?;
         let owner = request.parent.id().clone();
         let span = trace::task_span(&request.origin);
         let service = self.clone();
         let provider = provider_name.to_owned();
-        let mut request = request;
         request.origin = SpanOrigin::ChildOf(span.clone());
-        spawn(tasks, spec(label, owner), span, move |control| async move {
-            let start = |cancel| {
+        let task_id = spawn(tasks, spec(label, owner), span, move |control| async move {
+            let start = |cancel| async {
                 request.cancel = cancel;
-                service.start(&provider, request)
+                let checked = service.checked_provider(&provider, &request)?;
+                service.start_reserved(&provider, &*checked, request, reservation).await
             };
             run(control, &provider, start).await
-        })
+        })?;
+        Ok(task_id)
+    }
+}
+
+/// Why [`SubagentService::start_as_task`] started nothing.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskStartError {
+    /// The child's delegation tree refused it (see [`SubagentService::start`]).
+    #[error(transparent)]
+    Refused(#[from] SubagentError),
+    /// The task registry refused the task.
+    #[error(transparent)]
+    Task(#[from] TaskError),
+}
+
+impl TaskStartError {
+    /// The stable code.
+    pub fn code(&self) -> &str {
+        match self {
+            Self::Refused(error) => error.code(),
+            Self::Task(error) => error.code(),
+        }
+    }
+}
+
+/// A refused background start, as the model reads it: its text and code.
+impl From<TaskStartError> for dsh_tools::ToolError {
+    fn from(error: TaskStartError) -> Self {
+        match error {
+            TaskStartError::Refused(error) => error.into(),
+            TaskStartError::Task(error) => error.into(),
+        }
     }
 }
 

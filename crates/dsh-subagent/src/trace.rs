@@ -107,3 +107,49 @@ pub fn disposed(disposed: &Result<(), SubagentError>) {
         ),
     }
 }
+
+/// The start waits for a slot of its delegation tree, `ahead` calls before it.
+pub(crate) fn queued(ahead: usize) {
+    tracing::event!(
+        target: "dsh::gen_ai",
+        tracing::Level::INFO,
+        subagent.queue_ahead = ahead as u64,
+        "subagent.queued"
+    );
+}
+
+/// The queued start got its slot after `waited`.
+pub(crate) fn admitted(waited: std::time::Duration) {
+    tracing::event!(
+        target: "dsh::gen_ai",
+        tracing::Level::INFO,
+        subagent.wait_ms = wait_ms(waited),
+        "subagent.admitted"
+    );
+}
+
+/// The queued start was cancelled after `waited`, and left the queue.
+pub(crate) fn withdrawn(waited: std::time::Duration) {
+    tracing::event!(
+        target: "dsh::gen_ai",
+        tracing::Level::INFO,
+        subagent.wait_ms = wait_ms(waited),
+        "subagent.withdrawn"
+    );
+}
+
+/// A limit refused the start: `limit` (`max_queued`, `max_children`,
+/// `token_budget`) is its `error.type`.
+pub(crate) fn refused(error: &SubagentError, limit: &'static str) {
+    tracing::event!(
+        target: "dsh::gen_ai",
+        tracing::Level::INFO,
+        "error.type" = limit,
+        subagent.code = error.code(),
+        "subagent.refused"
+    );
+}
+
+fn wait_ms(waited: std::time::Duration) -> i64 {
+    i64::try_from(waited.as_millis()).unwrap_or(i64::MAX)
+}

@@ -13,6 +13,29 @@ pub const SEND_MESSAGE_TOOL: &str = "send_message";
 pub const RELEASE_ABANDONED: &str =
     "subagent release did not finish after the call was cancelled and was abandoned; the child may still be running";
 
+/// A start cancelled while it waited for a slot of its delegation tree:
+/// the same headline as a cancelled run, since nothing was started.
+pub const CANCELLED_WHILE_QUEUED: &str = "subagent run was cancelled";
+
+/// The stop reason of a run that reached its time limit (a tool's
+/// `timeout`): `time limit of 10 min reached`.
+pub fn time_limit_reached(limit: std::time::Duration) -> String {
+    format!("time limit of {} reached", human_duration(limit))
+}
+
+/// A duration in the largest whole unit that states it exactly: `2 h`,
+/// `10 min`, `90 s`, `1500 ms`.
+pub fn human_duration(duration: std::time::Duration) -> String {
+    let millis = duration.as_millis();
+    match millis {
+        0 => "0 s".to_owned(),
+        m if m % 3_600_000 == 0 => format!("{} h", m / 3_600_000),
+        m if m % 60_000 == 0 => format!("{} min", m / 60_000),
+        m if m % 1_000 == 0 => format!("{} s", m / 1_000),
+        m => format!("{m} ms"),
+    }
+}
+
 /// The stage name of awaiting a run's result, in [`provider_panicked`].
 pub const STAGE_RUN: &str = "the run";
 

@@ -122,7 +122,7 @@ async fn a_refused_task_starts_nothing() {
     let refused = service
         .start_as_task(&tasks, "spawn", "  ".into(), request(&CancellationToken::new()))
         .unwrap_err();
-    assert_eq!(refused, TaskError::EmptyLabel);
+    assert_eq!(refused, TaskError::EmptyLabel.into());
     tokio::task::yield_now().await;
     assert_eq!(stats.starts(), 0);
     assert!(tasks.list(&owner()).is_empty());

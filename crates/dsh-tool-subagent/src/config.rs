@@ -1,5 +1,7 @@
 //! Configuration of one `subagent` tool instance, and its load-time checks.
 
+use std::time::Duration;
+
 use dsh_subagent_api::{AgentOptions, MAX_SAFE_INTEGER, ToolFilter};
 use dsh_tools::json_kind;
 use serde_json::{Map, Value};
@@ -51,6 +53,17 @@ pub struct SubagentToolConfig {
     /// plain [`SubagentToolPlugin::apply`](crate::SubagentToolPlugin::apply) refuses it
     /// ([`ConfigError::BackgroundWithoutTasks`]).
     pub enable_run_in_background: bool,
+    /// The wall time each child run may take (JSON `timeout`, as `"90s"`,
+    /// `"10min"`, `"1h"` or `"500ms"`). A child's deadline is the earlier of
+    /// this and its parent's; when it passes the child is cancelled, and the
+    /// model reads `subagent run ended abnormally (time limit of 10 min
+    /// reached)` with the partial output.
+    pub timeout: Option<Duration>,
+    /// The input plus output tokens each child may spend over all its model
+    /// calls, its own children's included (JSON `tokenBudget`), within what
+    /// its parent has left. Past it the child stops as `max-tokens`. Needs
+    /// the provider's `tokenBudget` capability.
+    pub token_budget: Option<u64>,
 }
 
 /// A configuration the tool refuses, at load or when its provider appears.
@@ -88,7 +101,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-const KNOWN_KEYS: [&str; 7] = [
+const KNOWN_KEYS: [&str; 9] = [
     "provider",
     "toolName",
     "agentOptions",
@@ -96,6 +109,8 @@ const KNOWN_KEYS: [&str; 7] = [
     "toolFilter",
     "maxDepth",
     "enableRunInBackground",
+    "timeout",
+    "tokenBudget",
 ];
 
 impl SubagentToolConfig {
@@ -121,6 +136,8 @@ impl SubagentToolConfig {
             tool_filter: None,
             max_depth: None,
             enable_run_in_background: false,
+            timeout: None,
+            token_budget: None,
         }
     }
 
@@ -159,6 +176,20 @@ impl SubagentToolConfig {
         self
     }
 
+    /// Sets the wall time each child run may take.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the tokens each child may spend, its own children's included.
+    #[must_use]
+    pub fn token_budget(mut self, tokens: u64) -> Self {
+        self.token_budget = Some(tokens);
+        self
+    }
+
     /// Sets the depth cap.
     #[must_use]
     pub fn max_depth(mut self, max_depth: MaxDepth) -> Self {
@@ -168,7 +199,8 @@ impl SubagentToolConfig {
 
     /// Reads a configuration from JSON with the reference's camelCase keys
     /// (`provider`, `toolName`, `agentOptions`, `persona`, `toolFilter`,
-    /// `maxDepth`, `enableRunInBackground`), then [`validate`](Self::validate)s it.
+    /// `maxDepth`, `enableRunInBackground`), and the two limits of this
+    /// workspace (`timeout`, `tokenBudget`), then [`validate`](Self::validate)s it.
     /// Unknown keys and wrong types are refused with a message naming the key.
     pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
         let object = value
@@ -196,6 +228,14 @@ impl SubagentToolConfig {
                 ))
             })?;
         }
+        config.timeout = string(object, "timeout")?
+            .map(|text| parse_duration(&text).ok_or_else(|| ConfigError::Invalid(wording::config_timeout_invalid(&text))))
+            .transpose()?;
+        if let Some(budget) = object.get("tokenBudget") {
+            config.token_budget = Some(budget.as_u64().ok_or_else(|| {
+                ConfigError::Invalid(wording::config_token_budget_out_of_range(MAX_SAFE_INTEGER))
+            })?);
+        }
         config.validate()?;
         Ok(config)
     }
@@ -220,6 +260,16 @@ impl SubagentToolConfig {
         if self.tool_name.is_empty() {
             return Err(ConfigError::Invalid(wording::config_key_empty("toolName")));
         }
+        if self.timeout.is_some_and(|timeout| timeout.is_zero()) {
+            return Err(ConfigError::Invalid(wording::config_timeout_invalid("0s")));
+        }
+        if let Some(budget) = self.token_budget
+            && !(1..=MAX_SAFE_INTEGER).contains(&budget)
+        {
+            return Err(ConfigError::Invalid(wording::config_token_budget_out_of_range(
+                MAX_SAFE_INTEGER,
+            )));
+        }
         if let Some(max_tokens) = self.agent_options.as_ref().and_then(|options| options.max_tokens)
             && !(1..=MAX_SAFE_INTEGER).contains(&max_tokens)
         {
@@ -229,6 +279,23 @@ impl SubagentToolConfig {
         }
         Ok(())
     }
+}
+
+/// A duration written as a positive whole number and a unit: `500ms`,
+/// `90s`, `10min` (or `10m`), `2h`; a space before the unit is allowed.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let duration = match unit.trim_start() {
+        "ms" => Duration::from_millis(number),
+        "s" => Duration::from_secs(number),
+        "m" | "min" => Duration::from_secs(number.checked_mul(60)?),
+        "h" => Duration::from_secs(number.checked_mul(3600)?),
+        _ => return None,
+    };
+    (!duration.is_zero()).then_some(duration)
 }
 
 /// `maxDepth`: a non-negative safe integer (an integral float such as `2.0`

@@ -12,7 +12,7 @@ mod tool;
 pub mod wording;
 
 pub use code::ErrorCode;
-pub use config::{ConfigError, MaxDepth, SubagentToolConfig};
+pub use config::{ConfigError, MaxDepth, SubagentToolConfig, parse_duration};
 pub use dsh_subagent::RELEASE_GRACE;
 pub use plugin::SubagentToolPlugin;
 pub use wording::Wording;

@@ -84,6 +84,9 @@ impl SubagentTool {
         request.agent_options = self.config.agent_options.clone();
         request.persona = self.config.persona.clone();
         request.tool_filter = self.config.tool_filter.clone();
+        request.timeout = self.config.timeout;
+        request.token_budget = self.config.token_budget;
+        request.foreground = !background;
         request.max_depth = match self.config.max_depth {
             Some(MaxDepth::Limit(limit)) => Some(limit),
             Some(MaxDepth::ProviderManaged) | None => None,

@@ -233,6 +233,18 @@ pub fn config_unknown_key(key: &str, known: &[&str]) -> String {
     format!("unknown config key \"{key}\" (known keys: {})", known.join(", "))
 }
 
+/// `timeout` is not a positive duration with a unit.
+pub fn config_timeout_invalid(got: &str) -> String {
+    format!(
+        "invalid config key \"timeout\": expected a positive duration such as \"90s\", \"10min\", \"1h\" or \"500ms\", got \"{got}\""
+    )
+}
+
+/// `tokenBudget` is not a positive safe integer.
+pub fn config_token_budget_out_of_range(max: u64) -> String {
+    format!("invalid config key \"tokenBudget\": expected an integer from 1 to {max}")
+}
+
 /// A required configuration key is absent.
 pub fn config_key_required(key: &str) -> String {
     format!("config key \"{key}\" is required")

@@ -6,13 +6,15 @@
 use std::sync::Arc;
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, ChildStore, ContentBlock, ResumeRequest, SpanOrigin, SubagentError, SubagentRun,
+    AgentId, AgentRef, CancellationToken, ChildStore, ContentBlock, ResumeRequest, SpanOrigin, SubagentError,
+    SubagentRun,
 };
 use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskSpec};
 use tracing::Span;
 
 use super::slots::State;
 use super::{ControlError, Inner};
+use crate::admission::{Admission, Caller, Reservation};
 use crate::{task, wording};
 
 /// Takes the child's slot and registers its activation task, all under the
@@ -94,9 +96,24 @@ pub(super) struct Activated {
 impl Activated {
     /// The run is published: announce it like any other run (run events),
     /// then make it steerable.
-    pub(super) fn announce(&self, provider: &str, depth: u64, label: Option<String>, run: SubagentRun) -> SubagentRun {
+    /// The run is bound to its admission (its tree's slot and its time
+    /// limit) and announced under the id its wait was announced with, if
+    /// it waited.
+    pub(super) fn announce(
+        &self,
+        provider: &str,
+        depth: u64,
+        label: Option<String>,
+        run: SubagentRun,
+        admission: Admission,
+    ) -> SubagentRun {
+        let queued_as = admission.run_id;
+        let run = admission.bind(run);
         let (run, run_id) = match self.inner.slots.parent(&self.child) {
-            Some(parent) => self.inner.service.announce(provider, parent, depth, label, run),
+            Some(parent) => self
+                .inner
+                .service
+                .announce(provider, parent, depth, label, run, queued_as),
             None => (run, None),
         };
         self.inner.slots.publish(&self.child, self.serial, &run, run_id);
@@ -105,6 +122,7 @@ impl Activated {
 }
 
 /// A follow-up activation: look the child up, then resume it.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn resume(
     inner: &Inner,
     store: &dyn ChildStore,
@@ -113,6 +131,7 @@ pub(super) async fn resume(
     prompt: Vec<ContentBlock>,
     control: TaskControl,
     origin: SpanOrigin,
+    reservation: Reservation,
 ) -> TaskOutcome {
     let child = activation.child.clone();
     let failed = |error: ControlError| TaskOutcome::Failed {
@@ -155,11 +174,20 @@ pub(super) async fn resume(
     let depth = parent.depth().saturating_add(1);
     let (provider_name, label) = (descriptor.provider.clone(), descriptor.label.clone());
     let provider = provider_name.as_str();
-    let start = move |kill| async move {
-        let mut request = ResumeRequest::new(child, prompt, parent, kill, descriptor);
+    let service = &inner.service;
+    let start = move |kill: CancellationToken| async move {
+        let caller = Caller {
+            provider,
+            parent: parent.id(),
+            depth,
+            label: label.as_deref(),
+        };
+        let admission = service.admit(reservation, &kill, caller).await?;
+        let mut request = ResumeRequest::new(child, prompt, parent, admission.cancel.clone(), descriptor);
         request.origin = origin;
+        request.lineage = admission.lineage.clone();
         let run = continuable.resume(request).await?;
-        Ok(activation.announce(provider, depth, label, run))
+        Ok(activation.announce(provider, depth, label, run, admission))
     };
     task::run(control, provider, start).await
 }

@@ -66,13 +66,15 @@ mod slots;
 use std::sync::Arc;
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, ChildStore, ContentBlock, ContinuationDescriptor, SpanOrigin, StartRequest, SubagentProvider,
+    AgentId, AgentRef, CancellationToken, ChildStore, ContentBlock, ContinuationDescriptor, SpanOrigin, StartRequest,
+    SubagentProvider,
 };
 use dsh_tasks::{TaskOutcome, TaskRegistry, TaskStatus};
 
 use self::activation::{activate, follow_up_label, resume};
 use self::route::{Decision, SlotView};
 use self::slots::{LiveRuns, Slots, State};
+use crate::admission::{Caller, Demand};
 use crate::events::SubagentEvent;
 use crate::{SubagentService, Subscription, task, trace};
 
@@ -227,6 +229,12 @@ impl SubagentControl {
     ) -> Result<Started, ControlError> {
         self.inner.store()?;
         let checked = self.check(provider, &request)?;
+        request.foreground = false;
+        let reservation = self
+            .inner
+            .service
+            .reserve(&request.parent, Demand::of(&request, true))
+            .map_err(|source| ControlError::Start { source })?;
         let descriptor = ContinuationDescriptor::for_request(provider, &request);
         let announced_label = request.label.clone();
         let depth = request.parent.depth().saturating_add(1);
@@ -237,6 +245,7 @@ impl SubagentControl {
         // request's origin); the child's span sits under it.
         let span = trace::task_span(&request.origin);
         request.origin = SpanOrigin::ChildOf(span.clone());
+        let service = self.inner.service.clone();
         let mut state = self.inner.slots.lock();
         state.adopt(&child_id, owner.clone());
         let task_id = activate(
@@ -248,9 +257,19 @@ impl SubagentControl {
             span,
             move |activation, control| async move {
                 let checked = &checked;
-                let start = move |kill| async move {
+                let service = service;
+                let service = &service;
+                let start = move |kill: CancellationToken| async move {
                     let mut request = request;
-                    request.cancel = kill;
+                    let caller = Caller {
+                        provider: checked.name(),
+                        parent: request.parent.id(),
+                        depth,
+                        label: announced_label.as_deref(),
+                    };
+                    let admission = service.admit(reservation, &kill, caller).await?;
+                    request.cancel = admission.cancel.clone();
+                    request.lineage = admission.lineage.clone();
                     let Some(continuable) = checked.continuation() else {
                         return Err(ControlError::NoContinuation {
                             provider: checked.name().to_owned(),
@@ -260,7 +279,7 @@ impl SubagentControl {
                     let run = continuable
                         .start_continuable(activation.child.clone(), descriptor, request)
                         .await?;
-                    Ok(activation.announce(checked.name(), depth, announced_label, run))
+                    Ok(activation.announce(checked.name(), depth, announced_label, run, admission))
                 };
                 task::run(control, checked.name(), start).await
             },
@@ -333,6 +352,19 @@ impl SubagentControl {
             }
             Decision::Activate => {
                 let store = self.inner.store()?;
+                // A continuation is no new child of the tree, but it needs
+                // a slot like any run.
+                let demand = Demand {
+                    new_child: false,
+                    foreground: false,
+                    timeout: None,
+                    token_budget: None,
+                };
+                let reservation = self
+                    .inner
+                    .service
+                    .reserve(parent, demand)
+                    .map_err(|source| ControlError::Start { source })?;
                 let inner = self.inner.clone();
                 let parent = parent.clone();
                 let prompt = vec![ContentBlock::text(message)];
@@ -348,7 +380,17 @@ impl SubagentControl {
                     spec,
                     span,
                     move |activation, control| async move {
-                        resume(&inner, &*store, activation, parent, prompt, control, origin).await
+                        resume(
+                            &inner,
+                            &*store,
+                            activation,
+                            parent,
+                            prompt,
+                            control,
+                            origin,
+                            reservation,
+                        )
+                        .await
                     },
                 )
                 .map_err(|source| ControlError::FollowUpRefused { source })?;

@@ -71,7 +71,7 @@ fn sessions(sessions: &Sessions) -> std::sync::MutexGuard<'_, HashMap<String, Se
 fn stop_reason(stop: &AgentStop) -> Result<StopReason, acp::Error> {
     match stop {
         AgentStop::Completed => Ok(StopReason::EndTurn),
-        AgentStop::MaxTokens => Ok(StopReason::MaxTokens),
+        AgentStop::MaxTokens | AgentStop::TokenBudget(_) => Ok(StopReason::MaxTokens),
         AgentStop::MaxTurns(_) => Ok(StopReason::MaxTurnRequests),
         AgentStop::Refusal => Ok(StopReason::Refusal),
         AgentStop::Cancelled => Ok(StopReason::Cancelled),

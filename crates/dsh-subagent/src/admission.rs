@@ -1,0 +1,331 @@
+//! Admission: every child start passes its tree's gate, and leaves with its
+//! lineage (deadline, budgets, place in the tree) and its time limit.
+//!
+//! A start is admitted in two steps. [`SubagentService::reserve`] is
+//! synchronous: it refuses a start over a limit at once (a spent budget,
+//! the tree at `max_children`, a full queue) and takes a slot or a place in
+//! the queue, so a background call is refused or queued in call order before
+//! it returns. [`SubagentService::admit`] waits for the slot (announcing the
+//! wait; a cancellation leaves the queue) and computes what the child
+//! inherits. [`Admission::bind`] ties the slot and the time limit to the
+//! published run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_subagent_api::{
+    AgentId, AgentRef, BudgetScope, CancellationToken, Lineage, StopReason, SubagentError, SubagentRun, TokenBudget,
+};
+use tokio::time::Instant;
+
+use crate::events::{QueuedInfo, SubagentEvent, WaitInfo};
+use crate::gate::{Node, Slot, Ticket};
+use crate::{Limits, SubagentService, trace, wording};
+
+/// What a start asks of its tree's gate.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Demand {
+    /// A new child (counted against `max_children`), not a continuation.
+    pub(crate) new_child: bool,
+    /// The caller waits for the child, so it may lend its slot.
+    pub(crate) foreground: bool,
+    /// The child's own wall-time limit.
+    pub(crate) timeout: Option<Duration>,
+    /// The child's own token budget.
+    pub(crate) token_budget: Option<u64>,
+}
+
+/// Who is waiting, for the queue's announcements.
+pub(crate) struct Caller<'a> {
+    pub(crate) provider: &'a str,
+    pub(crate) parent: &'a AgentId,
+    pub(crate) depth: u64,
+    pub(crate) label: Option<&'a str>,
+}
+
+/// A start that passed the synchronous checks: a slot, a place in the
+/// queue, or (no tree has limits) nothing to wait for.
+pub(crate) struct Reservation {
+    ticket: Option<Ticket>,
+    demand: Demand,
+    parent_deadline: Option<Instant>,
+    parent_budget: Option<Arc<TokenBudget>>,
+}
+
+/// An admitted start: the child's lineage, its slot, and its time limit.
+pub(crate) struct Admission {
+    /// The child's lineage, for its start request.
+    pub(crate) lineage: Lineage,
+    /// The token the child's start must use: the caller's, or a child of
+    /// it that the time limit cancels.
+    pub(crate) cancel: CancellationToken,
+    /// The announced id of a run that waited (its `RunQueued` event's).
+    pub(crate) run_id: Option<u64>,
+    slot: Option<Slot>,
+    timer: Option<Timer>,
+}
+
+/// The child's own time limit, earlier than any deadline it inherits.
+struct Timer {
+    at: Instant,
+    limit: Duration,
+    stop: CancellationToken,
+}
+
+/// A handle on one delegation tree: give its [`DelegationTree::lineage`] to
+/// the tree's top-level agent (`AgentRef::with_lineage`), and every child
+/// below it passes this tree's gate and spends from its budget.
+///
+/// Opened with [`SubagentService::open_tree`]; cheap to clone. The tree
+/// lives as long as a handle, an agent or a run of it does.
+#[derive(Clone)]
+pub struct DelegationTree {
+    root: Arc<Node>,
+}
+
+impl DelegationTree {
+    /// The lineage of the tree's top-level agent: its place at the root of
+    /// the gate, and the tree's token budget, when the limits set one.
+    pub fn lineage(&self) -> Lineage {
+        let lineage = Lineage::new().with_admission(self.root.clone());
+        match self.root.tree_budget() {
+            Some(budget) => lineage.with_budget(budget.clone()),
+            None => lineage,
+        }
+    }
+}
+
+impl std::fmt::Debug for DelegationTree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DelegationTree")
+            .field("budget", &self.root.tree_budget())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubagentService {
+    /// A service whose delegation trees are bounded by `limits`.
+    pub fn with_limits(limits: Limits) -> Self {
+        Self::build(limits)
+    }
+
+    /// The limits of this service's trees.
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    /// Opens a new delegation tree under this service's limits. A harness
+    /// opens one per top-level agent (one per session of a server) and
+    /// gives its [`DelegationTree::lineage`] to that agent. An agent whose
+    /// reference carries no tree shares the service's default tree with
+    /// every other such agent.
+    pub fn open_tree(&self) -> DelegationTree {
+        DelegationTree {
+            root: Node::root(self.inner.limits),
+        }
+    }
+
+    /// The tree of agents that carry none: created with the first of them,
+    /// and only when some limit is set.
+    fn default_root(&self) -> Option<Arc<Node>> {
+        if self.inner.limits.is_none() {
+            return None;
+        }
+        Some(
+            self.inner
+                .default_tree
+                .get_or_init(|| Node::root(self.inner.limits))
+                .clone(),
+        )
+    }
+
+    /// The synchronous half of admission: refuses at once a start over a
+    /// spent budget, the tree's `max_children` or a full queue, and
+    /// otherwise takes a slot or a place in the queue.
+    pub(crate) fn reserve(&self, parent: &AgentRef, demand: Demand) -> Result<Reservation, SubagentError> {
+        let lineage = parent.lineage();
+        let node = lineage.admission::<Node>().or_else(|| self.default_root());
+        let parent_budget = lineage
+            .budget()
+            .cloned()
+            .or_else(|| node.as_ref().and_then(|node| node.tree_budget().cloned()));
+        if let Some(spent) = parent_budget.as_deref().and_then(TokenBudget::spent_budget) {
+            let error = SubagentError::TokenBudgetSpent {
+                scope: spent.scope(),
+                spent: spent.spent(),
+                limit: spent.limit(),
+            };
+            trace::refused(&error, "token_budget");
+            return Err(error);
+        }
+        let ticket = match node.map(|node| node.reserve(demand.new_child, demand.foreground)) {
+            Some(Ok(ticket)) => Some(ticket),
+            Some(Err(error)) => {
+                let limit = match error {
+                    SubagentError::ChildLimit { .. } => "max_children",
+                    _ => "max_queued",
+                };
+                trace::refused(&error, limit);
+                return Err(error);
+            }
+            None => None,
+        };
+        Ok(Reservation {
+            ticket,
+            demand,
+            parent_deadline: lineage.deadline(),
+            parent_budget,
+        })
+    }
+
+    /// The waiting half of admission: waits for the reservation's slot
+    /// (announced as [`SubagentEvent::RunQueued`], then
+    /// [`SubagentEvent::RunAdmitted`]), or leaves the queue when `cancel`
+    /// fires ([`SubagentEvent::RunWithdrawn`]; the start fails with the
+    /// cancelled headline and nothing is started). Then computes the
+    /// child's lineage and time limit.
+    pub(crate) async fn admit(
+        &self,
+        reservation: Reservation,
+        cancel: &CancellationToken,
+        caller: Caller<'_>,
+    ) -> Result<Admission, SubagentError> {
+        let Reservation {
+            ticket,
+            demand,
+            parent_deadline,
+            parent_budget,
+        } = reservation;
+        let mut run_id = None;
+        let slot = match ticket {
+            None => None,
+            Some(Ticket::Ready(slot)) => Some(slot),
+            Some(Ticket::Queued(mut queued)) => {
+                run_id = self.announce_queued(&caller, queued.ahead());
+                trace::queued(queued.ahead());
+                let since = Instant::now();
+                let slot = tokio::select! {
+                    biased;
+                    slot = queued.admitted() => slot,
+                    () = cancel.cancelled() => None,
+                };
+                let waited = since.elapsed();
+                let Some(slot) = slot else {
+                    drop(queued);
+                    trace::withdrawn(waited);
+                    if let Some(run_id) = run_id {
+                        self.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
+                    }
+                    return Err(SubagentError::aborted(wording::CANCELLED_WHILE_QUEUED));
+                };
+                trace::admitted(waited);
+                if let Some(run_id) = run_id {
+                    self.notify(&SubagentEvent::RunAdmitted(WaitInfo { run_id, waited }));
+                }
+                Some(slot)
+            }
+        };
+        let own_deadline = demand.timeout.map(|timeout| Instant::now() + timeout);
+        let deadline = match (own_deadline, parent_deadline) {
+            (Some(own), Some(inherited)) => Some(own.min(inherited)),
+            (own, inherited) => own.or(inherited),
+        };
+        let budget = match demand.token_budget {
+            Some(limit) => Some(TokenBudget::new(BudgetScope::Child, limit, parent_budget)),
+            None => parent_budget,
+        };
+        let mut lineage = Lineage::new();
+        if let Some(deadline) = deadline {
+            lineage = lineage.with_deadline(deadline);
+        }
+        if let Some(budget) = budget {
+            lineage = lineage.with_budget(budget);
+        }
+        if let Some(slot) = &slot {
+            lineage = lineage.with_admission(slot.node().clone());
+        }
+        // The child's own limit needs a timer only when it comes first; an
+        // earlier inherited deadline ends the parent, and with it the child.
+        let timer = match (own_deadline, demand.timeout) {
+            (Some(at), Some(limit)) if parent_deadline.is_none_or(|inherited| at < inherited) => Some(Timer {
+                at,
+                limit,
+                stop: cancel.child_token(),
+            }),
+            _ => None,
+        };
+        Ok(Admission {
+            lineage,
+            cancel: timer
+                .as_ref()
+                .map_or_else(|| cancel.clone(), |timer| timer.stop.clone()),
+            run_id,
+            slot,
+            timer,
+        })
+    }
+
+    fn announce_queued(&self, caller: &Caller<'_>, ahead: usize) -> Option<u64> {
+        if !self.announces_runs() {
+            return None;
+        }
+        let run_id = self.next_run_id();
+        self.notify(&SubagentEvent::RunQueued(QueuedInfo {
+            run_id,
+            provider: caller.provider.to_owned(),
+            parent: caller.parent.clone(),
+            depth: caller.depth,
+            label: caller.label.map(str::to_owned),
+            ahead,
+        }));
+        Some(run_id)
+    }
+}
+
+impl Admission {
+    /// Ties the slot and the time limit to the published run: the slot is
+    /// freed when the run's result settles (or the run is dropped), and a
+    /// run still going at its time limit is cancelled, its result read as
+    /// `time limit of … reached` with its partial output kept.
+    pub(crate) fn bind(self, run: SubagentRun) -> SubagentRun {
+        let Self { mut slot, timer, .. } = self;
+        if let Some(slot) = &mut slot {
+            slot.published();
+        }
+        if slot.is_none() && timer.is_none() {
+            return run;
+        }
+        run.map_result(move |result| async move {
+            let _slot = slot;
+            let Some(timer) = timer else {
+                return result.await;
+            };
+            tokio::pin!(result);
+            tokio::select! {
+                biased;
+                outcome = &mut result => outcome,
+                () = tokio::time::sleep_until(timer.at) => {
+                    timer.stop.cancel();
+                    result.await.map(|mut settled| {
+                        if settled.stop_reason == StopReason::Aborted {
+                            settled.stop_reason = StopReason::Other(wording::time_limit_reached(timer.limit));
+                        }
+                        settled
+                    })
+                }
+            }
+        })
+    }
+}
+
+impl Demand {
+    /// What a start request asks: its foreground flag, timeout and budget.
+    pub(crate) fn of(request: &dsh_subagent_api::StartRequest, new_child: bool) -> Self {
+        Self {
+            new_child,
+            foreground: request.foreground,
+            timeout: request.timeout,
+            token_budget: request.token_budget,
+        }
+    }
+}

@@ -1,0 +1,330 @@
+//! The admission gate of one delegation tree: slots, a FIFO queue, and the
+//! lending rule that keeps a tree of waiting parents from deadlocking.
+//!
+//! Every child of a tree needs a slot while it runs. There are
+//! `max_concurrent` slots of the tree's own, taken first come first served;
+//! past them a call waits in the queue (or is refused when `max_queued`
+//! calls already wait).
+//!
+//! **Lending.** A parent that waits for a foreground child does no work of
+//! its own until that child answers, so it lends its slot to the child: a
+//! foreground child of a parent whose slot is not lent runs in that slot at
+//! once, queue or not. A parent lends its slot to one child at a time; when
+//! that child settles, the slot goes to the parent's next waiting
+//! foreground child, if it has one. So each chain of waiting parents ends in
+//! a child that holds a slot and is working, and every queued call either
+//! gets a slot of the tree as one frees or its parent's slot: nothing waits
+//! on a slot that only its own waiting ancestors hold. Background children
+//! never borrow; their parents go on working.
+//!
+//! All state is under one lock per tree; grants are handed over after it is
+//! released, so a grant nobody takes (its call was cancelled meanwhile) can
+//! release its slot at once.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use dsh_subagent_api::{BudgetScope, SubagentError, TokenBudget};
+use tokio::sync::oneshot;
+
+use crate::Limits;
+
+/// One delegation tree's gate.
+pub(crate) struct Tree {
+    limits: Limits,
+    budget: Option<Arc<TokenBudget>>,
+    state: Mutex<TreeState>,
+}
+
+#[derive(Default)]
+struct TreeState {
+    /// The tree's own slots in use (lent slots are not counted again).
+    running: usize,
+    /// Children started over the tree's life (reservations of new children).
+    started: u64,
+    queue: VecDeque<Waiter>,
+    next_waiter: u64,
+}
+
+struct Waiter {
+    id: u64,
+    /// The waiting parent whose slot this foreground call may borrow.
+    lender: Option<Arc<Node>>,
+    new_child: bool,
+    grant: oneshot::Sender<Slot>,
+}
+
+/// An agent's place in its tree: the tree's root (its top-level agent, which
+/// holds no slot) or an admitted child, which holds a slot while it runs.
+pub(crate) struct Node {
+    tree: Arc<Tree>,
+    /// A child's node, not the root's.
+    child: bool,
+    /// The child holds its slot (it has not settled). Under the tree's lock.
+    active: AtomicBool,
+    /// The child's slot is lent to one of its foreground children. Under the tree's lock.
+    lent: AtomicBool,
+    /// Its foreground children waiting in the queue, so a returned slot is
+    /// offered to them without scanning the queue otherwise.
+    waiting_children: AtomicUsize,
+}
+
+impl Node {
+    /// The root of a new tree.
+    pub(crate) fn root(limits: Limits) -> Arc<Self> {
+        let tree = Arc::new(Tree {
+            limits,
+            budget: limits
+                .tree_budget()
+                .map(|limit| TokenBudget::new(BudgetScope::Tree, limit, None)),
+            state: Mutex::new(TreeState::default()),
+        });
+        Arc::new(Self::new(tree, false))
+    }
+
+    fn new(tree: Arc<Tree>, child: bool) -> Self {
+        Self {
+            tree,
+            child,
+            active: AtomicBool::new(child),
+            lent: AtomicBool::new(false),
+            waiting_children: AtomicUsize::new(0),
+        }
+    }
+
+    /// The tree's own budget, when it has one.
+    pub(crate) fn tree_budget(&self) -> Option<&Arc<TokenBudget>> {
+        self.tree.budget.as_ref()
+    }
+
+    /// Whether this node's slot can be lent now. Under the tree's lock.
+    fn can_lend(&self) -> bool {
+        self.child && self.active.load(Ordering::Relaxed) && !self.lent.load(Ordering::Relaxed)
+    }
+
+    /// Reserves a place for a child of this node's agent: a slot at once, a
+    /// place in the queue, or a refusal.
+    ///
+    /// `new_child` counts against `max_children` (a continuation of a child
+    /// is not new); `foreground` calls may borrow this node's slot.
+    pub(crate) fn reserve(self: &Arc<Self>, new_child: bool, foreground: bool) -> Result<Ticket, SubagentError> {
+        let tree = &self.tree;
+        let mut state = tree.lock();
+        if new_child
+            && let Some(max_children) = tree.limits.children_bound()
+            && state.started >= max_children
+        {
+            return Err(SubagentError::ChildLimit { max_children });
+        }
+        let child = || Arc::new(Node::new(tree.clone(), true));
+        let ticket = match tree.limits.concurrency() {
+            None => Ticket::Ready(Slot::new(child(), Held::Uncounted, new_child)),
+            Some(_) if foreground && self.can_lend() => {
+                self.lent.store(true, Ordering::Relaxed);
+                Ticket::Ready(Slot::new(child(), Held::Lent(self.clone()), new_child))
+            }
+            Some(max) if state.running < max.get() && state.queue.is_empty() => {
+                state.running += 1;
+                Ticket::Ready(Slot::new(child(), Held::Own, new_child))
+            }
+            Some(max) => {
+                let waiting = state.queue.len();
+                if tree.limits.queue_bound().is_some_and(|bound| waiting >= bound) {
+                    return Err(SubagentError::QueueFull {
+                        waiting,
+                        max_concurrent: max.get(),
+                    });
+                }
+                state.next_waiter += 1;
+                let id = state.next_waiter;
+                let lender = (foreground && self.child).then(|| self.clone());
+                if let Some(lender) = &lender {
+                    lender.waiting_children.fetch_add(1, Ordering::Relaxed);
+                }
+                let (grant, admitted) = oneshot::channel();
+                state.queue.push_back(Waiter {
+                    id,
+                    lender,
+                    new_child,
+                    grant,
+                });
+                Ticket::Queued(Queued {
+                    tree: tree.clone(),
+                    id,
+                    ahead: waiting,
+                    admitted: Some(admitted),
+                })
+            }
+        };
+        state.started += u64::from(new_child);
+        Ok(ticket)
+    }
+}
+
+impl Tree {
+    fn lock(&self) -> MutexGuard<'_, TreeState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands out what a released slot makes possible, under the lock: the
+    /// returned slot of `lender` to its first waiting foreground child, then
+    /// the tree's free slots to the head of the queue.
+    fn grants(
+        self: &Arc<Self>,
+        state: &mut TreeState,
+        lender: Option<&Arc<Node>>,
+    ) -> Vec<(oneshot::Sender<Slot>, Slot)> {
+        let mut grants = Vec::new();
+        if let Some(lender) = lender
+            && lender.waiting_children.load(Ordering::Relaxed) > 0
+            && lender.can_lend()
+            && let Some(index) = state
+                .queue
+                .iter()
+                .position(|waiter| waiter.lender.as_ref().is_some_and(|l| Arc::ptr_eq(l, lender)))
+            && let Some(waiter) = remove_waiter(state, index)
+        {
+            lender.lent.store(true, Ordering::Relaxed);
+            let child = Arc::new(Node::new(self.clone(), true));
+            let slot = Slot::new(child, Held::Lent(lender.clone()), waiter.new_child);
+            grants.push((waiter.grant, slot));
+        }
+        let max = self.limits.concurrency().map_or(usize::MAX, |max| max.get());
+        while state.running < max
+            && let Some(waiter) = remove_waiter(state, 0)
+        {
+            state.running += 1;
+            let child = Arc::new(Node::new(self.clone(), true));
+            grants.push((waiter.grant, Slot::new(child, Held::Own, waiter.new_child)));
+        }
+        grants
+    }
+}
+
+fn remove_waiter(state: &mut TreeState, index: usize) -> Option<Waiter> {
+    let waiter = state.queue.remove(index)?;
+    if let Some(lender) = &waiter.lender {
+        lender.waiting_children.fetch_sub(1, Ordering::Relaxed);
+    }
+    Some(waiter)
+}
+
+/// Sends grants outside the lock. A grant whose call has gone is dropped
+/// here, which releases its slot at once.
+fn hand_over(grants: Vec<(oneshot::Sender<Slot>, Slot)>) {
+    for (grant, slot) in grants {
+        drop(grant.send(slot));
+    }
+}
+
+/// How a slot is held.
+enum Held {
+    /// One of the tree's own slots.
+    Own,
+    /// A waiting parent's slot, lent to its foreground child.
+    Lent(Arc<Node>),
+    /// Nothing is counted: the tree has no `max_concurrent`.
+    Uncounted,
+}
+
+/// An admitted child's slot, held while the child runs; dropping it frees
+/// the slot for the next call.
+pub(crate) struct Slot {
+    node: Arc<Node>,
+    held: Held,
+    /// A new child was reserved and has not been published: dropping the
+    /// slot gives the reservation back to `max_children`.
+    unpublished_child: bool,
+}
+
+impl Slot {
+    fn new(node: Arc<Node>, held: Held, new_child: bool) -> Self {
+        Self {
+            node,
+            held,
+            unpublished_child: new_child,
+        }
+    }
+
+    /// The child was published: from now on it counts as started.
+    pub(crate) fn published(&mut self) {
+        self.unpublished_child = false;
+    }
+
+    /// The admitted child's node: its place in the tree, for its own children.
+    pub(crate) fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let tree = &self.node.tree;
+        let grants = {
+            let mut state = tree.lock();
+            self.node.active.store(false, Ordering::Relaxed);
+            state.started -= u64::from(self.unpublished_child);
+            match &self.held {
+                Held::Own => {
+                    state.running -= 1;
+                    tree.grants(&mut state, None)
+                }
+                Held::Lent(lender) => {
+                    lender.lent.store(false, Ordering::Relaxed);
+                    tree.grants(&mut state, Some(lender))
+                }
+                Held::Uncounted => Vec::new(),
+            }
+        };
+        hand_over(grants);
+    }
+}
+
+/// A reservation: a slot now, or a place in the queue.
+pub(crate) enum Ticket {
+    /// Admitted at once.
+    Ready(Slot),
+    /// Waiting for a slot.
+    Queued(Queued),
+}
+
+/// A call waiting in its tree's queue. Dropped before it is admitted, it
+/// leaves the queue and its reservation of a new child is given back.
+pub(crate) struct Queued {
+    tree: Arc<Tree>,
+    id: u64,
+    ahead: usize,
+    admitted: Option<oneshot::Receiver<Slot>>,
+}
+
+impl Queued {
+    /// Calls ahead of this one when it joined the queue.
+    pub(crate) fn ahead(&self) -> usize {
+        self.ahead
+    }
+
+    /// Waits for the slot. Cancel-safe: dropping the wait drops nothing
+    /// but the wait; dropping the `Queued` leaves the queue.
+    pub(crate) async fn admitted(&mut self) -> Option<Slot> {
+        let slot = self.admitted.as_mut()?.await.ok()?;
+        self.admitted = None;
+        Some(slot)
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if self.admitted.is_none() {
+            return;
+        }
+        let mut state = self.tree.lock();
+        if let Some(index) = state.queue.iter().position(|waiter| waiter.id == self.id)
+            && let Some(waiter) = remove_waiter(&mut state, index)
+        {
+            state.started -= u64::from(waiter.new_child);
+        }
+        // Otherwise a grant is on its way: dropping the receiver after the
+        // lock is released drops the slot in it, which frees it.
+    }
+}

@@ -1,0 +1,103 @@
+//! The limits of a delegation tree: how many children run at once, how many
+//! calls may wait for a slot, how many children the tree may start, and how
+//! many tokens it may spend.
+
+use std::num::NonZeroUsize;
+
+/// The limits of every delegation tree of a service
+/// ([`SubagentService::with_limits`](crate::SubagentService::with_limits)).
+///
+/// A tree is a top-level agent and everything below it. Every limit is off
+/// by default ([`Limits::none`]): a service without limits behaves as if
+/// there were no gate.
+///
+/// ```
+/// use dsh_subagent::Limits;
+/// let limits = Limits::none().max_concurrent(8).max_queued(64).max_children(200);
+/// assert_eq!(limits.concurrency(), std::num::NonZeroUsize::new(8));
+/// assert!(Limits::none().is_none());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    max_concurrent: Option<NonZeroUsize>,
+    max_queued: Option<usize>,
+    max_children: Option<u64>,
+    token_budget: Option<u64>,
+}
+
+impl Limits {
+    /// No limit at all.
+    pub const fn none() -> Self {
+        Self {
+            max_concurrent: None,
+            max_queued: None,
+            max_children: None,
+            token_budget: None,
+        }
+    }
+
+    /// At most `n` children of a tree run at once; more wait, first come
+    /// first served. `0` is taken as `1`: a tree that can run nothing would
+    /// only queue.
+    #[must_use]
+    pub const fn max_concurrent(mut self, n: usize) -> Self {
+        self.max_concurrent = Some(match NonZeroUsize::new(n) {
+            Some(n) => n,
+            None => NonZeroUsize::MIN,
+        });
+        self
+    }
+
+    /// At most `n` calls of a tree wait for a slot; one more is refused at
+    /// once (`QUEUE_FULL`). Only meaningful with [`Limits::max_concurrent`].
+    #[must_use]
+    pub const fn max_queued(mut self, n: usize) -> Self {
+        self.max_queued = Some(n);
+        self
+    }
+
+    /// At most `n` children start over a tree's life; one more is refused at
+    /// once (`CHILD_LIMIT`). A continuation of a child is not a new child.
+    #[must_use]
+    pub const fn max_children(mut self, n: u64) -> Self {
+        self.max_children = Some(n);
+        self
+    }
+
+    /// The input plus output tokens a whole tree may spend, its top-level
+    /// agent's own model calls included when that agent spends from its
+    /// tree ([`DelegationTree::lineage`](crate::DelegationTree::lineage)).
+    #[must_use]
+    pub const fn token_budget(mut self, tokens: u64) -> Self {
+        self.token_budget = Some(tokens);
+        self
+    }
+
+    /// Children that may run at once, when bounded.
+    pub const fn concurrency(&self) -> Option<NonZeroUsize> {
+        self.max_concurrent
+    }
+
+    /// Calls that may wait for a slot, when bounded.
+    pub const fn queue_bound(&self) -> Option<usize> {
+        self.max_queued
+    }
+
+    /// Children a tree may start over its life, when bounded.
+    pub const fn children_bound(&self) -> Option<u64> {
+        self.max_children
+    }
+
+    /// The tokens a tree may spend, when bounded.
+    pub const fn tree_budget(&self) -> Option<u64> {
+        self.token_budget
+    }
+
+    /// Whether no limit is set.
+    pub const fn is_none(&self) -> bool {
+        self.max_concurrent.is_none()
+            && self.max_queued.is_none()
+            && self.max_children.is_none()
+            && self.token_budget.is_none()
+    }
+}
