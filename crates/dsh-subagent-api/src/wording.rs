@@ -99,14 +99,14 @@ pub(crate) const FILTER_EMPTY: &str = "persisted subagent descriptor toolFilter 
 /// The tree's queue of calls waiting for a slot is full.
 pub(crate) fn queue_full(waiting: usize, max_concurrent: usize) -> String {
     format!(
-        "subagent not started: {waiting} delegations are already waiting for one of the {max_concurrent} slots of this delegation tree, the most it queues. Wait for the children you have started and collect their results before delegating more; do not retry at once."
+        "subagent not started: this delegation tree's queue is full (max_concurrent = {max_concurrent} running, max_queued = {waiting} waiting). Wait for the children you have started and collect their results before delegating more; do not retry at once."
     )
 }
 
 /// The tree has started as many children as it may over its life.
 pub(crate) fn child_limit(max_children: u64) -> String {
     format!(
-        "subagent not started: this delegation tree has already started {max_children} children, the most it may. Collect the results of the children still running and finish the task with what you have; do not retry."
+        "subagent not started: this delegation tree has started all the children it may (max_children = {max_children}). Collect the results of the children still running and finish the task with what you have; do not retry."
     )
 }
 
