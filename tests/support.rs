@@ -99,11 +99,20 @@ impl Harness {
     }
 
     pub fn with(script: Value, configure: impl Fn(SubagentToolConfig) -> SubagentToolConfig) -> Self {
+        Self::limited(script, dsh_subagent::Limits::none(), configure)
+    }
+
+    /// [`Harness::with`], on a service whose delegation trees have `limits`.
+    pub fn limited(
+        script: Value,
+        limits: dsh_subagent::Limits,
+        configure: impl Fn(SubagentToolConfig) -> SubagentToolConfig,
+    ) -> Self {
         let model = Arc::new(Recording {
             inner: ScriptedModel::from_json_str(&script.to_string()).unwrap(),
             requests: Mutex::new(Vec::new()),
         });
-        let service = SubagentService::new();
+        let service = SubagentService::with_limits(limits);
         let tools = ToolRegistry::new();
         let lookup = tools
             .register(Arc::new(Lookup(

@@ -467,7 +467,9 @@ async fn a_child_inherits_the_earlier_deadline_of_its_parent() {
     for (label, timeout) in [("long", 60), ("short", 1)] {
         let mut request = labelled(label, &parent, &CancellationToken::new());
         request.timeout = Some(Duration::from_secs(timeout));
-        expected.push(Some(inherited.min(tokio::time::Instant::now() + Duration::from_secs(timeout))));
+        expected.push(Some(
+            inherited.min(tokio::time::Instant::now() + Duration::from_secs(timeout)),
+        ));
         call(&service, request).await.unwrap();
     }
     let deadlines: Vec<_> = stats.lineages.lock().unwrap().iter().map(Lineage::deadline).collect();
