@@ -54,7 +54,11 @@ async fn a_child_past_its_token_budget_stops_as_max_tokens_with_its_partial_outp
     });
     let parent = harness.parent();
     let outcome = parent.run("What is the code word?", &CancellationToken::new()).await;
-    assert_eq!(outcome.stop, AgentStop::Completed, "the parent's own calls are not the child's budget");
+    assert_eq!(
+        outcome.stop,
+        AgentStop::Completed,
+        "the parent's own calls are not the child's budget"
+    );
     // One model call spends more than one token: the second never happens.
     assert_eq!(
         tool_result(&parent),

@@ -26,6 +26,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acp;
+pub mod limits;
 pub mod spans;
 
 use std::fmt::{self, Write as _};
@@ -33,7 +34,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use dsh_subagent::{ProviderRegistration, SubagentService};
+use dsh_subagent::{Limits, ProviderRegistration, SubagentService};
+use dsh_subagent_api::Lineage;
 use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
@@ -185,16 +187,28 @@ impl fmt::Display for Report {
 }
 
 /// A service, a registry and one `subagent` tool over a scripted provider.
-struct Fixture {
+pub(crate) struct Fixture {
     tools: ToolRegistry,
     provider: Arc<ScriptedProvider>,
+    /// The caller's delegation tree, when the service has limits.
+    lineage: Lineage,
+    service: SubagentService,
     _registration: ProviderRegistration,
     _plugin: SubagentToolPlugin,
 }
 
 impl Fixture {
-    fn new(build: impl FnOnce(ScriptedProviderBuilder) -> ScriptedProviderBuilder) -> Result<Self, String> {
-        let service = SubagentService::new();
+    pub(crate) fn new(build: impl FnOnce(ScriptedProviderBuilder) -> ScriptedProviderBuilder) -> Result<Self, String> {
+        Self::limited(Limits::none(), build)
+    }
+
+    /// A fixture whose service bounds its trees by `limits`; the caller is
+    /// the top-level agent of one tree.
+    pub(crate) fn limited(
+        limits: Limits,
+        build: impl FnOnce(ScriptedProviderBuilder) -> ScriptedProviderBuilder,
+    ) -> Result<Self, String> {
+        let service = SubagentService::with_limits(limits);
         let tools = ToolRegistry::new();
         let provider = build(ScriptedProvider::builder("bench").reply(REPLY).record_requests(false)).build();
         let registration = service
@@ -202,19 +216,26 @@ impl Fixture {
             .map_err(|error| error.to_string())?;
         let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("bench"), &service, &tools)
             .map_err(|error| error.to_string())?;
+        let lineage = if limits.is_none() {
+            Lineage::new()
+        } else {
+            service.open_tree().lineage()
+        };
         Ok(Self {
             tools,
             provider,
+            lineage,
+            service,
             _registration: registration,
             _plugin: plugin,
         })
     }
 
-    fn caller(&self) -> Caller {
+    pub(crate) fn caller(&self) -> Caller {
         Caller {
             tools: self.tools.clone(),
             args: Arc::new(json!({"description": "bench", "prompt": "answer at once"})),
-            agent: AgentRef::new("bench-parent"),
+            agent: AgentRef::new("bench-parent").with_lineage(self.lineage.clone()),
             dispatch: None,
         }
     }
@@ -222,7 +243,7 @@ impl Fixture {
 
 /// What a harness holds to make one call: the registry, the arguments, the caller.
 #[derive(Clone)]
-struct Caller {
+pub(crate) struct Caller {
     tools: ToolRegistry,
     args: Arc<Value>,
     agent: AgentRef,
@@ -235,7 +256,7 @@ impl Caller {
     /// and the call made inside its own task, answering over a oneshot (the
     /// floor's shape). The call is built inside the task, not awaited as a
     /// future built outside it, so the task holds it once.
-    fn spawn(&self, cancel: CancellationToken) -> oneshot::Receiver<ToolResult> {
+    pub(crate) fn spawn(&self, cancel: CancellationToken) -> oneshot::Receiver<ToolResult> {
         let (tx, rx) = oneshot::channel();
         let tools = self.tools.clone();
         let args = Value::clone(&self.args);
@@ -253,11 +274,11 @@ impl Caller {
 
 /// Starts `count` delegations, each on its own task answering over a oneshot
 /// (the same shape as the floor).
-fn spawn_calls(caller: &Caller, count: usize) -> Vec<oneshot::Receiver<ToolResult>> {
+pub(crate) fn spawn_calls(caller: &Caller, count: usize) -> Vec<oneshot::Receiver<ToolResult>> {
     (0..count).map(|_| caller.spawn(CancellationToken::new())).collect()
 }
 
-fn check(result: &ToolResult) -> Result<(), String> {
+pub(crate) fn check(result: &ToolResult) -> Result<(), String> {
     if result.is_error || result.text != REPLY {
         return Err(format!("a benchmark delegation failed: {}", result.text));
     }
@@ -265,7 +286,7 @@ fn check(result: &ToolResult) -> Result<(), String> {
 }
 
 /// The floor: spawn a task that answers over a oneshot, await the answer.
-async fn floor_sequential(count: usize) -> Duration {
+pub(crate) async fn floor_sequential(count: usize) -> Duration {
     let start = Instant::now();
     for _ in 0..count {
         let (tx, rx) = oneshot::channel();
@@ -278,7 +299,7 @@ async fn floor_sequential(count: usize) -> Duration {
 }
 
 /// The same shape with a delegation in the task.
-async fn delegate_sequential(caller: &Caller, count: usize) -> Result<Duration, String> {
+pub(crate) async fn delegate_sequential(caller: &Caller, count: usize) -> Result<Duration, String> {
     let start = Instant::now();
     for _ in 0..count {
         let rx = caller.spawn(CancellationToken::new());
@@ -287,7 +308,7 @@ async fn delegate_sequential(caller: &Caller, count: usize) -> Result<Duration, 
     Ok(start.elapsed() / count as u32)
 }
 
-async fn floor_concurrent(count: usize) -> Duration {
+pub(crate) async fn floor_concurrent(count: usize) -> Duration {
     let start = Instant::now();
     let mut answers = Vec::with_capacity(count);
     for _ in 0..count {
@@ -303,7 +324,7 @@ async fn floor_concurrent(count: usize) -> Duration {
     start.elapsed() / count as u32
 }
 
-async fn delegate_concurrent(caller: &Caller, count: usize) -> Result<Duration, String> {
+pub(crate) async fn delegate_concurrent(caller: &Caller, count: usize) -> Result<Duration, String> {
     let start = Instant::now();
     let answers = spawn_calls(caller, count);
     for answer in answers {
@@ -367,7 +388,7 @@ async fn floor_cancellation(samples: usize) -> Vec<Duration> {
     latencies
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
+pub(crate) fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
@@ -380,15 +401,15 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[index.min(sorted.len() - 1)]
 }
 
-fn micros(duration: Duration) -> f64 {
+pub(crate) fn micros(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e6
 }
 
-fn ratio(ours: f64, floor: f64) -> f64 {
+pub(crate) fn ratio(ours: f64, floor: f64) -> f64 {
     if floor > 0.0 { ours / floor } else { f64::INFINITY }
 }
 
-fn yes_no(met: bool) -> &'static str {
+pub(crate) fn yes_no(met: bool) -> &'static str {
     if met { "met" } else { "NOT met" }
 }
 
@@ -419,6 +440,14 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
     if plan.in_flight > 0 {
         for flavor in Flavor::ALL {
             rows.extend(memory_rows(plan.in_flight, flavor)?);
+        }
+    }
+    for flavor in Flavor::ALL {
+        rows.extend(limits::rows(plan, flavor)?);
+    }
+    if plan.in_flight > 0 {
+        for flavor in Flavor::ALL {
+            rows.push(limits::queued_memory_row(plan.in_flight.min(10_000), flavor)?);
         }
     }
     rows.push(catalog_row(plan.catalog_samples)?);
@@ -525,7 +554,7 @@ async fn spans_row(plan: &Plan, flavor: Flavor, caller: &Caller, bare: Duration)
 }
 
 /// Reads a `/proc/self/status` field in kB.
-fn status_kb(field: &str) -> Result<u64, String> {
+pub(crate) fn status_kb(field: &str) -> Result<u64, String> {
     status_kb_from("/proc/self/status", field)
 }
 
@@ -664,6 +693,8 @@ mod tests {
             "50 concurrent",
             "cancel → result",
             "catalog render",
+            "limits configured",
+            "through max_concurrent = 8",
         ] {
             assert!(text.contains(figure), "{figure} missing from\n{text}");
         }

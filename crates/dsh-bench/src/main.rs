@@ -4,8 +4,11 @@
 //! delegation rows. `DSH_BENCH_DSH_BIN` names the `dsh` binary they run;
 //! unset, the bench builds it with `cargo build -p dsh` when started by Cargo.
 //!
-//! `--in-flight <N> <flavor>` is the child mode the memory figure runs in (a
-//! fresh process, so its peak RSS belongs to that measurement alone).
+//! `--only limits` prints only the bounded-delegation rows.
+//!
+//! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
+//! the memory figures run in (a fresh process, so its peak RSS belongs to
+//! that measurement alone).
 
 #![forbid(unsafe_code)]
 
@@ -20,11 +23,17 @@ fn main() -> ExitCode {
         ["--quick"] => run(Plan::quick()),
         ["--only", "acp"] => run_acp(&Plan::full()),
         ["--quick", "--only", "acp"] | ["--only", "acp", "--quick"] => run_acp(&Plan::quick()),
-        ["--in-flight", count, flavor] => {
+        ["--only", "limits"] => run_limits(&Plan::full()),
+        ["--in-flight" | "--queued", count, flavor] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
             };
-            match dsh_bench::in_flight_child(count, flavor) {
+            let child = if args[0] == "--queued" {
+                dsh_bench::limits::queued_child(count, flavor)
+            } else {
+                dsh_bench::in_flight_child(count, flavor)
+            };
+            match child {
                 Ok(line) => {
                     println!("{line}");
                     ExitCode::SUCCESS
@@ -43,6 +52,31 @@ fn run(plan: Plan) -> ExitCode {
     match dsh_bench::run(&plan) {
         Ok(report) => {
             print!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("dsh-bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Only the bounded-delegation rows.
+fn run_limits(plan: &Plan) -> ExitCode {
+    let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
+        rows.extend(dsh_bench::limits::rows(plan, flavor)?);
+        rows.push(dsh_bench::limits::queued_memory_row(10_000, flavor)?);
+        Ok::<_, String>(rows)
+    });
+    match rows {
+        Ok(rows) => {
+            print!(
+                "{}",
+                dsh_bench::Report {
+                    machine: dsh_bench::machine(),
+                    rows
+                }
+            );
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -75,6 +109,6 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp|limits]");
     ExitCode::FAILURE
 }

@@ -19,7 +19,7 @@ use dsh_subagent_api::{
 use tokio::time::Instant;
 
 use crate::events::{QueuedInfo, SubagentEvent, WaitInfo};
-use crate::gate::{Node, Slot, Ticket};
+use crate::gate::{Node, Queued, Slot, Ticket};
 use crate::{Limits, SubagentService, trace, wording};
 
 /// What a start asks of its tree's gate.
@@ -144,7 +144,10 @@ impl SubagentService {
     /// otherwise takes a slot or a place in the queue.
     pub(crate) fn reserve(&self, parent: &AgentRef, demand: Demand) -> Result<Reservation, SubagentError> {
         let lineage = parent.lineage();
-        let node = lineage.admission::<Node>().or_else(|| self.default_root());
+        let node = lineage
+            .admission::<Node>()
+            .or_else(|| self.default_root())
+            .filter(|node| node.gates());
         let parent_budget = lineage
             .budget()
             .cloned()
@@ -179,51 +182,90 @@ impl SubagentService {
     }
 
     /// The waiting half of admission: waits for the reservation's slot
-    /// (announced as [`SubagentEvent::RunQueued`], then
+    /// when it has to (announced as [`SubagentEvent::RunQueued`], then
     /// [`SubagentEvent::RunAdmitted`]), or leaves the queue when `cancel`
     /// fires ([`SubagentEvent::RunWithdrawn`]; the start fails with the
     /// cancelled headline and nothing is started). Then computes the
-    /// child's lineage and time limit.
+    /// child's lineage and time limit. A reservation that holds its slot
+    /// already is admitted without waiting.
     pub(crate) async fn admit(
         &self,
-        reservation: Reservation,
+        mut reservation: Reservation,
         cancel: &CancellationToken,
         caller: Caller<'_>,
     ) -> Result<Admission, SubagentError> {
-        let Reservation {
+        let Some(Ticket::Queued(queued)) = reservation.ticket.take_if(|ticket| matches!(ticket, Ticket::Queued(_)))
+        else {
+            return Ok(reservation.admission(None, cancel));
+        };
+        let (slot, run_id) = self.wait(queued, cancel, &caller).await?;
+        let mut admission = reservation.admission(Some(slot), cancel);
+        admission.run_id = run_id;
+        Ok(admission)
+    }
+
+    /// Waits in the queue for a slot, announcing the wait.
+    async fn wait(
+        &self,
+        mut queued: Queued,
+        cancel: &CancellationToken,
+        caller: &Caller<'_>,
+    ) -> Result<(Slot, Option<u64>), SubagentError> {
+        let run_id = self.announce_queued(caller, queued.ahead());
+        trace::queued(queued.ahead());
+        let since = Instant::now();
+        let slot = tokio::select! {
+            biased;
+            slot = queued.admitted() => slot,
+            () = cancel.cancelled() => None,
+        };
+        let waited = since.elapsed();
+        let Some(slot) = slot else {
+            drop(queued);
+            trace::withdrawn(waited);
+            if let Some(run_id) = run_id {
+                self.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
+            }
+            return Err(SubagentError::aborted(wording::CANCELLED_WHILE_QUEUED));
+        };
+        trace::admitted(waited);
+        if let Some(run_id) = run_id {
+            self.notify(&SubagentEvent::RunAdmitted(WaitInfo { run_id, waited }));
+        }
+        Ok((slot, run_id))
+    }
+
+    fn announce_queued(&self, caller: &Caller<'_>, ahead: usize) -> Option<u64> {
+        if !self.announces_runs() {
+            return None;
+        }
+        let run_id = self.next_run_id();
+        self.notify(&SubagentEvent::RunQueued(QueuedInfo {
+            run_id,
+            provider: caller.provider.to_owned(),
+            parent: caller.parent.clone(),
+            depth: caller.depth,
+            label: caller.label.map(str::to_owned),
+            ahead,
+        }));
+        Some(run_id)
+    }
+}
+
+impl Reservation {
+    /// What the admitted child inherits: its lineage (deadline, budgets,
+    /// place in the tree) and its own time limit. `slot` is the one a wait
+    /// got; otherwise the reservation's own, if it holds one.
+    fn admission(self, waited_for: Option<Slot>, cancel: &CancellationToken) -> Admission {
+        let Self {
             ticket,
             demand,
             parent_deadline,
             parent_budget,
-        } = reservation;
-        let mut run_id = None;
-        let slot = match ticket {
-            None => None,
-            Some(Ticket::Ready(slot)) => Some(slot),
-            Some(Ticket::Queued(mut queued)) => {
-                run_id = self.announce_queued(&caller, queued.ahead());
-                trace::queued(queued.ahead());
-                let since = Instant::now();
-                let slot = tokio::select! {
-                    biased;
-                    slot = queued.admitted() => slot,
-                    () = cancel.cancelled() => None,
-                };
-                let waited = since.elapsed();
-                let Some(slot) = slot else {
-                    drop(queued);
-                    trace::withdrawn(waited);
-                    if let Some(run_id) = run_id {
-                        self.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
-                    }
-                    return Err(SubagentError::aborted(wording::CANCELLED_WHILE_QUEUED));
-                };
-                trace::admitted(waited);
-                if let Some(run_id) = run_id {
-                    self.notify(&SubagentEvent::RunAdmitted(WaitInfo { run_id, waited }));
-                }
-                Some(slot)
-            }
+        } = self;
+        let slot = match (waited_for, ticket) {
+            (Some(slot), _) | (None, Some(Ticket::Ready(slot))) => Some(slot),
+            (None, Some(Ticket::Queued(_)) | None) => None,
         };
         let own_deadline = demand.timeout.map(|timeout| Instant::now() + timeout);
         let deadline = match (own_deadline, parent_deadline) {
@@ -254,31 +296,15 @@ impl SubagentService {
             }),
             _ => None,
         };
-        Ok(Admission {
+        Admission {
             lineage,
             cancel: timer
                 .as_ref()
                 .map_or_else(|| cancel.clone(), |timer| timer.stop.clone()),
-            run_id,
+            run_id: None,
             slot,
             timer,
-        })
-    }
-
-    fn announce_queued(&self, caller: &Caller<'_>, ahead: usize) -> Option<u64> {
-        if !self.announces_runs() {
-            return None;
         }
-        let run_id = self.next_run_id();
-        self.notify(&SubagentEvent::RunQueued(QueuedInfo {
-            run_id,
-            provider: caller.provider.to_owned(),
-            parent: caller.parent.clone(),
-            depth: caller.depth,
-            label: caller.label.map(str::to_owned),
-            ahead,
-        }));
-        Some(run_id)
     }
 }
 

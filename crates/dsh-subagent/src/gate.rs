@@ -93,6 +93,11 @@ impl Node {
         }
     }
 
+    /// Whether the tree has any limit to keep (a tree without one needs no gate).
+    pub(crate) fn gates(&self) -> bool {
+        !self.tree.limits.is_none()
+    }
+
     /// The tree's own budget, when it has one.
     pub(crate) fn tree_budget(&self) -> Option<&Arc<TokenBudget>> {
         self.tree.budget.as_ref()

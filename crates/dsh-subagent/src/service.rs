@@ -260,23 +260,33 @@ impl SubagentService {
     /// announced with [`SubagentEvent::RunStarted`], and its settled result
     /// with [`SubagentEvent::RunEnded`], when a subscriber hears run events
     /// ([`SubagentService::subscribe`]).
-    pub async fn start(&self, provider_name: &str, request: StartRequest) -> Result<SubagentRun, SubagentError> {
-        let provider = self.checked_provider(provider_name, &request)?;
-        let reservation = self.reserve(&request.parent, Demand::of(&request, true))?;
-        self.start_reserved(provider_name, &*provider, request, reservation)
-            .await
+    ///
+    /// The checks and the reservation of a slot are made when `start` is
+    /// called, so calls take their places in the queue in the order they
+    /// were made; the returned future waits and starts.
+    pub fn start<'a>(
+        &'a self,
+        provider_name: &'a str,
+        request: StartRequest,
+    ) -> impl Future<Output = Result<SubagentRun, SubagentError>> + Send + 'a {
+        let checked = self.checked_provider(provider_name, &request).and_then(|provider| {
+            let reservation = self.reserve(&request.parent, Demand::of(&request, true))?;
+            Ok((provider, reservation))
+        });
+        self.start_checked(provider_name, checked, request)
     }
 
-    /// [`SubagentService::start`] after its checks and its reservation:
-    /// waits for the slot, gives the request the child's lineage, starts the
-    /// child on `provider` and announces it.
-    pub(crate) async fn start_reserved(
+    /// [`SubagentService::start`] after its checks and its reservation
+    /// (or their failure): waits for the slot, gives the request the
+    /// child's lineage, starts the child and announces it. One future, so a
+    /// waiting call holds its request once.
+    pub(crate) async fn start_checked(
         &self,
         provider_name: &str,
-        provider: &dyn SubagentProvider,
+        checked: Result<(Arc<dyn SubagentProvider>, Reservation), SubagentError>,
         mut request: StartRequest,
-        reservation: Reservation,
     ) -> Result<SubagentRun, SubagentError> {
+        let (provider, reservation) = checked?;
         let depth = request.parent.depth().saturating_add(1);
         let caller = Caller {
             provider: provider_name,

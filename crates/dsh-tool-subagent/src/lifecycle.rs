@@ -33,13 +33,16 @@ pub(crate) fn delegate<'a>(
     // Started here and boxed, so the request is not held by the returned
     // future for the whole run: the box is freed once the provider answers.
     // The stage events need the provider's name only here, so the boxed
-    // start carries it, not the returned future.
-    let start = Box::pin(async move {
-        let run = service.start(provider, request).await?;
+    // start carries it, not the returned future. The start is made here
+    // (its checks and its place in its tree's queue), and mapped rather
+    // than awaited in an `async` block, which would hold the start's future
+    // twice (as a capture and as the awaited value) while a call waits.
+    let start = Box::pin(service.start(provider, request).map(move |started| {
+        let run = started?;
         trace::started(provider, &run);
         trace::published(&run);
         Ok(run)
-    });
+    }));
     async move {
         // Scoped, so neither the start's outcome nor the run stays in this
         // future (held for every delegation in flight) while the run settles.
