@@ -229,12 +229,15 @@ impl SubagentToolConfig {
             })?;
         }
         config.timeout = string(object, "timeout")?
-            .map(|text| parse_duration(&text).ok_or_else(|| ConfigError::Invalid(wording::config_timeout_invalid(&text))))
+            .map(|text| {
+                parse_duration(&text).ok_or_else(|| ConfigError::Invalid(wording::config_timeout_invalid(&text)))
+            })
             .transpose()?;
         if let Some(budget) = object.get("tokenBudget") {
-            config.token_budget = Some(budget.as_u64().ok_or_else(|| {
-                ConfigError::Invalid(wording::config_token_budget_out_of_range(MAX_SAFE_INTEGER))
-            })?);
+            config.token_budget =
+                Some(budget.as_u64().ok_or_else(|| {
+                    ConfigError::Invalid(wording::config_token_budget_out_of_range(MAX_SAFE_INTEGER))
+                })?);
         }
         config.validate()?;
         Ok(config)
