@@ -125,7 +125,7 @@ impl Progress {
         let bar = match &self.display {
             Display::Quiet => None,
             Display::Lines(sink) => {
-                sink(wording::child_queued(&indent, &label, &queued.provider, queued.ahead));
+                sink(wording::child_queued(&indent, &label, queued.ahead));
                 None
             }
             Display::Bars(bars) => {
@@ -365,5 +365,70 @@ mod tests {
             ]
         );
         assert_eq!(progress.children(), ["scripted-subagent:local:parent"]);
+    }
+
+    /// Waits until `printed` has `count` lines.
+    async fn printed_lines(printed: &Mutex<Vec<String>>, count: usize) {
+        let wait = async {
+            while printed.lock().unwrap().len() < count {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_queued_call_says_how_many_wait_before_it_and_a_withdrawn_one_that_it_left() {
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().max_concurrent(1));
+        let _local = service
+            .register_provider(ScriptedProvider::builder("local").build())
+            .unwrap();
+        let (progress, printed, _subscription) = lines(&service);
+        let tree = service.open_tree();
+        let parent = AgentRef::new("parent").with_lineage(tree.lineage());
+        let request = |label: &str, cancel: &CancellationToken| {
+            let mut request = StartRequest::text("task", parent.clone(), cancel.clone());
+            request.label = Some(label.to_owned());
+            request
+        };
+        // The one slot is held until the first child's result is taken.
+        let mut first = service
+            .start("local", request("first", &CancellationToken::new()))
+            .await
+            .unwrap();
+        let cancel = CancellationToken::new();
+        let second = tokio::spawn({
+            let (service, request) = (service.clone(), request("second", &cancel));
+            async move { service.start("local", request).await.map(drop) }
+        });
+        printed_lines(&printed, 2).await;
+        let third = tokio::spawn({
+            let (service, request) = (service.clone(), request("third", &CancellationToken::new()));
+            async move {
+                let mut run = service.start("local", request).await.unwrap();
+                run.result().await.unwrap();
+                run.dispose().await.unwrap();
+            }
+        });
+        printed_lines(&printed, 3).await;
+        cancel.cancel();
+        assert!(second.await.unwrap().is_err(), "a withdrawn call starts nothing");
+        first.result().await.unwrap();
+        first.dispose().await.unwrap();
+        third.await.unwrap();
+        assert_eq!(
+            timeless(&printed),
+            [
+                "↳ subagent \"first\" started (scripted-subagent:local:parent, local)",
+                "↳ subagent \"second\" queued (0 ahead)",
+                "↳ subagent \"third\" queued (1 ahead)",
+                "↳ subagent \"second\" left the queue unstarted",
+                "↳ subagent \"first\" completed",
+                "↳ subagent \"third\" started (scripted-subagent:local:parent, local)",
+                "↳ subagent \"third\" completed",
+            ]
+        );
+        // Both waited: the withdrawn call and the admitted one.
+        assert_eq!(progress.waits().calls, 2);
     }
 }

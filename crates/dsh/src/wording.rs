@@ -118,13 +118,13 @@ pub(crate) fn child_started(indent: &str, label: &str, id: &str, provider: &str)
 
 /// `dsh run` progress when stderr is not a terminal: a delegation waits for
 /// a slot of its tree (its start line follows once admitted).
-pub(crate) fn child_queued(indent: &str, label: &str, provider: &str, ahead: usize) -> String {
-    format!("{indent}↳ subagent \"{label}\" {} ({provider})", queued(ahead))
+pub(crate) fn child_queued(indent: &str, label: &str, ahead: usize) -> String {
+    format!("{indent}↳ subagent \"{label}\" {}", queued(ahead))
 }
 
 /// `dsh run` progress: a queued delegation was cancelled before it started.
 pub(crate) fn child_withdrawn(indent: &str, label: &str, seconds: f64) -> String {
-    format!("{indent}↳ subagent \"{label}\" left the queue unstarted after {seconds:.1}s")
+    format!("{indent}↳ subagent \"{label}\" left the queue unstarted · {seconds:.1}s")
 }
 
 /// A delegation waiting for a slot, and how many calls wait before it
