@@ -158,6 +158,16 @@ pub(crate) fn child_summary(
     }
 }
 
+/// A delegation under an ACP delegation call waits for a slot of its tree.
+pub(crate) fn acp_child_queued(label: &str, ahead: usize) -> String {
+    format!("{label}: {}", queued(ahead))
+}
+
+/// A delegation under an ACP delegation call was cancelled while it waited.
+pub(crate) fn acp_child_withdrawn(label: &str) -> String {
+    format!("{label}: left the queue unstarted")
+}
+
 /// A child under an ACP delegation call has started, on this provider.
 pub(crate) fn acp_child_started(label: &str, provider: &str) -> String {
     format!("{label}: started ({provider})")
