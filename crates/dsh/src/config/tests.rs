@@ -376,6 +376,9 @@ fn the_readme_example_is_valid() {
     let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
     let names: Vec<&str> = config.subagents.iter().map(|s| s.tool.tool_name.as_str()).collect();
     assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
+    assert_eq!(config.limits.max_concurrent, Some(LimitsConfig::DEFAULT_MAX_CONCURRENT));
+    assert_eq!(config.limits.token_budget, Some(2_000_000));
+    assert_eq!(config.subagents[0].tool.timeout, Some(Duration::from_secs(600)));
     // The commented adapter parses too, once uncommented.
     let adapter: String = text
         .lines()
@@ -384,4 +387,29 @@ fn the_readme_example_is_valid() {
         .collect();
     let config = parse(Path::new("dsh.toml"), &adapter, dir.path()).unwrap();
     assert_eq!(config.subagents[0].tool.tool_name, "subagent_claude");
+}
+
+/// The catalog's deployment note states dsh's default limits: it must say
+/// what dsh does.
+#[test]
+fn the_catalog_states_dshs_default_limits() {
+    let note = dsh_tool_catalog::manifest()
+        .iter()
+        .find(|entry| entry.package == "dsh-tool-subagent")
+        .unwrap()
+        .note;
+    for stated in [
+        format!(
+            "at most {} children of a tree run at once",
+            LimitsConfig::DEFAULT_MAX_CONCURRENT
+        ),
+        format!("{} more calls wait for a slot", LimitsConfig::DEFAULT_MAX_QUEUED),
+        format!(
+            "{} children start over the tree's life",
+            LimitsConfig::DEFAULT_MAX_CHILDREN
+        ),
+        "there is no token budget".to_owned(),
+    ] {
+        assert!(note.contains(&stated), "{stated:?} not in the note");
+    }
 }
