@@ -93,9 +93,9 @@ pub(crate) fn config_check_tool_limits(
 fn duration(duration: std::time::Duration) -> String {
     let millis = duration.as_millis();
     match millis {
-        _ if millis % 3_600_000 == 0 => format!("{}h", millis / 3_600_000),
-        _ if millis % 60_000 == 0 => format!("{}min", millis / 60_000),
-        _ if millis % 1000 == 0 => format!("{}s", millis / 1000),
+        _ if millis.is_multiple_of(3_600_000) => format!("{}h", millis / 3_600_000),
+        _ if millis.is_multiple_of(60_000) => format!("{}min", millis / 60_000),
+        _ if millis.is_multiple_of(1000) => format!("{}s", millis / 1000),
         _ => format!("{millis}ms"),
     }
 }

@@ -120,3 +120,45 @@ fn a_run_whose_calls_never_wait_says_nothing_of_waiting() {
     assert!(!stderr.contains("queued ("), "{stderr}");
     assert!(!stderr.contains("waited for a slot"), "{stderr}");
 }
+
+/// A tree's token budget counts the parent's own model calls: once the
+/// parent's first call spent it, every delegation is refused with the
+/// reason, and the run stops unfinished (exit 1) saying so.
+#[test]
+fn a_spent_tree_budget_refuses_the_delegations_and_stops_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let script_path = dir.path().join("parent.json");
+    std::fs::write(&script_path, script()).unwrap();
+    let output = dsh(
+        dir.path(),
+        &[
+            "run",
+            "--token-budget",
+            "100",
+            "--script",
+            script_path.to_str().unwrap(),
+            "go",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.ends_with("dsh: the run did not finish: token budget of 100 tokens spent\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(" started ("), "no child started:\n{stderr}");
+    let parent_id = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("dsh: transcripts in .dsh/agents: "))
+        .and_then(|rest| rest.split(" (parent)").next())
+        .unwrap();
+    let transcript =
+        std::fs::read_to_string(dir.path().join(".dsh/agents").join(format!("{parent_id}.jsonl"))).unwrap();
+    assert_eq!(
+        transcript
+            .matches("subagent not started: this delegation tree's token budget is spent")
+            .count(),
+        CALLS,
+        "{transcript}"
+    );
+}
