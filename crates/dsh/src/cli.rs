@@ -87,6 +87,37 @@ pub(crate) struct AgentArgs {
     /// Repeatable.
     #[arg(long = "mcp-server", value_name = "NAME=COMMAND LINE|URL", value_parser = parse_mcp_server)]
     pub(crate) mcp_servers: Vec<dsh_mcp::McpServerSpec>,
+    /// The most children one top-level agent's delegation tree runs at
+    /// once; further calls wait in a queue, first come first served
+    /// (default: `[limits].max_concurrent` in dsh.toml, else 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_concurrent: Option<u64>,
+    /// The most calls of one tree that may wait for a slot; one more is
+    /// refused at once (default: `[limits].max_queued`, else 64).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_queued: Option<u64>,
+    /// The most children one tree may start over its life; one more is
+    /// refused (default: `[limits].max_children`, else 200).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_children: Option<u64>,
+    /// The input plus output tokens one tree may spend, its top-level
+    /// agent's own model calls included (default: `[limits].token_budget`,
+    /// else none).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) token_budget: Option<u64>,
+}
+
+impl AgentArgs {
+    /// The limits the flags set, to lay over the file's ([`crate::config::LimitsConfig::resolve`]).
+    pub(crate) fn limits(&self) -> crate::config::LimitsConfig {
+        let count = |value: Option<u64>| value.map(|value| usize::try_from(value).unwrap_or(usize::MAX));
+        crate::config::LimitsConfig {
+            max_concurrent: count(self.max_concurrent),
+            max_queued: count(self.max_queued),
+            max_children: self.max_children,
+            token_budget: self.token_budget,
+        }
+    }
 }
 
 fn parse_mcp_server(text: &str) -> Result<dsh_mcp::McpServerSpec, String> {

@@ -14,11 +14,23 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     let config = config::load_from_cwd(args.config.as_deref())?;
     // As `dsh run` mounts them: with its default data directory (nothing is
     // created there), so continuable children and `send_message` show.
-    let mounts = Mounts::new(config.as_ref(), Some(Path::new(".dsh")), Surface::Agent, None)?;
+    let file_limits = config.as_ref().map(|config| config.limits).unwrap_or_default();
+    let limits = file_limits.resolve(&config::LimitsConfig::default());
+    let mounts = Mounts::new(config.as_ref(), Some(Path::new(".dsh")), Surface::Agent, None, limits)?;
     eprintln!(
         "{}",
         wording::config_checked(config.as_ref().map(|config| config.path.as_path()))
     );
+    // The limits are not in the catalog the model reads: stderr, like the verdict.
+    eprintln!("{}", wording::config_check_limits(&limits));
+    let tools = config.iter().flat_map(|config| &config.subagents);
+    for subagent in tools.filter(|s| s.tool.timeout.is_some() || s.tool.token_budget.is_some()) {
+        let tool = &subagent.tool;
+        eprintln!(
+            "{}",
+            wording::config_check_tool_limits(&tool.tool_name, tool.timeout, tool.token_budget)
+        );
+    }
     // Checking starts no process: MCP servers' tools are listed once they run.
     let servers = config.as_ref().map_or(0, |config| config.mcp_servers.len());
     if servers > 0 {

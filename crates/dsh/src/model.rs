@@ -77,6 +77,10 @@ mod tests {
             script: None,
             max_turns: 4,
             mcp_servers: Vec::new(),
+            max_concurrent: None,
+            max_queued: None,
+            max_children: None,
+            token_budget: None,
         }
     }
 

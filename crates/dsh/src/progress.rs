@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use dsh_agent::AgentObserver;
 use dsh_llm::Usage;
-use dsh_subagent::{RunEndInfo, RunInfo, SubagentEvent};
+use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_tools::AgentId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -46,6 +46,27 @@ struct State {
     /// The ids of the children that ran, in start order, each once (only
     /// when listing children).
     order: Vec<String>,
+    /// The calls waiting for a slot now, by announced run.
+    queued: HashMap<u64, Waiting>,
+    /// The calls that waited for a slot, and their wait in all.
+    waits: Waits,
+}
+
+/// How many delegation calls waited for a slot of their tree, and how long
+/// in all (those that left the queue unstarted included).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Waits {
+    /// The calls that waited.
+    pub(crate) calls: usize,
+    /// Their waits, summed.
+    pub(crate) total: Duration,
+}
+
+/// A call waiting for a slot.
+struct Waiting {
+    label: String,
+    indent: String,
+    bar: Option<ProgressBar>,
 }
 
 struct Child {
@@ -91,6 +112,55 @@ impl Progress {
     /// unless [`listing_children`](Self::listing_children).
     pub(crate) fn children(&self) -> Vec<String> {
         self.lock().order.clone()
+    }
+
+    /// How many calls waited for a slot so far, and how long in all.
+    pub(crate) fn waits(&self) -> Waits {
+        self.lock().waits
+    }
+
+    fn queued(&self, queued: &QueuedInfo) {
+        let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
+        let indent = "  ".repeat(queued.depth.saturating_sub(1) as usize);
+        let bar = match &self.display {
+            Display::Quiet => None,
+            Display::Lines(sink) => {
+                sink(wording::child_queued(&indent, &label, queued.ahead));
+                None
+            }
+            Display::Bars(bars) => {
+                let bar = bars.add(ProgressBar::new_spinner());
+                if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {msg}") {
+                    bar.set_style(style);
+                }
+                bar.set_prefix(format!("{indent}↳ {label}"));
+                bar.set_message(wording::queued(queued.ahead));
+                bar.enable_steady_tick(Duration::from_millis(120));
+                Some(bar)
+            }
+        };
+        self.lock().queued.insert(queued.run_id, Waiting { label, indent, bar });
+    }
+
+    /// A wait ended: admitted (its start line follows) or withdrawn.
+    fn left_queue(&self, wait: &WaitInfo, withdrawn: bool) {
+        let waiting = {
+            let mut state = self.lock();
+            state.waits.calls += 1;
+            state.waits.total += wait.waited;
+            state.queued.remove(&wait.run_id)
+        };
+        let Some(waiting) = waiting else { return };
+        if let Some(bar) = &waiting.bar {
+            bar.finish_and_clear();
+        }
+        if withdrawn && let Display::Lines(sink) = &self.display {
+            sink(wording::child_withdrawn(
+                &waiting.indent,
+                &waiting.label,
+                wait.waited.as_secs_f64(),
+            ));
+        }
     }
 
     fn started(&self, run: &RunInfo) {
@@ -153,6 +223,9 @@ impl TreeObserver for Progress {
         match event {
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
+            SubagentEvent::RunQueued(queued) => self.queued(queued),
+            SubagentEvent::RunAdmitted(wait) => self.left_queue(wait, false),
+            SubagentEvent::RunWithdrawn(wait) => self.left_queue(wait, true),
             _ => {}
         }
     }
@@ -292,5 +365,70 @@ mod tests {
             ]
         );
         assert_eq!(progress.children(), ["scripted-subagent:local:parent"]);
+    }
+
+    /// Waits until `printed` has `count` lines.
+    async fn printed_lines(printed: &Mutex<Vec<String>>, count: usize) {
+        let wait = async {
+            while printed.lock().unwrap().len() < count {
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), wait).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_queued_call_says_how_many_wait_before_it_and_a_withdrawn_one_that_it_left() {
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().max_concurrent(1));
+        let _local = service
+            .register_provider(ScriptedProvider::builder("local").build())
+            .unwrap();
+        let (progress, printed, _subscription) = lines(&service);
+        let tree = service.open_tree();
+        let parent = AgentRef::new("parent").with_lineage(tree.lineage());
+        let request = |label: &str, cancel: &CancellationToken| {
+            let mut request = StartRequest::text("task", parent.clone(), cancel.clone());
+            request.label = Some(label.to_owned());
+            request
+        };
+        // The one slot is held until the first child's result is taken.
+        let mut first = service
+            .start("local", request("first", &CancellationToken::new()))
+            .await
+            .unwrap();
+        let cancel = CancellationToken::new();
+        let second = tokio::spawn({
+            let (service, request) = (service.clone(), request("second", &cancel));
+            async move { service.start("local", request).await.map(drop) }
+        });
+        printed_lines(&printed, 2).await;
+        let third = tokio::spawn({
+            let (service, request) = (service.clone(), request("third", &CancellationToken::new()));
+            async move {
+                let mut run = service.start("local", request).await.unwrap();
+                run.result().await.unwrap();
+                run.dispose().await.unwrap();
+            }
+        });
+        printed_lines(&printed, 3).await;
+        cancel.cancel();
+        assert!(second.await.unwrap().is_err(), "a withdrawn call starts nothing");
+        first.result().await.unwrap();
+        first.dispose().await.unwrap();
+        third.await.unwrap();
+        assert_eq!(
+            timeless(&printed),
+            [
+                "↳ subagent \"first\" started (scripted-subagent:local:parent, local)",
+                "↳ subagent \"second\" queued (0 ahead)",
+                "↳ subagent \"third\" queued (1 ahead)",
+                "↳ subagent \"second\" left the queue unstarted",
+                "↳ subagent \"first\" completed",
+                "↳ subagent \"third\" started (scripted-subagent:local:parent, local)",
+                "↳ subagent \"third\" completed",
+            ]
+        );
+        // Both waited: the withdrawn call and the admitted one.
+        assert_eq!(progress.waits().calls, 2);
     }
 }

@@ -60,7 +60,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
             .filter(|id| dir.join(format!("{id}.jsonl")).is_file())
             .collect();
         eprintln!("{}", wording::transcripts_line(&dir, parent.id(), &children));
-        eprintln!("{}", wording::usage_line(&parent.usage()));
+        eprintln!("{}", wording::usage_line(&parent.usage(), progress.waits()));
     }
     match outcome.stop {
         AgentStop::Completed => {

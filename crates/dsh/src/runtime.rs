@@ -46,7 +46,12 @@ impl Setup {
         surface: Surface,
     ) -> Result<Self, Failure> {
         let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
-        let mounts = Mounts::new(config, data_dir, surface, Some(observer.clone()))?;
+        // Flags over the file's `[limits]` over dsh's defaults.
+        let limits = config
+            .map(|config| config.limits)
+            .unwrap_or_default()
+            .resolve(&args.limits());
+        let mounts = Mounts::new(config, data_dir, surface, Some(observer.clone()), limits)?;
         // Every child's start and end, whatever its provider, from the run
         // events; an in-process agent's steps from the agent loop.
         let children = observer.clone();
@@ -120,9 +125,11 @@ impl Setup {
         self.parent_on(self.runtime.clone(), label)
     }
 
-    /// A new parent agent on `runtime` ([`Setup::runtime_with`]).
+    /// A new parent agent on `runtime` ([`Setup::runtime_with`]), at the
+    /// root of a delegation tree of its own.
     pub(crate) fn parent_on(&self, runtime: Arc<AgentRuntime>, label: &str) -> Result<Agent, Failure> {
         Agent::builder(runtime)
+            .lineage(self.mounts.open_tree().lineage())
             .system_prompt(wording::PARENT_SYSTEM_PROMPT)
             .max_turns(self.max_turns)
             .label(Some(label.to_owned()))
@@ -137,13 +144,16 @@ impl Setup {
         self.resume_on(self.runtime.clone(), id)
     }
 
-    /// [`Setup::resume`] on `runtime` ([`Setup::runtime_with`]).
+    /// [`Setup::resume`] on `runtime` ([`Setup::runtime_with`]); the
+    /// continued parent is at the root of a new delegation tree (limits
+    /// count per run of dsh, not over a parent's whole history).
     pub(crate) fn resume_on(&self, runtime: Arc<AgentRuntime>, id: &str) -> Result<(Agent, Vec<String>), ResumeError> {
         let Some(dir) = runtime.data_dir() else {
             return Err(ResumeError::Failed(Failure::usage(wording::RESUME_NEEDS_DATA_DIR)));
         };
         let saved = resume::load_parent(dir, id)?;
         let mut builder = Agent::builder(runtime.clone())
+            .lineage(self.mounts.open_tree().lineage())
             .id(saved.id)
             .max_turns(self.max_turns)
             .label(saved.label)

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use dsh_agent::JsonlChildStore;
 use dsh_harness::{Background, Harness, HarnessBuilder};
 use dsh_mcp::{ClientOptions, McpMount, McpServerSpec};
+use dsh_subagent::{DelegationTree, Limits};
 use dsh_subagent_acp::AcpProvider;
 use dsh_subagent_api::{SubagentProvider, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
@@ -102,12 +103,14 @@ pub(crate) struct Mounts {
 impl Mounts {
     /// The plan, built. No child starts here and no process is spawned: an
     /// ACP provider runs its command per delegation. ACP children's reports
-    /// go to `observer`, when there is one.
+    /// go to `observer`, when there is one. `limits` bound every delegation
+    /// tree (each top-level agent opens its own: [`Mounts::open_tree`]).
     pub(crate) fn new(
         config: Option<&Config>,
         data_dir: Option<&Path>,
         surface: Surface,
         observer: Option<Arc<dyn TreeObserver>>,
+        limits: Limits,
     ) -> Result<Self, Failure> {
         let subagents = match config {
             Some(config) if !config.subagents.is_empty() => served(&config.subagents, surface),
@@ -137,6 +140,7 @@ impl Mounts {
             .provider(spawn.clone())
             .provider(fork.clone())
             .background(background)
+            .limits(limits)
             .later_tools(dsh_mcp::TOOL_PREFIX);
         // Every child process carries the loop guard's marker.
         let child_env = loop_guard::child_env(config);
@@ -191,6 +195,12 @@ impl Mounts {
     /// The model-visible names of the delegation (`subagent`-kind) tools.
     pub(crate) fn delegation_tools(&self) -> &[String] {
         &self.delegation_tools
+    }
+
+    /// A new delegation tree under the limits, for one top-level agent: all
+    /// it delegates shares one gate, one child count and one token budget.
+    pub(crate) fn open_tree(&self) -> DelegationTree {
+        self.harness.open_tree()
     }
 }
 

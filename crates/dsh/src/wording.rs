@@ -58,6 +58,48 @@ pub(crate) fn config_check_mcp_servers(count: usize) -> String {
     )
 }
 
+/// `dsh config check`: the limits of each delegation tree (one per
+/// top-level agent), as `dsh run` would apply them without flags.
+pub(crate) fn config_check_limits(limits: &dsh_subagent::Limits) -> String {
+    let bound = |value: Option<String>| value.unwrap_or_else(|| "unbounded".to_owned());
+    format!(
+        "dsh: limits per top-level agent: {} children at once, {} calls waiting, {} children in all, token budget {}",
+        bound(limits.concurrency().map(|n| n.to_string())),
+        bound(limits.queue_bound().map(|n| n.to_string())),
+        bound(limits.children_bound().map(|n| n.to_string())),
+        limits
+            .tree_budget()
+            .map_or_else(|| "none".to_owned(), |tokens| format!("{tokens} tokens")),
+    )
+}
+
+/// `dsh config check`: a delegation tool's own limits on each child run.
+pub(crate) fn config_check_tool_limits(
+    tool: &str,
+    timeout: Option<std::time::Duration>,
+    token_budget: Option<u64>,
+) -> String {
+    let mut parts = Vec::new();
+    if let Some(timeout) = timeout {
+        parts.push(format!("timeout {}", duration(timeout)));
+    }
+    if let Some(tokens) = token_budget {
+        parts.push(format!("token budget {tokens} tokens"));
+    }
+    format!("dsh: {tool}: each child run: {}", parts.join(", "))
+}
+
+/// A duration as written in `dsh.toml`: `10min`, `90s`, `1h`, `500ms`.
+fn duration(duration: std::time::Duration) -> String {
+    let millis = duration.as_millis();
+    match millis {
+        _ if millis.is_multiple_of(3_600_000) => format!("{}h", millis / 3_600_000),
+        _ if millis.is_multiple_of(60_000) => format!("{}min", millis / 60_000),
+        _ if millis.is_multiple_of(1000) => format!("{}s", millis / 1000),
+        _ => format!("{millis}ms"),
+    }
+}
+
 /// `dsh config check`'s verdict, on stderr before the catalog.
 pub(crate) fn config_checked(path: Option<&std::path::Path>) -> String {
     match path {
@@ -72,6 +114,23 @@ pub(crate) fn config_checked(path: Option<&std::path::Path>) -> String {
 /// terminal: its label, its id and the provider that runs it.
 pub(crate) fn child_started(indent: &str, label: &str, id: &str, provider: &str) -> String {
     format!("{indent}↳ subagent \"{label}\" started ({id}, {provider})")
+}
+
+/// `dsh run` progress when stderr is not a terminal: a delegation waits for
+/// a slot of its tree (its start line follows once admitted).
+pub(crate) fn child_queued(indent: &str, label: &str, ahead: usize) -> String {
+    format!("{indent}↳ subagent \"{label}\" {}", queued(ahead))
+}
+
+/// `dsh run` progress: a queued delegation was cancelled before it started.
+pub(crate) fn child_withdrawn(indent: &str, label: &str, seconds: f64) -> String {
+    format!("{indent}↳ subagent \"{label}\" left the queue unstarted · {seconds:.1}s")
+}
+
+/// A delegation waiting for a slot, and how many calls wait before it
+/// (progress bars, `dsh acp` and `dsh mcp` progress).
+pub(crate) fn queued(ahead: usize) -> String {
+    format!("queued ({ahead} ahead)")
 }
 
 /// `dsh run` progress, one line per child end when stderr is not a
@@ -97,6 +156,16 @@ pub(crate) fn child_summary(
         ),
         (None, _) => stop.to_owned(),
     }
+}
+
+/// A delegation under an ACP delegation call waits for a slot of its tree.
+pub(crate) fn acp_child_queued(label: &str, ahead: usize) -> String {
+    format!("{label}: {}", queued(ahead))
+}
+
+/// A delegation under an ACP delegation call was cancelled while it waited.
+pub(crate) fn acp_child_withdrawn(label: &str) -> String {
+    format!("{label}: left the queue unstarted")
 }
 
 /// A child under an ACP delegation call has started, on this provider.
@@ -178,11 +247,21 @@ pub(crate) fn tokens(usage: Option<dsh_llm::Usage>) -> String {
 
 /// The parent's usage line at the end of `dsh run`: its own model calls and
 /// its children's, separately and in total.
-pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals) -> String {
-    format!(
+pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals, waits: crate::progress::Waits) -> String {
+    let mut line = format!(
         "dsh: own model calls: {} · children: {} · total: {}",
         tokens(usage.own),
         tokens(usage.children),
         tokens(usage.total())
-    )
+    );
+    // Only when the limits made some call wait.
+    if waits.calls > 0 {
+        line.push_str(&format!(
+            " · {} call{} waited for a slot, {:.1}s in all",
+            waits.calls,
+            if waits.calls == 1 { "" } else { "s" },
+            waits.total.as_secs_f64()
+        ));
+    }
+    line
 }

@@ -307,3 +307,58 @@ fn session_load_replays_the_history_then_takes_prompts() {
     drop(second.stdin);
     assert!(second.child.wait().unwrap().success());
 }
+
+/// The parent asks two spawn children at once; each takes a moment.
+const TWO_AT_ONCE_SCRIPT: &str = r#"{"rules": [
+  {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "answered {{last_user}}", "delay_ms": 300}},
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "first", "prompt": "one"}},
+    {"name": "subagent", "arguments": {"description": "second", "prompt": "two"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "both answered"}}
+]}"#;
+
+/// Under `--max-concurrent 1` the second delegation waits for the first's
+/// slot: its `tool_call` turns `pending`, says it is queued, turns
+/// `in_progress` again once admitted, and completes with its answer.
+#[test]
+fn a_delegation_that_waits_for_a_slot_is_pending_until_admitted() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(dir.path(), "script.json", TWO_AT_ONCE_SCRIPT);
+    let mut peer = Peer::start(dir.path(), &["--quiet", "--max-concurrent", "1", "--script", &script]);
+    peer.initialize();
+    let session = peer.new_session(dir.path());
+    peer.prompt(3, &session, "Ask both.");
+    let turn = peer.until_response(3);
+    assert_eq!(turn.last().unwrap()["result"]["stopReason"], "end_turn", "{turn:#?}");
+    let updates = updates(&turn);
+    // Which call reserved the slot first is the agent loop's to decide.
+    let waited: Vec<&str> = ["call_1_0", "call_1_1"]
+        .into_iter()
+        .filter(|call| {
+            updates
+                .iter()
+                .any(|update| is(update, "tool_call_update", call) && update["status"] == "pending")
+        })
+        .collect();
+    assert_eq!(waited.len(), 1, "{updates:#?}");
+    let call = waited[0];
+    let status = |wanted: &str, after: usize| {
+        after
+            + position(&updates[after..], |update| {
+                is(update, "tool_call_update", call) && update["status"] == wanted
+            })
+    };
+    let running = status("in_progress", 0);
+    let pending = status("pending", running);
+    let queued = position(&updates, |update| {
+        is(update, "tool_call_update", call)
+            && update["content"][0]["content"]["text"]
+                .as_str()
+                .is_some_and(|text| text.ends_with(": queued (0 ahead)"))
+    });
+    let admitted = status("in_progress", pending);
+    let completed = status("completed", admitted);
+    assert!(pending < queued && queued < admitted, "{updates:#?}");
+    let result = updates[completed]["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(result.contains("answered"), "{result}");
+}

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_agent::AgentObserver;
 use dsh_llm::{ToolCall, Usage};
-use dsh_subagent::{RunEndInfo, RunInfo, SubagentEvent};
+use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_tools::{AgentId, ToolResult};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -43,6 +43,14 @@ pub(crate) enum Event {
         /// Whether it failed.
         failed: bool,
     },
+    /// A delegation call's own child waits for a slot of its tree
+    /// (`queued`), or got one: the call is pending, then in progress again.
+    CallQueued {
+        /// The delegation call's id.
+        call: String,
+        /// Whether its child waits now.
+        queued: bool,
+    },
     /// The children working under a delegation call, one line each.
     ChildProgress {
         /// The delegation call's id.
@@ -62,8 +70,25 @@ struct Open {
 struct Delegation {
     call: String,
     description: Option<String>,
-    /// The children reporting under this call, with their current line.
-    children: Vec<(AgentId, String)>,
+    /// The children reporting under this call (and those waiting for a
+    /// slot), with their current line.
+    children: Vec<(Entry, String)>,
+}
+
+/// A line under a delegation call: a child, or a start waiting for a slot
+/// (whose child has no id yet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Entry {
+    Child(AgentId),
+    Queued(u64),
+}
+
+/// Where a start waiting for a slot reports, and whether it is its call's
+/// own child (not a grandchild), whose wait makes the call pending.
+#[derive(Clone)]
+struct Waiting {
+    reporting: Reporting,
+    own: bool,
 }
 
 /// Where a child reports: its session agent, the delegation call, and the
@@ -80,6 +105,9 @@ struct State {
     open: HashMap<AgentId, Open>,
     /// Each child reporting under a delegation call.
     children: HashMap<AgentId, Reporting>,
+    /// Each start waiting for a slot (or admitted and not yet started),
+    /// by announced run.
+    queued: HashMap<u64, Waiting>,
 }
 
 /// Routes observer events to the running prompts ([`TreeObserver`]).
@@ -127,6 +155,7 @@ impl Streams {
         let mut state = self.lock();
         state.open.remove(agent);
         state.children.retain(|_, reporting| &reporting.root != agent);
+        state.queued.retain(|_, waiting| &waiting.reporting.root != agent);
     }
 
     fn send(state: &State, agent: &AgentId, event: Event) {
@@ -141,48 +170,131 @@ impl Streams {
     /// same thing again (an ACP child streaming its answer) sends nothing.
     fn child_line(&self, child: &AgentId, line: impl FnOnce(&str) -> String) {
         let mut state = self.lock();
-        let Some(Reporting { root, call, label }) = state.children.get(child).cloned() else {
+        let Some(reporting) = state.children.get(child).cloned() else {
             return;
         };
-        let line = line(&label);
-        let Some(open) = state.open.get_mut(&root) else { return };
-        let Some(delegation) = open.delegations.iter_mut().find(|delegation| delegation.call == call) else {
+        Self::set_line(&mut state, &reporting, Entry::Child(child.clone()), line);
+    }
+
+    /// Sets the line of `entry` under its call ([`Streams::child_line`]).
+    fn set_line(state: &mut State, reporting: &Reporting, entry: Entry, line: impl FnOnce(&str) -> String) {
+        let Reporting { root, call, label } = reporting;
+        let line = line(label);
+        let Some(open) = state.open.get_mut(root) else { return };
+        let Some(delegation) = open.delegations.iter_mut().find(|delegation| &delegation.call == call) else {
             return;
         };
-        match delegation.children.iter_mut().find(|(id, _)| id == child) {
+        match delegation.children.iter_mut().find(|(id, _)| *id == entry) {
             Some((_, current)) if *current == line => return,
             Some((_, current)) => *current = line,
-            None => delegation.children.push((child.clone(), line)),
+            None => delegation.children.push((entry, line)),
         }
         let lines = delegation.children.iter().map(|(_, line)| line.clone()).collect();
-        Self::send(&state, &root, Event::ChildProgress { call, lines });
+        Self::send(
+            state,
+            root,
+            Event::ChildProgress {
+                call: call.clone(),
+                lines,
+            },
+        );
+    }
+
+    /// The delegation call a child of `parent` labelled `label` reports
+    /// under, and whether it is that call's own child: a grandchild reports
+    /// under its parent's call; a session agent's child under the first of
+    /// its calls in flight whose `description` is the label and that has
+    /// no child yet, else the first without a child.
+    fn target(state: &State, parent: &AgentId, label: Option<&str>) -> Option<(AgentId, String, bool)> {
+        if let Some(Reporting { root, call, .. }) = state.children.get(parent) {
+            return Some((root.clone(), call.clone(), false));
+        }
+        let open = state.open.get(parent)?;
+        let free = |delegation: &&Delegation| delegation.children.is_empty();
+        open.delegations
+            .iter()
+            .filter(free)
+            .find(|delegation| label.is_some() && delegation.description.as_deref() == label)
+            .or_else(|| open.delegations.iter().find(free))
+            .map(|delegation| (parent.clone(), delegation.call.clone(), true))
     }
 }
 
 impl Streams {
-    /// A child started: it reports under its parent's delegation call.
+    /// A start waits for a slot: a line under the call it reports under,
+    /// and the call's own child makes the call pending.
+    fn queued(&self, queued: &QueuedInfo) {
+        let mut state = self.lock();
+        let Some((root, call, own)) = Self::target(&state, &queued.parent, queued.label.as_deref()) else {
+            return;
+        };
+        let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
+        let reporting = Reporting { root, call, label };
+        if own {
+            let event = Event::CallQueued {
+                call: reporting.call.clone(),
+                queued: true,
+            };
+            Self::send(&state, &reporting.root, event);
+        }
+        Self::set_line(&mut state, &reporting, Entry::Queued(queued.run_id), |label| {
+            wording::acp_child_queued(label, queued.ahead)
+        });
+        state.queued.insert(queued.run_id, Waiting { reporting, own });
+    }
+
+    /// A wait ended: admitted (the call is in progress again, and the
+    /// child's start follows) or withdrawn (nothing starts).
+    fn left_queue(&self, wait: &WaitInfo, withdrawn: bool) {
+        let mut state = self.lock();
+        if withdrawn {
+            let Some(Waiting { reporting, .. }) = state.queued.remove(&wait.run_id) else {
+                return;
+            };
+            Self::set_line(&mut state, &reporting, Entry::Queued(wait.run_id), |label| {
+                wording::acp_child_withdrawn(label)
+            });
+            return;
+        }
+        let Some(Waiting { reporting, own: true }) = state.queued.get(&wait.run_id).cloned() else {
+            return;
+        };
+        let event = Event::CallQueued {
+            call: reporting.call,
+            queued: false,
+        };
+        Self::send(&state, &reporting.root, event);
+    }
+
+    /// A child started: it reports under its parent's delegation call (a
+    /// child that waited for a slot, in the place of its wait).
     fn started(&self, run: &RunInfo) {
         let child = AgentId::new(run.id.as_str());
         {
             let mut state = self.lock();
-            let parent = &run.parent;
-            let target = if let Some(Reporting { root, call, .. }) = state.children.get(parent).cloned() {
-                Some((root, call))
-            } else if let Some(open) = state.open.get(parent) {
-                let label = run.label.as_deref();
-                let free = |delegation: &&Delegation| delegation.children.is_empty();
-                open.delegations
-                    .iter()
-                    .filter(free)
-                    .find(|delegation| label.is_some() && delegation.description.as_deref() == label)
-                    .or_else(|| open.delegations.iter().find(free))
-                    .map(|delegation| (parent.clone(), delegation.call.clone()))
+            if let Some(Waiting { reporting, .. }) = state.queued.remove(&run.run_id) {
+                // Its line takes the place of its wait's.
+                if let Some(entry) = state
+                    .open
+                    .get_mut(&reporting.root)
+                    .and_then(|open| open.delegations.iter_mut().find(|d| d.call == reporting.call))
+                    .and_then(|delegation| {
+                        delegation
+                            .children
+                            .iter_mut()
+                            .find(|(entry, _)| *entry == Entry::Queued(run.run_id))
+                    })
+                {
+                    entry.0 = Entry::Child(child.clone());
+                }
+                state.children.insert(child.clone(), reporting);
             } else {
-                None
-            };
-            let Some((root, call)) = target else { return };
-            let label = run.label.clone().unwrap_or_else(|| run.id.clone());
-            state.children.insert(child.clone(), Reporting { root, call, label });
+                let Some((root, call, _)) = Self::target(&state, &run.parent, run.label.as_deref()) else {
+                    return;
+                };
+                let label = run.label.clone().unwrap_or_else(|| run.id.clone());
+                state.children.insert(child.clone(), Reporting { root, call, label });
+            }
         }
         self.child_line(&child, |label| wording::acp_child_started(label, &run.provider));
         // An ACP child may have reported before its start was announced.
@@ -209,6 +321,9 @@ impl TreeObserver for Streams {
         match event {
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
+            SubagentEvent::RunQueued(queued) => self.queued(queued),
+            SubagentEvent::RunAdmitted(wait) => self.left_queue(wait, false),
+            SubagentEvent::RunWithdrawn(wait) => self.left_queue(wait, true),
             _ => {}
         }
     }
@@ -272,6 +387,9 @@ impl AgentObserver for Streams {
         state
             .children
             .retain(|_, reporting| !(&reporting.root == agent && reporting.call == call.id));
+        state
+            .queued
+            .retain(|_, waiting| !(&waiting.reporting.root == agent && waiting.reporting.call == call.id));
         Self::send(
             &state,
             agent,
@@ -477,5 +595,95 @@ mod tests {
             ]
         );
         assert!(streams.activity.get(kid).is_none());
+    }
+
+    /// A delegation whose child waits for a slot is pending, with a line
+    /// saying how many wait before it; once admitted it is in progress
+    /// again and its child reports in the place of its wait. A withdrawn
+    /// wait says it left the queue.
+    #[tokio::test]
+    async fn a_queued_delegation_is_pending_until_its_child_gets_a_slot() {
+        let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().max_concurrent(1));
+        let _providers: Vec<_> = ["alpha", "beta", "gamma"]
+            .into_iter()
+            .map(|name| {
+                service
+                    .register_provider(ScriptedProvider::builder(name).build())
+                    .unwrap()
+            })
+            .collect();
+        let observer = streams.clone();
+        let _runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            observer.child_event(event);
+            Ok(())
+        }));
+        let root = AgentId::new("root");
+        let (events, mut received) = unbounded_channel();
+        streams.open(&root, events);
+        for (id, description) in [("c0", "alpha"), ("c1", "beta"), ("c2", "gamma")] {
+            streams.tool_call_started(&root, &call(id, "subagent", description));
+        }
+        let mut next = async || {
+            tokio::time::timeout(std::time::Duration::from_secs(10), received.recv())
+                .await
+                .unwrap()
+                .unwrap()
+        };
+        for _ in 0..3 {
+            assert!(matches!(next().await, Event::ToolStarted { .. }));
+        }
+        // Alpha holds the one slot until its result is taken.
+        let alpha = start(&service, "root", "alpha").await;
+        let beta = tokio::spawn({
+            let service = service.clone();
+            async move { end(start(&service, "root", "beta").await).await }
+        });
+        let cancel = CancellationToken::new();
+        let gamma = tokio::spawn({
+            let (service, cancel) = (service.clone(), cancel.clone());
+            async move {
+                let mut request = StartRequest::text("task", AgentRef::new("root"), cancel);
+                request.label = Some("gamma".to_owned());
+                service.start("gamma", request).await.map(drop)
+            }
+        });
+        let progress = |call: &str, line: &str| Event::ChildProgress {
+            call: call.to_owned(),
+            lines: vec![line.to_owned()],
+        };
+        let queued = |call: &str, queued: bool| Event::CallQueued {
+            call: call.to_owned(),
+            queued,
+        };
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            seen.push(next().await);
+        }
+        cancel.cancel();
+        assert!(gamma.await.unwrap().is_err(), "a withdrawn wait starts nothing");
+        seen.push(next().await);
+        end(alpha).await;
+        beta.await.unwrap();
+        for _ in 0..4 {
+            seen.push(next().await);
+        }
+        assert_eq!(
+            seen,
+            [
+                progress("c0", "alpha: started (alpha)"),
+                queued("c1", true),
+                progress("c1", "beta: queued (0 ahead)"),
+                queued("c2", true),
+                progress("c2", "gamma: queued (1 ahead)"),
+                progress("c2", "gamma: left the queue unstarted"),
+                progress("c0", "alpha: completed"),
+                queued("c1", false),
+                progress("c1", "beta: started (beta)"),
+                progress("c1", "beta: completed"),
+            ]
+        );
+        streams.close(&root);
+        assert!(streams.lock().queued.is_empty());
     }
 }

@@ -66,8 +66,9 @@ fn finished(id: &str, result: &str, failed: bool) -> SessionUpdate {
 
 /// The updates for one event of a running prompt: a chunk per text delta; a
 /// `tool_call` then `in_progress` when a call starts; `completed` or
-/// `failed` with the result when it ends; the children's lines as the
-/// content of their delegation call while it runs.
+/// `failed` with the result when it ends; `pending` while a delegation's
+/// child waits for a slot, `in_progress` again once it has one; the
+/// children's lines as the content of their delegation call while it runs.
 pub(crate) fn live(event: Event) -> Vec<SessionUpdate> {
     match event {
         Event::Text(delta) => vec![SessionUpdate::AgentMessageChunk(ContentChunk::new(text(delta)))],
@@ -81,6 +82,9 @@ pub(crate) fn live(event: Event) -> Vec<SessionUpdate> {
             status(&id, ToolCallStatus::InProgress),
         ],
         Event::ToolFinished { id, text, failed } => vec![finished(&id, &text, failed)],
+        // A delegation whose child waits for a slot has not started its work.
+        Event::CallQueued { call, queued: true } => vec![status(&call, ToolCallStatus::Pending)],
+        Event::CallQueued { call, queued: false } => vec![status(&call, ToolCallStatus::InProgress)],
         Event::ChildProgress { call, lines } => vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             call,
             ToolCallUpdateFields::new().content(content(lines.join("\n"))),
@@ -154,6 +158,29 @@ mod tests {
             id: "call_1_0".into(),
             text: "done".into(),
             failed: false,
+        }));
+        insta::assert_json_snapshot!(json(&updates));
+    }
+
+    #[test]
+    fn a_delegation_whose_child_waits_for_a_slot_is_pending_then_in_progress() {
+        let mut updates = live(Event::ToolStarted {
+            id: "call_1_3".into(),
+            name: "subagent".into(),
+            arguments: r#"{"description":"read the docs","prompt":"Read them."}"#.into(),
+            delegation: true,
+        });
+        updates.extend(live(Event::CallQueued {
+            call: "call_1_3".into(),
+            queued: true,
+        }));
+        updates.extend(live(Event::ChildProgress {
+            call: "call_1_3".into(),
+            lines: vec!["read the docs: queued (2 ahead)".into()],
+        }));
+        updates.extend(live(Event::CallQueued {
+            call: "call_1_3".into(),
+            queued: false,
         }));
         insta::assert_json_snapshot!(json(&updates));
     }

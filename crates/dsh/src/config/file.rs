@@ -16,6 +16,64 @@ pub(crate) struct RawConfig {
     pub(crate) subagents: Vec<Spanned<RawSubagent>>,
     #[serde(default)]
     pub(crate) mcp_servers: Vec<Spanned<RawMcpServer>>,
+    #[serde(default)]
+    pub(crate) limits: Option<RawLimits>,
+}
+
+/// `[limits]`: the bounds of every delegation tree (one per top-level agent).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    pub(crate) max_concurrent: Option<Spanned<RawCount>>,
+    pub(crate) max_queued: Option<Spanned<RawCount>>,
+    pub(crate) max_children: Option<Spanned<RawCount>>,
+    pub(crate) token_budget: Option<Spanned<RawCount>>,
+}
+
+/// A count or a number of tokens: a non-negative integer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawCount(pub(crate) u64);
+
+impl<'de> Deserialize<'de> for RawCount {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RawCount;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(crate::wording::CONFIG_EXPECTING_COUNT)
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<RawCount, E> {
+                u64::try_from(value)
+                    .map(RawCount)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))
+            }
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<RawCount, E> {
+                Ok(RawCount(value))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A duration, written as text (`"90s"`, `"10min"`); parsed by
+/// `dsh_tool_subagent::parse_duration` once read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RawDuration(pub(crate) String);
+
+impl<'de> Deserialize<'de> for RawDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = RawDuration;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(crate::wording::CONFIG_EXPECTING_DURATION)
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawDuration, E> {
+                Ok(RawDuration(value.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 /// `[model]`: the parent's model endpoint.
@@ -61,6 +119,10 @@ pub(crate) struct RawSubagent {
     pub(crate) tool_filter: Option<Spanned<RawToolFilter>>,
     pub(crate) max_depth: Option<Spanned<RawMaxDepth>>,
     pub(crate) enable_run_in_background: Option<bool>,
+    /// The wall time of each child run, as `"90s"`, `"10min"`, `"1h"`.
+    pub(crate) timeout: Option<Spanned<RawDuration>>,
+    /// The tokens each child may spend, its own children's included.
+    pub(crate) token_budget: Option<Spanned<RawCount>>,
     // Keys of `provider = "acp"` only.
     pub(crate) command: Option<Spanned<String>>,
     pub(crate) args: Option<Spanned<Vec<String>>>,

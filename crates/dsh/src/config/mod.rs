@@ -24,7 +24,7 @@ use toml::Spanned;
 
 pub(crate) use error::ConfigFileError;
 pub(crate) use file::ProviderKind;
-use file::{RawAuth, RawConfig, RawMaxDepth, RawMcpServer, RawModel, RawPermission, RawSubagent};
+use file::{RawAuth, RawConfig, RawCount, RawLimits, RawMaxDepth, RawMcpServer, RawModel, RawPermission, RawSubagent};
 
 use crate::wording;
 
@@ -42,6 +42,8 @@ pub(crate) struct Config {
     pub(crate) subagents: Vec<Subagent>,
     /// `[[mcp_servers]]`, in file order.
     pub(crate) mcp_servers: Vec<McpServerSpec>,
+    /// `[limits]`: what the file sets; flags override it, defaults fill it.
+    pub(crate) limits: LimitsConfig,
     /// The text's fingerprint, for the loop guard ([`crate::loop_guard`]).
     pub(crate) fingerprint: String,
 }
@@ -56,6 +58,53 @@ pub(crate) struct ModelConfig {
     pub(crate) model: Option<String>,
     /// The variable that holds the API key (instead of `DSH_API_KEY`).
     pub(crate) api_key_env: Option<String>,
+}
+
+/// `[limits]`: the bounds of every delegation tree (a top-level agent and
+/// everything below it), each key when set. [`LimitsConfig::resolve`] lays
+/// the command-line flags over it and fills the rest with dsh's defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LimitsConfig {
+    /// Children of one tree running at once (at least 1).
+    pub(crate) max_concurrent: Option<usize>,
+    /// Calls of one tree waiting for a slot.
+    pub(crate) max_queued: Option<usize>,
+    /// Children one tree may start over its life (at least 1).
+    pub(crate) max_children: Option<u64>,
+    /// Tokens one tree may spend, its top-level agent's own included.
+    pub(crate) token_budget: Option<u64>,
+}
+
+impl LimitsConfig {
+    /// dsh's default `max_concurrent`.
+    pub(crate) const DEFAULT_MAX_CONCURRENT: usize = 8;
+    /// dsh's default `max_queued`.
+    pub(crate) const DEFAULT_MAX_QUEUED: usize = 64;
+    /// dsh's default `max_children`.
+    pub(crate) const DEFAULT_MAX_CHILDREN: u64 = 200;
+
+    /// `flags` over `self` (the file) over dsh's defaults: 8 at once, 64
+    /// waiting, 200 children, no token budget.
+    pub(crate) fn resolve(&self, flags: &LimitsConfig) -> dsh_subagent::Limits {
+        let limits = dsh_subagent::Limits::none()
+            .max_concurrent(
+                flags
+                    .max_concurrent
+                    .or(self.max_concurrent)
+                    .unwrap_or(Self::DEFAULT_MAX_CONCURRENT),
+            )
+            .max_queued(flags.max_queued.or(self.max_queued).unwrap_or(Self::DEFAULT_MAX_QUEUED))
+            .max_children(
+                flags
+                    .max_children
+                    .or(self.max_children)
+                    .unwrap_or(Self::DEFAULT_MAX_CHILDREN),
+            );
+        match flags.token_budget.or(self.token_budget) {
+            Some(tokens) => limits.token_budget(tokens),
+            None => limits,
+        }
+    }
 }
 
 /// One delegation tool: its provider and the tool's configuration.
@@ -189,11 +238,17 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         }
         mcp_servers.push(server);
     }
+    let limits = raw
+        .limits
+        .map(|limits| resolve_limits(limits, &at))
+        .transpose()?
+        .unwrap_or_default();
     Ok(Config {
         path: path.to_owned(),
         model,
         subagents: subagents.into_iter().map(|located| located.subagent).collect(),
         mcp_servers: mcp_servers.into_iter().map(|server| server.0).collect(),
+        limits,
         fingerprint: crate::loop_guard::fingerprint(text),
     })
 }
@@ -253,6 +308,27 @@ fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, ConfigFileEr
             .transpose()?,
         model: raw.model.map(|model| non_empty(model, "model.model", at)).transpose()?,
         api_key_env,
+    })
+}
+
+/// `[limits]`: `max_concurrent`, `max_children` and `token_budget` must be
+/// at least 1 (a tree that may run or start nothing would only refuse);
+/// `max_queued = 0` refuses every call past `max_concurrent` at once.
+fn resolve_limits(raw: RawLimits, at: &At<'_>) -> Result<LimitsConfig, ConfigFileError> {
+    let positive = |value: Option<Spanned<RawCount>>, name: &str| match value {
+        Some(value) if value.get_ref().0 == 0 => Err(at(
+            Some(value.span()),
+            format!("limits.{name}"),
+            wording::config_limit_zero(name),
+        )),
+        value => Ok(value.map(|value| value.into_inner().0)),
+    };
+    let count = |value: Option<u64>| value.map(|value| usize::try_from(value).unwrap_or(usize::MAX));
+    Ok(LimitsConfig {
+        max_concurrent: count(positive(raw.max_concurrent, "max_concurrent")?),
+        max_queued: count(raw.max_queued.map(|value| value.into_inner().0)),
+        max_children: positive(raw.max_children, "max_children")?,
+        token_budget: positive(raw.token_budget, "token_budget")?,
     })
 }
 
@@ -364,6 +440,40 @@ fn resolve_subagent(
     }
     if let Some(enable) = raw.enable_run_in_background {
         tool = tool.enable_run_in_background(enable);
+    }
+    if let Some(timeout) = raw.timeout.take() {
+        let span = timeout.span();
+        let text = &timeout.get_ref().0;
+        let duration = dsh_tool_subagent::parse_duration(text)
+            .ok_or_else(|| at(Some(span), key("timeout"), wording::config_bad_duration(text)))?;
+        tool = tool.timeout(duration);
+    }
+    if let Some(budget) = raw.token_budget.take() {
+        let span = budget.span();
+        require(
+            capabilities.token_budget,
+            "token_budget",
+            kind,
+            span.clone(),
+            &key("token_budget"),
+            at,
+        )?;
+        let tokens = budget.get_ref().0;
+        if tokens == 0 {
+            return Err(at(
+                Some(span),
+                key("token_budget"),
+                wording::config_limit_zero("token_budget"),
+            ));
+        }
+        if tokens > dsh_subagent_api::MAX_SAFE_INTEGER {
+            return Err(at(
+                Some(span),
+                key("token_budget"),
+                wording::CONFIG_MAX_DEPTH_TOO_LARGE.to_owned(),
+            ));
+        }
+        tool = tool.token_budget(tokens);
     }
     if let Err(error) = tool.validate() {
         let (span, name, message) = match error {

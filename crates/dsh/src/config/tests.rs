@@ -29,6 +29,8 @@ agent_options.model = "deepseek-chat"
 tool_filter = { deny = ["subagent"] }
 max_depth = 1
 enable_run_in_background = true
+timeout = "10min"
+token_budget = 200000
 
 [[subagents]]
 tool_name = "subagent_fork"
@@ -58,6 +60,12 @@ name = "docs"
 url = "https://mcp.example.com/mcp"
 headers = { "X-Team" = "agents" }
 bearer_token_env = "DOCS_TOKEN"
+
+[limits]
+max_concurrent = 3
+max_queued = 0
+max_children = 50
+token_budget = 1000000
 "#;
     let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
     assert_eq!(
@@ -87,9 +95,21 @@ bearer_token_env = "DOCS_TOKEN"
     );
     assert_eq!(spawn.tool.max_depth, Some(MaxDepth::Limit(1)));
     assert!(spawn.tool.enable_run_in_background);
+    assert_eq!(spawn.tool.timeout, Some(Duration::from_secs(600)));
+    assert_eq!(spawn.tool.token_budget, Some(200_000));
     let fork = &config.subagents[1];
     assert!(matches!(fork.provider, Provider::Fork));
     assert!(!fork.tool.enable_run_in_background);
+    assert_eq!((fork.tool.timeout, fork.tool.token_budget), (None, None));
+    assert_eq!(
+        config.limits,
+        LimitsConfig {
+            max_concurrent: Some(3),
+            max_queued: Some(0),
+            max_children: Some(50),
+            token_budget: Some(1_000_000),
+        }
+    );
     let acp = &config.subagents[2];
     let Provider::Acp(acp_config) = &acp.provider else {
         panic!("not acp")
@@ -257,6 +277,27 @@ fn errors_name_file_line_column_and_key() {
             "a bad header",
             "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nheaders = { \"X A\" = \"b\" }\n",
         ),
+        ("unknown limits key", "[limits]\nmax_concurent = 2\n"),
+        ("zero max_concurrent", "[limits]\nmax_concurrent = 0\n"),
+        ("zero max_children", "[limits]\nmax_children = 0\n"),
+        ("zero tree token_budget", "[limits]\ntoken_budget = 0\n"),
+        ("negative max_queued", "[limits]\nmax_queued = -1\n"),
+        (
+            "a timeout that is no duration",
+            "[[subagents]]\nprovider = \"spawn\"\ntimeout = \"ten minutes\"\n",
+        ),
+        (
+            "a timeout without a unit",
+            "[[subagents]]\nprovider = \"spawn\"\ntimeout = 600\n",
+        ),
+        (
+            "zero tool token_budget",
+            "[[subagents]]\nprovider = \"spawn\"\ntoken_budget = 0\n",
+        ),
+        (
+            "token_budget over acp",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\ntoken_budget = 200000\n",
+        ),
         (
             "a bad token variable",
             "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nbearer_token_env = \"A=B\"\n",
@@ -267,6 +308,42 @@ fn errors_name_file_line_column_and_key() {
         .map(|(case, text)| format!("{case}:\n  {}", error(text)))
         .collect();
     insta::assert_snapshot!(rendered.join("\n"));
+}
+
+#[test]
+fn a_limit_flag_beats_the_file_which_beats_the_default() {
+    let defaults = LimitsConfig::default().resolve(&LimitsConfig::default());
+    assert_eq!(
+        defaults,
+        dsh_subagent::Limits::none()
+            .max_concurrent(8)
+            .max_queued(64)
+            .max_children(200)
+    );
+    let file = check("[limits]\nmax_concurrent = 3\ntoken_budget = 5000\n")
+        .unwrap()
+        .limits;
+    assert_eq!(
+        file.resolve(&LimitsConfig::default()),
+        dsh_subagent::Limits::none()
+            .max_concurrent(3)
+            .max_queued(64)
+            .max_children(200)
+            .token_budget(5000)
+    );
+    let flags = LimitsConfig {
+        max_concurrent: Some(2),
+        max_children: Some(10),
+        ..LimitsConfig::default()
+    };
+    assert_eq!(
+        file.resolve(&flags),
+        dsh_subagent::Limits::none()
+            .max_concurrent(2)
+            .max_queued(64)
+            .max_children(10)
+            .token_budget(5000)
+    );
 }
 
 #[test]
@@ -299,6 +376,9 @@ fn the_readme_example_is_valid() {
     let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
     let names: Vec<&str> = config.subagents.iter().map(|s| s.tool.tool_name.as_str()).collect();
     assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
+    assert_eq!(config.limits.max_concurrent, Some(LimitsConfig::DEFAULT_MAX_CONCURRENT));
+    assert_eq!(config.limits.token_budget, Some(2_000_000));
+    assert_eq!(config.subagents[0].tool.timeout, Some(Duration::from_secs(600)));
     // The commented adapter parses too, once uncommented.
     let adapter: String = text
         .lines()
@@ -307,4 +387,29 @@ fn the_readme_example_is_valid() {
         .collect();
     let config = parse(Path::new("dsh.toml"), &adapter, dir.path()).unwrap();
     assert_eq!(config.subagents[0].tool.tool_name, "subagent_claude");
+}
+
+/// The catalog's deployment note states dsh's default limits: it must say
+/// what dsh does.
+#[test]
+fn the_catalog_states_dshs_default_limits() {
+    let note = dsh_tool_catalog::manifest()
+        .iter()
+        .find(|entry| entry.package == "dsh-tool-subagent")
+        .unwrap()
+        .note;
+    for stated in [
+        format!(
+            "at most {} children of a tree run at once",
+            LimitsConfig::DEFAULT_MAX_CONCURRENT
+        ),
+        format!("{} more calls wait for a slot", LimitsConfig::DEFAULT_MAX_QUEUED),
+        format!(
+            "{} children start over the tree's life",
+            LimitsConfig::DEFAULT_MAX_CHILDREN
+        ),
+        "there is no token budget".to_owned(),
+    ] {
+        assert!(note.contains(&stated), "{stated:?} not in the note");
+    }
 }

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use dsh_agent::AgentObserver;
 use dsh_llm::{ToolCall, Usage};
 use dsh_mcp::CallProgress;
-use dsh_subagent::{RunEndInfo, RunInfo, SubagentEvent};
+use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_tools::{AgentId, ToolResult};
 
 use crate::observe::{ModelCalls, TreeObserver};
@@ -45,6 +45,8 @@ struct Reporting {
 struct State {
     children: HashMap<AgentId, Reporting>,
     early: VecDeque<(AgentId, Work)>,
+    /// The calls waiting for a slot of their tree, by announced run.
+    queued: HashMap<u64, Reporting>,
 }
 
 /// Routes the children's lifecycle and work to the MCP calls that started
@@ -58,6 +60,31 @@ pub(crate) struct CallReports {
 impl CallReports {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A start waits for a slot: heard in the task of the call that asked
+    /// for it (or, for a grandchild, reported to its parent's call).
+    fn queued(&self, queued: &QueuedInfo) {
+        let mut state = self.lock();
+        let progress = CallProgress::current()
+            .filter(|progress| !progress.is_closed())
+            .or_else(|| state.children.get(&queued.parent).map(|parent| parent.progress.clone()));
+        let Some(progress) = progress else { return };
+        let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
+        progress.report(wording::mcp_child_queued(&label, queued.ahead));
+        state.queued.insert(queued.run_id, Reporting { progress, label });
+    }
+
+    /// A wait ended: admitted (its start is reported next) or withdrawn.
+    fn left_queue(&self, wait: &WaitInfo, withdrawn: bool) {
+        let Some(reporting) = self.lock().queued.remove(&wait.run_id) else {
+            return;
+        };
+        if withdrawn {
+            reporting
+                .progress
+                .report(wording::mcp_child_withdrawn(&reporting.label));
+        }
     }
 
     fn started(&self, run: &RunInfo) {
@@ -123,6 +150,9 @@ impl TreeObserver for CallReports {
         match event {
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
+            SubagentEvent::RunQueued(queued) => self.queued(queued),
+            SubagentEvent::RunAdmitted(wait) => self.left_queue(wait, false),
+            SubagentEvent::RunWithdrawn(wait) => self.left_queue(wait, true),
             _ => {}
         }
     }
@@ -204,6 +234,9 @@ mod tests {
         service: SubagentService,
         reports: Arc<CallReports>,
         parameters: Value,
+        /// First start a child of the `holder` provider that holds the one
+        /// slot of the tree for a moment, so the delegation queues.
+        queue_behind: bool,
     }
 
     impl Tool for Delegate {
@@ -219,6 +252,17 @@ mod tests {
         fn execute(&self, _args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
             Box::pin(async move {
                 let parent = exec.agent().cloned().unwrap_or_else(|| AgentRef::new("caller"));
+                if self.queue_behind {
+                    let mut request = StartRequest::text("hold", parent.clone(), CancellationToken::new());
+                    request.label = Some("hold the slot".to_owned());
+                    let mut holder = self.service.start("holder", request).await.unwrap();
+                    // Its slot is free once its result is taken.
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        holder.result().await.unwrap();
+                        holder.dispose().await.unwrap();
+                    });
+                }
                 let child = AgentId::new(format!("scripted-subagent:child:{}", parent.id()));
                 self.reports.step_finished(&child, 1, None);
                 let mut request = StartRequest::text("task", parent, CancellationToken::new());
@@ -254,14 +298,31 @@ mod tests {
     /// call, and its end, in order, through the MCP server's notifications.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_served_call_hears_its_childs_lifecycle_and_work() {
-        let service = SubagentService::new();
-        let _child = service
-            .register_provider(
-                ScriptedProvider::builder("child")
-                    .stop_reason(StopReason::Completed)
-                    .build(),
-            )
-            .unwrap();
+        insta::assert_snapshot!(served_call_hears(SubagentService::new(), false).await);
+    }
+
+    /// A delegation that waits for a slot of its tree says so (and how
+    /// many wait before it), then reports as any other.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_served_call_hears_that_its_child_waits_for_a_slot() {
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().max_concurrent(1));
+        insta::assert_snapshot!(served_call_hears(service, true).await);
+    }
+
+    /// What a served call of `Delegate` hears, one report a line.
+    async fn served_call_hears(service: SubagentService, queue_behind: bool) -> String {
+        let _providers: Vec<_> = ["child", "holder"]
+            .into_iter()
+            .map(|name| {
+                service
+                    .register_provider(
+                        ScriptedProvider::builder(name)
+                            .stop_reason(StopReason::Completed)
+                            .build(),
+                    )
+                    .unwrap()
+            })
+            .collect();
         let reports = Arc::new(CallReports::default());
         let listener = reports.clone();
         let _subscription = service.subscribe(Arc::new(move |event: &SubagentEvent| {
@@ -274,6 +335,7 @@ mod tests {
                 service: service.clone(),
                 reports: reports.clone(),
                 parameters: json!({"type": "object", "properties": {}}),
+                queue_behind,
             }))
             .unwrap();
         // No gap: every report is its own notification, so the order shows.
@@ -299,9 +361,12 @@ mod tests {
         let mut heard: Vec<ProgressNotificationParam> = Vec::new();
         let complete = |heard: &[ProgressNotificationParam]| {
             (1..=heard.len()).all(|n| heard.iter().any(|params| params.progress == n as f64))
-                && heard
-                    .iter()
-                    .any(|params| params.message.as_deref().is_some_and(|m| m.contains(" completed")))
+                && heard.iter().any(|params| {
+                    params
+                        .message
+                        .as_deref()
+                        .is_some_and(|m| m.contains("\"look it up\" completed"))
+                })
         };
         while !complete(&heard) {
             let params = tokio::time::timeout(Duration::from_secs(30), progress.recv())
@@ -318,11 +383,12 @@ mod tests {
                 message.split("; ").map(str::to_owned).collect::<Vec<_>>()
             })
             .collect();
-        insta::assert_snapshot!(messages.join("\n"));
         client.cancel().await.unwrap();
         served.await.unwrap().unwrap();
-        // Nothing of that child is kept once it ended.
-        assert!(reports.lock().children.is_empty() && reports.lock().early.is_empty());
+        // Nothing of those children is kept once they ended.
+        let state = reports.lock();
+        assert!(state.children.is_empty() && state.early.is_empty() && state.queued.is_empty());
+        messages.join("\n")
     }
 
     /// A child started outside any call that asked for progress reports

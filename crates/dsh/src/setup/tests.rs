@@ -33,6 +33,10 @@ fn setup(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface: Surface
         script: Some(script_path),
         max_turns: 4,
         mcp_servers: Vec::new(),
+        max_concurrent: None,
+        max_queued: None,
+        max_children: None,
+        token_budget: None,
     };
     match Setup::new(&args, config.as_ref(), data_dir, Arc::new(Quiet), surface) {
         Ok(setup) => setup,
@@ -117,5 +121,26 @@ async fn an_mcp_server_serves_no_fork_tool_and_filters_naming_it_still_work() {
     assert!(setup.tools().get("subagent").is_some());
     assert!(setup.tools().get("subagent_fork").is_none());
     assert_eq!(setup.delegation_tools(), ["subagent"]);
+    assert_eq!(delegate(&setup).await, "child ok");
+}
+
+/// Each parent is the root of a delegation tree of its own: `max_children`
+/// counts one parent's children, and another parent starts afresh.
+#[tokio::test]
+async fn each_parent_has_a_delegation_tree_of_its_own() {
+    let text = "[limits]\nmax_children = 1\n";
+    let script = delegating(r#"{"tool_not_offered": "subagent"}"#);
+    let setup = setup(text, &script, None, Surface::Agent);
+    let cancel = dsh_tools::CancellationToken::new();
+    let Ok(first) = setup.parent("first") else {
+        panic!("no parent")
+    };
+    assert_eq!(first.run("go", &cancel).await.text, "child ok");
+    let refused = first.run("again", &cancel).await.text;
+    assert!(
+        refused.contains("this delegation tree has already started 1 children"),
+        "{refused}"
+    );
+    // Another parent's tree has started nothing yet.
     assert_eq!(delegate(&setup).await, "child ok");
 }

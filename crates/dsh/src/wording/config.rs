@@ -60,8 +60,24 @@ pub(crate) fn config_unsupported(key: &str, provider: &str) -> String {
 /// A `tool_filter` with neither list.
 pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
 
-/// A `max_depth` beyond what the tool accepts.
+/// A count or budget in `dsh.toml` beyond what the tool accepts (`max_depth`, `token_budget`).
 pub(crate) const CONFIG_MAX_DEPTH_TOO_LARGE: &str = "must be at most 9007199254740991";
+
+/// A limit of `[limits]` (or a tool's `token_budget`) set to zero.
+pub(crate) fn config_limit_zero(key: &str) -> String {
+    match key {
+        "max_concurrent" => "must be at least 1: a tree that may run no child at once would only queue (leave it out for the default of 8)".to_owned(),
+        "max_children" => "must be at least 1: a tree that may start no child would refuse every delegation (leave it out for the default of 200)".to_owned(),
+        _ => "must be greater than zero (leave it out for no token budget)".to_owned(),
+    }
+}
+
+/// A `timeout` that is not a duration.
+pub(crate) fn config_bad_duration(text: &str) -> String {
+    format!(
+        "{text:?} is not a duration: write a positive whole number and a unit, such as \"500ms\", \"90s\", \"10min\" or \"2h\""
+    )
+}
 
 /// A zero timeout in `dsh.toml`.
 pub(crate) const CONFIG_ZERO_TIMEOUT: &str = "must be greater than zero (leave it out for no timeout)";
@@ -102,6 +118,12 @@ pub(crate) fn config_error(path: &Path, position: Option<(usize, usize)>, key: &
 
 /// What an `auth` value may be.
 pub(crate) const CONFIG_EXPECTING_AUTH: &str = r#""none", "first-env-var" or { method = "<id>" }"#;
+
+/// What a count of `[limits]` or a `token_budget` may be.
+pub(crate) const CONFIG_EXPECTING_COUNT: &str = "a non-negative integer";
+
+/// What a `timeout` may be.
+pub(crate) const CONFIG_EXPECTING_DURATION: &str = r#"a duration as text, such as "90s" or "10min""#;
 
 /// What a `max_depth` value may be.
 pub(crate) const CONFIG_EXPECTING_MAX_DEPTH: &str = r#"a non-negative integer or "provider-managed""#;

@@ -70,3 +70,14 @@ pub(crate) fn mcp_child_tool(label: &str, tool: &str) -> String {
 pub(crate) fn mcp_child_settled(label: &str, summary: &str) -> String {
     format!("subagent \"{label}\" {summary}")
 }
+
+/// Progress of an MCP call: its child waits for a slot of its delegation
+/// tree, behind `ahead` other calls.
+pub(crate) fn mcp_child_queued(label: &str, ahead: usize) -> String {
+    format!("subagent \"{label}\" {}", super::queued(ahead))
+}
+
+/// Progress of an MCP call: its queued child was cancelled before it started.
+pub(crate) fn mcp_child_withdrawn(label: &str) -> String {
+    format!("subagent \"{label}\" left the queue unstarted")
+}
