@@ -92,6 +92,11 @@ fn malformed_configs_name_the_key() {
         json!({"provider": "p", "toolFilter": {"deny": "subagent"}}),
         json!({"provider": "p", "toolFilter": {"block": ["x"]}}),
         json!({"provider": "p", "enableRunInBackground": "no"}),
+        json!({"provider": "p", "timeout": "10"}),
+        json!({"provider": "p", "timeout": "0s"}),
+        json!({"provider": "p", "timeout": 600}),
+        json!({"provider": "p", "tokenBudget": 0}),
+        json!({"provider": "p", "tokenBudget": -5}),
     ];
     let mut rendered = Vec::new();
     for config in cases {
@@ -99,6 +104,24 @@ fn malformed_configs_name_the_key() {
         rendered.push(format!("{config} -> {error}"));
     }
     insta::assert_snapshot!("config_errors", rendered.join("\n"));
+}
+
+#[test]
+fn timeouts_and_token_budgets_are_read_from_json() {
+    let config =
+        SubagentToolConfig::from_json(&json!({"provider": "p", "timeout": "10min", "tokenBudget": 5000})).unwrap();
+    assert_eq!(config.timeout, Some(std::time::Duration::from_secs(600)));
+    assert_eq!(config.token_budget, Some(5000));
+    for (text, millis) in [("500ms", 500), ("90s", 90_000), ("2 h", 7_200_000), ("3m", 180_000)] {
+        assert_eq!(
+            dsh_tool_subagent::parse_duration(text),
+            Some(std::time::Duration::from_millis(millis)),
+            "{text}"
+        );
+    }
+    for bad in ["", "10", "s", "-1s", "1.5s", "0ms", "10 days"] {
+        assert_eq!(dsh_tool_subagent::parse_duration(bad), None, "{bad}");
+    }
 }
 
 #[test]
