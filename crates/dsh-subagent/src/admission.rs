@@ -181,58 +181,66 @@ impl SubagentService {
         })
     }
 
-    /// The waiting half of admission: waits for the reservation's slot
-    /// when it has to (announced as [`SubagentEvent::RunQueued`], then
-    /// [`SubagentEvent::RunAdmitted`]), or leaves the queue when `cancel`
-    /// fires ([`SubagentEvent::RunWithdrawn`]; the start fails with the
-    /// cancelled headline and nothing is started). Then computes the
-    /// child's lineage and time limit. A reservation that holds its slot
-    /// already is admitted without waiting.
+    /// The waiting half of admission, for a start that keeps its own
+    /// lineage and token in the admission: [`Reservation::take_queued`],
+    /// [`SubagentService::wait`] when it must, then what the child inherits.
     pub(crate) async fn admit(
         &self,
         mut reservation: Reservation,
         cancel: &CancellationToken,
         caller: Caller<'_>,
     ) -> Result<Admission, SubagentError> {
-        let Some(Ticket::Queued(queued)) = reservation.ticket.take_if(|ticket| matches!(ticket, Ticket::Queued(_)))
-        else {
-            return Ok(reservation.admission(None, cancel));
+        let waited = match reservation.take_queued() {
+            Some(queued) => Some(self.wait(queued, cancel, &caller).await?),
+            None => None,
         };
-        let (slot, run_id) = self.wait(queued, cancel, &caller).await?;
-        let mut admission = reservation.admission(Some(slot), cancel);
-        admission.run_id = run_id;
+        let (mut admission, lineage, cancel) = reservation.admission(waited, cancel);
+        admission.lineage = lineage;
+        admission.cancel = cancel;
         Ok(admission)
     }
 
-    /// Waits in the queue for a slot, announcing the wait.
-    async fn wait(
-        &self,
+    /// Waits in the queue for a slot (announced as
+    /// [`SubagentEvent::RunQueued`], then [`SubagentEvent::RunAdmitted`]),
+    /// or leaves the queue when `cancel` fires
+    /// ([`SubagentEvent::RunWithdrawn`]; the start fails with the cancelled
+    /// headline and nothing is started). Returns the slot and the run id
+    /// its wait was announced with.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async block holds its captures once; an async fn would hold its arguments twice"
+    )]
+    pub(crate) fn wait<'a>(
+        &'a self,
         mut queued: Queued,
-        cancel: &CancellationToken,
-        caller: &Caller<'_>,
-    ) -> Result<(Slot, Option<u64>), SubagentError> {
-        let run_id = self.announce_queued(caller, queued.ahead());
-        trace::queued(queued.ahead());
-        let since = Instant::now();
-        let slot = tokio::select! {
-            biased;
-            slot = queued.admitted() => slot,
-            () = cancel.cancelled() => None,
-        };
-        let waited = since.elapsed();
-        let Some(slot) = slot else {
-            drop(queued);
-            trace::withdrawn(waited);
+        cancel: &'a CancellationToken,
+        caller: &'a Caller<'_>,
+    ) -> impl Future<Output = Result<(Slot, Option<u64>), SubagentError>> + Send + 'a {
+        // An `async` block, so its captures are held once (see `start_reserved`).
+        async move {
+            let run_id = self.announce_queued(caller, queued.ahead());
+            trace::queued(queued.ahead());
+            let since = Instant::now();
+            let slot = tokio::select! {
+                biased;
+                slot = queued.admitted() => slot,
+                () = cancel.cancelled() => None,
+            };
+            let waited = since.elapsed();
+            let Some(slot) = slot else {
+                drop(queued);
+                trace::withdrawn(waited);
+                if let Some(run_id) = run_id {
+                    self.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
+                }
+                return Err(SubagentError::aborted(wording::CANCELLED_WHILE_QUEUED));
+            };
+            trace::admitted(waited);
             if let Some(run_id) = run_id {
-                self.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
+                self.notify(&SubagentEvent::RunAdmitted(WaitInfo { run_id, waited }));
             }
-            return Err(SubagentError::aborted(wording::CANCELLED_WHILE_QUEUED));
-        };
-        trace::admitted(waited);
-        if let Some(run_id) = run_id {
-            self.notify(&SubagentEvent::RunAdmitted(WaitInfo { run_id, waited }));
+            Ok((slot, run_id))
         }
-        Ok((slot, run_id))
     }
 
     fn announce_queued(&self, caller: &Caller<'_>, ahead: usize) -> Option<u64> {
@@ -253,19 +261,33 @@ impl SubagentService {
 }
 
 impl Reservation {
-    /// What the admitted child inherits: its lineage (deadline, budgets,
-    /// place in the tree) and its own time limit. `slot` is the one a wait
-    /// got; otherwise the reservation's own, if it holds one.
-    fn admission(self, waited_for: Option<Slot>, cancel: &CancellationToken) -> Admission {
+    /// The place in the queue, when the reservation has to wait for its slot.
+    pub(crate) fn take_queued(&mut self) -> Option<Queued> {
+        match self.ticket.take_if(|ticket| matches!(ticket, Ticket::Queued(_))) {
+            Some(Ticket::Queued(queued)) => Some(queued),
+            _ => None,
+        }
+    }
+
+    /// What the admitted child inherits: the admission (its slot, its own
+    /// time limit), its lineage (deadline, budgets, place in the tree) and
+    /// the token its start must use. `waited` is what a wait got (its slot
+    /// and announced run id); otherwise the reservation's own slot, if any.
+    pub(crate) fn admission(
+        self,
+        waited: Option<(Slot, Option<u64>)>,
+        cancel: &CancellationToken,
+    ) -> (Admission, Lineage, CancellationToken) {
         let Self {
             ticket,
             demand,
             parent_deadline,
             parent_budget,
         } = self;
-        let slot = match (waited_for, ticket) {
-            (Some(slot), _) | (None, Some(Ticket::Ready(slot))) => Some(slot),
-            (None, Some(Ticket::Queued(_)) | None) => None,
+        let (slot, run_id) = match (waited, ticket) {
+            (Some((slot, run_id)), _) => (Some(slot), run_id),
+            (None, Some(Ticket::Ready(slot))) => (Some(slot), None),
+            (None, Some(Ticket::Queued(_)) | None) => (None, None),
         };
         let own_deadline = demand.timeout.map(|timeout| Instant::now() + timeout);
         let deadline = match (own_deadline, parent_deadline) {
@@ -296,15 +318,17 @@ impl Reservation {
             }),
             _ => None,
         };
-        Admission {
-            lineage,
-            cancel: timer
-                .as_ref()
-                .map_or_else(|| cancel.clone(), |timer| timer.stop.clone()),
-            run_id: None,
+        let cancel = timer
+            .as_ref()
+            .map_or_else(|| cancel.clone(), |timer| timer.stop.clone());
+        let admission = Admission {
+            lineage: Lineage::new(),
+            cancel: cancel.clone(),
+            run_id,
             slot,
             timer,
-        }
+        };
+        (admission, lineage, cancel)
     }
 }
 

@@ -9,6 +9,8 @@ use dsh_subagent_api::{
 };
 use dsh_tools::panic_message;
 
+use futures::future::Either;
+
 use crate::admission::{Caller, Demand, Reservation};
 use crate::events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
 use crate::gate::Node;
@@ -273,40 +275,65 @@ impl SubagentService {
             let reservation = self.reserve(&request.parent, Demand::of(&request, true))?;
             Ok((provider, reservation))
         });
-        self.start_checked(provider_name, checked, request)
+        match checked {
+            Ok((provider, reservation)) => {
+                Either::Left(self.start_reserved(provider_name, provider, reservation, request))
+            }
+            Err(error) => Either::Right(std::future::ready(Err(error))),
+        }
     }
 
-    /// [`SubagentService::start`] after its checks and its reservation
-    /// (or their failure): waits for the slot, gives the request the
-    /// child's lineage, starts the child and announces it. One future, so a
-    /// waiting call holds its request once.
-    pub(crate) async fn start_checked(
-        &self,
-        provider_name: &str,
-        checked: Result<(Arc<dyn SubagentProvider>, Reservation), SubagentError>,
+    /// [`SubagentService::start`] after its checks and its reservation:
+    /// waits for the slot when it has to, gives the request the child's
+    /// lineage, starts the child and announces it. Only what a wait needs
+    /// lives across it, so a waiting call stays small.
+    ///
+    /// A plain function returning an `async` block, not an `async fn`: the
+    /// block holds its captures once, where an `async fn` would hold its
+    /// arguments twice (as arguments and as the locals they are bound to).
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async block holds its captures once; an async fn would hold its arguments twice"
+    )]
+    pub(crate) fn start_reserved<'a>(
+        &'a self,
+        provider_name: &'a str,
+        provider: Arc<dyn SubagentProvider>,
+        mut reservation: Reservation,
         mut request: StartRequest,
-    ) -> Result<SubagentRun, SubagentError> {
-        let (provider, reservation) = checked?;
-        let depth = request.parent.depth().saturating_add(1);
-        let caller = Caller {
-            provider: provider_name,
-            parent: request.parent.id(),
-            depth,
-            label: request.label.as_deref(),
-        };
-        let admission = self.admit(reservation, &request.cancel, caller).await?;
-        request.lineage = admission.lineage.clone();
-        request.cancel = admission.cancel.clone();
-        if !self.announces_runs() {
-            // Nobody hears run events: no announcement, no observer.
-            return Ok(admission.bind(provider.start(request).await?));
+    ) -> impl Future<Output = Result<SubagentRun, SubagentError>> + Send + 'a {
+        async move {
+            let depth = request.parent.depth().saturating_add(1);
+            let waited = match reservation.take_queued() {
+                None => None,
+                Some(queued) => {
+                    let caller = Caller {
+                        provider: provider_name,
+                        parent: request.parent.id(),
+                        depth,
+                        label: request.label.as_deref(),
+                    };
+                    Some(self.wait(queued, &request.cancel, &caller).await?)
+                }
+            };
+            let (admission, lineage, cancel) = reservation.admission(waited, &request.cancel);
+            request.lineage = lineage;
+            request.cancel = cancel;
+            // Announced only when someone hears run events; otherwise the
+            // run carries no observer.
+            let announced = self
+                .announces_runs()
+                .then(|| (request.parent.id().clone(), request.label.clone()));
+            let run = provider.start(request).await?;
+            let run = match announced {
+                Some((parent, label)) => {
+                    self.announce(provider_name, parent, depth, label, run, admission.run_id)
+                        .0
+                }
+                None => run,
+            };
+            Ok(admission.bind(run))
         }
-        let parent = request.parent.id().clone();
-        let label = request.label.clone();
-        let run_id = admission.run_id;
-        let run = provider.start(request).await?;
-        let (run, _) = self.announce(provider_name, parent, depth, label, run, run_id);
-        Ok(admission.bind(run))
     }
 
     /// Whether some subscriber hears run events now.

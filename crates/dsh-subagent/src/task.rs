@@ -70,10 +70,8 @@ impl SubagentService {
         let task_id = spawn(tasks, spec(label, owner), span, move |control| async move {
             let start = |cancel| async {
                 request.cancel = cancel;
-                let checked = service
-                    .checked_provider(&provider, &request)
-                    .map(|checked| (checked, reservation));
-                service.start_checked(&provider, checked, request).await
+                let checked = service.checked_provider(&provider, &request)?;
+                service.start_reserved(&provider, checked, reservation, request).await
             };
             run(control, &provider, start).await
         })?;
