@@ -133,17 +133,19 @@ impl Slots {
         self.live.get(child)
     }
 
-    /// Frees the child's slot if `serial` still holds it.
+    /// Frees the child's slot if `serial` still holds it, and forgets the
+    /// child: an idle child is not kept here, so what the service holds is
+    /// bounded by its running activations, not by every child it ever ran.
+    /// A later send to it is routed like one to a child never seen: its
+    /// activation looks it up in the child store, which knows its parent.
     pub(super) fn release(&self, child: &str, serial: u64) {
         let mut state = self.lock();
-        if let Some(slot) = state.slots.get_mut(child)
-            && slot.activation.as_ref().is_some_and(|a| a.serial == serial)
+        if state
+            .slots
+            .get(child)
+            .is_some_and(|slot| slot.activation.as_ref().is_some_and(|a| a.serial == serial))
         {
-            slot.activation = None;
-            if slot.parent.is_none() {
-                // An id that never resolved to a child of anyone: forget it.
-                state.slots.remove(child);
-            }
+            state.slots.remove(child);
         }
     }
 
