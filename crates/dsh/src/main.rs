@@ -6,6 +6,7 @@ mod config;
 mod config_check;
 mod loop_guard;
 mod mcp;
+mod mcp_servers;
 mod model;
 mod observe;
 mod progress;

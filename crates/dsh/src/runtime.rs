@@ -14,9 +14,10 @@ use dsh_tools::{AgentId, ToolRegistry};
 
 use crate::cli::AgentArgs;
 use crate::config::Config;
+use crate::mcp_servers::McpServers;
 use crate::observe::TreeObserver;
 use crate::resume::ResumeError;
-use crate::setup::{McpServers, Mounts, Surface};
+use crate::setup::{Mounts, Surface};
 use crate::{Failure, model, resume, wording};
 
 /// A model, a runtime with the delegation tools mounted, the MCP servers to

@@ -1,23 +1,21 @@
 //! What `dsh run`, `dsh acp` and `dsh mcp` share: a plan (configuration in,
 //! [`HarnessBuilder`] calls out) that gives the parent its delegation tools
 //! (those of `dsh.toml`, or `subagent` and `subagent_fork`), the task tools
-//! and, with a data directory, `send_message` over continuable children;
-//! and the MCP servers whose tools join them. The runtime the parents share
-//! over these tools is [`crate::runtime`].
+//! and, with a data directory, `send_message` over continuable children.
+//! The MCP servers whose tools join them are [`crate::mcp_servers`]; the
+//! runtime the parents share over these tools is [`crate::runtime`].
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use dsh_agent::JsonlChildStore;
 use dsh_harness::{Background, Harness, HarnessBuilder};
-use dsh_mcp::{ClientOptions, McpMount, McpServerSpec};
 use dsh_subagent::{DelegationTree, Limits};
 use dsh_subagent_acp::AcpProvider;
 use dsh_subagent_api::{SubagentProvider, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
 use dsh_tools::ToolRegistry;
 
-use crate::cli::AgentArgs;
 use crate::config::{Config, Provider, Subagent};
 use crate::observe::TreeObserver;
 use crate::{Failure, loop_guard, wording};
@@ -201,72 +199,6 @@ impl Mounts {
     /// it delegates shares one gate, one child count and one token budget.
     pub(crate) fn open_tree(&self) -> DelegationTree {
         self.harness.open_tree()
-    }
-}
-
-/// The MCP servers whose tools join the parents' (`--mcp-server`s first,
-/// then `[[mcp_servers]]`): started by [`mount`](Self::mount), released by
-/// [`release`](Self::release).
-pub(crate) struct McpServers {
-    pending: Vec<McpServerSpec>,
-    mounted: Mutex<Vec<McpMount>>,
-    /// How they are started: with the loop guard's marker.
-    options: ClientOptions,
-}
-
-impl McpServers {
-    /// The servers to start; none runs yet.
-    pub(crate) fn new(args: &AgentArgs, config: Option<&Config>) -> Self {
-        let mut pending = args.mcp_servers.clone();
-        pending.extend(config.into_iter().flat_map(|config| config.mcp_servers.iter().cloned()));
-        let options = loop_guard::child_env(config)
-            .into_iter()
-            .fold(ClientOptions::default(), |options, (key, value)| {
-                options.env(key, value)
-            });
-        Self {
-            pending,
-            mounted: Mutex::default(),
-            options,
-        }
-    }
-
-    /// How MCP servers are started (with the loop guard's marker); for the
-    /// servers an ACP client hands a session, too.
-    pub(crate) fn options(&self) -> &ClientOptions {
-        &self.options
-    }
-
-    /// Starts each server and mounts its tools in `tools`, for the parent
-    /// and its children (a child's `toolFilter` applies to them like to any
-    /// tool). A server that cannot start stops dsh with exit 2, before any
-    /// model call, and those already started are released.
-    pub(crate) async fn mount(&mut self, tools: &ToolRegistry) -> Result<(), Failure> {
-        for spec in std::mem::take(&mut self.pending) {
-            match McpMount::start(&spec, tools, &self.options).await {
-                Ok(mount) => self
-                    .mounted
-                    .get_mut()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(mount),
-                Err(error) => {
-                    self.release().await;
-                    return Err(Failure::usage(wording::failed(&error)));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Releases every server, waiting until their process groups are gone.
-    pub(crate) async fn release(&self) {
-        let mounts = std::mem::take(&mut *self.mounted.lock().unwrap_or_else(PoisonError::into_inner));
-        for mount in mounts {
-            let server = mount.server().to_owned();
-            if let Err(error) = mount.release().await {
-                tracing::warn!(server = %server, "{}", wording::log_mcp_release_failed(&error));
-            }
-        }
     }
 }
 
