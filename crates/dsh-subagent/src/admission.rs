@@ -52,13 +52,9 @@ pub(crate) struct Reservation {
     parent_budget: Option<Arc<TokenBudget>>,
 }
 
-/// An admitted start: the child's lineage, its slot, and its time limit.
+/// An admitted start: its slot and its time limit, bound to the run it
+/// publishes ([`Admission::bind`]).
 pub(crate) struct Admission {
-    /// The child's lineage, for its start request.
-    pub(crate) lineage: Lineage,
-    /// The token the child's start must use: the caller's, or a child of
-    /// it that the time limit cancels.
-    pub(crate) cancel: CancellationToken,
     /// The announced id of a run that waited (its `RunQueued` event's).
     pub(crate) run_id: Option<u64>,
     slot: Option<Slot>,
@@ -189,15 +185,13 @@ impl SubagentService {
         mut reservation: Reservation,
         cancel: &CancellationToken,
         caller: Caller<'_>,
-    ) -> Result<Admission, SubagentError> {
+    ) -> Result<(Admission, Lineage, CancellationToken), SubagentError> {
         let waited = match reservation.take_queued() {
             Some(queued) => Some(self.wait(queued, cancel, &caller).await?),
             None => None,
         };
-        let (mut admission, lineage, cancel) = reservation.admission(waited, cancel);
-        admission.lineage = lineage;
-        admission.cancel = cancel;
-        Ok(admission)
+        let (admission, lineage, stop) = reservation.admission(waited, cancel);
+        Ok((admission, lineage, stop.unwrap_or_else(|| cancel.clone())))
     }
 
     /// Waits in the queue for a slot (announced as
@@ -270,14 +264,16 @@ impl Reservation {
     }
 
     /// What the admitted child inherits: the admission (its slot, its own
-    /// time limit), its lineage (deadline, budgets, place in the tree) and
-    /// the token its start must use. `waited` is what a wait got (its slot
-    /// and announced run id); otherwise the reservation's own slot, if any.
+    /// time limit), its lineage (deadline, budgets, place in the tree) and,
+    /// when it has a time limit of its own, the token its start must use
+    /// instead of `cancel` (a child of it, which the limit cancels).
+    /// `waited` is what a wait got (its slot and announced run id);
+    /// otherwise the reservation's own slot, if any.
     pub(crate) fn admission(
         self,
         waited: Option<(Slot, Option<u64>)>,
         cancel: &CancellationToken,
-    ) -> (Admission, Lineage, CancellationToken) {
+    ) -> (Admission, Lineage, Option<CancellationToken>) {
         let Self {
             ticket,
             demand,
@@ -318,17 +314,8 @@ impl Reservation {
             }),
             _ => None,
         };
-        let cancel = timer
-            .as_ref()
-            .map_or_else(|| cancel.clone(), |timer| timer.stop.clone());
-        let admission = Admission {
-            lineage: Lineage::new(),
-            cancel: cancel.clone(),
-            run_id,
-            slot,
-            timer,
-        };
-        (admission, lineage, cancel)
+        let stop = timer.as_ref().map(|timer| timer.stop.clone());
+        (Admission { run_id, slot, timer }, lineage, stop)
     }
 }
 

@@ -316,9 +316,11 @@ impl SubagentService {
                     Some(self.wait(queued, &request.cancel, &caller).await?)
                 }
             };
-            let (admission, lineage, cancel) = reservation.admission(waited, &request.cancel);
+            let (admission, lineage, stop) = reservation.admission(waited, &request.cancel);
             request.lineage = lineage;
-            request.cancel = cancel;
+            if let Some(stop) = stop {
+                request.cancel = stop;
+            }
             // Announced only when someone hears run events; otherwise the
             // run carries no observer.
             let announced = self

@@ -182,10 +182,10 @@ pub(super) async fn resume(
             depth,
             label: label.as_deref(),
         };
-        let admission = service.admit(reservation, &kill, caller).await?;
-        let mut request = ResumeRequest::new(child, prompt, parent, admission.cancel.clone(), descriptor);
+        let (admission, lineage, cancel) = service.admit(reservation, &kill, caller).await?;
+        let mut request = ResumeRequest::new(child, prompt, parent, cancel, descriptor);
         request.origin = origin;
-        request.lineage = admission.lineage.clone();
+        request.lineage = lineage;
         let run = continuable.resume(request).await?;
         Ok(activation.announce(provider, depth, label, run, admission))
     };

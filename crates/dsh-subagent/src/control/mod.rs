@@ -267,9 +267,9 @@ impl SubagentControl {
                         depth,
                         label: announced_label.as_deref(),
                     };
-                    let admission = service.admit(reservation, &kill, caller).await?;
-                    request.cancel = admission.cancel.clone();
-                    request.lineage = admission.lineage.clone();
+                    let (admission, lineage, cancel) = service.admit(reservation, &kill, caller).await?;
+                    request.cancel = cancel;
+                    request.lineage = lineage;
                     let Some(continuable) = checked.continuation() else {
                         return Err(ControlError::NoContinuation {
                             provider: checked.name().to_owned(),
