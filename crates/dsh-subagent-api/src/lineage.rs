@@ -16,12 +16,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::time::Instant;
 
-/// Where an agent sits in its delegation tree. Cheap to clone.
+/// Where an agent sits in its delegation tree. Cheap to clone: one shared
+/// pointer, none at all for the default, so an agent reference without a
+/// tree costs one word.
 ///
 /// The default lineage has no deadline, no budget and no tree: the agent is
 /// a top level of its own.
 #[derive(Clone, Default)]
-pub struct Lineage {
+pub struct Lineage(Option<Arc<Parts>>);
+
+#[derive(Clone, Default)]
+struct Parts {
     deadline: Option<Instant>,
     budget: Option<Arc<TokenBudget>>,
     admission: Option<Arc<dyn Any + Send + Sync>>,
@@ -33,48 +38,54 @@ impl Lineage {
         Self::default()
     }
 
+    fn parts(&self) -> Option<&Parts> {
+        self.0.as_deref()
+    }
+
+    fn edit(mut self, edit: impl FnOnce(&mut Parts)) -> Self {
+        edit(Arc::make_mut(self.0.get_or_insert_with(Arc::default)));
+        self
+    }
+
     /// Sets the instant by which the agent's run must end.
     #[must_use]
-    pub fn with_deadline(mut self, deadline: Instant) -> Self {
-        self.deadline = Some(deadline);
-        self
+    pub fn with_deadline(self, deadline: Instant) -> Self {
+        self.edit(|parts| parts.deadline = Some(deadline))
     }
 
     /// The instant by which the agent's run must end, when one is set.
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        self.parts()?.deadline
     }
 
     /// Sets the innermost token budget the agent spends from.
     #[must_use]
-    pub fn with_budget(mut self, budget: Arc<TokenBudget>) -> Self {
-        self.budget = Some(budget);
-        self
+    pub fn with_budget(self, budget: Arc<TokenBudget>) -> Self {
+        self.edit(|parts| parts.budget = Some(budget))
     }
 
     /// The innermost token budget the agent spends from (its chain reaches
     /// every enclosing budget), when one is set.
     pub fn budget(&self) -> Option<&Arc<TokenBudget>> {
-        self.budget.as_ref()
+        self.parts()?.budget.as_ref()
     }
 
     /// Sets the agent's place in its tree's admission gate. Opaque here: the
     /// service that admits children sets and reads it; providers pass it on.
     #[must_use]
-    pub fn with_admission<T: Any + Send + Sync>(mut self, admission: Arc<T>) -> Self {
-        self.admission = Some(admission);
-        self
+    pub fn with_admission<T: Any + Send + Sync>(self, admission: Arc<T>) -> Self {
+        self.edit(|parts| parts.admission = Some(admission))
     }
 
     /// The agent's place in its tree's admission gate, when it is of type `T`.
     pub fn admission<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.admission.clone()?.downcast::<T>().ok()
+        self.parts()?.admission.clone()?.downcast::<T>().ok()
     }
 
     /// Records `tokens` spent by the agent's model calls on every budget of
     /// its chain. Nothing happens without a budget.
     pub fn spend(&self, tokens: u64) {
-        if let Some(budget) = &self.budget {
+        if let Some(budget) = self.budget() {
             budget.spend(tokens);
         }
     }
@@ -82,16 +93,16 @@ impl Lineage {
     /// The first budget of the chain that is spent, innermost first: what
     /// stops the agent before its next model call.
     pub fn spent_budget(&self) -> Option<&TokenBudget> {
-        self.budget.as_deref()?.spent_budget()
+        self.budget()?.spent_budget()
     }
 }
 
 impl fmt::Debug for Lineage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lineage")
-            .field("deadline", &self.deadline)
-            .field("budget", &self.budget)
-            .field("in_tree", &self.admission.is_some())
+            .field("deadline", &self.deadline())
+            .field("budget", &self.budget())
+            .field("in_tree", &self.parts().is_some_and(|parts| parts.admission.is_some()))
             .finish()
     }
 }
