@@ -129,11 +129,7 @@ impl Progress {
                 None
             }
             Display::Bars(bars) => {
-                let bar = bars.add(ProgressBar::new_spinner());
-                if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {msg}") {
-                    bar.set_style(style);
-                }
-                bar.set_prefix(format!("{indent}↳ {label}"));
+                let bar = child_spinner(bars, &indent, &label);
                 bar.set_message(wording::queued(queued.ahead));
                 bar.enable_steady_tick(Duration::from_millis(120));
                 Some(bar)
@@ -173,11 +169,7 @@ impl Progress {
                 None
             }
             Display::Bars(bars) => {
-                let bar = bars.add(ProgressBar::new_spinner());
-                if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {msg}") {
-                    bar.set_style(style);
-                }
-                bar.set_prefix(format!("{indent}↳ {label}"));
+                let bar = child_spinner(bars, &indent, &label);
                 // An ACP child may have reported before its start was announced.
                 let now = self.activity.get(&run.id).and_then(|activity| activity.now);
                 bar.set_message(now.unwrap_or_else(|| wording::WORKING.to_owned()));
@@ -259,6 +251,17 @@ impl AgentObserver for Progress {
             bar.set_message(wording::model_calls(steps, usage));
         }
     }
+}
+
+/// A child's spinner line: `↳ <label>`, indented by its depth, with its
+/// elapsed time and a message.
+fn child_spinner(bars: &MultiProgress, indent: &str, label: &str) -> ProgressBar {
+    let bar = bars.add(ProgressBar::new_spinner());
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {prefix} {elapsed:>4} {msg}") {
+        bar.set_style(style);
+    }
+    bar.set_prefix(format!("{indent}↳ {label}"));
+    bar
 }
 
 #[cfg(test)]
