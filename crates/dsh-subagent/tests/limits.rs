@@ -454,6 +454,7 @@ async fn a_child_past_its_time_limit_is_cancelled_and_keeps_its_partial_output()
         result.stop_reason,
         StopReason::Other("time limit of 10 min reached".into())
     );
+    insta::assert_snapshot!("time_limit_stop_reason", result.stop_reason.as_str());
     assert_eq!(result.text(), "partial");
     stats.assert_each_released_once();
 }
