@@ -5,10 +5,12 @@
 //! synchronous: it refuses a start over a limit at once (a spent budget,
 //! the tree at `max_children`, a full queue) and takes a slot or a place in
 //! the queue, so a background call is refused or queued in call order before
-//! it returns. [`SubagentService::admit`] waits for the slot (announcing the
-//! wait; a cancellation leaves the queue) and computes what the child
+//! it returns. A queued reservation then waits for its slot
+//! ([`SubagentService::wait`], announcing the wait; a cancellation leaves
+//! the queue), and [`Reservation::admission`] computes what the child
 //! inherits. [`Admission::bind`] ties the slot and the time limit to the
-//! published run.
+//! published run. [`SubagentService::admit`] is the two in one, for the
+//! control service's starts.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,9 +179,10 @@ impl SubagentService {
         })
     }
 
-    /// The waiting half of admission, for a start that keeps its own
-    /// lineage and token in the admission: [`Reservation::take_queued`],
-    /// [`SubagentService::wait`] when it must, then what the child inherits.
+    /// The waiting half of admission in one step, for the control service's
+    /// starts: waits when the reservation is queued
+    /// ([`SubagentService::wait`]), then returns the admission, the child's
+    /// lineage and the token its start must use.
     pub(crate) async fn admit(
         &self,
         mut reservation: Reservation,
