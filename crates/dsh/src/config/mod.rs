@@ -470,7 +470,7 @@ fn resolve_subagent(
             return Err(at(
                 Some(span),
                 key("token_budget"),
-                wording::CONFIG_MAX_DEPTH_TOO_LARGE.to_owned(),
+                wording::CONFIG_PAST_SAFE_INTEGER.to_owned(),
             ));
         }
         tool = tool.token_budget(tokens);
@@ -478,7 +478,7 @@ fn resolve_subagent(
     if let Err(error) = tool.validate() {
         let (span, name, message) = match error {
             dsh_tool_subagent::ConfigError::InvalidMaxDepth => {
-                (depth_span, "max_depth", wording::CONFIG_MAX_DEPTH_TOO_LARGE.to_owned())
+                (depth_span, "max_depth", wording::CONFIG_PAST_SAFE_INTEGER.to_owned())
             }
             dsh_tool_subagent::ConfigError::EmptyToolFilter => {
                 (filter_span, "tool_filter", wording::CONFIG_EMPTY_TOOL_FILTER.to_owned())

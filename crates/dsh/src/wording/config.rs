@@ -61,7 +61,7 @@ pub(crate) fn config_unsupported(key: &str, provider: &str) -> String {
 pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
 
 /// A count or budget in `dsh.toml` beyond what the tool accepts (`max_depth`, `token_budget`).
-pub(crate) const CONFIG_MAX_DEPTH_TOO_LARGE: &str = "must be at most 9007199254740991";
+pub(crate) const CONFIG_PAST_SAFE_INTEGER: &str = "must be at most 9007199254740991";
 
 /// A limit of `[limits]` (or a tool's `token_budget`) set to zero.
 pub(crate) fn config_limit_zero(key: &str) -> String {
