@@ -230,7 +230,7 @@ impl SubagentService {
                 if let Some(run_id) = run_id {
                     self.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
                 }
-                return Err(SubagentError::aborted(wording::CANCELLED_WHILE_QUEUED));
+                return Err(SubagentError::aborted(wording::RUN_CANCELLED));
             };
             trace::admitted(waited);
             if let Some(run_id) = run_id {
@@ -359,10 +359,11 @@ impl Admission {
 }
 
 impl Demand {
-    /// What a start request asks: its foreground flag, timeout and budget.
-    pub(crate) fn of(request: &dsh_subagent_api::StartRequest, new_child: bool) -> Self {
+    /// What the start of a new child asks: its request's foreground flag,
+    /// timeout and budget.
+    pub(crate) fn new_child(request: &dsh_subagent_api::StartRequest) -> Self {
         Self {
-            new_child,
+            new_child: true,
             foreground: request.foreground,
             timeout: request.timeout,
             token_budget: request.token_budget,

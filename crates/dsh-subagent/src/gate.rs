@@ -22,7 +22,7 @@
 //! release its slot at once.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_subagent_api::{BudgetScope, SubagentError, TokenBudget};
@@ -65,9 +65,6 @@ pub(crate) struct Node {
     active: AtomicBool,
     /// The child's slot is lent to one of its foreground children. Under the tree's lock.
     lent: AtomicBool,
-    /// Its foreground children waiting in the queue, so a returned slot is
-    /// offered to them without scanning the queue otherwise.
-    waiting_children: AtomicUsize,
 }
 
 impl Node {
@@ -89,7 +86,6 @@ impl Node {
             child,
             active: AtomicBool::new(child),
             lent: AtomicBool::new(false),
-            waiting_children: AtomicUsize::new(0),
         }
     }
 
@@ -144,9 +140,6 @@ impl Node {
                 state.next_waiter += 1;
                 let id = state.next_waiter;
                 let lender = (foreground && self.child).then(|| self.clone());
-                if let Some(lender) = &lender {
-                    lender.waiting_children.fetch_add(1, Ordering::Relaxed);
-                }
                 let (grant, admitted) = oneshot::channel();
                 state.queue.push_back(Waiter {
                     id,
@@ -182,13 +175,12 @@ impl Tree {
     ) -> Vec<(oneshot::Sender<Slot>, Slot)> {
         let mut grants = Vec::new();
         if let Some(lender) = lender
-            && lender.waiting_children.load(Ordering::Relaxed) > 0
             && lender.can_lend()
             && let Some(index) = state
                 .queue
                 .iter()
                 .position(|waiter| waiter.lender.as_ref().is_some_and(|l| Arc::ptr_eq(l, lender)))
-            && let Some(waiter) = remove_waiter(state, index)
+            && let Some(waiter) = state.queue.remove(index)
         {
             lender.lent.store(true, Ordering::Relaxed);
             let child = Arc::new(Node::new(self.clone(), true));
@@ -197,7 +189,7 @@ impl Tree {
         }
         let max = self.limits.concurrency().map_or(usize::MAX, |max| max.get());
         while state.running < max
-            && let Some(waiter) = remove_waiter(state, 0)
+            && let Some(waiter) = state.queue.pop_front()
         {
             state.running += 1;
             let child = Arc::new(Node::new(self.clone(), true));
@@ -205,14 +197,6 @@ impl Tree {
         }
         grants
     }
-}
-
-fn remove_waiter(state: &mut TreeState, index: usize) -> Option<Waiter> {
-    let waiter = state.queue.remove(index)?;
-    if let Some(lender) = &waiter.lender {
-        lender.waiting_children.fetch_sub(1, Ordering::Relaxed);
-    }
-    Some(waiter)
 }
 
 /// Sends grants outside the lock. A grant whose call has gone is dropped
@@ -325,7 +309,7 @@ impl Drop for Queued {
         }
         let mut state = self.tree.lock();
         if let Some(index) = state.queue.iter().position(|waiter| waiter.id == self.id)
-            && let Some(waiter) = remove_waiter(&mut state, index)
+            && let Some(waiter) = state.queue.remove(index)
         {
             state.started -= u64::from(waiter.new_child);
         }

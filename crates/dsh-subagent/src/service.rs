@@ -272,7 +272,7 @@ impl SubagentService {
         request: StartRequest,
     ) -> impl Future<Output = Result<SubagentRun, SubagentError>> + Send + 'a {
         let checked = self.checked_provider(provider_name, &request).and_then(|provider| {
-            let reservation = self.reserve(&request.parent, Demand::of(&request, true))?;
+            let reservation = self.reserve(&request.parent, Demand::new_child(&request))?;
             Ok((provider, reservation))
         });
         match checked {

@@ -61,7 +61,7 @@ impl SubagentService {
     ) -> Result<String, TaskStartError> {
         let mut request = request;
         request.foreground = false;
-        let reservation = self.reserve(&request.parent, Demand::of(&request, true))?;
+        let reservation = self.reserve(&request.parent, Demand::new_child(&request))?;
         let owner = request.parent.id().clone();
         let span = trace::task_span(&request.origin);
         let service = self.clone();

@@ -108,12 +108,13 @@ pub fn disposed(disposed: &Result<(), SubagentError>) {
     }
 }
 
-/// The start waits for a slot of its delegation tree, `ahead` calls before it.
+/// The start waits for a slot of its delegation tree, `ahead` calls before
+/// it. Counts are `i64` fields, which OTLP exports as ints.
 pub(crate) fn queued(ahead: usize) {
     tracing::event!(
         target: "dsh::gen_ai",
         tracing::Level::INFO,
-        subagent.queue_ahead = ahead as u64,
+        subagent.queue_ahead = i64::try_from(ahead).unwrap_or(i64::MAX),
         "subagent.queued"
     );
 }

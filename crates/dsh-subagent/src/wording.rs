@@ -13,9 +13,10 @@ pub const SEND_MESSAGE_TOOL: &str = "send_message";
 pub const RELEASE_ABANDONED: &str =
     "subagent release did not finish after the call was cancelled and was abandoned; the child may still be running";
 
-/// A start cancelled while it waited for a slot of its delegation tree:
-/// the same headline as a cancelled run, since nothing was started.
-pub const CANCELLED_WHILE_QUEUED: &str = "subagent run was cancelled";
+/// The headline of a cancelled run (the `subagent` tool's, for an
+/// `aborted` stop), which is also what a start cancelled while it waited
+/// for a slot of its delegation tree fails with: nothing was started.
+pub const RUN_CANCELLED: &str = "subagent run was cancelled";
 
 /// The stop reason of a run that reached its time limit (a tool's
 /// `timeout`): `time limit of 10 min reached`.

@@ -109,7 +109,7 @@ pub const BACKGROUND_DISABLED: &str =
 /// The headline of a run that stopped for `reason` (never called for `completed`).
 pub fn stop_headline(reason: &StopReason) -> Cow<'static, str> {
     match reason {
-        StopReason::Aborted => "subagent run was cancelled".into(),
+        StopReason::Aborted => dsh_subagent::wording::RUN_CANCELLED.into(),
         StopReason::Error => "subagent run failed".into(),
         StopReason::MaxTokens => "subagent run hit its token limit before finishing".into(),
         StopReason::Refusal => "subagent declined the task".into(),

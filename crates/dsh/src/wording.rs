@@ -81,23 +81,12 @@ pub(crate) fn config_check_tool_limits(
 ) -> String {
     let mut parts = Vec::new();
     if let Some(timeout) = timeout {
-        parts.push(format!("timeout {}", duration(timeout)));
+        parts.push(format!("timeout {}", dsh_subagent::wording::human_duration(timeout)));
     }
     if let Some(tokens) = token_budget {
         parts.push(format!("token budget {tokens} tokens"));
     }
     format!("dsh: {tool}: each child run: {}", parts.join(", "))
-}
-
-/// A duration as written in `dsh.toml`: `10min`, `90s`, `1h`, `500ms`.
-fn duration(duration: std::time::Duration) -> String {
-    let millis = duration.as_millis();
-    match millis {
-        _ if millis.is_multiple_of(3_600_000) => format!("{}h", millis / 3_600_000),
-        _ if millis.is_multiple_of(60_000) => format!("{}min", millis / 60_000),
-        _ if millis.is_multiple_of(1000) => format!("{}s", millis / 1000),
-        _ => format!("{millis}ms"),
-    }
 }
 
 /// `dsh config check`'s verdict, on stderr before the catalog.

@@ -233,7 +233,7 @@ impl SubagentControl {
         let reservation = self
             .inner
             .service
-            .reserve(&request.parent, Demand::of(&request, true))
+            .reserve(&request.parent, Demand::new_child(&request))
             .map_err(|source| ControlError::Start { source })?;
         let descriptor = ContinuationDescriptor::for_request(provider, &request);
         let announced_label = request.label.clone();
