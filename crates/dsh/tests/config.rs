@@ -5,19 +5,7 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-use common::DSH;
-
-fn dsh(dir: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(DSH);
-    command.args(args).current_dir(dir);
-    for key in ["DSH_BASE_URL", "DSH_API_KEY", "DSH_MODEL", "DSH_LOG"] {
-        command.env_remove(key);
-    }
-    command.output().unwrap()
-}
+use common::{DSH, dsh};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

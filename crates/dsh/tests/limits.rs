@@ -5,21 +5,9 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-use common::DSH;
+use common::dsh;
 
 const CALLS: usize = 20;
-
-fn dsh(dir: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(DSH);
-    command.args(args).current_dir(dir);
-    for key in ["DSH_BASE_URL", "DSH_API_KEY", "DSH_MODEL", "DSH_LOG"] {
-        command.env_remove(key);
-    }
-    command.output().unwrap()
-}
 
 /// The parent asks for `CALLS` tasks in one reply; each child (which is not
 /// offered `subagent`) takes a moment, then answers with its prompt.
@@ -37,25 +25,35 @@ fn script() -> String {
     )
 }
 
-#[test]
-fn twenty_parallel_delegations_under_max_concurrent_3_all_answer_after_queueing() {
+/// Runs `dsh run` on [`script`] with `flags` in a fresh directory: the
+/// directory, whether it succeeded (its exit code), stdout and stderr.
+fn run_with(flags: &[&str], prompt: &str) -> (tempfile::TempDir, Option<i32>, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let script_path = dir.path().join("parent.json");
     std::fs::write(&script_path, script()).unwrap();
-    let output = dsh(
-        dir.path(),
-        &[
-            "run",
-            "--max-concurrent",
-            "3",
-            "--script",
-            script_path.to_str().unwrap(),
-            "delegate them all",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&output.stdout), "all answered\n");
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    args.extend(["--script", script_path.to_str().unwrap(), prompt]);
+    let output = dsh(dir.path(), &args);
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (dir, output.status.code(), text(&output.stdout), text(&output.stderr))
+}
+
+/// The parent's transcript, found through the transcripts line on stderr.
+fn parent_transcript(dir: &std::path::Path, stderr: &str) -> String {
+    let parent_id = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("dsh: transcripts in .dsh/agents: "))
+        .and_then(|rest| rest.split(" (parent)").next())
+        .unwrap_or_else(|| panic!("no transcripts line:\n{stderr}"));
+    std::fs::read_to_string(dir.join(".dsh/agents").join(format!("{parent_id}.jsonl"))).unwrap()
+}
+
+#[test]
+fn twenty_parallel_delegations_under_max_concurrent_3_all_answer_after_queueing() {
+    let (dir, code, stdout, stderr) = run_with(&["--max-concurrent", "3"], "delegate them all");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, "all answered\n");
 
     // Past the first three, calls waited: each said how many were ahead.
     let queued: Vec<&str> = stderr.lines().filter(|line| line.contains(" queued (")).collect();
@@ -82,13 +80,7 @@ fn twenty_parallel_delegations_under_max_concurrent_3_all_answer_after_queueing(
     assert!(summary.ends_with("s in all"), "{summary}");
 
     // Every child's answer reached the parent, each as its call's result.
-    let parent_id = stderr
-        .lines()
-        .find_map(|line| line.strip_prefix("dsh: transcripts in .dsh/agents: "))
-        .and_then(|rest| rest.split(" (parent)").next())
-        .unwrap_or_else(|| panic!("no transcripts line:\n{stderr}"));
-    let transcript = dir.path().join(".dsh/agents").join(format!("{parent_id}.jsonl"));
-    let transcript = std::fs::read_to_string(transcript).unwrap();
+    let transcript = parent_transcript(dir.path(), &stderr);
     for n in 1..=CALLS {
         let result = format!(
             r#""role":"tool","tool_call_id":"call_1_{}","content":"answered job {n}""#,
@@ -101,22 +93,8 @@ fn twenty_parallel_delegations_under_max_concurrent_3_all_answer_after_queueing(
 /// Without queueing nothing is said of it: the summary has no wait.
 #[test]
 fn a_run_whose_calls_never_wait_says_nothing_of_waiting() {
-    let dir = tempfile::tempdir().unwrap();
-    let script_path = dir.path().join("parent.json");
-    std::fs::write(&script_path, script()).unwrap();
-    let output = dsh(
-        dir.path(),
-        &[
-            "run",
-            "--max-concurrent",
-            "20",
-            "--script",
-            script_path.to_str().unwrap(),
-            "go",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{stderr}");
+    let (_dir, code, _, stderr) = run_with(&["--max-concurrent", "20"], "go");
+    assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("queued ("), "{stderr}");
     assert!(!stderr.contains("waited for a slot"), "{stderr}");
 }
@@ -126,34 +104,14 @@ fn a_run_whose_calls_never_wait_says_nothing_of_waiting() {
 /// reason, and the run stops unfinished (exit 1) saying so.
 #[test]
 fn a_spent_tree_budget_refuses_the_delegations_and_stops_the_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let script_path = dir.path().join("parent.json");
-    std::fs::write(&script_path, script()).unwrap();
-    let output = dsh(
-        dir.path(),
-        &[
-            "run",
-            "--token-budget",
-            "100",
-            "--script",
-            script_path.to_str().unwrap(),
-            "go",
-        ],
-    );
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let (dir, code, _, stderr) = run_with(&["--token-budget", "100"], "go");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.ends_with("dsh: the run did not finish: token budget of 100 tokens spent\n"),
         "{stderr}"
     );
     assert!(!stderr.contains(" started ("), "no child started:\n{stderr}");
-    let parent_id = stderr
-        .lines()
-        .find_map(|line| line.strip_prefix("dsh: transcripts in .dsh/agents: "))
-        .and_then(|rest| rest.split(" (parent)").next())
-        .unwrap();
-    let transcript =
-        std::fs::read_to_string(dir.path().join(".dsh/agents").join(format!("{parent_id}.jsonl"))).unwrap();
+    let transcript = parent_transcript(dir.path(), &stderr);
     assert_eq!(
         transcript
             .matches("subagent not started: this delegation tree's token budget is spent")

@@ -7,30 +7,15 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::DSH;
+use common::{DSH, dsh};
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
-}
-
-fn dsh(dir: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(DSH);
-    command.args(args).current_dir(dir);
-    for key in [
-        "DSH_BASE_URL",
-        "DSH_API_KEY",
-        "DSH_MODEL",
-        "DSH_LOG",
-        "DSH_PARENT_CONFIGS",
-    ] {
-        command.env_remove(key);
-    }
-    command.output().unwrap()
 }
 
 /// The parent asks `subagent_remote`, then repeats what it heard.

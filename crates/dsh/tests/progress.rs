@@ -6,23 +6,13 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-use common::DSH;
+use common::{DSH, dsh};
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
-}
-
-fn dsh(dir: &Path, args: &[&str]) -> Output {
-    let mut command = Command::new(DSH);
-    command.args(args).current_dir(dir);
-    for key in ["DSH_BASE_URL", "DSH_API_KEY", "DSH_MODEL", "DSH_LOG"] {
-        command.env_remove(key);
-    }
-    command.output().unwrap()
 }
 
 /// The parent asks the ACP child `subagent_remote`, then repeats its answer.

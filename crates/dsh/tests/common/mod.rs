@@ -22,6 +22,24 @@ pub const GUARD: Duration = Duration::from_secs(60);
 /// The binary under test.
 pub const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
+/// Runs the binary in `dir` with `args` and waits for it, offline: no model
+/// endpoint, key or log filter from the environment, and no loop-guard
+/// marker from a `dsh` that may be running the tests.
+pub fn dsh(dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(DSH);
+    command.args(args).current_dir(dir);
+    for key in [
+        "DSH_BASE_URL",
+        "DSH_API_KEY",
+        "DSH_MODEL",
+        "DSH_LOG",
+        "DSH_PARENT_CONFIGS",
+    ] {
+        command.env_remove(key);
+    }
+    command.output().unwrap()
+}
+
 /// Lines from a child's stdout, read on a thread so every wait is bounded.
 pub struct Peer {
     pub child: std::process::Child,
