@@ -38,7 +38,9 @@ impl Limits {
 
     /// At most `n` children of a tree run at once; more wait, first come
     /// first served. `0` is taken as `1`: a tree that can run nothing would
-    /// only queue.
+    /// only queue. Set [`Limits::max_queued`] too: without it the queue has
+    /// no bound, and a model that asks for 100,000 children holds 100,000
+    /// waiting calls (`dsh` sets 64).
     #[must_use]
     pub const fn max_concurrent(mut self, n: usize) -> Self {
         self.max_concurrent = Some(match NonZeroUsize::new(n) {
