@@ -14,7 +14,8 @@
 //!   ([`updates::replay`]). An unknown id is refused without naming others.
 //! - `session/prompt` → one [`Agent::run`](dsh_agent::Agent::run) of the
 //!   prompt's text, streamed as it happens ([`updates::live`]): a chunk per
-//!   text delta, each tool call and its end, the children's progress on
+//!   text delta (a burst of deltas ready together is one chunk,
+//!   [`stream::coalesce`]), each tool call and its end, the children's progress on
 //!   their delegation call; then the stop reason. A run that fails is
 //!   answered with a JSON-RPC error carrying the reason.
 //! - `session/cancel` → cancels that session's running prompt, which then
@@ -51,7 +52,7 @@ mod updates;
 
 use mcp::SessionTools;
 use stdio::Stdio;
-use stream::{Streams, Tee};
+use stream::{Event, Streams, Tee};
 
 /// One ACP session: a parent agent, its tools (the shared ones and its
 /// client's MCP servers), and the token of its running prompt.
@@ -94,6 +95,11 @@ fn origin(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> SpanOrig
     } else {
         SpanOrigin::current()
     }
+}
+
+/// The events already waiting on a prompt's channel, without waiting for more.
+fn ready(received: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> impl Iterator<Item = Event> + '_ {
+    std::iter::from_fn(|| received.try_recv().ok())
 }
 
 fn prompt_text(blocks: &[ContentBlock]) -> String {
@@ -302,23 +308,24 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                     let run = agent.run_from(text, &cancel, &origin);
                     tokio::pin!(run);
                     // Every event is sent before the run returns: forward
-                    // them as they come, then the rest, then the answer.
+                    // them as they come (those ready together at once,
+                    // coalesced), then the rest, then the answer.
+                    let forward = |ready: Vec<Event>| -> Result<(), acp::Error> {
+                        for update in stream::coalesce(ready).into_iter().flat_map(updates::live) {
+                            sender.send_notification(SessionNotification::new(session_id.clone(), update))?;
+                        }
+                        Ok(())
+                    };
                     let outcome = loop {
                         tokio::select! {
                             outcome = &mut run => break outcome,
                             Some(event) = received.recv() => {
-                                for update in updates::live(event) {
-                                    sender.send_notification(SessionNotification::new(session_id.clone(), update))?;
-                                }
+                                forward(std::iter::once(event).chain(ready(&mut received)).collect())?;
                             }
                         }
                     };
                     streams.close(agent.id());
-                    while let Ok(event) = received.try_recv() {
-                        for update in updates::live(event) {
-                            sender.send_notification(SessionNotification::new(session_id.clone(), update))?;
-                        }
-                    }
+                    forward(ready(&mut received).collect())?;
                     if let Some(session) = sessions(&open).get_mut(&session_id.to_string()) {
                         session.running = None;
                     }

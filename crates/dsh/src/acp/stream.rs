@@ -60,6 +60,24 @@ pub(crate) enum Event {
     },
 }
 
+/// The events that were ready together, with adjacent text deltas merged
+/// into one: the client reads the same text either way.
+///
+/// A model that streams token by token sends one delta at a time, and each
+/// is shown as it comes; a burst (a fast model, or several deltas in one
+/// network read) costs the client one `session/update`, not one per delta.
+/// Every other event is kept as it is, in order.
+pub(crate) fn coalesce(events: impl IntoIterator<Item = Event>) -> Vec<Event> {
+    let mut merged: Vec<Event> = Vec::new();
+    for event in events {
+        match (merged.last_mut(), event) {
+            (Some(Event::Text(text)), Event::Text(delta)) => text.push_str(&delta),
+            (_, event) => merged.push(event),
+        }
+    }
+    merged
+}
+
 /// A session agent whose prompt is running.
 struct Open {
     events: UnboundedSender<Event>,
@@ -468,6 +486,40 @@ mod tests {
     async fn end(mut run: SubagentRun) {
         run.result().await.unwrap();
         run.dispose().await.unwrap();
+    }
+
+    #[test]
+    fn text_deltas_ready_together_become_one_chunk_and_nothing_else_merges() {
+        let finished = |id: &str| Event::ToolFinished {
+            id: id.to_owned(),
+            text: "done".to_owned(),
+            failed: false,
+        };
+        let progress = |line: &str| Event::ChildProgress {
+            call: "c".to_owned(),
+            lines: vec![line.to_owned()],
+        };
+        let text = |delta: &str| Event::Text(delta.to_owned());
+        let ready = [
+            text("one "),
+            text("two "),
+            text("three"),
+            progress("a: started"),
+            progress("a: answering"),
+            finished("c"),
+            text("after"),
+        ];
+        assert_eq!(
+            coalesce(ready),
+            [
+                text("one two three"),
+                progress("a: started"),
+                progress("a: answering"),
+                finished("c"),
+                text("after"),
+            ]
+        );
+        assert_eq!(coalesce([]), []);
     }
 
     #[tokio::test]
