@@ -240,3 +240,34 @@ fn dsh_acp_sets_its_stdin_pipe_back_to_blocking() {
     assert!(child.wait().unwrap().success());
     assert!(!non_blocking(&shared), "blocking again after dsh acp exited");
 }
+
+/// Stdin and stdout need not be pipes: with a file for each (so tokio's
+/// portable stdio serves them), the request is read, answered, and `dsh acp`
+/// exits at the file's end.
+#[test]
+fn dsh_acp_serves_files_on_stdin_and_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}});
+    std::fs::write(&input, format!("{request}\n")).unwrap();
+    let output = dir.path().join("out.jsonl");
+    let status = std::process::Command::new(DSH)
+        .args(["acp", "--quiet"])
+        .env_remove("DSH_API_KEY")
+        .env_remove("DSH_BASE_URL")
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(std::fs::File::create(&output).unwrap())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let written = std::fs::read_to_string(&output).unwrap();
+    let answers: Vec<serde_json::Value> = written
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(answers.len(), 1, "{written}");
+    assert_eq!(answers[0]["id"], 1);
+    assert_eq!(answers[0]["result"]["protocolVersion"], 1);
+}

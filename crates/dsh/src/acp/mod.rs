@@ -218,11 +218,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let on_cancel = open.clone();
     let at_end = open;
     let load_setup = setup.clone();
-    let Stdio {
-        input,
-        output,
-        blocking,
-    } = Stdio::open();
+    let Stdio { lines, blocking } = Stdio::open();
 
     let served = acp::Agent
         .v1()
@@ -349,7 +345,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             },
             acp::on_receive_notification!(),
         )
-        .connect_to(acp::ByteStreams::new(output, input))
+        .connect_to(lines)
         .await;
     drop(blocking);
     // The end of the connection ends every session: its client's servers go.

@@ -1,4 +1,5 @@
-//! The protocol's stdin and stdout.
+//! The protocol's stdin and stdout, as the lines the ACP connection reads
+//! and writes.
 //!
 //! An ACP client starts `dsh acp` with pipes for both. Read and written as
 //! non-blocking pipes on the runtime's reactor, each message costs one
@@ -11,24 +12,35 @@
 //! writes must never fail with "would block"), that stream keeps tokio's
 //! stdio.
 //!
+//! Lines are split by tokio's reader (the C library's `memchr`), not the
+//! `futures` reader the SDK's byte-stream transport uses: that one probes
+//! the CPU's features on its first line, a dozen `cpuid` instructions that
+//! cost about 65 µs of every start on a virtual machine, where each one
+//! traps to the hypervisor.
+//!
 //! Non-blocking mode belongs to the pipe's open file, which another process
 //! may share; [`Stdio`] sets each one back to blocking when it is dropped.
 
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::pin::Pin;
 
-use futures::{AsyncRead, AsyncWrite};
+use agent_client_protocol as acp;
+use futures::{Sink, Stream};
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
-use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-/// The two streams, and the guard that sets the pipes back to blocking.
+/// The lines the protocol reads, one JSON-RPC message each (without its end of line).
+type Incoming = Pin<Box<dyn Stream<Item = io::Result<String>> + Send>>;
+/// Where the protocol writes its lines; each is written and flushed whole.
+type Outgoing = Pin<Box<dyn Sink<String, Error = io::Error> + Send>>;
+
+/// The connection's transport, and the guard that sets the pipes back to blocking.
 pub(crate) struct Stdio {
-    /// What the protocol reads.
-    pub(crate) input: Pin<Box<dyn AsyncRead + Send>>,
-    /// What the protocol writes.
-    pub(crate) output: Pin<Box<dyn AsyncWrite + Send>>,
+    /// The protocol's lines on stdin and stdout.
+    pub(crate) lines: acp::Lines<Outgoing, Incoming>,
     /// Keep it until the protocol is done with the streams.
     pub(crate) blocking: Blocking,
 }
@@ -54,9 +66,9 @@ impl Stdio {
         {
             Some(receiver) => {
                 made_non_blocking.extend(stdin.as_fd().try_clone_to_owned());
-                Box::pin(receiver.compat())
+                Box::pin(receiver)
             }
-            None => Box::pin(tokio::io::stdin().compat()),
+            None => Box::pin(tokio::io::stdin()),
         };
         let shared_with_stderr = identity(stdout.as_fd()).is_some_and(|out| identity(std::io::stderr()) == Some(out));
         let sender = (!shared_with_stderr)
@@ -66,16 +78,34 @@ impl Stdio {
         let output: Pin<Box<dyn AsyncWrite + Send>> = match sender {
             Some(sender) => {
                 made_non_blocking.extend(stdout.as_fd().try_clone_to_owned());
-                Box::pin(sender.compat_write())
+                Box::pin(sender)
             }
-            None => Box::pin(tokio::io::stdout().compat_write()),
+            None => Box::pin(tokio::io::stdout()),
         };
         Self {
-            input,
-            output,
+            lines: acp::Lines::new(outgoing(output), incoming(input)),
             blocking: Blocking(made_non_blocking),
         }
     }
+}
+
+/// `input`'s lines, with `\n` or `\r\n` taken off; a line that is not UTF-8 is an error.
+fn incoming(input: Pin<Box<dyn AsyncRead + Send>>) -> Incoming {
+    let lines = BufReader::new(input).lines();
+    Box::pin(futures::stream::unfold(lines, async |mut lines| {
+        lines.next_line().await.transpose().map(|line| (line, lines))
+    }))
+}
+
+/// Writes each line and its `\n` in one write, and flushes it.
+fn outgoing(output: Pin<Box<dyn AsyncWrite + Send>>) -> Outgoing {
+    Box::pin(futures::sink::unfold(output, async |mut output, line: String| {
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        output.write_all(&bytes).await?;
+        output.flush().await?;
+        Ok(output)
+    }))
 }
 
 /// Sets the pipes made non-blocking (copies of their descriptors) back to
