@@ -271,3 +271,67 @@ fn dsh_acp_serves_files_on_stdin_and_stdout() {
     assert_eq!(answers[0]["id"], 1);
     assert_eq!(answers[0]["result"]["protocolVersion"], 1);
 }
+
+/// `initialize` is answered before the agent setup is built, so a setup that
+/// fails (a configured MCP server that cannot start) comes after that
+/// answer: no session is created, and `dsh acp` exits 2 naming the server.
+#[test]
+fn dsh_acp_answers_initialize_then_exits_2_when_its_setup_fails() {
+    use std::io::{BufRead, Read, Write};
+    use std::sync::mpsc::RecvTimeoutError;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(DSH)
+        .args(["acp", "--quiet", "--mcp-server", "nope=/nonexistent/server"])
+        .current_dir(dir.path())
+        .env_remove("DSH_API_KEY")
+        .env_remove("DSH_BASE_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut next = |what: &str| match lines.recv_timeout(GUARD) {
+        Ok(line) => Some(line),
+        Err(RecvTimeoutError::Disconnected) => None,
+        Err(RecvTimeoutError::Timeout) => {
+            let _ = child.kill();
+            panic!("dsh acp gave no {what} within {GUARD:?}");
+        }
+    };
+    writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+    )
+    .unwrap();
+    let answer: serde_json::Value = serde_json::from_str(&next("answer").unwrap()).unwrap();
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    // The session waits for the setup, which fails: no answer, stdout ends.
+    let _ = writeln!(
+        stdin,
+        "{}",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+            "params": {"cwd": dir.path(), "mcpServers": []}})
+    );
+    let rest: Vec<String> = std::iter::from_fn(|| next("end of stdout")).collect();
+    assert!(rest.iter().all(|line| !line.contains("sessionId")), "{rest:?}");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "dsh: MCP server \"nope\" failed to start: cannot run \"/nonexistent/server\": No such file or directory (os error 2)"
+    );
+}

@@ -3,7 +3,10 @@
 //!
 //! - `initialize` → protocol v1; `loadSession` when transcripts are kept
 //!   (`--data-dir`); MCP servers over stdio and Streamable HTTP
-//!   (`mcpCapabilities.http`).
+//!   (`mcpCapabilities.http`). It is answered before the agent setup is
+//!   built, which then happens while the client reads the answer; a setup
+//!   that fails (a configured MCP server that cannot start) ends `dsh acp`
+//!   with exit 2 before any session exists.
 //! - `session/new` → a fresh parent agent (the same setup as `dsh run`) on
 //!   tools of its own: the shared ones and the MCP servers the client gave,
 //!   started (or reached) for this session ([`mcp`]); the session id is the
@@ -63,6 +66,29 @@ struct Session {
 }
 
 type Sessions = Arc<Mutex<HashMap<String, Session>>>;
+
+/// How long the agent setup waits for the first answer to be out before it
+/// is built anyway (a client that sends nothing still learns at once of a
+/// configured MCP server that cannot start).
+const SETUP_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The agent setup, once it is built: `session/new` and `session/load` wait
+/// for it. Building it fails only before any session exists, and then ends
+/// `dsh acp`; a request waiting meanwhile is answered with an internal error.
+#[derive(Clone)]
+struct Ready(tokio::sync::watch::Receiver<Option<Arc<Setup>>>);
+
+impl Ready {
+    async fn get(&self) -> Result<Arc<Setup>, acp::Error> {
+        let mut ready = self.0.clone();
+        let setup = ready
+            .wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|setup| setup.clone());
+        setup.ok_or_else(|| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, wording::ACP_SETUP_FAILED))
+    }
+}
 
 fn sessions(sessions: &Sessions) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
     sessions.lock().unwrap_or_else(PoisonError::into_inner)
@@ -197,19 +223,34 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let delegation_tools = crate::setup::delegation_tool_names(config.as_ref());
     let streams = Arc::new(Streams::new(delegation_tools));
     let observer = Arc::new(Tee(progress, streams.clone()));
-    let mut setup = Setup::new(
-        &args.agent,
-        config.as_ref(),
-        args.data_dir.as_deref(),
-        observer,
-        Surface::Agent,
-    )?;
-    setup.mount_mcp_servers().await?;
-    let setup = Arc::new(setup);
-    let at_exit = setup.clone();
-    if !args.quiet {
-        eprintln!("{}", setup.banner);
-    }
+    let Stdio {
+        lines,
+        answered,
+        blocking,
+    } = Stdio::open();
+    // The agent setup (its harness, tools and configured MCP servers) is
+    // built once `initialize` is answered, or after SETUP_WAIT without a
+    // request: the client reads that answer and sends `session/new`
+    // meanwhile, which waits for the setup ([`Ready`]).
+    let (publish, setup) = tokio::sync::watch::channel(None);
+    let setup = Ready(setup);
+    let build = async {
+        let _ = tokio::time::timeout(SETUP_WAIT, answered.notified()).await;
+        let mut setup = Setup::new(
+            &args.agent,
+            config.as_ref(),
+            args.data_dir.as_deref(),
+            observer,
+            Surface::Agent,
+        )?;
+        setup.mount_mcp_servers().await?;
+        let setup = Arc::new(setup);
+        if !args.quiet {
+            eprintln!("{}", setup.banner);
+        }
+        publish.send_replace(Some(setup.clone()));
+        Ok::<_, Failure>(setup)
+    };
     let load_session = args.data_dir.is_some();
     let open: Sessions = Arc::default();
     let on_new = open.clone();
@@ -218,7 +259,6 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let on_cancel = open.clone();
     let at_end = open;
     let load_setup = setup.clone();
-    let Stdio { lines, blocking } = Stdio::open();
 
     let served = acp::Agent
         .v1()
@@ -243,6 +283,10 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                 // connection's loop, so other sessions are served meanwhile.
                 let (setup, open) = (setup.clone(), on_new.clone());
                 cx.spawn(async move {
+                    let setup = match setup.get().await {
+                        Ok(setup) => setup,
+                        Err(error) => return responder.respond_with_error(error),
+                    };
                     match create_session(&setup, &open, &request).await {
                         Ok(id) => responder.respond(NewSessionResponse::new(id)),
                         Err(error) => responder.respond_with_error(error),
@@ -255,6 +299,10 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             async move |request: LoadSessionRequest, responder, cx| {
                 let (setup, open, sender) = (load_setup.clone(), on_load.clone(), cx.clone());
                 cx.spawn(async move {
+                    let setup = match setup.get().await {
+                        Ok(setup) => setup,
+                        Err(error) => return responder.respond_with_error(error),
+                    };
                     let agent = match continue_session(&setup, &open, &request).await {
                         Ok(agent) => agent,
                         Err(error) => return responder.respond_with_error(error),
@@ -345,8 +393,23 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             },
             acp::on_receive_notification!(),
         )
-        .connect_to(lines)
-        .await;
+        .connect_to(lines);
+    // A setup that fails ends dsh at once (exit 2, as before any answer); a
+    // connection that ends first (stdin closed) still gets its setup built,
+    // so a configured MCP server that cannot start is reported either way.
+    let (served, at_exit) = {
+        tokio::pin!(served, build);
+        tokio::select! {
+            setup = &mut build => {
+                let setup = setup?;
+                (served.await, setup)
+            }
+            served = &mut served => {
+                answered.notify_one();
+                (served, build.await?)
+            }
+        }
+    };
     drop(blocking);
     // The end of the connection ends every session: its client's servers go.
     let ended: Vec<Session> = sessions(&at_end).drain().map(|(_, session)| session).collect();

@@ -18,6 +18,10 @@
 //! cost about 65 µs of every start on a virtual machine, where each one
 //! traps to the hypervisor.
 //!
+//! [`Stdio::answered`] is notified once the first line is out, so that
+//! `dsh acp` can build its agent setup while the client reads that answer
+//! (the module docs of [`super`]).
+//!
 //! Non-blocking mode belongs to the pipe's open file, which another process
 //! may share; [`Stdio`] sets each one back to blocking when it is dropped.
 
@@ -25,12 +29,14 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use agent_client_protocol as acp;
 use futures::{Sink, Stream};
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::unix::pipe;
+use tokio::sync::Notify;
 
 /// The lines the protocol reads, one JSON-RPC message each (without its end of line).
 type Incoming = Pin<Box<dyn Stream<Item = io::Result<String>> + Send>>;
@@ -41,6 +47,8 @@ type Outgoing = Pin<Box<dyn Sink<String, Error = io::Error> + Send>>;
 pub(crate) struct Stdio {
     /// The protocol's lines on stdin and stdout.
     pub(crate) lines: acp::Lines<Outgoing, Incoming>,
+    /// Notified when the first line has been written and flushed.
+    pub(crate) answered: Arc<Notify>,
     /// Keep it until the protocol is done with the streams.
     pub(crate) blocking: Blocking,
 }
@@ -82,8 +90,10 @@ impl Stdio {
             }
             None => Box::pin(tokio::io::stdout()),
         };
+        let answered = Arc::new(Notify::new());
         Self {
-            lines: acp::Lines::new(outgoing(output), incoming(input)),
+            lines: acp::Lines::new(outgoing(output, answered.clone()), incoming(input)),
+            answered,
             blocking: Blocking(made_non_blocking),
         }
     }
@@ -97,15 +107,23 @@ fn incoming(input: Pin<Box<dyn AsyncRead + Send>>) -> Incoming {
     }))
 }
 
-/// Writes each line and its `\n` in one write, and flushes it.
-fn outgoing(output: Pin<Box<dyn AsyncWrite + Send>>) -> Outgoing {
-    Box::pin(futures::sink::unfold(output, async |mut output, line: String| {
-        let mut bytes = line.into_bytes();
-        bytes.push(b'\n');
-        output.write_all(&bytes).await?;
-        output.flush().await?;
-        Ok(output)
-    }))
+/// Writes each line and its `\n` in one write, and flushes it; notifies
+/// `answered` after the first.
+fn outgoing(output: Pin<Box<dyn AsyncWrite + Send>>, answered: Arc<Notify>) -> Outgoing {
+    let state = (output, Some(answered));
+    Box::pin(futures::sink::unfold(
+        state,
+        async |(mut output, mut answered), line: String| {
+            let mut bytes = line.into_bytes();
+            bytes.push(b'\n');
+            output.write_all(&bytes).await?;
+            output.flush().await?;
+            if let Some(answered) = answered.take() {
+                answered.notify_one();
+            }
+            Ok((output, answered))
+        },
+    ))
 }
 
 /// Sets the pipes made non-blocking (copies of their descriptors) back to
