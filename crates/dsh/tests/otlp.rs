@@ -410,3 +410,69 @@ fn spans_are_flushed_after_ctrl_c() {
         "RUN_ABORTED"
     );
 }
+
+/// Bounded delegation on the wire: under `--max-concurrent 1` the second of
+/// two parallel calls waits, and its `execute_tool` span says so with
+/// `subagent.queued` (`subagent.queue_ahead`) and `subagent.admitted`
+/// (`subagent.wait_ms`), both ints; under `--max-children 1` the second call
+/// is refused with `subagent.refused`, its `error.type` a string.
+#[test]
+fn the_limits_events_carry_int_counts_and_a_string_error_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = r#"{"rules": [
+        {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "done", "delay_ms": 50}},
+        {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+            {"name": "subagent", "arguments": {"description": "first", "prompt": "one"}},
+            {"name": "subagent", "arguments": {"description": "second", "prompt": "two"}}]}},
+        {"when": {"last_message": "tool"}, "reply": {"text": "both handled"}}
+    ]}"#;
+    std::fs::write(dir.path().join("two.json"), script).unwrap();
+    let events_of = |flags: &[&str]| {
+        let receiver = Receiver::start();
+        let mut args = vec!["run", "--script", "two.json"];
+        args.extend_from_slice(flags);
+        args.push("Do two things.");
+        let output = dsh(
+            dir.path(),
+            &args,
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)],
+        );
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let spans = receiver.spans();
+        let tools = named(&spans, "execute_tool subagent");
+        assert_eq!(tools.len(), 2, "{:#?}", names(&spans));
+        tools
+            .iter()
+            .flat_map(|tool| {
+                tool.events
+                    .iter()
+                    .map(|(name, _)| name.clone())
+                    .zip(tool.typed_events.clone())
+            })
+            .collect::<Vec<_>>()
+    };
+    let event = |events: &[(String, std::collections::BTreeMap<String, Typed>)], name: &str| {
+        events
+            .iter()
+            .find(|(event, _)| event == name)
+            .map(|(_, attributes)| attributes.clone())
+            .unwrap_or_else(|| panic!("no {name} among {events:#?}"))
+    };
+
+    let waited = events_of(&["--max-concurrent", "1"]);
+    let queued = event(&waited, "subagent.queued");
+    assert_eq!(queued["subagent.queue_ahead"], Typed::Int(0), "{queued:?}");
+    let admitted = event(&waited, "subagent.admitted");
+    assert!(
+        matches!(admitted["subagent.wait_ms"], Typed::Int(ms) if ms >= 0),
+        "{admitted:?}"
+    );
+
+    let refused = events_of(&["--max-children", "1"]);
+    let refused = event(&refused, "subagent.refused");
+    assert_eq!(
+        refused["error.type"],
+        Typed::String("max_children".to_owned()),
+        "{refused:?}"
+    );
+}

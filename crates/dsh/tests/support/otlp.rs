@@ -24,6 +24,8 @@ pub(crate) struct Span {
     /// Each attribute's value as it was typed on the wire.
     pub(crate) typed: BTreeMap<String, Typed>,
     pub(crate) events: Vec<(String, BTreeMap<String, String>)>,
+    /// Each event's attributes as they were typed on the wire, in the order of `events`.
+    pub(crate) typed_events: Vec<BTreeMap<String, Typed>>,
     pub(crate) links: Vec<(String, String)>,
     pub(crate) service: String,
 }
@@ -185,6 +187,11 @@ fn serve(stream: TcpStream, keep: &Mutex<Vec<Span>>, seen: &Mutex<Vec<String>>) 
                                 .events
                                 .iter()
                                 .map(|event| (event.name.clone(), attributes(&event.attributes)))
+                                .collect(),
+                            typed_events: span
+                                .events
+                                .iter()
+                                .map(|event| typed_attributes(&event.attributes))
                                 .collect(),
                             links: span
                                 .links
