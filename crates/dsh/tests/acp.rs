@@ -335,3 +335,98 @@ fn dsh_acp_answers_initialize_then_exits_2_when_its_setup_fails() {
         "dsh: MCP server \"nope\" failed to start: cannot run \"/nonexistent/server\": No such file or directory (os error 2)"
     );
 }
+
+/// A child that a session left running in the background does not outlive
+/// the connection: when the client closes stdin, `dsh acp` cancels it and
+/// waits for its release before exiting (the progress line says it was
+/// aborted), even a child that ignores the end of its own stdin (here a
+/// `dsh acp` fed through `cat` and then a `sleep`, so it sees no EOF); its
+/// whole process group is gone.
+#[test]
+fn a_sessions_background_child_is_released_when_the_connection_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    std::fs::create_dir_all(&pids).unwrap();
+    let slow = dir.path().join("slow.json");
+    std::fs::write(&slow, SLOW_SCRIPT).unwrap();
+    let parent = dir.path().join("parent.json");
+    std::fs::write(
+        &parent,
+        r#"{"rules": [
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [{"name": "subagent_slow",
+    "arguments": {"description": "slow", "prompt": "slow work", "run_in_background": true}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "started"}}
+]}"#,
+    )
+    .unwrap();
+    let shell = r#"echo $$ > "$1/$$"; { cat; sleep 30; } | "$0" acp --quiet --script "$2""#;
+    let config = format!(
+        r#"[[subagents]]
+tool_name = "subagent_slow"
+provider = "acp"
+command = "sh"
+args = ["-c", {shell:?}, {dsh:?}, {pids:?}, {slow:?}]
+max_depth = "provider-managed"
+enable_run_in_background = true
+"#,
+        dsh = DSH,
+        pids = pids.display().to_string(),
+        slow = slow.display().to_string(),
+    );
+    std::fs::write(dir.path().join("parent.toml"), config).unwrap();
+    let mut peer = Peer::with_stderr(
+        dir.path(),
+        &["--config", "parent.toml", "--script", parent.to_str().unwrap()],
+        std::process::Stdio::piped(),
+    );
+    peer.initialize();
+    let session = peer.new_session(dir.path());
+    peer.prompt(3, &session, "Start it.");
+    let turn = peer.until_response(3);
+    assert_eq!(turn.last().unwrap()["result"]["stopReason"], "end_turn", "{turn:#?}");
+    let completed = turn
+        .iter()
+        .find(|message| message["params"]["update"]["status"] == "completed")
+        .unwrap_or_else(|| panic!("the call ended: {turn:#?}"));
+    let result = &completed["params"]["update"]["content"][0]["content"]["text"];
+    assert!(result.as_str().unwrap().contains("subagent-1"), "{result}");
+    // The background child starts on its own time: wait until it has (its
+    // progress line on stderr), so that it is cancelled, not its start.
+    let Peer { mut child, stdin, .. } = peer;
+    let (tx, progress) = std::sync::mpsc::channel();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(stderr).map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let started = "↳ subagent \"slow\" started";
+    while !progress
+        .recv_timeout(GUARD)
+        .expect("the child's start")
+        .starts_with(started)
+    {}
+    assert_eq!(groups(dir.path()).len(), 1, "one child process group");
+
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = progress.iter().collect();
+    assert!(status.success(), "{rest:#?}");
+    assert!(
+        rest.iter().any(|line| line.starts_with("↳ subagent \"slow\" aborted")),
+        "{rest:#?}"
+    );
+    // Released: the group was torn down (SIGTERM after the EOF grace) and
+    // waited for; allow for the reaping of its last processes.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while groups(dir.path())
+        .into_iter()
+        .any(|pgid| killpg(pgid, None) != Err(Errno::ESRCH))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a child's process group outlived dsh acp"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

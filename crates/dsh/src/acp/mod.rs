@@ -411,9 +411,15 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
         }
     };
     drop(blocking);
-    // The end of the connection ends every session: its client's servers go.
+    // The end of the connection ends every session: the children its agent
+    // left running in the background are killed and released, then its
+    // client's servers go.
     let ended: Vec<Session> = sessions(&at_end).drain().map(|(_, session)| session).collect();
     for mut session in ended {
+        at_exit
+            .tasks()
+            .dispose_owner(session.agent.id(), wording::ACP_CONNECTION_CLOSED)
+            .await;
         session.tools.release().await;
     }
     at_exit.release_mcp_servers().await;

@@ -17,6 +17,10 @@ pub(crate) const PROMPT_ALREADY_RUNNING: &str = "a prompt is already running in 
 /// (`dsh acp` is ending; the reason goes to stderr).
 pub(crate) const ACP_SETUP_FAILED: &str = "the dsh agent could not be set up; its log says why";
 
+/// Why a session's background children were killed: its client closed the
+/// connection (their task records and `task_output` say so).
+pub(crate) const ACP_CONNECTION_CLOSED: &str = "the ACP connection closed";
+
 /// A request for a session this agent does not hold.
 pub(crate) fn unknown_session(id: &dyn Display) -> String {
     format!("unknown session {id}")

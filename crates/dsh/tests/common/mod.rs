@@ -49,6 +49,11 @@ pub struct Peer {
 
 impl Peer {
     pub fn start(dir: &Path, args: &[&str]) -> Self {
+        Self::with_stderr(dir, args, Stdio::null())
+    }
+
+    /// [`Peer::start`], with stderr going to `stderr` (piped: `child.stderr`).
+    pub fn with_stderr(dir: &Path, args: &[&str], stderr: Stdio) -> Self {
         let mut child = Command::new(DSH)
             .arg("acp")
             .args(args)
@@ -57,7 +62,7 @@ impl Peer {
             .env_remove("DSH_BASE_URL")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let stdin = child.stdin.take().unwrap();
