@@ -103,6 +103,17 @@ impl ToolFilter {
     }
 }
 
+/// Whether the caller of a start waits for the child ([`StartRequest::mode`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunMode {
+    /// The caller waits for the child's result: a foreground delegation.
+    #[default]
+    Foreground,
+    /// The caller goes on while the child runs: a background task, or a
+    /// continuable child.
+    Background,
+}
+
 /// A request to start one child.
 ///
 /// `prompt`, `parent` and `cancel` are required; every other field is
@@ -134,11 +145,11 @@ pub struct StartRequest {
     /// Where the child's `invoke_agent` span sits (default: under the span
     /// current when the request was made).
     pub origin: crate::SpanOrigin,
-    /// Whether the caller waits for this child (a foreground delegation,
-    /// the default) or goes on while it runs (a background one). A waiting
-    /// caller lends its admission slot to its child, so a tree whose agents
-    /// wait on their children cannot deadlock on its `max_concurrent`.
-    pub foreground: bool,
+    /// Whether the caller waits for this child ([`RunMode::Foreground`],
+    /// the default) or goes on while it runs ([`RunMode::Background`]). A
+    /// waiting caller lends its admission slot to its child, so a tree whose
+    /// agents wait on their children cannot deadlock on its `max_concurrent`.
+    pub mode: RunMode,
     /// The wall time the child's run may take. The service cancels it when
     /// this (or its parent's deadline, when earlier) has passed, and the run
     /// ends `time limit of … reached`, its partial output kept.
@@ -167,7 +178,7 @@ impl StartRequest {
             max_depth: None,
             output_schema: None,
             origin: crate::SpanOrigin::current(),
-            foreground: true,
+            mode: RunMode::Foreground,
             timeout: None,
             token_budget: None,
             lineage: Lineage::default(),

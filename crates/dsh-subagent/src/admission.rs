@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, BudgetScope, CancellationToken, Lineage, StopReason, SubagentError, SubagentRun, TokenBudget,
+    AgentId, AgentRef, BudgetScope, CancellationToken, Lineage, RunMode, StopReason, SubagentError, SubagentRun,
+    TokenBudget,
 };
 use tokio::time::Instant;
 
@@ -29,8 +30,8 @@ use crate::{Limits, SubagentService, trace, wording};
 pub(crate) struct Demand {
     /// A new child (counted against `max_children`), not a continuation.
     pub(crate) new_child: bool,
-    /// The caller waits for the child, so it may lend its slot.
-    pub(crate) foreground: bool,
+    /// Whether the caller waits for the child (then it may lend its slot).
+    pub(crate) mode: RunMode,
     /// The child's own wall-time limit.
     pub(crate) timeout: Option<Duration>,
     /// The child's own token budget.
@@ -159,7 +160,7 @@ impl SubagentService {
             trace::refused(&error, "token_budget");
             return Err(error);
         }
-        let ticket = match node.map(|node| node.reserve(demand.new_child, demand.foreground)) {
+        let ticket = match node.map(|node| node.reserve(demand.new_child, demand.mode)) {
             Some(Ok(ticket)) => Some(ticket),
             Some(Err(error)) => {
                 let limit = match error {
@@ -359,12 +360,12 @@ impl Admission {
 }
 
 impl Demand {
-    /// What the start of a new child asks: its request's foreground flag,
-    /// timeout and budget.
+    /// What the start of a new child asks: its request's mode, timeout and
+    /// budget.
     pub(crate) fn new_child(request: &dsh_subagent_api::StartRequest) -> Self {
         Self {
             new_child: true,
-            foreground: request.foreground,
+            mode: request.mode,
             timeout: request.timeout,
             token_budget: request.token_budget,
         }

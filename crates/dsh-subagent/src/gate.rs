@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use dsh_subagent_api::{BudgetScope, SubagentError, TokenBudget};
+use dsh_subagent_api::{BudgetScope, RunMode, SubagentError, TokenBudget};
 use tokio::sync::oneshot;
 
 use crate::Limits;
@@ -108,8 +108,9 @@ impl Node {
     /// place in the queue, or a refusal.
     ///
     /// `new_child` counts against `max_children` (a continuation of a child
-    /// is not new); `foreground` calls may borrow this node's slot.
-    pub(crate) fn reserve(self: &Arc<Self>, new_child: bool, foreground: bool) -> Result<Ticket, SubagentError> {
+    /// is not new); a [`RunMode::Foreground`] call may borrow this node's slot.
+    pub(crate) fn reserve(self: &Arc<Self>, new_child: bool, mode: RunMode) -> Result<Ticket, SubagentError> {
+        let foreground = mode == RunMode::Foreground;
         let tree = &self.tree;
         let mut state = tree.lock();
         if new_child

@@ -11,7 +11,8 @@
 //! happen before a child starts happens there, for every route.
 
 use dsh_subagent_api::{
-    AgentId, CancellationToken, SpanOrigin, StartRequest, StopReason, SubagentError, SubagentResult, SubagentRun,
+    AgentId, CancellationToken, RunMode, SpanOrigin, StartRequest, StopReason, SubagentError, SubagentResult,
+    SubagentRun,
 };
 use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskSpec};
 use tracing::{Instrument, Span};
@@ -60,7 +61,7 @@ impl SubagentService {
         request: StartRequest,
     ) -> Result<String, TaskStartError> {
         let mut request = request;
-        request.foreground = false;
+        request.mode = RunMode::Background;
         let reservation = self.reserve(&request.parent, Demand::new_child(&request))?;
         let owner = request.parent.id().clone();
         let span = trace::task_span(&request.origin);

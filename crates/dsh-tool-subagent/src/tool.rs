@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_subagent::{SubagentControl, SubagentService};
-use dsh_subagent_api::{SpanOrigin, StartRequest};
+use dsh_subagent_api::{RunMode, SpanOrigin, StartRequest};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
@@ -86,7 +86,11 @@ impl SubagentTool {
         request.tool_filter = self.config.tool_filter.clone();
         request.timeout = self.config.timeout;
         request.token_budget = self.config.token_budget;
-        request.foreground = !background;
+        request.mode = if background {
+            RunMode::Background
+        } else {
+            RunMode::Foreground
+        };
         request.max_depth = match self.config.max_depth {
             Some(MaxDepth::Limit(limit)) => Some(limit),
             Some(MaxDepth::ProviderManaged) | None => None,

@@ -66,8 +66,8 @@ mod slots;
 use std::sync::Arc;
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, CancellationToken, ChildStore, ContentBlock, ContinuationDescriptor, SpanOrigin, StartRequest,
-    SubagentProvider,
+    AgentId, AgentRef, CancellationToken, ChildStore, ContentBlock, ContinuationDescriptor, RunMode, SpanOrigin,
+    StartRequest, SubagentProvider,
 };
 use dsh_tasks::{TaskOutcome, TaskRegistry, TaskStatus};
 
@@ -229,7 +229,7 @@ impl SubagentControl {
     ) -> Result<Started, ControlError> {
         self.inner.store()?;
         let checked = self.check(provider, &request)?;
-        request.foreground = false;
+        request.mode = RunMode::Background;
         let reservation = self
             .inner
             .service
@@ -356,7 +356,7 @@ impl SubagentControl {
                 // a slot like any run.
                 let demand = Demand {
                     new_child: false,
-                    foreground: false,
+                    mode: RunMode::Background,
                     timeout: None,
                     token_budget: None,
                 };
