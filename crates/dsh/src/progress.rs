@@ -138,19 +138,26 @@ impl Progress {
         self.lock().queued.insert(queued.run_id, Waiting { label, indent, bar });
     }
 
-    /// A wait ended: admitted (its start line follows) or withdrawn.
-    fn left_queue(&self, wait: &WaitInfo, withdrawn: bool) {
+    /// A wait ended, admitted (its start line follows) or withdrawn: it
+    /// counts among the waits, and its bar goes.
+    fn left_queue(&self, wait: &WaitInfo) -> Option<Waiting> {
         let waiting = {
             let mut state = self.lock();
             state.waits.calls += 1;
             state.waits.total += wait.waited;
             state.queued.remove(&wait.run_id)
-        };
-        let Some(waiting) = waiting else { return };
+        }?;
         if let Some(bar) = &waiting.bar {
             bar.finish_and_clear();
         }
-        if withdrawn && let Display::Lines(sink) = &self.display {
+        Some(waiting)
+    }
+
+    /// A wait was withdrawn (its call cancelled): nothing starts, a line says so.
+    fn withdrawn(&self, wait: &WaitInfo) {
+        if let Some(waiting) = self.left_queue(wait)
+            && let Display::Lines(sink) = &self.display
+        {
             sink(wording::child_withdrawn(
                 &waiting.indent,
                 &waiting.label,
@@ -216,8 +223,8 @@ impl TreeObserver for Progress {
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
             SubagentEvent::RunQueued(queued) => self.queued(queued),
-            SubagentEvent::RunAdmitted(wait) => self.left_queue(wait, false),
-            SubagentEvent::RunWithdrawn(wait) => self.left_queue(wait, true),
+            SubagentEvent::RunAdmitted(wait) => drop(self.left_queue(wait)),
+            SubagentEvent::RunWithdrawn(wait) => self.withdrawn(wait),
             _ => {}
         }
     }

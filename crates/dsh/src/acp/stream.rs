@@ -43,13 +43,16 @@ pub(crate) enum Event {
         /// Whether it failed.
         failed: bool,
     },
-    /// A delegation call's own child waits for a slot of its tree
-    /// (`queued`), or got one: the call is pending, then in progress again.
-    CallQueued {
+    /// A delegation call's own child waits for a slot of its tree: the
+    /// call is pending.
+    CallWaits {
         /// The delegation call's id.
         call: String,
-        /// Whether its child waits now.
-        queued: bool,
+    },
+    /// That child got its slot: the call is in progress again.
+    CallAdmitted {
+        /// The delegation call's id.
+        call: String,
     },
     /// The children working under a delegation call, one line each.
     ChildProgress {
@@ -249,9 +252,8 @@ impl Streams {
         let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
         let reporting = Reporting { root, call, label };
         if own {
-            let event = Event::CallQueued {
+            let event = Event::CallWaits {
                 call: reporting.call.clone(),
-                queued: true,
             };
             Self::send(&state, &reporting.root, event);
         }
@@ -261,27 +263,26 @@ impl Streams {
         state.queued.insert(queued.run_id, Waiting { reporting, own });
     }
 
-    /// A wait ended: admitted (the call is in progress again, and the
-    /// child's start follows) or withdrawn (nothing starts).
-    fn left_queue(&self, wait: &WaitInfo, withdrawn: bool) {
-        let mut state = self.lock();
-        if withdrawn {
-            let Some(Waiting { reporting, .. }) = state.queued.remove(&wait.run_id) else {
-                return;
-            };
-            Self::set_line(&mut state, &reporting, Entry::Queued(wait.run_id), |label| {
-                wording::acp_child_withdrawn(label)
-            });
-            return;
-        }
+    /// A wait ended with a slot: the call is in progress again, and the
+    /// child's start follows.
+    fn admitted(&self, wait: &WaitInfo) {
+        let state = self.lock();
         let Some(Waiting { reporting, own: true }) = state.queued.get(&wait.run_id).cloned() else {
             return;
         };
-        let event = Event::CallQueued {
-            call: reporting.call,
-            queued: false,
-        };
+        let event = Event::CallAdmitted { call: reporting.call };
         Self::send(&state, &reporting.root, event);
+    }
+
+    /// A wait was withdrawn (its call cancelled): nothing starts.
+    fn withdrawn(&self, wait: &WaitInfo) {
+        let mut state = self.lock();
+        let Some(Waiting { reporting, .. }) = state.queued.remove(&wait.run_id) else {
+            return;
+        };
+        Self::set_line(&mut state, &reporting, Entry::Queued(wait.run_id), |label| {
+            wording::acp_child_withdrawn(label)
+        });
     }
 
     /// A child started: it reports under its parent's delegation call (a
@@ -340,8 +341,8 @@ impl TreeObserver for Streams {
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
             SubagentEvent::RunQueued(queued) => self.queued(queued),
-            SubagentEvent::RunAdmitted(wait) => self.left_queue(wait, false),
-            SubagentEvent::RunWithdrawn(wait) => self.left_queue(wait, true),
+            SubagentEvent::RunAdmitted(wait) => self.admitted(wait),
+            SubagentEvent::RunWithdrawn(wait) => self.withdrawn(wait),
             _ => {}
         }
     }
@@ -704,10 +705,8 @@ mod tests {
             call: call.to_owned(),
             lines: vec![line.to_owned()],
         };
-        let queued = |call: &str, queued: bool| Event::CallQueued {
-            call: call.to_owned(),
-            queued,
-        };
+        let waits = |call: &str| Event::CallWaits { call: call.to_owned() };
+        let admitted = |call: &str| Event::CallAdmitted { call: call.to_owned() };
         let mut seen = Vec::new();
         for _ in 0..5 {
             seen.push(next().await);
@@ -724,13 +723,13 @@ mod tests {
             seen,
             [
                 progress("c0", "alpha: started (alpha)"),
-                queued("c1", true),
+                waits("c1"),
                 progress("c1", "beta: queued (0 ahead)"),
-                queued("c2", true),
+                waits("c2"),
                 progress("c2", "gamma: queued (1 ahead)"),
                 progress("c2", "gamma: left the queue unstarted"),
                 progress("c0", "alpha: completed"),
-                queued("c1", false),
+                admitted("c1"),
                 progress("c1", "beta: started (beta)"),
                 progress("c1", "beta: completed"),
             ]

@@ -83,8 +83,8 @@ pub(crate) fn live(event: Event) -> Vec<SessionUpdate> {
         ],
         Event::ToolFinished { id, text, failed } => vec![finished(&id, &text, failed)],
         // A delegation whose child waits for a slot has not started its work.
-        Event::CallQueued { call, queued: true } => vec![status(&call, ToolCallStatus::Pending)],
-        Event::CallQueued { call, queued: false } => vec![status(&call, ToolCallStatus::InProgress)],
+        Event::CallWaits { call } => vec![status(&call, ToolCallStatus::Pending)],
+        Event::CallAdmitted { call } => vec![status(&call, ToolCallStatus::InProgress)],
         Event::ChildProgress { call, lines } => vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
             call,
             ToolCallUpdateFields::new().content(content(lines.join("\n"))),
@@ -170,17 +170,15 @@ mod tests {
             arguments: r#"{"description":"read the docs","prompt":"Read them."}"#.into(),
             delegation: true,
         });
-        updates.extend(live(Event::CallQueued {
+        updates.extend(live(Event::CallWaits {
             call: "call_1_3".into(),
-            queued: true,
         }));
         updates.extend(live(Event::ChildProgress {
             call: "call_1_3".into(),
             lines: vec!["read the docs: queued (2 ahead)".into()],
         }));
-        updates.extend(live(Event::CallQueued {
+        updates.extend(live(Event::CallAdmitted {
             call: "call_1_3".into(),
-            queued: false,
         }));
         insta::assert_json_snapshot!(json(&updates));
     }

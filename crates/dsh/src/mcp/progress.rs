@@ -75,12 +75,15 @@ impl CallReports {
         state.queued.insert(queued.run_id, Reporting { progress, label });
     }
 
-    /// A wait ended: admitted (its start is reported next) or withdrawn.
-    fn left_queue(&self, wait: &WaitInfo, withdrawn: bool) {
-        let Some(reporting) = self.lock().queued.remove(&wait.run_id) else {
-            return;
-        };
-        if withdrawn {
+    /// A wait ended, admitted (its start is reported next) or withdrawn:
+    /// where it reported.
+    fn left_queue(&self, wait: &WaitInfo) -> Option<Reporting> {
+        self.lock().queued.remove(&wait.run_id)
+    }
+
+    /// A wait was withdrawn (its call cancelled): nothing starts, its call hears so.
+    fn withdrawn(&self, wait: &WaitInfo) {
+        if let Some(reporting) = self.left_queue(wait) {
             reporting
                 .progress
                 .report(wording::mcp_child_withdrawn(&reporting.label));
@@ -151,8 +154,8 @@ impl TreeObserver for CallReports {
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
             SubagentEvent::RunQueued(queued) => self.queued(queued),
-            SubagentEvent::RunAdmitted(wait) => self.left_queue(wait, false),
-            SubagentEvent::RunWithdrawn(wait) => self.left_queue(wait, true),
+            SubagentEvent::RunAdmitted(wait) => drop(self.left_queue(wait)),
+            SubagentEvent::RunWithdrawn(wait) => self.withdrawn(wait),
             _ => {}
         }
     }
