@@ -73,12 +73,12 @@ type Sessions = Arc<Mutex<HashMap<String, Session>>>;
 const SETUP_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The agent setup, once it is built: `session/new` and `session/load` wait
-/// for it. Building it fails only before any session exists, and then ends
-/// `dsh acp`; a request waiting meanwhile is answered with an internal error.
+/// for it. A setup that fails ends `dsh acp` with that failure (exit 2); a
+/// request still waiting then gets an internal error, if it is answered at all.
 #[derive(Clone)]
-struct Ready(tokio::sync::watch::Receiver<Option<Arc<Setup>>>);
+struct SetupHandle(tokio::sync::watch::Receiver<Option<Arc<Setup>>>);
 
-impl Ready {
+impl SetupHandle {
     async fn get(&self) -> Result<Arc<Setup>, acp::Error> {
         let mut ready = self.0.clone();
         let setup = ready
@@ -124,7 +124,7 @@ fn origin(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> SpanOrig
 }
 
 /// The events already waiting on a prompt's channel, without waiting for more.
-fn ready(received: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> impl Iterator<Item = Event> + '_ {
+fn waiting(received: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) -> impl Iterator<Item = Event> + '_ {
     std::iter::from_fn(|| received.try_recv().ok())
 }
 
@@ -231,9 +231,9 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     // The agent setup (its harness, tools and configured MCP servers) is
     // built once `initialize` is answered, or after SETUP_WAIT without a
     // request: the client reads that answer and sends `session/new`
-    // meanwhile, which waits for the setup ([`Ready`]).
+    // meanwhile, which waits for the setup ([`SetupHandle`]).
     let (publish, setup) = tokio::sync::watch::channel(None);
-    let setup = Ready(setup);
+    let setup = SetupHandle(setup);
     let build = async {
         let _ = tokio::time::timeout(SETUP_WAIT, answered.notified()).await;
         let mut setup = Setup::new(
@@ -354,8 +354,8 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                     // Every event is sent before the run returns: forward
                     // them as they come (those ready together at once,
                     // coalesced), then the rest, then the answer.
-                    let forward = |ready: Vec<Event>| -> Result<(), acp::Error> {
-                        for update in stream::coalesce(ready).into_iter().flat_map(updates::live) {
+                    let forward = |events: Vec<Event>| -> Result<(), acp::Error> {
+                        for update in stream::coalesce(events).into_iter().flat_map(updates::live) {
                             sender.send_notification(SessionNotification::new(session_id.clone(), update))?;
                         }
                         Ok(())
@@ -364,12 +364,12 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
                         tokio::select! {
                             outcome = &mut run => break outcome,
                             Some(event) = received.recv() => {
-                                forward(std::iter::once(event).chain(ready(&mut received)).collect())?;
+                                forward(std::iter::once(event).chain(waiting(&mut received)).collect())?;
                             }
                         }
                     };
                     streams.close(agent.id());
-                    forward(ready(&mut received).collect())?;
+                    forward(waiting(&mut received).collect())?;
                     if let Some(session) = sessions(&open).get_mut(&session_id.to_string()) {
                         session.running = None;
                     }
