@@ -118,7 +118,7 @@ pub(crate) fn record_stop(span: &Span, stop: &AgentStop) {
         AgentStop::Cancelled => "CANCELLED",
         AgentStop::MaxTurns(_) => "MAX_TURNS",
         AgentStop::Error(_) => "MODEL_ERROR",
-        AgentStop::TokenBudget(_) => "token_budget",
+        AgentStop::TokenBudget(_) => dsh_subagent_api::ErrorCode::TokenBudgetSpent.as_str(),
     };
     dsh_tools::trace::record_error(span, Some(code));
 }

@@ -157,21 +157,13 @@ impl SubagentService {
                 spent: spent.spent(),
                 limit: spent.limit(),
             };
-            trace::refused(&error, "token_budget");
+            trace::refused(&error);
             return Err(error);
         }
-        let ticket = match node.map(|node| node.reserve(demand.new_child, demand.mode)) {
-            Some(Ok(ticket)) => Some(ticket),
-            Some(Err(error)) => {
-                let limit = match error {
-                    SubagentError::ChildLimit { .. } => "max_children",
-                    _ => "max_queued",
-                };
-                trace::refused(&error, limit);
-                return Err(error);
-            }
-            None => None,
-        };
+        let ticket = node
+            .map(|node| node.reserve(demand.new_child, demand.mode))
+            .transpose()
+            .inspect_err(trace::refused)?;
         Ok(Reservation {
             ticket,
             demand,

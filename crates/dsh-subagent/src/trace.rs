@@ -139,9 +139,15 @@ pub(crate) fn withdrawn(waited: std::time::Duration) {
     );
 }
 
-/// A limit refused the start: `limit` (`max_queued`, `max_children`,
+/// A limit refused the start: the limit (`max_queued`, `max_children`,
 /// `token_budget`) is its `error.type`.
-pub(crate) fn refused(error: &SubagentError, limit: &'static str) {
+pub(crate) fn refused(error: &SubagentError) {
+    let limit = match error {
+        SubagentError::QueueFull { .. } => "max_queued",
+        SubagentError::ChildLimit { .. } => "max_children",
+        SubagentError::TokenBudgetSpent { .. } => "token_budget",
+        other => other.code(),
+    };
     tracing::event!(
         target: "dsh::gen_ai",
         tracing::Level::INFO,
