@@ -352,6 +352,18 @@ impl Admission {
 }
 
 impl Demand {
+    /// What a continuation of a child asks (`send_message`): a slot like
+    /// any run, but it is no new child of the tree, and it runs in the
+    /// background.
+    pub(crate) fn continuation() -> Self {
+        Self {
+            new_child: false,
+            mode: RunMode::Background,
+            timeout: None,
+            token_budget: None,
+        }
+    }
+
     /// What the start of a new child asks: its request's mode, timeout and
     /// budget.
     pub(crate) fn new_child(request: &dsh_subagent_api::StartRequest) -> Self {

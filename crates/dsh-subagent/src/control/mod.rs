@@ -257,8 +257,6 @@ impl SubagentControl {
             span,
             move |activation, control| async move {
                 let checked = &checked;
-                let service = service;
-                let service = &service;
                 let start = move |kill: CancellationToken| async move {
                     let mut request = request;
                     let caller = Caller {
@@ -352,18 +350,10 @@ impl SubagentControl {
             }
             Decision::Activate => {
                 let store = self.inner.store()?;
-                // A continuation is no new child of the tree, but it needs
-                // a slot like any run.
-                let demand = Demand {
-                    new_child: false,
-                    mode: RunMode::Background,
-                    timeout: None,
-                    token_budget: None,
-                };
                 let reservation = self
                     .inner
                     .service
-                    .reserve(parent, demand)
+                    .reserve(parent, Demand::continuation())
                     .map_err(|source| ControlError::Start { source })?;
                 let inner = self.inner.clone();
                 let parent = parent.clone();
