@@ -110,10 +110,9 @@ pub(crate) struct AgentArgs {
 impl AgentArgs {
     /// The limits the flags set, to lay over the file's ([`crate::config::LimitsConfig::resolve`]).
     pub(crate) fn limits(&self) -> crate::config::LimitsConfig {
-        let count = |value: Option<u64>| value.map(|value| usize::try_from(value).unwrap_or(usize::MAX));
         crate::config::LimitsConfig {
-            max_concurrent: count(self.max_concurrent),
-            max_queued: count(self.max_queued),
+            max_concurrent: self.max_concurrent,
+            max_queued: self.max_queued,
             max_children: self.max_children,
             token_budget: self.token_budget,
         }

@@ -66,9 +66,9 @@ pub(crate) struct ModelConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct LimitsConfig {
     /// Children of one tree running at once (at least 1).
-    pub(crate) max_concurrent: Option<usize>,
+    pub(crate) max_concurrent: Option<u64>,
     /// Calls of one tree waiting for a slot.
-    pub(crate) max_queued: Option<usize>,
+    pub(crate) max_queued: Option<u64>,
     /// Children one tree may start over its life (at least 1).
     pub(crate) max_children: Option<u64>,
     /// Tokens one tree may spend, its top-level agent's own included.
@@ -77,23 +77,27 @@ pub(crate) struct LimitsConfig {
 
 impl LimitsConfig {
     /// dsh's default `max_concurrent`.
-    pub(crate) const DEFAULT_MAX_CONCURRENT: usize = 8;
+    pub(crate) const DEFAULT_MAX_CONCURRENT: u64 = 8;
     /// dsh's default `max_queued`.
-    pub(crate) const DEFAULT_MAX_QUEUED: usize = 64;
+    pub(crate) const DEFAULT_MAX_QUEUED: u64 = 64;
     /// dsh's default `max_children`.
     pub(crate) const DEFAULT_MAX_CHILDREN: u64 = 200;
 
     /// `flags` over `self` (the file) over dsh's defaults: 8 at once, 64
     /// waiting, 200 children, no token budget.
+    /// Counts past what this machine can hold are taken as unbounded in effect.
     pub(crate) fn resolve(&self, flags: &LimitsConfig) -> dsh_subagent::Limits {
+        let count = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
         let limits = dsh_subagent::Limits::none()
-            .max_concurrent(
+            .max_concurrent(count(
                 flags
                     .max_concurrent
                     .or(self.max_concurrent)
                     .unwrap_or(Self::DEFAULT_MAX_CONCURRENT),
-            )
-            .max_queued(flags.max_queued.or(self.max_queued).unwrap_or(Self::DEFAULT_MAX_QUEUED))
+            ))
+            .max_queued(count(
+                flags.max_queued.or(self.max_queued).unwrap_or(Self::DEFAULT_MAX_QUEUED),
+            ))
             .max_children(
                 flags
                     .max_children
@@ -323,10 +327,9 @@ fn resolve_limits(raw: RawLimits, at: &At<'_>) -> Result<LimitsConfig, ConfigFil
         )),
         value => Ok(value.map(|value| value.into_inner().0)),
     };
-    let count = |value: Option<u64>| value.map(|value| usize::try_from(value).unwrap_or(usize::MAX));
     Ok(LimitsConfig {
-        max_concurrent: count(positive(raw.max_concurrent, "max_concurrent")?),
-        max_queued: count(raw.max_queued.map(|value| value.into_inner().0)),
+        max_concurrent: positive(raw.max_concurrent, "max_concurrent")?,
+        max_queued: raw.max_queued.map(|value| value.into_inner().0),
         max_children: positive(raw.max_children, "max_children")?,
         token_budget: positive(raw.token_budget, "token_budget")?,
     })
