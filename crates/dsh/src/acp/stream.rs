@@ -461,7 +461,7 @@ mod tests {
     use dsh_subagent::SubagentService;
     use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, SubagentRun};
     use dsh_subagent_testing::scripted::ScriptedProvider;
-    use tokio::sync::mpsc::unbounded_channel;
+    use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
     use super::*;
 
@@ -487,6 +487,36 @@ mod tests {
     async fn end(mut run: SubagentRun) {
         run.result().await.unwrap();
         run.dispose().await.unwrap();
+    }
+
+    /// What keeps a test's providers registered and its streams subscribed.
+    type Watching = (Vec<dsh_subagent::ProviderRegistration>, dsh_subagent::Subscription);
+
+    /// Streams for the `subagent` tool, hearing `service`'s run events, with
+    /// a scripted provider of each of `providers`, and the session agent
+    /// `root` open on a channel.
+    fn watch(
+        service: &SubagentService,
+        providers: &[&str],
+    ) -> (Arc<Streams>, AgentId, UnboundedReceiver<Event>, Watching) {
+        let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
+        let registrations = providers
+            .iter()
+            .map(|name| {
+                service
+                    .register_provider(ScriptedProvider::builder(*name).build())
+                    .unwrap()
+            })
+            .collect();
+        let observer = streams.clone();
+        let runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            observer.child_event(event);
+            Ok(())
+        }));
+        let root = AgentId::new("root");
+        let (events, received) = unbounded_channel();
+        streams.open(&root, events);
+        (streams, root, received, (registrations, runs))
     }
 
     #[test]
@@ -525,24 +555,8 @@ mod tests {
 
     #[tokio::test]
     async fn children_report_under_the_call_with_their_description_and_stop_when_it_ends() {
-        let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
         let service = SubagentService::new();
-        let _providers: Vec<_> = ["alpha", "beta", "deeper"]
-            .into_iter()
-            .map(|name| {
-                service
-                    .register_provider(ScriptedProvider::builder(name).build())
-                    .unwrap()
-            })
-            .collect();
-        let observer = streams.clone();
-        let _runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
-            observer.child_event(event);
-            Ok(())
-        }));
-        let root = AgentId::new("root");
-        let (events, mut received) = unbounded_channel();
-        streams.open(&root, events);
+        let (streams, root, mut received, _watching) = watch(&service, &["alpha", "beta", "deeper"]);
         let (first, second) = (call("c0", "subagent", "alpha"), call("c1", "subagent", "beta"));
         streams.tool_call_started(&root, &first);
         streams.tool_call_started(&root, &second);
@@ -601,19 +615,8 @@ mod tests {
     async fn an_acp_childs_reports_replace_its_line_even_before_its_start_is_announced() {
         use dsh_subagent_acp::{ChildUpdate, Status};
 
-        let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
         let service = SubagentService::new();
-        let _provider = service
-            .register_provider(ScriptedProvider::builder("remote").build())
-            .unwrap();
-        let observer = streams.clone();
-        let _runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
-            observer.child_event(event);
-            Ok(())
-        }));
-        let root = AgentId::new("root");
-        let (events, mut received) = unbounded_channel();
-        streams.open(&root, events);
+        let (streams, root, mut received, _watching) = watch(&service, &["remote"]);
         streams.tool_call_started(&root, &call("c0", "subagent", "remote"));
         let kid = "scripted-subagent:remote:root";
         // Reported before the start is announced: shown right after it.
@@ -656,24 +659,8 @@ mod tests {
     /// wait says it left the queue.
     #[tokio::test]
     async fn a_queued_delegation_is_pending_until_its_child_gets_a_slot() {
-        let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
         let service = SubagentService::with_limits(dsh_subagent::Limits::none().max_concurrent(1));
-        let _providers: Vec<_> = ["alpha", "beta", "gamma"]
-            .into_iter()
-            .map(|name| {
-                service
-                    .register_provider(ScriptedProvider::builder(name).build())
-                    .unwrap()
-            })
-            .collect();
-        let observer = streams.clone();
-        let _runs = service.subscribe(Arc::new(move |event: &SubagentEvent| {
-            observer.child_event(event);
-            Ok(())
-        }));
-        let root = AgentId::new("root");
-        let (events, mut received) = unbounded_channel();
-        streams.open(&root, events);
+        let (streams, root, mut received, _watching) = watch(&service, &["alpha", "beta", "gamma"]);
         for (id, description) in [("c0", "alpha"), ("c1", "beta"), ("c2", "gamma")] {
             streams.tool_call_started(&root, &call(id, "subagent", description));
         }

@@ -142,14 +142,19 @@ mod tests {
         serde_json::to_value(updates).unwrap()
     }
 
-    #[test]
-    fn a_delegation_is_announced_with_its_description_then_runs_then_completes() {
-        let mut updates = live(Event::ToolStarted {
-            id: "call_1_0".into(),
+    /// The start of a delegation call `id` whose task is "read the docs".
+    fn delegation(id: &str) -> Event {
+        Event::ToolStarted {
+            id: id.into(),
             name: "subagent".into(),
             arguments: r#"{"description":"read the docs","prompt":"Read them."}"#.into(),
             delegation: true,
-        });
+        }
+    }
+
+    #[test]
+    fn a_delegation_is_announced_with_its_description_then_runs_then_completes() {
+        let mut updates = live(delegation("call_1_0"));
         updates.extend(live(Event::ChildProgress {
             call: "call_1_0".into(),
             lines: vec!["read the docs: started (m)".into()],
@@ -164,12 +169,7 @@ mod tests {
 
     #[test]
     fn a_delegation_whose_child_waits_for_a_slot_is_pending_then_in_progress() {
-        let mut updates = live(Event::ToolStarted {
-            id: "call_1_3".into(),
-            name: "subagent".into(),
-            arguments: r#"{"description":"read the docs","prompt":"Read them."}"#.into(),
-            delegation: true,
-        });
+        let mut updates = live(delegation("call_1_3"));
         updates.extend(live(Event::CallWaits {
             call: "call_1_3".into(),
         }));
