@@ -113,7 +113,7 @@ pub(crate) fn child_queued(indent: &str, label: &str, ahead: usize) -> String {
 
 /// `dsh run` progress: a queued delegation was cancelled before it started.
 pub(crate) fn child_withdrawn(indent: &str, label: &str, seconds: f64) -> String {
-    format!("{indent}↳ subagent \"{label}\" left the queue unstarted · {seconds:.1}s")
+    format!("{indent}↳ subagent \"{label}\" {WITHDRAWN} · {seconds:.1}s")
 }
 
 /// A delegation waiting for a slot, and how many calls wait before it
@@ -121,6 +121,9 @@ pub(crate) fn child_withdrawn(indent: &str, label: &str, seconds: f64) -> String
 pub(crate) fn queued(ahead: usize) -> String {
     format!("queued ({ahead} ahead)")
 }
+
+/// A queued delegation cancelled before it started (every progress surface).
+pub(crate) const WITHDRAWN: &str = "left the queue unstarted";
 
 /// `dsh run` progress, one line per child end when stderr is not a
 /// terminal: its label, [`child_summary`] and its time.
@@ -154,7 +157,7 @@ pub(crate) fn acp_child_queued(label: &str, ahead: usize) -> String {
 
 /// A delegation under an ACP delegation call was cancelled while it waited.
 pub(crate) fn acp_child_withdrawn(label: &str) -> String {
-    format!("{label}: left the queue unstarted")
+    format!("{label}: {WITHDRAWN}")
 }
 
 /// A child under an ACP delegation call has started, on this provider.

@@ -79,5 +79,5 @@ pub(crate) fn mcp_child_queued(label: &str, ahead: usize) -> String {
 
 /// Progress of an MCP call: its queued child was cancelled before it started.
 pub(crate) fn mcp_child_withdrawn(label: &str) -> String {
-    format!("subagent \"{label}\" left the queue unstarted")
+    format!("subagent \"{label}\" {}", super::WITHDRAWN)
 }
