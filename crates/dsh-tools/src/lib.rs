@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod arguments;
+pub mod budget;
 mod code;
 mod registry;
 mod schema;
@@ -10,6 +11,7 @@ pub mod trace;
 pub mod wording;
 
 pub use arguments::{ArgumentWording, Arguments};
+pub use budget::{Cut, PagedRead, ResultBudget};
 pub use code::ErrorCode;
 pub use dsh_subagent_api::{AgentId, AgentRef};
 pub use dsh_subagent_api::{BoxFuture, CancellationToken, error_code_text};

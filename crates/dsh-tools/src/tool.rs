@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use dsh_subagent_api::SubagentError;
 
+use crate::budget::{self, Cut, Excerpt, PagedRead};
 use crate::{AgentRef, ErrorCode, wording};
 
 /// A model-facing tool: a name, a description, a JSON-schema for its
@@ -89,12 +90,36 @@ impl ToolExecution {
 pub struct ToolOutput {
     /// The text the model reads.
     pub text: String,
+    /// How the text was cut to its budget, when it was (boxed: most
+    /// outputs are not cut, and an output is moved through every layer).
+    pub cut: Option<Box<Cut>>,
 }
 
 impl ToolOutput {
     /// A text output.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { text: text.into() }
+        Self {
+            text: text.into(),
+            cut: None,
+        }
+    }
+
+    /// A cut text: what the model reads, and how it was cut.
+    pub fn excerpt(excerpt: Excerpt) -> Self {
+        Self {
+            text: excerpt.text,
+            cut: Some(Box::new(excerpt.cut)),
+        }
+    }
+
+    /// `text` within `allowance` bytes: unchanged when it fits, otherwise
+    /// its head and tail around a notice that names `read`, the call that
+    /// reads the rest ([`budget::head_and_tail`]).
+    pub fn within(text: String, allowance: usize, read: Option<PagedRead>) -> Self {
+        match budget::head_and_tail(&text, allowance, read) {
+            Some(excerpt) => Self::excerpt(excerpt),
+            None => Self::text(text),
+        }
     }
 }
 
@@ -107,6 +132,7 @@ impl ToolOutput {
 pub struct ToolError {
     message: String,
     code: Option<Cow<'static, str>>,
+    cut: Option<Box<Cut>>,
 }
 
 impl ToolError {
@@ -115,7 +141,23 @@ impl ToolError {
         Self {
             message: message.into(),
             code: None,
+            cut: None,
         }
+    }
+
+    /// A failure whose message was cut to its budget (its partial output,
+    /// say): the message is the excerpt's text.
+    pub fn excerpt(excerpt: Excerpt) -> Self {
+        Self {
+            message: excerpt.text,
+            code: None,
+            cut: Some(Box::new(excerpt.cut)),
+        }
+    }
+
+    /// How the message was cut to its budget, when it was.
+    pub fn cut(&self) -> Option<&Cut> {
+        self.cut.as_deref()
     }
 
     /// Malformed arguments (code `INVALID_ARGUMENTS`); the message names the field.
@@ -187,6 +229,9 @@ pub struct ToolResult {
     pub is_error: bool,
     /// The failure behind an error result, kept for logs and tests.
     pub error: Option<ToolError>,
+    /// How the text was cut, when it was: by the tool's own budget, or to
+    /// fit a context window ([`ToolResult::cut_to`]).
+    pub cut: Option<Box<Cut>>,
 }
 
 impl ToolResult {
@@ -197,12 +242,34 @@ impl ToolResult {
                 text: output.text,
                 is_error: false,
                 error: None,
+                cut: output.cut,
             },
-            Err(error) => Self {
-                text: crate::wording::error_result(&error.message),
-                is_error: true,
-                error: Some(error),
-            },
+            Err(error) => {
+                let cut = error
+                    .cut
+                    .clone()
+                    .map(|cut| Box::new(cut.after_prefix(crate::wording::ERROR_PREFIX.len())));
+                Self {
+                    text: crate::wording::error_result(&error.message),
+                    is_error: true,
+                    error: Some(error),
+                    cut,
+                }
+            }
+        }
+    }
+
+    /// Cuts the text to at most `allowance` bytes, when it is longer
+    /// ([`budget::recut`]): a result its tool cut already keeps its paged
+    /// read. Returns whether it cut.
+    pub fn cut_to(&mut self, allowance: usize) -> bool {
+        match budget::recut(&self.text, self.cut.as_deref(), allowance) {
+            Some(excerpt) => {
+                self.text = excerpt.text;
+                self.cut = Some(Box::new(excerpt.cut));
+                true
+            }
+            None => false,
         }
     }
 }

@@ -80,3 +80,38 @@ pub fn already_mounted(name: &str) -> String {
 
 /// An empty tool name.
 pub const EMPTY_NAME: &str = "a tool name must not be empty";
+
+// ---- result budgets and cuts (see `budget`) ----------------------------------
+
+/// A result budget too small to hold a notice and any text.
+pub fn budget_too_small(tokens: u64, minimum: u64) -> String {
+    format!("a result budget must be at least {minimum} tokens, got {tokens}")
+}
+
+/// The exact call that reads a kept text from `offset`:
+/// `task_output {"task_id": "subagent-7", "offset": 16000}`.
+pub fn paged_read_call(tool: &str, task_id: &str, offset: u64) -> String {
+    let task_id = serde_json::Value::from(task_id);
+    format!("{tool} {{\"task_id\": {task_id}, \"offset\": {offset}}}")
+}
+
+/// The notice between the head and the tail of a cut text: what was shown,
+/// of how much, and either the call that reads what was left out or that it
+/// is not kept.
+pub fn cut_notice(head: u64, tail: u64, total: u64, read: Option<&crate::budget::PagedRead>) -> String {
+    let shown = head + tail;
+    let omitted = total.saturating_sub(shown);
+    let rest = match read {
+        Some(read) => format!("to read the {omitted} in between, call {}", read.call(head)),
+        None => format!("the {omitted} in between are not kept"),
+    };
+    format!("\n\n[output cut: {shown} of {total} characters shown, the first {head} and the last {tail}; {rest}]\n\n")
+}
+
+/// The notice after a page that does not reach the end of its text.
+pub fn page_notice(start: u64, end: u64, total: u64, read: &crate::budget::PagedRead) -> String {
+    format!(
+        "\n\n[characters {start} to {end} of {total} shown; to read on, call {}]",
+        read.call(end)
+    )
+}

@@ -1,0 +1,268 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::{ToolError, ToolOutput, ToolResult};
+
+fn read() -> PagedRead {
+    PagedRead::new("task_output", "subagent-7")
+}
+
+/// A text of `n` characters, each a multi-byte one where `i % 3 == 0`, so
+/// that cuts have boundaries to respect.
+fn mixed(n: usize) -> String {
+    (0..n)
+        .map(|i| match i % 3 {
+            0 => 'é',
+            1 => 'x',
+            _ => '語',
+        })
+        .collect()
+}
+
+#[test]
+fn a_text_within_its_allowance_is_not_cut() {
+    assert_eq!(head_and_tail("short", 5, Some(read())), None);
+    assert_eq!(ToolOutput::within("short".into(), 5, None), ToolOutput::text("short"));
+    assert_eq!(recut("short", None, 5), None);
+}
+
+#[test]
+fn a_cut_keeps_the_head_and_the_tail_within_the_allowance() {
+    let text = format!("{}{}", "a".repeat(50_000), "z".repeat(50_000));
+    let excerpt = head_and_tail(&text, 2_000, Some(read())).unwrap();
+    assert!(excerpt.text.len() <= 2_000, "{}", excerpt.text.len());
+    let Shown::HeadTail { head, tail } = excerpt.cut.shown else {
+        panic!("a head and a tail");
+    };
+    assert!(excerpt.text.starts_with(&"a".repeat(head.chars as usize)));
+    assert!(excerpt.text.ends_with(&"z".repeat(tail.chars as usize)));
+    assert!(head.chars > 800 && tail.chars > 800, "{head:?} {tail:?}");
+    assert_eq!(
+        excerpt.cut.full,
+        TextSize {
+            bytes: 100_000,
+            chars: 100_000
+        }
+    );
+    let call = format!(r#"task_output {{"task_id": "subagent-7", "offset": {}}}"#, head.chars);
+    assert!(excerpt.text.contains(&call), "{}", excerpt.text);
+}
+
+#[test]
+fn cuts_fall_on_character_boundaries_and_count_characters() {
+    let text = mixed(30_000);
+    for allowance in [1_000, 1_001, 1_002, 4_097, 10_003] {
+        let excerpt = head_and_tail(&text, allowance, Some(read())).unwrap();
+        assert!(excerpt.text.len() <= allowance);
+        let Shown::HeadTail { head, tail } = excerpt.cut.shown else {
+            panic!("a head and a tail");
+        };
+        let chars: Vec<char> = text.chars().collect();
+        let head_text: String = chars[..head.chars as usize].iter().collect();
+        let tail_text: String = chars[chars.len() - tail.chars as usize..].iter().collect();
+        assert_eq!(head.bytes as usize, head_text.len());
+        assert!(excerpt.text.starts_with(&head_text));
+        assert!(excerpt.text.ends_with(&tail_text));
+        assert_eq!(excerpt.cut.full.chars, 30_000);
+    }
+}
+
+#[test]
+fn pages_read_exactly_the_text_at_their_offset() {
+    let text = mixed(10_000);
+    let chars: Vec<char> = text.chars().collect();
+    let mut offset = 0;
+    let mut read_back = String::new();
+    let mut pages = 0;
+    loop {
+        let excerpt = page(&text, offset, 1_500, read()).unwrap();
+        assert!(excerpt.text.len() <= 1_500);
+        let Shown::Page { start, page } = excerpt.cut.shown else {
+            panic!("a page");
+        };
+        assert_eq!(start, offset);
+        let expected: String = chars[offset as usize..(offset + page.chars) as usize].iter().collect();
+        assert!(excerpt.text.starts_with(&expected));
+        read_back.push_str(&expected);
+        offset += page.chars;
+        pages += 1;
+        if offset == 10_000 {
+            assert_eq!(excerpt.text, expected, "the last page has no notice");
+            break;
+        }
+        let call = format!(r#"task_output {{"task_id": "subagent-7", "offset": {offset}}}"#);
+        assert!(excerpt.text.ends_with(&format!("{call}]")), "{}", excerpt.text);
+    }
+    assert_eq!(read_back, text);
+    assert!(pages > 5);
+    assert_eq!(page(&text, 10_000, 1_500, read()).unwrap().text, "");
+    assert_eq!(page(&text, 10_001, 1_500, read()), None);
+}
+
+#[test]
+fn a_recut_keeps_the_prefix_the_ends_and_the_paged_read() {
+    let text = format!("{}{}", "a".repeat(50_000), "z".repeat(50_000));
+    let error = ToolError::excerpt(head_and_tail(&text, 8_000, Some(read())).unwrap());
+    let mut result = ToolResult::from_outcome(Err(error));
+    assert!(result.text.starts_with("Error: aaa"));
+    assert!(result.cut_to(1_000));
+    assert!(result.text.len() <= 1_000);
+    assert!(result.text.starts_with("Error: aaa"), "{}", result.text);
+    assert!(result.text.ends_with("zzz"));
+    let cut = *result.cut.clone().unwrap();
+    let Shown::HeadTail { head, .. } = cut.shown else {
+        panic!("a head and a tail");
+    };
+    assert_eq!(cut.full.chars, 100_000);
+    assert_eq!(cut.read, Some(read()));
+    let call = format!(r#"task_output {{"task_id": "subagent-7", "offset": {}}}"#, head.chars);
+    assert!(result.text.contains(&call), "{}", result.text);
+    assert!(!result.cut_to(1_000), "it fits now");
+}
+
+#[test]
+fn a_recut_page_stays_a_page_of_the_same_text() {
+    let text = "p".repeat(20_000);
+    let mut result = ToolResult::from_outcome(Ok(ToolOutput::excerpt(page(&text, 4_000, 8_000, read()).unwrap())));
+    assert!(result.cut_to(600));
+    let cut = *result.cut.clone().unwrap();
+    let Shown::Page { start, page } = cut.shown else {
+        panic!("a page");
+    };
+    assert_eq!(start, 4_000);
+    let call = format!(
+        r#"task_output {{"task_id": "subagent-7", "offset": {}}}"#,
+        4_000 + page.chars
+    );
+    assert!(result.text.ends_with(&format!("{call}]")), "{}", result.text);
+    assert!(result.text.len() <= 600);
+}
+
+#[test]
+fn a_result_no_tool_cut_is_cut_without_a_paged_read() {
+    let mut result = ToolResult::from_outcome(Ok(ToolOutput::text("m".repeat(5_000))));
+    assert!(result.cut_to(500));
+    assert!(result.text.len() <= 500);
+    assert_eq!(result.cut.as_ref().unwrap().read, None);
+    assert!(result.text.contains("not kept"), "{}", result.text);
+}
+
+#[test]
+fn budgets_are_tokens_at_four_bytes_each() {
+    assert_eq!(tokens_in(0), 0);
+    assert_eq!(tokens_in(1), 1);
+    assert_eq!(tokens_in(8), 2);
+    assert_eq!(tokens_in(9), 3);
+    assert_eq!(ResultBudget::new(1_000).unwrap().bytes(), 4_000);
+    assert_eq!(ResultBudget::default(), ResultBudget::DEFAULT);
+    assert_eq!(ResultBudget::new(0), Err(BudgetTooSmall { tokens: 0 }));
+    assert_eq!(ResultBudget::new(255), Err(BudgetTooSmall { tokens: 255 }));
+    assert!(ResultBudget::new(256).is_ok());
+}
+
+#[test]
+fn the_notices_read_as_pinned() {
+    let text = format!("{}{}", "a".repeat(2_000_000), "z".repeat(2_000_000));
+    let budget = ResultBudget::DEFAULT.bytes();
+    let cut = head_and_tail(&text, budget, Some(read())).unwrap();
+    let uncut = head_and_tail(&text, budget, None).unwrap();
+    let paged = page(&text, 15_907, budget, read()).unwrap();
+    let notice = |excerpt: &Excerpt| excerpt.text.trim_matches(|c| c == 'a' || c == 'z').to_owned();
+    insta::assert_snapshot!("cut_notice_with_paged_read", notice(&cut));
+    insta::assert_snapshot!("cut_notice_not_kept", notice(&uncut));
+    insta::assert_snapshot!("page_notice", notice(&paged));
+    insta::assert_snapshot!("budget_too_small", ResultBudget::new(12).unwrap_err());
+    assert!(
+        cut.text.len() <= budget && cut.text.len() > budget - 16,
+        "{}",
+        cut.text.len()
+    );
+}
+
+#[test]
+fn task_ids_are_quoted_as_json() {
+    assert_eq!(
+        PagedRead::new("task_output", "odd \"id\"").call(3),
+        r#"task_output {"task_id": "odd \"id\"", "offset": 3}"#
+    );
+}
+
+#[test]
+fn fit_keeps_whole_what_fits_and_water_fills_the_rest() {
+    assert_eq!(fit(100, 10, 20, &[10, 20, 30]), [10, 20, 30]);
+    assert_eq!(fit(100, 10, 20, &[]), Vec::<u64>::new());
+    assert_eq!(fit(100, 0, 0, &[10, 200, 200]), [10, 45, 45]);
+    assert_eq!(fit(100, 0, 0, &[200, 10, 201]), [45, 10, 45]);
+    // The rounding's spare token goes to the first cut result.
+    assert_eq!(fit(100, 0, 0, &[500, 500, 500]), [34, 33, 33]);
+    assert_eq!(fit(10, 20, 0, &[5, 5]), [0, 0], "no room at all");
+}
+
+#[test]
+fn four_children_of_two_megabytes_fit_a_24000_token_window() {
+    let sizes = [tokens_in(2_000_000); 4];
+    let allowances = fit(24_000, 4_096, 3_000, &sizes);
+    assert_eq!(allowances.iter().sum::<u64>(), 24_000 - 4_096 - 3_000);
+    assert!(
+        allowances
+            .iter()
+            .all(|allowance| *allowance >= (24_000 - 4_096 - 3_000) / 4)
+    );
+}
+
+proptest! {
+    #[test]
+    fn fit_shares_the_room_fairly(
+        window in 0u64..2_000_000,
+        reserve in 0u64..100_000,
+        estimate in 0u64..1_000_000,
+        sizes in proptest::collection::vec(0u64..600_000, 0..40),
+    ) {
+        let allowances = fit(window, reserve, estimate, &sizes);
+        let room = window.saturating_sub(reserve).saturating_sub(estimate);
+        prop_assert_eq!(allowances.len(), sizes.len());
+        let total: u64 = allowances.iter().sum();
+        prop_assert!(total <= room.max(sizes.iter().sum()));
+        if sizes.iter().sum::<u64>() > room {
+            prop_assert!(total <= room, "{} > {}", total, room);
+        }
+        let fair = if sizes.is_empty() { 0 } else { room / sizes.len() as u64 };
+        for (allowance, size) in allowances.iter().zip(&sizes) {
+            // Order kept: each allowance belongs to the result at its index.
+            prop_assert!(allowance <= size);
+            prop_assert!(*allowance >= (*size).min(fair), "{} < min({}, {})", allowance, size, fair);
+        }
+        // Water-filling: a result cut short is never given less than one
+        // that is larger, nor a smaller result left cut while room is spare.
+        for (a, size_a) in allowances.iter().zip(&sizes) {
+            for (b, size_b) in allowances.iter().zip(&sizes) {
+                if a < size_a && size_b > size_a {
+                    prop_assert!(b + 1 >= *a, "larger result got less: {} < {}", b, a);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn any_cut_fits_its_allowance_on_character_boundaries(
+        text in "[a-zé語🦀 ]{0,3000}",
+        allowance in 400usize..4_000,
+        with_read in any::<bool>(),
+    ) {
+        let read = with_read.then(read);
+        match head_and_tail(&text, allowance, read) {
+            None => prop_assert!(text.len() <= allowance),
+            Some(excerpt) => {
+                prop_assert!(excerpt.text.len() <= allowance);
+                let Shown::HeadTail { head, tail } = excerpt.cut.shown else {
+                    panic!("a head and a tail");
+                };
+                let head_text: String = text.chars().take(head.chars as usize).collect();
+                let tail_text: String = text.chars().skip((excerpt.cut.full.chars - tail.chars) as usize).collect();
+                prop_assert!(excerpt.text.starts_with(&head_text));
+                prop_assert!(excerpt.text.ends_with(&tail_text));
+                prop_assert!(head.chars + tail.chars < excerpt.cut.full.chars);
+            }
+        }
+    }
+}
