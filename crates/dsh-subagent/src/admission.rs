@@ -196,6 +196,11 @@ impl SubagentService {
     /// ([`SubagentEvent::RunWithdrawn`]; the start fails with the cancelled
     /// headline and nothing is started). Returns the slot and the run id
     /// its wait was announced with.
+    ///
+    /// The cancellation always wins: a slot that arrives as `cancel` fires
+    /// is given back. Its callers start the child without awaiting anything
+    /// else first, so this is the last look at the token before the start,
+    /// and a call of a cancelled turn never reaches its provider.
     #[expect(
         clippy::manual_async_fn,
         reason = "an async block holds its captures once; an async fn would hold its arguments twice"
@@ -211,11 +216,17 @@ impl SubagentService {
             let run_id = self.announce_queued(caller, queued.ahead());
             trace::queued(queued.ahead());
             let since = Instant::now();
+            // The cancellation wins over a slot: a turn that is cancelled
+            // frees the slot of its running child as it settles, and that
+            // slot may reach this call in the same instant as the
+            // cancellation. Then the slot is given back (dropping it hands it
+            // to the next call) and nothing of the cancelled turn starts.
             let slot = tokio::select! {
                 biased;
-                slot = queued.admitted() => slot,
                 () = cancel.cancelled() => None,
-            };
+                slot = queued.admitted() => slot,
+            }
+            .filter(|_| !cancel.is_cancelled());
             let waited = since.elapsed();
             let Some(slot) = slot else {
                 drop(queued);

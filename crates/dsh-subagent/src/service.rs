@@ -316,6 +316,8 @@ impl SubagentService {
                     Some(self.wait(queued, &request.cancel, &caller).await?)
                 }
             };
+            // From the wait to `provider.start` nothing awaits: the wait's
+            // last look at the token holds (a withdrawn call starts nothing).
             let (admission, lineage, stop) = reservation.admission(waited, &request.cancel);
             request.lineage = lineage;
             if let Some(stop) = stop {

@@ -442,6 +442,66 @@ async fn a_cancelled_waiting_call_leaves_the_queue_and_gives_its_child_back() {
     stats.assert_each_released_once();
 }
 
+/// A cancelled turn withdraws its queued calls, always. The turn's running
+/// child settles on the same cancellation and frees its slot; that slot
+/// must not go to a call of the cancelled turn. The round is played 1,000
+/// times on two worker threads, so the child's release and the waiters'
+/// wake-up on the cancellation meet in every order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_cancel_no_queued_call_of_the_turn_starts() {
+    const QUEUED: usize = 3;
+    for round in 0..1000 {
+        let (service, stats, registration) =
+            counting_service(Limits::none().max_concurrent(1), Duration::from_secs(3600));
+        let parent = AgentRef::new("root").with_lineage(service.open_tree().lineage());
+        let turn = CancellationToken::new();
+        // Each call reserves its place when `start` is called: the running
+        // call first, then the queued ones, in this order.
+        let (reserved, mut reservations) = tokio::sync::mpsc::unbounded_channel();
+        let mut calls = Vec::new();
+        for label in std::iter::once("running".to_owned()).chain((0..QUEUED).map(|n| format!("queued-{n}"))) {
+            let (service, request, reserved, cancel) = (
+                service.clone(),
+                labelled(label, &parent, &turn),
+                reserved.clone(),
+                turn.clone(),
+            );
+            calls.push(tokio::spawn(async move {
+                let start = service.start("counting", request);
+                reserved.send(()).unwrap();
+                let run = start.await?;
+                let settled = settle(run, &cancel).await;
+                settled.disposed?;
+                settled.result
+            }));
+            reservations.recv().await.unwrap();
+        }
+        while stats.started().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        turn.cancel();
+        let mut outcomes = Vec::new();
+        for call in calls {
+            outcomes.push(call.await.unwrap());
+        }
+        assert_eq!(
+            stats.started(),
+            ["running"],
+            "round {round}: a queued call of the cancelled turn started"
+        );
+        assert_eq!(outcomes[0].as_ref().unwrap().stop_reason, StopReason::Aborted);
+        for outcome in &outcomes[1..] {
+            assert_eq!(
+                outcome.as_ref().unwrap_err().to_string(),
+                "subagent run was cancelled",
+                "round {round}"
+            );
+        }
+        stats.assert_each_released_once();
+        drop(registration);
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_child_past_its_time_limit_is_cancelled_and_keeps_its_partial_output() {
     let (service, stats, _registration) = counting_service(Limits::none(), Duration::from_secs(3600));
