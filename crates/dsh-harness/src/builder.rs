@@ -148,7 +148,10 @@ impl HarnessBuilder {
 
     /// Bounds every delegation tree of the harness (a top-level agent and
     /// everything below it): children running at once, calls waiting for a
-    /// slot, children started, tokens spent. [`Limits::none`] unless set.
+    /// slot, children started, tokens spent. [`Limits::none`] unless set
+    /// (the library's default is no limit; `dsh` sets its own). A tree
+    /// token budget needs every provider to report usage
+    /// ([`BuildError::TreeBudgetUnsupported`]).
     /// Give each top-level agent its own tree ([`Harness::open_tree`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
@@ -169,7 +172,9 @@ impl HarnessBuilder {
     /// one tool per name; then for each tool, that its background calls
     /// have somewhere to run, that its provider can honour its `maxDepth`,
     /// persona, tool filter and token budget, and that its filter names
-    /// mounted tools.
+    /// mounted tools; last, when the limits set a tree token budget, that
+    /// every provider reports its children's usage (the `tokenBudget`
+    /// capability), so the budget is kept.
     pub fn build(self) -> Result<Harness, BuildError> {
         let providers = check::check(&self)?;
         Harness::mount(self, providers)

@@ -29,7 +29,29 @@ pub(crate) fn check(builder: &HarnessBuilder) -> Result<Vec<Arc<dyn SubagentProv
         capabilities(config, provider.as_ref())?;
         filter(config, &mounted, &builder.later_tools)?;
     }
+    tree_budget(builder, &providers)?;
     Ok(providers)
+}
+
+/// A tree token budget is spent by what every child reports of its model
+/// calls: a provider whose children report no usage would spend nothing
+/// from it, and the budget would be accepted and never enforced. Every
+/// provider counts, a provider given without a tool included: a child it
+/// starts (a continued one, for one) belongs to a tree too.
+fn tree_budget(builder: &HarnessBuilder, providers: &[Arc<dyn SubagentProvider>]) -> Result<(), BuildError> {
+    let Some(limit) = builder.limits.tree_budget() else {
+        return Ok(());
+    };
+    match providers
+        .iter()
+        .find(|provider| !provider.capabilities().supports(Capability::TokenBudget))
+    {
+        Some(provider) => Err(BuildError::TreeBudgetUnsupported {
+            provider: provider.name().to_owned(),
+            limit,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// One provider per name: the same instance given twice is registered once.

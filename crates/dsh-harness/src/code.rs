@@ -25,6 +25,8 @@ pub enum ErrorCode {
     InvalidToolConfig,
     /// `TOOL_NOT_REGISTERED`: the tool registry refused a tool of the harness's own.
     ToolNotRegistered,
+    /// `TREE_BUDGET_UNSUPPORTED`: the limits set a tree token budget, and a provider of the harness reports no usage to spend from it.
+    TreeBudgetUnsupported,
 }
 
 impl ErrorCode {
@@ -40,6 +42,7 @@ impl ErrorCode {
             Self::UnsupportedCapability => "UNSUPPORTED_CAPABILITY",
             Self::InvalidToolConfig => "INVALID_TOOL_CONFIG",
             Self::ToolNotRegistered => "TOOL_NOT_REGISTERED",
+            Self::TreeBudgetUnsupported => "TREE_BUDGET_UNSUPPORTED",
         }
     }
 }

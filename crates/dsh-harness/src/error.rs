@@ -76,6 +76,17 @@ pub enum BuildError {
         /// What the provider lacks.
         capability: Capability,
     },
+    /// The limits set a tree token budget, and a provider of the harness
+    /// cannot spend from it: it lacks the `tokenBudget` capability, so its
+    /// children report no usage and the budget would never be enforced for
+    /// them.
+    #[error("{}", wording::tree_budget_unsupported(provider, *limit))]
+    TreeBudgetUnsupported {
+        /// The provider's name.
+        provider: String,
+        /// The tree's token budget.
+        limit: u64,
+    },
     /// The `subagent` tool refused its configuration (an invalid value, or a
     /// numeric `maxDepth` its provider cannot enforce), in its own words.
     #[error(transparent)]
@@ -100,6 +111,7 @@ impl BuildError {
             Self::DuplicateProvider { .. } => ErrorCode::DuplicateProvider.as_str(),
             Self::ProviderMismatch { .. } => ErrorCode::ProviderMismatch.as_str(),
             Self::UnsupportedCapability { .. } => ErrorCode::UnsupportedCapability.as_str(),
+            Self::TreeBudgetUnsupported { .. } => ErrorCode::TreeBudgetUnsupported.as_str(),
             Self::Tool(_) => ErrorCode::InvalidToolConfig.as_str(),
             Self::Registry(_) => ErrorCode::ToolNotRegistered.as_str(),
             Self::Provider(error) => error.code(),

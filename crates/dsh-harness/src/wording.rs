@@ -51,6 +51,13 @@ pub fn unsupported_capability(tool: &str, provider: &str, capability: Capability
     )
 }
 
+/// The limits set a tree token budget over a provider that reports no usage.
+pub fn tree_budget_unsupported(provider: &str, limit: u64) -> String {
+    format!(
+        "dsh-harness: the limits set a tree token budget of {limit} tokens, which provider \"{provider}\" cannot honour (no tokenBudget capability: its children report no usage, so what they spend would never be counted) — remove the token budget from the limits, or leave this provider out of the harness"
+    )
+}
+
 /// The tool registry refused a tool of the harness's own.
 pub fn tool_not_registered(error: &dsh_tools::RegistryError) -> String {
     format!("dsh-harness: {error}")

@@ -8,7 +8,7 @@ use dsh_harness::provider::{
     BoxFuture, Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
     SubagentProvider, SubagentRun, ToolFilter,
 };
-use dsh_harness::{Background, BuildError, ErrorCode, HarnessBuilder, MaxDepth, SubagentToolConfig, Tool};
+use dsh_harness::{Background, BuildError, ErrorCode, HarnessBuilder, Limits, MaxDepth, SubagentToolConfig, Tool};
 use dsh_subagent_testing::{MemoryChildStore, ScriptedProvider};
 use dsh_tools::{ToolError, ToolExecution, ToolOutput};
 use serde_json::{Value, json};
@@ -200,6 +200,17 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
                 "config key \"toolName\" must not be empty".into(),
             )),
         ),
+        (
+            "a tree token budget over a provider that reports no usage",
+            HarnessBuilder::new()
+                .subagent(SubagentToolConfig::new("spawn"), spawn())
+                .provider(ScriptedProvider::builder("remote").capabilities(limited()).build())
+                .limits(Limits::none().token_budget(100_000)),
+            BuildError::TreeBudgetUnsupported {
+                provider: "remote".into(),
+                limit: 100_000,
+            },
+        ),
     ]
 }
 
@@ -234,6 +245,7 @@ fn the_codes_are_the_documented_symbols() {
             ErrorCode::UnsupportedCapability,
             ErrorCode::InvalidToolConfig,
             ErrorCode::InvalidToolConfig,
+            ErrorCode::TreeBudgetUnsupported,
         ]
         .map(|code| code.as_str().to_owned())
     );
@@ -257,6 +269,48 @@ fn a_refused_build_keeps_nothing() {
     assert_eq!(error.code(), "BACKGROUND_WITHOUT_TASKS");
     assert_eq!(Arc::strong_count(&provider), 1);
     assert_eq!(provider.stats().starts(), 0);
+}
+
+/// A tree token budget is kept only by providers that report their
+/// children's usage: over one that does not, the budget would be accepted
+/// and never enforced, so the build names that provider, whether a tool
+/// uses it or it was given alone. Limits that count children, not tokens,
+/// hold over any provider, and a budget over providers that report usage
+/// builds.
+#[test]
+fn a_tree_token_budget_needs_every_provider_to_report_usage() {
+    let budget = Limits::none().max_concurrent(2).token_budget(5_000);
+    let unmetered = || {
+        ScriptedProvider::builder("acp")
+            .capabilities(Capabilities::NONE)
+            .build()
+    };
+    let error = HarnessBuilder::new()
+        .subagent(SubagentToolConfig::new("acp"), unmetered())
+        .limits(budget)
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        error,
+        BuildError::TreeBudgetUnsupported {
+            provider: "acp".into(),
+            limit: 5_000,
+        }
+    );
+    assert_eq!(error.code(), "TREE_BUDGET_UNSUPPORTED");
+
+    let counted = Limits::none().max_concurrent(2).max_queued(4).max_children(10);
+    HarnessBuilder::new()
+        .subagent(SubagentToolConfig::new("acp"), unmetered())
+        .limits(counted)
+        .build()
+        .unwrap();
+    let harness = HarnessBuilder::new()
+        .subagent(SubagentToolConfig::new("spawn"), spawn())
+        .limits(budget)
+        .build()
+        .unwrap();
+    assert_eq!(harness.service().limits(), budget);
 }
 
 /// Filters may name the harness's own tools, the task tools and

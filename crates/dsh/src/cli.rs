@@ -102,7 +102,7 @@ pub(crate) struct AgentArgs {
     pub(crate) max_children: Option<u64>,
     /// The input plus output tokens one tree may spend, its top-level
     /// agent's own model calls included (default: `[limits].token_budget`,
-    /// else none).
+    /// else none). Refused with an ACP tool: its children report no usage.
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) token_budget: Option<u64>,
 }

@@ -210,6 +210,32 @@ fn a_token_budget_on_an_acp_tool_is_refused_with_exit_2() {
     assert!(!dir.path().join("spawned").exists());
 }
 
+/// A tree token budget (`[limits]` or `--token-budget`) over an ACP entry is
+/// refused when the harness is assembled: the ACP child reports no usage,
+/// so the budget would never be kept for it. Exit 2, nothing starts.
+#[test]
+fn a_tree_token_budget_over_an_acp_tool_is_refused_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let acp = "[[subagents]]\ntool_name = \"subagent_marker\"\nprovider = \"acp\"\ncommand = \"sh\"\nargs = [\"-c\", \"touch spawned\"]\n";
+    let refusal = "dsh: dsh-harness: the limits set a tree token budget of 5000 tokens, which provider \"acp:subagent_marker\" cannot honour (no tokenBudget capability: its children report no usage, so what they spend would never be counted) — remove the token budget from the limits, or leave this provider out of the harness\n";
+    std::fs::write(
+        dir.path().join("dsh.toml"),
+        format!("[limits]\ntoken_budget = 5000\n\n{acp}"),
+    )
+    .unwrap();
+    for args in [&["run", "hello"][..], &["config", "check"][..], &["mcp"][..]] {
+        let output = dsh(dir.path(), args);
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert_eq!(text(&output.stderr), refusal, "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+    std::fs::write(dir.path().join("dsh.toml"), acp).unwrap();
+    let output = dsh(dir.path(), &["run", "--token-budget", "5000", "hello"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(text(&output.stderr), refusal);
+    assert!(!dir.path().join("spawned").exists());
+}
+
 /// `[limits]` keys are checked like every other: a zero `max_concurrent`
 /// and an unknown key are refused with the key named, and so is a zero flag.
 #[test]
