@@ -179,6 +179,12 @@ impl Streams {
         state.queued.retain(|_, waiting| &waiting.reporting.root != agent);
     }
 
+    /// Whether `agent`'s events are streamed now.
+    #[cfg(test)]
+    pub(crate) fn is_open(&self, agent: &AgentId) -> bool {
+        self.lock().open.contains_key(agent)
+    }
+
     fn send(state: &State, agent: &AgentId, event: Event) {
         if let Some(open) = state.open.get(agent) {
             // A closed receiver means the prompt has ended: nothing to show.

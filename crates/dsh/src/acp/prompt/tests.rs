@@ -1,0 +1,287 @@
+//! Every way out of a prompt ends its turn: a failure injected at each
+//! step (each update, the answer, the task dropped after each poll, a
+//! panic, a failed run) leaves the session idle, its stream closed, and
+//! the next prompt answered.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex};
+
+use acp::v1::schema::{PromptResponse, SessionUpdate, StopReason};
+use agent_client_protocol as acp;
+use dsh_agent::AgentStop;
+use dsh_subagent_api::SpanOrigin;
+use futures::FutureExt;
+
+use super::{PromptClient, run, stop_reason};
+use crate::acp::mcp::SessionTools;
+use crate::acp::session::{Session, Sessions};
+use crate::acp::stream::Streams;
+use crate::cli::AgentArgs;
+use crate::runtime::Setup;
+use crate::setup::Surface;
+
+/// A parent that delegates once to `subagent` (whose child answers "child
+/// ok"), then repeats what the child said, a word at a time: a turn of a
+/// dozen updates, each sent on its own.
+const DELEGATING: &str = r#"{"rules": [
+  {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "child ok"}},
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "d", "prompt": "p"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "the child said {{last_tool_result}}", "delay_ms": 1}}
+]}"#;
+
+/// A parent whose model call fails.
+const FAILING: &str = r#"{"rules": [{"when": {}, "reply": {"error": "boom"}}]}"#;
+
+/// Where a failure is injected.
+#[derive(Clone, Copy, Debug)]
+enum Fail {
+    Never,
+    /// The update of this index (from 0) cannot be sent.
+    Update(usize),
+    /// The update of this index panics.
+    PanicAt(usize),
+    /// The answer cannot be sent.
+    Answer,
+}
+
+/// What a test client was sent.
+#[derive(Default)]
+struct Log {
+    updates: usize,
+    answer: Option<Result<StopReason, acp::Error>>,
+}
+
+/// A prompt's client that records what it is sent and fails where told.
+struct Client {
+    fail: Fail,
+    log: Arc<Mutex<Log>>,
+}
+
+fn refused() -> acp::Error {
+    acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, "the client is gone")
+}
+
+impl PromptClient for Client {
+    fn update(&self, _update: SessionUpdate) -> Result<(), acp::Error> {
+        let mut log = self.log.lock().unwrap();
+        let index = log.updates;
+        log.updates += 1;
+        match self.fail {
+            Fail::Update(at) if at == index => Err(refused()),
+            Fail::PanicAt(at) if at == index => {
+                drop(log);
+                panic!("an update panicked")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn answer(self, answer: Result<PromptResponse, acp::Error>) -> Result<(), acp::Error> {
+        self.log.lock().unwrap().answer = Some(answer.map(|response| response.stop_reason));
+        match self.fail {
+            Fail::Answer => Err(refused()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One session of a `dsh acp` connection, on a scripted model.
+struct Fixture {
+    setup: Setup,
+    sessions: Arc<Sessions>,
+    streams: Arc<Streams>,
+    id: String,
+}
+
+impl Fixture {
+    async fn new(script: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let script_path = dir.path().join("script.json");
+        std::fs::write(&script_path, script).unwrap();
+        let args = AgentArgs {
+            config: None,
+            base_url: None,
+            model: None,
+            script: Some(script_path),
+            max_turns: 4,
+            mcp_servers: Vec::new(),
+            max_concurrent: None,
+            max_queued: None,
+            max_children: None,
+            token_budget: None,
+        };
+        let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
+        let Ok(setup) = Setup::new(&args, None, None, streams.clone(), Surface::Agent) else {
+            panic!("setup failed")
+        };
+        let tools = SessionTools::mount(&setup, &[], dir.path()).await.unwrap();
+        let Ok(agent) = setup.parent_on(setup.runtime_with(tools.registry().clone()), "dsh acp") else {
+            panic!("no parent")
+        };
+        let id = agent.id().to_string();
+        let sessions = Arc::new(Sessions::default());
+        sessions.insert(id.clone(), Session { agent, tools });
+        Self {
+            setup,
+            sessions,
+            streams,
+            id,
+        }
+    }
+
+    /// One prompt's turn, its client failing where told: what the turn
+    /// returned, and what the client was sent.
+    async fn prompt(&self, fail: Fail) -> (Result<(), acp::Error>, Log) {
+        let log = Arc::new(Mutex::new(Log::default()));
+        let client = Client { fail, log: log.clone() };
+        let turn = self.sessions.begin_turn(&self.id).unwrap();
+        let ended = run(turn, "go".to_owned(), SpanOrigin::current(), &self.streams, client).await;
+        let log = std::mem::take(&mut *log.lock().unwrap());
+        (ended, log)
+    }
+
+    /// The turn has ended: the session is idle, its stream closed, and
+    /// its next prompt runs to an answer.
+    async fn assert_turn_ended(&self, step: &str) {
+        assert!(!self.sessions.running(&self.id), "{step}: the session is still running");
+        let agent = dsh_tools::AgentId::from(self.id.as_str());
+        assert!(!self.streams.is_open(&agent), "{step}: the stream is still open");
+        let (ended, log) = self.prompt(Fail::Never).await;
+        assert!(ended.is_ok(), "{step}: the next prompt failed: {ended:?}");
+        assert!(
+            matches!(log.answer, Some(Ok(StopReason::EndTurn))),
+            "{step}: the next prompt was not answered"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failed_update_at_each_step_ends_the_turn() {
+    let fixture = Fixture::new(DELEGATING).await;
+    let (ended, clean) = fixture.prompt(Fail::Never).await;
+    assert!(ended.is_ok());
+    assert!(matches!(clean.answer, Some(Ok(StopReason::EndTurn))));
+    assert!(
+        clean.updates >= 8,
+        "a delegating turn sends a dozen updates, not {}",
+        clean.updates
+    );
+    for at in 0..clean.updates {
+        let (ended, log) = fixture.prompt(Fail::Update(at)).await;
+        assert_eq!(ended.unwrap_err().message, "the client is gone", "update {at}");
+        assert_eq!(log.updates, at + 1, "nothing is sent after the failed update {at}");
+        assert!(log.answer.is_none(), "a client that cannot be told is not answered");
+        fixture.assert_turn_ended(&format!("update {at}")).await;
+    }
+}
+
+#[tokio::test]
+async fn a_failed_answer_ends_the_turn() {
+    let fixture = Fixture::new(DELEGATING).await;
+    let (ended, log) = fixture.prompt(Fail::Answer).await;
+    assert_eq!(ended.unwrap_err().message, "the client is gone");
+    assert!(matches!(log.answer, Some(Ok(StopReason::EndTurn))));
+    fixture.assert_turn_ended("answer").await;
+}
+
+#[tokio::test]
+async fn a_panic_in_an_update_ends_the_turn() {
+    let fixture = Fixture::new(DELEGATING).await;
+    let panicked = AssertUnwindSafe(fixture.prompt(Fail::PanicAt(0))).catch_unwind().await;
+    assert!(panicked.is_err());
+    fixture.assert_turn_ended("panic").await;
+}
+
+/// The connection's end drops the prompt's task wherever it is: before its
+/// first poll (a task that never ran), and after each update it sent but
+/// the last (which it sends as it answers, in the same poll).
+#[tokio::test]
+async fn a_turn_dropped_at_each_step_ends() {
+    let fixture = Fixture::new(DELEGATING).await;
+    let (_, clean) = fixture.prompt(Fail::Never).await;
+    for sent in 0..clean.updates {
+        let log = Arc::new(Mutex::new(Log::default()));
+        let client = Client {
+            fail: Fail::Never,
+            log: log.clone(),
+        };
+        let turn = fixture.sessions.begin_turn(&fixture.id).unwrap();
+        let mut task = Box::pin(run(
+            turn,
+            "go".to_owned(),
+            SpanOrigin::current(),
+            &fixture.streams,
+            client,
+        ));
+        while log.lock().unwrap().updates < sent {
+            assert!(
+                futures::poll!(task.as_mut()).is_pending(),
+                "the turn ended before {sent} updates"
+            );
+            tokio::task::yield_now().await;
+        }
+        drop(task);
+        assert!(log.lock().unwrap().answer.is_none(), "dropped before its answer");
+        fixture
+            .assert_turn_ended(&format!("dropped after {sent} updates"))
+            .await;
+    }
+}
+
+#[tokio::test]
+async fn a_run_that_fails_is_answered_with_its_error_and_ends_the_turn() {
+    let fixture = Fixture::new(FAILING).await;
+    let log = Arc::new(Mutex::new(Log::default()));
+    let client = Client {
+        fail: Fail::Never,
+        log: log.clone(),
+    };
+    let turn = fixture.sessions.begin_turn(&fixture.id).unwrap();
+    run(turn, "go".to_owned(), SpanOrigin::current(), &fixture.streams, client)
+        .await
+        .unwrap();
+    let answer = log.lock().unwrap().answer.take().unwrap();
+    let error = answer.unwrap_err();
+    assert_eq!(error.code, acp::ErrorCode::INTERNAL_ERROR);
+    assert!(
+        error.message.starts_with("the dsh agent run failed: "),
+        "{}",
+        error.message
+    );
+    assert!(!fixture.sessions.running(&fixture.id));
+    assert!(fixture.sessions.begin_turn(&fixture.id).is_ok());
+    drop(fixture.setup);
+}
+
+#[tokio::test]
+async fn a_second_prompt_while_one_runs_and_an_unknown_session_are_refused() {
+    let fixture = Fixture::new(DELEGATING).await;
+    let turn = fixture.sessions.begin_turn(&fixture.id).unwrap();
+    let again = fixture.sessions.begin_turn(&fixture.id).err().unwrap();
+    assert_eq!(again.code, acp::ErrorCode::INVALID_REQUEST);
+    assert_eq!(again.message, "a prompt is already running in this session");
+    assert!(
+        fixture.sessions.take_idle(&fixture.id).is_err(),
+        "a running session is not loaded anew"
+    );
+    drop(turn);
+    assert!(!fixture.sessions.running(&fixture.id));
+    let unknown = fixture.sessions.begin_turn("no-such-session").err().unwrap();
+    assert_eq!(unknown.code, acp::ErrorCode::INVALID_PARAMS);
+}
+
+#[test]
+fn agent_stops_map_to_acp_stop_reasons() {
+    assert_eq!(stop_reason(&AgentStop::Completed).ok(), Some(StopReason::EndTurn));
+    assert_eq!(stop_reason(&AgentStop::MaxTokens).ok(), Some(StopReason::MaxTokens));
+    assert_eq!(
+        stop_reason(&AgentStop::MaxTurns(3)).ok(),
+        Some(StopReason::MaxTurnRequests)
+    );
+    assert_eq!(stop_reason(&AgentStop::Refusal).ok(), Some(StopReason::Refusal));
+    assert_eq!(stop_reason(&AgentStop::Cancelled).ok(), Some(StopReason::Cancelled));
+    let error = stop_reason(&AgentStop::Error("boom".into())).err().map(|e| e.message);
+    assert_eq!(error.as_deref(), Some("the dsh agent run failed: boom"));
+}
