@@ -6,13 +6,14 @@
 //!   allowed by the Arrows section of `docs/design.md`, 1 naming each one that is not.
 
 mod arrows;
+mod modules;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use dsh_tool_catalog::{CATALOG_PATH, Freshness};
 
-const USAGE: &str = "usage: cargo xtask catalog [--check] | cargo xtask arrows";
+const USAGE: &str = "usage: cargo xtask catalog [--check] | cargo xtask arrows | cargo xtask modules";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
         ["catalog"] => catalog(false),
         ["catalog", "--check"] => catalog(true),
         ["arrows"] => workspace_root().and_then(|root| arrows::check(&root)),
+        ["modules"] => workspace_root().and_then(|root| modules::check(&root)),
         _ => Err(USAGE.to_owned()),
     };
     match outcome {

@@ -266,11 +266,11 @@ fn page_of(prefix: &str, rest: &str, start: u64, full: TextSize, allowance: usiz
     } else {
         // The longest notice this page can have: each of its three other
         // numbers (start, end, the offset) as long as the total.
-        let notice_room = wording::page_notice(0, 0, full.chars, &read).len() + 3 * longer_by(full.chars);
+        let notice_room = wording::page_notice(0, 0, full.chars, &read.call(0)).len() + 3 * longer_by(full.chars);
         let end = floor_char_boundary(rest, room.saturating_sub(notice_room));
         let shown = &rest[..end];
         let end = start + TextSize::of(shown).chars;
-        (shown, wording::page_notice(start, end, full.chars, &read))
+        (shown, wording::page_notice(start, end, full.chars, &read.call(end)))
     };
     let text = [prefix, shown, &notice].concat();
     let layout = Layout {
@@ -306,7 +306,8 @@ enum Ends<'a> {
 fn cut_ends(prefix: &str, ends: Ends<'_>, full: TextSize, allowance: usize, read: Option<PagedRead>) -> Excerpt {
     // The longest notice this cut can have: each of its four other numbers
     // (head, tail, shown, the offset) as long as the total.
-    let notice_room = wording::cut_notice(0, 0, full.chars, read.as_ref()).len() + 4 * longer_by(full.chars);
+    let call = |offset| read.as_ref().map(|read| read.call(offset));
+    let notice_room = wording::cut_notice(0, 0, full.chars, call(0).as_deref()).len() + 4 * longer_by(full.chars);
     let room = allowance.saturating_sub(prefix.len() + notice_room);
     let head_room = room / 2;
     let tail_room = room - head_room;
@@ -319,7 +320,12 @@ fn cut_ends(prefix: &str, ends: Ends<'_>, full: TextSize, allowance: usize, read
     let kept_tail = &tail[ceil_char_boundary(tail, tail.len().saturating_sub(tail_room))..];
     let head_size = TextSize::of(kept_head);
     let tail_size = TextSize::of(kept_tail);
-    let notice = wording::cut_notice(head_size.chars, tail_size.chars, full.chars, read.as_ref());
+    let notice = wording::cut_notice(
+        head_size.chars,
+        tail_size.chars,
+        full.chars,
+        call(head_size.chars).as_deref(),
+    );
     let text = [prefix, kept_head, &notice, kept_tail].concat();
     let layout = Layout {
         start: prefix.len(),

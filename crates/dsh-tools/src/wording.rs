@@ -96,22 +96,20 @@ pub fn paged_read_call(tool: &str, task_id: &str, offset: u64) -> String {
 }
 
 /// The notice between the head and the tail of a cut text: what was shown,
-/// of how much, and either the call that reads what was left out or that it
-/// is not kept.
-pub fn cut_notice(head: u64, tail: u64, total: u64, read: Option<&crate::budget::PagedRead>) -> String {
+/// of how much, and either the call that reads what was left out
+/// ([`paged_read_call`] from the end of the head) or that it is not kept.
+pub fn cut_notice(head: u64, tail: u64, total: u64, read_call: Option<&str>) -> String {
     let shown = head + tail;
     let omitted = total.saturating_sub(shown);
-    let rest = match read {
-        Some(read) => format!("to read the {omitted} in between, call {}", read.call(head)),
+    let rest = match read_call {
+        Some(call) => format!("to read the {omitted} in between, call {call}"),
         None => format!("the {omitted} in between are not kept"),
     };
     format!("\n\n[output cut: {shown} of {total} characters shown, the first {head} and the last {tail}; {rest}]\n\n")
 }
 
-/// The notice after a page that does not reach the end of its text.
-pub fn page_notice(start: u64, end: u64, total: u64, read: &crate::budget::PagedRead) -> String {
-    format!(
-        "\n\n[characters {start} to {end} of {total} shown; to read on, call {}]",
-        read.call(end)
-    )
+/// The notice after a page that does not reach the end of its text:
+/// `read_call` is the [`paged_read_call`] from the page's end.
+pub fn page_notice(start: u64, end: u64, total: u64, read_call: &str) -> String {
+    format!("\n\n[characters {start} to {end} of {total} shown; to read on, call {read_call}]")
 }
