@@ -5,6 +5,11 @@ use std::time::Duration;
 
 use crate::wording;
 
+/// How long the group may take to vanish after SIGKILL before release reports
+/// failure. SIGKILL cannot be caught; only a process stuck in the kernel
+/// (uninterruptible sleep) outlives it, and zombies count as gone.
+pub(crate) const KILL_WAIT: Duration = Duration::from_millis(1000);
+
 /// The default provider name.
 pub const DEFAULT_NAME: &str = "acp";
 
@@ -114,6 +119,21 @@ pub struct AcpConfig {
     pub max_output_bytes: usize,
     /// The longest protocol line read from the child; a longer one fails the run.
     pub max_line_bytes: usize,
+}
+
+impl AcpAuth {
+    /// A child's refusal with "authentication required" under this choice,
+    /// with the list of the methods it offered (`None` when it offered none).
+    pub(crate) fn required(&self, offered: Option<&str>) -> String {
+        let Some(list) = offered else {
+            return wording::AUTH_REQUIRED_NO_OFFER.to_owned();
+        };
+        match self {
+            Self::FirstEnvVar => wording::auth_required_env_var(list),
+            Self::Method(id) => wording::auth_required_method(list, id),
+            Self::None => wording::auth_required_none(list),
+        }
+    }
 }
 
 impl AcpConfig {
@@ -248,7 +268,7 @@ impl AcpConfig {
     /// `subagent` tool gives 5 s), or a cancelled call reports that the child
     /// may still be running. The defaults add up to 4 s.
     pub fn release_budget(&self) -> Duration {
-        self.cancel_grace + self.dispose_eof_grace + self.dispose_term_grace + crate::process::KILL_WAIT
+        self.cancel_grace + self.dispose_eof_grace + self.dispose_term_grace + KILL_WAIT
     }
 
     /// Checks what the builder cannot: a command, an absolute-or-relative

@@ -10,16 +10,11 @@ use std::time::Duration;
 use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, Pipes, SpawnError, Teardown, TeardownError};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::AcpConfig;
+use crate::config::{AcpConfig, KILL_WAIT};
 use crate::wording;
 
 /// How many bytes of the child's stderr a diagnostic may quote (the tail).
 const STDERR_TAIL_BYTES: usize = 1024;
-
-/// How long the group may take to vanish after SIGKILL before release reports
-/// failure. SIGKILL cannot be caught; only a process stuck in the kernel
-/// (uninterruptible sleep) outlives it, and zombies count as gone.
-pub(crate) const KILL_WAIT: Duration = Duration::from_millis(1000);
 
 /// What to run for `config` in `cwd`: [`BASE_ENV`](dsh_process::BASE_ENV) and the configured
 /// inherited names from the parent, then the explicit entries; the child's

@@ -21,7 +21,7 @@ use crate::diagnostic::{Diagnostic, Stage};
 use crate::process::ChildProcess;
 use crate::progress::{ChildUpdate, ProgressSink};
 use crate::session::{AUTH_REQUIRED, Broken, Conversation, Ended, converse, map_stop};
-use crate::transport::{RunState, reader, writer};
+use crate::transport::{AuthOffer, RunState, reader, writer};
 use crate::wording;
 
 /// How long a failed run whose child closed the connection waits for the
@@ -257,11 +257,17 @@ fn describe_end(
         return (wording::unknown_stop(&raw), false);
     }
     match ended {
-        Ok(Ok(Ended::AuthNotOffered(id))) => (wording::auth_not_offered(&id, &state.auth_offers()), false),
+        Ok(Ok(Ended::AuthNotOffered(id))) => (
+            wording::auth_not_offered(&id, AuthOffer::listed(&state.auth_offers()).as_deref()),
+            false,
+        ),
         Ok(Ok(_)) => (wording::ENDED_EARLY.to_owned(), false),
         Ok(Err(Broken::Closed)) => (wording::CLOSED_BEFORE_ANSWER.to_owned(), true),
         Ok(Err(Broken::Failed(error))) if error.code == AUTH_REQUIRED => (
-            wording::request_needs_auth(&error, &wording::auth_required(&state.auth_offers(), &config.auth)),
+            wording::request_needs_auth(
+                &error,
+                &config.auth.required(AuthOffer::listed(&state.auth_offers()).as_deref()),
+            ),
             false,
         ),
         Ok(Err(Broken::Failed(error))) => (wording::request_failed(&error), false),
@@ -323,7 +329,14 @@ async fn settle(
             let reason = map_stop(stop);
             let result = SubagentResult::new(reason.clone(), blocks);
             if reason == StopReason::Error {
-                let diagnostic = diagnose(process, Stage::Prompt, wording::error_stop(stop), false, cancel).await;
+                let diagnostic = diagnose(
+                    process,
+                    Stage::Prompt,
+                    wording::error_stop(&stop_name(stop)),
+                    false,
+                    cancel,
+                )
+                .await;
                 return result.with_diagnostic(diagnostic.to_string());
             }
             result

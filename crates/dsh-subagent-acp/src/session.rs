@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{AcpAuth, PermissionPolicy};
 use crate::diagnostic::Stage;
-use crate::progress::{ProgressSink, child_update};
+use crate::progress::{ProgressSink, child_update, printable};
 use crate::transport::{AuthOffer, Outgoing, RunState};
 
 /// How a conversation ended, as far as the protocol tells.
@@ -63,23 +63,6 @@ pub(crate) const AUTH_REQUIRED: i32 = -32000;
 
 /// How many characters of a child's error message or data a diagnostic quotes.
 const QUOTE_CHARS: usize = 512;
-
-/// `text` made printable on one line (escape sequences removed, other
-/// control characters replaced) and cut to `limit` characters.
-pub(crate) fn printable(text: &str, limit: usize) -> String {
-    let clean: String = dsh_process::strip_escapes(text)
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let clean = clean.trim();
-    if clean.chars().count() > limit {
-        let mut cut: String = clean.chars().take(limit).collect();
-        cut.push('…');
-        cut
-    } else {
-        clean.to_owned()
-    }
-}
 
 impl RpcFailure {
     pub(crate) fn new(code: i32, message: &str, data: Option<&serde_json::Value>) -> Self {

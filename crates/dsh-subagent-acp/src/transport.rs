@@ -12,6 +12,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostic::{Fault, Stage};
+use crate::wording;
 
 /// The methods a child may call on us. Everything else except `_`-prefixed
 /// extension methods (which ACP lets a receiver decline) is a fault: we
@@ -53,13 +54,27 @@ pub(crate) struct AuthOffer {
 const MAX_OFFERS: usize = 16;
 
 impl AuthOffer {
+    /// The list of `offers` as the errors name them; `None` when there are none.
+    pub(crate) fn listed(offers: &[Self]) -> Option<String> {
+        (!offers.is_empty()).then(|| {
+            wording::offers_list(offers.iter().map(|offer| {
+                (
+                    offer.id.as_str(),
+                    offer.name.as_str(),
+                    offer.env_var.as_deref(),
+                    offer.description.as_deref(),
+                )
+            }))
+        })
+    }
+
     fn parse(value: &Value) -> Option<Self> {
         let text = |key: &str| value.get(key).and_then(Value::as_str);
         let id = text("id").or_else(|| text("methodId"))?;
         let env_var = (text("type") == Some("env_var"))
             .then(|| text("varName").or_else(|| value.pointer("/vars/0/name").and_then(Value::as_str)))
             .flatten();
-        let clean = |s: &str| crate::session::printable(s, 200);
+        let clean = |s: &str| crate::progress::printable(s, 200);
         Some(Self {
             id: clean(id),
             name: clean(text("name").unwrap_or_default()),

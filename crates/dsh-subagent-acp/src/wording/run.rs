@@ -2,13 +2,9 @@
 
 use std::time::Duration;
 
-use agent_client_protocol::v1::schema::StopReason as AcpStop;
-
-use crate::provider::stop_name;
-
 /// A turn the child ended with a stop reason that maps to an error.
-pub(crate) fn error_stop(stop: AcpStop) -> String {
-    format!("the child ended the turn with stop reason {}", stop_name(stop))
+pub(crate) fn error_stop(stop: &str) -> String {
+    format!("the child ended the turn with stop reason {stop}")
 }
 
 /// A cancelled turn the child did not end within the cancel grace.

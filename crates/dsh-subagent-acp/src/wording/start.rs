@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use dsh_subagent_api::bound_diagnostic;
 
-use crate::diagnostic::Diagnostic;
-
 /// A start whose token was already cancelled: nothing was spawned.
 pub(crate) const ABORTED_BEFORE_START: &str = "subagent request was aborted before the ACP child started";
 
@@ -30,7 +28,7 @@ pub(crate) fn spawn_failed(command: &Path, error: &std::io::Error) -> String {
 }
 
 /// The child was spawned but did not open a session.
-pub(crate) fn start_failed(diagnostic: &Diagnostic) -> String {
+pub(crate) fn start_failed(diagnostic: &impl std::fmt::Display) -> String {
     bound_diagnostic(format!("subagent ACP child failed to start: {diagnostic}"))
 }
 
