@@ -100,11 +100,21 @@ pub struct TranscriptWriter {
 
 impl TranscriptWriter {
     /// Creates (or appends to) the file, making its directory if needed.
+    ///
+    /// A transcript holds every prompt and answer, so it is private: the
+    /// file is made 0600 and every directory made for it 0700, whatever the
+    /// umask; its own directory and the file are tightened to those modes if
+    /// they were found looser (written by an older version, or by hand). A
+    /// directory above that already existed keeps its mode.
     pub fn open(path: PathBuf) -> std::io::Result<Self> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            private::dir(dir)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let mut options = OpenOptions::new();
+        options.create(true).append(true);
+        private::file_options(&mut options);
+        let file = options.open(&path)?;
+        private::tighten_file(&file)?;
         Ok(Self {
             path,
             file: Mutex::new(file),
@@ -127,6 +137,54 @@ impl TranscriptWriter {
     /// Flushes the file to the operating system.
     pub fn flush(&self) -> std::io::Result<()> {
         self.file.lock().unwrap_or_else(PoisonError::into_inner).flush()
+    }
+}
+
+/// Owner-only modes for what a transcript is written to (a no-op off Unix).
+mod private {
+    use std::fs::{File, OpenOptions};
+    use std::path::Path;
+
+    /// Group and other permission bits.
+    #[cfg(unix)]
+    const SHARED: u32 = 0o077;
+
+    /// Makes `dir` and any missing directory above it 0700; tightens `dir`
+    /// itself to 0700 if it had group or other access.
+    pub(super) fn dir(dir: &Path) -> std::io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+            if std::fs::metadata(dir)?.permissions().mode() & SHARED != 0 {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+            }
+            Ok(())
+        }
+        #[cfg(not(unix))]
+        std::fs::create_dir_all(dir)
+    }
+
+    /// A file these options create is made 0600.
+    pub(super) fn file_options(options: &mut OpenOptions) {
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+        #[cfg(not(unix))]
+        let _ = options;
+    }
+
+    /// Tightens an open file to 0600 if it had group or other access.
+    pub(super) fn tighten_file(file: &File) -> std::io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if file.metadata()?.permissions().mode() & SHARED != 0 {
+                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = file;
+        Ok(())
     }
 }
 
