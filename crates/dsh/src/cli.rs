@@ -128,6 +128,11 @@ pub(crate) struct McpArgs {
     /// Where transcripts (and so continuable background children) are kept.
     #[arg(long, default_value = ".dsh")]
     pub(crate) data_dir: PathBuf,
+    /// Keep a session's transcripts when it ends (by default they go with
+    /// it: nothing can continue its children any more). The `[data]` bounds
+    /// of dsh.toml still apply.
+    #[arg(long)]
+    pub(crate) keep_transcripts: bool,
     /// Hide the model banner and the live progress of children on stderr.
     #[arg(long, short)]
     pub(crate) quiet: bool,

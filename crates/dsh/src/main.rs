@@ -11,6 +11,7 @@ mod model;
 mod observe;
 mod progress;
 mod resume;
+mod retention;
 mod run;
 mod runtime;
 mod setup;

@@ -50,6 +50,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     // running are killed and released before dsh exits.
     setup.tasks().dispose_owner(parent.id(), wording::RUN_FINISHED).await;
     setup.release_mcp_servers().await;
+    // The run is over: what the [data] bounds no longer keep goes (this
+    // run's own transcripts were just written, so they stay).
+    if let Some(retention) = setup.retention() {
+        retention.sweep().await;
+    }
 
     if !args.quiet {
         let children = progress.children();

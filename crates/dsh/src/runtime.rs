@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::mcp_servers::McpServers;
 use crate::observe::TreeObserver;
 use crate::resume::ResumeError;
+use crate::retention::Retention;
 use crate::setup::{Mounts, Surface};
 use crate::{Failure, model, resume, wording};
 
@@ -33,6 +34,8 @@ pub(crate) struct Setup {
     /// The observer's subscription to the service's run events.
     _runs: Subscription,
     mcp: McpServers,
+    /// How long the data directory's transcripts are kept, with one.
+    retention: Option<Arc<Retention>>,
 }
 
 impl Setup {
@@ -53,14 +56,23 @@ impl Setup {
             .unwrap_or_default()
             .resolve(&args.limits());
         let mounts = Mounts::new(config, data_dir, surface, Some(observer.clone()), limits)?;
+        let retention = data_dir.map(|dir| {
+            let policy = config.map(|config| config.data).unwrap_or_default();
+            Arc::new(Retention::new(dir.to_owned(), policy))
+        });
         // Every child's start and end, whatever its provider, from the run
-        // events; an in-process agent's steps from the agent loop.
+        // events; an in-process agent's steps from the agent loop. A running
+        // child's transcript is held from sweeps.
         let children = observer.clone();
+        let held = retention.clone();
         let runs = mounts
             .harness()
             .service()
             .subscribe(Arc::new(move |event: &SubagentEvent| {
                 children.child_event(event);
+                if let Some(retention) = &held {
+                    retention.child_event(event);
+                }
                 Ok(())
             }));
         let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
@@ -79,7 +91,14 @@ impl Setup {
             mounts,
             _runs: runs,
             mcp: McpServers::new(args, config),
+            retention,
         })
+    }
+
+    /// How long the data directory's transcripts are kept
+    /// ([`crate::retention`]); none without a data directory.
+    pub(crate) fn retention(&self) -> Option<&Arc<Retention>> {
+        self.retention.as_ref()
     }
 
     /// Starts the MCP servers and mounts their tools beside the others

@@ -1,8 +1,8 @@
 //! Every text `dsh` shows a model or a person, in one place: this module
 //! holds the tool names, the parent's prompt, the banners, the progress,
 //! usage and telemetry lines and the `dsh config check` verdict; its
-//! submodules hold the rest by topic (config errors, failures, `dsh run`,
-//! resuming, `dsh acp`, `dsh mcp`, transcripts).
+//! submodules hold the rest by topic (config errors, the data directory,
+//! failures, `dsh run`, resuming, `dsh acp`, `dsh mcp`, transcripts).
 //!
 //! The rule: every error, warning, progress or summary line, rendered
 //! transcript and log message is written here, and the code only calls these
@@ -14,6 +14,7 @@
 
 mod acp;
 mod config;
+mod data;
 mod failure;
 mod mcp;
 mod resume;
@@ -22,6 +23,7 @@ mod transcript;
 
 pub(crate) use acp::*;
 pub(crate) use config::*;
+pub(crate) use data::*;
 pub(crate) use failure::*;
 pub(crate) use mcp::*;
 pub(crate) use resume::*;

@@ -131,7 +131,15 @@ impl Server {
         match setup.parent_on(setup.runtime_with(tools.registry().clone()), wording::ACP_LABEL) {
             Ok(agent) => {
                 let id = agent.id().to_string();
-                self.sessions.insert(id.clone(), Session { agent, tools });
+                let hold = setup.retention().map(|retention| retention.hold(agent.id()));
+                self.sessions.insert(
+                    id.clone(),
+                    Session {
+                        agent,
+                        tools,
+                        _hold: hold,
+                    },
+                );
                 Ok(NewSessionResponse::new(id))
             }
             Err(failure) => {
@@ -182,7 +190,15 @@ impl Server {
             eprintln!("{}", wording::resume_repaired(&id, &repair));
         }
         let replay = updates::replay(&agent.history(), setup.delegation_tools());
-        self.sessions.insert(id, Session { agent, tools });
+        let hold = setup.retention().map(|retention| retention.hold(agent.id()));
+        self.sessions.insert(
+            id,
+            Session {
+                agent,
+                tools,
+                _hold: hold,
+            },
+        );
         Ok(replay)
     }
 
@@ -264,6 +280,9 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             eprintln!("{}", setup.banner);
         }
         publish.send_replace(Some(setup.clone()));
+        if let Some(retention) = setup.retention() {
+            retention.sweep_periodically();
+        }
         Ok::<_, Failure>(setup)
     };
     let server = Server {

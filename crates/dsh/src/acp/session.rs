@@ -16,6 +16,7 @@ use dsh_agent::Agent;
 use dsh_tools::CancellationToken;
 
 use super::mcp::SessionTools;
+use crate::retention::Hold;
 use crate::wording;
 
 /// One ACP session: a parent agent and its tools (the shared ones and its
@@ -23,6 +24,9 @@ use crate::wording;
 pub(super) struct Session {
     pub(super) agent: Agent,
     pub(super) tools: SessionTools,
+    /// Keeps the agent's transcript from sweeps while the session is open
+    /// (with a data directory).
+    pub(super) _hold: Option<Hold>,
 }
 
 /// A session, and its running turn when it runs one.

@@ -9,6 +9,7 @@
 //! key path. Nothing is started while the file is read. The format is
 //! documented in the crate README.
 
+mod data;
 mod error;
 mod file;
 
@@ -44,6 +45,8 @@ pub(crate) struct Config {
     pub(crate) mcp_servers: Vec<McpServerSpec>,
     /// `[limits]`: what the file sets; flags override it, defaults fill it.
     pub(crate) limits: LimitsConfig,
+    /// `[data]`: the bounds on the transcripts kept, over dsh's defaults.
+    pub(crate) data: crate::retention::DataPolicy,
     /// The text's fingerprint, for the loop guard ([`crate::loop_guard`]).
     pub(crate) fingerprint: String,
 }
@@ -247,12 +250,18 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         .map(|limits| resolve_limits(limits, &at))
         .transpose()?
         .unwrap_or_default();
+    let data = raw
+        .data
+        .map(|data| data::resolve_data(data, &at))
+        .transpose()?
+        .unwrap_or_default();
     Ok(Config {
         path: path.to_owned(),
         model,
         subagents: subagents.into_iter().map(|located| located.subagent).collect(),
         mcp_servers: mcp_servers.into_iter().map(|server| server.0).collect(),
         limits,
+        data,
         fingerprint: crate::loop_guard::fingerprint(text),
     })
 }

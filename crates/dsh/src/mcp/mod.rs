@@ -16,6 +16,10 @@
 //!   when the session opens and released when it ends (DELETE, idle
 //!   timeout, or SIGINT/SIGTERM, which end every session before dsh exits).
 //!
+//! A session's transcripts (its agent's and those of every agent below it)
+//! go with it when it ends, unless `--keep-transcripts`
+//! ([`crate::retention`]).
+//!
 //! A call that asked for progress hears its children's lifecycle and work
 //! ([`progress::CallReports`]).
 
@@ -34,6 +38,7 @@ use tokio::net::TcpListener;
 
 use crate::cli::McpArgs;
 use crate::progress::Progress;
+use crate::retention::{Hold, Retention};
 use crate::runtime::Setup;
 use crate::setup::Surface;
 use crate::{Failure, wording};
@@ -60,6 +65,12 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
     if !args.quiet {
         eprintln!("{}", setup.banner);
     }
+    if let Some(retention) = setup.retention() {
+        if !args.keep_transcripts {
+            retention.remove_with_sessions();
+        }
+        retention.sweep_periodically();
+    }
     let quiet = args.quiet;
     let server = McpToolServer::new(setup.tools().clone())
         .identity("dsh", env!("CARGO_PKG_VERSION"))
@@ -81,6 +92,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
 /// One session on stdin and stdout, with one parent agent.
 async fn serve_stdio(setup: &Setup, server: &McpToolServer) -> Result<(), Failure> {
     let session = setup.parent(wording::MCP_LABEL)?;
+    let opened = SessionData::open(setup, session.id());
     let served = server
         .serve(session.agent_ref(), tokio::io::stdin(), tokio::io::stdout())
         .await;
@@ -88,7 +100,48 @@ async fn serve_stdio(setup: &Setup, server: &McpToolServer) -> Result<(), Failur
         .tasks()
         .dispose_owner(session.id(), wording::MCP_SESSION_CLOSED)
         .await;
+    opened.end().await;
     served.map_err(|error| Failure::failed(wording::mcp_failed(&error)))
+}
+
+/// What a session keeps in the data directory: its calling agent's
+/// transcript, held from sweeps while the session is open; when it ends,
+/// the transcripts of that agent and every agent below it go (unless
+/// `--keep-transcripts`; [`crate::retention`]).
+struct SessionData {
+    retention: Option<Arc<Retention>>,
+    session: AgentId,
+    _hold: Option<Hold>,
+}
+
+impl SessionData {
+    fn open(setup: &Setup, session: &AgentId) -> Self {
+        let retention = setup.retention().cloned();
+        let hold = retention.as_ref().map(|retention| {
+            retention.open_session(session);
+            retention.hold(session)
+        });
+        Self {
+            retention,
+            session: session.clone(),
+            _hold: hold,
+        }
+    }
+
+    /// Ends the session's data; its tasks must be released first.
+    async fn end(self) {
+        let Self { retention, session, .. } = self;
+        let Some(retention) = retention else {
+            return;
+        };
+        let ended = session.clone();
+        let error = match tokio::task::spawn_blocking(move || retention.end_session(&session)).await {
+            Ok(Ok(_)) => return,
+            Ok(Err(error)) => error.to_string(),
+            Err(error) => error.to_string(),
+        };
+        tracing::warn!("{}", wording::session_transcripts_not_removed(&ended, &error));
+    }
 }
 
 /// The HTTP options of the flags (the token read from its variable),
@@ -166,10 +219,11 @@ async fn stop_signal() {
 }
 
 /// The parent agent of each HTTP session: made when the session opens, and
-/// when it ends its background tasks are killed and released.
+/// when it ends its background tasks are killed and released, then its
+/// transcripts go ([`SessionData`]).
 struct Parents {
     setup: Arc<Setup>,
-    open: Mutex<HashMap<AgentId, Agent>>,
+    open: Mutex<HashMap<AgentId, (Agent, SessionData)>>,
 }
 
 impl SessionAgents for Parents {
@@ -179,10 +233,11 @@ impl SessionAgents for Parents {
             .parent(wording::MCP_LABEL)
             .map_err(|failure| failure.message().to_owned())?;
         let reference = agent.agent_ref();
+        let data = SessionData::open(&self.setup, reference.id());
         self.open
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(reference.id().clone(), agent);
+            .insert(reference.id().clone(), (agent, data));
         Ok(reference)
     }
 
@@ -195,7 +250,10 @@ impl SessionAgents for Parents {
         let tasks = self.setup.tasks().clone();
         Box::pin(async move {
             tasks.dispose_owner(agent.id(), wording::MCP_SESSION_CLOSED).await;
-            drop(parent);
+            if let Some((parent, data)) = parent {
+                drop(parent);
+                data.end().await;
+            }
         })
     }
 }

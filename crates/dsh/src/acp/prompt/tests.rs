@@ -122,7 +122,14 @@ impl Fixture {
         };
         let id = agent.id().to_string();
         let sessions = Arc::new(Sessions::default());
-        sessions.insert(id.clone(), Session { agent, tools });
+        sessions.insert(
+            id.clone(),
+            Session {
+                agent,
+                tools,
+                _hold: None,
+            },
+        );
         Self {
             setup,
             sessions,
