@@ -8,6 +8,26 @@ use nix::sys::signal::{Signal, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 
+/// What the system said when it refused to signal a process group: an OS
+/// error number, shown as the system names it (`EPERM: Operation not
+/// permitted`). Our own type, so that no dependency's type is in this
+/// crate's API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SignalError(Errno);
+
+impl SignalError {
+    /// The OS error number (`errno`).
+    pub fn raw_os_error(&self) -> i32 {
+        self.0 as i32
+    }
+
+    /// The same error as the standard library's type.
+    pub fn os_error(&self) -> std::io::Error {
+        std::io::Error::from_raw_os_error(self.raw_os_error())
+    }
+}
+
 /// The child's process group. Signals go to the whole group; once the group
 /// is seen empty it is never signalled again (its id may be reused), and
 /// dropping a group that was not seen empty SIGKILLs it, so a dropped child
@@ -35,13 +55,13 @@ impl ProcessGroup {
     /// SIGKILLs the group now, if it may still have members: for a caller
     /// that cannot wait for the teardown ladder. The kernel and the child's
     /// waiter collect the processes in the background.
-    pub fn kill(&self) -> Result<(), Errno> {
+    pub fn kill(&self) -> Result<(), SignalError> {
         self.signal(Some(Signal::SIGKILL)).map(|_| ())
     }
 
     /// Sends `signal` (or, with `None`, only checks existence) to the group.
     /// `Ok(false)` when the group has no member left.
-    pub(crate) fn signal(&self, signal: Option<Signal>) -> Result<bool, Errno> {
+    pub(crate) fn signal(&self, signal: Option<Signal>) -> Result<bool, SignalError> {
         if self.gone.load(Ordering::Acquire) {
             return Ok(false);
         }
@@ -51,7 +71,7 @@ impl ProcessGroup {
                 self.gone.store(true, Ordering::Release);
                 Ok(false)
             }
-            Err(error) => Err(error),
+            Err(error) => Err(SignalError(error)),
         }
     }
 
@@ -60,7 +80,7 @@ impl ProcessGroup {
     /// for init or the nearest subreaper) to collect them. The ones that are
     /// our own children — orphans reparented to us because we are a
     /// subreaper or PID 1 — are collected here, since nobody else will.
-    pub(crate) fn alive(&self) -> Result<bool, Errno> {
+    pub(crate) fn alive(&self) -> Result<bool, SignalError> {
         if !self.signal(None)? {
             return Ok(false);
         }

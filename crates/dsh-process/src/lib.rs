@@ -12,7 +12,6 @@ pub mod wording;
 pub use child::{Child, ChildSpec, DEFAULT_STDERR_TAIL_BYTES, Pipes, SpawnError};
 pub use env::{BASE_ENV, Environment};
 pub use exit::ExitInfo;
-pub use group::ProcessGroup;
-pub use nix::errno::Errno;
+pub use group::{ProcessGroup, SignalError};
 pub use stderr::{StderrTail, strip_escapes};
 pub use teardown::{DEFAULT_KILL_WAIT, Ladder, Teardown, TeardownError};

@@ -4,10 +4,9 @@
 
 use std::time::Duration;
 
-use nix::errno::Errno;
 use nix::sys::signal::Signal;
 
-use crate::{Child, wording};
+use crate::{Child, SignalError, wording};
 
 /// The longest pause between two looks at a group whose direct child has
 /// exited but whose other members have not (they send no event).
@@ -81,7 +80,7 @@ pub enum TeardownError {
         /// The group id.
         group: i32,
         /// What the system said.
-        error: Errno,
+        error: SignalError,
     },
     /// Something of the group still ran `waited` after SIGKILL.
     #[error("{}", wording::survived_kill(group, *waited))]
@@ -104,7 +103,7 @@ impl Child {
     /// zombies that are our own children (orphans reparented to us as PID 1
     /// or a subreaper) are collected on the way.
     pub async fn teardown(&self, ladder: &Ladder) -> Result<Teardown, TeardownError> {
-        let failed = |error: Errno| TeardownError::Signal {
+        let failed = |error: SignalError| TeardownError::Signal {
             group: self.group.id(),
             error,
         };
@@ -132,7 +131,7 @@ impl Child {
     /// awaited, not polled: a child that exits at once is seen at once.
     /// Other members of the group send no event; they are looked for after
     /// it, at pauses from [`FIRST_POLL`] doubling up to [`POLL`].
-    async fn wait_gone(&self, limit: Duration) -> Result<bool, Errno> {
+    async fn wait_gone(&self, limit: Duration) -> Result<bool, SignalError> {
         let deadline = tokio::time::Instant::now() + limit;
         if tokio::time::timeout_at(deadline, self.exited()).await.is_err() {
             return Ok(false);

@@ -10,7 +10,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use dsh_process::{ChildSpec, Errno, Ladder, Teardown};
+use dsh_process::{ChildSpec, Ladder, Teardown};
+use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use tokio::io::AsyncBufReadExt;

@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use dsh_process::{Child, ChildSpec, Environment, Errno, Ladder, Teardown};
+use dsh_process::{Child, ChildSpec, Environment, Ladder, Teardown};
+use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
