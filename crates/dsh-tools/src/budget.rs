@@ -203,13 +203,14 @@ pub struct Cut {
 
 /// Byte positions in the output's text: `text[..start]` is a fixed prefix
 /// (an error's `Error: `, say), `text[start..notice]` the head or the page,
-/// `text[notice..tail]` the notice, `text[tail..]` the tail (empty for a
-/// page).
+/// `text[notice..tail]` the notice, `text[tail..end]` the tail (empty for a
+/// page), and `text[end..]` a fixed suffix (a task's status line, say).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Layout {
     start: usize,
     notice: usize,
     tail: usize,
+    end: usize,
 }
 
 impl Cut {
@@ -219,6 +220,7 @@ impl Cut {
         self.layout.start += prefix_bytes;
         self.layout.notice += prefix_bytes;
         self.layout.tail += prefix_bytes;
+        self.layout.end += prefix_bytes;
         self
     }
 }
@@ -230,6 +232,17 @@ pub struct Excerpt {
     pub text: String,
     /// How it was cut.
     pub cut: Cut,
+}
+
+impl Excerpt {
+    /// The excerpt with `suffix` after it: a fixed line that is not part of
+    /// the cut text (a task's status line, say). A later [`recut`] keeps it
+    /// whole, so the notice's numbers still count the cut text alone.
+    #[must_use]
+    pub fn followed_by(mut self, suffix: &str) -> Self {
+        self.text.push_str(suffix);
+        self
+    }
 }
 
 /// `text` cut to at most `allowance` bytes: its head, one notice, and its
@@ -277,6 +290,7 @@ fn page_of(prefix: &str, rest: &str, start: u64, full: TextSize, allowance: usiz
         start: prefix.len(),
         notice: prefix.len() + shown.len(),
         tail: text.len(),
+        end: text.len(),
     };
     Excerpt {
         text,
@@ -331,6 +345,7 @@ fn cut_ends(prefix: &str, ends: Ends<'_>, full: TextSize, allowance: usize, read
         start: prefix.len(),
         notice: prefix.len() + kept_head.len(),
         tail: prefix.len() + kept_head.len() + notice.len(),
+        end: text.len(),
     };
     Excerpt {
         text,
@@ -349,10 +364,10 @@ fn cut_ends(prefix: &str, ends: Ends<'_>, full: TextSize, allowance: usize, read
 /// `text` (an output, cut before or not) cut further to at most `allowance`
 /// bytes. `None` when it fits as it is.
 ///
-/// A text cut before keeps its fixed prefix, shows a shorter head and tail
-/// (or a shorter page) of the same full text, and keeps its paged read, so
-/// its notice still says how to read everything left out. A text not cut
-/// before is cut with [`head_and_tail`] and no paged read.
+/// A text cut before keeps its fixed prefix and suffix, shows a shorter head
+/// and tail (or a shorter page) of the same full text, and keeps its paged
+/// read, so its notice still says how to read everything left out. A text
+/// not cut before is cut with [`head_and_tail`] and no paged read.
 pub fn recut(text: &str, cut: Option<&Cut>, allowance: usize) -> Option<Excerpt> {
     if text.len() <= allowance {
         return None;
@@ -360,23 +375,32 @@ pub fn recut(text: &str, cut: Option<&Cut>, allowance: usize) -> Option<Excerpt>
     let Some(cut) = cut else {
         return head_and_tail(text, allowance, None);
     };
-    let Layout { start, notice, tail } = cut.layout;
-    let (Some(prefix), Some(shown), Some(end)) = (text.get(..start), text.get(start..notice), text.get(tail..)) else {
+    let Layout {
+        start,
+        notice,
+        tail,
+        end,
+    } = cut.layout;
+    let (Some(prefix), Some(shown), Some(ends), Some(suffix)) =
+        (text.get(..start), text.get(start..notice), text.get(tail..end), text.get(end..))
+    else {
         // Not the text this cut describes: cut it as a new one.
         return head_and_tail(text, allowance, None);
     };
-    Some(match (cut.shown, cut.read.clone()) {
-        (Shown::Page { start: offset, .. }, Some(read)) => page_of(prefix, shown, offset, cut.full, allowance, read),
+    let room = allowance.saturating_sub(suffix.len());
+    let excerpt = match (cut.shown, cut.read.clone()) {
+        (Shown::Page { start: offset, .. }, Some(read)) => page_of(prefix, shown, offset, cut.full, room, read),
         (Shown::HeadTail { .. }, read) => cut_ends(
             prefix,
-            Ends::Parts { head: shown, tail: end },
+            Ends::Parts { head: shown, tail: ends },
             cut.full,
-            allowance,
+            room,
             read,
         ),
         // A page always has a paged read; without one, cut what is there.
         (Shown::Page { .. }, None) => return head_and_tail(text, allowance, None),
-    })
+    };
+    Some(excerpt.followed_by(suffix))
 }
 
 /// How many more digits `number` has than `0`.

@@ -266,3 +266,36 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_recut_keeps_a_suffix_whole_and_its_numbers_exact() {
+    let text = format!("{}{}", "a".repeat(50_000), "z".repeat(50_000));
+    let status = "\n[status: completed]";
+    let excerpt = head_and_tail(&text, 8_000, Some(read())).unwrap().followed_by(status);
+    assert!(excerpt.text.ends_with(&format!("zzz{status}")));
+    let mut result = ToolResult::from_outcome(Ok(ToolOutput::excerpt(excerpt)));
+    assert!(result.cut_to(1_000));
+    assert!(result.text.len() <= 1_000, "{}", result.text.len());
+    assert!(result.text.ends_with(&format!("zzz{status}")), "{}", result.text);
+    let cut = *result.cut.clone().unwrap();
+    let Shown::HeadTail { head, tail } = cut.shown else {
+        panic!("a head and a tail");
+    };
+    // The tail counted is all `z`: the status line is not part of it.
+    let body = result.text.strip_suffix(status).unwrap();
+    assert!(body.ends_with(&"z".repeat(tail.chars as usize)));
+    assert!(!body.ends_with(&"z".repeat(tail.chars as usize + 1)));
+    assert!(body.starts_with(&"a".repeat(head.chars as usize)));
+
+    let paged = page(&text, 100, 4_000, read()).unwrap().followed_by(status);
+    let mut result = ToolResult::from_outcome(Ok(ToolOutput::excerpt(paged)));
+    assert!(result.cut_to(700));
+    assert!(result.text.len() <= 700);
+    let cut = *result.cut.clone().unwrap();
+    let Shown::Page { start, page } = cut.shown else {
+        panic!("a page");
+    };
+    assert_eq!(start, 100);
+    let call = format!(r#"task_output {{"task_id": "subagent-7", "offset": {}}}"#, 100 + page.chars);
+    assert!(result.text.ends_with(&format!("{call}]{status}")), "{}", result.text);
+}
