@@ -500,7 +500,8 @@ async fn race(iterations: usize) {
                         completed += 1;
                         assert_eq!(count, 1, "{message} completed in {task} but was recorded {count} times");
                         // Its answer, or one to a message steered in after it.
-                        assert!(snapshot.output.starts_with("answer to m-"), "{snapshot:?}");
+                        let output = snapshot.output.read().await.unwrap();
+                        assert!(output.starts_with("answer to m-"), "{snapshot:?}: {output}");
                         if !answered_in_its_turn(&transcripts[child], message) {
                             unanswered.push(message.clone());
                         }

@@ -29,7 +29,7 @@ pub use error::SubagentError;
 pub use lineage::{BudgetScope, Lineage, TokenBudget};
 pub use provider::SubagentProvider;
 pub use request::{AgentOptions, RunMode, StartRequest, ToolFilter};
-pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, bound_diagnostic};
+pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;
 pub use trace::SpanOrigin;

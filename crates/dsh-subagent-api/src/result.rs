@@ -1,6 +1,7 @@
 //! How a child run ended: its stop reason, its output and an optional diagnostic.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -98,8 +99,24 @@ pub fn bound_diagnostic(diagnostic: impl Into<String>) -> String {
     text
 }
 
+/// Where a run's answer can be read again once the run is over, so that a
+/// harness that keeps the answer for later reads (the paged reads of a cut
+/// result) need not hold it in memory: the child's transcript, for one.
+///
+/// Reading may block (a file, say): call [`TextSource::read`] off the async
+/// threads. A reader checks the size of what it reads against the answer it
+/// got, so a source that reads something else is taken as gone.
+pub trait TextSource: Send + Sync + fmt::Debug {
+    /// The answer again, or `None` when it can no longer be read (its file
+    /// was removed, say).
+    fn read(&self) -> Option<String>;
+}
+
 /// The outcome of one child run.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// Equality compares the outcome (stop reason, output, diagnostic,
+/// structured answer), not where its text can be read again.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct SubagentResult {
@@ -113,6 +130,19 @@ pub struct SubagentResult {
     /// The structured answer, when an output schema was requested and met.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
+    /// Where the output's text can be read again later, when the provider
+    /// keeps it somewhere ([`SubagentResult::with_text_source`]).
+    #[serde(skip)]
+    text_source: Option<Arc<dyn TextSource>>,
+}
+
+impl PartialEq for SubagentResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.stop_reason == other.stop_reason
+            && self.output == other.output
+            && self.diagnostic == other.diagnostic
+            && self.structured == other.structured
+    }
 }
 
 impl SubagentResult {
@@ -123,6 +153,7 @@ impl SubagentResult {
             output,
             diagnostic: None,
             structured: None,
+            text_source: None,
         }
     }
 
@@ -145,9 +176,34 @@ impl SubagentResult {
         self
     }
 
+    /// Says where the output's text can be read again after the run (its
+    /// transcript, say), so a harness that keeps it for later need not
+    /// hold it in memory. The source must read exactly [`SubagentResult::text`].
+    #[must_use]
+    pub fn with_text_source(mut self, source: Arc<dyn TextSource>) -> Self {
+        self.text_source = Some(source);
+        self
+    }
+
+    /// Where the output's text can be read again, when the provider said.
+    pub fn text_source(&self) -> Option<&Arc<dyn TextSource>> {
+        self.text_source.as_ref()
+    }
+
     /// The concatenated text of the output's text blocks.
     pub fn text(&self) -> String {
         concat_text(&self.output)
+    }
+
+    /// The same text as [`SubagentResult::text`], moved out of the result
+    /// rather than copied when the output is one text block (the usual
+    /// answer): a long answer is not held twice.
+    pub fn into_text(self) -> String {
+        let mut output = self.output;
+        match output.as_mut_slice() {
+            [ContentBlock::Text { text }] => std::mem::take(text),
+            blocks => concat_text(blocks),
+        }
     }
 }
 
@@ -162,6 +218,43 @@ mod tests {
         }
         assert_eq!(StopReason::parse("max-tokens"), StopReason::MaxTokens);
         assert!(matches!(StopReason::parse("paused"), StopReason::Other(_)));
+    }
+
+    #[test]
+    fn into_text_reads_what_text_reads() {
+        let one = SubagentResult::completed("answer");
+        assert_eq!(one.clone().into_text(), one.text());
+        let many = SubagentResult::new(
+            StopReason::Completed,
+            vec![ContentBlock::text("a"), ContentBlock::text("b")],
+        );
+        assert_eq!(many.clone().into_text(), "ab");
+        assert_eq!(SubagentResult::new(StopReason::Error, Vec::new()).into_text(), "");
+    }
+
+    #[derive(Debug)]
+    struct Fixed;
+
+    impl TextSource for Fixed {
+        fn read(&self) -> Option<String> {
+            Some("answer".into())
+        }
+    }
+
+    #[test]
+    fn a_text_source_is_no_part_of_the_outcome() {
+        let plain = SubagentResult::completed("answer");
+        let sourced = plain.clone().with_text_source(Arc::new(Fixed));
+        assert_eq!(plain, sourced);
+        assert!(plain.text_source().is_none());
+        assert_eq!(
+            sourced.text_source().and_then(|source| source.read()).as_deref(),
+            Some("answer")
+        );
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap(),
+            serde_json::to_value(&sourced).unwrap()
+        );
     }
 
     #[test]

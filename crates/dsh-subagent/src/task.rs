@@ -159,7 +159,9 @@ where
 fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<(), SubagentError>) -> TaskOutcome {
     let outcome = match result {
         Ok(result) => match result.stop_reason {
-            StopReason::Completed => TaskOutcome::Completed { output: result.text() },
+            StopReason::Completed => TaskOutcome::Completed {
+                output: result.into_text().into(),
+            },
             StopReason::Aborted => TaskOutcome::Killed,
             reason => TaskOutcome::Failed {
                 detail: failed_run_detail(&reason, result.diagnostic.as_deref()),

@@ -34,7 +34,7 @@ async fn a_published_run_is_settled_released_and_its_text_is_the_tasks_output() 
     assert!(id.starts_with("subagent-"), "{id}");
     let task = tasks.wait(&id, &owner(), WAIT).await.unwrap();
     assert_eq!(task.status, TaskStatus::Completed);
-    assert_eq!(task.output, "the answer");
+    assert_eq!(task.output.read().await.unwrap().as_str(), "the answer");
     assert_eq!(task.label, "look it up");
     assert_eq!((stats.starts(), stats.disposes(), stats.live()), (1, 1, 0));
 }

@@ -14,7 +14,10 @@ use std::sync::{Arc, Mutex};
 use dsh_tools::AgentId;
 use tokio::sync::watch;
 
-use crate::{TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec, TaskStatus, lock, wording};
+use crate::{
+    TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec, TaskStatus, TaskText, TextStore, lock,
+    wording,
+};
 
 /// One kept task.
 pub(crate) struct Entry {
@@ -23,6 +26,34 @@ pub(crate) struct Entry {
     pub(crate) snapshot: Mutex<TaskSnapshot>,
     pub(crate) control: TaskControl,
     pub(crate) settled: watch::Sender<bool>,
+    /// Where its output text is kept.
+    pub(crate) texts: TextStore,
+}
+
+/// Whether settling a task queues a completion notice for its owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Notice {
+    /// A background task: its owner hears that it finished.
+    Queue,
+    /// A recorded result: its owner has it already.
+    None,
+}
+
+/// An outcome whose output is already in its store.
+pub(crate) enum Settled {
+    Completed(TaskText),
+    Failed(String),
+    Killed,
+}
+
+impl Settled {
+    pub(crate) fn from_outcome(outcome: TaskOutcome, texts: &TextStore) -> Self {
+        match outcome {
+            TaskOutcome::Completed { output } => Self::Completed(output.into_text(texts)),
+            TaskOutcome::Failed { detail } => Self::Failed(detail),
+            TaskOutcome::Killed => Self::Killed,
+        }
+    }
 }
 
 impl Entry {
@@ -107,8 +138,14 @@ impl Book {
         }
     }
 
-    /// Registers a running task with the next `<kind>-<n>` id.
-    pub(crate) fn insert(&mut self, spec: TaskSpec, control: TaskControl) -> Result<Arc<Entry>, TaskError> {
+    /// Registers a running task with the next `<kind>-<n>` id; its output
+    /// will be kept in the spec's store, or else in `texts`.
+    pub(crate) fn insert(
+        &mut self,
+        spec: TaskSpec,
+        control: TaskControl,
+        texts: &TextStore,
+    ) -> Result<Arc<Entry>, TaskError> {
         if self.disposed.contains(&spec.owner) {
             return Err(TaskError::OwnerDisposed { owner: spec.owner });
         }
@@ -124,11 +161,12 @@ impl Book {
                 label: spec.label,
                 owner: spec.owner.clone(),
                 status: TaskStatus::Running,
-                output: String::new(),
+                output: TaskText::default(),
                 detail: None,
             }),
             control,
             settled: watch::Sender::new(false),
+            texts: spec.texts.unwrap_or_else(|| texts.clone()),
         });
         self.tasks.insert(id, entry.clone());
         self.owners
@@ -139,21 +177,21 @@ impl Book {
         Ok(entry)
     }
 
-    /// Records the outcome, queues the owner's notice, and forgets the
-    /// owner's oldest finished tasks beyond the bound.
-    pub(crate) fn settle(&mut self, entry: &Entry, outcome: TaskOutcome) {
+    /// Records the outcome, queues the owner's notice (when asked), and
+    /// forgets the owner's oldest finished tasks beyond the bound.
+    pub(crate) fn settle(&mut self, entry: &Entry, outcome: Settled, notice: Notice) {
         let snapshot = {
             let mut snapshot = lock(&entry.snapshot);
             match outcome {
-                TaskOutcome::Completed { output } => {
+                Settled::Completed(output) => {
                     snapshot.status = TaskStatus::Completed;
                     snapshot.output = output;
                 }
-                TaskOutcome::Failed { detail } => {
+                Settled::Failed(detail) => {
                     snapshot.status = TaskStatus::Failed;
                     snapshot.detail = Some(detail);
                 }
-                TaskOutcome::Killed => snapshot.status = TaskStatus::Killed,
+                Settled::Killed => snapshot.status = TaskStatus::Killed,
             }
             snapshot.clone()
         };
@@ -162,9 +200,11 @@ impl Book {
             return;
         };
         owned.finished.push_back(entry.seq);
-        owned
-            .notices
-            .push_back((entry.seq, wording::completion_notice(&snapshot)));
+        if notice == Notice::Queue {
+            owned
+                .notices
+                .push_back((entry.seq, wording::completion_notice(&snapshot)));
+        }
         for id in owned.trim(keep) {
             self.tasks.remove(&id);
         }

@@ -3,9 +3,11 @@
 
 mod book;
 mod code;
+mod text;
 pub mod wording;
 
 pub use code::ErrorCode;
+pub use text::{DEFAULT_KEPT_BYTES, Output, TaskText, TextStore};
 
 use std::fmt;
 use std::future::Future;
@@ -60,8 +62,9 @@ impl fmt::Display for TaskStatus {
 pub enum TaskOutcome {
     /// Finished; `output` is what `task_output` shows.
     Completed {
-        /// The task's output.
-        output: String,
+        /// The task's output: its text (kept in the task's [`TextStore`]),
+        /// or where it can be read again.
+        output: Output,
     },
     /// Failed; `detail` appears in the status line.
     Failed {
@@ -86,8 +89,9 @@ pub struct TaskSnapshot {
     pub owner: AgentId,
     /// Where it stands.
     pub status: TaskStatus,
-    /// Its output (empty until it completes).
-    pub output: String,
+    /// Its output (empty until it completes): shared with the task, never
+    /// copied; [`TaskText::read`] reads it, or says it is no longer kept.
+    pub output: TaskText,
     /// The failure detail, for a failed task.
     pub detail: Option<String>,
 }
@@ -99,8 +103,10 @@ impl TaskSnapshot {
     }
 }
 
-/// What to start: a kind (the id prefix), a label, an owner.
+/// What to start: a kind (the id prefix), a label, an owner, and where its
+/// output is kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TaskSpec {
     /// The kind, e.g. `subagent`.
     pub kind: String,
@@ -108,16 +114,28 @@ pub struct TaskSpec {
     pub label: String,
     /// The owning agent.
     pub owner: AgentId,
+    /// The store its output text is kept in; `None`: the registry's own
+    /// ([`TaskRegistry::texts`]).
+    pub texts: Option<TextStore>,
 }
 
 impl TaskSpec {
-    /// A spec.
+    /// A spec whose output is kept in the registry's store.
     pub fn new(kind: impl Into<String>, label: impl Into<String>, owner: AgentId) -> Self {
         Self {
             kind: kind.into(),
             label: label.into(),
             owner,
+            texts: None,
         }
+    }
+
+    /// Keeps the task's output in `texts`: the store of the owner's
+    /// delegation tree, say, so that one tree's outputs share one bound.
+    #[must_use]
+    pub fn kept_in(mut self, texts: TextStore) -> Self {
+        self.texts = Some(texts);
+        self
     }
 }
 
@@ -222,8 +240,10 @@ impl Inner {
         lock(&self.book)
     }
 
-    fn settle(&self, entry: &Entry, outcome: TaskOutcome) {
-        self.lock().settle(entry, outcome);
+    fn settle(&self, entry: &Entry, outcome: TaskOutcome, notice: book::Notice) {
+        // The output goes into its store before the book's lock is taken.
+        let outcome = book::Settled::from_outcome(outcome, &entry.texts);
+        self.lock().settle(entry, outcome, notice);
         entry.settled.send_replace(true);
     }
 }
@@ -254,9 +274,15 @@ pub struct TaskListing {
 /// that finished longest ago is forgotten, with its completion notice if
 /// that was never taken; reading it then fails with
 /// [`TaskError::Forgotten`]. Nothing is kept per forgotten task.
+///
+/// Outputs are bounded in bytes too: each task's output text is kept in a
+/// [`TextStore`] (the spec's, or the registry's own,
+/// [`DEFAULT_KEPT_BYTES`]), which evicts the oldest text first; a kept
+/// task whose text was evicted still reads its status and its size.
 #[derive(Clone, Default)]
 pub struct TaskRegistry {
     inner: Arc<Inner>,
+    texts: TextStore,
 }
 
 impl fmt::Debug for TaskRegistry {
@@ -289,6 +315,20 @@ impl TaskRegistry {
         self.inner.lock().keep()
     }
 
+    /// Keeps the output of tasks whose spec names no store in `texts`
+    /// instead of a store of [`DEFAULT_KEPT_BYTES`]. Applies to this handle
+    /// and the clones made from it afterwards.
+    #[must_use]
+    pub fn kept_in(mut self, texts: TextStore) -> Self {
+        self.texts = texts;
+        self
+    }
+
+    /// The store of outputs whose task's spec names none.
+    pub fn texts(&self) -> &TextStore {
+        &self.texts
+    }
+
     /// Starts a task: checks the spec, assigns the next `<kind>-<n>` id, and
     /// runs `producer` on its own tokio task. Nothing runs when the checks
     /// fail. A producer that panics settles its task `failed`.
@@ -304,7 +344,7 @@ impl TaskRegistry {
             token: CancellationToken::new(),
             reason: Arc::default(),
         };
-        let entry = self.inner.lock().insert(spec, control.clone())?;
+        let entry = self.inner.lock().insert(spec, control.clone(), &self.texts)?;
         let id = lock(&entry.snapshot).id.clone();
         let work = producer(control);
         let inner = self.inner.clone();
@@ -315,8 +355,29 @@ impl TaskRegistry {
                 .unwrap_or_else(|panic| TaskOutcome::Failed {
                     detail: wording::producer_panicked(&panic_message(&*panic)),
                 });
-            inner.settle(&entry, outcome);
+            inner.settle(&entry, outcome, book::Notice::Queue);
         });
+        Ok(id)
+    }
+
+    /// Records a task that has already finished, with `outcome`, and
+    /// returns its id: a result its producer reached on its own, kept so
+    /// that the owner can read it again with `task_output` (a foreground
+    /// delegation whose answer was too long to show whole, paged through
+    /// by offset). It is numbered, listed, kept and forgotten like any
+    /// finished task, but no completion notice is queued: the owner already
+    /// has the result.
+    pub fn record(&self, spec: TaskSpec, outcome: TaskOutcome) -> Result<String, TaskError> {
+        if spec.label.trim().is_empty() {
+            return Err(TaskError::EmptyLabel);
+        }
+        let control = TaskControl {
+            token: CancellationToken::new(),
+            reason: Arc::default(),
+        };
+        let entry = self.inner.lock().insert(spec, control, &self.texts)?;
+        let id = lock(&entry.snapshot).id.clone();
+        self.inner.settle(&entry, outcome, book::Notice::None);
         Ok(id)
     }
 

@@ -17,14 +17,32 @@ pub fn status_line(status: TaskStatus, detail: Option<&str>) -> String {
 /// The body shown when a task has no output.
 pub const NO_NEW_OUTPUT: &str = "(no new output)";
 
-/// What `task_output` shows: the body, a newline, the status line.
-pub fn task_output(task: &TaskSnapshot) -> String {
-    let body = if task.output.is_empty() {
-        NO_NEW_OUTPUT
-    } else {
-        &task.output
-    };
-    format!("{body}\n{}", task.status_line())
+/// What `task_output` shows: the body (the task's `text` as read, or
+/// [`NO_NEW_OUTPUT`] when it has none), a newline, the status line.
+pub fn task_output(text: &str, task: &TaskSnapshot) -> String {
+    let body = if text.is_empty() { NO_NEW_OUTPUT } else { text };
+    format!("{body}{}", status_suffix(task))
+}
+
+/// What follows the body of `task_output`: a newline and the status line.
+pub fn status_suffix(task: &TaskSnapshot) -> String {
+    format!("\n{}", task.status_line())
+}
+
+/// The body `task_output` shows for a task whose output is no longer kept
+/// (evicted to make room for newer ones, or gone from where it was read):
+/// how large it was, and that reading it never runs anything again.
+pub fn output_no_longer_kept(id: &str, chars: u64) -> String {
+    format!(
+        "(the output of task {id}, {chars} characters, is no longer kept. Reading it does not run the task again; its status follows.)"
+    )
+}
+
+/// `task_output` with an `offset` past the end of the task's output.
+pub fn offset_past_end(id: &str, offset: u64, chars: u64) -> String {
+    format!(
+        "{TASK_OUTPUT} argument \"offset\" is past the end of task {id}'s output: it has {chars} characters, so an offset is at most {chars}; got {offset}"
+    )
 }
 
 /// `task_kill` on a running task.
@@ -122,6 +140,9 @@ pub const WAIT_PARAMETER: &str = "Wait until the task finishes (or timeout_ms pa
 
 /// `task_output`'s `timeout_ms` parameter.
 pub const TIMEOUT_MS_PARAMETER: &str = "Only with wait: true. The longest to wait, in milliseconds: default 30000 (30 seconds), at most 600000 (10 minutes). When it passes, the task is shown as it is, still running.";
+
+/// `task_output`'s `offset` parameter.
+pub const OFFSET_PARAMETER: &str = "Read one page of the task's output, starting at this character. Without it, an output too long to show whole shows its beginning and end, and a notice gives the offset to read the rest from.";
 
 /// `task_kill`'s `reason` parameter.
 pub const REASON_PARAMETER: &str = "Why the task is being stopped (optional); the task's producer receives it.";

@@ -21,7 +21,7 @@ async fn finished(tasks: &TaskRegistry, owner: &AgentId, output: &str) -> String
     let output = output.to_owned();
     let id = tasks
         .spawn(TaskSpec::new("subagent", "quick", owner.clone()), |_| async move {
-            TaskOutcome::Completed { output }
+            TaskOutcome::Completed { output: output.into() }
         })
         .unwrap();
     tasks.wait(&id, owner, None).await.unwrap();
@@ -74,7 +74,10 @@ async fn the_task_that_finished_longest_ago_is_forgotten_and_reads_no_longer_kep
     );
     assert_eq!(tasks.kill(&first, &owner, None).unwrap_err(), forgotten);
     assert_eq!(tasks.wait(&first, &owner, None).await.unwrap_err(), forgotten);
-    assert_eq!(tasks.get(&second, &owner).unwrap().output, "two");
+    assert_eq!(
+        tasks.get(&second, &owner).unwrap().output.kept().unwrap().as_str(),
+        "two"
+    );
 }
 
 #[tokio::test]
@@ -161,7 +164,10 @@ async fn running_tasks_are_always_kept_and_each_owner_has_its_own_bound() {
     assert_eq!(listed[0].id, slow);
     assert_eq!(listed[0].status, TaskStatus::Running);
     assert_eq!(listed[1].id, "subagent-7");
-    assert_eq!(tasks.get(&theirs, &other).unwrap().output, "theirs");
+    assert_eq!(
+        tasks.get(&theirs, &other).unwrap().output.kept().unwrap().as_str(),
+        "theirs"
+    );
 
     tasks.kill(&slow, &owner, None).unwrap();
     tasks.wait(&slow, &owner, None).await.unwrap();
@@ -245,7 +251,7 @@ async fn six_thousand_tasks_of_one_owner_keep_the_bound() {
         last = tasks
             .spawn(TaskSpec::new("subagent", "bulk", owner.clone()), move |_| async move {
                 TaskOutcome::Completed {
-                    output: format!("answer {n}"),
+                    output: format!("answer {n}").into(),
                 }
             })
             .unwrap();

@@ -71,7 +71,7 @@ async fn a_wait_with_a_timeout_returns_the_task_still_running() {
         .await
         .unwrap();
     assert_eq!(still.status, TaskStatus::Running);
-    assert_eq!(wording::task_output(&still), "(no new output)\n[status: running]");
+    assert_eq!(wording::task_output("", &still), "(no new output)\n[status: running]");
     tasks.dispose_owner(&owner(), "test over").await;
 }
 
@@ -108,7 +108,10 @@ async fn outputs_are_idempotent_and_notices_are_status_lines_never_output() {
         .unwrap();
     let first = tasks.wait(&id, &owner(), None).await.unwrap();
     let second = tasks.wait(&id, &owner(), None).await.unwrap();
-    assert_eq!(wording::task_output(&first), "background answer\n[status: completed]");
+    assert_eq!(
+        wording::task_output(&first.output.read().await.unwrap(), &first),
+        "background answer\n[status: completed]"
+    );
     assert_eq!(first, second);
     let notices = tasks.take_notices(&owner());
     assert_eq!(

@@ -85,7 +85,8 @@ impl Background {
     }
 
     async fn output(&self, id: &str) -> String {
-        task_wording::task_output(&self.tasks.wait(id, &parent(), None).await.unwrap())
+        let task = self.tasks.wait(id, &parent(), None).await.unwrap();
+        task_wording::task_output(&task.output.read().await.unwrap(), &task)
     }
 }
 
@@ -238,7 +239,7 @@ async fn a_kill_during_startup_whose_rollback_fails_reads_failed_with_both_error
     let task = tasks.wait("subagent-1", &parent(), None).await.unwrap();
     assert_eq!(task.status, TaskStatus::Failed);
     assert_eq!(
-        task_wording::task_output(&task),
+        task_wording::task_output("", &task),
         "(no new output)\n[status: failed, startup cancelled before publication; rollback failed: cleanup also failed]"
     );
 }

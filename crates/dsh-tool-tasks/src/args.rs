@@ -27,6 +27,17 @@ pub(crate) struct TaskOutputArgs {
     #[schemars(extend("default" = DEFAULT_WAIT_MS))]
     #[serde(default)]
     pub(crate) timeout_ms: Option<u64>,
+    /// The character to read the output from; absent reads it whole (its
+    /// head and tail when it is over the budget).
+    #[schemars(description = wording::OFFSET_PARAMETER, schema_with = "offset_schema")]
+    #[serde(default, skip_serializing_if = "Option::is_none")] // Optional, with no `default` shown.
+    pub(crate) offset: Option<u64>,
+}
+
+/// A plain non-negative integer (no `format`, no `default` shown: absent
+/// and `0` read differently).
+fn offset_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer", "minimum": 0})
 }
 
 /// A plain bounded integer (no `format`). A field with its own schema

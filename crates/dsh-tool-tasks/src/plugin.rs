@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_tasks::TaskRegistry;
-use dsh_tools::{MountedTool, NameReservation, RegistryError, Tool, ToolRegistry};
+use dsh_tools::{MountedTool, NameReservation, RegistryError, ResultBudget, Tool, ToolRegistry};
 
 use crate::tools::{TaskKillTool, TaskListTool, TaskOutputTool};
 
@@ -21,13 +21,26 @@ pub struct TaskToolsPlugin {
 }
 
 impl TaskToolsPlugin {
-    /// Registers the three tools in `tools`, each acting on `tasks`.
+    /// Registers the three tools in `tools`, each acting on `tasks`, with
+    /// `task_output` within the default result budget
+    /// ([`ResultBudget::DEFAULT`]).
     ///
     /// Fails with [`RegistryError::DuplicateName`] when one of the names is
     /// already taken; then none is registered.
     pub fn apply(tasks: &TaskRegistry, tools: &ToolRegistry) -> Result<Self, RegistryError> {
+        Self::apply_within(tasks, tools, ResultBudget::DEFAULT)
+    }
+
+    /// [`TaskToolsPlugin::apply`], with `task_output` showing at most
+    /// `budget` of a task's output per call: a longer output reads as its
+    /// head and tail, and `offset` pages through the rest.
+    pub fn apply_within(
+        tasks: &TaskRegistry,
+        tools: &ToolRegistry,
+        budget: ResultBudget,
+    ) -> Result<Self, RegistryError> {
         let built: [Arc<dyn Tool>; 3] = [
-            Arc::new(TaskOutputTool::new(tasks.clone())),
+            Arc::new(TaskOutputTool::new(tasks.clone(), budget)),
             Arc::new(TaskKillTool::new(tasks.clone())),
             Arc::new(TaskListTool::new(tasks.clone())),
         ];

@@ -1,7 +1,8 @@
 //! The three tools: `task_output`, `task_kill`, `task_list`.
 
-use dsh_tasks::{KillOutcome, TaskRegistry, wording};
-use dsh_tools::{AgentId, Tool, ToolError, ToolExecution, ToolOutput};
+use dsh_tasks::{KillOutcome, TaskRegistry, TaskSnapshot, wording};
+use dsh_tools::budget::{self, PagedRead};
+use dsh_tools::{AgentId, ResultBudget, Tool, ToolError, ToolExecution, ToolOutput};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
@@ -15,17 +16,20 @@ fn caller(tool: &str, exec: &ToolExecution) -> Result<AgentId, ToolError> {
         .ok_or_else(|| ToolError::new(wording::no_calling_agent(tool)).with_code(dsh_tools::ErrorCode::NoCallingAgent))
 }
 
-/// `task_output`: the caller's task, at once or after waiting.
+/// `task_output`: the caller's task, at once or after waiting, within its
+/// result budget.
 pub(crate) struct TaskOutputTool {
     tasks: TaskRegistry,
     arguments: Arguments<TaskOutputArgs>,
+    budget: ResultBudget,
 }
 
 impl TaskOutputTool {
-    pub(crate) fn new(tasks: TaskRegistry) -> Self {
+    pub(crate) fn new(tasks: TaskRegistry, budget: ResultBudget) -> Self {
         Self {
             tasks,
             arguments: args::task_output_arguments(),
+            budget,
         }
     }
 
@@ -47,7 +51,40 @@ impl TaskOutputTool {
             }
         }
         .map_err(ToolError::from)?;
-        Ok(ToolOutput::text(wording::task_output(&task)))
+        self.render(&task, args.offset).await
+    }
+
+    /// The task as the model reads it: its text (or a page of it from
+    /// `offset`) and its status line, within the budget. A text that fits
+    /// reads as it always did; a longer one shows its head and tail, or the
+    /// page, with the notice that gives the next offset. A text no longer
+    /// kept says so, with its size and the status.
+    async fn render(&self, task: &TaskSnapshot, offset: Option<u64>) -> Result<ToolOutput, ToolError> {
+        let suffix = wording::status_suffix(task);
+        let Some(text) = task.output.read().await else {
+            let body = wording::output_no_longer_kept(&task.id, task.output.size().chars);
+            return Ok(ToolOutput::text(format!("{body}{suffix}")));
+        };
+        let allowance = self.budget.bytes().saturating_sub(suffix.len());
+        let read = PagedRead::new(wording::TASK_OUTPUT, task.id.clone());
+        let excerpt = match offset {
+            None => budget::head_and_tail(&text, allowance, Some(read)),
+            Some(offset) => {
+                let page = budget::page(&text, offset, allowance, read).ok_or_else(|| {
+                    let chars = task.output.size().chars;
+                    ToolError::invalid_arguments(wording::offset_past_end(&task.id, offset, chars))
+                })?;
+                // A page that holds all the text from the start is the text.
+                let whole = offset == 0 && page.cut.shown.size() == page.cut.full;
+                let empty = page.cut.shown.size().chars == 0;
+                (!whole && !empty).then_some(page)
+            }
+        };
+        Ok(match excerpt {
+            Some(excerpt) => ToolOutput::excerpt(excerpt.followed_by(&suffix)),
+            None if offset.is_some_and(|offset| offset > 0) => ToolOutput::text(wording::task_output("", task)),
+            None => ToolOutput::text(wording::task_output(&text, task)),
+        })
     }
 }
 

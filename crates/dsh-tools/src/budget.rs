@@ -381,9 +381,12 @@ pub fn recut(text: &str, cut: Option<&Cut>, allowance: usize) -> Option<Excerpt>
         tail,
         end,
     } = cut.layout;
-    let (Some(prefix), Some(shown), Some(ends), Some(suffix)) =
-        (text.get(..start), text.get(start..notice), text.get(tail..end), text.get(end..))
-    else {
+    let (Some(prefix), Some(shown), Some(ends), Some(suffix)) = (
+        text.get(..start),
+        text.get(start..notice),
+        text.get(tail..end),
+        text.get(end..),
+    ) else {
         // Not the text this cut describes: cut it as a new one.
         return head_and_tail(text, allowance, None);
     };
@@ -392,7 +395,10 @@ pub fn recut(text: &str, cut: Option<&Cut>, allowance: usize) -> Option<Excerpt>
         (Shown::Page { start: offset, .. }, Some(read)) => page_of(prefix, shown, offset, cut.full, room, read),
         (Shown::HeadTail { .. }, read) => cut_ends(
             prefix,
-            Ends::Parts { head: shown, tail: ends },
+            Ends::Parts {
+                head: shown,
+                tail: ends,
+            },
             cut.full,
             room,
             read,

@@ -35,7 +35,7 @@ impl Fixture {
         let output = output.to_owned();
         self.tasks
             .spawn(TaskSpec::new("subagent", label, AgentId::from(owner)), |_| async move {
-                TaskOutcome::Completed { output }
+                TaskOutcome::Completed { output: output.into() }
             })
             .unwrap()
     }

@@ -296,6 +296,9 @@ fn a_recut_keeps_a_suffix_whole_and_its_numbers_exact() {
         panic!("a page");
     };
     assert_eq!(start, 100);
-    let call = format!(r#"task_output {{"task_id": "subagent-7", "offset": {}}}"#, 100 + page.chars);
+    let call = format!(
+        r#"task_output {{"task_id": "subagent-7", "offset": {}}}"#,
+        100 + page.chars
+    );
     assert!(result.text.ends_with(&format!("{call}]{status}")), "{}", result.text);
 }

@@ -1,0 +1,223 @@
+//! `task_output` within its result budget: a long output reads as its head
+//! and tail with a notice, `offset` pages through all of it, an offset past
+//! the end and an output no longer kept get their own clear answers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::exec;
+use dsh_tasks::{TaskOutcome, TaskRegistry, TaskSpec, TextStore};
+use dsh_tool_tasks::TaskToolsPlugin;
+use dsh_tools::budget::Shown;
+use dsh_tools::{AgentId, ResultBudget, ToolRegistry, ToolResult};
+use serde_json::{Value, json};
+
+/// A registry, and the task tools over it within `budget` tokens.
+struct Pages {
+    tasks: TaskRegistry,
+    tools: ToolRegistry,
+    _plugin: TaskToolsPlugin,
+}
+
+impl Pages {
+    fn new(tasks: TaskRegistry, budget: u64) -> Self {
+        let tools = ToolRegistry::new();
+        let plugin = TaskToolsPlugin::apply_within(&tasks, &tools, ResultBudget::new(budget).unwrap()).unwrap();
+        Self {
+            tasks,
+            tools,
+            _plugin: plugin,
+        }
+    }
+
+    /// A finished task of `parent` whose output is `text`.
+    async fn finished(&self, text: &str) -> String {
+        let text = text.to_owned();
+        let id = self
+            .tasks
+            .spawn(
+                TaskSpec::new("subagent", "long", AgentId::from("parent")),
+                |_| async move { TaskOutcome::Completed { output: text.into() } },
+            )
+            .unwrap();
+        self.tasks.wait(&id, &AgentId::from("parent"), None).await.unwrap();
+        id
+    }
+
+    async fn read(&self, args: Value) -> ToolResult {
+        self.tools.call("task_output", args, exec()).await
+    }
+}
+
+/// A text of `n` characters, one and two and three bytes long in turn.
+fn mixed(n: usize) -> String {
+    (0..n)
+        .map(|i| match i % 3 {
+            0 => 'a',
+            1 => 'é',
+            _ => '語',
+        })
+        .collect()
+}
+
+const STATUS: &str = "\n[status: completed]";
+
+/// The offset the notice at the end of `text` says to read on from.
+fn next_offset(text: &str) -> Option<u64> {
+    let (_, rest) = text.rsplit_once(r#""offset": "#)?;
+    rest.split_once('}')?.0.parse().ok()
+}
+
+#[tokio::test]
+async fn an_output_over_the_budget_shows_its_head_and_tail_and_the_call_that_reads_on() {
+    let pages = Pages::new(TaskRegistry::new(), 8_000);
+    let text = mixed(1_000_000);
+    let id = pages.finished(&text).await;
+    let result = pages.read(json!({"task_id": id})).await;
+    assert!(!result.is_error);
+    assert!(result.text.len() <= 32_000, "{}", result.text.len());
+    assert!(result.text.ends_with(STATUS), "the status line stays last");
+    let cut = result.cut.as_deref().unwrap();
+    let Shown::HeadTail { head, tail } = cut.shown else {
+        panic!("a head and a tail")
+    };
+    assert_eq!(cut.full.chars, 1_000_000);
+    assert_eq!(cut.full.bytes as usize, text.len());
+    let chars: Vec<char> = text.chars().collect();
+    let head_text: String = chars[..head.chars as usize].iter().collect();
+    let tail_text: String = chars[chars.len() - tail.chars as usize..].iter().collect();
+    assert!(result.text.starts_with(&head_text));
+    assert!(result.text.ends_with(&format!("{tail_text}{STATUS}")));
+    let call = format!(r#"task_output {{"task_id": "{id}", "offset": {}}}"#, head.chars);
+    assert!(
+        result.text.contains(&call),
+        "{}",
+        &result.text[head.bytes as usize..][..300]
+    );
+}
+
+#[tokio::test]
+async fn walking_the_pages_reads_back_exactly_the_whole_output() {
+    let pages = Pages::new(TaskRegistry::new(), 256);
+    let text = mixed(20_000);
+    let id = pages.finished(&text).await;
+    let first = pages.read(json!({"task_id": id})).await;
+    let mut offset = next_offset(&first.text).unwrap();
+    // The head the first read showed, then every page from its offset on.
+    let Shown::HeadTail { head, .. } = first.cut.as_deref().unwrap().shown else {
+        panic!("a head and a tail")
+    };
+    assert_eq!(offset, head.chars);
+    let mut read_back: String = text.chars().take(head.chars as usize).collect();
+    let mut calls = 0;
+    loop {
+        let page = pages.read(json!({"task_id": id, "offset": offset})).await;
+        assert!(!page.is_error, "{}", page.text);
+        assert!(page.text.len() <= 1_024, "{}", page.text.len());
+        assert!(page.text.ends_with(STATUS));
+        let Shown::Page { start, page: shown } = page.cut.as_deref().unwrap().shown else {
+            panic!("a page")
+        };
+        assert_eq!(start, offset);
+        read_back.push_str(&page.text[..shown.bytes as usize]);
+        calls += 1;
+        match next_offset(&page.text) {
+            Some(next) => {
+                assert_eq!(next, offset + shown.chars, "the notice reads on right after the page");
+                offset = next;
+            }
+            None => {
+                assert_eq!(offset + shown.chars, 20_000);
+                break;
+            }
+        }
+    }
+    assert_eq!(read_back, text, "every character once, in order");
+    assert!(calls > 20, "{calls} pages");
+}
+
+#[tokio::test]
+async fn an_output_within_the_budget_reads_as_it_always_did_and_one_byte_more_is_cut() {
+    let pages = Pages::new(TaskRegistry::new(), 256);
+    let fits = "f".repeat(1_024 - STATUS.len());
+    let id = pages.finished(&fits).await;
+    let result = pages.read(json!({"task_id": id})).await;
+    assert_eq!(result.text, format!("{fits}{STATUS}"));
+    assert_eq!(result.cut, None);
+    // Offset 0 of a text that fits is the text itself.
+    assert_eq!(pages.read(json!({"task_id": id, "offset": 0})).await.text, result.text);
+    let over = "o".repeat(1_025 - STATUS.len());
+    let id = pages.finished(&over).await;
+    let result = pages.read(json!({"task_id": id})).await;
+    assert!(result.cut.is_some());
+    assert!(result.text.len() <= 1_024);
+}
+
+#[tokio::test]
+async fn an_offset_past_the_end_is_refused_and_the_end_itself_reads_no_new_output() {
+    let pages = Pages::new(TaskRegistry::new(), 256);
+    let id = pages.finished("twelve chars").await;
+    let past = pages.read(json!({"task_id": id, "offset": 13})).await;
+    assert!(past.is_error);
+    assert_eq!(past.error.as_ref().unwrap().code(), Some("INVALID_ARGUMENTS"));
+    insta::assert_snapshot!("offset_past_end", past.text);
+    let end = pages.read(json!({"task_id": id, "offset": 12})).await;
+    assert_eq!(end.text, format!("(no new output){STATUS}"));
+    let tail = pages.read(json!({"task_id": id, "offset": 7})).await;
+    assert_eq!(tail.text, format!("chars{STATUS}"));
+}
+
+#[tokio::test]
+async fn an_evicted_output_says_it_is_no_longer_kept_and_how_large_it_was() {
+    // A store of 3,000 bytes: the second output of 2,000 evicts the first.
+    let pages = Pages::new(TaskRegistry::new().kept_in(TextStore::new(3_000)), 256);
+    let first = pages.finished(&"1".repeat(2_000)).await;
+    let second = pages.finished(&"2".repeat(2_000)).await;
+    let gone = pages.read(json!({"task_id": first})).await;
+    assert!(!gone.is_error, "not a failure: the task completed");
+    insta::assert_snapshot!("output_no_longer_kept", gone.text);
+    let paged = pages.read(json!({"task_id": first, "offset": 10})).await;
+    assert_eq!(paged.text, gone.text, "no page of it either");
+    let kept = pages.read(json!({"task_id": second, "offset": 1_990})).await;
+    assert_eq!(kept.text, format!("{}{STATUS}", "2".repeat(10)));
+}
+
+#[tokio::test]
+async fn a_cut_output_reads_as_pinned() {
+    let pages = Pages::new(TaskRegistry::new(), 256);
+    let id = pages
+        .finished(&format!("{}{}", "h".repeat(3_000), "t".repeat(3_000)))
+        .await;
+    let whole = pages.read(json!({"task_id": id})).await;
+    let page = pages.read(json!({"task_id": id, "offset": 100})).await;
+    // The notice, and the status line after the text.
+    let notice = |text: &str| {
+        let body = text.strip_suffix(STATUS).unwrap();
+        format!("{}{STATUS}", body.trim_matches(|c| c == 'h' || c == 't'))
+    };
+    insta::assert_snapshot!("cut_output", notice(&whole.text));
+    insta::assert_snapshot!("page_output", notice(&page.text));
+}
+
+#[tokio::test]
+async fn a_recorded_result_is_a_finished_task_that_queues_no_notice() {
+    let pages = Pages::new(TaskRegistry::new(), 256);
+    let owner = AgentId::from("parent");
+    let id = pages
+        .tasks
+        .record(
+            TaskSpec::new("subagent", "read the docs", owner.clone()),
+            TaskOutcome::Completed {
+                output: "x".repeat(5_000).into(),
+            },
+        )
+        .unwrap();
+    assert_eq!(id, "subagent-1");
+    assert!(pages.tasks.take_notices(&owner).is_empty());
+    let listed = pages.tools.call("task_list", json!({}), exec()).await;
+    assert_eq!(listed.text, "subagent-1 [status: completed] (subagent: read the docs)");
+    let page = pages.read(json!({"task_id": id, "offset": 4_990})).await;
+    assert_eq!(page.text, format!("{}{STATUS}", "x".repeat(10)));
+    // The next background task is numbered after it.
+    assert_eq!(pages.finished("y").await, "subagent-2");
+}
