@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::ContextRefusal;
 use crate::wording;
 
 /// Everything that can go wrong when talking to a chat model (real or scripted).
@@ -32,6 +33,21 @@ pub enum LlmError {
         url: String,
         /// The server's error message, or a bounded prefix of the body.
         message: String,
+    },
+
+    /// The server refused the request because it does not fit the model's
+    /// context window: an HTTP 400 whose body says so in one of the shapes
+    /// [`ContextRefusal::recognise`] reads, or the same in a stream's error
+    /// event. Sent again it fails the same way, so it is never retried here:
+    /// the caller shortens the request (with the window, when the refusal
+    /// names it) or stops.
+    #[error("{}", wording::context_length(refusal.status, url, &refusal.message))]
+    ContextLength {
+        /// Request URL (never contains the API key).
+        url: String,
+        /// What the server said: its message, and the window and the
+        /// prompt's size when it named them.
+        refusal: ContextRefusal,
     },
 
     /// The connection could not be made or broke before the response started.

@@ -4,6 +4,7 @@ mod error;
 mod message;
 mod model;
 pub mod openai;
+mod refusal;
 pub mod scripted;
 mod wording;
 
@@ -14,5 +15,6 @@ pub use model::{
     collect_response_with, complete,
 };
 pub use openai::{OpenAiChatModel, OpenAiConfig};
+pub use refusal::ContextRefusal;
 pub use scripted::{BUILTIN_SCRIPT, ScriptedModel};
 pub use tokio_util::sync::CancellationToken;

@@ -34,6 +34,18 @@ pub(crate) fn http(status: u16, url: &str, message: &str, retried: bool) -> Stri
     format!("HTTP {status} from {url}: {message}{hint}; {rejection}, so it was not retried")
 }
 
+/// [`LlmError::ContextLength`](crate::LlmError::ContextLength): the
+/// server's refusal of a request too long for the model's context window
+/// (`status` is `None` for a refusal in a stream's error event).
+pub(crate) fn context_length(status: Option<u16>, url: &str, message: &str) -> String {
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    let origin = match status {
+        Some(status) => format!("HTTP {status} from {url}"),
+        None => format!("an error event from {url}"),
+    };
+    format!("{origin}: {message}; the request does not fit the model's context window, so it was not retried")
+}
+
 /// A rejected request whose credentials or address are wrong.
 const REFUSED: &str = "the server refused the request";
 

@@ -561,6 +561,68 @@ async fn bad_request_shows_the_server_message_or_bounded_body() {
     assert_eq!(server.count(), 2);
 }
 
+/// OpenAI's (and llama-cpp-python's) refusal of a request over the window.
+const OPENAI_REFUSAL: &str = r#"{"error":{"message":"This model's maximum context length is 4097 tokens. However, your messages resulted in 4294 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+
+/// llama.cpp's server's.
+const LLAMA_CPP_REFUSAL: &str = r#"{"error":{"code":400,"message":"request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":13392,"n_ctx":8192}}"#;
+
+#[tokio::test]
+async fn a_refusal_for_length_is_typed_with_its_window_and_not_retried() {
+    let refusal = |body: &str| Reply::Status {
+        status: 400,
+        headers: vec![],
+        body: body.to_owned(),
+    };
+    let server = Server::start(vec![refusal(OPENAI_REFUSAL), refusal(LLAMA_CPP_REFUSAL)]).await;
+    let model = server.model();
+    let err = run(&model).await.unwrap_err();
+    let LlmError::ContextLength { refusal, .. } = &err else {
+        panic!("not a refusal for length: {err:?}");
+    };
+    assert_eq!(
+        (refusal.status, refusal.window, refusal.prompt_tokens),
+        (Some(400), Some(4097), Some(4294))
+    );
+    assert!(!err.is_retryable());
+    insta::assert_snapshot!(
+        "context_length_refusal",
+        err.to_string().replace(&server.base_url, "http://127.0.0.1:PORT/v1")
+    );
+    let err = run(&model).await.unwrap_err();
+    let LlmError::ContextLength { refusal, .. } = &err else {
+        panic!("not a refusal for length: {err:?}");
+    };
+    assert_eq!((refusal.window, refusal.prompt_tokens), (Some(8192), Some(13392)));
+    assert_eq!(server.count(), 2, "each refusal was sent once");
+}
+
+#[tokio::test]
+async fn a_refusal_for_length_in_the_stream_is_typed_too() {
+    let server = Server::start(vec![
+        Reply::Sse {
+            pieces: vec![data(serde_json::from_str(LLAMA_CPP_REFUSAL).unwrap())],
+            abort: false,
+        },
+        Reply::Sse {
+            pieces: vec![format!("event: error\ndata: {OPENAI_REFUSAL}\n\n")],
+            abort: false,
+        },
+    ])
+    .await;
+    let model = server.model();
+    let err = run(&model).await.unwrap_err();
+    assert!(
+        matches!(&err, LlmError::ContextLength { refusal, .. } if refusal.status.is_none() && refusal.window == Some(8192)),
+        "{err:?}"
+    );
+    let err = run(&model).await.unwrap_err();
+    assert!(
+        matches!(&err, LlmError::ContextLength { refusal, .. } if refusal.window == Some(4097)),
+        "{err:?}"
+    );
+}
+
 #[tokio::test]
 async fn malformed_json_in_the_stream_is_an_error() {
     let server = Server::start(vec![Reply::Sse {

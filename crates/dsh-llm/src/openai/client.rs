@@ -10,7 +10,8 @@ use futures::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::config::OpenAiConfig;
-use super::wire::{Assembler, QUOTE_LIMIT, error_message, request_body};
+use super::wire::{Assembler, QUOTE_LIMIT, error_message, request_text};
+use crate::ContextRefusal;
 use crate::error::{LlmError, truncate};
 use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream};
 use crate::wording;
@@ -97,7 +98,7 @@ impl ChatModel for OpenAiChatModel {
     }
 
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
-        let body = request_body(&self.inner.config.model, &request).to_string();
+        let body = request_text(&self.inner.config.model, &request);
         let run = Run {
             inner: Arc::clone(&self.inner),
             cancel,
@@ -178,6 +179,12 @@ impl Run {
     fn handle(&mut self, event: Event) -> Result<(), LlmError> {
         let data = event.data.trim();
         if event.event == "error" {
+            if let Some(refusal) = ContextRefusal::recognise(None, data) {
+                return Err(LlmError::ContextLength {
+                    url: self.inner.url.clone(),
+                    refusal,
+                });
+            }
             return Err(LlmError::StreamError(error_message(data)));
         }
         if data.is_empty() {
@@ -190,7 +197,17 @@ impl Run {
             self.finish();
             return Ok(());
         }
-        let events = self.assembler.push(data)?;
+        let events = self.assembler.push(data).map_err(|err| match err {
+            // An error object in a chunk: a refusal for length reads as one.
+            LlmError::StreamError(_) => match ContextRefusal::recognise(None, data) {
+                Some(refusal) => LlmError::ContextLength {
+                    url: self.inner.url.clone(),
+                    refusal,
+                },
+                None => err,
+            },
+            err => err,
+        })?;
         self.pending.extend(events);
         Ok(())
     }
@@ -288,6 +305,13 @@ async fn attempt(inner: &Inner, body: String) -> Result<reqwest::Response, (LlmE
     let body = tokio::time::timeout(config.request_timeout, read_bounded(response))
         .await
         .unwrap_or_default();
+    if let Some(refusal) = ContextRefusal::recognise(Some(status.as_u16()), &body) {
+        let err = LlmError::ContextLength {
+            url: inner.url.clone(),
+            refusal,
+        };
+        return Err((err, None));
+    }
     let message = if body.trim().is_empty() {
         status
             .canonical_reason()

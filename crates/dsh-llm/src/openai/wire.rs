@@ -3,83 +3,202 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::{LlmError, truncate};
-use crate::message::{Message, ToolCall};
+use crate::message::{Message, ToolCall, ToolDefinition};
 use crate::model::{ChatEvent, ChatRequest, FinishReason, Usage};
 use crate::wording;
 
 /// How much of an offending payload an error message quotes.
 pub(crate) const QUOTE_LIMIT: usize = 300;
 
-/// The JSON body of a streaming chat-completions request.
+/// The JSON body of a streaming chat-completions request, as a value.
+#[cfg(test)]
 pub(crate) fn request_body(default_model: &str, request: &ChatRequest) -> Value {
-    let messages: Vec<Value> = request.messages.iter().map(wire_message).collect();
-    let mut body = json!({
-        "model": request.model.as_deref().unwrap_or(default_model),
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    });
-    if let Value::Object(map) = &mut body {
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({
-                        "type": "function",
-                        "function": {
-                            "name": tool.name,
-                            "description": tool.description,
-                            "parameters": tool.parameters,
-                        }
-                    })
-                })
-                .collect();
-            map.insert("tools".into(), Value::Array(tools));
+    serde_json::to_value(WireBody::new(default_model, request)).unwrap_or(Value::Null)
+}
+
+/// The text of that body, as it is sent.
+pub(crate) fn request_text(default_model: &str, request: &ChatRequest) -> String {
+    serde_json::to_string(&WireBody::new(default_model, request)).unwrap_or_default()
+}
+
+/// The bytes `request`'s body takes as it is sent to an OpenAI-compatible
+/// server (counted, not built), for an estimate of its tokens.
+///
+/// ```
+/// use dsh_llm::{ChatRequest, Message};
+/// use dsh_llm::openai::{message_bytes, request_bytes};
+/// let empty = request_bytes("m", &ChatRequest::new(vec![]));
+/// let one = request_bytes("m", &ChatRequest::new(vec![Message::user("hi")]));
+/// assert_eq!(one - empty, message_bytes(&Message::user("hi")) - 1);
+/// ```
+pub fn request_bytes(default_model: &str, request: &ChatRequest) -> u64 {
+    counted(&WireBody::new(default_model, request))
+}
+
+/// The bytes one more message adds to a request's body: its JSON, and the
+/// comma that separates it from the message before it.
+pub fn message_bytes(message: &Message) -> u64 {
+    counted(&WireMessage::from(message)) + 1
+}
+
+/// The bytes a request's tool definitions take in its body.
+pub fn tools_bytes(tools: &[ToolDefinition]) -> u64 {
+    counted(&tools.iter().map(WireTool::from).collect::<Vec<_>>())
+}
+
+/// The length of `value`'s JSON, without building it.
+fn counted(value: &impl Serialize) -> u64 {
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
         }
-        if let Some(max_tokens) = request.max_tokens {
-            map.insert("max_tokens".into(), json!(max_tokens));
-        }
-        if let Some(temperature) = request.temperature {
-            map.insert("temperature".into(), json!(temperature));
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
-    body
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => 0,
+    }
+}
+
+/// A request body, borrowed from the request; the keys in the order the
+/// servers have always been sent them.
+#[derive(Serialize)]
+struct WireBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
+    /// As `f64`, the number the body has always carried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+impl<'a> WireBody<'a> {
+    fn new(default_model: &'a str, request: &'a ChatRequest) -> Self {
+        Self {
+            model: request.model.as_deref().unwrap_or(default_model),
+            messages: request.messages.iter().map(WireMessage::from).collect(),
+            stream: true,
+            stream_options: StreamOptions { include_usage: true },
+            tools: request.tools.iter().map(WireTool::from).collect(),
+            max_tokens: request.max_tokens,
+            temperature: request.temperature.map(f64::from),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
 /// One message as the servers take it; `tests/openai.rs` pins each kind.
-fn wire_message(message: &Message) -> Value {
-    match message {
-        Message::System { content } => json!({"role": "system", "content": content}),
-        Message::User { content } => json!({"role": "user", "content": content}),
-        Message::Assistant { content, tool_calls } if tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": content})
-        }
-        Message::Assistant { content, tool_calls } => {
-            let calls: Vec<Value> = tool_calls
-                .iter()
-                .map(|call| {
-                    json!({
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
-                    })
-                })
-                .collect();
-            // Always a string, `""` when the model only called tools: every
-            // common server takes a string here, while some (Ollama,
-            // llama-cpp-python) reject `null` (docs/conformance.md).
-            json!({"role": "assistant", "content": content, "tool_calls": calls})
-        }
-        Message::Tool { tool_call_id, content } => {
-            json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// Always a string, `""` when the model only called tools: every
+        /// common server takes a string here, while some (Ollama,
+        /// llama-cpp-python) reject `null` (docs/conformance.md).
+        content: &'a str,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> From<&'a Message> for WireMessage<'a> {
+    fn from(message: &'a Message) -> Self {
+        match message {
+            Message::System { content } => Self::System { content },
+            Message::User { content } => Self::User { content },
+            Message::Assistant { content, tool_calls } => Self::Assistant {
+                content,
+                tool_calls: tool_calls.iter().map(WireCall::from).collect(),
+            },
+            Message::Tool { tool_call_id, content } => Self::Tool { tool_call_id, content },
         }
     }
 }
+
+#[derive(Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+impl<'a> From<&'a ToolCall> for WireCall<'a> {
+    fn from(call: &'a ToolCall) -> Self {
+        Self {
+            id: &call.id,
+            kind: FUNCTION,
+            function: WireFunctionCall {
+                name: &call.name,
+                arguments: &call.arguments,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> From<&'a ToolDefinition> for WireTool<'a> {
+    fn from(tool: &'a ToolDefinition) -> Self {
+        Self {
+            kind: FUNCTION,
+            function: WireFunction {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
+            },
+        }
+    }
+}
+
+/// The `type` of every tool and tool call.
+const FUNCTION: &str = "function";
 
 /// The server's error message in an error body: `{"error":{"message":..}}`,
 /// `{"error":".."}` or `{"message":..}`; else the bounded raw body.
@@ -292,6 +411,114 @@ mod tests {
         assert_eq!(body["messages"][3]["tool_call_id"], "c1");
         assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
         assert!(request_body("m", &ChatRequest::new(vec![])).get("tools").is_none());
+    }
+
+    /// A request with every kind of message and field, and text that JSON escapes.
+    fn rich_request() -> ChatRequest {
+        let mut request = ChatRequest::new(vec![
+            Message::system("be \"brief\"\n\tnow"),
+            Message::user("héllo \u{1} \\ wörld"),
+            Message::assistant_with_tool_calls(
+                "",
+                vec![
+                    ToolCall::new("c1", "t", r#"{"x": "a\nb"}"#),
+                    ToolCall::new("c2", "u", "{}"),
+                ],
+            ),
+            Message::tool("c1", "line 1\nline \"2\""),
+            Message::tool("c2", ""),
+            Message::assistant("done"),
+        ])
+        .with_tools(vec![
+            ToolDefinition::new(
+                "t",
+                "a \"tool\"",
+                json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+            ),
+            ToolDefinition::new("u", "another", json!({"type": "object"})),
+        ])
+        .with_max_tokens(7);
+        request.temperature = Some(0.2);
+        request
+    }
+
+    /// The body as it was built before the borrowed wire types: a JSON
+    /// value, key by key. The text sent must not change.
+    fn built_by_hand(default_model: &str, request: &ChatRequest) -> Value {
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|message| match message {
+                Message::System { content } => json!({"role": "system", "content": content}),
+                Message::User { content } => json!({"role": "user", "content": content}),
+                Message::Assistant { content, tool_calls } if tool_calls.is_empty() => {
+                    json!({"role": "assistant", "content": content})
+                }
+                Message::Assistant { content, tool_calls } => {
+                    let calls: Vec<Value> = tool_calls
+                        .iter()
+                        .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
+                        .collect();
+                    json!({"role": "assistant", "content": content, "tool_calls": calls})
+                }
+                Message::Tool { tool_call_id, content } => {
+                    json!({"role": "tool", "tool_call_id": tool_call_id, "content": content})
+                }
+            })
+            .collect();
+        let mut body = json!({
+            "model": request.model.as_deref().unwrap_or(default_model),
+            "messages": messages,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        });
+        let map = body.as_object_mut().unwrap();
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|tool| json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
+                .collect();
+            map.insert("tools".into(), Value::Array(tools));
+        }
+        if let Some(max_tokens) = request.max_tokens {
+            map.insert("max_tokens".into(), json!(max_tokens));
+        }
+        if let Some(temperature) = request.temperature {
+            map.insert("temperature".into(), json!(temperature));
+        }
+        body
+    }
+
+    #[test]
+    fn the_body_sent_is_the_one_always_sent() {
+        for request in [
+            rich_request(),
+            ChatRequest::new(vec![]),
+            ChatRequest::new(vec![Message::user("x")]),
+        ] {
+            assert_eq!(request_text("m", &request), built_by_hand("m", &request).to_string());
+            assert_eq!(request_body("m", &request), built_by_hand("m", &request));
+        }
+    }
+
+    #[test]
+    fn sizes_count_the_body_exactly() {
+        let request = rich_request();
+        let text = request_text("m", &request);
+        assert_eq!(request_bytes("m", &request), text.len() as u64);
+        // The body is its envelope plus each message (with its separator).
+        let mut envelope = request.clone();
+        envelope.messages.clear();
+        let messages: u64 = request.messages.iter().map(message_bytes).sum();
+        assert_eq!(request_bytes("m", &envelope) + messages - 1, text.len() as u64);
+        // And the tools take what their array takes in it.
+        let mut bare = envelope.clone();
+        bare.tools.clear();
+        assert_eq!(
+            request_bytes("m", &envelope) - request_bytes("m", &bare),
+            tools_bytes(&request.tools) + r#","tools":"#.len() as u64
+        );
     }
 
     #[test]
