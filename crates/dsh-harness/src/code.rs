@@ -1,12 +1,17 @@
-//! Stable error codes.
+//! Stable build-error codes.
 
 /// The stable codes of [`BuildError`](crate::BuildError): importable,
 /// matchable, and what [`BuildError::code`](crate::BuildError::code) returns
 /// as text. The text of a code never changes; the table of every code is in
 /// `docs/errors.md`.
+///
+/// Named apart from the `ErrorCode` of the other crates (the provider
+/// seam's, re-exported here as `provider::ErrorCode`, the tools'), which
+/// are the codes of failures at run time: these are the codes of an
+/// assembly refused before anything runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum ErrorCode {
+pub enum BuildErrorCode {
     /// `BACKGROUND_WITHOUT_TASKS`: a tool enables `run_in_background` in a harness without background tasks.
     BackgroundWithoutTasks,
     /// `CONTINUABLE_WITHOUT_STORE`: a tool would run continuable children in the background, and the harness has no child store.
@@ -29,7 +34,7 @@ pub enum ErrorCode {
     TreeBudgetUnsupported,
 }
 
-impl ErrorCode {
+impl BuildErrorCode {
     /// The code as text, e.g. `BACKGROUND_WITHOUT_TASKS`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -47,4 +52,4 @@ impl ErrorCode {
     }
 }
 
-dsh_subagent_api::error_code_text!(ErrorCode);
+dsh_subagent_api::error_code_text!(BuildErrorCode);

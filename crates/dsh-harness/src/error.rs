@@ -4,7 +4,7 @@ use dsh_subagent_api::{Capability, SubagentError};
 use dsh_tool_subagent::ConfigError;
 use dsh_tools::RegistryError;
 
-use crate::{ErrorCode, wording};
+use crate::{BuildErrorCode, wording};
 
 /// A harness the builder refuses to assemble. Nothing is mounted when
 /// [`HarnessBuilder::build`](crate::HarnessBuilder::build) returns one.
@@ -100,20 +100,20 @@ pub enum BuildError {
 }
 
 impl BuildError {
-    /// The stable code, e.g. `BACKGROUND_WITHOUT_TASKS` ([`ErrorCode`]); a
+    /// The stable code, e.g. `BACKGROUND_WITHOUT_TASKS` ([`BuildErrorCode`]); a
     /// provider refused by the service keeps the service's code.
     pub fn code(&self) -> &str {
         match self {
-            Self::BackgroundWithoutTasks { .. } => ErrorCode::BackgroundWithoutTasks.as_str(),
-            Self::ContinuableWithoutStore { .. } => ErrorCode::ContinuableWithoutStore.as_str(),
-            Self::UnknownFilterTool { .. } => ErrorCode::UnknownFilterTool.as_str(),
-            Self::DuplicateToolName { .. } => ErrorCode::DuplicateToolName.as_str(),
-            Self::DuplicateProvider { .. } => ErrorCode::DuplicateProvider.as_str(),
-            Self::ProviderMismatch { .. } => ErrorCode::ProviderMismatch.as_str(),
-            Self::UnsupportedCapability { .. } => ErrorCode::UnsupportedCapability.as_str(),
-            Self::TreeBudgetUnsupported { .. } => ErrorCode::TreeBudgetUnsupported.as_str(),
-            Self::Tool(_) => ErrorCode::InvalidToolConfig.as_str(),
-            Self::Registry(_) => ErrorCode::ToolNotRegistered.as_str(),
+            Self::BackgroundWithoutTasks { .. } => BuildErrorCode::BackgroundWithoutTasks.as_str(),
+            Self::ContinuableWithoutStore { .. } => BuildErrorCode::ContinuableWithoutStore.as_str(),
+            Self::UnknownFilterTool { .. } => BuildErrorCode::UnknownFilterTool.as_str(),
+            Self::DuplicateToolName { .. } => BuildErrorCode::DuplicateToolName.as_str(),
+            Self::DuplicateProvider { .. } => BuildErrorCode::DuplicateProvider.as_str(),
+            Self::ProviderMismatch { .. } => BuildErrorCode::ProviderMismatch.as_str(),
+            Self::UnsupportedCapability { .. } => BuildErrorCode::UnsupportedCapability.as_str(),
+            Self::TreeBudgetUnsupported { .. } => BuildErrorCode::TreeBudgetUnsupported.as_str(),
+            Self::Tool(_) => BuildErrorCode::InvalidToolConfig.as_str(),
+            Self::Registry(_) => BuildErrorCode::ToolNotRegistered.as_str(),
             Self::Provider(error) => error.code(),
         }
     }

@@ -9,7 +9,7 @@ mod harness;
 pub mod wording;
 
 pub use builder::{Background, HarnessBuilder};
-pub use code::ErrorCode;
+pub use code::BuildErrorCode;
 pub use error::BuildError;
 pub use harness::{Harness, Notices};
 

@@ -5,9 +5,14 @@
 
 use dsh_subagent_api::Capability;
 
-/// A tool enables `run_in_background` in a harness without background tasks:
-/// the text `SubagentToolPlugin::apply` refuses the same mistake with.
-pub use dsh_tool_subagent::wording::background_without_tasks;
+/// A tool enables `run_in_background` in a harness without background tasks
+/// (`SubagentToolPlugin::apply` refuses the same mistake in its own words,
+/// which name its own loading functions).
+pub fn background_without_tasks(tool: &str) -> String {
+    format!(
+        "dsh-harness: \"{tool}\" enables run_in_background but the harness runs no background tasks (Background::Off) — use Background::Tasks or Background::Continuable, or leave enableRunInBackground off for this tool"
+    )
+}
 
 /// A tool would run continuable children in the background without a store
 /// to keep them in.

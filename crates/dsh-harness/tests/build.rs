@@ -8,7 +8,7 @@ use dsh_harness::provider::{
     BoxFuture, Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
     SubagentProvider, SubagentRun, ToolFilter,
 };
-use dsh_harness::{Background, BuildError, ErrorCode, HarnessBuilder, Limits, MaxDepth, SubagentToolConfig, Tool};
+use dsh_harness::{Background, BuildError, BuildErrorCode, HarnessBuilder, Limits, MaxDepth, SubagentToolConfig, Tool};
 use dsh_subagent_testing::{MemoryChildStore, ScriptedProvider};
 use dsh_tools::{ToolError, ToolExecution, ToolOutput};
 use serde_json::{Value, json};
@@ -225,6 +225,21 @@ fn every_mis_assembly_is_refused_in_its_own_words() {
     insta::assert_snapshot!("mis_assemblies", pinned);
 }
 
+/// Every refusal of the builder speaks as `dsh-harness:`, but the tool's own
+/// refusal of its configuration, which it passes on in the tool's words.
+#[test]
+fn every_refusal_speaks_as_the_builder_but_the_tools_own() {
+    for (case, builder, _) in mis_assemblies() {
+        let error = builder.build().unwrap_err();
+        let text = error.to_string();
+        let speaker = match error {
+            BuildError::Tool(_) => "tool-subagent: ",
+            _ => "dsh-harness: ",
+        };
+        assert!(text.starts_with(speaker), "{case}: {text}");
+    }
+}
+
 #[test]
 fn the_codes_are_the_documented_symbols() {
     let codes: Vec<String> = mis_assemblies()
@@ -234,18 +249,18 @@ fn the_codes_are_the_documented_symbols() {
     assert_eq!(
         codes,
         [
-            ErrorCode::BackgroundWithoutTasks,
-            ErrorCode::ContinuableWithoutStore,
-            ErrorCode::UnknownFilterTool,
-            ErrorCode::UnknownFilterTool,
-            ErrorCode::DuplicateToolName,
-            ErrorCode::DuplicateToolName,
-            ErrorCode::DuplicateProvider,
-            ErrorCode::ProviderMismatch,
-            ErrorCode::UnsupportedCapability,
-            ErrorCode::InvalidToolConfig,
-            ErrorCode::InvalidToolConfig,
-            ErrorCode::TreeBudgetUnsupported,
+            BuildErrorCode::BackgroundWithoutTasks,
+            BuildErrorCode::ContinuableWithoutStore,
+            BuildErrorCode::UnknownFilterTool,
+            BuildErrorCode::UnknownFilterTool,
+            BuildErrorCode::DuplicateToolName,
+            BuildErrorCode::DuplicateToolName,
+            BuildErrorCode::DuplicateProvider,
+            BuildErrorCode::ProviderMismatch,
+            BuildErrorCode::UnsupportedCapability,
+            BuildErrorCode::InvalidToolConfig,
+            BuildErrorCode::InvalidToolConfig,
+            BuildErrorCode::TreeBudgetUnsupported,
         ]
         .map(|code| code.as_str().to_owned())
     );

@@ -105,7 +105,11 @@ impl SubagentRun {
         self.steerer.as_ref()
     }
 
-    /// The run's id: the child's id for a local child, a parent-unique id otherwise.
+    /// The run's id, as its provider names it. The in-process providers use
+    /// the child agent's id (a UUID, which also names its transcript); the
+    /// ACP provider `acp-<uuid>`. The service promises no uniqueness of its
+    /// own (a test provider may name every run of one parent alike); the
+    /// service's run events number runs apart (`RunInfo::run_id`).
     pub fn id(&self) -> &str {
         &self.id
     }

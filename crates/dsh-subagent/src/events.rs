@@ -16,11 +16,18 @@ use dsh_subagent_api::{AgentId, StopReason, SubagentError, SubagentProvider};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RunInfo {
-    /// Unique per run within the service, even when provider and child ids repeat.
+    /// The number of the run's announcement: 1, 2, 3… in the order runs
+    /// are announced by this [`SubagentService`](crate::SubagentService)
+    /// (each service counts its own, from 1; a run announced while nobody
+    /// listens takes no number). So it tells the runs of one service apart
+    /// while it lives, even when provider and child ids repeat; it is not
+    /// unique across services, processes or restarts.
     pub run_id: u64,
     /// The provider's name.
     pub provider: String,
-    /// The run handle's id.
+    /// The run handle's id, as its provider names it
+    /// ([`SubagentRun::id`](dsh_subagent_api::SubagentRun::id)): no
+    /// uniqueness is promised beyond what the provider gives.
     pub id: String,
     /// The delegating agent.
     pub parent: AgentId,
