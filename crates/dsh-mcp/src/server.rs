@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig,
-    Tool as McpToolDef,
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CallToolResult, ConstString, ContentBlock,
+    CustomRequest, CustomResult, ErrorCode, Implementation, ListToolsRequestMethod, ListToolsResult,
+    PaginatedRequestParams, PingRequestMethod, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    ServerConfig, Tool as McpToolDef,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, ServiceExt};
 use rmcp::{ErrorData, ServerHandler};
@@ -20,13 +21,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::progress::{CALL_PROGRESS, CallProgress};
 use crate::wording;
+use crate::{screen, stdio};
 
 /// How long a closing session waits for its calls to wind down after
 /// cancelling them.
 pub(crate) const WIND_DOWN: Duration = Duration::from_secs(10);
-
-/// The buffer between the client's input and the protocol reader.
-const PIPE_BYTES: usize = 1 << 16;
 
 /// How one served call ended, for whoever watches the server.
 #[derive(Debug)]
@@ -141,24 +140,18 @@ impl McpToolServer {
             state: state.clone(),
             on_drop: None,
         };
-        // The client's bytes pass through a pipe so that its end of input
-        // cancels the running calls at once: left to itself, rmcp first
-        // waits a few seconds for their responses.
-        let (mut feed, input) = tokio::io::duplex(PIPE_BYTES);
-        let on_eof = state.cancel.clone();
-        let mut read = read;
-        tokio::spawn(async move {
-            if let Err(error) = tokio::io::copy(&mut read, &mut feed).await {
-                tracing::debug!("{}", wording::log_input_ended(&error));
-            }
-            on_eof.cancel();
-        });
+        // We read and write the lines ourselves (see `crate::stdio`): every
+        // message is screened, and the end of input cancels the calls at once.
+        let transport = stdio::transport(read, write, state.cancel.clone());
+        let writer = transport.writer;
         let running = session
-            .serve((input, write))
+            .serve((transport.answers, transport.messages))
             .await
             .map_err(|error| McpServeError::Session(error.to_string()))?;
         let quit = running.waiting().await;
         state.wind_down().await;
+        // Every answer is out before this returns.
+        let _ = writer.await;
         quit.map(drop)
             .map_err(|error| McpServeError::Session(error.to_string()))
     }
@@ -179,6 +172,13 @@ pub enum McpServeError {
     NeedsBearerToken {
         /// The address it was to listen on.
         address: String,
+    },
+    /// The bearer token is shorter than
+    /// [`MIN_TOKEN_BYTES`](crate::MIN_TOKEN_BYTES).
+    #[error("{}", wording::token_too_short(*length, crate::MIN_TOKEN_BYTES))]
+    TokenTooShort {
+        /// Its length in bytes.
+        length: usize,
     },
 }
 
@@ -233,6 +233,27 @@ impl ServerHandler for Session {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(Implementation::new(
             self.server.name.clone(),
             self.server.version.clone(),
+        ))
+    }
+
+    /// A request rmcp could not type: of a method this server serves, its
+    /// params are wrong (`-32602`, naming what); of any other, the method
+    /// is not served (`-32601`).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let params = request.params.as_ref();
+        let error = match request.method.as_str() {
+            CallToolRequestMethod::VALUE => screen::bad_params::<CallToolRequestParams>(params),
+            ListToolsRequestMethod::VALUE => screen::bad_params::<PaginatedRequestParams>(params),
+            PingRequestMethod::VALUE => screen::bad_params::<serde_json::Map<String, Value>>(params),
+            _ => return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None)),
+        };
+        Err(ErrorData::invalid_params(
+            wording::invalid_params(&request.method, &error),
+            None,
         ))
     }
 

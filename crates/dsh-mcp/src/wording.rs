@@ -183,6 +183,63 @@ pub(crate) fn needs_bearer_token(address: &str) -> String {
 /// The body of a 401 from the HTTP server.
 pub(crate) const HTTP_UNAUTHORIZED: &str = "Unauthorized: this MCP server needs Authorization: Bearer <token>";
 
+/// The message of a 400 for a `Host` that is missing or cannot be read.
+pub(crate) const HTTP_BAD_HOST: &str = "Bad Request: the Host header is missing or cannot be read";
+
+/// The message of a 403 for a `Host` the server does not accept.
+pub(crate) const HTTP_HOST_NOT_ALLOWED: &str =
+    "Forbidden: this Host is not one the server accepts (a DNS rebinding attempt?)";
+
+/// The message of a 403 for an `Origin` the server does not accept.
+pub(crate) const HTTP_ORIGIN_NOT_ALLOWED: &str = "Forbidden: pages of this Origin may not use this server";
+
+/// The message of a 404 for a session that does not exist (ended, or never opened).
+pub(crate) const HTTP_SESSION_NOT_FOUND: &str =
+    "Session not found: it has ended or never existed; open a new one with initialize";
+
+/// The message of a 408 for a request body that did not arrive in time.
+pub(crate) fn http_body_timeout(timeout: Duration) -> String {
+    format!(
+        "Request Timeout: the request body did not arrive within {} ms",
+        timeout.as_millis()
+    )
+}
+
+/// The message of a 400 for a request body that could not be read.
+pub(crate) fn http_body_unreadable(error: &dyn std::fmt::Display) -> String {
+    format!("Bad Request: the request body could not be read: {error}")
+}
+
+/// A message that is not JSON (a JSON-RPC parse error).
+pub(crate) fn not_json(error: &serde_json::Error) -> String {
+    format!("Parse error: the message is not JSON ({error})")
+}
+
+/// JSON that is not a JSON-RPC message the server takes (an invalid request).
+pub(crate) fn not_a_message(error: &serde_json::Error) -> String {
+    format!("Invalid Request: not a JSON-RPC request, notification or response ({error})")
+}
+
+/// A message past the size limit (an invalid request).
+pub(crate) fn message_too_large(limit: usize) -> String {
+    let shown = match limit % (1 << 20) {
+        0 => format!("{} MiB ({limit} bytes)", limit >> 20),
+        _ => format!("{limit} bytes"),
+    };
+    format!("Invalid Request: the message is larger than the limit of {shown} and was not read")
+}
+
+/// Params that do not fit their method (invalid params).
+pub(crate) fn invalid_params(method: &str, error: &str) -> String {
+    format!("Invalid params for {method}: {error}")
+}
+
+/// Why params were refused: there are none where the method needs some.
+pub(crate) const PARAMS_MISSING: &str = "params are required";
+
+/// Why params were refused when they deserialize alone.
+pub(crate) const PARAMS_REFUSED: &str = "the request does not fit the method";
+
 /// The body of a 404 for a path other than the endpoint's.
 pub(crate) fn http_not_served(path: &str) -> String {
     format!("Not Found: the MCP endpoint is {path}")
@@ -209,6 +266,23 @@ pub(crate) fn sse_event_too_large(limit: usize) -> String {
 /// Log line: accepting a connection failed for now.
 pub(crate) fn log_accept_failed(error: &dyn std::fmt::Display) -> String {
     format!("MCP HTTP server: accepting a connection failed: {error}")
+}
+
+/// Log line: a message past the size limit was refused.
+pub(crate) fn log_message_too_large(limit: usize) -> String {
+    format!("MCP session: refused a message larger than {limit} bytes")
+}
+
+/// Log line: a message that could not be served was refused.
+pub(crate) fn log_message_refused(message: &str) -> String {
+    format!("MCP session: refused a message: {message}")
+}
+
+/// A bearer token too short to guard a server.
+pub(crate) fn token_too_short(length: usize, minimum: usize) -> String {
+    format!(
+        "the bearer token is {length} bytes long: it must be at least {minimum} (for example 64 hex digits from `openssl rand -hex 32`)"
+    )
 }
 
 /// Log line: one connection ended with an error.
@@ -302,6 +376,34 @@ mod tests {
             http_refused("https://mcp.example.com/mcp", 404),
             http_refused("https://mcp.example.com/mcp", 502),
             token_variable_unset("DOCS_TOKEN"),
+        ];
+        insta::assert_snapshot!(texts.join("\n"));
+    }
+
+    #[test]
+    fn every_refusal_text_is_pinned() {
+        let json_error = serde_json::from_str::<serde_json::Value>("{not json").unwrap_err();
+        let texts = [
+            HTTP_UNAUTHORIZED.to_owned(),
+            HTTP_BAD_HOST.to_owned(),
+            HTTP_HOST_NOT_ALLOWED.to_owned(),
+            HTTP_ORIGIN_NOT_ALLOWED.to_owned(),
+            HTTP_SESSION_NOT_FOUND.to_owned(),
+            http_not_served("/mcp"),
+            http_body_timeout(Duration::from_secs(30)),
+            http_body_unreadable(&"connection reset"),
+            too_many_sessions(16),
+            not_json(&json_error),
+            not_a_message(&json_error),
+            message_too_large(16 << 20),
+            message_too_large(4 << 20),
+            message_too_large(100),
+            invalid_params("tools/call", "invalid type: integer `5`, expected a string"),
+            PARAMS_MISSING.to_owned(),
+            PARAMS_REFUSED.to_owned(),
+            token_too_short(7, 32),
+            log_message_too_large(16 << 20),
+            log_message_refused("Parse error: the message is not JSON (expected value at line 1 column 1)"),
         ];
         insta::assert_snapshot!(texts.join("\n"));
     }

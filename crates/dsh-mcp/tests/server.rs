@@ -226,3 +226,74 @@ async fn closing_the_session_cancels_its_running_calls_before_serve_returns() {
     );
     assert!(pending.await.unwrap().is_err());
 }
+
+/// Writes `lines` to a session served on an in-memory pipe and reads what
+/// it answers until `count` answers have come.
+async fn raw_session(lines: Vec<String>, count: usize) -> Vec<Value> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let (tools, _registrations) = registry();
+    let server = McpToolServer::new(tools);
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let (read, write) = tokio::io::split(server_io);
+    let task = tokio::spawn(async move { server.serve(AgentRef::new("raw"), read, write).await });
+    let (client_read, mut client_write) = tokio::io::split(client_io);
+    let writer = tokio::spawn(async move {
+        for line in lines {
+            client_write.write_all(line.as_bytes()).await.unwrap();
+            client_write.write_all(b"\n").await.unwrap();
+        }
+        client_write
+    });
+    let mut answers = Vec::new();
+    let mut reader = BufReader::new(client_read).lines();
+    while answers.len() < count {
+        let line = tokio::time::timeout(GUARD, reader.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        answers.push(serde_json::from_str(&line).unwrap());
+    }
+    drop(tokio::time::timeout(GUARD, writer).await.unwrap().unwrap());
+    drop(reader);
+    tokio::time::timeout(GUARD, task).await.unwrap().unwrap().unwrap();
+    answers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_a_line_past_16_mib_and_a_bad_message_are_answered_with_their_ids_and_serving_goes_on() {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
+    let huge = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "whoami", "arguments": {"greeting": "a".repeat(17 << 20)}}});
+    let lines = vec![
+        initialize.to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        huge.to_string(),
+        json!({"jsonrpc": "2.0", "id": 6, "method": 42}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": 5}}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "whoami", "arguments": {"greeting": "still here"}}}).to_string(),
+    ];
+    let answers = raw_session(lines, 5).await;
+    let by_id = |id: i64| {
+        answers
+            .iter()
+            .find(|answer| answer["id"] == json!(id))
+            .unwrap_or_else(|| panic!("no answer to {id}: {answers:?}"))
+    };
+    assert_eq!(
+        by_id(5)["error"],
+        json!({"code": -32600, "message": "Invalid Request: the message is larger than the limit of 16 MiB (16777216 bytes) and was not read"})
+    );
+    assert_eq!(by_id(6)["error"]["code"], json!(-32600));
+    assert_eq!(by_id(7)["error"]["code"], json!(-32602));
+    assert!(
+        by_id(7)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid params for tools/call: "),
+        "{answers:?}"
+    );
+    assert_eq!(by_id(8)["result"]["content"][0]["text"], json!("still here, raw"));
+}

@@ -22,6 +22,10 @@ use crate::{
     SessionAgents,
 };
 
+mod fuzz;
+mod liveness;
+mod refusals;
+
 const GUARD: Duration = Duration::from_secs(30);
 
 /// `whoami` answers the calling agent's id, `wait` runs until cancelled,
@@ -85,7 +89,7 @@ impl SessionAgents for Agents {
 
 type Ended = Arc<Mutex<Vec<(String, bool)>>>;
 
-struct Running {
+pub(super) struct Running {
     url: String,
     agents: Arc<Agents>,
     ended: Ended,
@@ -94,7 +98,7 @@ struct Running {
     _registrations: Vec<dsh_tools::ToolRegistration>,
 }
 
-async fn serve(options: HttpServeOptions) -> Running {
+pub(super) async fn serve(options: HttpServeOptions) -> Running {
     let tools = ToolRegistry::new();
     let registrations = ["whoami", "wait", "steps"]
         .into_iter()
@@ -134,6 +138,121 @@ impl Running {
     fn closed(&self) -> Vec<String> {
         self.agents.closed.lock().unwrap().clone()
     }
+
+    fn opened(&self) -> u32 {
+        *self.agents.opened.lock().unwrap()
+    }
+
+    /// The `host:port` the server listens on.
+    fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+}
+
+/// What a raw HTTP request got back: the status, the headers, and as much
+/// of the body as arrived within 300 ms (an SSE answer stays open).
+#[derive(Debug)]
+pub(super) struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    /// The `Mcp-Session-Id` the server gave.
+    fn session(&self) -> Option<String> {
+        self.headers
+            .get("mcp-session-id")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+    }
+
+    fn content_type(&self) -> &str {
+        self.headers
+            .get("content-type")
+            .and_then(|value| value.to_str().ok())
+            .unwrap_or_default()
+    }
+
+    /// The JSON-RPC message of the body: the body itself, or the first SSE
+    /// event that carries data.
+    fn message(&self) -> Value {
+        if self.content_type().starts_with("text/event-stream") {
+            let data = self
+                .body
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(str::trim)
+                .find(|data| !data.is_empty())
+                .unwrap_or_else(|| panic!("no event in {self:?}"));
+            serde_json::from_str(data).unwrap()
+        } else {
+            serde_json::from_str(&self.body).unwrap_or_else(|_| panic!("not JSON: {self:?}"))
+        }
+    }
+}
+
+/// `initialize`, as a raw body.
+fn initialize_body() -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string()
+}
+
+/// Sends one request on a connection of its own, with the headers an MCP
+/// client sends and `headers` on top.
+pub(super) async fn send(method: reqwest::Method, url: &str, headers: &[(&str, &str)], body: Option<String>) -> Answer {
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let mut request = client
+        .request(method, url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    if let Some(body) = body {
+        request = request.body(body);
+    }
+    let response = tokio::time::timeout(GUARD, request.send()).await.unwrap().unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let mut body = Vec::new();
+    let mut response = response;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(300);
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, response.chunk()).await {
+        body.extend_from_slice(&chunk);
+    }
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+/// Opens a session (`initialize`, then `notifications/initialized`); its id.
+pub(super) async fn open(url: &str) -> String {
+    let answer = send(reqwest::Method::POST, url, &[], Some(initialize_body())).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let session = answer.session().unwrap();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let answer = send(
+        reqwest::Method::POST,
+        url,
+        &[("Mcp-Session-Id", &session)],
+        Some(initialized),
+    )
+    .await;
+    assert_eq!(answer.status, 202, "{answer:?}");
+    session
+}
+
+/// `tools/list` in `session`.
+pub(super) async fn list_tools(url: &str, session: &str) -> Answer {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    send(reqwest::Method::POST, url, &[("Mcp-Session-Id", session)], Some(body)).await
 }
 
 fn remote(url: &str) -> McpServerSpec {
@@ -333,8 +452,9 @@ async fn post(url: &str, headers: &[(&str, &str)]) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_server_refuses_every_request_without_it() {
     // The token is the value of a variable cargo sets for test processes, so
-    // that the client can read it from there (setting one needs `unsafe`).
-    let variable = "CARGO_PKG_NAME";
+    // that the client can read it from there (setting one needs `unsafe`);
+    // the description is longer than the 32 bytes a token needs.
+    let variable = "CARGO_PKG_DESCRIPTION";
     let secret = std::env::var(variable).unwrap();
     let server = serve(HttpServeOptions::default().bearer_token(secret.clone())).await;
     assert_eq!(post(&server.url, &[]).await.0, 401);
