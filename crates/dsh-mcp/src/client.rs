@@ -44,6 +44,10 @@ pub struct ClientOptions {
     /// Variables set for a server started as a process, on top of the
     /// environment it inherits (default none); they win over inherited values.
     pub env: Vec<(String, String)>,
+    /// Variables of ours a server started as a process never inherits
+    /// (default none): secrets that are not its business, such as the
+    /// token that guards our own server.
+    pub withheld_env: Vec<String>,
     /// The working directory of a server started as a process (default:
     /// ours).
     pub cwd: Option<PathBuf>,
@@ -56,6 +60,7 @@ impl Default for ClientOptions {
             eof_grace: Duration::from_secs(2),
             term_grace: Duration::from_secs(2),
             env: Vec::new(),
+            withheld_env: Vec::new(),
             cwd: None,
         }
     }
@@ -73,6 +78,14 @@ impl ClientOptions {
     #[must_use]
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Withholds one of our variables from the server's process (see
+    /// [`ClientOptions::withheld_env`]).
+    #[must_use]
+    pub fn withhold_env(mut self, key: impl Into<String>) -> Self {
+        self.withheld_env.push(key.into());
         self
     }
 
@@ -218,9 +231,8 @@ async fn start_process(
     args: &[String],
     options: &ClientOptions,
 ) -> Result<Started, String> {
-    let (process, stdin, stdout) =
-        ServerProcess::spawn(&spec.name, program, args, &options.env, options.cwd.as_deref())
-            .map_err(|error| wording::cannot_run(program, &error))?;
+    let (process, stdin, stdout) = ServerProcess::spawn(&spec.name, program, args, options)
+        .map_err(|error| wording::cannot_run(program, &error))?;
     let handshake = async {
         let service = identity()
             .serve((stdout, stdin))

@@ -7,13 +7,12 @@
 //! tool, often needing the user's credentials.
 
 use std::fmt;
-use std::path::Path;
 use std::time::Duration;
 
 use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, SpawnError, TeardownError};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::wording;
+use crate::{ClientOptions, wording};
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
 const STDERR_TAIL_BYTES: usize = 512;
@@ -28,21 +27,24 @@ pub(crate) struct ServerProcess {
 
 impl ServerProcess {
     /// Spawns server `name`'s `program` in a new process group, with the
-    /// inherited environment and `env` on top, in `cwd` (else ours); returns it
-    /// with its stdin and stdout.
+    /// inherited environment less the withheld variables and the options'
+    /// `env` on top, in their `cwd` (else ours); returns it with its stdin
+    /// and stdout.
     pub(crate) fn spawn(
         name: &str,
         program: &str,
         args: &[String],
-        env: &[(String, String)],
-        cwd: Option<&Path>,
+        options: &ClientOptions,
     ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
         let server = name.to_owned();
         let mut child = ChildSpec::new(program).args(args).environment(Environment::Inherited);
-        for (key, value) in env {
+        for key in &options.withheld_env {
+            child = child.withhold(key);
+        }
+        for (key, value) in &options.env {
             child = child.env(key, value);
         }
-        if let Some(cwd) = cwd {
+        if let Some(cwd) = &options.cwd {
             child = child.cwd(cwd);
         }
         let (child, pipes) = child

@@ -31,6 +31,7 @@ pub struct ChildSpec {
     args: Vec<OsString>,
     environment: Environment,
     set: Vec<(OsString, OsString)>,
+    withheld: Vec<OsString>,
     cwd: Option<PathBuf>,
     stderr_tail_bytes: usize,
     stderr_log: Option<StderrLog>,
@@ -43,6 +44,7 @@ impl fmt::Debug for ChildSpec {
             .field("args", &self.args)
             .field("environment", &self.environment)
             .field("set", &self.set.iter().map(|(key, _)| key).collect::<Vec<_>>())
+            .field("withheld", &self.withheld)
             .field("cwd", &self.cwd)
             .field("stderr_tail_bytes", &self.stderr_tail_bytes)
             .finish_non_exhaustive()
@@ -58,6 +60,7 @@ impl ChildSpec {
             args: Vec::new(),
             environment: Environment::Inherited,
             set: Vec::new(),
+            withheld: Vec::new(),
             cwd: None,
             stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
             stderr_log: None,
@@ -89,6 +92,16 @@ impl ChildSpec {
         self
     }
 
+    /// Withholds one of the parent's variables: the child never gets it
+    /// from the parent, whatever the policy (a secret such as the token
+    /// that guards this process's own server). An explicit
+    /// [`ChildSpec::env`] entry of that name is still set.
+    #[must_use]
+    pub fn withhold(mut self, key: impl Into<OsString>) -> Self {
+        self.withheld.push(key.into());
+        self
+    }
+
     /// The working directory (default: the parent's).
     #[must_use]
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
@@ -114,10 +127,11 @@ impl ChildSpec {
     }
 
     /// The variables the child starts with: the policy's, read from this
-    /// process's environment, then the explicit ones.
+    /// process's environment, less the withheld ones, then the explicit ones.
     pub fn child_env(&self) -> BTreeMap<OsString, OsString> {
         self.environment.resolve(
             &self.set,
+            &self.withheld,
             |name| std::env::var_os(name),
             || std::env::vars_os().collect(),
         )
@@ -130,7 +144,12 @@ impl ChildSpec {
         let mut command = Command::new(&self.program);
         command.args(&self.args);
         match &self.environment {
-            Environment::Inherited => command.envs(self.set.iter().cloned()),
+            Environment::Inherited => {
+                for name in &self.withheld {
+                    command.env_remove(name);
+                }
+                command.envs(self.set.iter().cloned())
+            }
             Environment::Scrubbed { .. } => command.env_clear().envs(self.child_env()),
         };
         if let Some(cwd) = &self.cwd {

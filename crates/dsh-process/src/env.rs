@@ -9,9 +9,10 @@ pub const BASE_ENV: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM",
 ];
 
-/// Where a child's environment comes from. Explicit entries
-/// ([`ChildSpec::env`](crate::ChildSpec::env)) are added on top under either
-/// policy, and win.
+/// Where a child's environment comes from. Withheld names
+/// ([`ChildSpec::withhold`](crate::ChildSpec::withhold)) are removed from
+/// what it takes of the parent's under either policy; explicit entries
+/// ([`ChildSpec::env`](crate::ChildSpec::env)) are then added on top, and win.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Environment {
     /// The parent's whole environment: for a program that is the user's own
@@ -28,12 +29,14 @@ pub enum Environment {
 }
 
 impl Environment {
-    /// The variables a child starts with under this policy, with `set` on
-    /// top: `lookup` reads one variable of the parent, `all` lists every one
-    /// (only [`Environment::Inherited`] asks for it).
+    /// The variables a child starts with under this policy, less the
+    /// `withheld` names, with `set` on top: `lookup` reads one variable of
+    /// the parent, `all` lists every one (only [`Environment::Inherited`]
+    /// asks for it).
     pub(crate) fn resolve(
         &self,
         set: &[(OsString, OsString)],
+        withheld: &[OsString],
         lookup: impl Fn(&str) -> Option<OsString>,
         all: impl FnOnce() -> Vec<(OsString, OsString)>,
     ) -> BTreeMap<OsString, OsString> {
@@ -47,6 +50,9 @@ impl Environment {
                     }
                 }
             }
+        }
+        for name in withheld {
+            env.remove(name);
         }
         env.extend(set.iter().cloned());
         env
@@ -84,7 +90,9 @@ mod tests {
             pass: vec!["DSH_API_KEY".into()],
         };
         let set = [("DSH_MODEL".into(), "m".into()), ("PATH".into(), "/only/here".into())];
-        let env = policy.resolve(&set, parent, || panic!("a scrubbed child never lists the parent's"));
+        let env = policy.resolve(&set, &[], parent, || {
+            panic!("a scrubbed child never lists the parent's")
+        });
         assert_eq!(keys(&env), ["DSH_API_KEY", "DSH_MODEL", "HOME", "PATH"]);
         assert_eq!(env[&OsString::from("PATH")], "/only/here", "explicit entries win");
     }
@@ -92,11 +100,30 @@ mod tests {
     #[test]
     fn an_inherited_environment_keeps_everything_then_the_set_entries() {
         let set = [("HOME".into(), "/elsewhere".into())];
-        let env = Environment::Inherited.resolve(&set, parent, everything);
+        let env = Environment::Inherited.resolve(&set, &[], parent, everything);
         assert_eq!(
             keys(&env),
             ["AWS_SECRET_ACCESS_KEY", "DSH_API_KEY", "HOME", "OPENAI_API_KEY", "PATH"]
         );
         assert_eq!(env[&OsString::from("HOME")], "/elsewhere", "explicit entries win");
+    }
+
+    #[test]
+    fn a_withheld_name_is_taken_from_the_parent_under_neither_policy() {
+        let withheld = [OsString::from("DSH_API_KEY")];
+        let inherited = Environment::Inherited.resolve(&[], &withheld, parent, everything);
+        assert_eq!(
+            keys(&inherited),
+            ["AWS_SECRET_ACCESS_KEY", "HOME", "OPENAI_API_KEY", "PATH"]
+        );
+        let passed = Environment::Scrubbed {
+            pass: vec!["DSH_API_KEY".into()],
+        };
+        let scrubbed = passed.resolve(&[], &withheld, parent, || panic!("not listed"));
+        assert_eq!(keys(&scrubbed), ["HOME", "PATH"]);
+        // An explicit entry is the caller's own value, not the parent's: it stays.
+        let set = [("DSH_API_KEY".into(), "given".into())];
+        let explicit = passed.resolve(&set, &withheld, parent, || panic!("not listed"));
+        assert_eq!(explicit[&OsString::from("DSH_API_KEY")], "given");
     }
 }

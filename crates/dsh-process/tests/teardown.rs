@@ -151,6 +151,31 @@ async fn each_policy_gives_its_environment() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withheld_variable_reaches_the_child_under_no_policy() {
+    // Cargo sets both for every test run.
+    let (secret, other) = ("CARGO_MANIFEST_DIR", "CARGO_PKG_NAME");
+    let names = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .filter_map(|line| line.split_once('=').map(|(name, _)| name.to_owned()))
+            .collect()
+    };
+    let inherited = env_of(ChildSpec::new("env").withhold(secret)).await;
+    assert!(!names(&inherited).contains(&secret.to_owned()), "{inherited:?}");
+    assert!(names(&inherited).contains(&other.to_owned()), "the rest is inherited");
+    let passed = env_of(
+        ChildSpec::new("env")
+            .environment(Environment::Scrubbed {
+                pass: vec![secret.to_owned(), other.to_owned()],
+            })
+            .withhold(secret),
+    )
+    .await;
+    assert!(!names(&passed).contains(&secret.to_owned()), "{passed:?}");
+    assert!(names(&passed).contains(&other.to_owned()), "the rest passes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_that_cannot_run_is_an_io_error() {
     let error = ChildSpec::new("/nonexistent/program").spawn().unwrap_err();
     assert_eq!(error.to_string(), "No such file or directory (os error 2)");

@@ -95,6 +95,10 @@ pub struct AcpConfig {
     /// Names of parent variables passed through as they are (e.g. an API key
     /// the child needs). Nothing else of the parent's environment reaches the child.
     pub inherit_env: Vec<String>,
+    /// Names of parent variables the child never gets, even when
+    /// [`AcpConfig::inherit_env`] names them (a secret such as the token
+    /// that guards the parent's own server).
+    pub withheld_env: Vec<String>,
     /// The child's working directory, also sent in `session/new`; `None`
     /// means the parent process's working directory at start.
     pub cwd: Option<PathBuf>,
@@ -145,6 +149,7 @@ impl AcpConfig {
             args: Vec::new(),
             env: Vec::new(),
             inherit_env: Vec::new(),
+            withheld_env: Vec::new(),
             cwd: None,
             permission: PermissionPolicy::Reject,
             auth: AcpAuth::None,
@@ -187,6 +192,14 @@ impl AcpConfig {
     #[must_use]
     pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
         self.inherit_env.push(name.into());
+        self
+    }
+
+    /// Withholds one parent variable from the child (see
+    /// [`AcpConfig::withheld_env`]).
+    #[must_use]
+    pub fn withhold_env(mut self, name: impl Into<String>) -> Self {
+        self.withheld_env.push(name.into());
         self
     }
 

@@ -17,7 +17,7 @@ use crate::wording;
 const STDERR_TAIL_BYTES: usize = 1024;
 
 /// What to run for `config` in `cwd`: [`BASE_ENV`](dsh_process::BASE_ENV) and the configured
-/// inherited names from the parent, then the explicit entries; the child's
+/// inherited names from the parent (less the withheld ones), then the explicit entries; the child's
 /// stderr logged under `dsh_subagent_acp::child_stderr`.
 pub(crate) fn spec(config: &AcpConfig, cwd: &Path) -> ChildSpec {
     let mut spec = ChildSpec::new(&config.command)
@@ -28,6 +28,9 @@ pub(crate) fn spec(config: &AcpConfig, cwd: &Path) -> ChildSpec {
         .cwd(cwd)
         .stderr_tail_bytes(STDERR_TAIL_BYTES)
         .log_stderr(|text| tracing::debug!(target: "dsh_subagent_acp::child_stderr", "{text}"));
+    for name in &config.withheld_env {
+        spec = spec.withhold(name);
+    }
     for (key, value) in &config.env {
         spec = spec.env(key, value);
     }
@@ -99,5 +102,22 @@ impl ChildProcess {
             TeardownError::SurvivedKill { group, waited } => wording::survived_kill(&group, waited),
             _ => error.to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_withheld_variable_is_not_passed_even_when_inherited_by_name() {
+        // Cargo sets both for every test run.
+        let config = AcpConfig::new("agent")
+            .inherit_env("CARGO_MANIFEST_DIR")
+            .inherit_env("CARGO_PKG_NAME")
+            .withhold_env("CARGO_MANIFEST_DIR");
+        let env = spec(&config, Path::new("/")).child_env();
+        assert!(!env.contains_key(std::ffi::OsStr::new("CARGO_MANIFEST_DIR")));
+        assert!(env.contains_key(std::ffi::OsStr::new("CARGO_PKG_NAME")));
     }
 }

@@ -17,13 +17,15 @@ use crate::{Failure, loop_guard, wording};
 pub(crate) struct McpServers {
     pending: Vec<McpServerSpec>,
     mounted: Mutex<Vec<McpMount>>,
-    /// How they are started: with the loop guard's marker.
+    /// How they are started: with the loop guard's marker, without the
+    /// withheld variables.
     options: ClientOptions,
 }
 
 impl McpServers {
-    /// The servers to start; none runs yet.
-    pub(crate) fn new(args: &AgentArgs, config: Option<&Config>) -> Self {
+    /// The servers to start, never with the `withheld` variables of ours;
+    /// none runs yet.
+    pub(crate) fn new(args: &AgentArgs, config: Option<&Config>, withheld: &[String]) -> Self {
         let mut pending = args.mcp_servers.clone();
         pending.extend(config.into_iter().flat_map(|config| config.mcp_servers.iter().cloned()));
         let options = loop_guard::child_env(config)
@@ -31,6 +33,9 @@ impl McpServers {
             .fold(ClientOptions::default(), |options, (key, value)| {
                 options.env(key, value)
             });
+        let options = withheld
+            .iter()
+            .fold(options, |options, name| options.withhold_env(name));
         Self {
             pending,
             mounted: Mutex::default(),
@@ -38,8 +43,9 @@ impl McpServers {
         }
     }
 
-    /// How MCP servers are started (with the loop guard's marker); for the
-    /// servers an ACP client hands a session, too.
+    /// How MCP servers are started (with the loop guard's marker, without
+    /// the withheld variables); for the servers an ACP client hands a
+    /// session, too.
     pub(crate) fn options(&self) -> &ClientOptions {
         &self.options
     }

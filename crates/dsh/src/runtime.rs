@@ -49,13 +49,27 @@ impl Setup {
         observer: Arc<dyn TreeObserver>,
         surface: Surface,
     ) -> Result<Self, Failure> {
+        Self::withholding(args, config, data_dir, observer, surface, &[])
+    }
+
+    /// [`Setup::new`], with the `withheld` variables of ours kept from
+    /// every process it starts: ACP children, MCP servers (those of the
+    /// flags and the file, and those an ACP client hands a session).
+    pub(crate) fn withholding(
+        args: &AgentArgs,
+        config: Option<&Config>,
+        data_dir: Option<&Path>,
+        observer: Arc<dyn TreeObserver>,
+        surface: Surface,
+        withheld: &[String],
+    ) -> Result<Self, Failure> {
         let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
         // Flags over the file's `[limits]` over dsh's defaults.
         let limits = config
             .map(|config| config.limits)
             .unwrap_or_default()
             .resolve(&args.limits());
-        let mounts = Mounts::new(config, data_dir, surface, Some(observer.clone()), limits)?;
+        let mounts = Mounts::new(config, data_dir, surface, Some(observer.clone()), limits, withheld)?;
         let retention = data_dir.map(|dir| {
             let policy = config.map(|config| config.data).unwrap_or_default();
             Arc::new(Retention::new(dir.to_owned(), policy))
@@ -90,7 +104,7 @@ impl Setup {
             explicit_model: args.model.is_some() || file_model.model.is_some(),
             mounts,
             _runs: runs,
-            mcp: McpServers::new(args, config),
+            mcp: McpServers::new(args, config, withheld),
             retention,
         })
     }

@@ -100,15 +100,17 @@ pub(crate) struct Mounts {
 
 impl Mounts {
     /// The plan, built. No child starts here and no process is spawned: an
-    /// ACP provider runs its command per delegation. ACP children's reports
-    /// go to `observer`, when there is one. `limits` bound every delegation
-    /// tree (each top-level agent opens its own: [`Mounts::open_tree`]).
+    /// ACP provider runs its command per delegation, never with the
+    /// `withheld` variables of ours. ACP children's reports go to
+    /// `observer`, when there is one. `limits` bound every delegation tree
+    /// (each top-level agent opens its own: [`Mounts::open_tree`]).
     pub(crate) fn new(
         config: Option<&Config>,
         data_dir: Option<&Path>,
         surface: Surface,
         observer: Option<Arc<dyn TreeObserver>>,
         limits: Limits,
+        withheld: &[String],
     ) -> Result<Self, Failure> {
         let subagents = match config {
             Some(config) if !config.subagents.is_empty() => served(&config.subagents, surface),
@@ -148,6 +150,7 @@ impl Mounts {
                 Provider::Fork => fork.clone(),
                 Provider::Acp(acp) => {
                     let acp = child_env.iter().fold(*acp, |acp, (key, value)| acp.env(key, value));
+                    let acp = withheld.iter().fold(acp, |acp, name| acp.withhold_env(name));
                     let mut acp = AcpProvider::new(acp).map_err(|error| Failure::usage(wording::failed(&error)))?;
                     if let Some(observer) = observer.clone() {
                         acp = acp.with_progress(move |run, update| observer.acp_child_update(run, update));

@@ -65,15 +65,35 @@ struct Export {
 /// diagnostics. `DSH_LOG=warn` shows them again (`rmcp=debug` for more).
 const DEFAULT_LOG: &str = "warn,rmcp=off,agent_client_protocol=error";
 
+/// Where rmcp logs each new HTTP session's id at `info`, and names the
+/// session's span by it. Whoever reads a session id can use the session, so
+/// this stays at `warn` unless `DSH_LOG` names it (or a module in it)
+/// itself.
+const RMCP_SESSIONS: &str = "rmcp::transport::streamable_http_server::session";
+
+/// The log filter: `DSH_LOG` (else [`DEFAULT_LOG`]), with [`RMCP_SESSIONS`]
+/// at `warn` unless it is named there.
+fn log_filter(requested: Option<&str>) -> EnvFilter {
+    let (text, filter) = match requested.map(|text| (text, EnvFilter::try_new(text))) {
+        Some((text, Ok(filter))) => (text, filter),
+        _ => (DEFAULT_LOG, EnvFilter::new(DEFAULT_LOG)),
+    };
+    match format!("{RMCP_SESSIONS}=warn").parse() {
+        Ok(directive) if !text.contains(RMCP_SESSIONS) => filter.add_directive(directive),
+        _ => filter,
+    }
+}
+
 /// Installs the process's subscriber: log lines on stderr (`DSH_LOG`,
-/// default [`DEFAULT_LOG`]), plus OTLP export of spans when the environment asks for it.
+/// default [`DEFAULT_LOG`], see [`log_filter`]), plus OTLP export of spans
+/// when the environment asks for it.
 pub(crate) fn init() -> Telemetry {
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colour only for a person at a terminal: a parent that reads our
         // stderr (an ACP client quoting its tail) gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_filter(EnvFilter::try_from_env("DSH_LOG").unwrap_or_else(|_| DEFAULT_LOG.into()));
+        .with_filter(log_filter(std::env::var("DSH_LOG").ok().as_deref()));
     let mut warning = None;
     let export = if export_requested(|key| std::env::var(key).ok()) {
         match exporter() {

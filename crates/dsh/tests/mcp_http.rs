@@ -10,6 +10,8 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+mod common;
+
 use dsh_mcp::{ClientOptions, McpMount, McpServerSpec, RemoteServer};
 use dsh_tools::{CancellationToken, ToolExecution, ToolRegistry};
 use nix::sys::signal::{Signal, kill};
@@ -28,6 +30,9 @@ const SLOW_SCRIPT: &str = r#"{"rules": [
   {"when": {"last_user_contains": "slow"}, "reply": {"text": "never finished", "delay_ms": 60000}},
   {"when": {}, "reply": {"text": "quick answer"}}
 ]}"#;
+
+/// A token long enough to guard a server (32 bytes or more).
+const TOKEN: &str = "tok-0123456789abcdef0123456789abcdef";
 
 /// A running `dsh mcp --listen`, its URL and its stderr.
 struct Server {
@@ -221,12 +226,12 @@ async fn sigterm_ends_every_session_and_its_children_before_dsh_exits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_guards_every_request_and_dsh_run_reads_it_from_the_named_variable() {
     let dir = tempfile::tempdir().unwrap();
-    let token = [("DSH_TEST_MCP_TOKEN", "tok-123")];
+    let token = [("DSH_TEST_MCP_TOKEN", TOKEN)];
     let server = serve(dir.path(), &["--bearer-token-env", "DSH_TEST_MCP_TOKEN"], &token).await;
     let client = reqwest::Client::new();
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}});
-    for authorization in [None, Some("Bearer wrong"), Some("tok-123")] {
+    for authorization in [None, Some("Bearer wrong"), Some(TOKEN)] {
         let mut request = client
             .post(&server.url)
             .header("Accept", "application/json, text/event-stream")
@@ -356,4 +361,114 @@ fn listening_beyond_loopback_without_a_token_is_refused() {
         "dsh mcp: the environment variable DSH_TEST_UNSET_TOKEN (the bearer token of --bearer-token-env) is not set or empty"
     );
     assert!(refused(&["--listen", "nowhere"]).contains("expected PORT, localhost:PORT or ADDR:PORT, got \"nowhere\""));
+    // A token that could be guessed is refused before anything starts
+    // (and were it not, the server would run: it is stopped after a while).
+    let mut child = std::process::Command::new(DSH)
+        .args(["mcp", "--listen", "0", "--bearer-token-env", "DSH_TEST_SHORT_TOKEN"])
+        .current_dir(dir.path())
+        .env("DSH_TEST_SHORT_TOKEN", "tok-123")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + GUARD;
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim_end(),
+        "dsh mcp: the bearer token is 7 bytes long: it must be at least 32 (for example 64 hex digits from `openssl rand -hex 32`)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_ids_are_not_logged_at_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve(dir.path(), &[], &[("DSH_LOG", "info")]).await;
+    let response = reqwest::Client::new()
+        .post(&server.url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+            .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    let session = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    drop(response);
+    let mount = mount(&server.url, &ToolRegistry::new()).await;
+    drop(mount);
+    let stderr = server.stderr.clone();
+    assert!(server.stop().await.success());
+    let stderr = stderr.lock().unwrap().clone();
+    assert!(stderr.contains(" INFO "), "info lines are shown: {stderr}");
+    assert!(!stderr.contains(&session), "the session id leaked: {stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_variable_reaches_no_process_dsh_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    std::fs::write(path.join("child.toml"), "").unwrap();
+    // An MCP server and an ACP child that write down their environment,
+    // the ACP child asking for the token's variable by name.
+    let server_line = format!(
+        "sh -c 'env > mcp-env.txt; exec {}'",
+        common::mcp_test_server().display()
+    );
+    let config = format!(
+        r#"[[mcp_servers]]
+name = "probe"
+command = {server_line:?}
+
+[[subagents]]
+tool_name = "subagent_remote"
+provider = "acp"
+command = "sh"
+args = ["-c", "env > acp-env.txt; exec {DSH} acp --quiet --config child.toml"]
+env = ["DSH_TEST_MCP_TOKEN", "DSH_TEST_PASSED"]
+max_depth = "provider-managed"
+"#
+    );
+    std::fs::write(path.join("dsh.toml"), config).unwrap();
+    let env = [("DSH_TEST_MCP_TOKEN", TOKEN), ("DSH_TEST_PASSED", "visible")];
+    let server = serve(path, &["--bearer-token-env", "DSH_TEST_MCP_TOKEN"], &env).await;
+    let tools = ToolRegistry::new();
+    let remote = RemoteServer::new(&server.url)
+        .unwrap()
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .unwrap();
+    let spec = McpServerSpec::remote("d", remote).unwrap();
+    let mounted = McpMount::start(&spec, &tools, &ClientOptions::default()).await.unwrap();
+    let (answer, is_error) = call(
+        &tools,
+        "mcp__d__subagent_remote",
+        json!({"description": "probe", "prompt": "hello"}),
+    )
+    .await;
+    assert!(!is_error, "{answer}");
+    mounted.release().await.unwrap();
+    assert!(server.stop().await.success());
+    for file in ["mcp-env.txt", "acp-env.txt"] {
+        let written = std::fs::read_to_string(path.join(file)).unwrap();
+        let names: Vec<&str> = written
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .map(|(n, _)| n)
+            .collect();
+        assert!(names.contains(&"DSH_TEST_PASSED"), "{file}: {names:?}");
+        assert!(
+            !names.contains(&"DSH_TEST_MCP_TOKEN"),
+            "{file} got the token: {names:?}"
+        );
+        assert!(!written.contains(TOKEN), "{file} holds the token");
+    }
 }

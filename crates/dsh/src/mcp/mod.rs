@@ -54,12 +54,15 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
         Arc::new(Progress::new(args.quiet)),
         Arc::new(progress::CallReports::default()),
     ));
-    let mut setup = Setup::new(
+    // The token that guards this server reaches no process dsh starts.
+    let withheld: Vec<String> = args.bearer_token_env.iter().cloned().collect();
+    let mut setup = Setup::withholding(
         &args.agent,
         config.as_ref(),
         Some(&args.data_dir),
         observer,
         Surface::McpServer,
+        &withheld,
     )?;
     setup.mount_mcp_servers().await?;
     if !args.quiet {
