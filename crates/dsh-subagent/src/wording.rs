@@ -143,14 +143,10 @@ pub(crate) fn no_continuation(provider: &str) -> String {
     format!("subagent provider \"{provider}\" does not support resuming persisted children (no resume capability)")
 }
 
-/// No persisted child has this id, or it cannot be read.
+/// No persisted child of the caller's has this id (none has, it cannot be
+/// read, or it is another parent's: the three read the same).
 pub(crate) fn unavailable(child: &str) -> String {
     format!("subagent \"{child}\" is unavailable")
-}
-
-/// The child was started by another agent.
-pub(crate) fn foreign(child: &str) -> String {
-    format!("subagent \"{child}\" belongs to another parent session")
 }
 
 /// The child has no descriptor this service can resume.

@@ -8,7 +8,8 @@
 pub enum ErrorCode {
     /// `UNKNOWN_TASK`: no task has the id.
     UnknownTask,
-    /// `FOREIGN_TASK`: the task belongs to another agent.
+    /// `FOREIGN_TASK`: the task belongs to another agent (its text is
+    /// `UNKNOWN_TASK`'s, so the caller learns nothing of it).
     ForeignTask,
     /// `FORGOTTEN_TASK`: the task finished and is no longer kept.
     ForgottenTask,

@@ -188,8 +188,10 @@ pub enum TaskError {
         /// How many finished tasks each owner keeps.
         kept: usize,
     },
-    /// The task belongs to another agent (`FOREIGN_TASK`).
-    #[error("{}", wording::foreign_task(id))]
+    /// The task belongs to another agent (`FOREIGN_TASK`). Its text is an
+    /// unknown id's: the caller learns nothing of another agent's tasks,
+    /// not even that one exists; the code tells the harness.
+    #[error("{}", wording::unknown_task(id))]
     Foreign {
         /// The id.
         id: String,

@@ -74,7 +74,8 @@ pub fn list_line(task: &TaskSnapshot) -> String {
 /// `task_list` with no tasks.
 pub const NO_TASKS: &str = "(no tasks)";
 
-/// An id that names no task.
+/// An id that names no task of the caller's: none has it, or another
+/// agent's does (the two read the same).
 pub fn unknown_task(id: &str) -> String {
     format!("no task with id \"{id}\"; task_list shows your tasks")
 }
@@ -88,11 +89,6 @@ pub fn forgotten_task(id: &str, kept: usize) -> String {
     format!(
         "task \"{id}\" has finished and is no longer kept: each agent keeps only {kept}; task_list shows your tasks"
     )
-}
-
-/// An id that names another agent's task.
-pub fn foreign_task(id: &str) -> String {
-    format!("task \"{id}\" belongs to another agent")
 }
 
 /// A task registered with an empty label.

@@ -55,7 +55,7 @@ async fn only_the_owner_may_touch_a_task_and_unknown_ids_are_errors() {
         format!("{unknown}\n{}", TaskError::Foreign { id: id.clone() }),
         @r#"
     no task with id "subagent-9"; task_list shows your tasks
-    task "subagent-1" belongs to another agent
+    no task with id "subagent-1"; task_list shows your tasks
     "#
     );
     assert_eq!(unknown.code(), "UNKNOWN_TASK");

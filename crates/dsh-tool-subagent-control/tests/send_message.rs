@@ -244,7 +244,7 @@ async fn another_parent_gets_a_failed_task_both_in_memory_and_from_the_store() {
     let stranger = world.parent("stranger").agent_ref();
     let (child, task) = world.start(&parent, "first");
     world.output(&parent.agent_ref(), &task).await;
-    let foreign = format!("(no new output)\n[status: failed, subagent \"{child}\" belongs to another parent session]");
+    let foreign = format!("(no new output)\n[status: failed, subagent \"{child}\" is unavailable]");
     let sent = world.send(&stranger, &child, "let me in").await;
     assert!(!sent.is_error, "{}", sent.text);
     assert_eq!(world.output(&stranger, "subagent-2").await, foreign);

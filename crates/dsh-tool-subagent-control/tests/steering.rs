@@ -254,7 +254,7 @@ async fn another_parent_cannot_steer_a_running_child() {
         .text;
     assert_eq!(
         output,
-        format!("(no new output)\n[status: failed, subagent \"{child}\" belongs to another parent session]")
+        format!("(no new output)\n[status: failed, subagent \"{child}\" is unavailable]")
     );
     assert!(world.steered.lock().unwrap().is_empty(), "nothing reached the child");
     world.answer.send_replace(true);
@@ -323,6 +323,44 @@ async fn a_live_one_shot_child_is_outside_control_ownership_and_refused_synchron
     run.dispose().await.unwrap();
     let sent = world.control.send_message(&world.me, "one-shot-1", "again").unwrap();
     assert_eq!(sent.route, dsh_subagent::Route::Started);
+}
+
+#[tokio::test]
+async fn another_parent_s_live_one_shot_child_reads_as_an_unknown_id() {
+    let world = World::new(Steering::Accept);
+    let one_shot = StartRequest::text("one-shot-1", world.me.clone(), CancellationToken::new());
+    let mut run = world.service.start("gated", one_shot).await.unwrap();
+    let stranger = AgentRef::new("stranger");
+    let mut seen = Vec::new();
+    for id in ["one-shot-1", "no-such-child"] {
+        let exec = ToolExecution::new(CancellationToken::new()).with_agent(stranger.clone());
+        let sent = world
+            .tools
+            .call("send_message", json!({"subagent_id": id, "message": "hello"}), exec)
+            .await;
+        assert!(!sent.is_error, "{}", sent.text);
+        let task = sent.text.split(' ').nth(3).unwrap().to_owned();
+        let exec = ToolExecution::new(CancellationToken::new()).with_agent(stranger.clone());
+        let output = world
+            .tools
+            .call("task_output", json!({"task_id": task, "wait": true}), exec)
+            .await
+            .text;
+        assert_eq!(
+            sent.text,
+            format!("message started task {task} continuing subagent {id}")
+        );
+        seen.push(output.replace(id, "<id>"));
+    }
+    // A live child of another parent reads like no child at all.
+    assert_eq!(
+        seen,
+        ["(no new output)\n[status: failed, subagent \"<id>\" is unavailable]"; 2]
+    );
+    assert!(world.steered.lock().unwrap().is_empty(), "nothing reached the child");
+    world.answer.send_replace(true);
+    run.result().await.unwrap();
+    run.dispose().await.unwrap();
 }
 
 #[tokio::test]

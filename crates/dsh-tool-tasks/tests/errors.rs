@@ -31,7 +31,7 @@ async fn every_tool_needs_a_calling_agent() {
 }
 
 #[tokio::test]
-async fn unknown_and_foreign_ids_are_errors_with_their_codes() {
+async fn a_foreign_id_reads_as_an_unknown_one_and_only_its_code_differs() {
     let fixture = Fixture::new();
     let theirs = fixture.until_killed("stranger", "not yours");
     let mut rendered = Vec::new();
@@ -50,11 +50,11 @@ async fn unknown_and_foreign_ids_are_errors_with_their_codes() {
     }
     insta::assert_snapshot!(rendered.join("\n"), @r#"
     task_output {"task_id":"subagent-9"} -> Error: no task with id "subagent-9"; task_list shows your tasks
-    task_output {"task_id":"subagent-1"} -> Error: task "subagent-1" belongs to another agent
+    task_output {"task_id":"subagent-1"} -> Error: no task with id "subagent-1"; task_list shows your tasks
     task_output {"task_id":"subagent-9","wait":true} -> Error: no task with id "subagent-9"; task_list shows your tasks
-    task_output {"task_id":"subagent-1","wait":true} -> Error: task "subagent-1" belongs to another agent
+    task_output {"task_id":"subagent-1","wait":true} -> Error: no task with id "subagent-1"; task_list shows your tasks
     task_kill {"task_id":"subagent-9"} -> Error: no task with id "subagent-9"; task_list shows your tasks
-    task_kill {"task_id":"subagent-1"} -> Error: task "subagent-1" belongs to another agent
+    task_kill {"task_id":"subagent-1"} -> Error: no task with id "subagent-1"; task_list shows your tasks
     "#);
     let unknown = fixture.call("task_kill", json!({"task_id": "subagent-9"})).await;
     assert_eq!(unknown.error.unwrap().code(), Some("UNKNOWN_TASK"));

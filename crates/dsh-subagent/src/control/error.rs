@@ -98,8 +98,11 @@ pub enum ControlError {
         /// The child.
         child: String,
     },
-    /// The child was started by another agent (`UNAUTHORIZED`).
-    #[error("{}", wording::foreign(child))]
+    /// The child was started by another agent (`UNAUTHORIZED`). Its text
+    /// is an unknown id's ([`ControlError::Unavailable`]): the caller
+    /// learns nothing of another parent's children; the code tells the
+    /// harness.
+    #[error("{}", wording::unavailable(child))]
     Foreign {
         /// The child.
         child: String,

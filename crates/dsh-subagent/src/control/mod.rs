@@ -144,7 +144,7 @@ impl Inner {
             child,
             caller,
             slot,
-            live: self.slots.live(child),
+            live: self.slots.live(child, caller),
             task_status,
             persistent: self.store.is_some(),
         }
@@ -301,12 +301,14 @@ impl SubagentControl {
     ///   ([`ControlError::StoppedBeforeDelivery`]: send again to start the
     ///   next activation).
     /// - Known to belong to another parent → a started task that fails with
-    ///   `subagent "<id>" belongs to another parent session`.
+    ///   `subagent "<id>" is unavailable`, as for an unknown id (another
+    ///   parent's live runs are not even seen: the caller learns nothing of
+    ///   another parent's children).
     /// - Otherwise, without persistence → refused:
     ///   [`ControlError::PersistenceUnavailable`], no task.
     /// - Otherwise → [`Route::Started`]: a new task owned by `parent`,
     ///   labelled from the message, whose producer looks the child up
-    ///   (`… is unavailable`, `… belongs to another parent session`,
+    ///   (`… is unavailable`, for an unknown id and another parent's alike,
     ///   `… has no supported continuation descriptor` fail the task), then
     ///   resumes it with `message` and settles with the child's answer.
     ///

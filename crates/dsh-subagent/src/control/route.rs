@@ -2,9 +2,10 @@
 //! slots' lock shows of the child (its [`SlotView`]), which the caller
 //! executes (see [`SubagentControl::send_message`](super::SubagentControl::send_message)).
 //!
-//! In order: a live run the service does not own, or not the activation's
-//! own, refuses the message; a child known to be another parent's fails a
-//! started task; a child with an activation is steered, or refused when its
+//! In order: a live run of the caller's that the service does not own, or
+//! not the activation's own, refuses the message (another parent's runs are
+//! not in the view); a child known to be another parent's fails a started
+//! task, with an unknown id's text; a child with an activation is steered, or refused when its
 //! activation cannot take the message now; otherwise, with persistence, a
 //! new activation starts. A refusal never falls through to a new
 //! activation.
@@ -284,18 +285,10 @@ mod tests {
             run_id: 3,
             owned: false,
         };
-        // A one-shot child's run with this id, and no activation.
+        // A one-shot child's run with this id (the caller's: another
+        // parent's runs are not in the view), and no activation.
         assert_eq!(
             refusal(decide(&view(None, foreign_run))),
-            ControlError::OwnershipConflict { child: CHILD.into() }
-        );
-        // Checked before the parent: even another parent's id is refused.
-        let foreign = Slot {
-            parent: Some(AgentId::new("someone else")),
-            activation: None,
-        };
-        assert_eq!(
-            refusal(decide(&view(Some(&foreign), foreign_run))),
             ControlError::OwnershipConflict { child: CHILD.into() }
         );
         // The activation's run is not the live one.

@@ -70,12 +70,13 @@ pub(super) struct LiveRun {
     pub(super) owned: bool,
 }
 
-/// Live runs by run id (for in-process children, the child's id).
+/// Live runs by run id (for in-process children, the child's id), each
+/// with the agent that started it.
 #[derive(Clone, Default)]
-pub(super) struct LiveRuns(Arc<Mutex<HashMap<String, LiveRun>>>);
+pub(super) struct LiveRuns(Arc<Mutex<HashMap<String, (LiveRun, AgentId)>>>);
 
 impl LiveRuns {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, LiveRun>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, (LiveRun, AgentId)>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -83,17 +84,18 @@ impl LiveRuns {
     pub(super) fn hear(&self, event: &SubagentEvent) {
         match event {
             SubagentEvent::RunStarted(info) => {
-                self.lock().insert(
-                    info.id.clone(),
-                    LiveRun {
-                        run_id: info.run_id,
-                        owned: false,
-                    },
-                );
+                let run = LiveRun {
+                    run_id: info.run_id,
+                    owned: false,
+                };
+                self.lock().insert(info.id.clone(), (run, info.parent.clone()));
             }
             SubagentEvent::RunEnded(end) => {
                 let mut runs = self.lock();
-                if runs.get(&end.run.id).is_some_and(|run| run.run_id == end.run.run_id) {
+                if runs
+                    .get(&end.run.id)
+                    .is_some_and(|(run, _)| run.run_id == end.run.run_id)
+                {
                     runs.remove(&end.run.id);
                 }
             }
@@ -103,13 +105,17 @@ impl LiveRuns {
 
     /// Marks the announced run `run_id` as an activation's own.
     fn own(&self, id: &str, run_id: u64) {
-        if let Some(run) = self.lock().get_mut(id).filter(|run| run.run_id == run_id) {
+        if let Some((run, _)) = self.lock().get_mut(id).filter(|(run, _)| run.run_id == run_id) {
             run.owned = true;
         }
     }
 
-    fn get(&self, id: &str) -> Option<LiveRun> {
-        self.lock().get(id).copied()
+    /// The live run `id`, if `caller` started it.
+    fn get(&self, id: &str, caller: &AgentId) -> Option<LiveRun> {
+        self.lock()
+            .get(id)
+            .filter(|(_, parent)| parent == caller)
+            .map(|(run, _)| *run)
     }
 }
 
@@ -127,10 +133,12 @@ impl Slots {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The live run with the child's id, if any. Read under the slots' lock
-    /// when a send is routed.
-    pub(super) fn live(&self, child: &str) -> Option<LiveRun> {
-        self.live.get(child)
+    /// The live run with the child's id, if `caller` started it. Another
+    /// agent's runs are not shown: a message to one is routed like one to
+    /// an unknown id, so that nothing tells the caller it exists. Read
+    /// under the slots' lock when a send is routed.
+    pub(super) fn live(&self, child: &str, caller: &AgentId) -> Option<LiveRun> {
+        self.live.get(child, caller)
     }
 
     /// Frees the child's slot if `serial` still holds it, and forgets the
