@@ -1,18 +1,19 @@
 //! Admission: every child start passes its tree's gate, and leaves with its
 //! lineage (deadline, budgets, place in the tree) and its time limit.
 //!
-//! A start is admitted in two steps. [`SubagentService::reserve`] is
-//! synchronous: it refuses a start over a limit at once (a spent budget,
-//! the tree at `max_children`, a full queue) and takes a slot or a place in
-//! the queue, so a background call is refused or queued in call order before
-//! it returns. A queued reservation then waits for its slot
-//! ([`SubagentService::wait`], announcing the wait; a cancellation leaves
-//! the queue), and [`Reservation::admission`] computes what the child
-//! inherits. [`Admission::bind`] ties the slot and the time limit to the
-//! published run. [`SubagentService::admit`] is the two in one, for the
-//! control service's starts.
+//! [`Admission`] is the service's: its limits, and the default tree of
+//! agents that carry none. A start is admitted in two steps.
+//! [`Admission::reserve`] is synchronous: it refuses a start over a limit at
+//! once (a spent budget, the tree at `max_children`, a full queue) and takes
+//! a slot or a place in the queue, so a background call is refused or
+//! queued in call order before it returns. A queued reservation then waits
+//! for its slot ([`wait`], announcing the wait; a cancellation leaves the
+//! queue), and [`Reservation::admitted`] computes what the child inherits.
+//! [`Admitted::bind`] ties the slot and the time limit to the published run.
+//! [`Reservation::admit`] is the two in one, for the control service's
+//! starts.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use dsh_subagent_api::{
@@ -21,15 +22,17 @@ use dsh_subagent_api::{
 };
 use tokio::time::Instant;
 
-use crate::events::{QueuedInfo, SubagentEvent, WaitInfo};
+use crate::events::{Events, QueuedInfo, SubagentEvent, WaitInfo};
 use crate::gate::{Node, Queued, Slot, Ticket};
-use crate::{Limits, SubagentService, trace, wording};
+use crate::{Limits, trace, wording};
+
+pub(crate) use crate::gate::Counts;
 
 /// What a start asks of its tree's gate.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Demand {
-    /// A new child (counted against `max_children`), not a continuation.
-    pub(crate) new_child: bool,
+    /// Whether it is a new child of the tree or a continuation of one.
+    pub(crate) counts: Counts,
     /// Whether the caller waits for the child (then it may lend its slot).
     pub(crate) mode: RunMode,
     /// The child's own wall-time limit.
@@ -56,8 +59,8 @@ pub(crate) struct Reservation {
 }
 
 /// An admitted start: its slot and its time limit, bound to the run it
-/// publishes ([`Admission::bind`]).
-pub(crate) struct Admission {
+/// publishes ([`Admitted::bind`]).
+pub(crate) struct Admitted {
     /// The announced id of a run that waited (its `RunQueued` event's).
     pub(crate) run_id: Option<u64>,
     slot: Option<Slot>,
@@ -75,8 +78,9 @@ struct Timer {
 /// the tree's top-level agent (`AgentRef::with_lineage`), and every child
 /// below it passes this tree's gate and spends from its budget.
 ///
-/// Opened with [`SubagentService::open_tree`]; cheap to clone. The tree
-/// lives as long as a handle, an agent or a run of it does.
+/// Opened with [`SubagentService::open_tree`](crate::SubagentService::open_tree);
+/// cheap to clone. The tree lives as long as a handle, an agent or a run of
+/// it does.
 #[derive(Clone)]
 pub struct DelegationTree {
     root: Arc<Node>,
@@ -102,40 +106,43 @@ impl std::fmt::Debug for DelegationTree {
     }
 }
 
-impl SubagentService {
-    /// A service whose delegation trees are bounded by `limits`.
-    pub fn with_limits(limits: Limits) -> Self {
-        Self::build(limits)
+/// The admission of one service's starts: the limits of its trees, and
+/// the tree of agents that carry none.
+#[derive(Default)]
+pub(crate) struct Admission {
+    limits: Limits,
+    /// The tree of agents that carry none of their own (see [`Admission::open_tree`]).
+    default_tree: OnceLock<Arc<Node>>,
+}
+
+impl Admission {
+    /// Admission under `limits`.
+    pub(crate) fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            default_tree: OnceLock::new(),
+        }
     }
 
-    /// The limits of this service's trees.
-    pub fn limits(&self) -> Limits {
-        self.inner.limits
+    /// The limits of every tree.
+    pub(crate) fn limits(&self) -> Limits {
+        self.limits
     }
 
-    /// Opens a new delegation tree under this service's limits. A harness
-    /// opens one per top-level agent (one per session of a server) and
-    /// gives its [`DelegationTree::lineage`] to that agent. An agent whose
-    /// reference carries no tree shares the service's default tree with
-    /// every other such agent.
-    pub fn open_tree(&self) -> DelegationTree {
+    /// Opens a new delegation tree under these limits.
+    pub(crate) fn open_tree(&self) -> DelegationTree {
         DelegationTree {
-            root: Node::root(self.inner.limits),
+            root: Node::root(self.limits),
         }
     }
 
     /// The tree of agents that carry none: created with the first of them,
     /// and only when some limit is set.
     fn default_root(&self) -> Option<Arc<Node>> {
-        if self.inner.limits.is_none() {
+        if self.limits.is_none() {
             return None;
         }
-        Some(
-            self.inner
-                .default_tree
-                .get_or_init(|| Node::root(self.inner.limits))
-                .clone(),
-        )
+        Some(self.default_tree.get_or_init(|| Node::root(self.limits)).clone())
     }
 
     /// The synchronous half of admission: refuses at once a start over a
@@ -161,7 +168,7 @@ impl SubagentService {
             return Err(error);
         }
         let ticket = node
-            .map(|node| node.reserve(demand.new_child, demand.mode))
+            .map(|node| node.reserve(demand.counts, demand.mode))
             .transpose()
             .inspect_err(trace::refused)?;
         Ok(Reservation {
@@ -171,97 +178,99 @@ impl SubagentService {
             parent_budget,
         })
     }
+}
 
-    /// The waiting half of admission in one step, for the control service's
-    /// starts: waits when the reservation is queued
-    /// ([`SubagentService::wait`]), then returns the admission, the child's
-    /// lineage and the token its start must use.
-    pub(crate) async fn admit(
-        &self,
-        mut reservation: Reservation,
-        cancel: &CancellationToken,
-        caller: Caller<'_>,
-    ) -> Result<(Admission, Lineage, CancellationToken), SubagentError> {
-        let waited = match reservation.take_queued() {
-            Some(queued) => Some(self.wait(queued, cancel, &caller).await?),
-            None => None,
-        };
-        let (admission, lineage, stop) = reservation.admission(waited, cancel);
-        Ok((admission, lineage, stop.unwrap_or_else(|| cancel.clone())))
-    }
-
-    /// Waits in the queue for a slot (announced as
-    /// [`SubagentEvent::RunQueued`], then [`SubagentEvent::RunAdmitted`]),
-    /// or leaves the queue when `cancel` fires
-    /// ([`SubagentEvent::RunWithdrawn`]; the start fails with the cancelled
-    /// headline and nothing is started). Returns the slot and the run id
-    /// its wait was announced with.
-    ///
-    /// The cancellation always wins: a slot that arrives as `cancel` fires
-    /// is given back. Its callers start the child without awaiting anything
-    /// else first, so this is the last look at the token before the start,
-    /// and a call of a cancelled turn never reaches its provider.
-    #[expect(
-        clippy::manual_async_fn,
-        reason = "an async block holds its captures once; an async fn would hold its arguments twice"
-    )]
-    pub(crate) fn wait<'a>(
-        &'a self,
-        mut queued: Queued,
-        cancel: &'a CancellationToken,
-        caller: &'a Caller<'_>,
-    ) -> impl Future<Output = Result<(Slot, Option<u64>), SubagentError>> + Send + 'a {
-        // An `async` block, so its captures are held once (see `start_reserved`).
-        async move {
-            let run_id = self.announce_queued(caller, queued.ahead());
-            trace::queued(queued.ahead());
-            let since = Instant::now();
-            // The cancellation wins over a slot: a turn that is cancelled
-            // frees the slot of its running child as it settles, and that
-            // slot may reach this call in the same instant as the
-            // cancellation. Then the slot is given back (dropping it hands it
-            // to the next call) and nothing of the cancelled turn starts.
-            let slot = tokio::select! {
-                biased;
-                () = cancel.cancelled() => None,
-                slot = queued.admitted() => slot,
-            }
-            .filter(|_| !cancel.is_cancelled());
-            let waited = since.elapsed();
-            let Some(slot) = slot else {
-                drop(queued);
-                trace::withdrawn(waited);
-                if let Some(run_id) = run_id {
-                    self.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
-                }
-                return Err(SubagentError::aborted(wording::RUN_CANCELLED));
-            };
-            trace::admitted(waited);
+/// Waits in the queue for a slot (announced on `events` as
+/// [`SubagentEvent::RunQueued`], then [`SubagentEvent::RunAdmitted`]),
+/// or leaves the queue when `cancel` fires
+/// ([`SubagentEvent::RunWithdrawn`]; the start fails with the cancelled
+/// headline and nothing is started). Returns the slot and the run id
+/// its wait was announced with.
+///
+/// The cancellation always wins: a slot that arrives as `cancel` fires
+/// is given back. Its callers start the child without awaiting anything
+/// else first, so this is the last look at the token before the start,
+/// and a call of a cancelled turn never reaches its provider.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async block holds its captures once; an async fn would hold its arguments twice"
+)]
+pub(crate) fn wait<'a>(
+    mut queued: Queued,
+    cancel: &'a CancellationToken,
+    caller: &'a Caller<'_>,
+    events: &'a Events,
+) -> impl Future<Output = Result<(Slot, Option<u64>), SubagentError>> + Send + 'a {
+    // An `async` block, so its captures are held once.
+    async move {
+        let run_id = announce_queued(events, caller, queued.ahead());
+        trace::queued(queued.ahead());
+        let since = Instant::now();
+        // The cancellation wins over a slot: a turn that is cancelled
+        // frees the slot of its running child as it settles, and that
+        // slot may reach this call in the same instant as the
+        // cancellation. Then the slot is given back (dropping it hands it
+        // to the next call) and nothing of the cancelled turn starts.
+        let slot = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            slot = queued.admitted() => slot,
+        }
+        .filter(|_| !cancel.is_cancelled());
+        let waited = since.elapsed();
+        let Some(slot) = slot else {
+            drop(queued);
+            trace::withdrawn(waited);
             if let Some(run_id) = run_id {
-                self.notify(&SubagentEvent::RunAdmitted(WaitInfo { run_id, waited }));
+                events.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
             }
-            Ok((slot, run_id))
+            return Err(SubagentError::aborted(wording::RUN_CANCELLED));
+        };
+        trace::admitted(waited);
+        if let Some(run_id) = run_id {
+            events.notify(&SubagentEvent::RunAdmitted(WaitInfo { run_id, waited }));
         }
-    }
-
-    fn announce_queued(&self, caller: &Caller<'_>, ahead: usize) -> Option<u64> {
-        if !self.announces_runs() {
-            return None;
-        }
-        let run_id = self.next_run_id();
-        self.notify(&SubagentEvent::RunQueued(QueuedInfo {
-            run_id,
-            provider: caller.provider.to_owned(),
-            parent: caller.parent.clone(),
-            depth: caller.depth,
-            label: caller.label.map(str::to_owned),
-            ahead,
-        }));
-        Some(run_id)
+        Ok((slot, run_id))
     }
 }
 
+/// Announces a wait in the queue, when someone hears run events; returns
+/// the run id it is announced with.
+fn announce_queued(events: &Events, caller: &Caller<'_>, ahead: usize) -> Option<u64> {
+    if !events.announces_runs() {
+        return None;
+    }
+    let run_id = events.next_run_id();
+    events.notify(&SubagentEvent::RunQueued(QueuedInfo {
+        run_id,
+        provider: caller.provider.to_owned(),
+        parent: caller.parent.clone(),
+        depth: caller.depth,
+        label: caller.label.map(str::to_owned),
+        ahead,
+    }));
+    Some(run_id)
+}
+
 impl Reservation {
+    /// The waiting half of admission in one step, for the control service's
+    /// starts: waits when the reservation is queued ([`wait`]), then returns
+    /// the admitted start, the child's lineage and the token its start must
+    /// use.
+    pub(crate) async fn admit(
+        mut self,
+        cancel: &CancellationToken,
+        caller: Caller<'_>,
+        events: &Events,
+    ) -> Result<(Admitted, Lineage, CancellationToken), SubagentError> {
+        let waited = match self.take_queued() {
+            Some(queued) => Some(wait(queued, cancel, &caller, events).await?),
+            None => None,
+        };
+        let (admitted, lineage, stop) = self.admitted(waited, cancel);
+        Ok((admitted, lineage, stop.unwrap_or_else(|| cancel.clone())))
+    }
+
     /// The place in the queue, when the reservation has to wait for its slot.
     pub(crate) fn take_queued(&mut self) -> Option<Queued> {
         match self.ticket.take_if(|ticket| matches!(ticket, Ticket::Queued(_))) {
@@ -270,17 +279,17 @@ impl Reservation {
         }
     }
 
-    /// What the admitted child inherits: the admission (its slot, its own
-    /// time limit), its lineage (deadline, budgets, place in the tree) and,
+    /// What the admitted child inherits: the admitted start (its slot, its
+    /// own time limit), its lineage (deadline, budgets, place in the tree) and,
     /// when it has a time limit of its own, the token its start must use
     /// instead of `cancel` (a child of it, which the limit cancels).
     /// `waited` is what a wait got (its slot and announced run id);
     /// otherwise the reservation's own slot, if any.
-    pub(crate) fn admission(
+    pub(crate) fn admitted(
         self,
         waited: Option<(Slot, Option<u64>)>,
         cancel: &CancellationToken,
-    ) -> (Admission, Lineage, Option<CancellationToken>) {
+    ) -> (Admitted, Lineage, Option<CancellationToken>) {
         let Self {
             ticket,
             demand,
@@ -322,11 +331,11 @@ impl Reservation {
             _ => None,
         };
         let stop = timer.as_ref().map(|timer| timer.stop.clone());
-        (Admission { run_id, slot, timer }, lineage, stop)
+        (Admitted { run_id, slot, timer }, lineage, stop)
     }
 }
 
-impl Admission {
+impl Admitted {
     /// Ties the slot and the time limit to the published run: the slot is
     /// freed when the run's result settles (or the run is dropped), and a
     /// run still going at its time limit is cancelled, its result read as
@@ -368,7 +377,7 @@ impl Demand {
     /// background.
     pub(crate) fn continuation() -> Self {
         Self {
-            new_child: false,
+            counts: Counts::Continuation,
             mode: RunMode::Background,
             timeout: None,
             token_budget: None,
@@ -379,7 +388,7 @@ impl Demand {
     /// budget.
     pub(crate) fn new_child(request: &dsh_subagent_api::StartRequest) -> Self {
         Self {
-            new_child: true,
+            counts: Counts::NewChild,
             mode: request.mode,
             timeout: request.timeout,
             token_budget: request.token_budget,

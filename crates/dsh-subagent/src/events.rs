@@ -1,4 +1,5 @@
-//! Service events: providers coming and going, runs starting and ending.
+//! Service events: providers coming and going, runs starting and ending,
+//! and the subscribers who hear them ([`Events`]).
 //!
 //! Run events are the one report of a child's lifecycle for every provider,
 //! in-process or not: a harness shows "a child started" and "a child ended"
@@ -7,10 +8,15 @@
 //! in `docs/design.md`.
 
 use std::fmt;
-use std::sync::Arc;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use dsh_subagent_api::{AgentId, StopReason, SubagentError, SubagentProvider};
+use dsh_subagent_api::{AgentId, StopReason, SubagentError, SubagentProvider, SubagentRun, concat_text};
+use dsh_tools::panic_message;
+
+use crate::wording;
 
 /// What a run-started event says about a run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,3 +144,189 @@ impl fmt::Debug for SubagentEvent {
 /// service's locks. Returning `Err` from a [`SubagentEvent::ProviderAdded`]
 /// call rolls that registration back; for other events it is logged.
 pub type Listener = Arc<dyn Fn(&SubagentEvent) -> Result<(), SubagentError> + Send + Sync>;
+
+/// Which events a subscriber hears.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Hears {
+    /// Every event: providers and runs.
+    Everything,
+    /// Provider events only; such a subscriber costs runs nothing.
+    Providers,
+}
+
+/// One listener and what it hears.
+#[derive(Clone)]
+struct Subscriber {
+    id: u64,
+    listener: Listener,
+    hears: Hears,
+}
+
+impl Subscriber {
+    fn hears(&self, event: &SubagentEvent) -> bool {
+        self.hears == Hears::Everything || !event.is_run_event()
+    }
+}
+
+/// The subscribers of one service, and the numbering of its announced runs.
+#[derive(Default)]
+pub(crate) struct Events {
+    /// Copy-on-write: an event clones the `Arc`, not the list.
+    subscribers: Mutex<Arc<Vec<Subscriber>>>,
+    next_subscriber: AtomicU64,
+    /// Subscribers that hear run events; with none, runs are not announced
+    /// and carry no observer.
+    run_listeners: AtomicUsize,
+    next_run: AtomicU64,
+}
+
+impl Events {
+    /// Adds a subscriber; dropping the returned handle removes it.
+    pub(crate) fn subscribe(self: &Arc<Self>, listener: Listener, hears: Hears) -> Subscription {
+        let id = self.next_subscriber.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::make_mut(&mut subscribers).push(Subscriber { id, listener, hears });
+        if hears == Hears::Everything {
+            self.run_listeners.fetch_add(1, Ordering::SeqCst);
+        }
+        Subscription {
+            events: Arc::downgrade(self),
+            id,
+        }
+    }
+
+    /// A snapshot of the subscribers, taken without copying the list.
+    fn subscribers(&self) -> Arc<Vec<Subscriber>> {
+        self.subscribers.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Calls every listener that hears `event`; the first failure (error or
+    /// panic) is returned.
+    pub(crate) fn dispatch(&self, event: &SubagentEvent) -> Result<(), SubagentError> {
+        for Subscriber { listener, .. } in self.subscribers().iter().filter(|s| s.hears(event)) {
+            match catch_unwind(AssertUnwindSafe(|| listener(event))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => return Err(error),
+                Err(panic) => {
+                    return Err(SubagentError::failed(wording::listener_panicked(
+                        event.name(),
+                        &panic_message(&*panic),
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls every listener that hears `event`; failures are logged, never
+    /// propagated.
+    pub(crate) fn notify(&self, event: &SubagentEvent) {
+        for Subscriber { listener, .. } in self.subscribers().iter().filter(|s| s.hears(event)) {
+            match catch_unwind(AssertUnwindSafe(|| listener(event))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::warn!("{}", wording::listener_threw(event.name(), &error)),
+                Err(panic) => {
+                    tracing::warn!("{}", wording::listener_threw(event.name(), panic_message(&*panic)))
+                }
+            }
+        }
+    }
+
+    /// Whether some subscriber hears run events now.
+    pub(crate) fn announces_runs(&self) -> bool {
+        self.run_listeners.load(Ordering::SeqCst) > 0
+    }
+
+    /// A fresh run id for an announcement.
+    pub(crate) fn next_run_id(&self) -> u64 {
+        self.next_run.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Announces a published run: [`SubagentEvent::RunStarted`] now,
+    /// [`SubagentEvent::RunEnded`] when its result settles. Returns the run
+    /// and its announced [`RunInfo::run_id`], or the run unchanged and
+    /// `None` when nobody hears run events. `depth` is the child's (its
+    /// parent's plus one); `run_id` is the id its wait in its tree's queue
+    /// was announced with, if it waited.
+    pub(crate) fn announce(
+        self: &Arc<Self>,
+        provider_name: &str,
+        parent: AgentId,
+        depth: u64,
+        label: Option<String>,
+        run: SubagentRun,
+        run_id: Option<u64>,
+    ) -> (SubagentRun, Option<u64>) {
+        if !self.announces_runs() {
+            return (run, None);
+        }
+        let run_id = run_id.unwrap_or_else(|| self.next_run_id());
+        let info = RunInfo {
+            run_id,
+            provider: provider_name.to_owned(),
+            id: run.id().to_owned(),
+            parent,
+            depth,
+            label,
+        };
+        // Announce first, then move the same info into the settlement
+        // observer: no copy. Nobody can poll the result before we return it.
+        let started = SubagentEvent::RunStarted(info);
+        self.notify(&started);
+        let SubagentEvent::RunStarted(end_info) = started else {
+            return (run, Some(run_id));
+        };
+        let observer = Arc::downgrade(self);
+        let run = run.map_result(move |result| async move {
+            let outcome = result.await;
+            if let Some(events) = observer.upgrade() {
+                let (stop_reason, text) = match &outcome {
+                    Ok(result) => (result.stop_reason.clone(), concat_text(&result.output)),
+                    Err(_) => (StopReason::Error, String::new()),
+                };
+                events.notify(&SubagentEvent::RunEnded(RunEndInfo {
+                    run: end_info,
+                    stop_reason,
+                    last_assistant_message: (!text.is_empty()).then_some(text),
+                }));
+            }
+            outcome
+        });
+        (run, Some(run_id))
+    }
+}
+
+/// A subscription to service events. Dropping it unsubscribes.
+#[must_use = "dropping the subscription unsubscribes at once"]
+pub struct Subscription {
+    events: Weak<Events>,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(events) = self.events.upgrade() {
+            let removed = {
+                let mut subscribers = events.subscribers.lock().unwrap_or_else(PoisonError::into_inner);
+                let subscribers = Arc::make_mut(&mut subscribers);
+                subscribers
+                    .iter()
+                    .position(|subscriber| subscriber.id == self.id)
+                    .map(|index| subscribers.remove(index))
+            };
+            if removed
+                .as_ref()
+                .is_some_and(|subscriber| subscriber.hears == Hears::Everything)
+            {
+                events.run_listeners.fetch_sub(1, Ordering::SeqCst);
+            }
+            drop(removed);
+        }
+    }
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription").field("id", &self.id).finish()
+    }
+}

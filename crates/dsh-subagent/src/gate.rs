@@ -51,16 +51,43 @@ struct Waiter {
     id: u64,
     /// The waiting parent whose slot this foreground call may borrow.
     lender: Option<Arc<Node>>,
-    new_child: bool,
+    counts: Counts,
     grant: oneshot::Sender<Slot>,
+}
+
+/// What a reservation counts against the tree's `max_children`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counts {
+    /// A new child of the tree: it counts.
+    NewChild,
+    /// A continuation of a child the tree has (`send_message`): it does not.
+    Continuation,
+}
+
+impl Counts {
+    /// How many children it adds to the tree's count: 1 or 0.
+    fn children(self) -> u64 {
+        match self {
+            Self::NewChild => 1,
+            Self::Continuation => 0,
+        }
+    }
+}
+
+/// Where a node sits in its tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// The top-level agent: it holds no slot, so it has none to lend.
+    Root,
+    /// An admitted child: it holds a slot while it runs.
+    Child,
 }
 
 /// An agent's place in its tree: the tree's root (its top-level agent, which
 /// holds no slot) or an admitted child, which holds a slot while it runs.
 pub(crate) struct Node {
     tree: Arc<Tree>,
-    /// A child's node, not the root's.
-    child: bool,
+    place: Place,
     /// The child holds its slot (it has not settled). Under the tree's lock.
     active: AtomicBool,
     /// The child's slot is lent to one of its foreground children. Under the tree's lock.
@@ -77,14 +104,14 @@ impl Node {
                 .map(|limit| TokenBudget::new(BudgetScope::Tree, limit, None)),
             state: Mutex::new(TreeState::default()),
         });
-        Arc::new(Self::new(tree, false))
+        Arc::new(Self::new(tree, Place::Root))
     }
 
-    fn new(tree: Arc<Tree>, child: bool) -> Self {
+    fn new(tree: Arc<Tree>, place: Place) -> Self {
         Self {
             tree,
-            child,
-            active: AtomicBool::new(child),
+            place,
+            active: AtomicBool::new(place == Place::Child),
             lent: AtomicBool::new(false),
         }
     }
@@ -101,34 +128,35 @@ impl Node {
 
     /// Whether this node's slot can be lent now. Under the tree's lock.
     fn can_lend(&self) -> bool {
-        self.child && self.active.load(Ordering::Relaxed) && !self.lent.load(Ordering::Relaxed)
+        self.place == Place::Child && self.active.load(Ordering::Relaxed) && !self.lent.load(Ordering::Relaxed)
     }
 
     /// Reserves a place for a child of this node's agent: a slot at once, a
     /// place in the queue, or a refusal.
     ///
-    /// `new_child` counts against `max_children` (a continuation of a child
-    /// is not new); a [`RunMode::Foreground`] call may borrow this node's slot.
-    pub(crate) fn reserve(self: &Arc<Self>, new_child: bool, mode: RunMode) -> Result<Ticket, SubagentError> {
+    /// A [`Counts::NewChild`] counts against `max_children` (a continuation
+    /// of a child is not new); a [`RunMode::Foreground`] call may borrow
+    /// this node's slot.
+    pub(crate) fn reserve(self: &Arc<Self>, counts: Counts, mode: RunMode) -> Result<Ticket, SubagentError> {
         let foreground = mode == RunMode::Foreground;
         let tree = &self.tree;
         let mut state = tree.lock();
-        if new_child
+        if counts == Counts::NewChild
             && let Some(max_children) = tree.limits.children_bound()
             && state.started >= max_children
         {
             return Err(SubagentError::ChildLimit { max_children });
         }
-        let child = || Arc::new(Node::new(tree.clone(), true));
+        let child = || Arc::new(Node::new(tree.clone(), Place::Child));
         let ticket = match tree.limits.concurrency() {
-            None => Ticket::Ready(Slot::new(child(), Held::Uncounted, new_child)),
+            None => Ticket::Ready(Slot::new(child(), Held::Uncounted, counts)),
             Some(_) if foreground && self.can_lend() => {
                 self.lent.store(true, Ordering::Relaxed);
-                Ticket::Ready(Slot::new(child(), Held::Lent(self.clone()), new_child))
+                Ticket::Ready(Slot::new(child(), Held::Lent(self.clone()), counts))
             }
             Some(max) if state.running < max.get() && state.queue.is_empty() => {
                 state.running += 1;
-                Ticket::Ready(Slot::new(child(), Held::Own, new_child))
+                Ticket::Ready(Slot::new(child(), Held::Own, counts))
             }
             Some(max) => {
                 let waiting = state.queue.len();
@@ -140,12 +168,12 @@ impl Node {
                 }
                 state.next_waiter += 1;
                 let id = state.next_waiter;
-                let lender = (foreground && self.child).then(|| self.clone());
+                let lender = (foreground && self.place == Place::Child).then(|| self.clone());
                 let (grant, admitted) = oneshot::channel();
                 state.queue.push_back(Waiter {
                     id,
                     lender,
-                    new_child,
+                    counts,
                     grant,
                 });
                 Ticket::Queued(Queued {
@@ -156,7 +184,7 @@ impl Node {
                 })
             }
         };
-        state.started += u64::from(new_child);
+        state.started += counts.children();
         Ok(ticket)
     }
 }
@@ -184,8 +212,8 @@ impl Tree {
             && let Some(waiter) = state.queue.remove(index)
         {
             lender.lent.store(true, Ordering::Relaxed);
-            let child = Arc::new(Node::new(self.clone(), true));
-            let slot = Slot::new(child, Held::Lent(lender.clone()), waiter.new_child);
+            let child = Arc::new(Node::new(self.clone(), Place::Child));
+            let slot = Slot::new(child, Held::Lent(lender.clone()), waiter.counts);
             grants.push((waiter.grant, slot));
         }
         let max = self.limits.concurrency().map_or(usize::MAX, |max| max.get());
@@ -193,8 +221,8 @@ impl Tree {
             && let Some(waiter) = state.queue.pop_front()
         {
             state.running += 1;
-            let child = Arc::new(Node::new(self.clone(), true));
-            grants.push((waiter.grant, Slot::new(child, Held::Own, waiter.new_child)));
+            let child = Arc::new(Node::new(self.clone(), Place::Child));
+            grants.push((waiter.grant, Slot::new(child, Held::Own, waiter.counts)));
         }
         grants
     }
@@ -229,11 +257,11 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    fn new(node: Arc<Node>, held: Held, new_child: bool) -> Self {
+    fn new(node: Arc<Node>, held: Held, counts: Counts) -> Self {
         Self {
             node,
             held,
-            unpublished_child: new_child,
+            unpublished_child: counts == Counts::NewChild,
         }
     }
 
@@ -312,7 +340,7 @@ impl Drop for Queued {
         if let Some(index) = state.queue.iter().position(|waiter| waiter.id == self.id)
             && let Some(waiter) = state.queue.remove(index)
         {
-            state.started -= u64::from(waiter.new_child);
+            state.started -= waiter.counts.children();
         }
         // Otherwise a grant is on its way: dropping the receiver after the
         // lock is released drops the slot in it, which frees it.

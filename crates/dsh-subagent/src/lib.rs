@@ -14,8 +14,8 @@ pub mod wording;
 
 pub use admission::DelegationTree;
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
-pub use events::{Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
+pub use events::{Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, WaitInfo};
 pub use limits::Limits;
-pub use service::{ProviderRegistration, SubagentService, Subscription};
+pub use service::{ProviderRegistration, SubagentService};
 pub use settlement::{RELEASE_GRACE, Settled, settle};
 pub use task::TaskStartError;

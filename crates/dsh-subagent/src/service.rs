@@ -1,112 +1,48 @@
 //! The subagent service: the provider registry and checked starts.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use dsh_subagent_api::{
-    AgentId, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentRun, child_depth, concat_text,
+    AgentRef, RunMode, SpanOrigin, StartRequest, SubagentError, SubagentProvider, SubagentRun, child_depth,
 };
-use dsh_tools::panic_message;
-
+use dsh_tasks::TaskRegistry;
 use futures::future::Either;
 
-use crate::admission::{Caller, Demand, Reservation};
-use crate::events::{Listener, RunEndInfo, RunInfo, SubagentEvent};
-use crate::gate::Node;
-use crate::{Limits, wording};
+use crate::admission::{Admission, Caller, DelegationTree, Demand, Reservation, wait};
+use crate::events::{Events, Hears, Listener, SubagentEvent, Subscription};
+use crate::task::{self, TaskStartError};
+use crate::{Limits, trace};
 
 struct ProviderEntry {
     id: u64,
     provider: Arc<dyn SubagentProvider>,
 }
 
+/// The registered providers, in registration order.
 #[derive(Default)]
-struct State {
-    providers: Vec<ProviderEntry>,
-    /// Copy-on-write: an event clones the `Arc`, not the list.
-    listeners: Arc<Vec<Subscriber>>,
+struct Providers {
+    entries: Vec<ProviderEntry>,
     next_id: u64,
-}
-
-impl State {
-    fn next_id(&mut self) -> u64 {
-        self.next_id += 1;
-        self.next_id
-    }
-}
-
-/// One listener and whether it hears run events.
-#[derive(Clone)]
-struct Subscriber {
-    id: u64,
-    listener: Listener,
-    runs: bool,
-}
-
-impl Subscriber {
-    fn hears(&self, event: &SubagentEvent) -> bool {
-        self.runs || !event.is_run_event()
-    }
 }
 
 #[derive(Default)]
 pub(crate) struct Inner {
-    state: Mutex<State>,
-    /// The limits of every tree of this service.
-    pub(crate) limits: Limits,
-    /// The tree of agents that carry none of their own (see `open_tree`).
-    pub(crate) default_tree: OnceLock<Arc<Node>>,
-    next_run: AtomicU64,
-    /// Subscribers that hear run events; with none, runs are not announced
-    /// and carry no observer.
-    run_listeners: AtomicUsize,
+    providers: Mutex<Providers>,
+    /// Who hears the service's events, and the numbering of its runs.
+    pub(crate) events: Arc<Events>,
+    /// The limits of the service's trees, and its default tree.
+    admission: Admission,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A snapshot of the listeners, taken without copying the list.
-    fn listeners(&self) -> Arc<Vec<Subscriber>> {
-        self.lock().listeners.clone()
-    }
-
-    /// Calls every listener; the first failure (error or panic) is returned.
-    fn dispatch(&self, event: &SubagentEvent) -> Result<(), SubagentError> {
-        for Subscriber { listener, .. } in self.listeners().iter().filter(|s| s.hears(event)) {
-            match catch_unwind(AssertUnwindSafe(|| listener(event))) {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => return Err(error),
-                Err(panic) => {
-                    return Err(SubagentError::failed(wording::listener_panicked(
-                        event.name(),
-                        &panic_message(&*panic),
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Calls every listener; failures are logged, never propagated.
-    fn notify(&self, event: &SubagentEvent) {
-        for Subscriber { listener, .. } in self.listeners().iter().filter(|s| s.hears(event)) {
-            match catch_unwind(AssertUnwindSafe(|| listener(event))) {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => tracing::warn!("{}", wording::listener_threw(event.name(), &error)),
-                Err(panic) => {
-                    tracing::warn!("{}", wording::listener_threw(event.name(), panic_message(&*panic)))
-                }
-            }
-        }
+    fn providers(&self) -> MutexGuard<'_, Providers> {
+        self.providers.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn remove_provider(&self, id: u64) -> Option<Arc<dyn SubagentProvider>> {
-        let mut state = self.lock();
-        let index = state.providers.iter().position(|entry| entry.id == id)?;
-        Some(state.providers.remove(index).provider)
+        let mut providers = self.providers();
+        let index = providers.entries.iter().position(|entry| entry.id == id)?;
+        Some(providers.entries.remove(index).provider)
     }
 }
 
@@ -126,7 +62,7 @@ impl std::fmt::Debug for SubagentService {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubagentService")
             .field("providers", &self.list())
-            .field("limits", &self.inner.limits)
+            .field("limits", &self.inner.admission.limits())
             .finish()
     }
 }
@@ -137,23 +73,28 @@ impl SubagentService {
         Self::default()
     }
 
-    pub(crate) fn build(limits: Limits) -> Self {
+    /// A service whose delegation trees are bounded by `limits`.
+    pub fn with_limits(limits: Limits) -> Self {
         Self {
             inner: Arc::new(Inner {
-                limits,
+                admission: Admission::new(limits),
                 ..Inner::default()
             }),
         }
     }
 
-    /// Notifies every subscriber; failures are logged.
-    pub(crate) fn notify(&self, event: &SubagentEvent) {
-        self.inner.notify(event);
+    /// The limits of this service's trees.
+    pub fn limits(&self) -> Limits {
+        self.inner.admission.limits()
     }
 
-    /// A fresh run id for an announcement.
-    pub(crate) fn next_run_id(&self) -> u64 {
-        self.inner.next_run.fetch_add(1, Ordering::Relaxed) + 1
+    /// Opens a new delegation tree under this service's limits. A harness
+    /// opens one per top-level agent (one per session of a server) and
+    /// gives its [`DelegationTree::lineage`] to that agent. An agent whose
+    /// reference carries no tree shares the service's default tree with
+    /// every other such agent.
+    pub fn open_tree(&self) -> DelegationTree {
+        self.inner.admission.open_tree()
     }
 
     /// Registers a provider under its name and announces it.
@@ -167,20 +108,21 @@ impl SubagentService {
     ) -> Result<ProviderRegistration, SubagentError> {
         let name = provider.name().to_owned();
         let id = {
-            let mut state = self.inner.lock();
-            if state.providers.iter().any(|entry| entry.provider.name() == name) {
+            let mut providers = self.inner.providers();
+            if providers.entries.iter().any(|entry| entry.provider.name() == name) {
                 return Err(SubagentError::DuplicateProvider { name });
             }
-            let id = state.next_id();
-            state.providers.push(ProviderEntry {
+            providers.next_id += 1;
+            let id = providers.next_id;
+            providers.entries.push(ProviderEntry {
                 id,
                 provider: provider.clone(),
             });
             id
         };
-        if let Err(error) = self.inner.dispatch(&SubagentEvent::ProviderAdded(provider)) {
+        if let Err(error) = self.inner.events.dispatch(&SubagentEvent::ProviderAdded(provider)) {
             if self.inner.remove_provider(id).is_some() {
-                self.inner.notify(&SubagentEvent::ProviderRemoved(name));
+                self.inner.events.notify(&SubagentEvent::ProviderRemoved(name));
             }
             return Err(error);
         }
@@ -193,9 +135,9 @@ impl SubagentService {
 
     /// The provider registered under `name`.
     pub fn provider(&self, name: &str) -> Option<Arc<dyn SubagentProvider>> {
-        let state = self.inner.lock();
-        state
-            .providers
+        self.inner
+            .providers()
+            .entries
             .iter()
             .find(|entry| entry.provider.name() == name)
             .map(|entry| entry.provider.clone())
@@ -203,9 +145,9 @@ impl SubagentService {
 
     /// The registered provider names, in registration order.
     pub fn list(&self) -> Vec<String> {
-        let state = self.inner.lock();
-        state
-            .providers
+        self.inner
+            .providers()
+            .entries
             .iter()
             .map(|entry| entry.provider.name().to_owned())
             .collect()
@@ -218,7 +160,7 @@ impl SubagentService {
     /// events as the run starts: a run started while none does is never
     /// announced, so no subscriber sees a run end it did not see start.
     pub fn subscribe(&self, listener: Listener) -> Subscription {
-        self.add_subscriber(listener, true)
+        self.inner.events.subscribe(listener, Hears::Everything)
     }
 
     /// Subscribes to provider events only ([`SubagentEvent::ProviderAdded`],
@@ -227,20 +169,7 @@ impl SubagentService {
     /// Such a subscriber costs runs nothing: while every subscriber is of
     /// this kind, starts announce nothing and settle without an observer.
     pub fn subscribe_to_providers(&self, listener: Listener) -> Subscription {
-        self.add_subscriber(listener, false)
-    }
-
-    fn add_subscriber(&self, listener: Listener, runs: bool) -> Subscription {
-        let mut state = self.inner.lock();
-        let id = state.next_id();
-        Arc::make_mut(&mut state.listeners).push(Subscriber { id, listener, runs });
-        if runs {
-            self.inner.run_listeners.fetch_add(1, Ordering::SeqCst);
-        }
-        Subscription {
-            service: Arc::downgrade(&self.inner),
-            id,
-        }
+        self.inner.events.subscribe(listener, Hears::Providers)
     }
 
     /// Starts a child on the named provider.
@@ -313,12 +242,12 @@ impl SubagentService {
                         depth,
                         label: request.label.as_deref(),
                     };
-                    Some(self.wait(queued, &request.cancel, &caller).await?)
+                    Some(wait(queued, &request.cancel, &caller, &self.inner.events).await?)
                 }
             };
             // From the wait to `provider.start` nothing awaits: the wait's
             // last look at the token holds (a withdrawn call starts nothing).
-            let (admission, lineage, stop) = reservation.admission(waited, &request.cancel);
+            let (admitted, lineage, stop) = reservation.admitted(waited, &request.cancel);
             request.lineage = lineage;
             if let Some(stop) = stop {
                 request.cancel = stop;
@@ -326,81 +255,89 @@ impl SubagentService {
             // Announced only when someone hears run events; otherwise the
             // run carries no observer.
             let announced = self
+                .inner
+                .events
                 .announces_runs()
                 .then(|| (request.parent.id().clone(), request.label.clone()));
             let run = provider.start(request).await?;
             let run = match announced {
                 Some((parent, label)) => {
-                    self.announce(provider_name, parent, depth, label, run, admission.run_id)
+                    let events = &self.inner.events;
+                    events
+                        .announce(provider_name, parent, depth, label, run, admitted.run_id)
                         .0
                 }
                 None => run,
             };
-            Ok(admission.bind(run))
+            Ok(admitted.bind(run))
         }
     }
 
-    /// Whether some subscriber hears run events now.
-    pub(crate) fn announces_runs(&self) -> bool {
-        self.inner.run_listeners.load(Ordering::SeqCst) > 0
-    }
-
-    /// Announces a run published outside [`SubagentService::start`] (a
-    /// continuable child's activation) exactly as `start` announces its own:
-    /// [`SubagentEvent::RunStarted`] now, [`SubagentEvent::RunEnded`] when
-    /// its result settles. Returns the run and its announced
-    /// [`RunInfo::run_id`], or the run unchanged and `None` when nobody
-    /// hears run events. `depth` is the child's (its parent's plus one);
-    /// `run_id` is the id its wait in its tree's queue was announced with, if it waited.
-    pub(crate) fn announce(
+    /// Starts `request` on the provider `provider_name` as a background task
+    /// of the request's parent on `tasks`, labelled `label`, and returns the
+    /// task's id (`subagent-<n>`) at once.
+    ///
+    /// The task runs in a span of its own ([`trace::task_span`], placed by
+    /// the request's origin); the child's span and the run's lifecycle
+    /// events sit under it, and the span records the task's id. The task's
+    /// kill token replaces the request's, so killing the task, not
+    /// cancelling the call that asked for it, stops the child. The start is
+    /// [`SubagentService::start`], checks included: a failing check fails
+    /// the task. The task settles the run ([`settle`](crate::settle)) and
+    /// ends with its outcome:
+    ///
+    /// - `completed` → completed with the child's text; `aborted` (what a
+    ///   kill reads) → killed; any other stop reason → failed with the
+    ///   reason (and `; diagnostic: …`; partial output is not included); a
+    ///   rejected result → failed with the error.
+    /// - A failed release is appended (`…; dispose failed: …`) and turns a
+    ///   completed or killed task into a failed one: the release happened
+    ///   before the outcome is reported.
+    /// - A failed start → killed when the task was killed and the provider
+    ///   rolled back cleanly; otherwise failed with the error (a failed
+    ///   rollback stays failed after a kill, its detail carrying both).
+    ///
+    /// Refused, with nothing started, when the registry refuses the task (an
+    /// empty label, a disposed owner), or when the child's delegation tree
+    /// refuses it (a spent budget, `max_children`, a full queue). Past
+    /// `max_concurrent` the call still returns at once; the task waits for
+    /// the slot, in call order.
+    pub fn start_as_task(
         &self,
+        tasks: &TaskRegistry,
         provider_name: &str,
-        parent: AgentId,
-        depth: u64,
-        label: Option<String>,
-        run: SubagentRun,
-        run_id: Option<u64>,
-    ) -> (SubagentRun, Option<u64>) {
-        if !self.announces_runs() {
-            return (run, None);
-        }
-        let run_id = run_id.unwrap_or_else(|| self.next_run_id());
-        let info = RunInfo {
-            run_id,
-            provider: provider_name.to_owned(),
-            id: run.id().to_owned(),
-            parent,
-            depth,
-            label,
-        };
-        // Announce first, then move the same info into the settlement
-        // observer: no copy. Nobody can poll the result before we return it.
-        let started = SubagentEvent::RunStarted(info);
-        self.inner.notify(&started);
-        let SubagentEvent::RunStarted(end_info) = started else {
-            return (run, Some(run_id));
-        };
-        let observer = Arc::downgrade(&self.inner);
-        let run = run.map_result(move |result| async move {
-            let outcome = result.await;
-            if let Some(inner) = observer.upgrade() {
-                let (stop_reason, text) = match &outcome {
-                    Ok(result) => (result.stop_reason.clone(), concat_text(&result.output)),
-                    Err(_) => (StopReason::Error, String::new()),
-                };
-                inner.notify(&SubagentEvent::RunEnded(RunEndInfo {
-                    run: end_info,
-                    stop_reason,
-                    last_assistant_message: (!text.is_empty()).then_some(text),
-                }));
-            }
-            outcome
-        });
-        (run, Some(run_id))
+        label: String,
+        request: StartRequest,
+    ) -> Result<String, TaskStartError> {
+        let mut request = request;
+        request.mode = RunMode::Background;
+        let reservation = self.reserve(&request.parent, Demand::new_child(&request))?;
+        let owner = request.parent.id().clone();
+        let span = trace::task_span(&request.origin);
+        let service = self.clone();
+        let provider = provider_name.to_owned();
+        request.origin = SpanOrigin::ChildOf(span.clone());
+        let task_id = task::spawn(tasks, task::spec(label, owner), span, move |control| async move {
+            let start = |cancel| async {
+                request.cancel = cancel;
+                let checked = service.checked_provider(&provider, &request)?;
+                service.start_reserved(&provider, checked, reservation, request).await
+            };
+            task::run(control, &provider, start).await
+        })?;
+        Ok(task_id)
     }
-}
 
-impl SubagentService {
+    /// The synchronous half of admission ([`Admission::reserve`]).
+    pub(crate) fn reserve(&self, parent: &AgentRef, demand: Demand) -> Result<Reservation, SubagentError> {
+        self.inner.admission.reserve(parent, demand)
+    }
+
+    /// The service's events: who hears them, and the numbering of its runs.
+    pub(crate) fn events(&self) -> &Arc<Events> {
+        &self.inner.events
+    }
+
     /// The start checks, in order: the provider exists, it supports every
     /// optional field the request sets, `max_depth` and `output_schema` are
     /// valid, and the child's depth is within the cap. Shared by one-shot
@@ -453,7 +390,9 @@ impl Drop for ProviderRegistration {
         if let Some(inner) = self.service.upgrade()
             && inner.remove_provider(self.id).is_some()
         {
-            inner.notify(&SubagentEvent::ProviderRemoved(std::mem::take(&mut self.name)));
+            inner
+                .events
+                .notify(&SubagentEvent::ProviderRemoved(std::mem::take(&mut self.name)));
         }
     }
 }
@@ -463,37 +402,5 @@ impl std::fmt::Debug for ProviderRegistration {
         f.debug_struct("ProviderRegistration")
             .field("name", &self.name)
             .finish()
-    }
-}
-
-/// A subscription to service events. Dropping it unsubscribes.
-#[must_use = "dropping the subscription unsubscribes at once"]
-pub struct Subscription {
-    service: Weak<Inner>,
-    id: u64,
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        if let Some(inner) = self.service.upgrade() {
-            let removed = {
-                let mut state = inner.lock();
-                let listeners = Arc::make_mut(&mut state.listeners);
-                listeners
-                    .iter()
-                    .position(|subscriber| subscriber.id == self.id)
-                    .map(|index| listeners.remove(index))
-            };
-            if removed.as_ref().is_some_and(|subscriber| subscriber.runs) {
-                inner.run_listeners.fetch_sub(1, Ordering::SeqCst);
-            }
-            drop(removed);
-        }
-    }
-}
-
-impl std::fmt::Debug for Subscription {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Subscription").field("id", &self.id).finish()
     }
 }

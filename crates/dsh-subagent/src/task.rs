@@ -1,7 +1,7 @@
 //! A child run as a background task of its caller (docs/contract.md,
 //! "Background tasks"): the `subagent` tool's one-shot route
-//! ([`SubagentService::start_as_task`]) and every activation of a
-//! continuable child run here.
+//! ([`SubagentService::start_as_task`](crate::SubagentService::start_as_task))
+//! and every activation of a continuable child run here.
 //!
 //! Every such task is spawned by [`spawn`], inside its own span (see
 //! [`trace::task_span`]), and runs its child with [`run`]: the start, with
@@ -10,81 +10,21 @@
 //! outcome. The start is one step, [`run`]'s call of `start`: whatever must
 //! happen before a child starts happens there, for every route.
 
-use dsh_subagent_api::{
-    AgentId, CancellationToken, RunMode, SpanOrigin, StartRequest, StopReason, SubagentError, SubagentResult,
-    SubagentRun,
-};
+use dsh_subagent_api::{AgentId, CancellationToken, StopReason, SubagentError, SubagentResult, SubagentRun};
 use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskSpec};
 use tracing::{Instrument, Span};
 
-use crate::admission::Demand;
-use crate::{SubagentService, settle, trace, wording};
+use crate::{settle, trace, wording};
 
 /// The task kind (and id prefix) of every child run's task: `subagent-<n>`.
 pub(crate) const TASK_KIND: &str = "subagent";
 
-impl SubagentService {
-    /// Starts `request` on the provider `provider_name` as a background task
-    /// of the request's parent on `tasks`, labelled `label`, and returns the
-    /// task's id (`subagent-<n>`) at once.
-    ///
-    /// The task runs in a span of its own ([`trace::task_span`], placed by
-    /// the request's origin); the child's span and the run's lifecycle
-    /// events sit under it, and the span records the task's id. The task's
-    /// kill token replaces the request's, so killing the task, not
-    /// cancelling the call that asked for it, stops the child. The start is
-    /// [`SubagentService::start`], checks included: a failing check fails
-    /// the task. The task settles the run ([`settle`]) and ends with its
-    /// outcome:
-    ///
-    /// - `completed` → completed with the child's text; `aborted` (what a
-    ///   kill reads) → killed; any other stop reason → failed with the
-    ///   reason (and `; diagnostic: …`; partial output is not included); a
-    ///   rejected result → failed with the error.
-    /// - A failed release is appended (`…; dispose failed: …`) and turns a
-    ///   completed or killed task into a failed one: the release happened
-    ///   before the outcome is reported.
-    /// - A failed start → killed when the task was killed and the provider
-    ///   rolled back cleanly; otherwise failed with the error (a failed
-    ///   rollback stays failed after a kill, its detail carrying both).
-    ///
-    /// Refused, with nothing started, when the registry refuses the task (an
-    /// empty label, a disposed owner), or when the child's delegation tree
-    /// refuses it (a spent budget, `max_children`, a full queue). Past
-    /// `max_concurrent` the call still returns at once; the task waits for
-    /// the slot, in call order.
-    pub fn start_as_task(
-        &self,
-        tasks: &TaskRegistry,
-        provider_name: &str,
-        label: String,
-        request: StartRequest,
-    ) -> Result<String, TaskStartError> {
-        let mut request = request;
-        request.mode = RunMode::Background;
-        let reservation = self.reserve(&request.parent, Demand::new_child(&request))?;
-        let owner = request.parent.id().clone();
-        let span = trace::task_span(&request.origin);
-        let service = self.clone();
-        let provider = provider_name.to_owned();
-        request.origin = SpanOrigin::ChildOf(span.clone());
-        let task_id = spawn(tasks, spec(label, owner), span, move |control| async move {
-            let start = |cancel| async {
-                request.cancel = cancel;
-                let checked = service.checked_provider(&provider, &request)?;
-                service.start_reserved(&provider, checked, reservation, request).await
-            };
-            run(control, &provider, start).await
-        })?;
-        Ok(task_id)
-    }
-}
-
-/// Why [`SubagentService::start_as_task`] started nothing.
+/// Why [`SubagentService::start_as_task`](crate::SubagentService::start_as_task) started nothing.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TaskStartError {
-    /// The child's delegation tree refused it (see [`SubagentService::start`]).
+    /// The child's delegation tree refused it (see
+    /// [`SubagentService::start`](crate::SubagentService::start)).
     #[error(transparent)]
     Refused(#[from] SubagentError),
     /// The task registry refused the task.
@@ -130,7 +70,8 @@ where
     Ok(task_id)
 }
 
-/// The body of a child run's task, as [`SubagentService::start_as_task`]
+/// The body of a child run's task, as
+/// [`SubagentService::start_as_task`](crate::SubagentService::start_as_task)
 /// describes it: `start` gets the task's kill token and resolves with the
 /// published run of `provider`'s child, or fails; the run's lifecycle is
 /// traced on the current (the task's) span.
@@ -155,7 +96,7 @@ where
 }
 
 /// Maps a settled and released run to its task's outcome (see
-/// [`SubagentService::start_as_task`]).
+/// [`SubagentService::start_as_task`](crate::SubagentService::start_as_task)).
 fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<(), SubagentError>) -> TaskOutcome {
     let outcome = match result {
         Ok(result) => match result.stop_reason {
@@ -183,7 +124,7 @@ fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<
 }
 
 /// The outcome of a task whose start failed (see
-/// [`SubagentService::start_as_task`]).
+/// [`SubagentService::start_as_task`](crate::SubagentService::start_as_task)).
 fn start_failed_outcome(error: &SubagentError, killed: bool) -> TaskOutcome {
     if killed && !matches!(error, SubagentError::RollbackFailed { .. }) {
         return TaskOutcome::Killed;

@@ -1,5 +1,6 @@
 //! Activations: the tasks that run one turn of a continuable child each,
-//! holding its slot from before the task exists until its run is released
+//! recorded as its one activation from before the task exists until its
+//! run is released
 //! (docs/design.md, "Races are linearized"). Each is spawned, and runs its
 //! child, through the one home of child runs as tasks (`crate::task`).
 
@@ -12,15 +13,15 @@ use dsh_subagent_api::{
 use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskSpec};
 use tracing::Span;
 
-use super::slots::State;
+use super::children::State;
 use super::{ControlError, Inner};
-use crate::admission::{Admission, Caller, Reservation};
+use crate::admission::{Admitted, Caller, Reservation};
 use crate::{task, wording};
 
-/// Takes the child's slot and registers its activation task, all under the
+/// Records the child's activation and registers its task, all under the
 /// lock whose `state` the caller holds. The producer gets its [`Activated`]
 /// handle and runs inside `span` (its [`trace::task_span`](crate::trace::task_span));
-/// the slot is freed when the producer's future ends or is dropped.
+/// the activation is cleared when the producer's future ends or is dropped.
 pub(super) fn activate<F, Fut>(
     inner: &Arc<Inner>,
     state: &mut State,
@@ -34,13 +35,13 @@ where
     F: FnOnce(Activated, TaskControl) -> Fut,
     Fut: Future<Output = TaskOutcome> + Send + 'static,
 {
-    let serial = state.take(child, owner);
+    let serial = state.begin(child, owner);
     let held = inner.clone();
     let child_id = child.to_owned();
     let spawned = task::spawn(&inner.tasks, spec, span, move |control| {
         // Made inside the producer, so a task that never starts never holds
-        // the slot (a refused one is freed below, under the lock).
-        let guard = SlotGuard {
+        // the activation (a refused one is cleared below, under the lock).
+        let guard = ActivationGuard {
             inner: held.clone(),
             child: child_id.clone(),
             serial,
@@ -53,8 +54,8 @@ where
         let work = producer(activated, control);
         async move {
             let outcome = work.await;
-            // Released (by `settle`) before the slot is freed, and the
-            // slot freed before the task settles.
+            // Released (by `settle`) before the activation is cleared,
+            // and cleared before the task settles.
             drop(guard);
             outcome
         }
@@ -71,17 +72,17 @@ where
     }
 }
 
-/// Frees an activation's slot when its producer ends, however it ends
+/// Clears an activation when its producer ends, however it ends
 /// (including a panic).
-struct SlotGuard {
+struct ActivationGuard {
     inner: Arc<Inner>,
     child: String,
     serial: u64,
 }
 
-impl Drop for SlotGuard {
+impl Drop for ActivationGuard {
     fn drop(&mut self) {
-        self.inner.slots.release(&self.child, self.serial);
+        self.inner.children.release(&self.child, self.serial);
     }
 }
 
@@ -105,34 +106,51 @@ impl Activated {
         depth: u64,
         label: Option<String>,
         run: SubagentRun,
-        admission: Admission,
+        admitted: Admitted,
     ) -> SubagentRun {
-        let queued_as = admission.run_id;
-        let run = admission.bind(run);
-        let (run, run_id) = match self.inner.slots.parent(&self.child) {
+        let queued_as = admitted.run_id;
+        let run = admitted.bind(run);
+        let (run, run_id) = match self.inner.children.parent(&self.child) {
             Some(parent) => self
                 .inner
                 .service
+                .events()
                 .announce(provider, parent, depth, label, run, queued_as),
             None => (run, None),
         };
-        self.inner.slots.publish(&self.child, self.serial, &run, run_id);
+        self.inner.children.publish(&self.child, self.serial, &run, run_id);
         run
     }
 }
 
+/// What a `send_message` gives the activation it starts.
+pub(super) struct FollowUp {
+    /// Where the child is looked up.
+    pub(super) store: Arc<dyn ChildStore>,
+    /// The agent that sent the message (the child's parent, if it is).
+    pub(super) parent: AgentRef,
+    /// The message.
+    pub(super) prompt: Vec<ContentBlock>,
+    /// Where the child's span goes (under the activation's task span).
+    pub(super) origin: SpanOrigin,
+    /// The activation's place in its tree's gate, reserved by the send.
+    pub(super) reservation: Reservation,
+}
+
 /// A follow-up activation: look the child up, then resume it.
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn resume(
     inner: &Inner,
-    store: &dyn ChildStore,
+    follow_up: FollowUp,
     activation: Activated,
-    parent: AgentRef,
-    prompt: Vec<ContentBlock>,
     control: TaskControl,
-    origin: SpanOrigin,
-    reservation: Reservation,
 ) -> TaskOutcome {
+    let FollowUp {
+        store,
+        parent,
+        prompt,
+        origin,
+        reservation,
+    } = follow_up;
     let child = activation.child.clone();
     let failed = |error: ControlError| TaskOutcome::Failed {
         detail: error.to_string(),
@@ -151,7 +169,7 @@ pub(super) async fn resume(
     if record.parent.as_ref() != Some(parent.id()) {
         return failed(ControlError::Foreign { child });
     }
-    inner.slots.learn_parent(&child, parent.id());
+    inner.children.learn_parent(&child, parent.id());
     if let Some(diagnostic) = &record.diagnostic {
         tracing::warn!(child = %child, "{}", wording::resuming_with_diagnostic(diagnostic));
     }
@@ -182,12 +200,12 @@ pub(super) async fn resume(
             depth,
             label: label.as_deref(),
         };
-        let (admission, lineage, cancel) = service.admit(reservation, &kill, caller).await?;
+        let (admitted, lineage, cancel) = reservation.admit(&kill, caller, service.events()).await?;
         let mut request = ResumeRequest::new(child, prompt, parent, cancel, descriptor);
         request.origin = origin;
         request.lineage = lineage;
         let run = continuable.resume(request).await?;
-        Ok(activation.announce(provider, depth, label, run, admission))
+        Ok(activation.announce(provider, depth, label, run, admitted))
     };
     task::run(control, provider, start).await
 }

@@ -11,18 +11,18 @@
 //!
 //! # One owner per child
 //!
-//! The service's lock is the one owner of every child's activation slot
+//! The service's lock is the one owner of every child's activation
 //! (docs/design.md, "Races are linearized"). A send, an activation's end
 //! and a kill are ordered by it, so a message is either **steered** into
 //! the running activation, **started** as a new task, or **refused**
 //! synchronously with "the message was not delivered" — never acknowledged
 //! and then dropped:
 //!
-//! - The slot is taken, under the lock, before the task exists, and freed
-//!   only after the run has been released, just before the task settles.
-//!   Two activations of one child never overlap.
-//! - While the slot is taken, a send is live delivery into the running
-//!   turn through the run's [`Steerer`](dsh_subagent_api::Steerer). The
+//! - The activation is recorded, under the lock, before the task exists,
+//!   and cleared only after the run has been released, just before the
+//!   task settles. Two activations of one child never overlap.
+//! - While the activation is recorded, a send is live delivery into the
+//!   running turn through the run's [`Steerer`](dsh_subagent_api::Steerer). The
 //!   child itself decides, under the lock that also ends its turn, whether
 //!   the message joined (its answer to this turn, the task's output, has
 //!   seen it) or arrived too late (refused: "stopped before delivery"). A
@@ -30,7 +30,8 @@
 //! - A started follow-up looks the child up inside its task: an unknown,
 //!   foreign or descriptor-less id settles that task `failed`.
 //! - A kill cancels the activation's run, which settles `killed` together
-//!   with every message that joined it; the slot is freed the same way.
+//!   with every message that joined it; the activation is cleared the same
+//!   way.
 //!
 //! Every activation's run is announced on the service's run events, like a
 //! one-shot start.
@@ -46,22 +47,21 @@
 //!
 //! # Layout
 //!
-//! - `slots`: the bookkeeping behind the lock (each child's parent and
+//! - `children`: the bookkeeping behind the lock (each child's parent and
 //!   activation, the live runs heard on the run events).
 //! - `route`: where a `send_message` goes, a pure decision over what the
 //!   lock shows of the child (refuse, fail a started task, steer, or
 //!   activate); [`SubagentControl::send_message`] takes the lock, decides,
 //!   and carries the decision out.
-//! - `activation`: an activation's task, which takes the slot under the
-//!   lock before the task exists and frees it after the run's release, and
-//!   the lookups of a follow-up. Its task is spawned, and its run started,
+//! - `activation`: an activation's task, recorded under the lock before
+//!   the task exists and cleared after the run's release, and the lookups of a follow-up. Its task is spawned, and its run started,
 //!   settled and traced, the way the `subagent` tool's one-shot tasks are
 //!   ([`start_as_task`](crate::SubagentService::start_as_task)).
 
 mod activation;
+mod children;
 mod error;
 mod route;
-mod slots;
 
 use std::sync::Arc;
 
@@ -71,9 +71,9 @@ use dsh_subagent_api::{
 };
 use dsh_tasks::{TaskOutcome, TaskRegistry, TaskStatus};
 
-use self::activation::{activate, follow_up_label, resume};
-use self::route::{Decision, SlotView};
-use self::slots::{LiveRuns, Slots, State};
+use self::activation::{FollowUp, activate, follow_up_label, resume};
+use self::children::{Children, LiveRuns, State};
+use self::route::{ChildView, Decision};
 use crate::admission::{Caller, Demand};
 use crate::events::SubagentEvent;
 use crate::{SubagentService, Subscription, task, trace};
@@ -115,9 +115,9 @@ struct Inner {
     tasks: TaskRegistry,
     /// `None`: no persistence, so nothing can be continued.
     store: Option<Arc<dyn ChildStore>>,
-    /// Every child's activation slot, behind the one lock.
-    slots: Slots,
-    /// Keeps the slots' live runs following the service's run events.
+    /// Every child's activation, behind the one lock.
+    children: Children,
+    /// Keeps the children's live runs following the service's run events.
     _runs: Subscription,
 }
 
@@ -129,10 +129,10 @@ impl Inner {
 
     /// What the lock (`state`) shows of `child` to `caller`, for routing a
     /// message to it.
-    fn view<'a>(&self, state: &'a State, child: &'a str, caller: &'a AgentId) -> SlotView<'a> {
-        let slot = state.get(child);
-        let task_status = slot
-            .and_then(|slot| slot.activation.as_ref())
+    fn view<'a>(&self, state: &'a State, child: &'a str, caller: &'a AgentId) -> ChildView<'a> {
+        let entry = state.get(child);
+        let task_status = entry
+            .and_then(|entry| entry.activation.as_ref())
             .filter(|activation| activation.owner == *caller)
             .and_then(|activation| activation.task_id.as_ref())
             .map(|task_id| {
@@ -140,11 +140,11 @@ impl Inner {
                     .get(task_id, caller)
                     .map_or(TaskStatus::Running, |task| task.status)
             });
-        SlotView {
+        ChildView {
             child,
             caller,
-            slot,
-            live: self.slots.live(child, caller),
+            entry,
+            live: self.children.live(child, caller),
             task_status,
             persistent: self.store.is_some(),
         }
@@ -161,7 +161,7 @@ pub struct SubagentControl {
 impl std::fmt::Debug for SubagentControl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SubagentControl")
-            .field("children", &self.inner.slots.lock().len())
+            .field("children", &self.inner.children.lock().len())
             .finish()
     }
 }
@@ -195,7 +195,7 @@ impl SubagentControl {
                 service,
                 tasks,
                 store,
-                slots: Slots::new(live),
+                children: Children::new(live),
                 _runs: runs,
             }),
         }
@@ -246,7 +246,7 @@ impl SubagentControl {
         let span = trace::task_span(&request.origin);
         request.origin = SpanOrigin::ChildOf(span.clone());
         let service = self.inner.service.clone();
-        let mut state = self.inner.slots.lock();
+        let mut state = self.inner.children.lock();
         state.adopt(&child_id, owner.clone());
         let task_id = activate(
             &self.inner,
@@ -265,7 +265,7 @@ impl SubagentControl {
                         depth,
                         label: announced_label.as_deref(),
                     };
-                    let (admission, lineage, cancel) = service.admit(reservation, &kill, caller).await?;
+                    let (admitted, lineage, cancel) = reservation.admit(&kill, caller, service.events()).await?;
                     request.cancel = cancel;
                     request.lineage = lineage;
                     let Some(continuable) = checked.continuation() else {
@@ -277,7 +277,7 @@ impl SubagentControl {
                     let run = continuable
                         .start_continuable(activation.child.clone(), descriptor, request)
                         .await?;
-                    Ok(activation.announce(checked.name(), depth, announced_label, run, admission))
+                    Ok(activation.announce(checked.name(), depth, announced_label, run, admitted))
                 };
                 task::run(control, checked.name(), start).await
             },
@@ -317,7 +317,7 @@ impl SubagentControl {
     pub fn send_message(&self, parent: &AgentRef, child_id: &str, message: &str) -> Result<Delivery, ControlError> {
         let caller = parent.id().clone();
         let spec = task::spec(follow_up_label(message), caller.clone());
-        let mut state = self.inner.slots.lock();
+        let mut state = self.inner.children.lock();
         let decision = route::decide(&self.inner.view(&state, child_id, &caller));
         match decision {
             Decision::Refuse(refusal) => Err(refusal),
@@ -358,12 +358,16 @@ impl SubagentControl {
                     .reserve(parent, Demand::continuation())
                     .map_err(|source| ControlError::Start { source })?;
                 let inner = self.inner.clone();
-                let parent = parent.clone();
-                let prompt = vec![ContentBlock::text(message)];
                 // The new activation's span follows from this call (a
                 // `send_message`'s); the child's span sits under it.
                 let span = trace::task_span(&SpanOrigin::follows_current());
-                let origin = SpanOrigin::ChildOf(span.clone());
+                let follow_up = FollowUp {
+                    store,
+                    parent: parent.clone(),
+                    prompt: vec![ContentBlock::text(message)],
+                    origin: SpanOrigin::ChildOf(span.clone()),
+                    reservation,
+                };
                 let task_id = activate(
                     &self.inner,
                     &mut state,
@@ -371,19 +375,7 @@ impl SubagentControl {
                     caller,
                     spec,
                     span,
-                    move |activation, control| async move {
-                        resume(
-                            &inner,
-                            &*store,
-                            activation,
-                            parent,
-                            prompt,
-                            control,
-                            origin,
-                            reservation,
-                        )
-                        .await
-                    },
+                    move |activation, control| async move { resume(&inner, follow_up, activation, control).await },
                 )
                 .map_err(|source| ControlError::FollowUpRefused { source })?;
                 Ok(Delivery {

@@ -1,5 +1,5 @@
 //! How `send_message` routes a message: a pure decision over what the
-//! slots' lock shows of the child (its [`SlotView`]), which the caller
+//! children's lock shows of the child (its [`ChildView`]), which the caller
 //! executes (see [`SubagentControl::send_message`](super::SubagentControl::send_message)).
 //!
 //! In order: a live run of the caller's that the service does not own, or
@@ -14,16 +14,16 @@ use dsh_subagent_api::{AgentId, Steerer};
 use dsh_tasks::TaskStatus;
 
 use super::ControlError;
-use super::slots::{Activation, ActivationRun, LiveRun, Slot};
+use super::children::{Activation, ActivationRun, ChildEntry, LiveRun};
 
 /// What the lock shows of a child when a message to it is routed.
-pub(super) struct SlotView<'a> {
+pub(super) struct ChildView<'a> {
     /// The child the message names.
     pub(super) child: &'a str,
     /// The agent sending it.
     pub(super) caller: &'a AgentId,
-    /// The child's slot, if the service knows the child.
-    pub(super) slot: Option<&'a Slot>,
+    /// What the service knows of the child, if anything.
+    pub(super) entry: Option<&'a ChildEntry>,
     /// The live run with the child's id, if any.
     pub(super) live: Option<LiveRun>,
     /// The status of the activation's task, once the task is registered and
@@ -53,14 +53,14 @@ pub(super) enum Decision {
 }
 
 /// Routes a message by what the lock shows.
-pub(super) fn decide(view: &SlotView<'_>) -> Decision {
-    let activation = view.slot.and_then(|slot| slot.activation.as_ref());
+pub(super) fn decide(view: &ChildView<'_>) -> Decision {
+    let activation = view.entry.and_then(|entry| entry.activation.as_ref());
     if let Some(conflict) = ownership_conflict(view, activation) {
         return Decision::Refuse(conflict);
     }
     if view
-        .slot
-        .and_then(|slot| slot.parent.as_ref())
+        .entry
+        .and_then(|entry| entry.parent.as_ref())
         .is_some_and(|known| known != view.caller)
     {
         return Decision::Fail(ControlError::Foreign {
@@ -82,7 +82,7 @@ pub(super) fn decide(view: &SlotView<'_>) -> Decision {
 /// Why a message must not be routed at all: a live run with the child's id
 /// that the service does not own, or that is not the run of the child's
 /// activation.
-fn ownership_conflict(view: &SlotView<'_>, activation: Option<&Activation>) -> Option<ControlError> {
+fn ownership_conflict(view: &ChildView<'_>, activation: Option<&Activation>) -> Option<ControlError> {
     let live = view.live?;
     let child = view.child.to_owned();
     match activation {
@@ -98,7 +98,7 @@ fn ownership_conflict(view: &SlotView<'_>, activation: Option<&Activation>) -> O
 
 /// The running activation's task and live-delivery handle, or why a
 /// message cannot join it.
-fn live_route(view: &SlotView<'_>, activation: &Activation) -> Result<(String, Steerer), ControlError> {
+fn live_route(view: &ChildView<'_>, activation: &Activation) -> Result<(String, Steerer), ControlError> {
     let child = view.child;
     let starting = || ControlError::ActivationStarting {
         child: child.to_owned(),
@@ -137,9 +137,9 @@ mod tests {
         Steerer::new(|_| Ok(()))
     }
 
-    /// A slot held by `me()`'s activation with a registered task.
-    fn held(run: ActivationRun, run_id: Option<u64>) -> Slot {
-        Slot {
+    /// A child held by `me()`'s activation with a registered task.
+    fn held(run: ActivationRun, run_id: Option<u64>) -> ChildEntry {
+        ChildEntry {
             parent: Some(me()),
             activation: Some(Activation {
                 serial: 1,
@@ -151,13 +151,13 @@ mod tests {
         }
     }
 
-    /// Decides for `me()` over `slot`, with persistence and no live run.
-    fn decide_for(slot: Option<&Slot>, status: Option<TaskStatus>) -> Decision {
+    /// Decides for `me()` over `entry`, with persistence and no live run.
+    fn decide_for(entry: Option<&ChildEntry>, status: Option<TaskStatus>) -> Decision {
         let caller = me();
-        decide(&SlotView {
+        decide(&ChildView {
             child: CHILD,
             caller: &caller,
-            slot,
+            entry,
             live: None,
             task_status: status,
             persistent: true,
@@ -174,7 +174,7 @@ mod tests {
     #[test]
     fn an_unknown_or_settled_child_starts_an_activation() {
         assert!(matches!(decide_for(None, None), Decision::Activate));
-        let settled = Slot {
+        let settled = ChildEntry {
             parent: Some(me()),
             activation: None,
         };
@@ -184,10 +184,10 @@ mod tests {
     #[test]
     fn without_persistence_nothing_starts() {
         let caller = me();
-        let view = SlotView {
+        let view = ChildView {
             child: CHILD,
             caller: &caller,
-            slot: None,
+            entry: None,
             live: None,
             task_status: None,
             persistent: false,
@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn another_parents_child_fails_a_started_task() {
-        let foreign = Slot {
+        let foreign = ChildEntry {
             parent: Some(AgentId::new("someone else")),
             activation: None,
         };
@@ -213,31 +213,31 @@ mod tests {
 
     #[test]
     fn a_steerable_running_activation_is_steered() {
-        let slot = held(ActivationRun::Steerable(steerer()), Some(7));
-        let Decision::Steer { task_id, .. } = decide_for(Some(&slot), Some(TaskStatus::Running)) else {
+        let entry = held(ActivationRun::Steerable(steerer()), Some(7));
+        let Decision::Steer { task_id, .. } = decide_for(Some(&entry), Some(TaskStatus::Running)) else {
             panic!("expected live delivery");
         };
         assert_eq!(task_id, "subagent-1");
         // A task the registry no longer knows reads as running.
-        assert!(matches!(decide_for(Some(&slot), None), Decision::Steer { .. }));
+        assert!(matches!(decide_for(Some(&entry), None), Decision::Steer { .. }));
     }
 
     #[test]
     fn an_activation_that_cannot_take_the_message_refuses_it_without_falling_through() {
         let child = || CHILD.to_owned();
-        let slot = held(ActivationRun::Starting, None);
+        let entry = held(ActivationRun::Starting, None);
         assert_eq!(
-            refusal(decide_for(Some(&slot), Some(TaskStatus::Running))),
+            refusal(decide_for(Some(&entry), Some(TaskStatus::Running))),
             ControlError::ActivationStarting { child: child() }
         );
-        let slot = held(ActivationRun::Unsteerable, None);
+        let entry = held(ActivationRun::Unsteerable, None);
         assert_eq!(
-            refusal(decide_for(Some(&slot), Some(TaskStatus::Running))),
+            refusal(decide_for(Some(&entry), Some(TaskStatus::Running))),
             ControlError::NoLiveDelivery { child: child() }
         );
-        let slot = held(ActivationRun::Steerable(steerer()), None);
+        let entry = held(ActivationRun::Steerable(steerer()), None);
         assert_eq!(
-            refusal(decide_for(Some(&slot), Some(TaskStatus::Killed))),
+            refusal(decide_for(Some(&entry), Some(TaskStatus::Killed))),
             ControlError::ActivationSettling {
                 child: child(),
                 task_id: "subagent-1".into(),
@@ -254,7 +254,7 @@ mod tests {
             refusal(decide_for(Some(&registering), Some(TaskStatus::Running))),
             ControlError::ActivationStarting { child: child() }
         );
-        let lookup = Slot {
+        let lookup = ChildEntry {
             parent: None,
             activation: Some(Activation {
                 serial: 2,
@@ -273,10 +273,10 @@ mod tests {
     #[test]
     fn live_runs_the_service_does_not_own_are_never_adopted() {
         let caller = me();
-        let view = |slot, live| SlotView {
+        let view = |entry, live| ChildView {
             child: CHILD,
             caller: &caller,
-            slot,
+            entry,
             live: Some(live),
             task_status: Some(TaskStatus::Running),
             persistent: true,
@@ -292,21 +292,21 @@ mod tests {
             ControlError::OwnershipConflict { child: CHILD.into() }
         );
         // The activation's run is not the live one.
-        let slot = held(ActivationRun::Steerable(steerer()), Some(7));
+        let entry = held(ActivationRun::Steerable(steerer()), Some(7));
         assert_eq!(
-            refusal(decide(&view(Some(&slot), foreign_run))),
+            refusal(decide(&view(Some(&entry), foreign_run))),
             ControlError::RegistryMismatch { child: CHILD.into() }
         );
         // Our own run, or an activation that has announced nothing yet: routed.
         let ours = LiveRun { run_id: 7, owned: true };
-        assert!(matches!(decide(&view(Some(&slot), ours)), Decision::Steer { .. }));
+        assert!(matches!(decide(&view(Some(&entry), ours)), Decision::Steer { .. }));
         let starting = held(ActivationRun::Starting, None);
         assert_eq!(
             refusal(decide(&view(Some(&starting), foreign_run))),
             ControlError::ActivationStarting { child: CHILD.into() }
         );
         // A settled run of our own on its way out, with no activation left.
-        let settled = Slot {
+        let settled = ChildEntry {
             parent: Some(me()),
             activation: None,
         };

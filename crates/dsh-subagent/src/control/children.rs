@@ -1,10 +1,10 @@
-//! The control service's bookkeeping: every child's activation slot under
+//! The control service's bookkeeping: every child's one activation under
 //! the one lock that orders a send, an activation's end and a kill, and the
 //! live runs heard on the service's run events (docs/design.md, "Races are
 //! linearized").
 //!
-//! Lock order: the slots' lock, then the live runs' lock (never the other
-//! way round). Nothing here awaits, and no lock is held across an await.
+//! Lock order: the children's lock, then the live runs' lock (never the
+//! other way round). Nothing here awaits, and no lock is held across an await.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -13,30 +13,30 @@ use dsh_subagent_api::{AgentId, Steerer, SubagentRun};
 
 use crate::events::SubagentEvent;
 
-/// The slots of every child this service knows, behind their lock, and the
+/// Every child this service knows, behind one lock, and the
 /// live runs it hears of.
-pub(super) struct Slots {
+pub(super) struct Children {
     state: Mutex<State>,
     live: LiveRuns,
 }
 
-/// The slots, as the lock's holder sees them.
+/// The children, as the lock's holder sees them.
 #[derive(Default)]
 pub(super) struct State {
-    slots: HashMap<String, Slot>,
+    children: HashMap<String, ChildEntry>,
     next_serial: u64,
 }
 
 /// What the service knows of one child.
 #[derive(Default)]
-pub(super) struct Slot {
+pub(super) struct ChildEntry {
     /// The child's parent, once known (at start, or from a lookup).
     pub(super) parent: Option<AgentId>,
     /// The activation holding the child, if any.
     pub(super) activation: Option<Activation>,
 }
 
-/// The activation holding a child's slot.
+/// A child's current activation.
 pub(super) struct Activation {
     /// Tells this activation from a later one of the same child.
     pub(super) serial: u64,
@@ -119,8 +119,8 @@ impl LiveRuns {
     }
 }
 
-impl Slots {
-    /// Slots that know no child yet, over these live runs.
+impl Children {
+    /// Children that know no child yet, over these live runs.
     pub(super) fn new(live: LiveRuns) -> Self {
         Self {
             state: Mutex::default(),
@@ -136,12 +136,12 @@ impl Slots {
     /// The live run with the child's id, if `caller` started it. Another
     /// agent's runs are not shown: a message to one is routed like one to
     /// an unknown id, so that nothing tells the caller it exists. Read
-    /// under the slots' lock when a send is routed.
+    /// under the children's lock when a send is routed.
     pub(super) fn live(&self, child: &str, caller: &AgentId) -> Option<LiveRun> {
         self.live.get(child, caller)
     }
 
-    /// Frees the child's slot if `serial` still holds it, and forgets the
+    /// Ends the child's activation if it is still `serial`, and forgets the
     /// child: an idle child is not kept here, so what the service holds is
     /// bounded by its running activations, not by every child it ever ran.
     /// A later send to it is routed like one to a child never seen: its
@@ -149,11 +149,11 @@ impl Slots {
     pub(super) fn release(&self, child: &str, serial: u64) {
         let mut state = self.lock();
         if state
-            .slots
+            .children
             .get(child)
-            .is_some_and(|slot| slot.activation.as_ref().is_some_and(|a| a.serial == serial))
+            .is_some_and(|entry| entry.activation.as_ref().is_some_and(|a| a.serial == serial))
         {
-            state.slots.remove(child);
+            state.children.remove(child);
         }
     }
 
@@ -164,9 +164,9 @@ impl Slots {
         }
         let mut state = self.lock();
         if let Some(activation) = state
-            .slots
+            .children
             .get_mut(child)
-            .and_then(|slot| slot.activation.as_mut())
+            .and_then(|entry| entry.activation.as_mut())
             .filter(|activation| activation.serial == serial)
         {
             activation.run = match run.steerer() {
@@ -179,37 +179,37 @@ impl Slots {
 
     /// Records the child's parent, found by a lookup.
     pub(super) fn learn_parent(&self, child: &str, parent: &AgentId) {
-        self.lock().slots.entry(child.to_owned()).or_default().parent = Some(parent.clone());
+        self.lock().children.entry(child.to_owned()).or_default().parent = Some(parent.clone());
     }
 
     /// The child's parent, if known.
     pub(super) fn parent(&self, child: &str) -> Option<AgentId> {
-        self.lock().slots.get(child).and_then(|slot| slot.parent.clone())
+        self.lock().children.get(child).and_then(|entry| entry.parent.clone())
     }
 }
 
 impl State {
-    /// How many children have a slot.
+    /// How many children are known.
     pub(super) fn len(&self) -> usize {
-        self.slots.len()
+        self.children.len()
     }
 
-    /// The child's slot, if it has one.
-    pub(super) fn get(&self, child: &str) -> Option<&Slot> {
-        self.slots.get(child)
+    /// What is known of the child, if anything.
+    pub(super) fn get(&self, child: &str) -> Option<&ChildEntry> {
+        self.children.get(child)
     }
 
     /// Records the parent of a child about to start.
     pub(super) fn adopt(&mut self, child: &str, parent: AgentId) {
-        self.slots.entry(child.to_owned()).or_default().parent = Some(parent);
+        self.children.entry(child.to_owned()).or_default().parent = Some(parent);
     }
 
-    /// Takes the child's slot for a new activation of `owner`'s, before its
+    /// Records a new activation of the child, `owner`'s, before its
     /// task exists, and returns the activation's serial.
-    pub(super) fn take(&mut self, child: &str, owner: AgentId) -> u64 {
+    pub(super) fn begin(&mut self, child: &str, owner: AgentId) -> u64 {
         self.next_serial += 1;
         let serial = self.next_serial;
-        self.slots.entry(child.to_owned()).or_default().activation = Some(Activation {
+        self.children.entry(child.to_owned()).or_default().activation = Some(Activation {
             serial,
             owner,
             task_id: None,
@@ -222,17 +222,17 @@ impl State {
     /// Records the task of the activation `serial`, once it is registered.
     pub(super) fn registered(&mut self, child: &str, serial: u64, task_id: &str) {
         if let Some(activation) = self
-            .slots
+            .children
             .get_mut(child)
-            .and_then(|slot| slot.activation.as_mut())
+            .and_then(|entry| entry.activation.as_mut())
             .filter(|activation| activation.serial == serial)
         {
             activation.task_id = Some(task_id.to_owned());
         }
     }
 
-    /// Frees the slot of an activation whose task was refused, so never ran.
+    /// Clears an activation whose task was refused, so never ran.
     pub(super) fn refused(&mut self, child: &str) {
-        self.slots.entry(child.to_owned()).or_default().activation = None;
+        self.children.entry(child.to_owned()).or_default().activation = None;
     }
 }
