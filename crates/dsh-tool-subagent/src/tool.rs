@@ -67,14 +67,18 @@ impl SubagentTool {
 
     /// Checks the call and builds its start request. Synchronous, so the
     /// arguments and the call context are dropped before anything is awaited.
-    /// Returns the request and whether the call asks to run in the background.
-    fn prepare(&self, args: Value, exec: &ToolExecution) -> Result<(StartRequest, bool), ToolError> {
+    /// The request's [`RunMode`] says whether the call asks to run in the
+    /// background.
+    fn prepare(&self, args: Value, exec: &ToolExecution) -> Result<StartRequest, ToolError> {
         let args = self.arguments.parse(args, &args::Words)?;
         let parent = exec
             .agent()
             .cloned()
             .ok_or_else(|| ToolError::new(wording::NO_CALLING_AGENT).with_code(dsh_tools::ErrorCode::NoCallingAgent))?;
-        let background = args.run_in_background == Some(true);
+        let mode = match args.run_in_background {
+            Some(true) => RunMode::Background,
+            Some(false) | None => RunMode::Foreground,
+        };
         // The call's token itself, not a child of it: the provider derives
         // its run's own token from it (cancelling the call reaches the
         // child, dispose cancels the child alone), and the tool never
@@ -86,20 +90,16 @@ impl SubagentTool {
         request.tool_filter = self.config.tool_filter.clone();
         request.timeout = self.config.timeout;
         request.token_budget = self.config.token_budget;
-        request.mode = if background {
-            RunMode::Background
-        } else {
-            RunMode::Foreground
-        };
+        request.mode = mode;
         request.max_depth = match self.config.max_depth {
             Some(MaxDepth::Limit(limit)) => Some(limit),
             Some(MaxDepth::ProviderManaged) | None => None,
         };
-        if background {
+        if mode == RunMode::Background {
             // The child outlives this call: its trace follows from it.
             request.origin = SpanOrigin::follows_current();
         }
-        Ok((request, background))
+        Ok(request)
     }
 
     /// The one-shot background route: the run becomes a task of the caller,
@@ -137,10 +137,10 @@ impl Tool for SubagentTool {
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         let request = match self.prepare(args, &exec) {
-            Ok((request, false)) => {
+            Ok(request) if request.mode == RunMode::Foreground => {
                 return Box::pin(lifecycle::delegate(&self.service, &self.config.provider, request));
             }
-            Ok((request, true)) => request,
+            Ok(request) => request,
             Err(error) => return Box::pin(std::future::ready(Err(error))),
         };
         let started = match &self.background {
