@@ -8,9 +8,9 @@ use dsh_subagent_api::{
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 
+use crate::answer::TranscriptAnswer;
 use crate::structured::{Captured, StructuredOutput};
 use crate::transcript::{TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
 use crate::{Agent, AgentStop, ErrorCode, RunOutcome, SteerRefused, wording};
@@ -254,6 +254,12 @@ fn start(
 }
 
 /// Publication: from here the caller owns the child.
+///
+/// The run's answer is not copied on its way out: the result future takes
+/// the child's outcome by value, and the release waits for the child's
+/// task to end through a token, not by awaiting (and copying) the outcome
+/// too. A completed run whose agent writes a transcript says where its
+/// answer can be read again ([`TranscriptAnswer`]).
 fn publish(
     child: Agent,
     parent: Arc<Agent>,
@@ -266,27 +272,38 @@ fn publish(
     let run_token = stop.clone();
     let id = child.id().to_string();
     let steerer = steerer(child.clone(), captured.clone());
+    // Cancelled when the child's task has ended, however it ended.
+    let ended = CancellationToken::new();
+    let ended_guard = ended.clone().drop_guard();
     child.open_turn();
     let task = tokio::spawn(async move {
+        let _ended = ended_guard;
         let outcome = child.run_from(prompt, &run_token, &origin).await;
         if let Some(spent) = child.usage().total() {
             parent.add_child_usage(spent);
         }
-        outcome
+        let answer = match outcome.stop {
+            AgentStop::Completed => child.transcript_path().and_then(TranscriptAnswer::of_last_run),
+            _ => None,
+        };
+        (outcome, answer)
     });
-    let done = async move {
+    let result = async move {
         match task.await {
-            Ok(outcome) => Ok(with_structured(result_of(outcome), captured)),
+            Ok((outcome, answer)) => {
+                let result = with_structured(result_of(outcome), captured);
+                Ok(match answer {
+                    Some(answer) => result.with_text_source(Arc::new(answer)),
+                    None => result,
+                })
+            }
             Err(error) => Err(SubagentError::failed(wording::child_panicked(&error.to_string()))),
         }
-    }
-    .boxed()
-    .shared();
-    let result = done.clone();
+    };
     SubagentRun::new(id, result, move || async move {
         stop.cancel();
-        // Waits until the child's task has ended; its outcome stays on `result`.
-        let _ = done.await;
+        // Waits until the child's task has ended; its outcome stays with the result.
+        ended.cancelled().await;
         Ok(())
     })
     .with_steerer(steerer)

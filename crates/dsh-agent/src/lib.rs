@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+mod answer;
 pub mod child;
 mod code;
 mod notices;
@@ -17,6 +18,7 @@ mod usage;
 pub mod wording;
 
 pub use agent::{Agent, AgentBuilder, AgentError, AgentInfo, DEFAULT_MAX_TURNS, SteerRefused};
+pub use answer::TranscriptAnswer;
 pub use code::ErrorCode;
 pub use notices::NoticeSource;
 pub use observer::AgentObserver;

@@ -20,6 +20,7 @@ use dsh_subagent_api::{
     AgentId, AgentRef, BudgetScope, CancellationToken, Lineage, RunMode, StopReason, SubagentError, SubagentRun,
     TokenBudget,
 };
+use dsh_tasks::TextStore;
 use tokio::time::Instant;
 
 use crate::events::{Events, QueuedInfo, SubagentEvent, WaitInfo};
@@ -56,6 +57,10 @@ pub(crate) struct Reservation {
     demand: Demand,
     parent_deadline: Option<Instant>,
     parent_budget: Option<Arc<TokenBudget>>,
+    /// The parent's place in its tree, when it has one: passed on to a
+    /// child that gets no slot (its tree has no limits), so that the
+    /// child's own outputs are kept with its tree's.
+    tree: Option<Arc<Node>>,
 }
 
 /// An admitted start: its slot and its time limit, bound to the run it
@@ -106,13 +111,17 @@ impl std::fmt::Debug for DelegationTree {
     }
 }
 
-/// The admission of one service's starts: the limits of its trees, and
-/// the tree of agents that carry none.
+/// The admission of one service's starts: the limits of its trees, the
+/// tree of agents that carry none, and the outputs kept for agents in no
+/// tree at all.
 #[derive(Default)]
 pub(crate) struct Admission {
     limits: Limits,
     /// The tree of agents that carry none of their own (see [`Admission::open_tree`]).
     default_tree: OnceLock<Arc<Node>>,
+    /// The kept outputs of agents that belong to no tree (a service
+    /// without limits has no default tree).
+    default_texts: TextStore,
 }
 
 impl Admission {
@@ -121,6 +130,7 @@ impl Admission {
         Self {
             limits,
             default_tree: OnceLock::new(),
+            default_texts: TextStore::new(limits.kept_output_bytes()),
         }
     }
 
@@ -134,6 +144,16 @@ impl Admission {
         DelegationTree {
             root: Node::root(self.limits),
         }
+    }
+
+    /// The store of `agent`'s kept outputs: its tree's, else the default
+    /// tree's, else (no limits) the one of agents in no tree.
+    pub(crate) fn texts(&self, agent: &AgentRef) -> TextStore {
+        agent
+            .lineage()
+            .admission::<Node>()
+            .or_else(|| self.default_root())
+            .map_or_else(|| self.default_texts.clone(), |node| node.texts().clone())
     }
 
     /// The tree of agents that carry none: created with the first of them,
@@ -150,10 +170,8 @@ impl Admission {
     /// otherwise takes a slot or a place in the queue.
     pub(crate) fn reserve(&self, parent: &AgentRef, demand: Demand) -> Result<Reservation, SubagentError> {
         let lineage = parent.lineage();
-        let node = lineage
-            .admission::<Node>()
-            .or_else(|| self.default_root())
-            .filter(|node| node.gates());
+        let tree = lineage.admission::<Node>();
+        let node = tree.clone().or_else(|| self.default_root()).filter(|node| node.gates());
         let parent_budget = lineage
             .budget()
             .cloned()
@@ -176,6 +194,7 @@ impl Admission {
             demand,
             parent_deadline: lineage.deadline(),
             parent_budget,
+            tree,
         })
     }
 }
@@ -295,6 +314,7 @@ impl Reservation {
             demand,
             parent_deadline,
             parent_budget,
+            tree,
         } = self;
         let (slot, run_id) = match (waited, ticket) {
             (Some((slot, run_id)), _) => (Some(slot), run_id),
@@ -317,8 +337,10 @@ impl Reservation {
         if let Some(budget) = budget {
             lineage = lineage.with_budget(budget);
         }
-        if let Some(slot) = &slot {
-            lineage = lineage.with_admission(slot.node().clone());
+        match (&slot, tree) {
+            (Some(slot), _) => lineage = lineage.with_admission(slot.node().clone()),
+            (None, Some(tree)) => lineage = lineage.with_admission(tree),
+            (None, None) => {}
         }
         // The child's own limit needs a timer only when it comes first; an
         // earlier inherited deadline ends the parent, and with it the child.

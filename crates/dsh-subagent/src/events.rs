@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use dsh_subagent_api::{AgentId, StopReason, SubagentError, SubagentProvider, SubagentRun, concat_text};
+use dsh_tools::budget::TextSize;
 use dsh_tools::panic_message;
 
 use crate::wording;
@@ -74,6 +75,55 @@ pub struct QueuedInfo {
     pub ahead: usize,
 }
 
+/// What a result-cut event says: a delegation's result was longer than its
+/// result budget, so the model read only part of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CutInfo {
+    /// The agent that reads the result.
+    pub parent: AgentId,
+    /// The child's delegation depth: its parent's depth plus one.
+    pub depth: u64,
+    /// The child's display label, when the request had one.
+    pub label: Option<String>,
+    /// The size of the whole result.
+    pub full: TextSize,
+    /// How much of it the model reads (the notice not counted).
+    pub shown: TextSize,
+    /// The task whose output keeps the whole result for paged reads
+    /// (`task_output` with an `offset`), when it is kept.
+    pub task_id: Option<String>,
+}
+
+impl CutInfo {
+    /// A cut of the result of `parent`'s child at `depth`: `full` in all,
+    /// `shown` of it read.
+    pub fn new(parent: AgentId, depth: u64, full: TextSize, shown: TextSize) -> Self {
+        Self {
+            parent,
+            depth,
+            label: None,
+            full,
+            shown,
+            task_id: None,
+        }
+    }
+
+    /// Sets the child's display label.
+    #[must_use]
+    pub fn label(mut self, label: Option<String>) -> Self {
+        self.label = label;
+        self
+    }
+
+    /// Sets the task that keeps the whole result.
+    #[must_use]
+    pub fn task_id(mut self, task_id: Option<String>) -> Self {
+        self.task_id = task_id;
+        self
+    }
+}
+
 /// How long a queued start waited, when it left the queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -104,6 +154,10 @@ pub enum SubagentEvent {
     RunAdmitted(WaitInfo),
     /// A queued start was cancelled and left the queue: nothing started.
     RunWithdrawn(WaitInfo),
+    /// A foreground run's result, after its [`SubagentEvent::RunEnded`],
+    /// was longer than its result budget: the model read part of it, and
+    /// the rest is kept for paged reads when the caller has `task_output`.
+    ResultCut(CutInfo),
 }
 
 impl SubagentEvent {
@@ -117,6 +171,7 @@ impl SubagentEvent {
             Self::RunQueued(_) => "subagent/queued",
             Self::RunAdmitted(_) => "subagent/admitted",
             Self::RunWithdrawn(_) => "subagent/withdrawn",
+            Self::ResultCut(_) => "subagent/result-cut",
         }
     }
 
@@ -136,6 +191,7 @@ impl fmt::Debug for SubagentEvent {
             Self::RunQueued(info) => f.debug_tuple("RunQueued").field(info).finish(),
             Self::RunAdmitted(info) => f.debug_tuple("RunAdmitted").field(info).finish(),
             Self::RunWithdrawn(info) => f.debug_tuple("RunWithdrawn").field(info).finish(),
+            Self::ResultCut(info) => f.debug_tuple("ResultCut").field(info).finish(),
         }
     }
 }

@@ -26,15 +26,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use dsh_subagent_api::{BudgetScope, RunMode, SubagentError, TokenBudget};
+use dsh_tasks::TextStore;
 use tokio::sync::oneshot;
 
 use crate::Limits;
 
-/// One delegation tree's gate.
+/// One delegation tree's gate, and the outputs it keeps.
 pub(crate) struct Tree {
     limits: Limits,
     budget: Option<Arc<TokenBudget>>,
     state: Mutex<TreeState>,
+    /// The tree's outputs kept for paged reads, within
+    /// [`Limits::kept_output_bytes`].
+    texts: TextStore,
 }
 
 #[derive(Default)]
@@ -103,6 +107,7 @@ impl Node {
                 .tree_budget()
                 .map(|limit| TokenBudget::new(BudgetScope::Tree, limit, None)),
             state: Mutex::new(TreeState::default()),
+            texts: TextStore::new(limits.kept_output_bytes()),
         });
         Arc::new(Self::new(tree, Place::Root))
     }
@@ -124,6 +129,11 @@ impl Node {
     /// The tree's own budget, when it has one.
     pub(crate) fn tree_budget(&self) -> Option<&Arc<TokenBudget>> {
         self.tree.budget.as_ref()
+    }
+
+    /// The store of the tree's kept outputs.
+    pub(crate) fn texts(&self) -> &TextStore {
+        &self.tree.texts
     }
 
     /// Whether this node's slot can be lent now. Under the tree's lock.

@@ -5,6 +5,7 @@ mod admission;
 pub mod control;
 mod events;
 mod gate;
+mod kept;
 mod limits;
 mod service;
 pub mod settlement;
@@ -14,8 +15,8 @@ pub mod wording;
 
 pub use admission::DelegationTree;
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
-pub use events::{Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, WaitInfo};
+pub use events::{CutInfo, Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, WaitInfo};
 pub use limits::Limits;
 pub use service::{ProviderRegistration, SubagentService};
 pub use settlement::{RELEASE_GRACE, Settled, settle};
-pub use task::TaskStartError;
+pub use task::{TASK_KIND, TaskStartError};

@@ -17,23 +17,49 @@ use std::num::NonZeroUsize;
 /// assert_eq!(limits.concurrency(), std::num::NonZeroUsize::new(8));
 /// assert!(Limits::none().is_none());
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     max_concurrent: Option<NonZeroUsize>,
     max_queued: Option<usize>,
     max_children: Option<u64>,
     token_budget: Option<u64>,
+    kept_output: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::none()
+    }
 }
 
 impl Limits {
-    /// No limit at all.
+    /// No limit on children at all, and a tree keeps
+    /// [`dsh_tasks::DEFAULT_KEPT_BYTES`] of cut outputs.
     pub const fn none() -> Self {
         Self {
             max_concurrent: None,
             max_queued: None,
             max_children: None,
             token_budget: None,
+            kept_output: dsh_tasks::DEFAULT_KEPT_BYTES,
         }
+    }
+
+    /// The bytes of delegation outputs one tree keeps in memory for the
+    /// paged reads of `task_output` (its background results, and the
+    /// foreground results too long to show whole), oldest out first:
+    /// [`dsh_tasks::DEFAULT_KEPT_BYTES`] unless set. Outputs read back from
+    /// a child's transcript take none of it. Not a limit on children:
+    /// [`Limits::is_none`] does not look at it.
+    #[must_use]
+    pub const fn kept_output(mut self, bytes: usize) -> Self {
+        self.kept_output = bytes;
+        self
+    }
+
+    /// The bytes of outputs a tree keeps in memory.
+    pub const fn kept_output_bytes(&self) -> usize {
+        self.kept_output
     }
 
     /// At most `n` children of a tree run at once; more wait, first come
@@ -95,7 +121,7 @@ impl Limits {
         self.token_budget
     }
 
-    /// Whether no limit is set.
+    /// Whether no limit on children is set (then no start passes a gate).
     pub const fn is_none(&self) -> bool {
         self.max_concurrent.is_none()
             && self.max_queued.is_none()

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use dsh_subagent_api::{
     AgentRef, RunMode, SpanOrigin, StartRequest, SubagentError, SubagentProvider, SubagentRun, child_depth,
 };
-use dsh_tasks::TaskRegistry;
+use dsh_tasks::{TaskRegistry, TextStore};
 use futures::future::Either;
 
 use crate::admission::{Admission, Caller, DelegationTree, Demand, Reservation, wait};
@@ -95,6 +95,15 @@ impl SubagentService {
     /// every other such agent.
     pub fn open_tree(&self) -> DelegationTree {
         self.inner.admission.open_tree()
+    }
+
+    /// The store of `agent`'s kept outputs: its delegation tree's, so that
+    /// one tree's background results and cut foreground results share one
+    /// byte bound ([`Limits::kept_output`]). An agent in no tree shares the
+    /// default tree's, or, when the service has no limits, one store with
+    /// every other such agent.
+    pub fn texts(&self, agent: &AgentRef) -> TextStore {
+        self.inner.admission.texts(agent)
     }
 
     /// Registers a provider under its name and announces it.
@@ -317,7 +326,8 @@ impl SubagentService {
         let service = self.clone();
         let provider = provider_name.to_owned();
         request.origin = SpanOrigin::ChildOf(span.clone());
-        let task_id = task::spawn(tasks, task::spec(label, owner), span, move |control| async move {
+        let spec = task::spec(label, owner, self.texts(&request.parent));
+        let task_id = task::spawn(tasks, spec, span, move |control| async move {
             let start = |cancel| async {
                 request.cancel = cancel;
                 let checked = service.checked_provider(&provider, &request)?;

@@ -11,13 +11,15 @@
 //! happen before a child starts happens there, for every route.
 
 use dsh_subagent_api::{AgentId, CancellationToken, StopReason, SubagentError, SubagentResult, SubagentRun};
-use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskSpec};
+use dsh_tasks::{Output, TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskSpec, TextStore};
+use dsh_tools::budget::TextSize;
 use tracing::{Instrument, Span};
 
 use crate::{settle, trace, wording};
 
-/// The task kind (and id prefix) of every child run's task: `subagent-<n>`.
-pub(crate) const TASK_KIND: &str = "subagent";
+/// The task kind (and id prefix) of every child run's task, and of every
+/// delegation result kept for paged reads: `subagent-<n>`.
+pub const TASK_KIND: &str = "subagent";
 
 /// Why [`SubagentService::start_as_task`](crate::SubagentService::start_as_task) started nothing.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -52,9 +54,10 @@ impl From<TaskStartError> for dsh_tools::ToolError {
     }
 }
 
-/// The spec of a child run's task.
-pub(crate) fn spec(label: String, owner: AgentId) -> TaskSpec {
-    TaskSpec::new(TASK_KIND, label, owner)
+/// The spec of a child run's task for `owner`, its output kept in `texts`
+/// (the owner's tree's store).
+pub(crate) fn spec(label: String, owner: AgentId, texts: TextStore) -> TaskSpec {
+    TaskSpec::new(TASK_KIND, label, owner).kept_in(texts)
 }
 
 /// Spawns a child run's task on `tasks`: its producer's future runs inside
@@ -101,7 +104,7 @@ fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<
     let outcome = match result {
         Ok(result) => match result.stop_reason {
             StopReason::Completed => TaskOutcome::Completed {
-                output: result.into_text().into(),
+                output: output_of(result),
             },
             StopReason::Aborted => TaskOutcome::Killed,
             reason => TaskOutcome::Failed {
@@ -120,6 +123,19 @@ fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<
         (_, Err(error)) => TaskOutcome::Failed {
             detail: dispose_failed_detail(None, &error.to_string()),
         },
+    }
+}
+
+/// A completed run's answer as its task keeps it: read back from where the
+/// provider keeps it (its transcript) when it said where, so nothing is held
+/// in memory; otherwise the text itself, moved out of the result.
+pub(crate) fn output_of(result: SubagentResult) -> Output {
+    match result.text_source().cloned() {
+        Some(source) => Output::Source {
+            source,
+            size: TextSize::of(&result.into_text()),
+        },
+        None => result.into_text().into(),
     }
 }
 

@@ -127,3 +127,42 @@ async fn a_refused_task_starts_nothing() {
     assert_eq!(stats.starts(), 0);
     assert!(tasks.list(&owner()).is_empty());
 }
+
+#[tokio::test]
+async fn a_trees_children_keep_their_outputs_with_the_tree_even_without_limits() {
+    let service = SubagentService::new();
+    let provider = ScriptedProvider::builder("p").reply("x".repeat(1_000)).build();
+    let _registration = service.register_provider(provider.clone()).unwrap();
+    let tree = service.open_tree();
+    let parent = AgentRef::new("parent").with_lineage(tree.lineage());
+    let mut run = service
+        .start("p", StartRequest::text("go", parent.clone(), CancellationToken::new()))
+        .await
+        .unwrap();
+    run.result().await.unwrap();
+    run.dispose().await.unwrap();
+    let lineage = provider.stats().last_request().unwrap().lineage;
+    let child = AgentRef::new("child").with_depth(1).with_lineage(lineage);
+    assert_eq!(service.texts(&child), service.texts(&parent), "one tree, one store");
+    let loner = AgentRef::new("loner");
+    assert_ne!(
+        service.texts(&loner),
+        service.texts(&parent),
+        "another tree's is its own"
+    );
+    assert_eq!(service.texts(&loner), service.texts(&AgentRef::new("other loner")));
+
+    // A background result is kept in its tree's store.
+    let tasks = TaskRegistry::new();
+    let id = service
+        .start_as_task(
+            &tasks,
+            "p",
+            "answer".into(),
+            StartRequest::text("go", parent.clone(), CancellationToken::new()),
+        )
+        .unwrap();
+    tasks.wait(&id, parent.id(), None).await.unwrap();
+    assert_eq!(service.texts(&parent).held(), 1_000);
+    assert_eq!(tasks.texts().held(), 0);
+}

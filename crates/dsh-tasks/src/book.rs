@@ -42,7 +42,7 @@ pub(crate) enum Notice {
 /// An outcome whose output is already in its store.
 pub(crate) enum Settled {
     Completed(TaskText),
-    Failed(String),
+    Failed { detail: String, output: TaskText },
     Killed,
 }
 
@@ -50,7 +50,10 @@ impl Settled {
     pub(crate) fn from_outcome(outcome: TaskOutcome, texts: &TextStore) -> Self {
         match outcome {
             TaskOutcome::Completed { output } => Self::Completed(output.into_text(texts)),
-            TaskOutcome::Failed { detail } => Self::Failed(detail),
+            TaskOutcome::Failed { detail } => Self::Failed {
+                detail,
+                output: TaskText::default(),
+            },
             TaskOutcome::Killed => Self::Killed,
         }
     }
@@ -187,9 +190,10 @@ impl Book {
                     snapshot.status = TaskStatus::Completed;
                     snapshot.output = output;
                 }
-                Settled::Failed(detail) => {
+                Settled::Failed { detail, output } => {
                     snapshot.status = TaskStatus::Failed;
                     snapshot.detail = Some(detail);
+                    snapshot.output = output;
                 }
                 Settled::Killed => snapshot.status = TaskStatus::Killed,
             }

@@ -103,6 +103,22 @@ impl TaskSnapshot {
     }
 }
 
+/// A result recorded as a finished task ([`TaskRegistry::record`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// A success, and its output.
+    Completed(Output),
+    /// A failure: the detail of its status line, and the text its owner
+    /// read (the error, partial output included), which `task_output` shows
+    /// as the task's output.
+    Failed {
+        /// The detail of the status line (one short line).
+        detail: String,
+        /// The text the owner read.
+        output: Output,
+    },
+}
+
 /// What to start: a kind (the id prefix), a label, an owner, and where its
 /// output is kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -362,14 +378,13 @@ impl TaskRegistry {
         Ok(id)
     }
 
-    /// Records a task that has already finished, with `outcome`, and
-    /// returns its id: a result its producer reached on its own, kept so
-    /// that the owner can read it again with `task_output` (a foreground
-    /// delegation whose answer was too long to show whole, paged through
-    /// by offset). It is numbered, listed, kept and forgotten like any
-    /// finished task, but no completion notice is queued: the owner already
-    /// has the result.
-    pub fn record(&self, spec: TaskSpec, outcome: TaskOutcome) -> Result<String, TaskError> {
+    /// Records a task that has already finished, and returns it as it is
+    /// kept: a result its producer reached on its own, kept so that the
+    /// owner can read it again with `task_output` (a foreground delegation
+    /// whose answer was too long to show whole, paged through by offset).
+    /// It is numbered, listed, kept and forgotten like any finished task,
+    /// but no completion notice is queued: the owner already has the result.
+    pub fn record(&self, spec: TaskSpec, recorded: Recorded) -> Result<TaskSnapshot, TaskError> {
         if spec.label.trim().is_empty() {
             return Err(TaskError::EmptyLabel);
         }
@@ -378,9 +393,16 @@ impl TaskRegistry {
             reason: Arc::default(),
         };
         let entry = self.inner.lock().insert(spec, control, &self.texts)?;
-        let id = lock(&entry.snapshot).id.clone();
-        self.inner.settle(&entry, outcome, book::Notice::None);
-        Ok(id)
+        let settled = match recorded {
+            Recorded::Completed(output) => book::Settled::Completed(output.into_text(&entry.texts)),
+            Recorded::Failed { detail, output } => book::Settled::Failed {
+                detail,
+                output: output.into_text(&entry.texts),
+            },
+        };
+        self.inner.lock().settle(&entry, settled, book::Notice::None);
+        entry.settled.send_replace(true);
+        Ok(entry.snapshot())
     }
 
     fn entry(&self, id: &str, caller: &AgentId) -> Result<Arc<Entry>, TaskError> {

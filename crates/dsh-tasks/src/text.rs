@@ -83,10 +83,11 @@ impl TextStore {
         lock(&self.shelf).held
     }
 
-    /// Keeps `text` (moved, not copied), evicting the oldest texts until
-    /// the store is within its bound, and returns the handle that reads it.
-    /// An empty text takes no room.
-    pub fn keep(&self, text: String) -> TaskText {
+    /// Keeps `text` (moved or shared, never copied), evicting the oldest
+    /// texts until the store is within its bound, and returns the handle
+    /// that reads it. An empty text takes no room.
+    pub fn keep(&self, text: impl Into<Arc<String>>) -> TaskText {
+        let text = text.into();
         if text.is_empty() {
             return TaskText::default();
         }
@@ -95,7 +96,7 @@ impl TextStore {
         shelf.last += 1;
         let key = shelf.last;
         shelf.held += text.len();
-        shelf.texts.insert(key, Arc::new(text));
+        shelf.texts.insert(key, text);
         // Evicted texts are dropped after the lock is released.
         let mut evicted = Vec::new();
         while shelf.held > shelf.bound
@@ -261,8 +262,9 @@ impl fmt::Debug for TaskText {
 /// (kept in the task's store), or where it can be read again.
 #[derive(Clone)]
 pub enum Output {
-    /// The text itself.
-    Text(String),
+    /// The text itself (shared, so a producer that still reads it after
+    /// handing it over need not copy it).
+    Text(Arc<String>),
     /// A source that reads the text again (a child's transcript), and the
     /// text's size; nothing is held in memory.
     Source {
@@ -285,13 +287,13 @@ impl Output {
 
 impl From<String> for Output {
     fn from(text: String) -> Self {
-        Self::Text(text)
+        Self::Text(Arc::new(text))
     }
 }
 
 impl From<&str> for Output {
     fn from(text: &str) -> Self {
-        Self::Text(text.to_owned())
+        Self::Text(Arc::new(text.to_owned()))
     }
 }
 
@@ -312,7 +314,7 @@ impl Eq for Output {}
 impl fmt::Debug for Output {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Text(text) => f.debug_tuple("Text").field(text).finish(),
+            Self::Text(text) => f.debug_tuple("Text").field(&text.len()).finish(),
             Self::Source { source, size } => f
                 .debug_struct("Source")
                 .field("source", source)
@@ -338,10 +340,10 @@ mod tests {
     #[test]
     fn the_oldest_text_goes_first_and_the_newest_always_stays() {
         let store = TextStore::new(10);
-        let a = store.keep("aaaa".into());
-        let b = store.keep("bbbb".into());
+        let a = store.keep("aaaa".to_owned());
+        let b = store.keep("bbbb".to_owned());
         assert_eq!(store.held(), 8);
-        let c = store.keep("cccc".into());
+        let c = store.keep("cccc".to_owned());
         assert_eq!(a.kept(), None, "evicted");
         assert_eq!(a.size().bytes, 4, "its size is still known");
         assert_eq!(b.kept().unwrap().as_str(), "bbbb");
@@ -355,7 +357,7 @@ mod tests {
     #[test]
     fn dropping_the_last_handle_frees_the_text() {
         let store = TextStore::new(100);
-        let text = store.keep("12345".into());
+        let text = store.keep("12345".to_owned());
         let clone = text.clone();
         drop(text);
         assert_eq!(store.held(), 5);

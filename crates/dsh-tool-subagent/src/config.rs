@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use dsh_subagent_api::{AgentOptions, MAX_SAFE_INTEGER, ToolFilter};
-use dsh_tools::json_kind;
+use dsh_tools::{ResultBudget, json_kind};
 use serde_json::{Map, Value};
 
 use crate::wording;
@@ -64,6 +64,14 @@ pub struct SubagentToolConfig {
     /// its parent has left. Past it the child stops as `max-tokens`. Needs
     /// the provider's `tokenBudget` capability.
     pub token_budget: Option<u64>,
+    /// The most of a result the model reads (JSON `resultBudget`, in
+    /// tokens of 4 bytes; at least [`ResultBudget::MIN`]). Absent:
+    /// [`ResultBudget::DEFAULT`], 8,000 tokens, unless the harness sets
+    /// another for all its tools. A longer result reads as its head and
+    /// tail around a notice; with `task_output` mounted the whole result is
+    /// kept as a task of the caller, and the notice gives the exact
+    /// `task_output` call that reads on.
+    pub result_budget: Option<ResultBudget>,
 }
 
 /// A configuration the tool refuses, at load or when its provider appears.
@@ -101,7 +109,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-const KNOWN_KEYS: [&str; 9] = [
+const KNOWN_KEYS: [&str; 10] = [
     "provider",
     "toolName",
     "agentOptions",
@@ -111,6 +119,7 @@ const KNOWN_KEYS: [&str; 9] = [
     "enableRunInBackground",
     "timeout",
     "tokenBudget",
+    "resultBudget",
 ];
 
 impl SubagentToolConfig {
@@ -138,6 +147,7 @@ impl SubagentToolConfig {
             enable_run_in_background: false,
             timeout: None,
             token_budget: None,
+            result_budget: None,
         }
     }
 
@@ -190,6 +200,18 @@ impl SubagentToolConfig {
         self
     }
 
+    /// Sets the most of a result the model reads.
+    #[must_use]
+    pub fn result_budget(mut self, budget: ResultBudget) -> Self {
+        self.result_budget = Some(budget);
+        self
+    }
+
+    /// The result budget in force: the configured one, else the default.
+    pub fn budget(&self) -> ResultBudget {
+        self.result_budget.unwrap_or_default()
+    }
+
     /// Sets the depth cap.
     #[must_use]
     pub fn max_depth(mut self, max_depth: MaxDepth) -> Self {
@@ -199,8 +221,9 @@ impl SubagentToolConfig {
 
     /// Reads a configuration from JSON with the reference's camelCase keys
     /// (`provider`, `toolName`, `agentOptions`, `persona`, `toolFilter`,
-    /// `maxDepth`, `enableRunInBackground`), and the two limits of this
-    /// workspace (`timeout`, `tokenBudget`), then [`validate`](Self::validate)s it.
+    /// `maxDepth`, `enableRunInBackground`), and the limits of this
+    /// workspace (`timeout`, `tokenBudget`, `resultBudget`), then
+    /// [`validate`](Self::validate)s it.
     /// Unknown keys and wrong types are refused with a message naming the key.
     pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
         let object = value
@@ -238,6 +261,16 @@ impl SubagentToolConfig {
                 Some(budget.as_u64().ok_or_else(|| {
                     ConfigError::Invalid(wording::config_token_budget_out_of_range(MAX_SAFE_INTEGER))
                 })?);
+        }
+        if let Some(budget) = object.get("resultBudget") {
+            let invalid = || {
+                ConfigError::Invalid(wording::config_result_budget_invalid(
+                    ResultBudget::MIN.tokens(),
+                    &budget.to_string(),
+                ))
+            };
+            let tokens = budget.as_u64().ok_or_else(invalid)?;
+            config.result_budget = Some(ResultBudget::new(tokens).map_err(|_| invalid())?);
         }
         config.validate()?;
         Ok(config)

@@ -5,6 +5,7 @@ mod args;
 mod code;
 mod config;
 mod continuable;
+mod cut;
 mod lifecycle;
 mod plugin;
 mod render;

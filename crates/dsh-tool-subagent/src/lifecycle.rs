@@ -1,14 +1,19 @@
 //! One foreground delegation: start, wait, release — on every path.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::task::Poll;
 
 use dsh_subagent::{SubagentService, settle, trace};
-use dsh_subagent_api::StartRequest;
+use dsh_subagent_api::{StartRequest, TextSource};
 use dsh_tools::{ToolError, ToolOutput, panic_message};
 use futures::FutureExt;
 
 use crate::{render, wording};
+
+/// What one foreground delegation produced: what the model reads, and,
+/// for a completed answer the provider keeps, where it can be read again.
+pub(crate) type Delegated = (Result<ToolOutput, ToolError>, Option<Arc<dyn TextSource>>);
 
 /// Runs one delegation to completion.
 ///
@@ -28,7 +33,7 @@ pub(crate) fn delegate<'a>(
     service: &'a SubagentService,
     provider: &'a str,
     request: StartRequest,
-) -> impl Future<Output = Result<ToolOutput, ToolError>> + Send + 'a {
+) -> impl Future<Output = Delegated> + Send + 'a {
     let cancel = request.cancel.clone();
     // Started here and boxed, so the request is not held by the returned
     // future for the whole run: the box is freed once the provider answers.
@@ -59,16 +64,20 @@ pub(crate) fn delegate<'a>(
                     biased;
                     started = starting => started,
                     () = cancel.cancelled() => {
-                        return Err(ToolError::new(wording::START_ABANDONED).with_code(dsh_subagent_api::ErrorCode::Aborted));
+                        let abandoned = ToolError::new(wording::START_ABANDONED).with_code(dsh_subagent_api::ErrorCode::Aborted);
+                        return (Err(abandoned), None);
                     }
                 }
             };
             match started {
                 Ok(Ok(run)) => settle(run, &cancel),
-                Ok(Err(error)) => return Err(render::start_failed(error)),
+                Ok(Err(error)) => return (Err(render::start_failed(error)), None),
                 Err(panic) => {
                     let message = wording::provider_panicked(wording::STAGE_START, &panic_message(&*panic));
-                    return Err(ToolError::new(message).with_code(crate::ErrorCode::ProviderPanicked));
+                    return (
+                        Err(ToolError::new(message).with_code(crate::ErrorCode::ProviderPanicked)),
+                        None,
+                    );
                 }
             }
         };

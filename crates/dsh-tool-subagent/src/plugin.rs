@@ -8,6 +8,7 @@ use dsh_tasks::TaskRegistry;
 use dsh_tools::{MountedTool, NameReservation, RegistryError, ToolRegistry};
 
 use crate::config::{ConfigError, MaxDepth, SubagentToolConfig};
+use crate::cut::Pages;
 use crate::tool::{BackgroundRoute, SubagentTool};
 use crate::wording::{self, Wording};
 
@@ -31,6 +32,9 @@ struct PluginInner {
     /// What background calls were given at load; `None` when
     /// `enableRunInBackground` is off.
     background: Option<Backing>,
+    /// Where cut foreground results are kept: the task registry the
+    /// instance was loaded with, whatever `enableRunInBackground` says.
+    pages: Option<Pages>,
     reservation: NameReservation,
     state: Mutex<PluginState>,
 }
@@ -66,8 +70,10 @@ impl SubagentToolPlugin {
     /// `tools`, and mounts the tool now if the provider is registered in
     /// `service` (else when it appears).
     ///
-    /// Without a task registry there is nowhere to run a background call, so
-    /// a configuration with `enableRunInBackground` is refused
+    /// Without a task registry there is nowhere to run a background call,
+    /// nor to keep a result over the budget for paged reads (its notice
+    /// then says the rest is not kept), so a configuration with
+    /// `enableRunInBackground` is refused
     /// ([`ConfigError::BackgroundWithoutTasks`]); load it with
     /// [`apply_with_tasks`](Self::apply_with_tasks) instead.
     pub fn apply(
@@ -80,7 +86,9 @@ impl SubagentToolPlugin {
 
     /// Loads one instance whose background runs (when
     /// `enableRunInBackground` is set) become tasks in `tasks`, collected
-    /// with the task tools mounted in `tools`.
+    /// with the task tools mounted in `tools`. A foreground result over the
+    /// budget is kept there too, as a finished task of its caller, for
+    /// `task_output` to page through.
     pub fn apply_with_tasks(
         config: SubagentToolConfig,
         service: &SubagentService,
@@ -125,6 +133,10 @@ impl SubagentToolPlugin {
                 tool_name: config.tool_name,
             });
         }
+        let pages = backing.as_ref().map(|backing| Pages {
+            tasks: backing.tasks.clone(),
+            tools: backing.tools.clone(),
+        });
         let background = backing.filter(|_| config.enable_run_in_background);
         let reservation = tools.reserve(&config.tool_name).map_err(|error| match error {
             RegistryError::DuplicateName { name } => ConfigError::DuplicateToolName { name },
@@ -134,6 +146,7 @@ impl SubagentToolPlugin {
             config: Arc::new(config),
             service: service.clone(),
             background,
+            pages,
             reservation,
             state: Mutex::default(),
         });
@@ -238,7 +251,13 @@ impl PluginInner {
             }
             Some(Backing { tasks, tools, .. }) => BackgroundRoute::OneShot { tasks, tools },
         };
-        let tool = SubagentTool::new(self.config.clone(), wording, self.service.clone(), background);
+        let tool = SubagentTool::new(
+            self.config.clone(),
+            wording,
+            self.service.clone(),
+            background,
+            self.pages.clone(),
+        );
         let mounted = self
             .reservation
             .mount(Arc::new(tool))

@@ -1,6 +1,8 @@
 //! What the model reads back from one delegation, rendered in one place.
 
-use dsh_subagent_api::{StopReason, SubagentError, SubagentResult};
+use std::sync::Arc;
+
+use dsh_subagent_api::{StopReason, SubagentError, SubagentResult, TextSource};
 use dsh_tools::{ToolError, ToolOutput};
 
 use crate::{ErrorCode, wording};
@@ -18,13 +20,20 @@ use crate::{ErrorCode, wording};
 ///   line when the run's message has detail lines (a diagnostic, partial
 ///   output), and after `; ` when it is a single line
 ///   (`subagent run failed: <run>; dispose failed: <release>`).
+///
+/// A completed answer is moved out of the result, not copied; where the
+/// provider keeps it to be read again (its transcript) comes back beside it.
 pub(crate) fn settled(
     result: Result<SubagentResult, SubagentError>,
     disposed: Result<(), SubagentError>,
-) -> Result<ToolOutput, ToolError> {
+) -> (Result<ToolOutput, ToolError>, Option<Arc<dyn TextSource>>) {
     let failed_headline = matches!(&result, Ok(result) if result.stop_reason == StopReason::Error);
+    let mut source = None;
     let outcome = match result {
-        Ok(result) if result.stop_reason.is_completed() => Ok(result.text()),
+        Ok(result) if result.stop_reason.is_completed() => {
+            source = result.text_source().cloned();
+            Ok(result.into_text())
+        }
         Ok(result) => Err(ToolError::new(wording::stopped_run(
             &result.stop_reason,
             result.diagnostic.as_deref(),
@@ -33,15 +42,16 @@ pub(crate) fn settled(
         .with_code(stop_code(&result))),
         Err(error) => Err(start_failed(error)),
     };
-    match (outcome, disposed) {
-        (Ok(text), Ok(())) => Ok(ToolOutput::text(text)),
+    let rendered = match (outcome, disposed) {
+        (Ok(text), Ok(())) => return (Ok(ToolOutput::text(text)), source),
         (Ok(_), Err(dispose)) => Err(start_failed(dispose)),
         (Err(run), Ok(())) => Err(run),
         (Err(run), Err(dispose)) => {
             let message = wording::run_and_dispose_failed(run.message(), failed_headline, &dispose.to_string());
             Err(ToolError::new(message).with_code(ErrorCode::RunAndDisposeFailed))
         }
-    }
+    };
+    (rendered, None)
 }
 
 /// A service or provider error, keeping its stable code.

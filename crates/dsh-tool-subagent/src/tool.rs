@@ -6,22 +6,27 @@ use dsh_subagent::{SubagentControl, SubagentService};
 use dsh_subagent_api::{RunMode, SpanOrigin, StartRequest};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crate::args::{self, SubagentArgs};
 use crate::config::{MaxDepth, SubagentToolConfig};
+use crate::cut::{Cutter, Pages};
 use crate::lifecycle;
 use crate::wording::{self, Wording};
 
 /// One mounted `subagent` tool, bound to one provider, one wording and one
-/// background route.
+/// background route, and to where its cut results are kept.
 pub(crate) struct SubagentTool {
     config: Arc<SubagentToolConfig>,
     description: String,
     arguments: Arguments<SubagentArgs>,
     service: SubagentService,
     background: BackgroundRoute,
+    /// The caller's tasks, where a foreground result over the budget is
+    /// kept for `task_output`; `None`: loaded without a task registry.
+    pages: Option<Pages>,
 }
 
 /// Where a `run_in_background: true` call goes, chosen at mount from the
@@ -47,6 +52,7 @@ impl SubagentTool {
         wording: Wording,
         service: SubagentService,
         background: BackgroundRoute,
+        pages: Option<Pages>,
     ) -> Self {
         let (suffix, run_in_background) = match &background {
             BackgroundRoute::Disabled => ("", None),
@@ -62,6 +68,7 @@ impl SubagentTool {
             arguments: args::arguments(wording, run_in_background),
             service,
             background,
+            pages,
         }
     }
 
@@ -138,7 +145,25 @@ impl Tool for SubagentTool {
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         let request = match self.prepare(args, &exec) {
             Ok(request) if request.mode == RunMode::Foreground => {
-                return Box::pin(lifecycle::delegate(&self.service, &self.config.provider, request));
+                // Held while the call is in flight, for a cut once the run
+                // is over: who reads the result (pointers only), and the
+                // label its kept task shows (exactly sized).
+                let caller = request.parent.clone();
+                let label: Box<str> = request.label.as_deref().unwrap_or_default().into();
+                // Mapped, not awaited in an `async` block, which would hold
+                // the delegation's future twice (as a capture and as the
+                // awaited value) for as long as the call is in flight.
+                let delegating = lifecycle::delegate(&self.service, &self.config.provider, request);
+                return Box::pin(delegating.map(move |delegated| {
+                    let cutter = Cutter {
+                        budget: self.config.budget(),
+                        pages: self.pages.as_ref(),
+                        service: &self.service,
+                        caller: &caller,
+                        label,
+                    };
+                    cutter.within(delegated)
+                }));
             }
             Ok(request) => request,
             Err(error) => return Box::pin(std::future::ready(Err(error))),

@@ -265,6 +265,25 @@ pub fn config_max_tokens_out_of_range(max: u64) -> String {
     format!("config key \"agentOptions.maxTokens\" must be an integer from 1 to {max}")
 }
 
+/// `resultBudget` is not a whole number of tokens from `min` up.
+pub fn config_result_budget_invalid(min: u64, got: &str) -> String {
+    format!("invalid config key \"resultBudget\": expected a whole number of tokens, at least {min}, got {got}")
+}
+
+/// How a failed delegation kept for paged reads shows in its task's status
+/// line: the first line of its error (the headline), at most
+/// [`RECORDED_DETAIL_CHARS`] characters, ending in `…` when cut.
+pub fn recorded_failure_detail(message: &str) -> String {
+    let headline = message.lines().next().unwrap_or_default();
+    match headline.char_indices().nth(RECORDED_DETAIL_CHARS) {
+        None => headline.to_owned(),
+        Some((end, _)) => format!("{}…", &headline[..end]),
+    }
+}
+
+/// The most characters of a headline [`recorded_failure_detail`] keeps.
+pub const RECORDED_DETAIL_CHARS: usize = 200;
+
 /// A structured configuration key that does not parse.
 pub fn config_key_invalid(key: &str, error: &str) -> String {
     format!("config key \"{key}\" is invalid: {error}")

@@ -97,6 +97,9 @@ fn malformed_configs_name_the_key() {
         json!({"provider": "p", "timeout": 600}),
         json!({"provider": "p", "tokenBudget": 0}),
         json!({"provider": "p", "tokenBudget": -5}),
+        json!({"provider": "p", "resultBudget": 255}),
+        json!({"provider": "p", "resultBudget": "8k"}),
+        json!({"provider": "p", "resultBudget": -1}),
     ];
     let mut rendered = Vec::new();
     for config in cases {
@@ -122,6 +125,17 @@ fn timeouts_and_token_budgets_are_read_from_json() {
     for bad in ["", "10", "s", "-1s", "1.5s", "0ms", "10 days"] {
         assert_eq!(dsh_tool_subagent::parse_duration(bad), None, "{bad}");
     }
+}
+
+#[test]
+fn result_budgets_are_read_from_json_and_default_to_8000_tokens() {
+    let config = SubagentToolConfig::from_json(&json!({"provider": "p", "resultBudget": 256})).unwrap();
+    assert_eq!(config.result_budget, Some(dsh_tools::ResultBudget::MIN));
+    assert_eq!(config.budget().bytes(), 1_024);
+    let default = SubagentToolConfig::from_json(&json!({"provider": "p"})).unwrap();
+    assert_eq!(default.result_budget, None);
+    assert_eq!(default.budget(), dsh_tools::ResultBudget::DEFAULT);
+    assert_eq!(default.budget().bytes(), 32_000);
 }
 
 #[test]

@@ -160,16 +160,28 @@ proptest! {
         let result = runtime().block_on(fixture.delegate());
         let stats = fixture.provider.stats();
         prop_assert_eq!((stats.disposes(), stats.live()), (1, 0));
+        // Within the default budget, and over it its head and tail (this
+        // instance has no task registry, so the rest is not kept).
+        let budget = dsh_tools::ResultBudget::DEFAULT.bytes();
+        let within = |text: &str, allowance: usize| {
+            dsh_tools::budget::head_and_tail(text, allowance, None).map_or_else(|| text.to_owned(), |cut| cut.text)
+        };
         if stop_reason.is_completed() {
             prop_assert!(!result.is_error);
-            prop_assert_eq!(&result.text, &reply);
+            prop_assert_eq!(&result.text, &within(&reply, budget));
         } else {
             prop_assert!(result.is_error);
-            let headline = format!("Error: {}", dsh_tool_subagent::wording::stop_headline(&stop_reason));
-            prop_assert!(result.text.starts_with(&headline), "{}", result.text);
             let bounded = diagnostic.map(dsh_subagent_api::bound_diagnostic);
-            let expected = format!("Error: {}", dsh_tool_subagent::wording::stopped_run(&stop_reason, bounded.as_deref(), &reply));
+            let message = dsh_tool_subagent::wording::stopped_run(&stop_reason, bounded.as_deref(), &reply);
+            let headline = format!("Error: {}", dsh_tool_subagent::wording::stop_headline(&stop_reason));
+            if headline.len() <= budget / 4 {
+                // A headline longer than the head a cut keeps (a provider's
+                // own, very long stop reason) is cut too.
+                prop_assert!(result.text.starts_with(&headline), "{}", result.text);
+            }
+            let expected = format!("Error: {}", within(&message, budget - "Error: ".len()));
             prop_assert_eq!(&result.text, &expected);
         }
+        prop_assert!(result.text.len() <= budget, "{}", result.text.len());
     }
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use common::exec;
-use dsh_tasks::{TaskOutcome, TaskRegistry, TaskSpec, TextStore};
+use dsh_tasks::{Recorded, TaskOutcome, TaskRegistry, TaskSpec, TextStore};
 use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::budget::Shown;
 use dsh_tools::{AgentId, ResultBudget, ToolRegistry, ToolResult};
@@ -203,21 +203,36 @@ async fn a_cut_output_reads_as_pinned() {
 async fn a_recorded_result_is_a_finished_task_that_queues_no_notice() {
     let pages = Pages::new(TaskRegistry::new(), 256);
     let owner = AgentId::from("parent");
-    let id = pages
+    let recorded = pages
         .tasks
         .record(
             TaskSpec::new("subagent", "read the docs", owner.clone()),
-            TaskOutcome::Completed {
-                output: "x".repeat(5_000).into(),
-            },
+            Recorded::Completed("x".repeat(5_000).into()),
         )
         .unwrap();
+    let id = recorded.id;
     assert_eq!(id, "subagent-1");
+    assert_eq!(recorded.output.size().chars, 5_000);
     assert!(pages.tasks.take_notices(&owner).is_empty());
     let listed = pages.tools.call("task_list", json!({}), exec()).await;
     assert_eq!(listed.text, "subagent-1 [status: completed] (subagent: read the docs)");
     let page = pages.read(json!({"task_id": id, "offset": 4_990})).await;
     assert_eq!(page.text, format!("{}{STATUS}", "x".repeat(10)));
-    // The next background task is numbered after it.
+    // The next background task is numbered after it (and notices its end).
     assert_eq!(pages.finished("y").await, "subagent-2");
+    assert_eq!(pages.tasks.take_notices(&owner).len(), 1);
+    // A recorded failure shows the text its owner read, and its status.
+    let failed = pages
+        .tasks
+        .record(
+            TaskSpec::new("subagent", "broke", owner.clone()),
+            Recorded::Failed {
+                detail: "subagent run failed".into(),
+                output: "partial ".repeat(500).into(),
+            },
+        )
+        .unwrap();
+    let page = pages.read(json!({"task_id": failed.id, "offset": 3_992})).await;
+    assert_eq!(page.text, "partial \n[status: failed, subagent run failed]");
+    assert!(pages.tasks.take_notices(&owner).is_empty());
 }

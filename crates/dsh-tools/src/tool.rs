@@ -177,6 +177,11 @@ impl ToolError {
         &self.message
     }
 
+    /// The message, moved out (a long one, to be cut, is not copied).
+    pub fn into_message(self) -> String {
+        self.message
+    }
+
     /// The stable code, when there is one.
     pub fn code(&self) -> Option<&str> {
         self.code.as_deref()

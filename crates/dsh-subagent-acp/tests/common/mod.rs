@@ -33,10 +33,14 @@ impl Mounted {
         let provider = service
             .register_provider(Arc::new(AcpProvider::new(config).unwrap()))
             .unwrap();
+        // A result budget of 128 KB: these suites pin the provider's own
+        // bounds (64 KB of answer text), which the default budget of 32 KB
+        // would cut first; the budget has suites of its own.
         let tool = SubagentToolPlugin::apply(
             SubagentToolConfig::new("acp")
                 .tool_name("subagent_acp")
-                .max_depth(MaxDepth::ProviderManaged),
+                .max_depth(MaxDepth::ProviderManaged)
+                .result_budget(dsh_tools::ResultBudget::new(32 * 1024).unwrap()),
             &service,
             &tools,
         )

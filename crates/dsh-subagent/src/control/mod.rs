@@ -240,7 +240,7 @@ impl SubagentControl {
         let depth = request.parent.depth().saturating_add(1);
         let child_id = uuid::Uuid::new_v4().to_string();
         let owner = request.parent.id().clone();
-        let spec = task::spec(label, owner.clone());
+        let spec = task::spec(label, owner.clone(), self.inner.service.texts(&request.parent));
         // The activation's span follows from the call that started it (the
         // request's origin); the child's span sits under it.
         let span = trace::task_span(&request.origin);
@@ -316,7 +316,11 @@ impl SubagentControl {
     /// (`route::decide`), then carried out.
     pub fn send_message(&self, parent: &AgentRef, child_id: &str, message: &str) -> Result<Delivery, ControlError> {
         let caller = parent.id().clone();
-        let spec = task::spec(follow_up_label(message), caller.clone());
+        let spec = task::spec(
+            follow_up_label(message),
+            caller.clone(),
+            self.inner.service.texts(parent),
+        );
         let mut state = self.inner.children.lock();
         let decision = route::decide(&self.inner.view(&state, child_id, &caller));
         match decision {

@@ -1,0 +1,120 @@
+//! A foreground result within the tool's result budget: a longer one reads
+//! as its head and tail around the notice, and is kept whole as a finished
+//! task of the caller, so that `task_output` with an `offset` reads the
+//! rest without running the child again.
+
+use std::sync::Arc;
+
+use dsh_subagent::{CutInfo, SubagentService};
+use dsh_subagent_api::AgentRef;
+use dsh_tasks::{Output, Recorded, TaskRegistry};
+use dsh_tools::budget::{self, PagedRead, TextSize};
+use dsh_tools::{ResultBudget, ToolError, ToolOutput, ToolRegistry};
+
+use crate::lifecycle::Delegated;
+use crate::wording;
+
+/// Where a cut result is kept for paged reads: the caller's tasks, read
+/// with the `task_output` mounted in `tools`.
+#[derive(Clone)]
+pub(crate) struct Pages {
+    pub(crate) tasks: TaskRegistry,
+    pub(crate) tools: ToolRegistry,
+}
+
+/// What one cut needs besides the result: the budget, where it is kept, and
+/// who reads it.
+pub(crate) struct Cutter<'a> {
+    pub(crate) budget: ResultBudget,
+    pub(crate) pages: Option<&'a Pages>,
+    pub(crate) service: &'a SubagentService,
+    pub(crate) caller: &'a AgentRef,
+    pub(crate) label: Box<str>,
+}
+
+impl Cutter<'_> {
+    /// The delegation's outcome within the budget. A result at or under it
+    /// is returned as it is. A longer success or failure (its partial
+    /// output, say) is kept whole, when it can be, as a finished task of
+    /// the caller, and cut to its head and tail with the notice, which
+    /// gives the exact `task_output` call reading on (or says the rest is
+    /// not kept); a failure keeps its code and stays a failure.
+    pub(crate) fn within(self, (outcome, source): Delegated) -> Result<ToolOutput, ToolError> {
+        let budget = self.budget.bytes();
+        match outcome {
+            Ok(output) if output.text.len() > budget => {
+                let text = Arc::new(output.text);
+                let full = TextSize::of(&text);
+                // Read back from where the provider keeps it, or kept here.
+                let kept = match source {
+                    Some(source) => Output::Source { source, size: full },
+                    None => Output::Text(text.clone()),
+                };
+                let (read, task_id) = self.keep(Recorded::Completed(kept));
+                let Some(excerpt) = budget::head_and_tail(&text, budget, read) else {
+                    return Ok(ToolOutput::text(Arc::unwrap_or_clone(text)));
+                };
+                self.announce(full, excerpt.cut.shown.size(), task_id);
+                Ok(ToolOutput::excerpt(excerpt))
+            }
+            Err(error) if error.message().len() + dsh_tools::wording::ERROR_PREFIX.len() > budget => {
+                let allowance = budget.saturating_sub(dsh_tools::wording::ERROR_PREFIX.len());
+                let code = error.code().map(str::to_owned);
+                let message = Arc::new(error.into_message());
+                let full = TextSize::of(&message);
+                let (read, task_id) = self.keep(Recorded::Failed {
+                    detail: wording::recorded_failure_detail(&message),
+                    output: Output::Text(message.clone()),
+                });
+                let Some(excerpt) = budget::head_and_tail(&message, allowance, read) else {
+                    return Err(with_code(ToolError::new(Arc::unwrap_or_clone(message)), code));
+                };
+                self.announce(full, excerpt.cut.shown.size(), task_id);
+                Err(with_code(ToolError::excerpt(excerpt), code))
+            }
+            outcome => outcome,
+        }
+    }
+
+    /// Keeps the whole result as a finished task of the caller, when its
+    /// `task_output` is mounted: the paged read of its notice, and the id.
+    fn keep(&self, recorded: Recorded) -> (Option<PagedRead>, Option<String>) {
+        let Some(pages) = self.pages else {
+            return (None, None);
+        };
+        if pages.tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
+            return (None, None);
+        }
+        match self
+            .service
+            .record_result(&pages.tasks, self.caller, self.label.to_string(), recorded)
+        {
+            Ok(task) => (
+                Some(PagedRead::new(dsh_tasks::wording::TASK_OUTPUT, task.id.clone())),
+                Some(task.id),
+            ),
+            // The caller was disposed meanwhile: the cut says the rest is not kept.
+            Err(_) => (None, None),
+        }
+    }
+
+    fn announce(&self, full: TextSize, shown: TextSize, task_id: Option<String>) {
+        self.service.announce_cut(|| {
+            CutInfo::new(
+                self.caller.id().clone(),
+                self.caller.depth().saturating_add(1),
+                full,
+                shown,
+            )
+            .label(Some(self.label.to_string()))
+            .task_id(task_id)
+        });
+    }
+}
+
+fn with_code(error: ToolError, code: Option<String>) -> ToolError {
+    match code {
+        Some(code) => error.with_code(code),
+        None => error,
+    }
+}
