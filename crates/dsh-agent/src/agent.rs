@@ -4,15 +4,18 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use dsh_llm::{ChatEvent, ChatRequest, LlmError, Message, ToolCall, Usage, collect_response_with};
+use dsh_llm::{
+    ChatEvent, ChatRequest, ChatResponse, ContextRefusal, LlmError, Message, ToolCall, Usage, collect_response_with,
+};
 use dsh_subagent_api::{Lineage, SpanOrigin, ToolFilter};
-use dsh_tools::{AgentId, AgentRef, CancellationToken, ToolExecution};
+use dsh_tools::{AgentId, AgentRef, CancellationToken, ToolExecution, ToolResult};
 use tracing::Instrument;
 
+use crate::context::{Anchor, Density, Estimate, Room, fit_results, reserve};
 use crate::trace;
 use crate::transcript::{TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
 use crate::usage::{UsageTotals, add_reported, since};
-use crate::{AgentRuntime, AgentStop, RunOutcome, ToolView};
+use crate::{AgentRuntime, AgentStop, ContextStop, ContextWindow, FoundBy, RunOutcome, ToolView};
 
 /// Who an agent is: its id, parent, depth, label and model ([`Agent::info`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +53,7 @@ struct Inner {
     model_override: Option<String>,
     max_tokens: Option<u64>,
     max_turns: u32,
+    context_window: Option<ContextWindow>,
     tools: ToolView,
     lineage: Lineage,
     state: Mutex<State>,
@@ -62,6 +66,36 @@ struct State {
     history: Vec<Message>,
     usage: UsageTotals,
     inbox: Inbox,
+    context: ContextState,
+}
+
+/// What the context guard knows of the conversation: the last request the
+/// server counted, and how its counts compare with the loop's estimates.
+#[derive(Clone, Copy, Default)]
+struct ContextState {
+    anchor: Option<Anchor>,
+    density: Density,
+}
+
+/// The messages of a run's turn, and how many of them the transcript has.
+///
+/// A round of tool results stays unrecorded until the request that carries
+/// it is answered (or the run ends): a refusal for length may still cut them
+/// to fit, and the transcript holds what the model was given. Messages
+/// after them wait behind them, so the transcript keeps the turn's order.
+#[derive(Default)]
+struct Turn {
+    messages: Vec<Message>,
+    recorded: usize,
+    /// Where the round of results waiting for its answer starts.
+    round: Option<Round>,
+}
+
+/// One round of tool calls and their results, in the turn from `start`.
+struct Round {
+    start: usize,
+    calls: Vec<ToolCall>,
+    results: Vec<ToolResult>,
 }
 
 /// Messages steered into the run in progress ([`Agent::steer`]).
@@ -125,6 +159,7 @@ pub struct AgentBuilder {
     model_override: Option<String>,
     max_tokens: Option<u64>,
     max_turns: u32,
+    context_window: Option<ContextWindow>,
     tool_filter: Option<ToolFilter>,
     local_tools: Vec<Arc<dyn dsh_tools::Tool>>,
     seed: Vec<Message>,
@@ -216,6 +251,17 @@ impl AgentBuilder {
     /// Caps the output tokens of each model call.
     pub fn max_tokens(mut self, max_tokens: Option<u64>) -> Self {
         self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Sets the context window of the agent's model: each request is fitted
+    /// into it, less a reserve for the answer (its `max_tokens`, or
+    /// [`DEFAULT_ANSWER_RESERVE`](crate::DEFAULT_ANSWER_RESERVE)). Without
+    /// one the runtime's window applies when the agent uses the runtime's
+    /// model ([`AgentRuntime::with_context_window`]); otherwise the window is
+    /// learned from the server's first refusal that names it.
+    pub fn context_window(mut self, window: Option<ContextWindow>) -> Self {
+        self.context_window = window;
         self
     }
 
@@ -324,12 +370,14 @@ impl AgentBuilder {
                 model_override: self.model_override,
                 max_tokens: self.max_tokens,
                 max_turns: self.max_turns,
+                context_window: self.context_window,
                 tools,
                 lineage: self.lineage,
                 state: Mutex::new(State {
                     history: self.seed,
                     usage: UsageTotals::default(),
                     inbox: Inbox::default(),
+                    context: ContextState::default(),
                 }),
                 transcript,
                 run_lock: tokio::sync::Mutex::new(()),
@@ -351,6 +399,7 @@ impl Agent {
             model_override: None,
             max_tokens: None,
             max_turns: DEFAULT_MAX_TURNS,
+            context_window: None,
             tool_filter: None,
             local_tools: Vec::new(),
             seed: Vec::new(),
@@ -392,6 +441,30 @@ impl Agent {
     /// Its per-call output-token cap.
     pub fn max_tokens(&self) -> Option<u64> {
         self.inner.max_tokens
+    }
+
+    /// The context window set on the agent itself
+    /// ([`AgentBuilder::context_window`]), not the runtime's or a learned one.
+    pub fn context_window(&self) -> Option<ContextWindow> {
+        self.inner.context_window
+    }
+
+    /// The window its requests are fitted into now, in tokens: its own or
+    /// the runtime's for its model, or the smaller window a server named
+    /// when it refused a request to that model.
+    pub fn effective_context_window(&self) -> Option<u64> {
+        let runtime = &self.inner.runtime;
+        let model = &self.inner.info.model;
+        let configured = self.inner.context_window.or_else(|| {
+            runtime
+                .context_window()
+                .filter(|_| runtime.model().model_name() == model.as_str())
+        });
+        let learned = runtime.learned_window(model);
+        match (configured.map(ContextWindow::tokens), learned) {
+            (Some(configured), Some(learned)) => Some(configured.min(learned)),
+            (one, other) => one.or(other),
+        }
     }
 
     /// Its per-run model-call cap.
@@ -523,15 +596,14 @@ impl Agent {
         self.open_turn();
         let observer = self.inner.runtime.observer();
         // Notices that arrived between runs come before the new prompt.
-        let mut turn = Vec::new();
+        let mut turn = Turn::default();
         self.take_notices(&mut turn);
-        let prompt = Message::user(prompt);
-        self.record_message(&prompt);
-        turn.push(prompt);
+        turn.messages.push(Message::user(prompt));
+        self.record_turn(&mut turn);
         let mut usage: Option<Usage> = None;
         let children_before = self.lock().usage.children;
         let mut steps = 0;
-        let stop = loop {
+        let stop = 'run: loop {
             if cancel.is_cancelled() {
                 break AgentStop::Cancelled;
             }
@@ -544,48 +616,45 @@ impl Agent {
             steps += 1;
             self.take_notices(&mut turn);
             self.take_steered(&mut turn);
-            let request = self.request(&turn);
-            let model = self.inner.runtime.model();
-            let chat = trace::chat(
-                request.model.as_deref().unwrap_or(model.model_name()),
-                model.provider_name(),
-                request.max_tokens,
-            );
-            let stream = chat.in_scope(|| model.stream_chat(request, cancel.clone()));
-            let on_event = |event: &ChatEvent| {
-                if let (Some(observer), ChatEvent::TextDelta(delta)) = (observer, event) {
-                    observer.text_delta(self.id(), delta);
+            // A request refused for its length is fitted to the window the
+            // refusal named and sent once more; never more than that.
+            let mut refused = false;
+            let (response, sent) = loop {
+                let request = self.request(&turn.messages);
+                let estimate = self.estimate(&request);
+                if let Some(room) = self.room(&request)
+                    && let Err(context) = room.check(estimate)
+                {
+                    break 'run AgentStop::ContextWindow(context);
                 }
-            };
-            let response = match collect_response_with(stream, cancel, on_event)
-                .instrument(chat.clone())
-                .await
-            {
-                Ok(response) => {
-                    trace::record_response(&chat, &response);
-                    response
-                }
-                Err(error) => {
-                    trace::record_llm_error(&chat, &error);
-                    match error {
-                        LlmError::Cancelled => break AgentStop::Cancelled,
-                        error => break AgentStop::Error(error.to_string()),
+                let sent = Anchor::of(&request, 0);
+                match self.call_model(request, cancel).await {
+                    Ok(response) => break (response, sent),
+                    Err(LlmError::Cancelled) => break 'run AgentStop::Cancelled,
+                    Err(LlmError::ContextLength { refusal, .. }) => {
+                        match self.after_refusal(&refusal, estimate, refused, &mut turn) {
+                            Ok(()) => refused = true,
+                            Err(context) => break 'run AgentStop::ContextWindow(context),
+                        }
                     }
+                    Err(error) => break 'run AgentStop::Error(error.to_string()),
                 }
             };
-            drop(chat);
+            // The model took the request: the results it carried are final.
+            turn.round = None;
+            self.record_turn(&mut turn);
             if let Some(spent) = response.usage {
                 self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
                 usage = add_reported(usage, Some(spent));
                 let mut state = self.lock();
                 state.usage.own = add_reported(state.usage.own, Some(spent));
+                state.context.anchor = Some(sent.counted(spent.prompt_tokens));
             }
             if let Some(observer) = observer {
                 observer.step_finished(self.id(), steps, usage);
             }
-            let message = response.to_message();
-            self.record_message(&message);
-            turn.push(message);
+            turn.messages.push(response.to_message());
+            self.record_turn(&mut turn);
             match response.finish_reason {
                 dsh_llm::FinishReason::Length => break AgentStop::MaxTokens,
                 dsh_llm::FinishReason::ContentFilter => break AgentStop::Refusal,
@@ -598,13 +667,17 @@ impl Agent {
                 // A message joined while the model answered: answer it too.
                 continue;
             }
-            let results =
-                futures::future::join_all(response.tool_calls.iter().map(|call| self.call_tool(call, cancel))).await;
-            for (call, text) in response.tool_calls.iter().zip(results) {
-                let message = Message::tool(call.id.clone(), text);
-                self.record_message(&message);
-                turn.push(message);
-            }
+            let calls = response.tool_calls;
+            let mut results = futures::future::join_all(calls.iter().map(|call| self.call_tool(call, cancel))).await;
+            let start = turn.messages.len();
+            self.fit_round(&turn.messages, &calls, &mut results);
+            turn.messages.extend(
+                calls
+                    .iter()
+                    .zip(&results)
+                    .map(|(call, result)| Message::tool(call.id.clone(), result.text.clone())),
+            );
+            turn.round = Some(Round { start, calls, results });
         };
         // Closed here on every other way out; messages that joined and were
         // never read are recorded, so none is lost.
@@ -613,11 +686,13 @@ impl Agent {
             state.inbox.phase = Phase::Closed;
             std::mem::take(&mut state.inbox.pending)
         };
-        for message in unread {
-            let message = Message::user(message);
-            self.record_message(&message);
-            turn.push(message);
+        turn.messages.extend(unread.into_iter().map(Message::user));
+        turn.round = None;
+        self.record_turn(&mut turn);
+        if let AgentStop::ContextWindow(context) = &stop {
+            trace::record_context_stop(context);
         }
+        let turn = turn.messages;
         let text = turn
             .iter()
             .rev()
@@ -647,14 +722,129 @@ impl Agent {
         }
     }
 
-    /// Appends the messages steered into this run, each as a user message.
-    fn take_steered(&self, turn: &mut Vec<Message>) {
-        let steered = std::mem::take(&mut self.lock().inbox.pending);
-        for message in steered {
-            let message = Message::user(message);
-            self.record_message(&message);
-            turn.push(message);
+    /// One model call, traced as a `chat` span, with its text streamed to
+    /// the observer.
+    async fn call_model(&self, request: ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+        let observer = self.inner.runtime.observer();
+        let model = self.inner.runtime.model();
+        let chat = trace::chat(
+            request.model.as_deref().unwrap_or(model.model_name()),
+            model.provider_name(),
+            request.max_tokens,
+        );
+        let stream = chat.in_scope(|| model.stream_chat(request, cancel.clone()));
+        let on_event = |event: &ChatEvent| {
+            if let (Some(observer), ChatEvent::TextDelta(delta)) = (observer, event) {
+                observer.text_delta(self.id(), delta);
+            }
+        };
+        let result = collect_response_with(stream, cancel, on_event)
+            .instrument(chat.clone())
+            .await;
+        match &result {
+            Ok(response) => trace::record_response(&chat, response),
+            Err(error) => trace::record_llm_error(&chat, error),
         }
+        result
+    }
+
+    /// Records the turn's messages the transcript does not have yet, up to
+    /// the round of results still waiting for its answer.
+    fn record_turn(&self, turn: &mut Turn) {
+        let end = turn.round.as_ref().map_or(turn.messages.len(), |round| round.start);
+        for message in turn.messages.get(turn.recorded..end).unwrap_or_default() {
+            self.record_message(message);
+        }
+        turn.recorded = turn.recorded.max(end);
+    }
+
+    /// The estimate of `request`'s tokens, from the last request the server
+    /// counted when this one continues it.
+    fn estimate(&self, request: &ChatRequest) -> Estimate {
+        let anchor = self.lock().context.anchor;
+        Estimate::of(anchor, &self.inner.info.model, request)
+    }
+
+    /// The window `request` must fit, its reserve for the answer, and how
+    /// the loop's estimates compare with the server's; `None` while no
+    /// window is known.
+    fn room(&self, request: &ChatRequest) -> Option<Room> {
+        let window = self.effective_context_window()?;
+        Some(Room {
+            window,
+            reserve: reserve(window, request.max_tokens),
+            density: self.lock().context.density,
+        })
+    }
+
+    /// Cuts one round of `results` (answering `calls`) so that the request
+    /// carrying them, after the turn's `messages`, fits the window; nothing
+    /// happens while no window is known or when they fit.
+    fn fit_round(&self, messages: &[Message], calls: &[ToolCall], results: &mut [ToolResult]) {
+        let request = self.request(messages);
+        let Some(room) = self.room(&request) else { return };
+        let cut = fit_results(room, self.estimate(&request), calls, results);
+        if cut > 0 {
+            trace::record_fitted(room.window, results.len(), cut);
+        }
+    }
+
+    /// After the server refused a request for its length: learns the window
+    /// it named, cuts the round of results the request carried to fit it,
+    /// and says to send once more. A second refusal, or one that names no
+    /// window (and none is known), is the stop.
+    fn after_refusal(
+        &self,
+        refusal: &ContextRefusal,
+        estimate: Estimate,
+        refused_before: bool,
+        turn: &mut Turn,
+    ) -> Result<(), ContextStop> {
+        let model = &self.inner.info.model;
+        if let Some(window) = refusal.window {
+            self.inner.runtime.learn_window(model, window);
+        }
+        if let Some(tokens) = refusal.prompt_tokens {
+            self.lock().context.density.learn(tokens, estimate);
+        }
+        let density = self.lock().context.density;
+        let window = self.effective_context_window();
+        let request = self.request(&turn.messages);
+        let stop = ContextStop {
+            window,
+            reserve: window.map_or(request.max_tokens.unwrap_or(0), |window| {
+                reserve(window, request.max_tokens)
+            }),
+            request: refusal.prompt_tokens.unwrap_or_else(|| estimate.tokens(density)),
+            found_by: FoundBy::Refusal,
+        };
+        if refused_before || refusal.window.is_none() {
+            return Err(stop);
+        }
+        if let Some(round) = &mut turn.round {
+            let before = &turn.messages[..round.start];
+            // The messages after the round (notices, steered ones) stay in
+            // the request: count them with what the results share.
+            let mut others = before.to_vec();
+            others.extend(turn.messages[round.start + round.calls.len()..].iter().cloned());
+            let request = self.request(&others);
+            if let Some(room) = self.room(&request) {
+                let cut = fit_results(room, self.estimate(&request), &round.calls, &mut round.results);
+                trace::record_fitted(room.window, round.results.len(), cut);
+            }
+            for (offset, (call, result)) in round.calls.iter().zip(&round.results).enumerate() {
+                turn.messages[round.start + offset] = Message::tool(call.id.clone(), result.text.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the messages steered into this run, each as a user message;
+    /// recorded unless a round of results waits before them.
+    fn take_steered(&self, turn: &mut Turn) {
+        let steered = std::mem::take(&mut self.lock().inbox.pending);
+        turn.messages.extend(steered.into_iter().map(Message::user));
+        self.record_turn(turn);
     }
 
     /// On a final answer: closes the turn if no steered message is unread
@@ -668,8 +858,9 @@ impl Agent {
         true
     }
 
-    /// Appends the notices pending for this agent as one user message.
-    fn take_notices(&self, turn: &mut Vec<Message>) {
+    /// Appends the notices pending for this agent as one user message;
+    /// recorded unless a round of results waits before it.
+    fn take_notices(&self, turn: &mut Turn) {
         let Some(source) = self.inner.runtime.notices() else {
             return;
         };
@@ -677,11 +868,13 @@ impl Agent {
         if notices.is_empty() {
             return;
         }
-        let message = Message::user(crate::wording::notices(&notices));
-        self.record_message(&message);
-        turn.push(message);
+        turn.messages.push(Message::user(crate::wording::notices(&notices)));
+        self.record_turn(turn);
     }
 
+    /// The request of the conversation so far plus `turn`. Its `max_tokens`
+    /// is the agent's cap, and never more than its token budgets have left,
+    /// so that one answer cannot overshoot them.
     fn request(&self, turn: &[Message]) -> ChatRequest {
         let history = self.history();
         let mut messages = Vec::with_capacity(history.len() + turn.len() + 1);
@@ -690,16 +883,21 @@ impl Agent {
         }
         messages.extend(history);
         messages.extend(turn.iter().cloned());
+        let left = self.inner.lineage.budget().map(|budget| budget.remaining().max(1));
+        let max_tokens = match (self.inner.max_tokens, left) {
+            (Some(cap), Some(left)) => Some(cap.min(left)),
+            (cap, left) => cap.or(left),
+        };
         ChatRequest {
             messages,
             tools: self.inner.tools.definitions(),
             model: self.inner.model_override.clone(),
-            max_tokens: self.inner.max_tokens,
+            max_tokens,
             temperature: None,
         }
     }
 
-    async fn call_tool(&self, call: &ToolCall, cancel: &CancellationToken) -> String {
+    async fn call_tool(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolResult {
         let observer = self.inner.runtime.observer();
         if let Some(observer) = observer {
             observer.tool_call_started(self.id(), call);
@@ -711,7 +909,7 @@ impl Agent {
         if let Some(observer) = observer {
             observer.tool_call_finished(self.id(), call, &result);
         }
-        result.text
+        result
     }
 }
 

@@ -13,7 +13,7 @@ use futures::future::BoxFuture;
 use crate::answer::TranscriptAnswer;
 use crate::structured::{Captured, StructuredOutput};
 use crate::transcript::{TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
-use crate::{Agent, AgentStop, ErrorCode, RunOutcome, SteerRefused, wording};
+use crate::{Agent, AgentStop, ContextWindow, ErrorCode, RunOutcome, SteerRefused, wording};
 
 /// What the child starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,17 +143,17 @@ fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
     }
     let depth = child_depth(request.parent.depth(), None)?.max(recorded_depth);
     let descriptor = &request.descriptor;
+    let model = descriptor
+        .agent_model
+        .clone()
+        .or_else(|| parent.model_override().map(str::to_owned));
     let mut builder = Agent::builder(parent.runtime().clone())
         .id(id)
         .parent(parent.id().clone())
         .depth(depth)
         .label(label)
-        .model(
-            descriptor
-                .agent_model
-                .clone()
-                .or_else(|| parent.model_override().map(str::to_owned)),
-        )
+        .context_window(inherited_window(&parent, model.as_deref()))
+        .model(model)
         .max_tokens(parent.max_tokens())
         .max_turns(parent.max_turns())
         .lineage(request.lineage.clone())
@@ -214,12 +214,21 @@ fn start(
         }
         None => None,
     };
+    let model = options.model.or_else(|| parent.model_override().map(str::to_owned));
+    let context_window = match options.context_window {
+        Some(tokens) => Some(
+            ContextWindow::new(tokens)
+                .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?,
+        ),
+        None => inherited_window(&parent, model.as_deref()),
+    };
     let mut builder = Agent::builder(parent.runtime().clone())
         .parent(parent.id().clone())
         .depth(depth)
         .label(request.label.clone())
         .system_prompt(system_prompt)
-        .model(options.model.or_else(|| parent.model_override().map(str::to_owned)))
+        .model(model)
+        .context_window(context_window)
         .max_tokens(options.max_tokens.or(parent.max_tokens()))
         .max_turns(parent.max_turns())
         .lineage(request.lineage.clone());
@@ -251,6 +260,14 @@ fn start(
         captured,
         request.origin,
     ))
+}
+
+/// The context window a child inherits from its parent: the parent's own,
+/// when the child uses the same model (`model`, or the runtime's default).
+/// A child of another model has the runtime's window for it, or learns one.
+fn inherited_window(parent: &Agent, model: Option<&str>) -> Option<ContextWindow> {
+    let model = model.unwrap_or_else(|| parent.runtime().model().model_name());
+    parent.context_window().filter(|_| parent.info().model == model)
 }
 
 /// Publication: from here the caller owns the child.
@@ -359,6 +376,10 @@ fn result_of(outcome: RunOutcome) -> SubagentResult {
         }
         AgentStop::Error(message) => {
             SubagentResult::new(StopReason::Error, output).with_diagnostic(wording::model_error_diagnostic(&message))
+        }
+        AgentStop::ContextWindow(context) => {
+            SubagentResult::new(StopReason::Other(wording::CONTEXT_WINDOW_STOP.to_owned()), output)
+                .with_diagnostic(context.line())
         }
     }
 }

@@ -17,6 +17,9 @@ pub enum ErrorCode {
     NotInProcess,
     /// `STORE_FAILED`: the child store could not be read.
     StoreFailed,
+    /// `CONTEXT_WINDOW`: a run stopped because no request fitting its
+    /// model's context window could be made (the `error.type` of its span).
+    ContextWindow,
 }
 
 impl ErrorCode {
@@ -28,6 +31,7 @@ impl ErrorCode {
             Self::ChildSetupFailed => "CHILD_SETUP_FAILED",
             Self::NotInProcess => "NOT_IN_PROCESS",
             Self::StoreFailed => "STORE_FAILED",
+            Self::ContextWindow => "CONTEXT_WINDOW",
         }
     }
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use dsh_llm::Usage;
 use serde::{Deserialize, Serialize};
 
+use crate::ContextStop;
 use crate::wording::stop;
 
 /// Why a run stopped.
@@ -27,6 +28,11 @@ pub enum AgentStop {
     /// ancestor's, or the tree's) of this many tokens was spent before the
     /// next model call.
     TokenBudget(u64),
+    /// No request that fits the model's context window could be made: the
+    /// loop's estimate said so before sending, or the server refused it and
+    /// a refit did not help (or it named no window to refit to). Never
+    /// retried further; the conversation and transcript are kept.
+    ContextWindow(ContextStop),
 }
 
 impl fmt::Display for AgentStop {
@@ -39,6 +45,7 @@ impl fmt::Display for AgentStop {
             Self::Cancelled => f.write_str(stop::CANCELLED),
             Self::Error(message) => f.write_str(&stop::error(message)),
             Self::TokenBudget(limit) => f.write_str(&stop::token_budget(*limit)),
+            Self::ContextWindow(context) => f.write_str(&stop::context_window(&context.line())),
         }
     }
 }

@@ -6,14 +6,17 @@ use std::sync::Arc;
 use dsh_llm::ChatModel;
 use dsh_tools::ToolRegistry;
 
-use crate::{AgentObserver, NoticeSource};
+use crate::context::LearnedWindows;
+use crate::{AgentObserver, ContextWindow, NoticeSource};
 
 /// The environment a parent and all its in-process children share.
 ///
 /// Children inherit it: the same model client (a child may name another
 /// model on it), the same tool registry (seen through the child's own
 /// filter), the same data directory for transcripts, the same observer, the
-/// same notice source.
+/// same notice source, the same context window for the client's model, and
+/// the windows servers named when they refused a request (learned by one
+/// agent, known to all).
 #[derive(Clone)]
 pub struct AgentRuntime {
     model: Arc<dyn ChatModel>,
@@ -21,6 +24,8 @@ pub struct AgentRuntime {
     data_dir: Option<PathBuf>,
     observer: Option<Arc<dyn AgentObserver>>,
     notices: Option<Arc<dyn NoticeSource>>,
+    context_window: Option<ContextWindow>,
+    learned: Arc<LearnedWindows>,
 }
 
 impl AgentRuntime {
@@ -32,6 +37,8 @@ impl AgentRuntime {
             data_dir: None,
             observer: None,
             notices: None,
+            context_window: None,
+            learned: Arc::default(),
         }
     }
 
@@ -66,6 +73,33 @@ impl AgentRuntime {
         self
     }
 
+    /// Sets the context window of the client's own model
+    /// ([`ChatModel::model_name`]): every agent that uses that model fits
+    /// its requests into it, unless it has a window of its own
+    /// ([`AgentBuilder::context_window`](crate::AgentBuilder::context_window)).
+    /// Without one, an agent learns the window from the server's first
+    /// refusal that names it.
+    #[must_use]
+    pub fn with_context_window(mut self, window: ContextWindow) -> Self {
+        self.context_window = Some(window);
+        self
+    }
+
+    /// The context window of the client's own model, when one is set.
+    pub fn context_window(&self) -> Option<ContextWindow> {
+        self.context_window
+    }
+
+    /// The window a server named when it refused a request to `model`
+    /// (the smallest, when several did).
+    pub fn learned_window(&self, model: &str) -> Option<u64> {
+        self.learned.get(model)
+    }
+
+    pub(crate) fn learn_window(&self, model: &str, tokens: u64) {
+        self.learned.learn(model, tokens);
+    }
+
     /// The model client.
     pub fn model(&self) -> &Arc<dyn ChatModel> {
         &self.model
@@ -97,6 +131,7 @@ impl std::fmt::Debug for AgentRuntime {
             .field("tools", &self.tools.names())
             .field("data_dir", &self.data_dir)
             .field("notices", &self.notices.is_some())
+            .field("context_window", &self.context_window)
             .finish()
     }
 }

@@ -10,7 +10,7 @@ use dsh_llm::{ChatResponse, LlmError, Usage};
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::{AgentInfo, AgentStop};
+use crate::{AgentInfo, AgentStop, ContextStop};
 
 /// Set to `true` to record prompt and answer text on `invoke_agent` spans.
 pub const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";
@@ -45,6 +45,8 @@ pub(crate) fn invoke_agent(parent: Option<&Span>, info: &AgentInfo, provider: &s
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         "error.type" = Empty,
+        dsh.context.window = Empty,
+        dsh.context.request_tokens = Empty,
     )
 }
 
@@ -104,6 +106,7 @@ fn llm_error_type(error: &LlmError) -> &'static str {
         LlmError::MalformedEvent { .. } => "MODEL_MALFORMED_EVENT",
         LlmError::StreamError(_) => "MODEL_STREAM_ERROR",
         LlmError::StreamEnded(_) => "MODEL_STREAM_ENDED",
+        LlmError::ContextLength { .. } => "MODEL_CONTEXT_LENGTH",
         _ => "MODEL_ERROR",
     }
 }
@@ -119,8 +122,32 @@ pub(crate) fn record_stop(span: &Span, stop: &AgentStop) {
         AgentStop::MaxTurns(_) => "MAX_TURNS",
         AgentStop::Error(_) => "MODEL_ERROR",
         AgentStop::TokenBudget(_) => dsh_subagent_api::ErrorCode::TokenBudgetSpent.as_str(),
+        AgentStop::ContextWindow(_) => crate::ErrorCode::ContextWindow.as_str(),
     };
     dsh_tools::trace::record_error(span, Some(code));
+}
+
+/// Records on the current `invoke_agent` span the window a run stopped at
+/// and the size of the request that did not fit, as ints.
+pub(crate) fn record_context_stop(context: &ContextStop) {
+    let span = Span::current();
+    if let Some(window) = context.window {
+        span.record("dsh.context.window", int(window));
+    }
+    span.record("dsh.context.request_tokens", int(context.request));
+}
+
+/// An event on the current span, named `context.fitted`: one round of
+/// tool results was cut to fit the window (`cut` of `results`).
+pub(crate) fn record_fitted(window: u64, results: usize, cut: usize) {
+    tracing::event!(
+        target: "dsh::gen_ai",
+        tracing::Level::INFO,
+        dsh.context.window = int(window),
+        dsh.context.results = results as i64,
+        dsh.context.cut = cut as i64,
+        "context.fitted"
+    );
 }
 
 /// Records message text, when the user opted in.

@@ -206,4 +206,48 @@ pub(crate) mod stop {
     pub(crate) fn token_budget(limit: u64) -> String {
         format!("token budget of {limit} tokens spent")
     }
+
+    /// No request fits the context window: the stop reason, then the line.
+    pub(crate) fn context_window(line: &str) -> String {
+        format!("{}: {line}", super::CONTEXT_WINDOW_STOP)
+    }
+}
+
+/// The stop reason of a run that found no request fitting its model's
+/// context window: what a child's result reads (`subagent run ended
+/// abnormally (context-window)`) and what every progress line shows.
+pub const CONTEXT_WINDOW_STOP: &str = "context-window";
+
+/// Why a run stopped at its context window, when the loop's estimate of
+/// the next request (`request` tokens) exceeds what the `window` holds with
+/// `reserve` kept for the answer.
+pub(crate) fn context_over(request: u64, window: u64, reserve: u64) -> String {
+    format!(
+        "the next request needs about {request} tokens, more than the {} that the model's context window of {window} tokens holds once {reserve} are kept for the answer; {CONTEXT_KEPT}",
+        window.saturating_sub(reserve)
+    )
+}
+
+/// Why a run stopped at its context window, when the server refused a
+/// request of about `request` tokens that had been fitted to `window`.
+pub(crate) fn context_refused(request: u64, window: u64, reserve: u64) -> String {
+    format!(
+        "the model's server refused a request of about {request} tokens for its context window of {window} tokens ({reserve} kept for the answer), after the request had been fitted to it once; {CONTEXT_KEPT}"
+    )
+}
+
+/// Why a run stopped at its context window, when the server refused a
+/// request of about `request` tokens for its length and named no window.
+pub(crate) fn context_refused_unnamed(request: u64) -> String {
+    format!(
+        "the model's server refused a request of about {request} tokens for its length without naming its context window (configure the window, and requests are fitted before they are sent); {CONTEXT_KEPT}"
+    )
+}
+
+/// How every context stop's line ends.
+const CONTEXT_KEPT: &str = "the run stopped and its transcript is kept";
+
+/// A context window below the smallest one.
+pub(crate) fn window_too_small(tokens: u64, minimum: u64) -> String {
+    format!("a context window must be at least {minimum} tokens, got {tokens}")
 }

@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use crate::ContextRefusal;
 use crate::wording;
 
 /// Everything that can go wrong when talking to a chat model (real or scripted).
@@ -122,6 +121,22 @@ impl LlmError {
             _ => false,
         }
     }
+}
+
+/// A request the server refused because it does not fit the model's
+/// context window ([`LlmError::ContextLength`](crate::LlmError::ContextLength)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ContextRefusal {
+    /// The HTTP status; `None` when the refusal came as an error event of
+    /// a stream that had started.
+    pub status: Option<u16>,
+    /// The server's own message (bounded).
+    pub message: String,
+    /// The model's context window in tokens, when the server named it.
+    pub window: Option<u64>,
+    /// The tokens the server counted in the request's prompt, when it said.
+    pub prompt_tokens: Option<u64>,
 }
 
 /// The HTTP statuses worth retrying, as the OpenAI SDKs choose them: a

@@ -8,13 +8,12 @@ mod refusal;
 pub mod scripted;
 mod wording;
 
-pub use error::LlmError;
+pub use error::{ContextRefusal, LlmError};
 pub use message::{Message, Role, ToolCall, ToolDefinition};
 pub use model::{
     ChatEvent, ChatModel, ChatRequest, ChatResponse, ChatStream, FinishReason, Usage, collect_response,
     collect_response_with, complete,
 };
 pub use openai::{OpenAiChatModel, OpenAiConfig};
-pub use refusal::ContextRefusal;
 pub use scripted::{BUILTIN_SCRIPT, ScriptedModel};
 pub use tokio_util::sync::CancellationToken;

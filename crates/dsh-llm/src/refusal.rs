@@ -19,8 +19,10 @@
 
 use serde_json::Value;
 
-use crate::error::truncate;
-use crate::openai::QUOTE_LIMIT;
+use crate::error::{ContextRefusal, truncate};
+
+/// How much of the server's message a refusal keeps.
+const MESSAGE_LIMIT: usize = 600;
 
 /// The `code` OpenAI and llama-cpp-python give a request that is too long.
 const CODE_CONTEXT_LENGTH: &str = "context_length_exceeded";
@@ -54,22 +56,6 @@ const PROMPT_PHRASES: [&str; 5] = [
 /// What follows the prompt's size in llama-cpp-python's and early vLLM's
 /// message: "(N in the messages, M in the completion)".
 const IN_THE_MESSAGES: &str = " in the messages";
-
-/// A request the server refused because it does not fit the model's
-/// context window ([`LlmError::ContextLength`](crate::LlmError::ContextLength)).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ContextRefusal {
-    /// The HTTP status; `None` when the refusal came as an error event of
-    /// a stream that had started.
-    pub status: Option<u16>,
-    /// The server's own message (bounded).
-    pub message: String,
-    /// The model's context window in tokens, when the server named it.
-    pub window: Option<u64>,
-    /// The tokens the server counted in the request's prompt, when it said.
-    pub prompt_tokens: Option<u64>,
-}
 
 impl ContextRefusal {
     /// Reads an error body (a response's, with its `status`; or a stream's
@@ -122,7 +108,7 @@ impl ContextRefusal {
         }
         Some(Self {
             status,
-            message: truncate(message.trim(), 2 * QUOTE_LIMIT),
+            message: truncate(message.trim(), MESSAGE_LIMIT),
             window,
             prompt_tokens: prompt_tokens
                 .or_else(|| first_count(message, &PROMPT_PHRASES))

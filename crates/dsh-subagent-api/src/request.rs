@@ -24,6 +24,10 @@ pub struct AgentOptions {
     /// The output-token budget per model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// The context window of the child's model, in tokens, when it differs
+    /// from the parent's: an agent loop fits each request into it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 /// Which tools the child may see and call.
@@ -66,6 +70,13 @@ impl AgentOptions {
     #[must_use]
     pub fn with_max_tokens(mut self, max_tokens: u64) -> Self {
         self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Sets the context window of the child's model, in tokens.
+    #[must_use]
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.context_window = Some(tokens);
         self
     }
 }

@@ -54,6 +54,9 @@ pub struct RunEndInfo {
     pub stop_reason: StopReason,
     /// The text of its output; absent when the output was empty.
     pub last_assistant_message: Option<String>,
+    /// Its provider's explanation of a stop that is not a success (say, the
+    /// line of a `context-window` stop), when it gave one.
+    pub diagnostic: Option<String>,
 }
 
 /// What a run-queued event says: a start that waits for a slot of its
@@ -336,14 +339,19 @@ impl Events {
         let run = run.map_result(move |result| async move {
             let outcome = result.await;
             if let Some(events) = observer.upgrade() {
-                let (stop_reason, text) = match &outcome {
-                    Ok(result) => (result.stop_reason.clone(), concat_text(&result.output)),
-                    Err(_) => (StopReason::Error, String::new()),
+                let (stop_reason, text, diagnostic) = match &outcome {
+                    Ok(result) => (
+                        result.stop_reason.clone(),
+                        concat_text(&result.output),
+                        result.diagnostic.clone(),
+                    ),
+                    Err(_) => (StopReason::Error, String::new(), None),
                 };
                 events.notify(&SubagentEvent::RunEnded(RunEndInfo {
                     run: end_info,
                     stop_reason,
                     last_assistant_message: (!text.is_empty()).then_some(text),
+                    diagnostic,
                 }));
             }
             outcome

@@ -9,5 +9,4 @@ mod wire;
 
 pub use client::OpenAiChatModel;
 pub use config::{DEFAULT_BASE_URL, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAiConfig};
-pub(crate) use wire::QUOTE_LIMIT;
-pub use wire::{message_bytes, request_bytes, tools_bytes};
+pub use wire::{content_bytes, message_bytes, request_bytes, tools_bytes};

@@ -45,6 +45,12 @@ pub fn message_bytes(message: &Message) -> u64 {
     counted(&WireMessage::from(message)) + 1
 }
 
+/// The bytes `text` takes as a message's content in a request's body:
+/// its JSON escaping counted, its quotes not.
+pub fn content_bytes(text: &str) -> u64 {
+    counted(&text).saturating_sub(2)
+}
+
 /// The bytes a request's tool definitions take in its body.
 pub fn tools_bytes(tools: &[ToolDefinition]) -> u64 {
     counted(&tools.iter().map(WireTool::from).collect::<Vec<_>>())
@@ -512,6 +518,14 @@ mod tests {
         envelope.messages.clear();
         let messages: u64 = request.messages.iter().map(message_bytes).sum();
         assert_eq!(request_bytes("m", &envelope) + messages - 1, text.len() as u64);
+        // A message's content takes its escaped text.
+        let tool = Message::tool("c1", "line 1\nline \"2\"");
+        let empty = Message::tool("c1", "");
+        assert_eq!(
+            message_bytes(&tool) - message_bytes(&empty),
+            content_bytes("line 1\nline \"2\"")
+        );
+        assert_eq!(content_bytes("line 1\nline \"2\""), 18);
         // And the tools take what their array takes in it.
         let mut bare = envelope.clone();
         bare.tools.clear();

@@ -62,6 +62,14 @@ pub(super) fn stop_reason(stop: &AgentStop) -> Result<StopReason, acp::Error> {
             acp::ErrorCode::INTERNAL_ERROR,
             wording::agent_run_failed(message),
         )),
+        // ACP has no stop reason for it: the turn fails with the stop's own
+        // line, and its data says which stop it was.
+        AgentStop::ContextWindow(context) => Err(acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, stop.to_string())
+            .data(serde_json::json!({
+                "stopReason": dsh_agent::wording::CONTEXT_WINDOW_STOP,
+                "contextWindow": context.window,
+                "requestTokens": context.request,
+            }))),
     }
 }
 

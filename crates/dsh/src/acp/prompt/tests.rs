@@ -292,3 +292,24 @@ fn agent_stops_map_to_acp_stop_reasons() {
     let error = stop_reason(&AgentStop::Error("boom".into())).err().map(|e| e.message);
     assert_eq!(error.as_deref(), Some("the dsh agent run failed: boom"));
 }
+
+#[test]
+fn a_context_stop_fails_the_turn_with_its_own_line_and_says_which_stop_in_its_data() {
+    let stop = AgentStop::ContextWindow(dsh_agent::ContextStop::new(
+        Some(24_000),
+        4_096,
+        31_250,
+        dsh_agent::FoundBy::Estimate,
+    ));
+    let error = stop_reason(&stop).unwrap_err();
+    assert_eq!(error.message, stop.to_string());
+    assert!(
+        error
+            .message
+            .starts_with("context-window: the next request needs about 31250 tokens")
+    );
+    assert_eq!(
+        error.data,
+        Some(serde_json::json!({"stopReason": "context-window", "contextWindow": 24_000, "requestTokens": 31_250}))
+    );
+}

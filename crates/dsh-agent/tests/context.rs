@@ -1,0 +1,435 @@
+//! The context guard in the agent loop: a window configured or learned from
+//! a refusal, one turn's results fitted into it, and the typed stop when
+//! nothing fits. The model here counts a request's tokens at four bytes of
+//! its body, as sent, and refuses one over its window the way OpenAI does.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+
+use dsh_agent::transcript::{TranscriptEntry, read_transcript};
+use dsh_agent::{Agent, AgentRuntime, AgentStop, ContextStop, ContextWindow, FoundBy};
+use dsh_llm::openai::request_bytes;
+use dsh_llm::{
+    CancellationToken, ChatEvent, ChatModel, ChatRequest, ChatStream, ContextRefusal, FinishReason, LlmError, Message,
+    ToolCall, Usage,
+};
+use dsh_subagent_api::{BudgetScope, Lineage, TokenBudget};
+use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+/// How a refusal names the window, if it does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Refuses {
+    /// OpenAI's message, with the window and the prompt's tokens.
+    NamingTheWindow,
+    /// The window, but not how many tokens the prompt was.
+    WindowOnly,
+    /// OpenAI's message that names no window.
+    Unnamed,
+}
+
+/// A model over a window of `window` tokens: a request of more (its body's
+/// bytes over four, plus its `max_tokens`) is refused. It asks for
+/// `calls` calls of `big` in its first answer, then reports how many tool
+/// results kept their heads and tails.
+struct WindowedModel {
+    window: u64,
+    /// How many bytes of the body its tokenizer counts as one token.
+    bytes_per_token: u64,
+    refuses: Refuses,
+    calls: usize,
+    /// Every request as (its tokens, whether it was refused), and the requests.
+    seen: Mutex<Vec<(u64, bool)>>,
+    requests: Mutex<Vec<ChatRequest>>,
+}
+
+impl WindowedModel {
+    fn new(window: u64, refuses: Refuses, calls: usize) -> Arc<Self> {
+        Self::denser(window, 4, refuses, calls)
+    }
+
+    fn denser(window: u64, bytes_per_token: u64, refuses: Refuses, calls: usize) -> Arc<Self> {
+        Arc::new(Self {
+            window,
+            bytes_per_token,
+            refuses,
+            calls,
+            seen: Mutex::default(),
+            requests: Mutex::default(),
+        })
+    }
+
+    fn refusals(&self) -> usize {
+        self.seen.lock().unwrap().iter().filter(|(_, refused)| *refused).count()
+    }
+
+    fn seen(&self) -> Vec<(u64, bool)> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn last_request(&self) -> ChatRequest {
+        self.requests.lock().unwrap().last().cloned().unwrap()
+    }
+}
+
+impl ChatModel for WindowedModel {
+    fn model_name(&self) -> &str {
+        "windowed"
+    }
+
+    fn stream_chat(&self, request: ChatRequest, _cancel: CancellationToken) -> ChatStream {
+        let tokens = request_bytes(self.model_name(), &request).div_ceil(self.bytes_per_token);
+        let refused = tokens + request.max_tokens.unwrap_or(0) > self.window;
+        self.seen.lock().unwrap().push((tokens, refused));
+        self.requests.lock().unwrap().push(request.clone());
+        if refused {
+            let body = match self.refuses {
+                Refuses::NamingTheWindow => json!({"error": {
+                    "message": format!("This model's maximum context length is {} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages.", self.window),
+                    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+                Refuses::WindowOnly => json!({"error": {
+                    "message": format!("This model's maximum context length is {} tokens.", self.window),
+                    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+                Refuses::Unnamed => json!({"error": {
+                    "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                    "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}),
+            };
+            let refusal = ContextRefusal::recognise(Some(400), &body.to_string()).unwrap();
+            let error = LlmError::ContextLength {
+                url: "http://127.0.0.1:1/v1/chat/completions".into(),
+                refusal,
+            };
+            return Box::pin(futures::stream::iter([Err(error)]));
+        }
+        let results: Vec<&str> = request
+            .messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::Tool { content, .. } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut events = if results.is_empty() {
+            (0..self.calls)
+                .map(|index| Ok(ChatEvent::ToolCall(ToolCall::new(format!("call_{index}"), "big", "{}"))))
+                .collect::<Vec<_>>()
+        } else {
+            let heads = results.iter().filter(|text| text.starts_with("HEAD")).count();
+            let tails = results.iter().filter(|text| text.ends_with("TAIL")).count();
+            vec![Ok(ChatEvent::TextDelta(format!("heads {heads}, tails {tails}")))]
+        };
+        let finish = if results.is_empty() {
+            FinishReason::ToolCalls
+        } else {
+            FinishReason::Stop
+        };
+        events.push(Ok(ChatEvent::Usage(Usage {
+            prompt_tokens: tokens,
+            completion_tokens: 10,
+            total_tokens: tokens + 10,
+        })));
+        events.push(Ok(ChatEvent::Finish(finish)));
+        Box::pin(futures::stream::iter(events))
+    }
+}
+
+/// A tool whose text is `HEAD`, `bytes` bytes, then `TAIL`.
+struct Big {
+    bytes: usize,
+    parameters: Value,
+}
+
+impl Tool for Big {
+    fn name(&self) -> &str {
+        "big"
+    }
+    fn description(&self) -> &str {
+        "Answer at length."
+    }
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+    fn execute(&self, _args: Value, _exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        let text = format!("HEAD{}TAIL", "x".repeat(self.bytes));
+        Box::pin(async move { Ok(ToolOutput::text(text)) })
+    }
+}
+
+fn runtime(model: Arc<WindowedModel>, bytes: usize, data_dir: &std::path::Path) -> Arc<AgentRuntime> {
+    let tools = ToolRegistry::new();
+    let registration = tools
+        .register(Arc::new(Big {
+            bytes,
+            parameters: json!({"type": "object", "properties": {}}),
+        }))
+        .unwrap();
+    std::mem::forget(registration); // lives as long as the test
+    Arc::new(AgentRuntime::new(model, tools).with_data_dir(data_dir))
+}
+
+fn turn_end(agent: &Agent) -> String {
+    let transcript = read_transcript(agent.transcript_path().unwrap()).unwrap();
+    transcript
+        .entries
+        .iter()
+        .rev()
+        .find_map(|entry| match entry {
+            TranscriptEntry::TurnEnd { stop, .. } => Some(stop.clone()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+/// The tool results the transcript recorded.
+fn recorded_results(agent: &Agent) -> Vec<String> {
+    let transcript = read_transcript(agent.transcript_path().unwrap()).unwrap();
+    transcript
+        .entries
+        .iter()
+        .filter_map(|entry| match entry {
+            TranscriptEntry::Message {
+                message: Message::Tool { content, .. },
+            } => Some(content.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+const TWO_MB: usize = 2 * 1024 * 1024;
+
+#[tokio::test]
+async fn four_large_results_are_fitted_into_a_configured_window_and_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = WindowedModel::new(24_000, Refuses::NamingTheWindow, 4);
+    let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
+        .context_window(Some(ContextWindow::new(24_000).unwrap()))
+        .build()
+        .unwrap();
+    let outcome = agent.run("Do four things.", &CancellationToken::new()).await;
+    assert_eq!(outcome.stop, AgentStop::Completed);
+    assert_eq!(
+        outcome.text, "heads 4, tails 4",
+        "every result keeps its head and its tail"
+    );
+    assert_eq!(model.refusals(), 0, "{:?}", model.seen());
+    let (tokens, _) = model.seen()[1];
+    assert!(
+        tokens + 4_096 <= 24_000,
+        "the request after the results fits: {tokens} tokens"
+    );
+    // Every call has its one result, in order, and the transcript holds what
+    // the model was given.
+    let request = model.last_request();
+    let answered: Vec<&str> = request
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, ["call_0", "call_1", "call_2", "call_3"]);
+    let sent: Vec<String> = request
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(recorded_results(&agent), sent);
+    assert!(sent.iter().all(|text| text.contains("[output cut: ")));
+}
+
+#[tokio::test]
+async fn a_window_learned_from_one_refusal_fits_the_retry_and_the_run_finishes() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = WindowedModel::new(24_000, Refuses::NamingTheWindow, 4);
+    let runtime = runtime(model.clone(), TWO_MB, dir.path());
+    let agent = Agent::builder(runtime.clone()).build().unwrap();
+    let outcome = agent.run("Do four things.", &CancellationToken::new()).await;
+    assert_eq!(outcome.stop, AgentStop::Completed);
+    assert_eq!(outcome.text, "heads 4, tails 4");
+    assert_eq!(model.refusals(), 1, "{:?}", model.seen());
+    assert_eq!(runtime.learned_window("windowed"), Some(24_000));
+    assert_eq!(agent.effective_context_window(), Some(24_000));
+    // The refused request was not recorded; the fitted one was.
+    let recorded = recorded_results(&agent);
+    assert_eq!(recorded.len(), 4);
+    assert!(recorded.iter().all(|text| text.len() < 32_000));
+    // A new agent on the runtime knows the window before its first request.
+    let model_calls = model.seen().len();
+    let sibling = Agent::builder(runtime).build().unwrap();
+    let outcome = sibling.run("Do four things.", &CancellationToken::new()).await;
+    assert_eq!(outcome.stop, AgentStop::Completed);
+    assert_eq!(model.refusals(), 1, "the sibling was never refused");
+    assert_eq!(model.seen().len(), model_calls + 2);
+}
+
+#[tokio::test]
+async fn a_refusal_that_names_no_window_stops_the_run_typed_and_is_not_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = WindowedModel::new(24_000, Refuses::Unnamed, 4);
+    let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
+        .build()
+        .unwrap();
+    let outcome = agent.run("Do four things.", &CancellationToken::new()).await;
+    let AgentStop::ContextWindow(context) = &outcome.stop else {
+        panic!("not a context stop: {:?}", outcome.stop);
+    };
+    assert_eq!((context.window, context.found_by), (None, FoundBy::Refusal));
+    assert!(context.request > 2_000_000, "{context:?}");
+    assert_eq!(model.seen().len(), 2, "refused once, never sent again");
+    // The transcript is kept: the results the model never took, and the stop.
+    assert_eq!(recorded_results(&agent).len(), 4);
+    assert!(turn_end(&agent).starts_with("context-window: the model's server refused a request of about "));
+    // Every call is answered in the history too.
+    let answered = agent
+        .history()
+        .iter()
+        .filter(|message| matches!(message, Message::Tool { .. }))
+        .count();
+    assert_eq!(answered, 4);
+}
+
+#[tokio::test]
+async fn a_prompt_longer_than_the_window_is_never_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = WindowedModel::new(8_000, Refuses::NamingTheWindow, 0);
+    let agent = Agent::builder(runtime(model.clone(), 0, dir.path()))
+        .context_window(Some(ContextWindow::new(8_000).unwrap()))
+        .max_tokens(Some(1_000))
+        .build()
+        .unwrap();
+    let outcome = agent.run("y".repeat(40_000), &CancellationToken::new()).await;
+    let AgentStop::ContextWindow(context) = &outcome.stop else {
+        panic!("not a context stop: {:?}", outcome.stop);
+    };
+    assert_eq!(
+        (context.window, context.reserve, context.found_by),
+        (Some(8_000), 1_000, FoundBy::Estimate)
+    );
+    assert!(model.seen().is_empty(), "nothing was sent");
+    assert_eq!(turn_end(&agent), outcome.stop.to_string());
+}
+
+#[tokio::test]
+async fn a_window_that_cannot_hold_even_the_notices_stops_before_sending() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 results: a fair share of what is left is smaller than a notice.
+    let model = WindowedModel::new(1_024, Refuses::NamingTheWindow, 40);
+    let agent = Agent::builder(runtime(model.clone(), 10_000, dir.path()))
+        .context_window(Some(ContextWindow::new(1_024).unwrap()))
+        .build()
+        .unwrap();
+    let outcome = agent.run("Do forty things.", &CancellationToken::new()).await;
+    assert!(matches!(
+        &outcome.stop,
+        AgentStop::ContextWindow(ContextStop {
+            found_by: FoundBy::Estimate,
+            ..
+        })
+    ));
+    assert_eq!(model.seen().len(), 1, "only the first request was sent");
+    assert_eq!(model.refusals(), 0);
+}
+
+#[tokio::test]
+async fn a_token_budget_caps_each_requests_max_tokens_at_what_it_has_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = WindowedModel::new(1_000_000, Refuses::NamingTheWindow, 1);
+    let tree = TokenBudget::new(BudgetScope::Tree, 100_000, None);
+    let child = TokenBudget::new(BudgetScope::Child, 50_000, Some(tree.clone()));
+    tree.spend(70_000);
+    let agent = Agent::builder(runtime(model.clone(), 10, dir.path()))
+        .max_tokens(Some(40_000))
+        .lineage(Lineage::new().with_budget(child))
+        .build()
+        .unwrap();
+    agent.run("Do one thing.", &CancellationToken::new()).await;
+    let requests = model.requests.lock().unwrap().clone();
+    assert_eq!(requests[0].max_tokens, Some(30_000), "the tree has 30,000 left");
+    let (first, _) = model.seen()[0];
+    assert_eq!(
+        requests[1].max_tokens,
+        Some(30_000 - first - 10),
+        "the first call's tokens are spent"
+    );
+    // Without a cap of its own, the budget is the cap.
+    let dir = tempfile::tempdir().unwrap();
+    let model = WindowedModel::new(1_000_000, Refuses::NamingTheWindow, 0);
+    let agent = Agent::builder(runtime(model.clone(), 10, dir.path()))
+        .lineage(Lineage::new().with_budget(TokenBudget::new(BudgetScope::Child, 5_000, None)))
+        .build()
+        .unwrap();
+    agent.run("Answer.", &CancellationToken::new()).await;
+    assert_eq!(model.last_request().max_tokens, Some(5_000));
+}
+
+#[tokio::test]
+async fn a_denser_tokenizer_is_learned_from_the_refusal_and_the_retry_fits() {
+    let dir = tempfile::tempdir().unwrap();
+    // The server counts two bytes a token: the first fit, at four, is refused.
+    let model = WindowedModel::denser(24_000, 2, Refuses::NamingTheWindow, 4);
+    let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
+        .context_window(Some(ContextWindow::new(24_000).unwrap()))
+        .build()
+        .unwrap();
+    let outcome = agent.run("Do four things.", &CancellationToken::new()).await;
+    assert_eq!(outcome.stop, AgentStop::Completed, "{:?}", model.seen());
+    assert_eq!(outcome.text, "heads 4, tails 4");
+    assert_eq!(model.refusals(), 1, "{:?}", model.seen());
+}
+
+#[tokio::test]
+async fn a_second_refusal_stops_the_run_with_the_window_it_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // Denser than the estimate, and the refusal does not say by how much.
+    let model = WindowedModel::denser(24_000, 2, Refuses::WindowOnly, 4);
+    let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
+        .context_window(Some(ContextWindow::new(24_000).unwrap()))
+        .build()
+        .unwrap();
+    let outcome = agent.run("Do four things.", &CancellationToken::new()).await;
+    let AgentStop::ContextWindow(context) = &outcome.stop else {
+        panic!("not a context stop: {:?}", outcome.stop);
+    };
+    assert_eq!((context.window, context.found_by), (Some(24_000), FoundBy::Refusal));
+    assert_eq!(model.refusals(), 2, "refused, fitted once more, refused: stopped");
+    assert_eq!(model.seen().len(), 3);
+}
+
+/// The three lines a context stop can show, from real runs.
+#[tokio::test]
+async fn the_stop_lines_are_pinned() {
+    async fn stop_of(model: Arc<WindowedModel>, window: Option<u64>, prompt: String) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = Agent::builder(runtime(model, TWO_MB, dir.path()))
+            .context_window(window.map(|window| ContextWindow::new(window).unwrap()))
+            .build()
+            .unwrap();
+        agent.run(prompt, &CancellationToken::new()).await.stop.to_string()
+    }
+    let lines = [
+        stop_of(
+            WindowedModel::new(8_000, Refuses::NamingTheWindow, 0),
+            Some(8_000),
+            "y".repeat(40_000),
+        )
+        .await,
+        stop_of(
+            WindowedModel::denser(24_000, 2, Refuses::WindowOnly, 4),
+            Some(24_000),
+            "Do four things.".into(),
+        )
+        .await,
+        stop_of(
+            WindowedModel::new(24_000, Refuses::Unnamed, 4),
+            None,
+            "Do four things.".into(),
+        )
+        .await,
+    ];
+    insta::assert_snapshot!("context_stop_lines", lines.join("\n"));
+}
