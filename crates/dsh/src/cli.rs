@@ -105,6 +105,12 @@ pub(crate) struct AgentArgs {
     /// else none). Refused with an ACP tool: its children report no usage.
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) token_budget: Option<u64>,
+    /// The parent model's context window, in tokens: every request is
+    /// fitted into it, less a reserve for the answer (default:
+    /// `[model].context_window` in dsh.toml, else $DSH_CONTEXT_WINDOW, else
+    /// learned from the server's first refusal that names it).
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) context_window: Option<u64>,
 }
 
 impl AgentArgs {

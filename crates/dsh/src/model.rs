@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use dsh_agent::ContextWindow;
 use dsh_llm::{ChatModel, OpenAiChatModel, OpenAiConfig, ScriptedModel};
 
 use crate::cli::AgentArgs;
@@ -12,6 +13,36 @@ use crate::wording;
 pub(crate) struct ModelChoice {
     pub(crate) model: Arc<dyn ChatModel>,
     pub(crate) banner: String,
+}
+
+/// The variable that sets the model's context window, in tokens.
+pub(crate) const ENV_CONTEXT_WINDOW: &str = "DSH_CONTEXT_WINDOW";
+
+/// The parent model's context window: `--context-window`, else the file's
+/// `[model] context_window`, else `DSH_CONTEXT_WINDOW`, else none (the
+/// window is then learned from the server's first refusal that names it).
+pub(crate) fn context_window(
+    args: &AgentArgs,
+    file: &ModelConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<ContextWindow>, String> {
+    if let Some(tokens) = args.context_window {
+        return ContextWindow::new(tokens)
+            .map(Some)
+            .map_err(|error| wording::context_window_invalid("--context-window", &tokens.to_string(), &error));
+    }
+    if file.context_window.is_some() {
+        return Ok(file.context_window);
+    }
+    let Some(value) = env(ENV_CONTEXT_WINDOW).filter(|value| !value.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let tokens = value.trim().parse::<u64>().map_err(|_| {
+        wording::context_window_invalid(ENV_CONTEXT_WINDOW, &value, &wording::CONTEXT_WINDOW_NOT_A_NUMBER)
+    })?;
+    ContextWindow::new(tokens)
+        .map(Some)
+        .map_err(|error| wording::context_window_invalid(ENV_CONTEXT_WINDOW, &value, &error))
 }
 
 /// A script file wins; then an endpoint, when a base URL or key is
@@ -81,6 +112,7 @@ mod tests {
             max_queued: None,
             max_children: None,
             token_budget: None,
+            context_window: None,
         }
     }
 
@@ -102,6 +134,7 @@ mod tests {
             base_url: Some("http://127.0.0.1:9/v1".into()),
             model: Some("file-model".into()),
             api_key_env: None,
+            context_window: None,
         };
         let env = [("DSH_BASE_URL", "http://127.0.0.1:8/v1"), ("DSH_MODEL", "env-model")];
         assert_eq!(
@@ -116,6 +149,40 @@ mod tests {
             banner(&args(None, None), &ModelConfig::default(), &env),
             "dsh: using model env-model at http://127.0.0.1:8/v1/chat/completions"
         );
+    }
+
+    #[test]
+    fn the_context_window_comes_from_the_flag_the_file_or_the_variable() {
+        let env = |value: &'static str| move |key: &str| (key == ENV_CONTEXT_WINDOW).then(|| value.to_owned());
+        let window = |tokens| ContextWindow::new(tokens).ok();
+        let file = ModelConfig {
+            context_window: window(32_000),
+            ..ModelConfig::default()
+        };
+        let mut flagged = args(None, None);
+        flagged.context_window = Some(16_000);
+        assert_eq!(context_window(&flagged, &file, env("64000")), Ok(window(16_000)));
+        assert_eq!(
+            context_window(&args(None, None), &file, env("64000")),
+            Ok(window(32_000))
+        );
+        let none = ModelConfig::default();
+        assert_eq!(
+            context_window(&args(None, None), &none, env(" 64000 ")),
+            Ok(window(64_000))
+        );
+        assert_eq!(context_window(&args(None, None), &none, env("")), Ok(None));
+        let errors = [
+            context_window(&args(None, None), &none, env("lots")),
+            context_window(&args(None, None), &none, env("100")),
+            {
+                let mut small = args(None, None);
+                small.context_window = Some(0);
+                context_window(&small, &none, env(""))
+            },
+        ];
+        let errors: Vec<String> = errors.into_iter().map(|result| result.unwrap_err()).collect();
+        insta::assert_snapshot!("context_window_errors", errors.join("\n"));
     }
 
     #[test]

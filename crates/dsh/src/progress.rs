@@ -204,7 +204,7 @@ impl Progress {
         let Some(child) = self.lock().running.remove(&end.run.run_id) else {
             return;
         };
-        let summary = wording::child_summary(end.stop_reason.as_str(), self.calls.take(&child.id), activity);
+        let summary = wording::child_summary(&wording::child_stop(end), self.calls.take(&child.id), activity);
         match (&self.display, &child.bar) {
             (Display::Bars(_), Some(bar)) => bar.finish_with_message(summary),
             (Display::Lines(sink), _) => sink(wording::child_ended(
@@ -345,6 +345,38 @@ mod tests {
         );
         assert!(printed.lock().unwrap()[1].ends_with('s'), "the elapsed time");
         assert_eq!(progress.children(), ["scripted-subagent:remote:parent"]);
+    }
+
+    #[tokio::test]
+    async fn a_context_stop_shows_its_own_line_and_other_stops_their_reason_only() {
+        let line = dsh_agent::ContextStop::new(Some(24_000), 4_096, 31_250, dsh_agent::FoundBy::Estimate).line();
+        let service = SubagentService::new();
+        let _context = service
+            .register_provider(
+                ScriptedProvider::builder("context")
+                    .stop_reason(StopReason::Other("context-window".into()))
+                    .diagnostic(line.clone())
+                    .build(),
+            )
+            .unwrap();
+        let _failed = service
+            .register_provider(
+                ScriptedProvider::builder("failed")
+                    .stop_reason(StopReason::Error)
+                    .diagnostic("the child's model call failed: boom")
+                    .build(),
+            )
+            .unwrap();
+        let (_progress, printed, _subscription) = lines(&service);
+        delegate(&service, "context", AgentRef::new("parent"), "write part 1").await;
+        delegate(&service, "failed", AgentRef::new("parent"), "write part 2").await;
+        let printed = timeless(&printed);
+        assert_eq!(
+            printed[1],
+            format!("↳ subagent \"write part 1\" context-window: {line}")
+        );
+        assert_eq!(printed[3], "↳ subagent \"write part 2\" error");
+        insta::assert_snapshot!("context_stop_progress_line", printed[1]);
     }
 
     #[tokio::test]

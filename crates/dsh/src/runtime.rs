@@ -90,10 +90,14 @@ impl Setup {
                 Ok(())
             }));
         let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let window = model::context_window(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let notices = mounts.harness().notices();
         let mut runtime = AgentRuntime::new(choice.model, mounts.tools().clone())
             .with_observer(observer as Arc<dyn AgentObserver>)
             .with_notices(Arc::new(move |agent: &AgentId| notices.take(agent)));
+        if let Some(window) = window {
+            runtime = runtime.with_context_window(window);
+        }
         if let Some(dir) = data_dir {
             runtime = runtime.with_data_dir(dir);
         }

@@ -133,6 +133,20 @@ pub(crate) fn child_ended(label: &str, summary: &str, seconds: f64) -> String {
     format!("↳ subagent \"{label}\" {summary} · {seconds:.1}s")
 }
 
+/// How a child's stop reads in a progress line: its stop reason, and for a
+/// context stop the line that says why (the same on stderr, over ACP and
+/// over MCP).
+pub(crate) fn child_stop(end: &dsh_subagent::RunEndInfo) -> std::borrow::Cow<'_, str> {
+    match (&end.stop_reason, &end.diagnostic) {
+        (dsh_subagent_api::StopReason::Other(reason), Some(line))
+            if reason == dsh_agent::wording::CONTEXT_WINDOW_STOP =>
+        {
+            format!("{reason}: {line}").into()
+        }
+        (reason, _) => reason.as_str().into(),
+    }
+}
+
 /// How a child ended: its stop reason, then its model calls when the agent
 /// loop reported them (an in-process child), or the tool calls it reported
 /// (an ACP child, whose model calls are not known here).

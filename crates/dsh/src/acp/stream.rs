@@ -332,7 +332,7 @@ impl Streams {
     fn ended(&self, end: &RunEndInfo) {
         let child = AgentId::new(end.run.id.as_str());
         let summary = wording::child_summary(
-            end.stop_reason.as_str(),
+            &wording::child_stop(end),
             self.calls.take(&end.run.id),
             self.activity.take(&end.run.id),
         );

@@ -113,6 +113,8 @@ pub(crate) struct RawModel {
     pub(crate) base_url: Option<Spanned<String>>,
     pub(crate) model: Option<Spanned<String>>,
     pub(crate) api_key_env: Option<Spanned<String>>,
+    /// The model's context window, in tokens.
+    pub(crate) context_window: Option<Spanned<RawCount>>,
 }
 
 /// Which provider a `[[subagents]]` entry delegates to.
@@ -252,6 +254,8 @@ impl<'de> Deserialize<'de> for RawAuth {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAgentOptions {
     pub(crate) model: Option<String>,
+    /// The context window of the children's model, in tokens.
+    pub(crate) context_window: Option<Spanned<RawCount>>,
 }
 
 /// `tool_filter`: which tools the children see.

@@ -17,6 +17,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dsh_agent::ContextWindow;
 use dsh_mcp::{McpServerSpec, RemoteServer, SpecError};
 use dsh_subagent_acp::{AcpAuth, AcpConfig, AcpProvider, PermissionPolicy};
 use dsh_subagent_api::{AgentOptions, SubagentProvider, ToolFilter};
@@ -61,6 +62,9 @@ pub(crate) struct ModelConfig {
     pub(crate) model: Option<String>,
     /// The variable that holds the API key (instead of `DSH_API_KEY`).
     pub(crate) api_key_env: Option<String>,
+    /// The model's context window (over `DSH_CONTEXT_WINDOW`; under
+    /// `--context-window`).
+    pub(crate) context_window: Option<ContextWindow>,
 }
 
 /// `[limits]`: the bounds of every delegation tree (a top-level agent and
@@ -321,7 +325,16 @@ fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, ConfigFileEr
             .transpose()?,
         model: raw.model.map(|model| non_empty(model, "model.model", at)).transpose()?,
         api_key_env,
+        context_window: raw
+            .context_window
+            .map(|window| context_window(window, "model.context_window", at))
+            .transpose()?,
     })
+}
+
+/// A `context_window`: at least [`ContextWindow::MIN`] tokens.
+fn context_window(value: Spanned<RawCount>, key: &str, at: &At<'_>) -> Result<ContextWindow, ConfigFileError> {
+    ContextWindow::new(value.get_ref().0).map_err(|error| at(Some(value.span()), key.to_owned(), error.to_string()))
 }
 
 /// `[limits]`: `max_concurrent`, `max_children` and `token_budget` must be
@@ -404,9 +417,21 @@ fn resolve_subagent(
         tool = tool.persona(non_empty(persona, &key("persona"), at)?);
     }
     if let Some(options) = raw.agent_options.take() {
+        let options = options.into_inner();
         let mut agent_options = AgentOptions::new();
-        if let Some(model) = options.into_inner().model {
+        if let Some(model) = options.model {
             agent_options = agent_options.with_model(model);
+        }
+        if let Some(window) = options.context_window {
+            let key = key("agent_options.context_window");
+            if kind == ProviderKind::Acp {
+                return Err(at(
+                    Some(window.span()),
+                    key,
+                    wording::CONFIG_ACP_CONTEXT_WINDOW.to_owned(),
+                ));
+            }
+            agent_options = agent_options.with_context_window(context_window(window, &key, at)?.tokens());
         }
         tool = tool.agent_options(agent_options);
     }

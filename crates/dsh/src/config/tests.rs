@@ -21,11 +21,13 @@ fn a_full_file_resolves_every_key() {
 base_url = "http://127.0.0.1:8080/v1"
 model = "deepseek-chat"
 api_key_env = "MY_KEY"
+context_window = 128000
 
 [[subagents]]
 provider = "spawn"
 persona = "You are terse."
 agent_options.model = "deepseek-chat"
+agent_options.context_window = 64000
 tool_filter = { deny = ["subagent"] }
 max_depth = 1
 enable_run_in_background = true
@@ -74,6 +76,7 @@ token_budget = 1000000
             base_url: Some("http://127.0.0.1:8080/v1".into()),
             model: Some("deepseek-chat".into()),
             api_key_env: Some("MY_KEY".into()),
+            context_window: dsh_agent::ContextWindow::new(128_000).ok(),
         }
     );
     let spawn = &config.subagents[0];
@@ -88,6 +91,14 @@ token_budget = 1000000
             .as_ref()
             .and_then(|options| options.model.as_deref()),
         Some("deepseek-chat")
+    );
+    assert_eq!(
+        spawn
+            .tool
+            .agent_options
+            .as_ref()
+            .and_then(|options| options.context_window),
+        Some(64_000)
     );
     assert_eq!(
         spawn.tool.tool_filter.as_ref().and_then(|filter| filter.deny.clone()),
@@ -412,4 +423,26 @@ fn the_catalog_states_dshs_default_limits() {
     ] {
         assert!(note.contains(&stated), "{stated:?} not in the note");
     }
+}
+
+#[test]
+fn context_window_errors_name_the_key() {
+    let cases: &[(&str, &str)] = &[
+        ("zero model window", "[model]\ncontext_window = 0\n"),
+        ("small model window", "[model]\ncontext_window = 512\n"),
+        ("model window as text", "[model]\ncontext_window = \"128k\"\n"),
+        (
+            "small child window",
+            "[[subagents]]\nprovider = \"spawn\"\nagent_options = { model = \"small\", context_window = 100 }\n",
+        ),
+        (
+            "child window over acp",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nagent_options.context_window = 32000\n",
+        ),
+    ];
+    let rendered: Vec<String> = cases
+        .iter()
+        .map(|(name, text)| format!("{name}:\n  {}", error(text)))
+        .collect();
+    insta::assert_snapshot!(rendered.join("\n"));
 }

@@ -119,7 +119,7 @@ impl CallReports {
         let mut state = self.lock();
         state.early.retain(|(agent, _)| agent != &child);
         if let Some(reporting) = state.children.remove(&child) {
-            let summary = wording::child_summary(end.stop_reason.as_str(), calls, None);
+            let summary = wording::child_summary(&wording::child_stop(end), calls, None);
             reporting
                 .progress
                 .report(wording::mcp_child_settled(&reporting.label, &summary));

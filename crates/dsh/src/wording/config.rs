@@ -57,6 +57,18 @@ pub(crate) fn config_unsupported(key: &str, provider: &str) -> String {
     format!("the {provider} provider cannot apply `{key}` to its children; remove it from this entry")
 }
 
+/// A child's `context_window` on an ACP entry: the child's loop is the
+/// other process's.
+pub(crate) const CONFIG_ACP_CONTEXT_WINDOW: &str = "an ACP child runs its own agent loop in its own process, with its own model: set its context window in that agent's configuration (for dsh, `[model] context_window` in the child's dsh.toml, or DSH_CONTEXT_WINDOW passed through this entry's `env`)";
+
+/// `DSH_CONTEXT_WINDOW` (or `--context-window`) that is not a window.
+pub(crate) fn context_window_invalid(source: &str, value: &str, why: &dyn Display) -> String {
+    format!("dsh: {source}={value:?} is not a context window: {why}")
+}
+
+/// A `DSH_CONTEXT_WINDOW` that is not a number of tokens.
+pub(crate) const CONTEXT_WINDOW_NOT_A_NUMBER: &str = "write a whole number of tokens, such as 128000";
+
 /// A `tool_filter` with neither list.
 pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
 

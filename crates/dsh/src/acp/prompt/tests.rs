@@ -111,6 +111,7 @@ impl Fixture {
             max_queued: None,
             max_children: None,
             token_budget: None,
+            context_window: None,
         };
         let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
         let Ok(setup) = Setup::new(&args, None, None, streams.clone(), Surface::Agent) else {

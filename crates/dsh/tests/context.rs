@@ -1,0 +1,291 @@
+//! The context guard end to end, through the real `dsh` binary: a parent
+//! starts four children in parallel, each answers 2 MB, and the parent's
+//! next request must fit a 24,000-token window. The model is a local
+//! OpenAI-compatible server (plain HTTP/1.1 and server-sent events on
+//! loopback) that counts a request's tokens as its body's bytes over four
+//! plus its `max_tokens`, and refuses one over its window as a real server
+//! does: OpenAI's HTTP 400 `context_length_exceeded`, or llama.cpp's
+//! `exceed_context_size_error` with `n_ctx`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+/// The window the server holds, in tokens.
+const WINDOW: u64 = 24_000;
+
+/// What each child answers: `HEAD`, 2 MB, `TAIL`.
+const ANSWER_BYTES: usize = 2 * 1024 * 1024;
+
+/// How the server refuses a request over its window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// OpenAI (and llama-cpp-python): HTTP 400, `context_length_exceeded`,
+    /// `This model's maximum context length is N tokens. …`.
+    OpenAi,
+    /// llama.cpp's server: HTTP 400, `exceed_context_size_error` with `n_ctx`.
+    LlamaCpp,
+    /// OpenAI's refusal that names no window.
+    Unnamed,
+}
+
+/// One request the server saw: its tokens, and whether it refused it.
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    tokens: u64,
+    refused: bool,
+}
+
+/// The server, on a port of its own; it lives as long as the test.
+struct Server {
+    base_url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    fn start(shape: Shape) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let log = log.clone();
+                std::thread::spawn(move || serve(stream, shape, &log));
+            }
+        });
+        Self { base_url, seen }
+    }
+
+    fn refusals(&self) -> usize {
+        self.seen.lock().unwrap().iter().filter(|seen| seen.refused).count()
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// Answers one request on `stream` (and closes it).
+fn serve(mut stream: TcpStream, shape: Shape, log: &Mutex<Vec<Seen>>) {
+    let Some(body) = read_request(&mut stream) else { return };
+    let tokens = (body.len() as u64).div_ceil(4);
+    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+        return;
+    };
+    let max_tokens = request["max_tokens"].as_u64().unwrap_or(0);
+    let refused = tokens + max_tokens > WINDOW;
+    log.lock().unwrap().push(Seen { tokens, refused });
+    if refused {
+        let error = match shape {
+            Shape::OpenAi => json!({"error": {
+                "message": format!("This model's maximum context length is {WINDOW} tokens. However, you requested {} tokens ({tokens} in the messages, {max_tokens} in the completion). Please reduce the length of the messages or completion.", tokens + max_tokens),
+                "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+            Shape::LlamaCpp => json!({"error": {
+                "code": 400,
+                "message": format!("request ({tokens} tokens) exceeds the available context size ({WINDOW} tokens), try increasing it"),
+                "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": WINDOW}}),
+            Shape::Unnamed => json!({"error": {
+                "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}),
+        };
+        let body = error.to_string();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
+    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let child = messages
+        .iter()
+        .any(|message| message["role"] == "system" && text(message).contains("You are a delegated subagent"));
+    let results: Vec<String> = messages
+        .iter()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| text(message).to_owned())
+        .collect();
+    let finish = if child {
+        let answer = format!("HEAD{}TAIL", "x".repeat(ANSWER_BYTES));
+        for piece in answer.as_bytes().chunks(64 * 1024) {
+            let piece = std::str::from_utf8(piece).unwrap_or_default();
+            event(
+                &mut stream,
+                &json!({"choices": [{"index": 0, "delta": {"content": piece}}]}),
+            );
+        }
+        "stop"
+    } else if results.is_empty() {
+        let calls: Vec<Value> = (0..4)
+            .map(|index| {
+                let arguments = json!({"description": format!("part {index}"), "prompt": format!("Answer part {index} at length.")});
+                json!({"index": index, "id": format!("call_{index}"), "type": "function",
+                       "function": {"name": "subagent", "arguments": arguments.to_string()}})
+            })
+            .collect();
+        event(
+            &mut stream,
+            &json!({"choices": [{"index": 0, "delta": {"tool_calls": calls}}]}),
+        );
+        "tool_calls"
+    } else {
+        let heads = results.iter().filter(|text| text.starts_with("HEAD")).count();
+        let tails = results.iter().filter(|text| text.ends_with("TAIL")).count();
+        let answer = format!("{} results, heads {heads}, tails {tails}", results.len());
+        event(
+            &mut stream,
+            &json!({"choices": [{"index": 0, "delta": {"content": answer}}]}),
+        );
+        "stop"
+    };
+    event(
+        &mut stream,
+        &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
+    );
+    event(
+        &mut stream,
+        &json!({"choices": [], "usage": {"prompt_tokens": tokens, "completion_tokens": 10, "total_tokens": tokens + 10}}),
+    );
+    let _ = stream.write_all(b"data: [DONE]\n\n");
+}
+
+fn text(message: &Value) -> &str {
+    message["content"].as_str().unwrap_or_default()
+}
+
+fn event(stream: &mut TcpStream, data: &Value) {
+    let _ = write!(stream, "data: {data}\n\n");
+}
+
+/// The body of one HTTP/1.1 request (`content-length` framed).
+fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+/// `dsh run` against `server`, with `window` in `DSH_CONTEXT_WINDOW` when set.
+fn run(server: &Server, window: Option<u64>) -> (std::process::Output, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut command = Command::new(common::DSH);
+    command
+        .args(["run", "--data-dir"])
+        .arg(&data)
+        .arg("Split the report into four parts and have each written at length.")
+        .current_dir(dir.path())
+        .env("DSH_BASE_URL", &server.base_url)
+        .env("DSH_API_KEY", "sk-test")
+        .env("DSH_MODEL", "test-model")
+        .env_remove("DSH_CONTEXT_WINDOW")
+        .env_remove("DSH_LOG")
+        .env_remove("DSH_PARENT_CONFIGS");
+    if let Some(window) = window {
+        command.env("DSH_CONTEXT_WINDOW", window.to_string());
+    }
+    (command.output().unwrap(), dir)
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The parent's request that carried the four results: the largest accepted.
+fn fitted(server: &Server) -> Seen {
+    server
+        .seen()
+        .into_iter()
+        .filter(|seen| !seen.refused)
+        .max_by_key(|seen| seen.tokens)
+        .unwrap()
+}
+
+#[test]
+fn with_the_window_configured_no_request_is_refused() {
+    for shape in [Shape::OpenAi, Shape::LlamaCpp] {
+        let server = Server::start(shape);
+        let (output, _dir) = run(&server, Some(WINDOW));
+        assert!(output.status.success(), "{shape:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output).trim(), "4 results, heads 4, tails 4", "{shape:?}");
+        assert_eq!(server.refusals(), 0, "{shape:?}: {:?}", server.seen());
+        // Four children, and the parent's two requests.
+        assert_eq!(server.seen().len(), 6, "{shape:?}: {:?}", server.seen());
+        assert!(
+            fitted(&server).tokens + 4_096 <= WINDOW,
+            "{shape:?}: {:?}",
+            server.seen()
+        );
+    }
+}
+
+#[test]
+fn with_the_window_unknown_one_refusal_teaches_it_and_the_run_finishes() {
+    for shape in [Shape::OpenAi, Shape::LlamaCpp] {
+        let server = Server::start(shape);
+        let (output, _dir) = run(&server, None);
+        assert!(output.status.success(), "{shape:?}: {}", stderr(&output));
+        assert_eq!(stdout(&output).trim(), "4 results, heads 4, tails 4", "{shape:?}");
+        assert_eq!(server.refusals(), 1, "{shape:?}: {:?}", server.seen());
+        assert!(
+            fitted(&server).tokens + 4_096 <= WINDOW,
+            "{shape:?}: {:?}",
+            server.seen()
+        );
+    }
+}
+
+#[test]
+fn a_refusal_that_names_no_window_stops_the_run_with_its_own_line() {
+    let server = Server::start(Shape::Unnamed);
+    let (output, dir) = run(&server, None);
+    assert!(!output.status.success());
+    assert_eq!(server.refusals(), 1, "never sent again: {:?}", server.seen());
+    let stderr = stderr(&output);
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with("dsh: the run did not finish: context-window: "))
+        .unwrap_or_else(|| panic!("no context line: {stderr}"));
+    assert!(
+        line.contains("the model's server refused a request of about ")
+            && line.ends_with("the run stopped and its transcript is kept"),
+        "{line}"
+    );
+    // The transcript is kept, the parent's stop last.
+    let agents = dir.path().join("data").join("agents");
+    let parent = std::fs::read_dir(&agents)
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .find(|text| text.contains("\"stop\":\"context-window: "))
+        .expect("the parent's transcript ends with its stop");
+    assert!(parent.lines().count() > 3);
+}
