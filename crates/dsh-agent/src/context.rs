@@ -345,20 +345,20 @@ pub(crate) fn fit_results(room: Room, estimate: Estimate, calls: &[ToolCall], re
 /// assert!(results.iter().map(|result| result.text.len()).sum::<usize>() <= 20_000);
 /// ```
 pub fn fit_tool_results(room: u64, results: &mut [ToolResult]) -> usize {
-    let sizes: Vec<u64> = results
-        .iter()
-        .map(|result| tokens_in(content_bytes(&result.text)))
-        .collect();
+    let escaped: Vec<u64> = results.iter().map(|result| content_bytes(&result.text)).collect();
+    let sizes: Vec<u64> = escaped.iter().map(|bytes| tokens_in(*bytes)).collect();
     let allowances = fit(room, 0, 0, &sizes);
     let mut cut = 0;
-    for ((result, size), allowance) in results.iter_mut().zip(sizes).zip(allowances) {
+    for (((result, size), allowance), mut escaped) in results.iter_mut().zip(sizes).zip(allowances).zip(escaped) {
         if allowance >= size {
             continue;
         }
         cut += 1;
         let target = bytes_in(allowance);
-        for _ in 0..RECUTS {
-            let escaped = content_bytes(&result.text);
+        for recut in 0..RECUTS {
+            if recut > 0 {
+                escaped = content_bytes(&result.text);
+            }
             if escaped <= target {
                 break;
             }

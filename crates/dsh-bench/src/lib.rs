@@ -18,6 +18,8 @@
 //! - cancellation latency: from `cancel()` to the tool result returned, dispose
 //!   finished (the lifecycle awaits dispose before it returns);
 //! - catalog render time ([`dsh_tool_catalog::generate`]);
+//! - one turn of 100 tool results fitted into a context window's room
+//!   ([`context`]);
 //! - one delegation to a freshly spawned `dsh acp` child against spawning the
 //!   same binary with `--version` ([`acp`]).
 //!
@@ -26,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acp;
+pub mod context;
 pub mod limits;
 pub mod spans;
 
@@ -449,6 +452,9 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
         for flavor in Flavor::ALL {
             rows.push(limits::queued_memory_row(plan.in_flight.min(10_000), flavor)?);
         }
+    }
+    for flavor in Flavor::ALL {
+        rows.extend(context::rows(plan, flavor)?);
     }
     rows.push(catalog_row(plan.catalog_samples)?);
     if plan.acp_samples > 0 {

@@ -4,7 +4,8 @@
 //! delegation rows. `DSH_BENCH_DSH_BIN` names the `dsh` binary they run;
 //! unset, the bench builds it with `cargo build -p dsh` when started by Cargo.
 //!
-//! `--only limits` prints only the bounded-delegation rows.
+//! `--only limits` prints only the bounded-delegation rows, `--only context`
+//! only the context guard's.
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
         ["--only", "acp"] => run_acp(&Plan::full()),
         ["--quick", "--only", "acp"] | ["--only", "acp", "--quick"] => run_acp(&Plan::quick()),
         ["--only", "limits"] => run_limits(&Plan::full()),
+        ["--only", "context"] => run_context(&Plan::full()),
         ["--in-flight" | "--queued", count, flavor] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
@@ -52,6 +54,30 @@ fn run(plan: Plan) -> ExitCode {
     match dsh_bench::run(&plan) {
         Ok(report) => {
             print!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("dsh-bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Only the context guard's rows.
+fn run_context(plan: &Plan) -> ExitCode {
+    let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
+        rows.extend(dsh_bench::context::rows(plan, flavor)?);
+        Ok::<_, String>(rows)
+    });
+    match rows {
+        Ok(rows) => {
+            print!(
+                "{}",
+                dsh_bench::Report {
+                    machine: dsh_bench::machine(),
+                    rows
+                }
+            );
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -109,6 +135,6 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp|limits]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context]");
     ExitCode::FAILURE
 }
