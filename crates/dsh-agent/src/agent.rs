@@ -755,8 +755,8 @@ impl Agent {
     }
 
     /// The request of the conversation so far plus `turn`. Its `max_tokens`
-    /// is the agent's cap, and never more than its token budgets have left,
-    /// so that one answer cannot overshoot them.
+    /// is the agent's cap, and never more than its token budgets have left
+    /// ([`budget_cap`]), so that one answer cannot overshoot them.
     fn request(&self, turn: &[Message]) -> ChatRequest {
         let history = self.history();
         let mut messages = Vec::with_capacity(history.len() + turn.len() + 1);
@@ -766,10 +766,7 @@ impl Agent {
         messages.extend(history);
         messages.extend(turn.iter().cloned());
         let left = self.inner.lineage.budget().map(|budget| budget.remaining().max(1));
-        let max_tokens = match (self.inner.max_tokens, left) {
-            (Some(cap), Some(left)) => Some(cap.min(left)),
-            (cap, left) => cap.or(left),
-        };
+        let max_tokens = budget_cap(self.inner.max_tokens, left);
         ChatRequest {
             messages,
             tools: self.inner.tools.definitions(),
@@ -792,6 +789,20 @@ impl Agent {
             observer.tool_call_finished(self.id(), call, &result);
         }
         result
+    }
+}
+
+/// The `max_tokens` of a request by an agent whose own cap is `cap` and
+/// whose token budgets have `left` tokens: the smaller of the two. Without a
+/// cap of its own, what is left is asked for only once it is at most
+/// [`DEFAULT_ANSWER_RESERVE`](crate::DEFAULT_ANSWER_RESERVE): a larger
+/// `max_tokens` than its model's output limit makes some servers refuse the
+/// request (DeepSeek's limit is 8,192), while any model answers that much.
+fn budget_cap(cap: Option<u64>, left: Option<u64>) -> Option<u64> {
+    match (cap, left) {
+        (Some(cap), Some(left)) => Some(cap.min(left)),
+        (None, Some(left)) if left <= crate::DEFAULT_ANSWER_RESERVE => Some(left),
+        (cap, _) => cap,
     }
 }
 

@@ -356,15 +356,19 @@ async fn a_token_budget_caps_each_requests_max_tokens_at_what_it_has_left() {
         Some(30_000 - first - 10),
         "the first call's tokens are spent"
     );
-    // Without a cap of its own, the budget is the cap.
-    let dir = tempfile::tempdir().unwrap();
-    let model = WindowedModel::new(1_000_000, Refuses::NamingTheWindow, 0);
-    let agent = Agent::builder(runtime(model.clone(), 10, dir.path()))
-        .lineage(Lineage::new().with_budget(TokenBudget::new(BudgetScope::Child, 5_000, None)))
-        .build()
-        .unwrap();
-    agent.run("Answer.", &CancellationToken::new()).await;
-    assert_eq!(model.last_request().max_tokens, Some(5_000));
+    // Without a cap of its own, what is left is asked for once it is at
+    // most the default answer reserve; a larger remainder is not sent,
+    // since servers refuse a max_tokens past their model's output limit.
+    for (budget, asked) in [(3_000, Some(3_000)), (500_000, None)] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = WindowedModel::new(1_000_000, Refuses::NamingTheWindow, 0);
+        let agent = Agent::builder(runtime(model.clone(), 10, dir.path()))
+            .lineage(Lineage::new().with_budget(TokenBudget::new(BudgetScope::Child, budget, None)))
+            .build()
+            .unwrap();
+        agent.run("Answer.", &CancellationToken::new()).await;
+        assert_eq!(model.last_request().max_tokens, asked, "{budget}");
+    }
 }
 
 #[tokio::test]
