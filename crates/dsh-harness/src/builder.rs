@@ -5,7 +5,7 @@ use std::sync::Arc;
 use dsh_subagent::Limits;
 use dsh_subagent_api::{ChildStore, SubagentProvider};
 use dsh_tool_subagent::SubagentToolConfig;
-use dsh_tools::Tool;
+use dsh_tools::{ResultBudget, Tool};
 
 use crate::{BuildError, Harness, check};
 
@@ -85,6 +85,8 @@ pub struct HarnessBuilder {
     pub(crate) later_tools: Vec<String>,
     /// The limits of every delegation tree of the harness's service.
     pub(crate) limits: Limits,
+    /// The result budget of every tool that sets none of its own.
+    pub(crate) result_budget: Option<ResultBudget>,
 }
 
 impl std::fmt::Debug for HarnessBuilder {
@@ -106,6 +108,7 @@ impl std::fmt::Debug for HarnessBuilder {
             .field("background", &self.background)
             .field("later_tools", &self.later_tools)
             .field("limits", &self.limits)
+            .field("result_budget", &self.result_budget)
             .finish()
     }
 }
@@ -155,6 +158,18 @@ impl HarnessBuilder {
     /// Give each top-level agent its own tree ([`Harness::open_tree`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The most of a delegation output the model reads, for every tool of
+    /// the harness that sets no budget of its own: each `subagent` tool's
+    /// result ([`SubagentToolConfig::result_budget`]) and what `task_output`
+    /// shows (background results, `send_message` answers, and the paged
+    /// reads of cut results). [`ResultBudget::DEFAULT`] (8,000 tokens)
+    /// unless set. A longer output reads as its head and tail around a
+    /// notice that gives the exact `task_output` call reading on.
+    pub fn result_budget(mut self, budget: ResultBudget) -> Self {
+        self.result_budget = Some(budget);
         self
     }
 

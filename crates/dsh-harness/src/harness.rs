@@ -59,9 +59,10 @@ impl Harness {
             .collect::<Result<Vec<_>, _>>()?;
         let task_tools = match builder.background {
             Background::Off => None,
-            Background::Tasks | Background::Continuable(_) => {
-                Some(TaskToolsPlugin::apply(&tasks, &tools).map_err(refused)?)
-            }
+            Background::Tasks | Background::Continuable(_) => Some(
+                TaskToolsPlugin::apply_within(&tasks, &tools, builder.result_budget.unwrap_or_default())
+                    .map_err(refused)?,
+            ),
         };
         let control = match builder.background {
             Background::Continuable(store) => Some(SubagentControl::new(service.clone(), tasks.clone(), store)),
@@ -71,10 +72,16 @@ impl Harness {
             .as_ref()
             .map(|control| SubagentControlPlugin::apply(control, &tools).map_err(refused))
             .transpose()?;
+        let result_budget = builder.result_budget;
         let subagents = builder
             .subagents
             .into_iter()
-            .map(|(config, _)| match (&control, &task_tools) {
+            .map(|(mut config, _)| {
+                // A tool's own budget, else the harness's.
+                config.result_budget = config.result_budget.or(result_budget);
+                config
+            })
+            .map(|config| match (&control, &task_tools) {
                 (Some(control), _) => SubagentToolPlugin::apply_with_control(config, &service, &tools, control),
                 (None, Some(_)) => SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks),
                 (None, None) => SubagentToolPlugin::apply(config, &service, &tools),

@@ -110,3 +110,42 @@ async fn dropping_the_harness_unmounts_everything() {
     assert!(service.list().is_empty());
     assert_eq!(Arc::strong_count(&provider), 1);
 }
+
+#[tokio::test]
+async fn a_harness_result_budget_bounds_every_tool_that_sets_none_of_its_own() {
+    let long = |name: &str| ScriptedProvider::builder(name).reply("l".repeat(5_000)).build();
+    let harness = HarnessBuilder::new()
+        .subagent(SubagentToolConfig::new("wide"), long("wide"))
+        .subagent(
+            SubagentToolConfig::new("own")
+                .tool_name("subagent_own")
+                .result_budget(dsh_harness::ResultBudget::new(2_000).unwrap()),
+            long("own"),
+        )
+        .background(Background::Tasks)
+        .result_budget(dsh_harness::ResultBudget::MIN)
+        .build()
+        .unwrap();
+    let call = |tool: &'static str| {
+        harness
+            .tools()
+            .call(tool, json!({"description": "long", "prompt": "p"}), exec("parent"))
+    };
+    // The harness's budget: 256 tokens, 1,024 bytes.
+    let cut = call("subagent").await;
+    assert!(cut.text.len() <= 1_024 && cut.cut.is_some(), "{}", cut.text.len());
+    // The tool's own: 2,000 tokens, 8,000 bytes, so its 5,000 bytes are whole.
+    let whole = call("subagent_own").await;
+    assert_eq!(whole.text, "l".repeat(5_000));
+    // task_output pages within the harness's budget too.
+    let page = harness
+        .tools()
+        .call(
+            "task_output",
+            json!({"task_id": "subagent-1", "offset": 0}),
+            exec("parent"),
+        )
+        .await;
+    assert!(page.text.len() <= 1_024, "{}", page.text.len());
+    assert!(page.text.starts_with("lll"));
+}

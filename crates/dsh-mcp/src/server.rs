@@ -5,12 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use dsh_tools::budget::CUT_META_KEY;
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use rmcp::model::{
     CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CallToolResult, ConstString, ContentBlock,
-    CustomRequest, CustomResult, ErrorCode, Implementation, ListToolsRequestMethod, ListToolsResult,
-    PaginatedRequestParams, PingRequestMethod, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig, Tool as McpToolDef,
+    CustomRequest, CustomResult, ErrorCode, Implementation, JsonObject, ListToolsRequestMethod, ListToolsResult,
+    MetaObject, PaginatedRequestParams, PingRequestMethod, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool as McpToolDef,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer, ServiceExt};
 use rmcp::{ErrorData, ServerHandler};
@@ -368,11 +369,19 @@ impl ServerHandler for Session {
             }
         }
         let content = vec![ContentBlock::text(result.text)];
-        Ok(CallToolResponse::Complete(if result.is_error {
+        let mut response = if result.is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)
-        }))
+        };
+        // A result cut to its budget says how in `_meta`, beside the text
+        // (whose notice says it too): the full size, the size shown, the
+        // task that keeps the rest.
+        if let Some(cut) = &result.cut {
+            let summary = JsonObject::from_iter([(CUT_META_KEY.to_owned(), cut.summary())]);
+            response.meta = Some(MetaObject(summary));
+        }
+        Ok(CallToolResponse::Complete(response))
     }
 }
 

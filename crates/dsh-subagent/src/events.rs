@@ -96,12 +96,24 @@ pub struct CutInfo {
     /// The task whose output keeps the whole result for paged reads
     /// (`task_output` with an `offset`), when it is kept.
     pub task_id: Option<String>,
+    /// Whether the cut result is the child's answer or an error.
+    pub outcome: CutOutcome,
+}
+
+/// What a cut result was ([`CutInfo::outcome`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CutOutcome {
+    /// The child completed: its answer was cut.
+    Completed,
+    /// The run failed: its error, partial output included, was cut.
+    Failed,
 }
 
 impl CutInfo {
     /// A cut of the result of `parent`'s child at `depth`: `full` in all,
     /// `shown` of it read.
-    pub fn new(parent: AgentId, depth: u64, full: TextSize, shown: TextSize) -> Self {
+    pub fn new(parent: AgentId, depth: u64, outcome: CutOutcome, full: TextSize, shown: TextSize) -> Self {
         Self {
             parent,
             depth,
@@ -109,6 +121,7 @@ impl CutInfo {
             full,
             shown,
             task_id: None,
+            outcome,
         }
     }
 

@@ -15,7 +15,9 @@ pub mod wording;
 
 pub use admission::DelegationTree;
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
-pub use events::{CutInfo, Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, WaitInfo};
+pub use events::{
+    CutInfo, CutOutcome, Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, WaitInfo,
+};
 pub use limits::Limits;
 pub use service::{ProviderRegistration, SubagentService};
 pub use settlement::{RELEASE_GRACE, Settled, settle};

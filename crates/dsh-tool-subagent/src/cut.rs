@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use dsh_subagent::{CutInfo, SubagentService};
+use dsh_subagent::{CutInfo, CutOutcome, SubagentService};
 use dsh_subagent_api::AgentRef;
 use dsh_tasks::{Output, Recorded, TaskRegistry};
 use dsh_tools::budget::{self, PagedRead, TextSize};
@@ -54,7 +54,7 @@ impl Cutter<'_> {
                 let Some(excerpt) = budget::head_and_tail(&text, budget, read) else {
                     return Ok(ToolOutput::text(Arc::unwrap_or_clone(text)));
                 };
-                self.announce(full, excerpt.cut.shown.size(), task_id);
+                self.announce(CutOutcome::Completed, full, excerpt.cut.shown.size(), task_id);
                 Ok(ToolOutput::excerpt(excerpt))
             }
             Err(error) if error.message().len() + dsh_tools::wording::ERROR_PREFIX.len() > budget => {
@@ -69,7 +69,7 @@ impl Cutter<'_> {
                 let Some(excerpt) = budget::head_and_tail(&message, allowance, read) else {
                     return Err(with_code(ToolError::new(Arc::unwrap_or_clone(message)), code));
                 };
-                self.announce(full, excerpt.cut.shown.size(), task_id);
+                self.announce(CutOutcome::Failed, full, excerpt.cut.shown.size(), task_id);
                 Err(with_code(ToolError::excerpt(excerpt), code))
             }
             outcome => outcome,
@@ -98,16 +98,13 @@ impl Cutter<'_> {
         }
     }
 
-    fn announce(&self, full: TextSize, shown: TextSize, task_id: Option<String>) {
+    /// Announces the cut to the service's run listeners (a progress line).
+    fn announce(&self, outcome: CutOutcome, full: TextSize, shown: TextSize, task_id: Option<String>) {
         self.service.announce_cut(|| {
-            CutInfo::new(
-                self.caller.id().clone(),
-                self.caller.depth().saturating_add(1),
-                full,
-                shown,
-            )
-            .label(Some(self.label.to_string()))
-            .task_id(task_id)
+            let depth = self.caller.depth().saturating_add(1);
+            CutInfo::new(self.caller.id().clone(), depth, outcome, full, shown)
+                .label(Some(self.label.to_string()))
+                .task_id(task_id)
         });
     }
 }

@@ -213,7 +213,29 @@ struct Layout {
     end: usize,
 }
 
+/// The key under which protocols that carry metadata (MCP results, ACP
+/// tool call updates) describe a cut result ([`Cut::summary`]).
+pub const CUT_META_KEY: &str = "dsh/resultCut";
+
 impl Cut {
+    /// The cut as protocol metadata: the full text's size and the size
+    /// shown, in bytes and characters, and the task that keeps the rest:
+    /// `{"fullBytes": …, "fullChars": …, "shownBytes": …, "shownChars": …, "taskId": "subagent-7"}`
+    /// (`taskId` absent when the rest is not kept).
+    pub fn summary(&self) -> serde_json::Value {
+        let shown = self.shown.size();
+        let mut summary = serde_json::json!({
+            "fullBytes": self.full.bytes,
+            "fullChars": self.full.chars,
+            "shownBytes": shown.bytes,
+            "shownChars": shown.chars,
+        });
+        if let (Some(read), Some(object)) = (&self.read, summary.as_object_mut()) {
+            object.insert("taskId".to_owned(), read.task_id().into());
+        }
+        summary
+    }
+
     /// The cut of a text that `prefix_bytes` bytes were put in front of.
     #[must_use]
     pub(crate) fn after_prefix(mut self, prefix_bytes: usize) -> Self {

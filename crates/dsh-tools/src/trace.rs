@@ -9,7 +9,7 @@
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::{ToolExecution, ToolResult};
+use crate::{Cut, ToolExecution, ToolResult};
 
 /// The `error.type` of a failure that carries no stable code.
 pub const OTHER_ERROR: &str = "_OTHER";
@@ -29,6 +29,10 @@ pub fn execute_tool_span(name: &str, exec: &ToolExecution) -> Span {
         gen_ai.tool.call.id = Empty,
         gen_ai.agent.id = Empty,
         "error.type" = Empty,
+        "dsh.result.full_bytes" = Empty,
+        "dsh.result.full_chars" = Empty,
+        "dsh.result.shown_bytes" = Empty,
+        "dsh.result.shown_chars" = Empty,
     );
     if !span.is_disabled() {
         if let Some(call_id) = exec.call_id() {
@@ -42,11 +46,33 @@ pub fn execute_tool_span(name: &str, exec: &ToolExecution) -> Span {
 }
 
 /// Records a call's outcome on its span: a failure sets `error.type` to the
-/// error's stable code (or [`OTHER_ERROR`]) and the span status to error.
+/// error's stable code (or [`OTHER_ERROR`]) and the span status to error;
+/// a result cut to its budget records the full text's size and the size
+/// shown (`dsh.result.full_bytes`, `dsh.result.full_chars`,
+/// `dsh.result.shown_bytes`, `dsh.result.shown_chars`).
 pub fn record_tool_result(span: &Span, result: &ToolResult) {
     if result.is_error {
         record_error(span, result.error.as_ref().and_then(|error| error.code()));
     }
+    if let Some(cut) = &result.cut {
+        record_cut(span, cut);
+    }
+}
+
+/// Records on `span` how a result was cut: the full text's size and what
+/// of it is shown, in bytes and in characters.
+pub fn record_cut(span: &Span, cut: &Cut) {
+    let shown = cut.shown.size();
+    span.record("dsh.result.full_bytes", int(cut.full.bytes));
+    span.record("dsh.result.full_chars", int(cut.full.chars));
+    span.record("dsh.result.shown_bytes", int(shown.bytes));
+    span.record("dsh.result.shown_chars", int(shown.chars));
+}
+
+/// A size as an OTel int: an `i64` field (`tracing-opentelemetry` turns a
+/// `u64` into its text).
+fn int(count: u64) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
 }
 
 /// Marks `span` failed with `error.type` = `code` (or [`OTHER_ERROR`]).

@@ -111,6 +111,13 @@ pub(crate) struct AgentArgs {
     /// learned from the server's first refusal that names it).
     #[arg(long, value_name = "TOKENS")]
     pub(crate) context_window: Option<u64>,
+    /// The most of a delegation output the model reads, in tokens of 4
+    /// bytes (at least 256): a longer `subagent` result or `task_output`
+    /// reads as its head and tail, and task_output pages through the rest
+    /// (default: `[limits].result_budget`, else 8000; a `[[subagents]]`
+    /// entry's own `result_budget` wins for its tool).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(256..))]
+    pub(crate) result_budget: Option<u64>,
 }
 
 impl AgentArgs {
@@ -121,6 +128,7 @@ impl AgentArgs {
             max_queued: self.max_queued,
             max_children: self.max_children,
             token_budget: self.token_budget,
+            result_budget: self.result_budget,
         }
     }
 }

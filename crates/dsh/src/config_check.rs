@@ -16,12 +16,14 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     // created there), so continuable children and `send_message` show.
     let file_limits = config.as_ref().map(|config| config.limits).unwrap_or_default();
     let limits = file_limits.resolve(&config::LimitsConfig::default());
+    let result_budget = file_limits.result_budget(&config::LimitsConfig::default());
     let mounts = Mounts::new(
         config.as_ref(),
         Some(Path::new(".dsh")),
         Surface::Agent,
         None,
         limits,
+        result_budget,
         &[],
     )?;
     eprintln!(

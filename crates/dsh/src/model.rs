@@ -113,6 +113,7 @@ mod tests {
             max_children: None,
             token_budget: None,
             context_window: None,
+            result_budget: None,
         }
     }
 

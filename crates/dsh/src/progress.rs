@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use dsh_agent::AgentObserver;
 use dsh_llm::Usage;
-use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
+use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_tools::AgentId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -217,9 +217,31 @@ impl Progress {
     }
 }
 
+impl Progress {
+    /// A child's result was cut to its budget: a line after its end line.
+    fn cut(&self, cut: &CutInfo) {
+        let label = cut.label.as_deref().unwrap_or_default();
+        let line = wording::child_cut(
+            label,
+            cut.outcome,
+            cut.full.bytes,
+            cut.shown.bytes,
+            cut.task_id.as_deref(),
+        );
+        match &self.display {
+            Display::Quiet => {}
+            Display::Lines(sink) => sink(line),
+            Display::Bars(bars) => {
+                let _ = bars.println(line);
+            }
+        }
+    }
+}
+
 impl TreeObserver for Progress {
     fn child_event(&self, event: &SubagentEvent) {
         match event {
+            SubagentEvent::ResultCut(cut) => self.cut(cut),
             SubagentEvent::RunStarted(run) => self.started(run),
             SubagentEvent::RunEnded(end) => self.ended(end),
             SubagentEvent::RunQueued(queued) => self.queued(queued),
@@ -407,6 +429,32 @@ mod tests {
             ]
         );
         assert_eq!(progress.children(), ["scripted-subagent:local:parent"]);
+    }
+
+    #[tokio::test]
+    async fn a_cut_result_shows_its_size_and_what_was_shown_after_the_end_line() {
+        let service = SubagentService::new();
+        let _long = service
+            .register_provider(ScriptedProvider::builder("long").reply("é".repeat(1_100_000)).build())
+            .unwrap();
+        let (_progress, printed, _subscription) = lines(&service);
+        let tools = dsh_tools::ToolRegistry::new();
+        let tasks = dsh_tasks::TaskRegistry::new();
+        let _task_tools = dsh_tool_tasks::TaskToolsPlugin::apply(&tasks, &tools).unwrap();
+        let config = dsh_tool_subagent::SubagentToolConfig::new("long");
+        let _tool = dsh_tool_subagent::SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks).unwrap();
+        let exec = dsh_tools::ToolExecution::new(CancellationToken::new()).with_agent(AgentRef::new("parent"));
+        let args = serde_json::json!({"description": "write it all", "prompt": "p"});
+        let result = tools.call("subagent", args, exec).await;
+        assert!(result.cut.is_some());
+        let lines = timeless(&printed);
+        insta::assert_snapshot!(lines.join("\n"), @r#"
+        ↳ subagent "write it all" started (scripted-subagent:long:parent, long)
+        ↳ subagent "write it all" completed
+        ↳ subagent "write it all" completed (2.2 MB answer, 32 KB shown; task_output reads the rest from task subagent-1)
+        "#);
+        let failed = wording::child_cut("x", dsh_subagent::CutOutcome::Failed, 999, 512, None);
+        insta::assert_snapshot!(failed, @r#"↳ subagent "x" failed (999 B error, 512 B shown; the rest is not kept)"#);
     }
 
     /// Waits until `printed` has `count` lines.

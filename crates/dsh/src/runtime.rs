@@ -65,11 +65,18 @@ impl Setup {
     ) -> Result<Self, Failure> {
         let file_model = config.map(|config| config.model.clone()).unwrap_or_default();
         // Flags over the file's `[limits]` over dsh's defaults.
-        let limits = config
-            .map(|config| config.limits)
-            .unwrap_or_default()
-            .resolve(&args.limits());
-        let mounts = Mounts::new(config, data_dir, surface, Some(observer.clone()), limits, withheld)?;
+        let file_limits = config.map(|config| config.limits).unwrap_or_default();
+        let limits = file_limits.resolve(&args.limits());
+        let result_budget = file_limits.result_budget(&args.limits());
+        let mounts = Mounts::new(
+            config,
+            data_dir,
+            surface,
+            Some(observer.clone()),
+            limits,
+            result_budget,
+            withheld,
+        )?;
         let retention = data_dir.map(|dir| {
             let policy = config.map(|config| config.data).unwrap_or_default();
             Arc::new(Retention::new(dir.to_owned(), policy))

@@ -14,7 +14,7 @@ use dsh_subagent::{DelegationTree, Limits};
 use dsh_subagent_acp::AcpProvider;
 use dsh_subagent_api::{SubagentProvider, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
-use dsh_tools::ToolRegistry;
+use dsh_tools::{ResultBudget, ToolRegistry};
 
 use crate::config::{Config, Provider, Subagent};
 use crate::observe::TreeObserver;
@@ -110,6 +110,7 @@ impl Mounts {
         surface: Surface,
         observer: Option<Arc<dyn TreeObserver>>,
         limits: Limits,
+        result_budget: ResultBudget,
         withheld: &[String],
     ) -> Result<Self, Failure> {
         let subagents = match config {
@@ -141,6 +142,7 @@ impl Mounts {
             .provider(fork.clone())
             .background(background)
             .limits(limits)
+            .result_budget(result_budget)
             .later_tools(dsh_mcp::TOOL_PREFIX);
         // Every child process carries the loop guard's marker.
         let child_env = loop_guard::child_env(config);

@@ -147,6 +147,41 @@ pub(crate) fn child_stop(end: &dsh_subagent::RunEndInfo) -> std::borrow::Cow<'_,
     }
 }
 
+/// `dsh run` progress: a delegation's result was longer than its result
+/// budget: how large it was, how much of it the model reads, and where
+/// the rest is kept. Follows the child's end line.
+pub(crate) fn child_cut(
+    label: &str,
+    outcome: dsh_subagent::CutOutcome,
+    full_bytes: u64,
+    shown_bytes: u64,
+    task: Option<&str>,
+) -> String {
+    let (ended, what) = match outcome {
+        dsh_subagent::CutOutcome::Failed => ("failed", "error"),
+        _ => ("completed", "answer"),
+    };
+    let rest = match task {
+        Some(task) => format!("task_output reads the rest from task {task}"),
+        None => "the rest is not kept".to_owned(),
+    };
+    format!(
+        "↳ subagent \"{label}\" {ended} ({} {what}, {} shown; {rest})",
+        size(full_bytes),
+        size(shown_bytes)
+    )
+}
+
+/// A size as a person reads it: `512 B`, `32 KB`, `2.2 MB` (powers of 1000).
+pub(crate) fn size(bytes: u64) -> String {
+    let bytes_f = bytes as f64;
+    match bytes {
+        0..1_000 => format!("{bytes} B"),
+        1_000..1_000_000 => format!("{:.0} KB", bytes_f / 1e3),
+        _ => format!("{:.1} MB", bytes_f / 1e6),
+    }
+}
+
 /// How a child ended: its stop reason, then its model calls when the agent
 /// loop reported them (an in-process child), or the tool calls it reported
 /// (an ACP child, whose model calls are not known here).

@@ -95,10 +95,15 @@ impl Session {
     }
 
     async fn call(&self, tool: &str, args: Value) -> (String, bool) {
+        text_of(&self.call_result(tool, args).await)
+    }
+
+    /// The whole `tools/call` result, `_meta` included.
+    async fn call_result(&self, tool: &str, args: Value) -> CallToolResult {
         let Value::Object(args) = args else {
             panic!("arguments must be an object")
         };
-        let result = tokio::time::timeout(
+        tokio::time::timeout(
             GUARD,
             self.client()
                 .peer()
@@ -106,8 +111,7 @@ impl Session {
         )
         .await
         .unwrap()
-        .unwrap();
-        text_of(&result)
+        .unwrap()
     }
 
     fn stderr(&self) -> String {
@@ -215,6 +219,75 @@ async fn initialize_and_tools_list_match_the_catalog_byte_for_byte() {
     let (status, stderr) = session.close().await;
     assert!(status.success(), "{stderr}");
     assert_eq!(stderr, "", "--quiet keeps stderr empty");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_answer_reads_cut_with_its_notice_and_pages_back_through_task_output() {
+    let dir = tempfile::tempdir().unwrap();
+    // 60,000 characters, 90,000 bytes: over the default budget of 32,000.
+    let answer: String = (0..60_000).map(|i| if i % 2 == 0 { 'é' } else { 'z' }).collect();
+    let rules = json!({"rules": [{"when": {}, "reply": {"text": answer, "stream_by": "whole"}}]});
+    let script = script(dir.path(), "long.json", &rules.to_string());
+    let session = start(dir.path(), &["--script", &script]).await;
+    let result = session
+        .call_result(
+            "subagent",
+            json!({"description": "write at length", "prompt": "Write."}),
+        )
+        .await;
+    let (text, is_error) = text_of(&result);
+    assert!(!is_error, "{text}");
+    assert!(text.len() <= 32_000, "{}", text.len());
+    assert!(text.starts_with("éz") && text.ends_with("éz"));
+    assert!(
+        text.contains("characters shown, the first ")
+            && text.contains(r#"call task_output {"task_id": "subagent-1", "offset": "#),
+        "{text}"
+    );
+    let meta = serde_json::to_value(result.meta.as_ref().unwrap()).unwrap();
+    let cut = &meta["dsh/resultCut"];
+    assert_eq!(
+        (cut["fullChars"].clone(), cut["fullBytes"].clone()),
+        (json!(60_000), json!(90_000))
+    );
+    assert_eq!(cut["taskId"], "subagent-1");
+
+    // Every page through MCP, from the start: exactly the answer.
+    let mut read_back = String::new();
+    let mut offset = 0u64;
+    loop {
+        let (page, is_error) = session
+            .call("task_output", json!({"task_id": "subagent-1", "offset": offset}))
+            .await;
+        assert!(!is_error, "{page}");
+        assert!(page.len() <= 32_000);
+        let body = page.strip_suffix("\n[status: completed]").unwrap();
+        match body.rsplit_once("\n\n[characters ") {
+            Some((shown, notice)) => {
+                read_back.push_str(shown);
+                let next = notice.rsplit_once(r#""offset": "#).unwrap().1.trim_end_matches("}]");
+                offset = next.parse().unwrap();
+            }
+            None => {
+                read_back.push_str(body);
+                break;
+            }
+        }
+    }
+    assert!(
+        read_back == answer,
+        "{} of {} bytes read back",
+        read_back.len(),
+        answer.len()
+    );
+    let (status, stderr) = session.close().await;
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "↳ subagent \"write at length\" completed (90 KB answer, 32 KB shown; task_output reads the rest from task subagent-1)"
+        ),
+        "{stderr}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -476,3 +476,60 @@ fn the_limits_events_carry_int_counts_and_a_string_error_type() {
         "{refused:?}"
     );
 }
+
+#[test]
+fn a_cut_result_records_its_full_and_shown_size_and_the_run_shows_it_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    // The parent delegates; its child answers 5,000 characters; the parent
+    // reads at most 1,024 bytes of it (`--result-budget 256`).
+    let script = serde_json::json!({"rules": [
+        {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "w".repeat(5_000), "stream_by": "whole"}},
+        {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+            {"name": "subagent", "arguments": {"description": "write at length", "prompt": "Write."}}]}},
+        {"when": {"last_message": "tool"}, "reply": {"text": "read it"}}
+    ]});
+    std::fs::write(dir.path().join("long.json"), script.to_string()).unwrap();
+    let receiver = Receiver::start();
+    let output = dsh(
+        dir.path(),
+        &[
+            "run",
+            "--script",
+            "long.json",
+            "--result-budget",
+            "256",
+            "Write at length.",
+        ],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let spans = receiver.spans();
+    let tool = one(&spans, "execute_tool subagent");
+    assert_eq!(tool.typed["dsh.result.full_bytes"], Typed::Int(5_000));
+    assert_eq!(tool.typed["dsh.result.full_chars"], Typed::Int(5_000));
+    let Typed::Int(shown) = tool.typed["dsh.result.shown_bytes"] else {
+        panic!("{:?}", tool.typed)
+    };
+    assert!(shown > 0 && shown < 1_024, "{shown}");
+    assert_eq!(tool.typed["dsh.result.shown_chars"], Typed::Int(shown));
+    assert!(
+        stderr.contains(&format!(
+            "↳ subagent \"write at length\" completed (5 KB answer, {shown} B shown; task_output reads the rest from task subagent-1)"
+        )),
+        "{stderr}"
+    );
+
+    // A budget below 256 tokens is refused before anything runs.
+    let refused = dsh(
+        dir.path(),
+        &["run", "--script", "long.json", "--result-budget", "100", "go"],
+        &[],
+    );
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("--result-budget"),
+        "{}",
+        text(&refused.stderr)
+    );
+}

@@ -302,3 +302,16 @@ fn a_recut_keeps_a_suffix_whole_and_its_numbers_exact() {
     );
     assert!(result.text.ends_with(&format!("{call}]{status}")), "{}", result.text);
 }
+
+#[test]
+fn a_cut_summarizes_its_sizes_and_its_task() {
+    let text = "ab".repeat(3_000);
+    let kept = head_and_tail(&text, 1_000, Some(read())).unwrap();
+    let summary = kept.cut.summary();
+    assert_eq!(summary["fullBytes"], 6_000);
+    assert_eq!(summary["fullChars"], 6_000);
+    assert_eq!(summary["shownBytes"], kept.cut.shown.size().bytes);
+    assert_eq!(summary["taskId"], "subagent-7");
+    let not_kept = head_and_tail(&text, 1_000, None).unwrap();
+    assert!(not_kept.cut.summary().get("taskId").is_none());
+}

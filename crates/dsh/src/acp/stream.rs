@@ -42,6 +42,8 @@ pub(crate) enum Event {
         text: String,
         /// Whether it failed.
         failed: bool,
+        /// How the result was cut to its budget, when it was.
+        cut: Option<Box<dsh_tools::Cut>>,
     },
     /// A delegation call's own child waits for a slot of its tree: the
     /// call is pending.
@@ -422,6 +424,7 @@ impl AgentObserver for Streams {
                 id: call.id.clone(),
                 text: result.text.clone(),
                 failed: result.is_error,
+                cut: result.cut.clone(),
             },
         );
     }
@@ -531,6 +534,7 @@ mod tests {
             id: id.to_owned(),
             text: "done".to_owned(),
             failed: false,
+            cut: None,
         };
         let progress = |line: &str| Event::ChildProgress {
             call: "c".to_owned(),
@@ -610,7 +614,8 @@ mod tests {
                 Event::ToolFinished {
                     id: "c1".to_owned(),
                     text: "beta done".to_owned(),
-                    failed: false
+                    failed: false,
+                    cut: None,
                 },
             ]
         );

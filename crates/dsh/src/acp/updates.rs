@@ -2,12 +2,14 @@
 //! ([`live`]) and of a loaded session's history ([`replay`]).
 
 use acp::v1::schema::{
-    Content, ContentBlock, ContentChunk, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
+    Content, ContentBlock, ContentChunk, Meta, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use agent_client_protocol as acp;
 use dsh_llm::Message;
 use dsh_tasks::wording::{TASK_LIST, TASK_OUTPUT};
+use dsh_tools::Cut;
+use dsh_tools::budget::CUT_META_KEY;
 use serde_json::Value;
 
 use super::stream::Event;
@@ -52,16 +54,23 @@ fn status(id: &str, status: ToolCallStatus) -> SessionUpdate {
     ))
 }
 
-fn finished(id: &str, result: &str, failed: bool) -> SessionUpdate {
+/// The update that ends a call: its status and what the model read; a
+/// result cut to its budget says how in `_meta` (`dsh/resultCut`: the full
+/// size, the size shown, the task that keeps the rest).
+fn finished(id: &str, result: &str, failed: bool, cut: Option<&Cut>) -> SessionUpdate {
     let status = if failed {
         ToolCallStatus::Failed
     } else {
         ToolCallStatus::Completed
     };
-    SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+    let update = ToolCallUpdate::new(
         id.to_owned(),
         ToolCallUpdateFields::new().status(status).content(content(result)),
-    ))
+    );
+    SessionUpdate::ToolCallUpdate(match cut {
+        Some(cut) => update.meta(Meta::from_iter([(CUT_META_KEY.to_owned(), cut.summary())])),
+        None => update,
+    })
 }
 
 /// The updates for one event of a running prompt: a chunk per text delta; a
@@ -81,7 +90,7 @@ pub(crate) fn live(event: Event) -> Vec<SessionUpdate> {
             SessionUpdate::ToolCall(announce(&id, &name, &arguments, delegation)),
             status(&id, ToolCallStatus::InProgress),
         ],
-        Event::ToolFinished { id, text, failed } => vec![finished(&id, &text, failed)],
+        Event::ToolFinished { id, text, failed, cut } => vec![finished(&id, &text, failed, cut.as_deref())],
         // A delegation whose child waits for a slot has not started its work.
         Event::CallWaits { call } => vec![status(&call, ToolCallStatus::Pending)],
         Event::CallAdmitted { call } => vec![status(&call, ToolCallStatus::InProgress)],
@@ -123,7 +132,7 @@ pub(crate) fn replay(history: &[Message], delegation_tools: &[String]) -> Vec<Se
             }
             Message::Tool { tool_call_id, content } => {
                 let failed = content.starts_with(dsh_tools::wording::ERROR_PREFIX);
-                updates.push(finished(tool_call_id, content, failed));
+                updates.push(finished(tool_call_id, content, failed, None));
             }
         }
     }
@@ -163,8 +172,35 @@ mod tests {
             id: "call_1_0".into(),
             text: "done".into(),
             failed: false,
+            cut: None,
         }));
         insta::assert_json_snapshot!(json(&updates));
+    }
+
+    #[test]
+    fn a_cut_result_says_how_it_was_cut_in_the_meta_of_its_last_update() {
+        let answer = "a".repeat(3_000);
+        let read = dsh_tools::PagedRead::new(TASK_OUTPUT, "subagent-3");
+        let excerpt = dsh_tools::budget::head_and_tail(&answer, 1_024, Some(read)).unwrap();
+        let updates = live(Event::ToolFinished {
+            id: "call_1_2".into(),
+            text: excerpt.text.clone(),
+            failed: false,
+            cut: Some(Box::new(excerpt.cut)),
+        });
+        let json = json(&updates);
+        insta::assert_json_snapshot!(json[0]["_meta"].clone(), @r#"
+        {
+          "dsh/resultCut": {
+            "fullBytes": 3000,
+            "fullChars": 3000,
+            "shownBytes": 854,
+            "shownChars": 854,
+            "taskId": "subagent-3"
+          }
+        }
+        "#);
+        assert_eq!(json[0]["content"][0]["content"]["text"], excerpt.text.as_str());
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub(crate) struct RawLimits {
     pub(crate) max_queued: Option<Spanned<RawCount>>,
     pub(crate) max_children: Option<Spanned<RawCount>>,
     pub(crate) token_budget: Option<Spanned<RawCount>>,
+    /// The most of a delegation output the model reads, in tokens.
+    pub(crate) result_budget: Option<Spanned<RawCount>>,
 }
 
 /// A count or a number of tokens: a non-negative integer.
@@ -155,6 +157,8 @@ pub(crate) struct RawSubagent {
     pub(crate) timeout: Option<Spanned<RawDuration>>,
     /// The tokens each child may spend, its own children's included.
     pub(crate) token_budget: Option<Spanned<RawCount>>,
+    /// The most of this tool's results the model reads, in tokens.
+    pub(crate) result_budget: Option<Spanned<RawCount>>,
     // Keys of `provider = "acp"` only.
     pub(crate) command: Option<Spanned<String>>,
     pub(crate) args: Option<Spanned<Vec<String>>>,

@@ -22,6 +22,7 @@ use dsh_mcp::{McpServerSpec, RemoteServer, SpecError};
 use dsh_subagent_acp::{AcpAuth, AcpConfig, AcpProvider, PermissionPolicy};
 use dsh_subagent_api::{AgentOptions, SubagentProvider, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, RELEASE_GRACE, SubagentToolConfig};
+use dsh_tools::ResultBudget;
 use toml::Spanned;
 
 pub(crate) use error::ConfigFileError;
@@ -80,6 +81,9 @@ pub(crate) struct LimitsConfig {
     pub(crate) max_children: Option<u64>,
     /// Tokens one tree may spend, its top-level agent's own included.
     pub(crate) token_budget: Option<u64>,
+    /// The most of a delegation output the model reads, in tokens (at
+    /// least [`ResultBudget::MIN`]), for every tool without its own.
+    pub(crate) result_budget: Option<u64>,
 }
 
 impl LimitsConfig {
@@ -115,6 +119,17 @@ impl LimitsConfig {
             Some(tokens) => limits.token_budget(tokens),
             None => limits,
         }
+    }
+
+    /// The result budget: `flags` over `self` (the file) over the default
+    /// of 8,000 tokens. Both were checked to be at least
+    /// [`ResultBudget::MIN`] when read.
+    pub(crate) fn result_budget(&self, flags: &LimitsConfig) -> ResultBudget {
+        flags
+            .result_budget
+            .or(self.result_budget)
+            .and_then(|tokens| ResultBudget::new(tokens).ok())
+            .unwrap_or_default()
     }
 }
 
@@ -349,11 +364,29 @@ fn resolve_limits(raw: RawLimits, at: &At<'_>) -> Result<LimitsConfig, ConfigFil
         )),
         value => Ok(value.map(|value| value.into_inner().0)),
     };
+    let result_budget = raw
+        .result_budget
+        .map(|value| result_budget(value, "limits.result_budget".to_owned(), at))
+        .transpose()?;
     Ok(LimitsConfig {
         max_concurrent: positive(raw.max_concurrent, "max_concurrent")?,
         max_queued: raw.max_queued.map(|value| value.into_inner().0),
         max_children: positive(raw.max_children, "max_children")?,
         token_budget: positive(raw.token_budget, "token_budget")?,
+        result_budget: result_budget.map(ResultBudget::tokens),
+    })
+}
+
+/// A result budget as written: a count of tokens, at least
+/// [`ResultBudget::MIN`]; `key` names it in the error.
+fn result_budget(value: Spanned<RawCount>, key: String, at: &At<'_>) -> Result<ResultBudget, ConfigFileError> {
+    let tokens = value.get_ref().0;
+    ResultBudget::new(tokens).map_err(|_| {
+        at(
+            Some(value.span()),
+            key,
+            wording::config_result_budget_too_small(ResultBudget::MIN.tokens(), tokens),
+        )
     })
 }
 
@@ -511,6 +544,9 @@ fn resolve_subagent(
             ));
         }
         tool = tool.token_budget(tokens);
+    }
+    if let Some(budget) = raw.result_budget.take() {
+        tool = tool.result_budget(result_budget(budget, key("result_budget"), at)?);
     }
     if let Err(error) = tool.validate() {
         let (span, name, message) = match error {

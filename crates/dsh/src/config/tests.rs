@@ -33,6 +33,7 @@ max_depth = 1
 enable_run_in_background = true
 timeout = "10min"
 token_budget = 200000
+result_budget = 4000
 
 [[subagents]]
 tool_name = "subagent_fork"
@@ -68,6 +69,7 @@ max_concurrent = 3
 max_queued = 0
 max_children = 50
 token_budget = 1000000
+result_budget = 16000
 "#;
     let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
     assert_eq!(
@@ -108,10 +110,12 @@ token_budget = 1000000
     assert!(spawn.tool.enable_run_in_background);
     assert_eq!(spawn.tool.timeout, Some(Duration::from_secs(600)));
     assert_eq!(spawn.tool.token_budget, Some(200_000));
+    assert_eq!(spawn.tool.result_budget, Some(ResultBudget::new(4_000).unwrap()));
     let fork = &config.subagents[1];
     assert!(matches!(fork.provider, Provider::Fork));
     assert!(!fork.tool.enable_run_in_background);
     assert_eq!((fork.tool.timeout, fork.tool.token_budget), (None, None));
+    assert_eq!(fork.tool.result_budget, None);
     assert_eq!(
         config.limits,
         LimitsConfig {
@@ -119,6 +123,7 @@ token_budget = 1000000
             max_queued: Some(0),
             max_children: Some(50),
             token_budget: Some(1_000_000),
+            result_budget: Some(16_000),
         }
     );
     let acp = &config.subagents[2];
@@ -322,6 +327,39 @@ fn errors_name_file_line_column_and_key() {
 }
 
 #[test]
+fn result_budgets_below_256_tokens_are_refused_where_they_are_written() {
+    let cases: &[(&str, &str)] = &[
+        ("tree result_budget", "[limits]\nresult_budget = 12\n"),
+        ("zero tree result_budget", "[limits]\nresult_budget = 0\n"),
+        (
+            "tool result_budget",
+            "[[subagents]]\nprovider = \"spawn\"\n\n[[subagents]]\ntool_name = \"subagent_fork\"\nprovider = \"fork\"\nresult_budget = 255\n",
+        ),
+        ("a word", "[limits]\nresult_budget = \"8k\"\n"),
+    ];
+    let rendered: Vec<String> = cases
+        .iter()
+        .map(|(case, text)| format!("{case}:\n  {}", error(text)))
+        .collect();
+    insta::assert_snapshot!(rendered.join("\n"));
+}
+
+#[test]
+fn a_result_budget_flag_beats_the_file_which_beats_the_default() {
+    let none = LimitsConfig::default();
+    assert_eq!(none.result_budget(&none), ResultBudget::DEFAULT);
+    let file = check("[limits]\nresult_budget = 16000\n").unwrap().limits;
+    assert_eq!(file.result_budget(&none).tokens(), 16_000);
+    let flags = LimitsConfig {
+        result_budget: Some(300),
+        ..LimitsConfig::default()
+    };
+    assert_eq!(file.result_budget(&flags).tokens(), 300);
+    // The budget is no limit of the tree's gate.
+    assert_eq!(file.resolve(&none), none.resolve(&none));
+}
+
+#[test]
 fn a_limit_flag_beats_the_file_which_beats_the_default() {
     let defaults = LimitsConfig::default().resolve(&LimitsConfig::default());
     assert_eq!(
@@ -389,7 +427,12 @@ fn the_readme_example_is_valid() {
     assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
     assert_eq!(config.limits.max_concurrent, Some(LimitsConfig::DEFAULT_MAX_CONCURRENT));
     assert_eq!(config.limits.token_budget, Some(2_000_000));
+    assert_eq!(config.limits.result_budget, Some(ResultBudget::DEFAULT.tokens()));
     assert_eq!(config.subagents[0].tool.timeout, Some(Duration::from_secs(600)));
+    assert_eq!(
+        config.subagents[0].tool.result_budget.map(ResultBudget::tokens),
+        Some(4_000)
+    );
     // The commented adapter parses too, once uncommented.
     let adapter: String = text
         .lines()

@@ -38,6 +38,7 @@ fn setup(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface: Surface
         max_children: None,
         token_budget: None,
         context_window: None,
+        result_budget: None,
     };
     match Setup::new(&args, config.as_ref(), data_dir, Arc::new(Quiet), surface) {
         Ok(setup) => setup,

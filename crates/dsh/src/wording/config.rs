@@ -76,6 +76,13 @@ pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `de
 pub(crate) const CONFIG_PAST_SAFE_INTEGER: &str = "must be at most 9007199254740991";
 
 /// A limit of `[limits]` (or a tool's `token_budget`) set to zero.
+/// A result budget below the least one ([`dsh_tools::ResultBudget::MIN`]).
+pub(crate) fn config_result_budget_too_small(minimum: u64, got: u64) -> String {
+    format!(
+        "must be at least {minimum} tokens, room for a notice and some text at each end; got {got} (leave it out for the default of 8000)"
+    )
+}
+
 pub(crate) fn config_limit_zero(key: &str) -> String {
     match key {
         "max_concurrent" => "must be at least 1: a tree that may run no child at once would only queue (leave it out for the default of 8)".to_owned(),

@@ -112,6 +112,7 @@ impl Fixture {
             max_children: None,
             token_budget: None,
             context_window: None,
+            result_budget: None,
         };
         let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
         let Ok(setup) = Setup::new(&args, None, None, streams.clone(), Surface::Agent) else {
