@@ -18,6 +18,9 @@
 //! - cancellation latency: from `cancel()` to the tool result returned, dispose
 //!   finished (the lifecycle awaits dispose before it returns);
 //! - catalog render time ([`dsh_tool_catalog::generate`]);
+//! - a 1 MB and a 10 MB answer through `subagent`, cut to the result budget
+//!   and kept whole, against one copy of the answer, and the peak memory
+//!   of delivering the 10 MB one ([`answer`]);
 //! - one turn of 100 tool results fitted into a context window's room
 //!   ([`context`]);
 //! - one delegation to a freshly spawned `dsh acp` child against spawning the
@@ -28,6 +31,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acp;
+pub mod answer;
 pub mod context;
 pub mod limits;
 pub mod spans;
@@ -455,6 +459,12 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
     }
     for flavor in Flavor::ALL {
         rows.extend(context::rows(plan, flavor)?);
+    }
+    for flavor in Flavor::ALL {
+        rows.extend(answer::rows(plan, flavor)?);
+        if plan.in_flight > 0 {
+            rows.push(answer::memory_row(flavor)?);
+        }
     }
     rows.push(catalog_row(plan.catalog_samples)?);
     if plan.acp_samples > 0 {

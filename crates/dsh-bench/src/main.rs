@@ -5,11 +5,12 @@
 //! unset, the bench builds it with `cargo build -p dsh` when started by Cargo.
 //!
 //! `--only limits` prints only the bounded-delegation rows, `--only context`
-//! only the context guard's.
+//! only the context guard's, `--only answer` only the long answer's.
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
-//! that measurement alone).
+//! that measurement alone), and `--answer <bytes> <flavor>` the long
+//! answer's.
 
 #![forbid(unsafe_code)]
 
@@ -26,6 +27,22 @@ fn main() -> ExitCode {
         ["--quick", "--only", "acp"] | ["--only", "acp", "--quick"] => run_acp(&Plan::quick()),
         ["--only", "limits"] => run_limits(&Plan::full()),
         ["--only", "context"] => run_context(&Plan::full()),
+        ["--only", "answer"] => run_answer(&Plan::full()),
+        ["--answer", bytes, flavor] => {
+            let (Ok(bytes), Some(flavor)) = (bytes.parse::<usize>(), Flavor::parse(flavor)) else {
+                return usage();
+            };
+            match dsh_bench::answer::memory_child(bytes, flavor) {
+                Ok(line) => {
+                    println!("{line}");
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("dsh-bench: {error}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         ["--in-flight" | "--queued", count, flavor] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
@@ -69,6 +86,21 @@ fn run_context(plan: &Plan) -> ExitCode {
         rows.extend(dsh_bench::context::rows(plan, flavor)?);
         Ok::<_, String>(rows)
     });
+    print_rows(rows)
+}
+
+/// Only the long answer's rows.
+fn run_answer(plan: &Plan) -> ExitCode {
+    let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
+        rows.extend(dsh_bench::answer::rows(plan, flavor)?);
+        rows.push(dsh_bench::answer::memory_row(flavor)?);
+        Ok::<_, String>(rows)
+    });
+    print_rows(rows)
+}
+
+/// Prints the rows as a table, or the error that stopped them.
+fn print_rows(rows: Result<Vec<dsh_bench::Row>, String>) -> ExitCode {
     match rows {
         Ok(rows) => {
             print!(
@@ -94,22 +126,7 @@ fn run_limits(plan: &Plan) -> ExitCode {
         rows.push(dsh_bench::limits::queued_memory_row(10_000, flavor)?);
         Ok::<_, String>(rows)
     });
-    match rows {
-        Ok(rows) => {
-            print!(
-                "{}",
-                dsh_bench::Report {
-                    machine: dsh_bench::machine(),
-                    rows
-                }
-            );
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("dsh-bench: {error}");
-            ExitCode::FAILURE
-        }
-    }
+    print_rows(rows)
 }
 
 /// Only the `dsh acp` rows; the load average before and after them.
@@ -135,6 +152,6 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer]");
     ExitCode::FAILURE
 }
