@@ -1,5 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dsh_tool_subagent::MaxDepth;
+use dsh_tools::ResultBudget;
+
 use super::*;
 
 fn check(text: &str) -> Result<Config, ConfigFileError> {

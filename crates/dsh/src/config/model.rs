@@ -1,0 +1,60 @@
+//! `[model]`: the parent's endpoint, model, key variable and context window.
+
+use dsh_agent::ContextWindow;
+use toml::Spanned;
+
+use super::file::{RawCount, RawModel};
+use super::{At, ConfigFileError, non_empty, variable_name};
+use crate::wording;
+
+/// `[model]`: each key, when set, overrides the matching `DSH_*` variable;
+/// command-line flags override the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ModelConfig {
+    /// The OpenAI-compatible endpoint.
+    pub(crate) base_url: Option<String>,
+    /// The model name.
+    pub(crate) model: Option<String>,
+    /// The variable that holds the API key (instead of `DSH_API_KEY`).
+    pub(crate) api_key_env: Option<String>,
+    /// The model's context window (over `DSH_CONTEXT_WINDOW`; under
+    /// `--context-window`).
+    pub(crate) context_window: Option<ContextWindow>,
+}
+
+/// `[model]` checked: no empty value, a key variable that can name one, a
+/// context window the agent loop can work in.
+pub(super) fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, ConfigFileError> {
+    let api_key_env = match raw.api_key_env {
+        Some(name) if !variable_name(name.get_ref()) => {
+            return Err(at(
+                Some(name.span()),
+                "model.api_key_env".into(),
+                wording::config_bad_variable(name.get_ref()),
+            ));
+        }
+        name => name.map(Spanned::into_inner),
+    };
+    Ok(ModelConfig {
+        base_url: raw
+            .base_url
+            .map(|url| non_empty(url, "model.base_url", at))
+            .transpose()?,
+        model: raw.model.map(|model| non_empty(model, "model.model", at)).transpose()?,
+        api_key_env,
+        context_window: raw
+            .context_window
+            .map(|window| context_window(window, "model.context_window", at))
+            .transpose()?,
+    })
+}
+
+/// A `context_window` (of `[model]` or a subagent's `agent_options`): at
+/// least [`ContextWindow::MIN`] tokens; `key` names it in the error.
+pub(super) fn context_window(
+    value: Spanned<RawCount>,
+    key: &str,
+    at: &At<'_>,
+) -> Result<ContextWindow, ConfigFileError> {
+    ContextWindow::new(value.get_ref().0).map_err(|error| at(Some(value.span()), key.to_owned(), error.to_string()))
+}
