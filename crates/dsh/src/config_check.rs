@@ -7,8 +7,9 @@ use dsh_tool_catalog::{HarvestedPackage, manifest, render};
 use dsh_tools::ToolSpec;
 
 use crate::cli::ConfigCheckArgs;
+use crate::failure::Failure;
 use crate::setup::{Mounts, Surface};
-use crate::{Failure, config, wording};
+use crate::{config, wording};
 
 pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     let config = config::load_from_cwd(args.config.as_deref())?;

@@ -16,7 +16,8 @@
 //! without a configuration file passes what it inherited on unchanged.
 
 use crate::config::Config;
-use crate::{Failure, wording};
+use crate::failure::Failure;
+use crate::wording;
 
 /// The variable that carries the ancestors' configuration fingerprints.
 pub(crate) const ENV: &str = "DSH_PARENT_CONFIGS";
@@ -108,7 +109,7 @@ mod tests {
         assert_eq!(for_children(None, None), None);
         // Any ancestor's configuration is refused, with exit 2.
         let refused = check(Some(&other), Some(&grandchild)).err().unwrap();
-        assert_eq!(refused.code, 2);
+        assert_eq!(refused.code(), 2);
         assert!(refused.message().contains("--config"), "{}", refused.message());
         assert!(check(Some(&own), Some(&grandchild)).is_err());
         assert!(check(Some(&own), Some(" , ")).is_ok());

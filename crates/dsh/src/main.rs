@@ -4,6 +4,7 @@ mod acp;
 mod cli;
 mod config;
 mod config_check;
+mod failure;
 mod loop_guard;
 mod mcp;
 mod mcp_servers;
@@ -23,55 +24,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Why `dsh` exits non-zero: a message for stderr and an exit code.
-pub(crate) struct Failure {
-    message: String,
-    code: u8,
-}
-
-impl Failure {
-    /// Bad input or configuration.
-    fn usage(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            code: 2,
-        }
-    }
-
-    /// The task did not complete.
-    fn failed(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            code: 1,
-        }
-    }
-
-    /// Interrupted by the user.
-    fn interrupted(message: impl Into<String>) -> Self {
-        Self {
-            message: message.into(),
-            code: 130,
-        }
-    }
-
-    /// A refused configuration file.
-    fn config(error: &config::ConfigFileError) -> Self {
-        Self::usage(wording::failed(error))
-    }
-
-    /// The message for stderr.
-    pub(crate) fn message(&self) -> &str {
-        &self.message
-    }
-
-    /// A bug in dsh itself.
-    fn internal(message: impl Into<String>) -> Self {
-        Self {
-            message: wording::internal_error(&message.into()),
-            code: 70,
-        }
-    }
-}
+use crate::failure::Failure;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -106,8 +59,8 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("{}", failure.message);
-            ExitCode::from(failure.code)
+            eprintln!("{}", failure.message());
+            ExitCode::from(failure.code())
         }
     }
 }

@@ -9,7 +9,8 @@ use dsh_tools::ToolRegistry;
 
 use crate::cli::AgentArgs;
 use crate::config::Config;
-use crate::{Failure, loop_guard, wording};
+use crate::failure::Failure;
+use crate::{loop_guard, wording};
 
 /// The MCP servers whose tools join the parents' (`--mcp-server`s first,
 /// then `[[mcp_servers]]`): started by [`mount`](Self::mount), released by

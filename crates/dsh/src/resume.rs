@@ -7,7 +7,8 @@ use dsh_agent::transcript::{Transcript, TranscriptEntry, read_transcript, repair
 use dsh_llm::Message;
 use dsh_tools::AgentId;
 
-use crate::{Failure, wording};
+use crate::failure::Failure;
+use crate::wording;
 
 /// What a parent's transcript says about it.
 pub(crate) struct SavedParent {

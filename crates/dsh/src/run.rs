@@ -6,10 +6,11 @@ use dsh_agent::AgentStop;
 use dsh_tools::CancellationToken;
 
 use crate::cli::RunArgs;
+use crate::failure::Failure;
 use crate::progress::Progress;
 use crate::runtime::Setup;
 use crate::setup::Surface;
-use crate::{Failure, wording};
+use crate::wording;
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;

@@ -14,12 +14,13 @@ use dsh_tools::{AgentId, ToolRegistry};
 
 use crate::cli::AgentArgs;
 use crate::config::Config;
+use crate::failure::Failure;
 use crate::mcp_servers::McpServers;
 use crate::observe::TreeObserver;
 use crate::resume::ResumeError;
 use crate::retention::Retention;
 use crate::setup::{Mounts, Surface};
-use crate::{Failure, model, resume, wording};
+use crate::{model, resume, wording};
 
 /// A model, a runtime with the delegation tools mounted, the MCP servers to
 /// add, and the registrations that keep them alive.

@@ -17,8 +17,9 @@ use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
 use dsh_tools::{ResultBudget, ToolRegistry};
 
 use crate::config::{Config, Provider, Subagent};
+use crate::failure::Failure;
 use crate::observe::TreeObserver;
-use crate::{Failure, loop_guard, wording};
+use crate::{loop_guard, wording};
 
 /// Which delegation tools the parent gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

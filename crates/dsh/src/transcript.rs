@@ -5,7 +5,8 @@ use dsh_llm::Message;
 use dsh_tools::AgentId;
 
 use crate::cli::TranscriptArgs;
-use crate::{Failure, wording};
+use crate::failure::Failure;
+use crate::wording;
 
 pub(crate) fn print(args: &TranscriptArgs) -> Result<(), Failure> {
     let valid = !args.agent_id.is_empty()

@@ -44,11 +44,12 @@ use agent_client_protocol as acp;
 use dsh_subagent_api::SpanOrigin;
 
 use crate::cli::AcpArgs;
+use crate::failure::Failure;
 use crate::progress::Progress;
 use crate::resume::ResumeError;
 use crate::runtime::Setup;
 use crate::setup::Surface;
-use crate::{Failure, wording};
+use crate::wording;
 
 mod mcp;
 mod prompt;

@@ -34,6 +34,7 @@ pub(crate) use limits::LimitsConfig;
 pub(crate) use model::ModelConfig;
 pub(crate) use subagents::{Provider, Subagent};
 
+use crate::failure::Failure;
 use crate::wording;
 
 /// The file read when no `--config` is given, in the working directory.
@@ -81,17 +82,17 @@ pub(crate) fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Option<Config>
     parse(&path, &text, &base).map(Some)
 }
 
-/// [`load`] from the process's working directory, as a [`Failure`](crate::Failure).
-pub(crate) fn load_from_cwd(explicit: Option<&Path>) -> Result<Option<Config>, crate::Failure> {
-    let cwd = std::env::current_dir().map_err(|error| crate::Failure::usage(wording::cwd_unreadable(&error)))?;
-    load(explicit, &cwd).map_err(|error| crate::Failure::config(&error))
+/// [`load`] from the process's working directory, as a [`Failure`].
+pub(crate) fn load_from_cwd(explicit: Option<&Path>) -> Result<Option<Config>, Failure> {
+    let cwd = std::env::current_dir().map_err(|error| Failure::usage(wording::cwd_unreadable(&error)))?;
+    load(explicit, &cwd).map_err(|error| Failure::usage(wording::failed(&error)))
 }
 
 /// [`load_from_cwd`] for a command that mounts what the file configures
 /// (`dsh run`, `dsh acp`, `dsh mcp`): a file that a `dsh` which started this
 /// one loaded is refused (exit 2), since mounting it would start this `dsh`
 /// again ([`crate::loop_guard`]).
-pub(crate) fn load_for_mounting(explicit: Option<&Path>) -> Result<Option<Config>, crate::Failure> {
+pub(crate) fn load_for_mounting(explicit: Option<&Path>) -> Result<Option<Config>, Failure> {
     let config = load_from_cwd(explicit)?;
     crate::loop_guard::check(config.as_ref(), crate::loop_guard::inherited().as_deref())?;
     Ok(config)

@@ -37,11 +37,12 @@ use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use tokio::net::TcpListener;
 
 use crate::cli::McpArgs;
+use crate::failure::Failure;
 use crate::progress::Progress;
 use crate::retention::{Hold, Retention};
 use crate::runtime::Setup;
 use crate::setup::Surface;
-use crate::{Failure, wording};
+use crate::wording;
 
 pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
     let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
