@@ -8,7 +8,7 @@ use dsh_tools::ToolSpec;
 
 use crate::cli::ConfigCheckArgs;
 use crate::failure::Failure;
-use crate::setup::{Mounts, Surface};
+use crate::harness::{MountedHarness, Surface};
 use crate::{config, wording};
 
 pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
@@ -18,7 +18,7 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     let file_limits = config.as_ref().map(|config| config.limits).unwrap_or_default();
     let limits = file_limits.resolve(&config::LimitsConfig::default());
     let result_budget = file_limits.result_budget(&config::LimitsConfig::default());
-    let mounts = Mounts::new(
+    let mounts = MountedHarness::new(
         config.as_ref(),
         Some(Path::new(".dsh")),
         Surface::Agent,

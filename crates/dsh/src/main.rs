@@ -5,9 +5,10 @@ mod cli;
 mod config;
 mod config_check;
 mod failure;
+mod harness;
 mod loop_guard;
-mod mcp;
-mod mcp_servers;
+mod mcp_mounts;
+mod mcp_server;
 mod model;
 mod observe;
 mod progress;
@@ -15,7 +16,6 @@ mod resume;
 mod retention;
 mod run;
 mod runtime;
-mod setup;
 mod telemetry;
 mod transcript;
 mod wording;
@@ -50,7 +50,7 @@ fn main() -> ExitCode {
             Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
         },
         cli::Command::Mcp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-            Ok(runtime) => runtime.block_on(mcp::serve(args)),
+            Ok(runtime) => runtime.block_on(mcp_server::serve(args)),
             Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
         },
     };

@@ -7,16 +7,16 @@ use dsh_tools::CancellationToken;
 
 use crate::cli::RunArgs;
 use crate::failure::Failure;
+use crate::harness::Surface;
 use crate::progress::Progress;
-use crate::runtime::Setup;
-use crate::setup::Surface;
+use crate::runtime::SharedRuntime;
 use crate::wording;
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
     // The summary names the children's transcripts.
     let progress = Arc::new(Progress::new(args.quiet).listing_children());
-    let mut setup = Setup::new(
+    let mut setup = SharedRuntime::new(
         &args.agent,
         config.as_ref(),
         Some(&args.data_dir),

@@ -15,31 +15,31 @@ use dsh_tools::{AgentId, ToolRegistry};
 use crate::cli::AgentArgs;
 use crate::config::Config;
 use crate::failure::Failure;
-use crate::mcp_servers::McpServers;
+use crate::harness::{MountedHarness, Surface};
+use crate::mcp_mounts::SharedMcpServers;
 use crate::observe::TreeObserver;
 use crate::resume::ResumeError;
 use crate::retention::Retention;
-use crate::setup::{Mounts, Surface};
 use crate::{model, resume, wording};
 
 /// A model, a runtime with the delegation tools mounted, the MCP servers to
 /// add, and the registrations that keep them alive.
-pub(crate) struct Setup {
+pub(crate) struct SharedRuntime {
     /// The line that names the model.
     pub(crate) banner: String,
     runtime: Arc<AgentRuntime>,
     max_turns: u32,
     /// Set when `--model` or `[model].model` chose the model explicitly.
     explicit_model: bool,
-    mounts: Mounts,
+    mounts: MountedHarness,
     /// The observer's subscription to the service's run events.
     _runs: Subscription,
-    mcp: McpServers,
+    mcp: SharedMcpServers,
     /// How long the data directory's transcripts are kept, with one.
     retention: Option<Arc<Retention>>,
 }
 
-impl Setup {
+impl SharedRuntime {
     /// Chooses the model (`--script`, `--base-url`/`[model]`/`DSH_*`, else
     /// the embedded scripted model) and mounts the delegation tools; the MCP
     /// servers start later ([`mount_mcp_servers`](Self::mount_mcp_servers)).
@@ -53,7 +53,7 @@ impl Setup {
         Self::withholding(args, config, data_dir, observer, surface, &[])
     }
 
-    /// [`Setup::new`], with the `withheld` variables of ours kept from
+    /// [`SharedRuntime::new`], with the `withheld` variables of ours kept from
     /// every process it starts: ACP children, MCP servers (those of the
     /// flags and the file, and those an ACP client hands a session).
     pub(crate) fn withholding(
@@ -69,7 +69,7 @@ impl Setup {
         let file_limits = config.map(|config| config.limits).unwrap_or_default();
         let limits = file_limits.resolve(&args.limits());
         let result_budget = file_limits.result_budget(&args.limits());
-        let mounts = Mounts::new(
+        let mounts = MountedHarness::new(
             config,
             data_dir,
             surface,
@@ -116,7 +116,7 @@ impl Setup {
             explicit_model: args.model.is_some() || file_model.model.is_some(),
             mounts,
             _runs: runs,
-            mcp: McpServers::new(args, config, withheld),
+            mcp: SharedMcpServers::new(args, config, withheld),
             retention,
         })
     }
@@ -128,7 +128,7 @@ impl Setup {
     }
 
     /// Starts the MCP servers and mounts their tools beside the others
-    /// ([`McpServers::mount`]).
+    /// ([`SharedMcpServers::mount`]).
     pub(crate) async fn mount_mcp_servers(&mut self) -> Result<(), Failure> {
         self.mcp.mount(self.runtime.tools()).await
     }
@@ -171,7 +171,7 @@ impl Setup {
         self.parent_on(self.runtime.clone(), label)
     }
 
-    /// A new parent agent on `runtime` ([`Setup::runtime_with`]), at the
+    /// A new parent agent on `runtime` ([`SharedRuntime::runtime_with`]), at the
     /// root of a delegation tree of its own.
     pub(crate) fn parent_on(&self, runtime: Arc<AgentRuntime>, label: &str) -> Result<Agent, Failure> {
         Agent::builder(runtime)
@@ -190,7 +190,7 @@ impl Setup {
         self.resume_on(self.runtime.clone(), id)
     }
 
-    /// [`Setup::resume`] on `runtime` ([`Setup::runtime_with`]); the
+    /// [`SharedRuntime::resume`] on `runtime` ([`SharedRuntime::runtime_with`]); the
     /// continued parent is at the root of a new delegation tree (limits
     /// count per run of dsh, not over a parent's whole history).
     pub(crate) fn resume_on(&self, runtime: Arc<AgentRuntime>, id: &str) -> Result<(Agent, Vec<String>), ResumeError> {

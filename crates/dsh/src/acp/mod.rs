@@ -9,7 +9,7 @@
 //!   with exit 2 before any session exists.
 //! - `session/new` → a fresh parent agent (the same setup as `dsh run`) on
 //!   tools of its own: the shared ones and the MCP servers the client gave,
-//!   started (or reached) for this session ([`mcp`]); the session id is the
+//!   started (or reached) for this session ([`session_tools`]); the session id is the
 //!   agent's id. A server that cannot start fails the request, naming it.
 //! - `session/load` → the parent of that id, continued from its transcript
 //!   (as `dsh run --resume`), with the MCP servers this request gives; its
@@ -45,21 +45,21 @@ use dsh_subagent_api::SpanOrigin;
 
 use crate::cli::AcpArgs;
 use crate::failure::Failure;
+use crate::harness::Surface;
 use crate::progress::Progress;
 use crate::resume::ResumeError;
-use crate::runtime::Setup;
-use crate::setup::Surface;
+use crate::runtime::SharedRuntime;
 use crate::wording;
 
-mod mcp;
 mod prompt;
 mod session;
+mod session_tools;
 mod stdio;
 mod stream;
 mod updates;
 
-use mcp::SessionTools;
 use session::{Session, Sessions};
+use session_tools::SessionTools;
 use stdio::Stdio;
 use stream::{Streams, Tee};
 
@@ -72,10 +72,10 @@ const SETUP_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 /// for it. A setup that fails ends `dsh acp` with that failure (exit 2); a
 /// request still waiting then gets an internal error, if it is answered at all.
 #[derive(Clone)]
-struct SetupHandle(tokio::sync::watch::Receiver<Option<Arc<Setup>>>);
+struct SetupHandle(tokio::sync::watch::Receiver<Option<Arc<SharedRuntime>>>);
 
 impl SetupHandle {
-    async fn get(&self) -> Result<Arc<Setup>, acp::Error> {
+    async fn get(&self) -> Result<Arc<SharedRuntime>, acp::Error> {
         let mut ready = self.0.clone();
         let setup = ready
             .wait_for(Option::is_some)
@@ -239,7 +239,7 @@ impl Server {
     /// The end of the connection ends every session: the children its agent
     /// left running in the background are killed and released, then its
     /// client's servers go.
-    async fn end(&self, setup: &Setup) {
+    async fn end(&self, setup: &SharedRuntime) {
         for mut session in self.sessions.drain() {
             setup
                 .tasks()
@@ -253,7 +253,7 @@ impl Server {
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
-    let delegation_tools = crate::setup::delegation_tool_names(config.as_ref());
+    let delegation_tools = crate::harness::delegation_tool_names(config.as_ref());
     let streams = Arc::new(Streams::new(delegation_tools));
     let observer = Arc::new(Tee(progress, streams.clone()));
     let Stdio {
@@ -268,7 +268,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let (publish, setup) = tokio::sync::watch::channel(None);
     let build = async {
         let _ = tokio::time::timeout(SETUP_WAIT, answered.notified()).await;
-        let mut setup = Setup::new(
+        let mut setup = SharedRuntime::new(
             &args.agent,
             config.as_ref(),
             args.data_dir.as_deref(),

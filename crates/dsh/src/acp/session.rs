@@ -15,7 +15,7 @@ use agent_client_protocol as acp;
 use dsh_agent::Agent;
 use dsh_tools::CancellationToken;
 
-use super::mcp::SessionTools;
+use super::session_tools::SessionTools;
 use crate::retention::Hold;
 use crate::wording;
 

@@ -14,12 +14,12 @@ use dsh_subagent_api::SpanOrigin;
 use futures::FutureExt;
 
 use super::{PromptClient, run, stop_reason};
-use crate::acp::mcp::SessionTools;
 use crate::acp::session::{Session, Sessions};
+use crate::acp::session_tools::SessionTools;
 use crate::acp::stream::Streams;
 use crate::cli::AgentArgs;
-use crate::runtime::Setup;
-use crate::setup::Surface;
+use crate::harness::Surface;
+use crate::runtime::SharedRuntime;
 
 /// A parent that delegates once to `subagent` (whose child answers "child
 /// ok"), then repeats what the child said, a word at a time: a turn of a
@@ -89,7 +89,7 @@ impl PromptClient for Client {
 
 /// One session of a `dsh acp` connection, on a scripted model.
 struct Fixture {
-    setup: Setup,
+    setup: SharedRuntime,
     sessions: Arc<Sessions>,
     streams: Arc<Streams>,
     id: String,
@@ -115,7 +115,7 @@ impl Fixture {
             result_budget: None,
         };
         let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
-        let Ok(setup) = Setup::new(&args, None, None, streams.clone(), Surface::Agent) else {
+        let Ok(setup) = SharedRuntime::new(&args, None, None, streams.clone(), Surface::Agent) else {
             panic!("setup failed")
         };
         let tools = SessionTools::mount(&setup, &[], dir.path()).await.unwrap();

@@ -5,7 +5,7 @@
 //! delegation and task tools, the MCP servers of `--mcp-server` and
 //! `dsh.toml`), and the tools of the servers its client gave, as
 //! `mcp__<name>__<tool>`. The session's parent agent runs on the shared
-//! runtime over that registry ([`Setup::runtime_with`]), and so do its
+//! runtime over that registry ([`SharedRuntime::runtime_with`]), and so do its
 //! in-process children, which inherit their parent's runtime: a session's
 //! servers reach that session's agent and its children, never another
 //! session's. The servers run until the session ends (the connection
@@ -23,7 +23,7 @@ use agent_client_protocol as acp;
 use dsh_mcp::{McpMount, McpServerSpec, RemoteServer};
 use dsh_tools::{ToolRegistration, ToolRegistry};
 
-use crate::runtime::Setup;
+use crate::runtime::SharedRuntime;
 use crate::wording;
 
 /// One session's tools: the shared ones, and its client's MCP servers.
@@ -89,7 +89,7 @@ impl SessionTools {
     /// nothing: when one server is refused or fails to start, the ones
     /// already started are released, and the error names the server and
     /// the cause.
-    pub(crate) async fn mount(setup: &Setup, servers: &[McpServer], cwd: &Path) -> Result<Self, acp::Error> {
+    pub(crate) async fn mount(setup: &SharedRuntime, servers: &[McpServer], cwd: &Path) -> Result<Self, acp::Error> {
         let servers = client_servers(servers)?;
         if !servers.is_empty() && !cwd.is_dir() {
             return Err(acp::Error::new(

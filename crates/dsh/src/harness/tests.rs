@@ -9,7 +9,7 @@ use dsh_subagent::SubagentEvent;
 use super::Surface;
 use crate::cli::AgentArgs;
 use crate::observe::TreeObserver;
-use crate::runtime::Setup;
+use crate::runtime::SharedRuntime;
 
 /// An observer that shows nothing, for the setups these tests build.
 struct Quiet;
@@ -20,7 +20,7 @@ impl TreeObserver for Quiet {
 
 /// A setup on `surface` with `data_dir`, configured by `dsh_toml` (none when
 /// empty), whose scripted model follows `script`.
-fn setup(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface: Surface) -> Setup {
+fn setup(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface: Surface) -> SharedRuntime {
     let dir = tempfile::tempdir().unwrap();
     let script_path = dir.path().join("script.json");
     std::fs::write(&script_path, script).unwrap();
@@ -40,7 +40,7 @@ fn setup(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface: Surface
         context_window: None,
         result_budget: None,
     };
-    match Setup::new(&args, config.as_ref(), data_dir, Arc::new(Quiet), surface) {
+    match SharedRuntime::new(&args, config.as_ref(), data_dir, Arc::new(Quiet), surface) {
         Ok(setup) => setup,
         Err(_) => panic!("setup failed"),
     }
@@ -61,7 +61,7 @@ fn delegating(child_when: &str) -> String {
     )
 }
 
-async fn delegate(setup: &Setup) -> String {
+async fn delegate(setup: &SharedRuntime) -> String {
     let Ok(parent) = setup.parent("test") else {
         panic!("no parent")
     };

@@ -15,7 +15,7 @@ use crate::{loop_guard, wording};
 /// The MCP servers whose tools join the parents' (`--mcp-server`s first,
 /// then `[[mcp_servers]]`): started by [`mount`](Self::mount), released by
 /// [`release`](Self::release).
-pub(crate) struct McpServers {
+pub(crate) struct SharedMcpServers {
     pending: Vec<McpServerSpec>,
     mounted: Mutex<Vec<McpMount>>,
     /// How they are started: with the loop guard's marker, without the
@@ -23,7 +23,7 @@ pub(crate) struct McpServers {
     options: ClientOptions,
 }
 
-impl McpServers {
+impl SharedMcpServers {
     /// The servers to start, never with the `withheld` variables of ours;
     /// none runs yet.
     pub(crate) fn new(args: &AgentArgs, config: Option<&Config>, withheld: &[String]) -> Self {

@@ -21,9 +21,9 @@
 //! ([`crate::retention`]).
 //!
 //! A call that asked for progress hears its children's lifecycle and work
-//! ([`progress::CallReports`]).
+//! ([`call_reports::CallReports`]).
 
-mod progress;
+mod call_reports;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -38,10 +38,10 @@ use tokio::net::TcpListener;
 
 use crate::cli::McpArgs;
 use crate::failure::Failure;
+use crate::harness::Surface;
 use crate::progress::Progress;
 use crate::retention::{Hold, Retention};
-use crate::runtime::Setup;
-use crate::setup::Surface;
+use crate::runtime::SharedRuntime;
 use crate::wording;
 
 pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
@@ -51,13 +51,13 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
         Some(address) => Some(listen(&args, address).await?),
         None => None,
     };
-    let observer = Arc::new(progress::Both(
+    let observer = Arc::new(call_reports::Both(
         Arc::new(Progress::new(args.quiet)),
-        Arc::new(progress::CallReports::default()),
+        Arc::new(call_reports::CallReports::default()),
     ));
     // The token that guards this server reaches no process dsh starts.
     let withheld: Vec<String> = args.bearer_token_env.iter().cloned().collect();
-    let mut setup = Setup::withholding(
+    let mut setup = SharedRuntime::withholding(
         &args.agent,
         config.as_ref(),
         Some(&args.data_dir),
@@ -94,7 +94,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
 }
 
 /// One session on stdin and stdout, with one parent agent.
-async fn serve_stdio(setup: &Setup, server: &McpToolServer) -> Result<(), Failure> {
+async fn serve_stdio(setup: &SharedRuntime, server: &McpToolServer) -> Result<(), Failure> {
     let session = setup.parent(wording::MCP_LABEL)?;
     let opened = SessionData::open(setup, session.id());
     let served = server
@@ -119,7 +119,7 @@ struct SessionData {
 }
 
 impl SessionData {
-    fn open(setup: &Setup, session: &AgentId) -> Self {
+    fn open(setup: &SharedRuntime, session: &AgentId) -> Self {
         let retention = setup.retention().cloned();
         let hold = retention.as_ref().map(|retention| {
             retention.open_session(session);
@@ -178,7 +178,7 @@ async fn listen(args: &McpArgs, address: SocketAddr) -> Result<(TcpListener, Htt
 /// Many sessions at `/mcp`, each with its own parent agent, until SIGINT or
 /// SIGTERM; then every session ends before this returns.
 async fn serve_http(
-    setup: &Arc<Setup>,
+    setup: &Arc<SharedRuntime>,
     server: &McpToolServer,
     listener: TcpListener,
     options: HttpServeOptions,
@@ -226,7 +226,7 @@ async fn stop_signal() {
 /// when it ends its background tasks are killed and released, then its
 /// transcripts go ([`SessionData`]).
 struct Parents {
-    setup: Arc<Setup>,
+    setup: Arc<SharedRuntime>,
     open: Mutex<HashMap<AgentId, (Agent, SessionData)>>,
 }
 

@@ -2,7 +2,7 @@
 //! [`HarnessBuilder`] calls out) that gives the parent its delegation tools
 //! (those of `dsh.toml`, or `subagent` and `subagent_fork`), the task tools
 //! and, with a data directory, `send_message` over continuable children.
-//! The MCP servers whose tools join them are [`crate::mcp_servers`]; the
+//! The MCP servers whose tools join them are [`crate::mcp_mounts`]; the
 //! runtime the parents share over these tools is [`crate::runtime`].
 
 use std::path::Path;
@@ -94,17 +94,17 @@ fn served(subagents: &[Subagent], surface: Surface) -> Vec<Subagent> {
 }
 
 /// The mounted harness, and the model-visible names of its delegation tools.
-pub(crate) struct Mounts {
+pub(crate) struct MountedHarness {
     harness: Harness,
     delegation_tools: Vec<String>,
 }
 
-impl Mounts {
+impl MountedHarness {
     /// The plan, built. No child starts here and no process is spawned: an
     /// ACP provider runs its command per delegation, never with the
     /// `withheld` variables of ours. ACP children's reports go to
     /// `observer`, when there is one. `limits` bound every delegation tree
-    /// (each top-level agent opens its own: [`Mounts::open_tree`]).
+    /// (each top-level agent opens its own: [`MountedHarness::open_tree`]).
     pub(crate) fn new(
         config: Option<&Config>,
         data_dir: Option<&Path>,
