@@ -69,7 +69,7 @@ async fn a_child_past_its_token_budget_stops_as_max_tokens_with_its_partial_outp
 
 #[tokio::test]
 async fn a_spent_tree_budget_refuses_the_next_child_and_stops_the_top_level_agent() {
-    let harness = Harness::limited(script(), Limits::none().token_budget(1), |config| {
+    let harness = Harness::limited(script(), Limits::none().with_token_budget(1), |config| {
         config.tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent", "subagent_fork"]))
     });
     let tree = harness.service.open_tree();
@@ -94,7 +94,7 @@ async fn a_spent_tree_budget_refuses_the_next_child_and_stops_the_top_level_agen
 
 #[tokio::test]
 async fn spending_counts_up_the_tree() {
-    let harness = Harness::limited(script(), Limits::none().token_budget(1_000_000), |config| {
+    let harness = Harness::limited(script(), Limits::none().with_token_budget(1_000_000), |config| {
         config.tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent", "subagent_fork"]))
     });
     let tree = harness.service.open_tree();

@@ -19,9 +19,9 @@ use crate::{
 /// makes: the gate is on, and never refuses.
 fn dsh_like(max_queued: usize) -> Limits {
     Limits::none()
-        .max_concurrent(8)
-        .max_queued(max_queued)
-        .max_children(u64::MAX)
+        .with_max_concurrent(8)
+        .with_max_queued(max_queued)
+        .with_max_children(usize::MAX)
 }
 
 /// Calls drained through `max_concurrent = 8`.

@@ -39,7 +39,7 @@ pub(crate) fn check(builder: &HarnessBuilder) -> Result<Vec<Arc<dyn SubagentProv
 /// provider counts, a provider given without a tool included: a child it
 /// starts (a continued one, for one) belongs to a tree too.
 fn tree_budget(builder: &HarnessBuilder, providers: &[Arc<dyn SubagentProvider>]) -> Result<(), BuildError> {
-    let Some(limit) = builder.limits.tree_budget() else {
+    let Some(limit) = builder.limits.token_budget() else {
         return Ok(());
     };
     match providers

@@ -205,7 +205,7 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
             HarnessBuilder::new()
                 .subagent(SubagentToolConfig::new("spawn"), spawn())
                 .provider(ScriptedProvider::builder("remote").capabilities(limited()).build())
-                .limits(Limits::none().token_budget(100_000)),
+                .limits(Limits::none().with_token_budget(100_000)),
             BuildError::TreeBudgetUnsupported {
                 provider: "remote".into(),
                 limit: 100_000,
@@ -294,7 +294,7 @@ fn a_refused_build_keeps_nothing() {
 /// builds.
 #[test]
 fn a_tree_token_budget_needs_every_provider_to_report_usage() {
-    let budget = Limits::none().max_concurrent(2).token_budget(5_000);
+    let budget = Limits::none().with_max_concurrent(2).with_token_budget(5_000);
     let unmetered = || {
         ScriptedProvider::builder("acp")
             .capabilities(Capabilities::NONE)
@@ -314,7 +314,10 @@ fn a_tree_token_budget_needs_every_provider_to_report_usage() {
     );
     assert_eq!(error.code(), "TREE_BUDGET_UNSUPPORTED");
 
-    let counted = Limits::none().max_concurrent(2).max_queued(4).max_children(10);
+    let counted = Limits::none()
+        .with_max_concurrent(2)
+        .with_max_queued(4)
+        .with_max_children(10);
     HarnessBuilder::new()
         .subagent(SubagentToolConfig::new("acp"), unmetered())
         .limits(counted)

@@ -82,7 +82,7 @@ pub enum SubagentError {
     #[error("{}", wording::child_limit(*max_children))]
     ChildLimit {
         /// Children the tree may start over its life.
-        max_children: u64,
+        max_children: usize,
     },
     /// A token budget the child would spend from is spent
     /// (`TOKEN_BUDGET_SPENT`): the child was not started.

@@ -7,6 +7,15 @@
 //! [`SpanOrigin`]: under the span of the call that waits for it, or in a
 //! trace of its own that follows from the call that started it.
 //!
+//! A run's lifecycle is four events on the current span: the child was
+//! [`started`], [`published`] to whoever settles it, [`settled`] with a stop
+//! reason, and [`disposed`]. Each event's message is its name
+//! (`subagent.started`, …). Each stage is one function, so whatever drives
+//! a delegation (the `subagent` tool, the service's background tasks, the
+//! control service's activations, a harness's own tool) emits the same
+//! events. A foreground delegation emits them on its call's `execute_tool`
+//! span, a background child under its task's span.
+//!
 //! An out-of-process provider sends the origin's W3C trace context
 //! (`traceparent`, `tracestate`) to its child. Only a program that exports
 //! traces can read that context off a span, so it installs a
@@ -16,6 +25,8 @@
 use std::sync::OnceLock;
 
 use tracing::Span;
+
+use crate::{SubagentError, SubagentResult, SubagentRun, bound_diagnostic};
 
 /// Where a child's `invoke_agent` span sits relative to the span that started it.
 #[derive(Clone, Debug)]
@@ -118,5 +129,74 @@ pub fn extract(fields: &dyn Fn(&str) -> Option<String>, span: &Span) {
         && !span.is_disabled()
     {
         propagator.extract(fields, span);
+    }
+}
+
+/// The provider started a child.
+pub fn started(provider: &str, run: &SubagentRun) {
+    tracing::event!(
+        target: "dsh::gen_ai",
+        tracing::Level::INFO,
+        subagent.provider = provider,
+        subagent.child_id = run.id(),
+        "subagent.started"
+    );
+}
+
+/// The run was handed to whoever settles it: the call itself, or the
+/// background task whose span names it.
+pub fn published(run: &SubagentRun) {
+    tracing::event!(
+        target: "dsh::gen_ai",
+        tracing::Level::INFO,
+        subagent.child_id = run.id(),
+        "subagent.published"
+    );
+}
+
+/// The run's result settled.
+pub fn settled(result: &Result<SubagentResult, SubagentError>) {
+    match result {
+        Ok(result) => {
+            let diagnostic = result.diagnostic.as_deref().map(bound_diagnostic);
+            tracing::event!(
+                target: "dsh::gen_ai",
+                tracing::Level::INFO,
+                subagent.stop_reason = result.stop_reason.as_str(),
+                subagent.diagnostic = diagnostic.as_deref(),
+                "subagent.settled"
+            );
+        }
+        Err(error) => {
+            let diagnostic = bound_diagnostic(error.to_string());
+            tracing::event!(
+                target: "dsh::gen_ai",
+                tracing::Level::INFO,
+                subagent.stop_reason = "error",
+                subagent.diagnostic = diagnostic.as_str(),
+                "error.type" = error.code(),
+                "subagent.settled"
+            );
+        }
+    }
+}
+
+/// The run was released (`dispose` returned).
+pub fn disposed(disposed: &Result<(), SubagentError>) {
+    match disposed {
+        Ok(()) => tracing::event!(
+            target: "dsh::gen_ai",
+            tracing::Level::INFO,
+            subagent.disposed = "ok",
+            "subagent.disposed"
+        ),
+        Err(error) => tracing::event!(
+            target: "dsh::gen_ai",
+            tracing::Level::INFO,
+            subagent.disposed = "failed",
+            "error.type" = error.code(),
+            subagent.diagnostic = bound_diagnostic(error.to_string()).as_str(),
+            "subagent.disposed"
+        ),
     }
 }

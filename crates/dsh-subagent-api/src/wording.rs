@@ -104,7 +104,7 @@ pub(crate) fn queue_full(waiting: usize, max_concurrent: usize) -> String {
 }
 
 /// The tree has started as many children as it may over its life.
-pub(crate) fn child_limit(max_children: u64) -> String {
+pub(crate) fn child_limit(max_children: usize) -> String {
     format!(
         "subagent not started: this delegation tree has started all the children it may (max_children = {max_children}). Collect the results of the children still running and finish the task with what you have; do not retry."
     )

@@ -130,7 +130,7 @@ impl Admission {
         Self {
             limits,
             default_tree: OnceLock::new(),
-            default_texts: TextStore::new(limits.kept_output_bytes()),
+            default_texts: TextStore::new(limits.kept_output()),
         }
     }
 

@@ -37,7 +37,7 @@ pub(crate) struct Tree {
     budget: Option<Arc<TokenBudget>>,
     state: Mutex<TreeState>,
     /// The tree's outputs kept for paged reads, within
-    /// [`Limits::kept_output_bytes`].
+    /// [`Limits::with_kept_output`].
     texts: TextStore,
 }
 
@@ -46,7 +46,7 @@ struct TreeState {
     /// The tree's own slots in use (lent slots are not counted again).
     running: usize,
     /// Children started over the tree's life (reservations of new children).
-    started: u64,
+    started: usize,
     queue: VecDeque<Waiter>,
     next_waiter: u64,
 }
@@ -70,7 +70,7 @@ pub(crate) enum Counts {
 
 impl Counts {
     /// How many children it adds to the tree's count: 1 or 0.
-    fn children(self) -> u64 {
+    fn children(self) -> usize {
         match self {
             Self::NewChild => 1,
             Self::Continuation => 0,
@@ -104,10 +104,10 @@ impl Node {
         let tree = Arc::new(Tree {
             limits,
             budget: limits
-                .tree_budget()
+                .token_budget()
                 .map(|limit| TokenBudget::new(BudgetScope::Tree, limit, None)),
             state: Mutex::new(TreeState::default()),
-            texts: TextStore::new(limits.kept_output_bytes()),
+            texts: TextStore::new(limits.kept_output()),
         });
         Arc::new(Self::new(tree, Place::Root))
     }
@@ -152,13 +152,13 @@ impl Node {
         let tree = &self.tree;
         let mut state = tree.lock();
         if counts == Counts::NewChild
-            && let Some(max_children) = tree.limits.children_bound()
+            && let Some(max_children) = tree.limits.max_children()
             && state.started >= max_children
         {
             return Err(SubagentError::ChildLimit { max_children });
         }
         let child = || Arc::new(Node::new(tree.clone(), Place::Child));
-        let ticket = match tree.limits.concurrency() {
+        let ticket = match tree.limits.max_concurrent() {
             None => Ticket::Ready(Slot::new(child(), Held::Uncounted, counts)),
             Some(_) if foreground && self.can_lend() => {
                 self.lent.store(true, Ordering::Relaxed);
@@ -170,7 +170,7 @@ impl Node {
             }
             Some(max) => {
                 let waiting = state.queue.len();
-                if tree.limits.queue_bound().is_some_and(|bound| waiting >= bound) {
+                if tree.limits.max_queued().is_some_and(|bound| waiting >= bound) {
                     return Err(SubagentError::QueueFull {
                         waiting,
                         max_concurrent: max.get(),
@@ -226,7 +226,7 @@ impl Tree {
             let slot = Slot::new(child, Held::Lent(lender.clone()), waiter.counts);
             grants.push((waiter.grant, slot));
         }
-        let max = self.limits.concurrency().map_or(usize::MAX, |max| max.get());
+        let max = self.limits.max_concurrent().map_or(usize::MAX, |max| max.get());
         while state.running < max
             && let Some(waiter) = state.queue.pop_front()
         {
@@ -292,7 +292,7 @@ impl Drop for Slot {
         let grants = {
             let mut state = tree.lock();
             self.node.active.store(false, Ordering::Relaxed);
-            state.started -= u64::from(self.unpublished_child);
+            state.started -= usize::from(self.unpublished_child);
             match &self.held {
                 Held::Own => {
                     state.running -= 1;

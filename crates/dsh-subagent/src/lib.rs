@@ -10,7 +10,7 @@ mod limits;
 mod service;
 pub mod settlement;
 mod task;
-pub mod trace;
+mod trace;
 pub mod wording;
 
 pub use admission::DelegationTree;

@@ -11,17 +11,22 @@ use std::num::NonZeroUsize;
 /// by default ([`Limits::none`]): a service without limits behaves as if
 /// there were no gate.
 ///
+/// Each limit has one name, set with `with_<name>` and read with `<name>`.
+/// Counts of calls and children are `usize`, tokens are `u64`, bytes are
+/// `usize`.
+///
 /// ```
 /// use dsh_subagent::Limits;
-/// let limits = Limits::none().max_concurrent(8).max_queued(64).max_children(200);
-/// assert_eq!(limits.concurrency(), std::num::NonZeroUsize::new(8));
+/// let limits = Limits::none().with_max_concurrent(8).with_max_queued(64).with_max_children(200);
+/// assert_eq!(limits.max_concurrent(), std::num::NonZeroUsize::new(8));
+/// assert_eq!(limits.max_children(), Some(200));
 /// assert!(Limits::none().is_none());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     max_concurrent: Option<NonZeroUsize>,
     max_queued: Option<usize>,
-    max_children: Option<u64>,
+    max_children: Option<usize>,
     token_budget: Option<u64>,
     kept_output: usize,
 }
@@ -52,23 +57,18 @@ impl Limits {
     /// a child's transcript take none of it. Not a limit on children:
     /// [`Limits::is_none`] does not look at it.
     #[must_use]
-    pub const fn kept_output(mut self, bytes: usize) -> Self {
+    pub const fn with_kept_output(mut self, bytes: usize) -> Self {
         self.kept_output = bytes;
         self
     }
 
-    /// The bytes of outputs a tree keeps in memory.
-    pub const fn kept_output_bytes(&self) -> usize {
-        self.kept_output
-    }
-
     /// At most `n` children of a tree run at once; more wait, first come
     /// first served. `0` is taken as `1`: a tree that can run nothing would
-    /// only queue. Set [`Limits::max_queued`] too: without it the queue has
-    /// no bound, and a model that asks for 100,000 children holds 100,000
-    /// waiting calls (`dsh` sets 64).
+    /// only queue. Set [`Limits::with_max_queued`] too: without it the queue
+    /// has no bound, and a model that asks for 100,000 children holds
+    /// 100,000 waiting calls (`dsh` sets 64).
     #[must_use]
-    pub const fn max_concurrent(mut self, n: usize) -> Self {
+    pub const fn with_max_concurrent(mut self, n: usize) -> Self {
         self.max_concurrent = Some(match NonZeroUsize::new(n) {
             Some(n) => n,
             None => NonZeroUsize::MIN,
@@ -76,10 +76,11 @@ impl Limits {
         self
     }
 
-    /// At most `n` calls of a tree wait for a slot; one more is refused at
-    /// once (`QUEUE_FULL`). Only meaningful with [`Limits::max_concurrent`].
+    /// At most `n` calls of a tree wait for an admission slot; one more is
+    /// refused at once (`QUEUE_FULL`). Only meaningful with
+    /// [`Limits::with_max_concurrent`].
     #[must_use]
-    pub const fn max_queued(mut self, n: usize) -> Self {
+    pub const fn with_max_queued(mut self, n: usize) -> Self {
         self.max_queued = Some(n);
         self
     }
@@ -87,7 +88,7 @@ impl Limits {
     /// At most `n` children start over a tree's life; one more is refused at
     /// once (`CHILD_LIMIT`). A continuation of a child is not a new child.
     #[must_use]
-    pub const fn max_children(mut self, n: u64) -> Self {
+    pub const fn with_max_children(mut self, n: usize) -> Self {
         self.max_children = Some(n);
         self
     }
@@ -96,28 +97,38 @@ impl Limits {
     /// agent's own model calls included when that agent spends from its
     /// tree ([`DelegationTree::lineage`](crate::DelegationTree::lineage)).
     #[must_use]
-    pub const fn token_budget(mut self, tokens: u64) -> Self {
+    pub const fn with_token_budget(mut self, tokens: u64) -> Self {
         self.token_budget = Some(tokens);
         self
     }
 
-    /// Children that may run at once, when bounded.
-    pub const fn concurrency(&self) -> Option<NonZeroUsize> {
+    /// The bytes of outputs a tree keeps in memory
+    /// ([`Limits::with_kept_output`]).
+    pub const fn kept_output(&self) -> usize {
+        self.kept_output
+    }
+
+    /// Children that may run at once, when bounded
+    /// ([`Limits::with_max_concurrent`]).
+    pub const fn max_concurrent(&self) -> Option<NonZeroUsize> {
         self.max_concurrent
     }
 
-    /// Calls that may wait for a slot, when bounded.
-    pub const fn queue_bound(&self) -> Option<usize> {
+    /// Calls that may wait for an admission slot, when bounded
+    /// ([`Limits::with_max_queued`]).
+    pub const fn max_queued(&self) -> Option<usize> {
         self.max_queued
     }
 
-    /// Children a tree may start over its life, when bounded.
-    pub const fn children_bound(&self) -> Option<u64> {
+    /// Children a tree may start over its life, when bounded
+    /// ([`Limits::with_max_children`]).
+    pub const fn max_children(&self) -> Option<usize> {
         self.max_children
     }
 
-    /// The tokens a tree may spend, when bounded.
-    pub const fn tree_budget(&self) -> Option<u64> {
+    /// The tokens a tree may spend, when bounded
+    /// ([`Limits::with_token_budget`]).
+    pub const fn token_budget(&self) -> Option<u64> {
         self.token_budget
     }
 

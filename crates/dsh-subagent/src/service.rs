@@ -99,7 +99,7 @@ impl SubagentService {
 
     /// The store of `agent`'s kept outputs: its delegation tree's, so that
     /// one tree's background results and cut foreground results share one
-    /// byte bound ([`Limits::kept_output`]). An agent in no tree shares the
+    /// byte bound ([`Limits::with_kept_output`]). An agent in no tree shares the
     /// default tree's, or, when the service has no limits, one store with
     /// every other such agent.
     pub fn texts(&self, agent: &AgentRef) -> TextStore {
@@ -286,8 +286,8 @@ impl SubagentService {
     /// of the request's parent on `tasks`, labelled `label`, and returns the
     /// task's id (`subagent-<n>`) at once.
     ///
-    /// The task runs in a span of its own ([`trace::task_span`], placed by
-    /// the request's origin); the child's span and the run's lifecycle
+    /// The task runs in a `subagent.task` span of its own (placed by the
+    /// request's origin); the child's span and the run's lifecycle
     /// events sit under it, and the span records the task's id. The task's
     /// kill token replaces the request's, so killing the task, not
     /// cancelling the call that asked for it, stops the child. The start is

@@ -10,6 +10,7 @@
 //! outcome. The start is one step, [`run`]'s call of `start`: whatever must
 //! happen before a child starts happens there, for every route.
 
+use dsh_subagent_api::trace as lifecycle;
 use dsh_subagent_api::{AgentId, CancellationToken, StopReason, SubagentError, SubagentResult, SubagentRun};
 use dsh_tasks::{Output, TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskSpec, TextStore};
 use dsh_tools::budget::TextSize;
@@ -87,11 +88,11 @@ where
     // The one start step of every route.
     match start(kill.clone()).await {
         Ok(run) => {
-            trace::started(provider, &run);
-            trace::published(&run);
+            lifecycle::started(provider, &run);
+            lifecycle::published(&run);
             let settled = settle(run, kill).await;
-            trace::settled(&settled.result);
-            trace::disposed(&settled.disposed);
+            lifecycle::settled(&settled.result);
+            lifecycle::disposed(&settled.disposed);
             task_outcome(settled.result, settled.disposed)
         }
         Err(error) => start_failed_outcome(&error, kill.is_cancelled()),

@@ -1,19 +1,13 @@
-//! Tracing of delegations (see `docs/observability.md`): the lifecycle of one
-//! run as events, and the span of a background task that runs a child.
+//! Tracing of the service's own steps (see `docs/observability.md`): the
+//! span of a background task that runs a child, and a start's way through
+//! its tree's gate (queued, admitted, withdrawn, refused).
 //!
-//! A run's lifecycle is four events on the current span: the child was
-//! started, published to whoever settles it, settled with a stop reason, and
-//! disposed. Each event's message is its name (`subagent.started`, …). Each
-//! stage is one function, so whatever drives a delegation (the `subagent`
-//! tool, the control service's activations, a harness's own tool over
-//! [`SubagentService`](crate::SubagentService)) calls the same few points.
-//!
-//! A foreground delegation emits them on its call's `execute_tool` span. A
-//! background child outlives that call, so its task runs inside a
-//! [`task_span`] of its own, which follows from the call that started it;
-//! the child's `invoke_agent` span and the lifecycle events sit under it.
+//! A background child outlives the call that started it, so its task runs
+//! inside a [`task_span`] of its own, which follows from that call; the
+//! child's `invoke_agent` span and the run's lifecycle events
+//! ([`dsh_subagent_api::trace::started`] and the rest) sit under it.
 
-use dsh_subagent_api::{SpanOrigin, SubagentError, SubagentResult, SubagentRun, bound_diagnostic};
+use dsh_subagent_api::{SpanOrigin, SubagentError};
 use tracing::Span;
 use tracing::field::Empty;
 
@@ -22,7 +16,7 @@ use tracing::field::Empty;
 /// started it). Run the task inside it, give the child's request
 /// [`SpanOrigin::ChildOf`] it, and record the task's id with
 /// [`record_task_id`] once it has one.
-pub fn task_span(origin: &SpanOrigin) -> Span {
+pub(crate) fn task_span(origin: &SpanOrigin) -> Span {
     origin.place(|parent| {
         tracing::info_span!(
             target: "dsh::gen_ai",
@@ -35,77 +29,8 @@ pub fn task_span(origin: &SpanOrigin) -> Span {
 }
 
 /// Records the id of the task a [`task_span`] belongs to.
-pub fn record_task_id(span: &Span, task_id: &str) {
+pub(crate) fn record_task_id(span: &Span, task_id: &str) {
     span.record("subagent.task_id", task_id);
-}
-
-/// The provider started a child.
-pub fn started(provider: &str, run: &SubagentRun) {
-    tracing::event!(
-        target: "dsh::gen_ai",
-        tracing::Level::INFO,
-        subagent.provider = provider,
-        subagent.child_id = run.id(),
-        "subagent.started"
-    );
-}
-
-/// The run was handed to whoever settles it: the call itself, or the
-/// background task (whose [`task_span`] names it).
-pub fn published(run: &SubagentRun) {
-    tracing::event!(
-        target: "dsh::gen_ai",
-        tracing::Level::INFO,
-        subagent.child_id = run.id(),
-        "subagent.published"
-    );
-}
-
-/// The run's result settled.
-pub fn settled(result: &Result<SubagentResult, SubagentError>) {
-    match result {
-        Ok(result) => {
-            let diagnostic = result.diagnostic.as_deref().map(bound_diagnostic);
-            tracing::event!(
-                target: "dsh::gen_ai",
-                tracing::Level::INFO,
-                subagent.stop_reason = result.stop_reason.as_str(),
-                subagent.diagnostic = diagnostic.as_deref(),
-                "subagent.settled"
-            );
-        }
-        Err(error) => {
-            let diagnostic = bound_diagnostic(error.to_string());
-            tracing::event!(
-                target: "dsh::gen_ai",
-                tracing::Level::INFO,
-                subagent.stop_reason = "error",
-                subagent.diagnostic = diagnostic.as_str(),
-                "error.type" = error.code(),
-                "subagent.settled"
-            );
-        }
-    }
-}
-
-/// The run was released (`dispose` returned).
-pub fn disposed(disposed: &Result<(), SubagentError>) {
-    match disposed {
-        Ok(()) => tracing::event!(
-            target: "dsh::gen_ai",
-            tracing::Level::INFO,
-            subagent.disposed = "ok",
-            "subagent.disposed"
-        ),
-        Err(error) => tracing::event!(
-            target: "dsh::gen_ai",
-            tracing::Level::INFO,
-            subagent.disposed = "failed",
-            "error.type" = error.code(),
-            subagent.diagnostic = bound_diagnostic(error.to_string()).as_str(),
-            "subagent.disposed"
-        ),
-    }
 }
 
 /// The start waits for a slot of its delegation tree, `ahead` calls before

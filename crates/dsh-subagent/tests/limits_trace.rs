@@ -38,7 +38,7 @@ async fn waits_and_refusals_are_span_events_with_the_wait_and_the_limit() {
         .init();
 
     let gate = Gate::new();
-    let service = SubagentService::with_limits(Limits::none().max_concurrent(1).max_queued(1));
+    let service = SubagentService::with_limits(Limits::none().with_max_concurrent(1).with_max_queued(1));
     let provider = ScriptedProvider::builder("spawn")
         .on_result(ResultBehavior::Gated(gate.clone()))
         .build();

@@ -4,8 +4,8 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
 
-use dsh_subagent::{SubagentService, settle, trace};
-use dsh_subagent_api::{StartRequest, TextSource};
+use dsh_subagent::{SubagentService, settle};
+use dsh_subagent_api::{StartRequest, TextSource, trace};
 use dsh_tools::{ToolError, ToolOutput, panic_message};
 use futures::FutureExt;
 

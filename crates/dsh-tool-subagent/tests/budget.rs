@@ -265,7 +265,7 @@ async fn an_answer_within_the_budget_is_unchanged_and_a_tool_may_set_its_own_bud
 async fn a_kept_answer_evicted_from_its_trees_store_reads_as_no_longer_kept() {
     // Each tree keeps 3 MB: the second answer of 2 MB evicts the first.
     let world = World::new(
-        Limits::none().kept_output(3_000_000),
+        Limits::none().with_kept_output(3_000_000),
         &['e', 'f'],
         StopReason::Completed,
         |m| answer(m, 1_000_000),

@@ -469,7 +469,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_queued_call_says_how_many_wait_before_it_and_a_withdrawn_one_that_it_left() {
-        let service = SubagentService::with_limits(dsh_subagent::Limits::none().max_concurrent(1));
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().with_max_concurrent(1));
         let _local = service
             .register_provider(ScriptedProvider::builder("local").build())
             .unwrap();

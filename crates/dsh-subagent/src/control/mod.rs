@@ -179,6 +179,10 @@ impl SubagentControl {
     /// A control service without persistence: every continuable start and
     /// every follow-up is refused synchronously with
     /// [`ControlError::PersistenceUnavailable`], before any task exists.
+    ///
+    /// For tests only (the `testing` feature): a program that has no store
+    /// mounts no control service.
+    #[cfg(feature = "testing")]
     pub fn without_persistence(service: SubagentService, tasks: TaskRegistry) -> Self {
         Self::build(service, tasks, None)
     }

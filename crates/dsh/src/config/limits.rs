@@ -40,23 +40,23 @@ impl LimitsConfig {
     pub(crate) fn resolve(&self, flags: &LimitsConfig) -> dsh_subagent::Limits {
         let count = |value: u64| usize::try_from(value).unwrap_or(usize::MAX);
         let limits = dsh_subagent::Limits::none()
-            .max_concurrent(count(
+            .with_max_concurrent(count(
                 flags
                     .max_concurrent
                     .or(self.max_concurrent)
                     .unwrap_or(Self::DEFAULT_MAX_CONCURRENT),
             ))
-            .max_queued(count(
+            .with_max_queued(count(
                 flags.max_queued.or(self.max_queued).unwrap_or(Self::DEFAULT_MAX_QUEUED),
             ))
-            .max_children(
+            .with_max_children(count(
                 flags
                     .max_children
                     .or(self.max_children)
                     .unwrap_or(Self::DEFAULT_MAX_CHILDREN),
-            );
+            ));
         match flags.token_budget.or(self.token_budget) {
-            Some(tokens) => limits.token_budget(tokens),
+            Some(tokens) => limits.with_token_budget(tokens),
             None => limits,
         }
     }

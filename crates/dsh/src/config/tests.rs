@@ -371,9 +371,9 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
     assert_eq!(
         defaults,
         dsh_subagent::Limits::none()
-            .max_concurrent(8)
-            .max_queued(64)
-            .max_children(200)
+            .with_max_concurrent(8)
+            .with_max_queued(64)
+            .with_max_children(200)
     );
     let file = check("[limits]\nmax_concurrent = 3\ntoken_budget = 5000\n")
         .unwrap()
@@ -381,10 +381,10 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
     assert_eq!(
         file.resolve(&LimitsConfig::default()),
         dsh_subagent::Limits::none()
-            .max_concurrent(3)
-            .max_queued(64)
-            .max_children(200)
-            .token_budget(5000)
+            .with_max_concurrent(3)
+            .with_max_queued(64)
+            .with_max_children(200)
+            .with_token_budget(5000)
     );
     let flags = LimitsConfig {
         max_concurrent: Some(2),
@@ -394,10 +394,10 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
     assert_eq!(
         file.resolve(&flags),
         dsh_subagent::Limits::none()
-            .max_concurrent(2)
-            .max_queued(64)
-            .max_children(10)
-            .token_budget(5000)
+            .with_max_concurrent(2)
+            .with_max_queued(64)
+            .with_max_children(10)
+            .with_token_budget(5000)
     );
 }
 

@@ -308,7 +308,7 @@ mod tests {
     /// many wait before it), then reports as any other.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_served_call_hears_that_its_child_waits_for_a_slot() {
-        let service = SubagentService::with_limits(dsh_subagent::Limits::none().max_concurrent(1));
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().with_max_concurrent(1));
         insta::assert_snapshot!(served_call_hears(service, true).await);
     }
 
