@@ -10,10 +10,12 @@
 //! whose configuration has one of those fingerprints refuses to start (exit
 //! 2) and says how to give the child its own configuration.
 //!
-//! A fingerprint is the 64-bit FNV-1a hash of the file's bytes, in 16 hex
+//! A fingerprint ([`crate::config::fingerprint`]) is the 64-bit FNV-1a hash of the file's bytes, in 16 hex
 //! digits: the same file and a byte-identical copy elsewhere are the same
 //! configuration, since either would mount the same children again. A `dsh`
 //! without a configuration file passes what it inherited on unchanged.
+
+use std::path::Path;
 
 use crate::config::Config;
 use crate::failure::Failure;
@@ -22,14 +24,14 @@ use crate::wording;
 /// The variable that carries the ancestors' configuration fingerprints.
 pub(crate) const ENV: &str = "DSH_PARENT_CONFIGS";
 
-/// The fingerprint of a configuration file's text.
-pub(crate) fn fingerprint(text: &str) -> String {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let hash = text
-        .bytes()
-        .fold(OFFSET, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(PRIME));
-    format!("{hash:016x}")
+/// [`config::load_from_cwd`](crate::config::load_from_cwd) for a command
+/// that mounts what the file configures (`dsh run`, `dsh acp`, `dsh mcp`): a
+/// file that a `dsh` which started this one loaded is refused (exit 2),
+/// since mounting it would start this `dsh` again.
+pub(crate) fn load_for_mounting(explicit: Option<&Path>) -> Result<Option<Config>, Failure> {
+    let config = crate::config::load_from_cwd(explicit)?;
+    check(config.as_ref(), inherited().as_deref())?;
+    Ok(config)
 }
 
 /// The fingerprints in a value of [`ENV`] (empty entries ignored).
@@ -78,9 +80,8 @@ pub(crate) fn inherited() -> Option<String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use std::path::Path;
-
     use super::*;
+    use crate::config::fingerprint;
 
     fn config(text: &str) -> Config {
         crate::config::parse(Path::new("dsh.toml"), text, Path::new(".")).unwrap()

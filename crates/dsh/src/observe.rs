@@ -17,7 +17,7 @@ use std::sync::{Mutex, PoisonError};
 
 use dsh_agent::AgentObserver;
 use dsh_llm::Usage;
-use dsh_subagent::SubagentEvent;
+use dsh_subagent::{RunEndInfo, SubagentEvent};
 use dsh_subagent_acp::{ChildUpdate, Status};
 use dsh_tools::AgentId;
 
@@ -70,6 +70,17 @@ impl ModelCalls {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(&AgentId::new(agent))
     }
+}
+
+/// How a child ended, in words: its stop reason, then what it did, its
+/// model calls (an in-process child's, `calls`) or the tool calls it
+/// reported (an ACP child's, `activity`).
+pub(crate) fn child_summary(end: &RunEndInfo, calls: Option<Calls>, activity: Option<Activity>) -> String {
+    wording::child_summary(
+        &wording::child_stop(end),
+        calls.map(|calls| (calls.steps, calls.usage)),
+        activity.map_or(0, |activity| activity.tool_calls),
+    )
 }
 
 /// What an ACP child has reported of its current run: what it is doing

@@ -16,7 +16,7 @@ use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Wait
 use dsh_tools::AgentId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use crate::observe::{ChildActivity, ModelCalls, TreeObserver};
+use crate::observe::{self, ChildActivity, ModelCalls, TreeObserver};
 use crate::wording;
 
 /// Shows each child as it works (label, elapsed time, model calls, tokens):
@@ -204,7 +204,7 @@ impl Progress {
         let Some(child) = self.lock().running.remove(&end.run.run_id) else {
             return;
         };
-        let summary = wording::child_summary(&wording::child_stop(end), self.calls.take(&child.id), activity);
+        let summary = observe::child_summary(end, self.calls.take(&child.id), activity);
         match (&self.display, &child.bar) {
             (Display::Bars(_), Some(bar)) => bar.finish_with_message(summary),
             (Display::Lines(sink), _) => sink(wording::child_ended(

@@ -13,7 +13,7 @@ use crate::runtime::SharedRuntime;
 use crate::wording;
 
 pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
-    let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
+    let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
     // The summary names the children's transcripts.
     let progress = Arc::new(Progress::new(args.quiet).listing_children());
     let mut setup = SharedRuntime::new(
@@ -66,7 +66,8 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
             .filter(|id| dir.join(format!("{id}.jsonl")).is_file())
             .collect();
         eprintln!("{}", wording::transcripts_line(&dir, parent.id(), &children));
-        eprintln!("{}", wording::usage_line(&parent.usage(), progress.waits()));
+        let waits = progress.waits();
+        eprintln!("{}", wording::usage_line(&parent.usage(), waits.calls, waits.total));
     }
     match outcome.stop {
         AgentStop::Completed => {

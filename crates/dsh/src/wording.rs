@@ -182,22 +182,18 @@ pub(crate) fn size(bytes: u64) -> String {
     }
 }
 
-/// How a child ended: its stop reason, then its model calls when the agent
-/// loop reported them (an in-process child), or the tool calls it reported
-/// (an ACP child, whose model calls are not known here).
-pub(crate) fn child_summary(
-    stop: &str,
-    calls: Option<crate::observe::Calls>,
-    activity: Option<crate::observe::Activity>,
-) -> String {
-    match (calls, activity) {
-        (Some(calls), _) => format!("{stop} · {}", model_calls(calls.steps, calls.usage)),
-        (None, Some(activity)) if activity.tool_calls > 0 => format!(
-            "{stop} · {} tool call{}",
-            activity.tool_calls,
-            if activity.tool_calls == 1 { "" } else { "s" }
+/// How a child ended: its stop reason, then its model calls (steps and
+/// usage) when the agent loop reported them (an in-process child), or the
+/// tool calls it reported (an ACP child, whose model calls are not known
+/// here).
+pub(crate) fn child_summary(stop: &str, calls: Option<(u32, Option<dsh_llm::Usage>)>, tool_calls: u32) -> String {
+    match calls {
+        Some((steps, usage)) => format!("{stop} · {}", model_calls(steps, usage)),
+        None if tool_calls > 0 => format!(
+            "{stop} · {tool_calls} tool call{}",
+            if tool_calls == 1 { "" } else { "s" }
         ),
-        (None, _) => stop.to_owned(),
+        None => stop.to_owned(),
     }
 }
 
@@ -289,8 +285,9 @@ pub(crate) fn tokens(usage: Option<dsh_llm::Usage>) -> String {
 }
 
 /// The parent's usage line at the end of `dsh run`: its own model calls and
-/// its children's, separately and in total.
-pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals, waits: crate::progress::Waits) -> String {
+/// its children's, separately and in total; then how many delegation calls
+/// waited for a slot, and how long in all, when any did.
+pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals, waited_calls: usize, waited: std::time::Duration) -> String {
     let mut line = format!(
         "dsh: own model calls: {} · children: {} · total: {}",
         tokens(usage.own),
@@ -298,12 +295,12 @@ pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals, waits: crate::progress:
         tokens(usage.total())
     );
     // Only when the limits made some call wait.
-    if waits.calls > 0 {
+    if waited_calls > 0 {
         line.push_str(&format!(
             " · {} call{} waited for a slot, {:.1}s in all",
-            waits.calls,
-            if waits.calls == 1 { "" } else { "s" },
-            waits.total.as_secs_f64()
+            waited_calls,
+            if waited_calls == 1 { "" } else { "s" },
+            waited.as_secs_f64()
         ));
     }
     line

@@ -251,7 +251,7 @@ impl Server {
 }
 
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
-    let config = crate::config::load_for_mounting(args.agent.config.as_deref())?;
+    let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
     let delegation_tools = crate::harness::delegation_tool_names(config.as_ref());
     let streams = Arc::new(Streams::new(delegation_tools));

@@ -15,7 +15,7 @@ use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_tools::{AgentId, ToolResult};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::observe::{ChildActivity, ModelCalls, TreeObserver};
+use crate::observe::{self, ChildActivity, ModelCalls, TreeObserver};
 use crate::wording;
 
 /// One thing a prompt reports to its ACP client.
@@ -333,11 +333,7 @@ impl Streams {
     /// A child ended: its last line, and it reports no more.
     fn ended(&self, end: &RunEndInfo) {
         let child = AgentId::new(end.run.id.as_str());
-        let summary = wording::child_summary(
-            &wording::child_stop(end),
-            self.calls.take(&end.run.id),
-            self.activity.take(&end.run.id),
-        );
+        let summary = observe::child_summary(end, self.calls.take(&end.run.id), self.activity.take(&end.run.id));
         self.child_line(&child, |label| wording::acp_child_finished(label, &summary));
         self.lock().children.remove(&child);
     }

@@ -55,7 +55,7 @@ pub(crate) struct Config {
     pub(crate) limits: LimitsConfig,
     /// `[data]`: the bounds on the transcripts kept, over dsh's defaults.
     pub(crate) data: crate::retention::DataPolicy,
-    /// The text's fingerprint, for the loop guard ([`crate::loop_guard`]).
+    /// The text's [`fingerprint`], for the loop guard ([`crate::loop_guard`]).
     pub(crate) fingerprint: String,
 }
 
@@ -86,16 +86,6 @@ pub(crate) fn load(explicit: Option<&Path>, cwd: &Path) -> Result<Option<Config>
 pub(crate) fn load_from_cwd(explicit: Option<&Path>) -> Result<Option<Config>, Failure> {
     let cwd = std::env::current_dir().map_err(|error| Failure::usage(wording::cwd_unreadable(&error)))?;
     load(explicit, &cwd).map_err(|error| Failure::usage(wording::failed(&error)))
-}
-
-/// [`load_from_cwd`] for a command that mounts what the file configures
-/// (`dsh run`, `dsh acp`, `dsh mcp`): a file that a `dsh` which started this
-/// one loaded is refused (exit 2), since mounting it would start this `dsh`
-/// again ([`crate::loop_guard`]).
-pub(crate) fn load_for_mounting(explicit: Option<&Path>) -> Result<Option<Config>, Failure> {
-    let config = load_from_cwd(explicit)?;
-    crate::loop_guard::check(config.as_ref(), crate::loop_guard::inherited().as_deref())?;
-    Ok(config)
 }
 
 /// Parses and checks a configuration. `path` names the file in errors;
@@ -134,8 +124,20 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         mcp_servers,
         limits,
         data,
-        fingerprint: crate::loop_guard::fingerprint(text),
+        fingerprint: fingerprint(text),
     })
+}
+
+/// The fingerprint of a configuration file's text, by which the loop
+/// guard ([`crate::loop_guard`]) knows a file an ancestor loaded: the
+/// 64-bit FNV-1a hash of its bytes, in 16 hex digits.
+pub(crate) fn fingerprint(text: &str) -> String {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let hash = text
+        .bytes()
+        .fold(OFFSET, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(PRIME));
+    format!("{hash:016x}")
 }
 
 /// A key path as the file's author wrote it (`subagents[1].max_depth`),

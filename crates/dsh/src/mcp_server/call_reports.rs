@@ -21,7 +21,7 @@ use dsh_mcp::CallProgress;
 use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_tools::{AgentId, ToolResult};
 
-use crate::observe::{ModelCalls, TreeObserver};
+use crate::observe::{self, ModelCalls, TreeObserver};
 use crate::wording;
 
 /// How many early reports (of agents not yet announced) are kept at most.
@@ -119,7 +119,7 @@ impl CallReports {
         let mut state = self.lock();
         state.early.retain(|(agent, _)| agent != &child);
         if let Some(reporting) = state.children.remove(&child) {
-            let summary = wording::child_summary(&wording::child_stop(end), calls, None);
+            let summary = observe::child_summary(end, calls, None);
             reporting
                 .progress
                 .report(wording::mcp_child_settled(&reporting.label, &summary));
