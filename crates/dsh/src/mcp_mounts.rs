@@ -1,10 +1,11 @@
-//! The MCP servers whose tools join the parents': `--mcp-server`s and
-//! `[[mcp_servers]]`, started before the first model call and released with
-//! their process groups when dsh stops.
+//! MCP servers started and mounted as tools: those every parent shares
+//! (`--mcp-server`s and `[[mcp_servers]]`, started before the first model
+//! call and released with their process groups when dsh stops), and, through
+//! [`McpMounts`], those an ACP client hands one session.
 
 use std::sync::{Mutex, PoisonError};
 
-use dsh_mcp::{ClientOptions, McpMount, McpServerSpec};
+use dsh_mcp::{ClientOptions, McpMount, McpServerSpec, McpStartError};
 use dsh_tools::ToolRegistry;
 
 use crate::cli::AgentArgs;
@@ -12,12 +13,50 @@ use crate::config::Config;
 use crate::failure::Failure;
 use crate::{loop_guard, wording};
 
+/// MCP servers started together, their tools mounted: all of them or none
+/// ([`mount`](Self::mount)), released together ([`release`](Self::release)).
+#[derive(Default)]
+pub(crate) struct McpMounts(Vec<McpMount>);
+
+impl McpMounts {
+    /// Starts each server with its options and mounts its tools in `tools`,
+    /// in order. All or nothing: when one cannot start, every server started
+    /// here so far is released and its error returned.
+    pub(crate) async fn mount(
+        &mut self,
+        servers: impl IntoIterator<Item = (McpServerSpec, ClientOptions)>,
+        tools: &ToolRegistry,
+    ) -> Result<(), McpStartError> {
+        for (spec, options) in servers {
+            match McpMount::start(&spec, tools, &options).await {
+                Ok(mount) => self.0.push(mount),
+                Err(error) => {
+                    std::mem::take(self).release().await;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Releases every server, waiting until their process groups are gone;
+    /// a failed release is logged.
+    pub(crate) async fn release(self) {
+        for mount in self.0 {
+            let server = mount.server().to_owned();
+            if let Err(error) = mount.release().await {
+                tracing::warn!(server = %server, "{}", wording::log_mcp_release_failed(&error));
+            }
+        }
+    }
+}
+
 /// The MCP servers whose tools join the parents' (`--mcp-server`s first,
 /// then `[[mcp_servers]]`): started by [`mount`](Self::mount), released by
 /// [`release`](Self::release).
 pub(crate) struct SharedMcpServers {
     pending: Vec<McpServerSpec>,
-    mounted: Mutex<Vec<McpMount>>,
+    mounted: Mutex<McpMounts>,
     /// How they are started: with the loop guard's marker, without the
     /// withheld variables.
     options: ClientOptions,
@@ -56,30 +95,20 @@ impl SharedMcpServers {
     /// tool). A server that cannot start stops dsh with exit 2, before any
     /// model call, and those already started are released.
     pub(crate) async fn mount(&mut self, tools: &ToolRegistry) -> Result<(), Failure> {
-        for spec in std::mem::take(&mut self.pending) {
-            match McpMount::start(&spec, tools, &self.options).await {
-                Ok(mount) => self
-                    .mounted
-                    .get_mut()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(mount),
-                Err(error) => {
-                    self.release().await;
-                    return Err(Failure::usage(wording::failed(&error)));
-                }
-            }
-        }
-        Ok(())
+        let servers = std::mem::take(&mut self.pending)
+            .into_iter()
+            .map(|spec| (spec, self.options.clone()));
+        self.mounted
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .mount(servers, tools)
+            .await
+            .map_err(|error| Failure::usage(wording::failed(&error)))
     }
 
     /// Releases every server, waiting until their process groups are gone.
     pub(crate) async fn release(&self) {
         let mounts = std::mem::take(&mut *self.mounted.lock().unwrap_or_else(PoisonError::into_inner));
-        for mount in mounts {
-            let server = mount.server().to_owned();
-            if let Err(error) = mount.release().await {
-                tracing::warn!(server = %server, "{}", wording::log_mcp_release_failed(&error));
-            }
-        }
+        mounts.release().await;
     }
 }

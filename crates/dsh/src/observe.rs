@@ -13,26 +13,100 @@
 //! See "Observation" in `docs/design.md`.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use dsh_agent::AgentObserver;
-use dsh_llm::Usage;
-use dsh_subagent::{RunEndInfo, SubagentEvent};
+use dsh_llm::{ToolCall, Usage};
+use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_subagent_acp::{ChildUpdate, Status};
-use dsh_tools::AgentId;
+use dsh_tools::{AgentId, ToolResult};
 
 use crate::wording;
 
 /// What `dsh run`, `dsh acp` and `dsh mcp` show of their agent tree: the
 /// agent loop's reports ([`AgentObserver`]), the service's run events, and
 /// ACP children's reports.
+///
+/// The service's events reach an observer through [`child_event`], which
+/// maps each kind to one method of its own (a call waits for a slot, gets
+/// it or leaves the queue; a child starts or ends; a result is cut): an
+/// observer implements only those it shows.
+///
+/// [`child_event`]: TreeObserver::child_event
 pub(crate) trait TreeObserver: AgentObserver {
-    /// A service event; the run events say a child started or ended.
-    fn child_event(&self, event: &SubagentEvent);
+    /// A service event, handed to the method for its kind; other events
+    /// are not shown.
+    fn child_event(&self, event: &SubagentEvent) {
+        match event {
+            SubagentEvent::RunQueued(queued) => self.run_queued(queued),
+            SubagentEvent::RunAdmitted(wait) => self.run_admitted(wait),
+            SubagentEvent::RunWithdrawn(wait) => self.run_withdrawn(wait),
+            SubagentEvent::RunStarted(run) => self.run_started(run),
+            SubagentEvent::RunEnded(end) => self.run_ended(end),
+            SubagentEvent::ResultCut(cut) => self.result_cut(cut),
+            _ => {}
+        }
+    }
+
+    /// A delegation waits for a slot of its tree.
+    fn run_queued(&self, _queued: &QueuedInfo) {}
+
+    /// A wait ended with a slot: the child's start follows.
+    fn run_admitted(&self, _wait: &WaitInfo) {}
+
+    /// A wait was withdrawn (its call cancelled): nothing starts.
+    fn run_withdrawn(&self, _wait: &WaitInfo) {}
+
+    /// A child started.
+    fn run_started(&self, _run: &RunInfo) {}
+
+    /// A child ended.
+    fn run_ended(&self, _end: &RunEndInfo) {}
+
+    /// A child's result was cut to its budget.
+    fn result_cut(&self, _cut: &CutInfo) {}
 
     /// An ACP child's report while it works; `run` is its run id (as in the
     /// run events). It may come before the run's start is announced.
     fn acp_child_update(&self, _run: &str, _update: &ChildUpdate) {}
+}
+
+/// Two observers, in order: each hears every report (the stderr progress,
+/// then what a surface streams to its client).
+pub(crate) struct Tee(pub(crate) Arc<dyn TreeObserver>, pub(crate) Arc<dyn TreeObserver>);
+
+impl TreeObserver for Tee {
+    fn child_event(&self, event: &SubagentEvent) {
+        self.0.child_event(event);
+        self.1.child_event(event);
+    }
+
+    fn acp_child_update(&self, run: &str, update: &ChildUpdate) {
+        self.0.acp_child_update(run, update);
+        self.1.acp_child_update(run, update);
+    }
+}
+
+impl AgentObserver for Tee {
+    fn text_delta(&self, agent: &AgentId, delta: &str) {
+        self.0.text_delta(agent, delta);
+        self.1.text_delta(agent, delta);
+    }
+
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
+        self.0.step_finished(agent, steps, usage);
+        self.1.step_finished(agent, steps, usage);
+    }
+
+    fn tool_call_started(&self, agent: &AgentId, call: &ToolCall) {
+        self.0.tool_call_started(agent, call);
+        self.1.tool_call_started(agent, call);
+    }
+
+    fn tool_call_finished(&self, agent: &AgentId, call: &ToolCall, result: &ToolResult) {
+        self.0.tool_call_finished(agent, call, result);
+        self.1.tool_call_finished(agent, call, result);
+    }
 }
 
 /// The model calls of an in-process agent's current run, as the agent loop

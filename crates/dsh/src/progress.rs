@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use dsh_agent::AgentObserver;
 use dsh_llm::Usage;
-use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
+use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
 use dsh_tools::AgentId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -119,7 +119,24 @@ impl Progress {
         self.lock().waits
     }
 
-    fn queued(&self, queued: &QueuedInfo) {
+    /// A wait ended, admitted (its start line follows) or withdrawn: it
+    /// counts among the waits, and its bar goes.
+    fn left_queue(&self, wait: &WaitInfo) -> Option<Waiting> {
+        let waiting = {
+            let mut state = self.lock();
+            state.waits.calls += 1;
+            state.waits.total += wait.waited;
+            state.queued.remove(&wait.run_id)
+        }?;
+        if let Some(bar) = &waiting.bar {
+            bar.finish_and_clear();
+        }
+        Some(waiting)
+    }
+}
+
+impl TreeObserver for Progress {
+    fn run_queued(&self, queued: &QueuedInfo) {
         let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
         let indent = "  ".repeat(queued.depth.saturating_sub(1) as usize);
         let bar = match &self.display {
@@ -138,23 +155,12 @@ impl Progress {
         self.lock().queued.insert(queued.run_id, Waiting { label, indent, bar });
     }
 
-    /// A wait ended, admitted (its start line follows) or withdrawn: it
-    /// counts among the waits, and its bar goes.
-    fn left_queue(&self, wait: &WaitInfo) -> Option<Waiting> {
-        let waiting = {
-            let mut state = self.lock();
-            state.waits.calls += 1;
-            state.waits.total += wait.waited;
-            state.queued.remove(&wait.run_id)
-        }?;
-        if let Some(bar) = &waiting.bar {
-            bar.finish_and_clear();
-        }
-        Some(waiting)
+    fn run_admitted(&self, wait: &WaitInfo) {
+        drop(self.left_queue(wait));
     }
 
     /// A wait was withdrawn (its call cancelled): nothing starts, a line says so.
-    fn withdrawn(&self, wait: &WaitInfo) {
+    fn run_withdrawn(&self, wait: &WaitInfo) {
         if let Some(waiting) = self.left_queue(wait)
             && let Display::Lines(sink) = &self.display
         {
@@ -166,7 +172,7 @@ impl Progress {
         }
     }
 
-    fn started(&self, run: &RunInfo) {
+    fn run_started(&self, run: &RunInfo) {
         let label = run.label.clone().unwrap_or_else(|| run.id.clone());
         let indent = "  ".repeat(run.depth.saturating_sub(1) as usize);
         let bar = match &self.display {
@@ -199,7 +205,7 @@ impl Progress {
         );
     }
 
-    fn ended(&self, end: &RunEndInfo) {
+    fn run_ended(&self, end: &RunEndInfo) {
         let activity = self.activity.take(&end.run.id);
         let Some(child) = self.lock().running.remove(&end.run.run_id) else {
             return;
@@ -215,11 +221,9 @@ impl Progress {
             _ => {}
         }
     }
-}
 
-impl Progress {
     /// A child's result was cut to its budget: a line after its end line.
-    fn cut(&self, cut: &CutInfo) {
+    fn result_cut(&self, cut: &CutInfo) {
         let label = cut.label.as_deref().unwrap_or_default();
         let line = wording::child_cut(
             label,
@@ -234,20 +238,6 @@ impl Progress {
             Display::Bars(bars) => {
                 let _ = bars.println(line);
             }
-        }
-    }
-}
-
-impl TreeObserver for Progress {
-    fn child_event(&self, event: &SubagentEvent) {
-        match event {
-            SubagentEvent::ResultCut(cut) => self.cut(cut),
-            SubagentEvent::RunStarted(run) => self.started(run),
-            SubagentEvent::RunEnded(end) => self.ended(end),
-            SubagentEvent::RunQueued(queued) => self.queued(queued),
-            SubagentEvent::RunAdmitted(wait) => drop(self.left_queue(wait)),
-            SubagentEvent::RunWithdrawn(wait) => self.withdrawn(wait),
-            _ => {}
         }
     }
 
@@ -302,6 +292,8 @@ mod tests {
     use dsh_subagent::SubagentService;
     use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason};
     use dsh_subagent_testing::scripted::ScriptedProvider;
+
+    use dsh_subagent::SubagentEvent;
 
     use super::*;
 

@@ -46,6 +46,7 @@ use dsh_subagent_api::SpanOrigin;
 use crate::cli::AcpArgs;
 use crate::failure::Failure;
 use crate::harness::Surface;
+use crate::observe::Tee;
 use crate::progress::Progress;
 use crate::resume::ResumeError;
 use crate::runtime::SharedRuntime;
@@ -61,7 +62,7 @@ mod updates;
 use session::{Session, Sessions};
 use session_tools::SessionTools;
 use stdio::Stdio;
-use stream::{Streams, Tee};
+use stream::Streams;
 
 /// How long the agent setup waits for the first answer to be out before it
 /// is built anyway (a client that sends nothing still learns at once of a

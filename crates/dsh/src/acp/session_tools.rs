@@ -20,9 +20,10 @@ use std::path::Path;
 
 use acp::v1::schema::McpServer;
 use agent_client_protocol as acp;
-use dsh_mcp::{McpMount, McpServerSpec, RemoteServer};
+use dsh_mcp::{McpServerSpec, RemoteServer};
 use dsh_tools::{ToolRegistration, ToolRegistry};
 
+use crate::mcp_mounts::McpMounts;
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
@@ -32,7 +33,7 @@ pub(crate) struct SessionTools {
     /// The shared tools, mounted here too.
     _shared: Vec<ToolRegistration>,
     /// The client's servers, mounted here only.
-    mounts: Vec<McpMount>,
+    mounts: McpMounts,
 }
 
 /// One server as the client gave it: where it is, and (for a process) its
@@ -106,29 +107,27 @@ impl SessionTools {
             .map(|tool| registry.register(tool))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|error| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()))?;
-        let mut tools = Self {
-            registry,
-            _shared: shared,
-            mounts: Vec::new(),
-        };
-        for server in servers {
-            // The loop guard's marker (the setup's options), then the
-            // client's own variables.
+        let mut mounts = McpMounts::default();
+        // The loop guard's marker (the setup's options), then the client's
+        // own variables.
+        let servers = servers.into_iter().map(|server| {
             let options = server
                 .env
                 .iter()
                 .fold(setup.mcp_options().clone().cwd(cwd), |options, (key, value)| {
                     options.env(key, value)
                 });
-            match McpMount::start(&server.spec, &tools.registry, &options).await {
-                Ok(mount) => tools.mounts.push(mount),
-                Err(error) => {
-                    tools.release().await;
-                    return Err(acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()));
-                }
-            }
-        }
-        Ok(tools)
+            (server.spec, options)
+        });
+        mounts
+            .mount(servers, &registry)
+            .await
+            .map_err(|error| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()))?;
+        Ok(Self {
+            registry,
+            _shared: shared,
+            mounts,
+        })
     }
 
     /// The session's registry.
@@ -139,12 +138,7 @@ impl SessionTools {
     /// Releases the client's servers, waiting until their process groups
     /// are gone; a failed release is logged.
     pub(crate) async fn release(&mut self) {
-        for mount in std::mem::take(&mut self.mounts) {
-            let server = mount.server().to_owned();
-            if let Err(error) = mount.release().await {
-                tracing::warn!(server = %server, "{}", wording::log_mcp_release_failed(&error));
-            }
-        }
+        std::mem::take(&mut self.mounts).release().await;
     }
 }
 

@@ -7,11 +7,11 @@
 //! each report replaces: what a call shows stays as small as its children.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use dsh_agent::AgentObserver;
 use dsh_llm::{ToolCall, Usage};
-use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
+use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
 use dsh_tools::{AgentId, ToolResult};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -249,10 +249,10 @@ impl Streams {
     }
 }
 
-impl Streams {
+impl TreeObserver for Streams {
     /// A start waits for a slot: a line under the call it reports under,
     /// and the call's own child makes the call pending.
-    fn queued(&self, queued: &QueuedInfo) {
+    fn run_queued(&self, queued: &QueuedInfo) {
         let mut state = self.lock();
         let Some((root, call, own)) = Self::target(&state, &queued.parent, queued.label.as_deref()) else {
             return;
@@ -273,7 +273,7 @@ impl Streams {
 
     /// A wait ended with a slot: the call is in progress again, and the
     /// child's start follows.
-    fn admitted(&self, wait: &WaitInfo) {
+    fn run_admitted(&self, wait: &WaitInfo) {
         let state = self.lock();
         let Some(Waiting { reporting, own: true }) = state.queued.get(&wait.run_id).cloned() else {
             return;
@@ -283,7 +283,7 @@ impl Streams {
     }
 
     /// A wait was withdrawn (its call cancelled): nothing starts.
-    fn withdrawn(&self, wait: &WaitInfo) {
+    fn run_withdrawn(&self, wait: &WaitInfo) {
         let mut state = self.lock();
         let Some(Waiting { reporting, .. }) = state.queued.remove(&wait.run_id) else {
             return;
@@ -295,7 +295,7 @@ impl Streams {
 
     /// A child started: it reports under its parent's delegation call (a
     /// child that waited for a slot, in the place of its wait).
-    fn started(&self, run: &RunInfo) {
+    fn run_started(&self, run: &RunInfo) {
         let child = AgentId::new(run.id.as_str());
         {
             let mut state = self.lock();
@@ -331,24 +331,11 @@ impl Streams {
     }
 
     /// A child ended: its last line, and it reports no more.
-    fn ended(&self, end: &RunEndInfo) {
+    fn run_ended(&self, end: &RunEndInfo) {
         let child = AgentId::new(end.run.id.as_str());
         let summary = observe::child_summary(end, self.calls.take(&end.run.id), self.activity.take(&end.run.id));
         self.child_line(&child, |label| wording::acp_child_finished(label, &summary));
         self.lock().children.remove(&child);
-    }
-}
-
-impl TreeObserver for Streams {
-    fn child_event(&self, event: &SubagentEvent) {
-        match event {
-            SubagentEvent::RunStarted(run) => self.started(run),
-            SubagentEvent::RunEnded(end) => self.ended(end),
-            SubagentEvent::RunQueued(queued) => self.queued(queued),
-            SubagentEvent::RunAdmitted(wait) => self.admitted(wait),
-            SubagentEvent::RunWithdrawn(wait) => self.withdrawn(wait),
-            _ => {}
-        }
     }
 
     fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
@@ -426,42 +413,13 @@ impl AgentObserver for Streams {
     }
 }
 
-/// Both observers, in order: the stderr progress and the ACP streams.
-pub(crate) struct Tee(pub(crate) Arc<dyn TreeObserver>, pub(crate) Arc<Streams>);
-
-impl TreeObserver for Tee {
-    fn child_event(&self, event: &SubagentEvent) {
-        self.0.child_event(event);
-        self.1.child_event(event);
-    }
-    fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
-        self.0.acp_child_update(run, update);
-        self.1.acp_child_update(run, update);
-    }
-}
-
-impl AgentObserver for Tee {
-    fn text_delta(&self, agent: &AgentId, delta: &str) {
-        self.0.text_delta(agent, delta);
-        self.1.text_delta(agent, delta);
-    }
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
-        self.0.step_finished(agent, steps, usage);
-        self.1.step_finished(agent, steps, usage);
-    }
-    fn tool_call_started(&self, agent: &AgentId, call: &ToolCall) {
-        self.0.tool_call_started(agent, call);
-        self.1.tool_call_started(agent, call);
-    }
-    fn tool_call_finished(&self, agent: &AgentId, call: &ToolCall, result: &ToolResult) {
-        self.0.tool_call_finished(agent, call, result);
-        self.1.tool_call_finished(agent, call, result);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use dsh_subagent::SubagentEvent;
 
     use dsh_subagent::SubagentService;
     use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, SubagentRun};

@@ -4,7 +4,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use dsh_agent::AgentObserver;
-use dsh_subagent::SubagentEvent;
 
 use super::Surface;
 use crate::cli::AgentArgs;
@@ -14,9 +13,7 @@ use crate::runtime::SharedRuntime;
 /// An observer that shows nothing, for the setups these tests build.
 struct Quiet;
 impl AgentObserver for Quiet {}
-impl TreeObserver for Quiet {
-    fn child_event(&self, _event: &SubagentEvent) {}
-}
+impl TreeObserver for Quiet {}
 
 /// A setup on `surface` with `data_dir`, configured by `dsh_toml` (none when
 /// empty), whose scripted model follows `script`.

@@ -13,13 +13,13 @@
 //! start says where it goes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use dsh_agent::AgentObserver;
 use dsh_llm::{ToolCall, Usage};
 use dsh_mcp::CallProgress;
-use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
-use dsh_tools::{AgentId, ToolResult};
+use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
+use dsh_tools::AgentId;
 
 use crate::observe::{self, ModelCalls, TreeObserver};
 use crate::wording;
@@ -62,68 +62,10 @@ impl CallReports {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A start waits for a slot: heard in the task of the call that asked
-    /// for it (or, for a grandchild, reported to its parent's call).
-    fn queued(&self, queued: &QueuedInfo) {
-        let mut state = self.lock();
-        let progress = CallProgress::current()
-            .filter(|progress| !progress.is_closed())
-            .or_else(|| state.children.get(&queued.parent).map(|parent| parent.progress.clone()));
-        let Some(progress) = progress else { return };
-        let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
-        progress.report(wording::mcp_child_queued(&label, queued.ahead));
-        state.queued.insert(queued.run_id, Reporting { progress, label });
-    }
-
     /// A wait ended, admitted (its start is reported next) or withdrawn:
     /// where it reported.
     fn left_queue(&self, wait: &WaitInfo) -> Option<Reporting> {
         self.lock().queued.remove(&wait.run_id)
-    }
-
-    /// A wait was withdrawn (its call cancelled): nothing starts, its call hears so.
-    fn withdrawn(&self, wait: &WaitInfo) {
-        if let Some(reporting) = self.left_queue(wait) {
-            reporting
-                .progress
-                .report(wording::mcp_child_withdrawn(&reporting.label));
-        }
-    }
-
-    fn started(&self, run: &RunInfo) {
-        let child = AgentId::new(run.id.as_str());
-        let mut state = self.lock();
-        let early: Vec<Work> = {
-            let (mine, others) = std::mem::take(&mut state.early)
-                .into_iter()
-                .partition::<VecDeque<_>, _>(|(agent, _)| agent == &child);
-            state.early = others;
-            mine.into_iter().map(|(_, work)| work).collect()
-        };
-        let progress = CallProgress::current()
-            .filter(|progress| !progress.is_closed())
-            .or_else(|| state.children.get(&run.parent).map(|parent| parent.progress.clone()));
-        let Some(progress) = progress else { return };
-        let label = run.label.clone().unwrap_or_else(|| run.id.clone());
-        progress.report(wording::mcp_child_started(&label, &run.provider, &run.id));
-        let reporting = Reporting { progress, label };
-        for work in &early {
-            report(&reporting, work);
-        }
-        state.children.insert(child, reporting);
-    }
-
-    fn ended(&self, end: &RunEndInfo) {
-        let child = AgentId::new(end.run.id.as_str());
-        let calls = self.calls.take(&end.run.id);
-        let mut state = self.lock();
-        state.early.retain(|(agent, _)| agent != &child);
-        if let Some(reporting) = state.children.remove(&child) {
-            let summary = observe::child_summary(end, calls, None);
-            reporting
-                .progress
-                .report(wording::mcp_child_settled(&reporting.label, &summary));
-        }
     }
 
     fn worked(&self, agent: &AgentId, work: Work) {
@@ -149,14 +91,65 @@ fn report(reporting: &Reporting, work: &Work) {
 }
 
 impl TreeObserver for CallReports {
-    fn child_event(&self, event: &SubagentEvent) {
-        match event {
-            SubagentEvent::RunStarted(run) => self.started(run),
-            SubagentEvent::RunEnded(end) => self.ended(end),
-            SubagentEvent::RunQueued(queued) => self.queued(queued),
-            SubagentEvent::RunAdmitted(wait) => drop(self.left_queue(wait)),
-            SubagentEvent::RunWithdrawn(wait) => self.withdrawn(wait),
-            _ => {}
+    /// A start waits for a slot: heard in the task of the call that asked
+    /// for it (or, for a grandchild, reported to its parent's call).
+    fn run_queued(&self, queued: &QueuedInfo) {
+        let mut state = self.lock();
+        let progress = CallProgress::current()
+            .filter(|progress| !progress.is_closed())
+            .or_else(|| state.children.get(&queued.parent).map(|parent| parent.progress.clone()));
+        let Some(progress) = progress else { return };
+        let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
+        progress.report(wording::mcp_child_queued(&label, queued.ahead));
+        state.queued.insert(queued.run_id, Reporting { progress, label });
+    }
+
+    fn run_admitted(&self, wait: &WaitInfo) {
+        drop(self.left_queue(wait));
+    }
+
+    /// A wait was withdrawn (its call cancelled): nothing starts, its call hears so.
+    fn run_withdrawn(&self, wait: &WaitInfo) {
+        if let Some(reporting) = self.left_queue(wait) {
+            reporting
+                .progress
+                .report(wording::mcp_child_withdrawn(&reporting.label));
+        }
+    }
+
+    fn run_started(&self, run: &RunInfo) {
+        let child = AgentId::new(run.id.as_str());
+        let mut state = self.lock();
+        let early: Vec<Work> = {
+            let (mine, others) = std::mem::take(&mut state.early)
+                .into_iter()
+                .partition::<VecDeque<_>, _>(|(agent, _)| agent == &child);
+            state.early = others;
+            mine.into_iter().map(|(_, work)| work).collect()
+        };
+        let progress = CallProgress::current()
+            .filter(|progress| !progress.is_closed())
+            .or_else(|| state.children.get(&run.parent).map(|parent| parent.progress.clone()));
+        let Some(progress) = progress else { return };
+        let label = run.label.clone().unwrap_or_else(|| run.id.clone());
+        progress.report(wording::mcp_child_started(&label, &run.provider, &run.id));
+        let reporting = Reporting { progress, label };
+        for work in &early {
+            report(&reporting, work);
+        }
+        state.children.insert(child, reporting);
+    }
+
+    fn run_ended(&self, end: &RunEndInfo) {
+        let child = AgentId::new(end.run.id.as_str());
+        let calls = self.calls.take(&end.run.id);
+        let mut state = self.lock();
+        state.early.retain(|(agent, _)| agent != &child);
+        if let Some(reporting) = state.children.remove(&child) {
+            let summary = observe::child_summary(end, calls, None);
+            reporting
+                .progress
+                .report(wording::mcp_child_settled(&reporting.label, &summary));
         }
     }
 }
@@ -177,42 +170,13 @@ impl AgentObserver for CallReports {
     }
 }
 
-/// Two observers, in order: the stderr progress and the call reports.
-pub(crate) struct Both(pub(crate) Arc<dyn TreeObserver>, pub(crate) Arc<CallReports>);
-
-impl TreeObserver for Both {
-    fn child_event(&self, event: &SubagentEvent) {
-        self.0.child_event(event);
-        self.1.child_event(event);
-    }
-    fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
-        self.0.acp_child_update(run, update);
-        self.1.acp_child_update(run, update);
-    }
-}
-
-impl AgentObserver for Both {
-    fn text_delta(&self, agent: &AgentId, delta: &str) {
-        self.0.text_delta(agent, delta);
-        self.1.text_delta(agent, delta);
-    }
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
-        self.0.step_finished(agent, steps, usage);
-        self.1.step_finished(agent, steps, usage);
-    }
-    fn tool_call_started(&self, agent: &AgentId, call: &ToolCall) {
-        self.0.tool_call_started(agent, call);
-        self.1.tool_call_started(agent, call);
-    }
-    fn tool_call_finished(&self, agent: &AgentId, call: &ToolCall, result: &ToolResult) {
-        self.0.tool_call_finished(agent, call, result);
-        self.1.tool_call_finished(agent, call, result);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use dsh_subagent::SubagentEvent;
 
     use std::time::Duration;
 

@@ -39,6 +39,7 @@ use tokio::net::TcpListener;
 use crate::cli::McpArgs;
 use crate::failure::Failure;
 use crate::harness::Surface;
+use crate::observe::Tee;
 use crate::progress::Progress;
 use crate::retention::{Hold, Retention};
 use crate::runtime::SharedRuntime;
@@ -51,7 +52,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
         Some(address) => Some(listen(&args, address).await?),
         None => None,
     };
-    let observer = Arc::new(call_reports::Both(
+    let observer = Arc::new(Tee(
         Arc::new(Progress::new(args.quiet)),
         Arc::new(call_reports::CallReports::default()),
     ));
