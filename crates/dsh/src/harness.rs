@@ -11,7 +11,7 @@ use std::sync::Arc;
 use dsh_agent::JsonlChildStore;
 use dsh_harness::{Background, Harness, HarnessBuilder};
 use dsh_subagent::{DelegationTree, Limits};
-use dsh_subagent_acp::AcpProvider;
+use dsh_subagent_acp::{AcpConfig, AcpProvider};
 use dsh_subagent_api::{SubagentProvider, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
 use dsh_tools::{ResultBudget, ToolRegistry};
@@ -93,6 +93,47 @@ fn served(subagents: &[Subagent], surface: Surface) -> Vec<Subagent> {
     subagents.iter().filter(serves).cloned().collect()
 }
 
+/// Drops from a tool's filter the names of tools dsh leaves out (`absent`):
+/// a filter naming one means the same without it.
+fn leave_out(tool: &mut SubagentToolConfig, absent: &[String]) {
+    for names in tool
+        .tool_filter
+        .iter_mut()
+        .flat_map(|f| [&mut f.allow, &mut f.deny])
+        .flatten()
+    {
+        names.retain(|name| !absent.contains(name));
+    }
+}
+
+/// What every ACP provider of the harness is built with: the loop guard's
+/// marker, the variables of ours it never passes on, and where its
+/// children's reports go.
+struct AcpSetup<'a> {
+    child_env: Vec<(String, String)>,
+    withheld: &'a [String],
+    observer: Option<Arc<dyn TreeObserver>>,
+}
+
+impl AcpSetup<'_> {
+    /// An ACP provider for one tool's configuration.
+    fn provider(&self, config: AcpConfig) -> Result<Arc<dyn SubagentProvider>, Failure> {
+        let config = self
+            .child_env
+            .iter()
+            .fold(config, |config, (key, value)| config.env(key, value));
+        let config = self
+            .withheld
+            .iter()
+            .fold(config, |config, name| config.withhold_env(name));
+        let mut acp = AcpProvider::new(config).map_err(|error| Failure::usage(wording::failed(&error)))?;
+        if let Some(observer) = self.observer.clone() {
+            acp = acp.with_progress(move |run, update| observer.acp_child_update(run, update));
+        }
+        Ok(Arc::new(acp))
+    }
+}
+
 /// The mounted harness, and the model-visible names of its delegation tools.
 pub(crate) struct MountedHarness {
     harness: Harness,
@@ -145,30 +186,19 @@ impl MountedHarness {
             .limits(limits)
             .result_budget(result_budget)
             .later_tools(dsh_mcp::TOOL_PREFIX);
-        // Every child process carries the loop guard's marker.
-        let child_env = loop_guard::child_env(config);
+        let acp = AcpSetup {
+            // Every child process carries the loop guard's marker.
+            child_env: loop_guard::child_env(config),
+            withheld,
+            observer,
+        };
         for Subagent { provider, mut tool } in subagents {
             let provider: Arc<dyn SubagentProvider> = match provider {
                 Provider::Spawn => spawn.clone(),
                 Provider::Fork => fork.clone(),
-                Provider::Acp(acp) => {
-                    let acp = child_env.iter().fold(*acp, |acp, (key, value)| acp.env(key, value));
-                    let acp = withheld.iter().fold(acp, |acp, name| acp.withhold_env(name));
-                    let mut acp = AcpProvider::new(acp).map_err(|error| Failure::usage(wording::failed(&error)))?;
-                    if let Some(observer) = observer.clone() {
-                        acp = acp.with_progress(move |run, update| observer.acp_child_update(run, update));
-                    }
-                    Arc::new(acp)
-                }
+                Provider::Acp(config) => acp.provider(*config)?,
             };
-            for names in tool
-                .tool_filter
-                .iter_mut()
-                .flat_map(|f| [&mut f.allow, &mut f.deny])
-                .flatten()
-            {
-                names.retain(|name| !absent.contains(name));
-            }
+            leave_out(&mut tool, &absent);
             // Without a data directory no child is continuable, and a
             // continuing provider's background route is the continuable
             // one: such tools stay foreground rather than advertise it.

@@ -44,9 +44,10 @@ use agent_client_protocol as acp;
 use dsh_subagent_api::SpanOrigin;
 
 use crate::cli::AcpArgs;
+use crate::config::Config;
 use crate::failure::Failure;
 use crate::harness::Surface;
-use crate::observe::Tee;
+use crate::observe::{Tee, TreeObserver};
 use crate::progress::Progress;
 use crate::resume::ResumeError;
 use crate::runtime::SharedRuntime;
@@ -251,6 +252,9 @@ impl Server {
     }
 }
 
+/// `dsh acp`: loads the configuration, answers the client at once, builds
+/// the shared runtime meanwhile ([`build`]), and serves the connection until
+/// it ends; then every session ends and the MCP servers go.
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
@@ -269,18 +273,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     let (publish, setup) = tokio::sync::watch::channel(None);
     let build = async {
         let _ = tokio::time::timeout(SETUP_WAIT, answered.notified()).await;
-        let mut setup = SharedRuntime::new(
-            &args.agent,
-            config.as_ref(),
-            args.data_dir.as_deref(),
-            observer,
-            Surface::Agent,
-        )?;
-        setup.mount_mcp_servers().await?;
-        let setup = Arc::new(setup);
-        if !args.quiet {
-            eprintln!("{}", setup.banner);
-        }
+        let setup = build(&args, config.as_ref(), observer).await?;
         publish.send_replace(Some(setup.clone()));
         if let Some(retention) = setup.retention() {
             retention.sweep_periodically();
@@ -293,15 +286,51 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
         streams,
         load_session: args.data_dir.is_some(),
     };
-    let (on_initialize, on_new, on_load, on_prompt, on_cancel) = (
-        server.clone(),
-        server.clone(),
-        server.clone(),
-        server.clone(),
-        server.clone(),
-    );
+    let served = connect(server.clone(), lines);
+    // A setup that fails ends dsh at once (exit 2, as before any answer); a
+    // connection that ends first (stdin closed) still gets its setup built,
+    // so a configured MCP server that cannot start is reported either way.
+    let (served, at_exit) = {
+        tokio::pin!(served, build);
+        tokio::select! {
+            setup = &mut build => {
+                let setup = setup?;
+                (served.await, setup)
+            }
+            served = &mut served => {
+                answered.notify_one();
+                (served, build.await?)
+            }
+        }
+    };
+    drop(blocking);
+    server.end(&at_exit).await;
+    at_exit.release_mcp_servers().await;
+    served.map_err(|error| Failure::failed(wording::acp_connection_failed(&error)))
+}
 
-    let served = acp::Agent
+/// The runtime every session shares: the model and the delegation tools,
+/// with the configured MCP servers started; its banner shown.
+async fn build(
+    args: &AcpArgs,
+    config: Option<&Config>,
+    observer: Arc<dyn TreeObserver>,
+) -> Result<Arc<SharedRuntime>, Failure> {
+    let mut setup = SharedRuntime::new(&args.agent, config, args.data_dir.as_deref(), observer, Surface::Agent)?;
+    setup.mount_mcp_servers().await?;
+    let setup = Arc::new(setup);
+    if !args.quiet {
+        eprintln!("{}", setup.banner);
+    }
+    Ok(setup)
+}
+
+/// The connection to the client on `lines`, each ACP method wired to its
+/// handler on `server`; it ends when the client closes it.
+async fn connect(server: Server, lines: stdio::Lines) -> Result<(), acp::Error> {
+    let (on_initialize, on_new, on_load, on_prompt, on_cancel) =
+        (server.clone(), server.clone(), server.clone(), server.clone(), server);
+    acp::Agent
         .v1()
         .name("dsh")
         .on_receive_request(
@@ -346,25 +375,6 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
             },
             acp::on_receive_notification!(),
         )
-        .connect_to(lines);
-    // A setup that fails ends dsh at once (exit 2, as before any answer); a
-    // connection that ends first (stdin closed) still gets its setup built,
-    // so a configured MCP server that cannot start is reported either way.
-    let (served, at_exit) = {
-        tokio::pin!(served, build);
-        tokio::select! {
-            setup = &mut build => {
-                let setup = setup?;
-                (served.await, setup)
-            }
-            served = &mut served => {
-                answered.notify_one();
-                (served, build.await?)
-            }
-        }
-    };
-    drop(blocking);
-    server.end(&at_exit).await;
-    at_exit.release_mcp_servers().await;
-    served.map_err(|error| Failure::failed(wording::acp_connection_failed(&error)))
+        .connect_to(lines)
+        .await
 }

@@ -44,9 +44,12 @@ type Incoming = Pin<Box<dyn Stream<Item = io::Result<String>> + Send>>;
 type Outgoing = Pin<Box<dyn Sink<String, Error = io::Error> + Send>>;
 
 /// The connection's transport, and the guard that sets the pipes back to blocking.
+/// The protocol's lines on stdin and stdout, as the connection takes them.
+pub(crate) type Lines = acp::Lines<Outgoing, Incoming>;
+
 pub(crate) struct Stdio {
     /// The protocol's lines on stdin and stdout.
-    pub(crate) lines: acp::Lines<Outgoing, Incoming>,
+    pub(crate) lines: Lines,
     /// Notified when the first line has been written and flushed.
     pub(crate) answered: Arc<Notify>,
     /// Keep it until the protocol is done with the streams.
