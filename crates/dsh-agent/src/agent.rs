@@ -13,26 +13,11 @@ use crate::context::Anchor;
 use crate::trace;
 use crate::transcript::{TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
 use crate::usage::{UsageTotals, add_reported, since};
-use crate::{AgentRuntime, AgentStop, ContextWindow, RunOutcome, ToolView};
+use crate::{AgentInfo, AgentRuntime, AgentStop, ContextWindow, RunOutcome, ToolView};
 
 mod guard;
 
 use guard::{ContextState, Round, Turn};
-
-/// Who an agent is: its id, parent, depth, label and model ([`Agent::info`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentInfo {
-    /// The agent's id.
-    pub id: AgentId,
-    /// Its parent, for a child.
-    pub parent: Option<AgentId>,
-    /// Its delegation depth.
-    pub depth: u64,
-    /// Its display label (a child's task description).
-    pub label: Option<String>,
-    /// The model it uses.
-    pub model: String,
-}
 
 /// The default limit of model calls per run.
 pub const DEFAULT_MAX_TURNS: u32 = 16;

@@ -1,52 +1,15 @@
-//! What a harness is assembled from.
+//! The builder: how a harness's parts are given, and the build that
+//! checks them, then mounts them.
 
 use std::sync::Arc;
 
 use dsh_subagent::Limits;
-use dsh_subagent_api::{ChildStore, SubagentProvider};
+use dsh_subagent_api::SubagentProvider;
 use dsh_tool_subagent::SubagentToolConfig;
 use dsh_tools::{ResultBudget, Tool};
 
-use crate::{BuildError, Harness, check};
-
-/// Where the model's `run_in_background: true` calls go, and which tools
-/// collect them.
-///
-/// A tool shows `run_in_background` only when its configuration enables it
-/// ([`SubagentToolConfig::enable_run_in_background`]); this setting decides
-/// whether the harness can honour that, and the builder refuses a tool it
-/// cannot honour.
-#[derive(Clone, Default)]
-#[non_exhaustive]
-pub enum Background {
-    /// No background runs: no task registry in use, no task tools. A tool
-    /// that enables `run_in_background` is refused
-    /// ([`BuildError::BackgroundWithoutTasks`]).
-    #[default]
-    Off,
-    /// Background runs are one-shot tasks of the calling agent, collected
-    /// with `task_output`, `task_kill` and `task_list` (mounted), announced
-    /// to their owner ([`Harness::notices`]). A tool whose provider
-    /// continues its children cannot run them in the background here
-    /// ([`BuildError::ContinuableWithoutStore`]).
-    Tasks,
-    /// As [`Background::Tasks`], and a provider that continues its children
-    /// runs them as durable children kept in this store, continued with
-    /// `send_message` (mounted) through the control service
-    /// ([`Harness::control`]). `dsh_agent::JsonlChildStore` is the store of
-    /// the `dsh-agent` loop's transcripts.
-    Continuable(Arc<dyn ChildStore>),
-}
-
-impl std::fmt::Debug for Background {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Off => f.write_str("Off"),
-            Self::Tasks => f.write_str("Tasks"),
-            Self::Continuable(_) => f.write_str("Continuable(..)"),
-        }
-    }
-}
+use crate::assembly::Assembly;
+use crate::{Background, BuildError, Harness, check};
 
 /// Assembles a [`Harness`]: the subagent service with its providers, the
 /// `subagent` tools, and (by [`Background`]) the task registry, the task
@@ -74,19 +37,7 @@ impl std::fmt::Debug for Background {
 #[derive(Clone, Default)]
 #[must_use = "a builder does nothing until it is built"]
 pub struct HarnessBuilder {
-    /// Every provider given, in order (those of the tools included).
-    pub(crate) providers: Vec<Arc<dyn SubagentProvider>>,
-    /// Each `subagent` tool, with the provider it was given.
-    pub(crate) subagents: Vec<(SubagentToolConfig, Arc<dyn SubagentProvider>)>,
-    /// The harness's own tools.
-    pub(crate) tools: Vec<Arc<dyn Tool>>,
-    pub(crate) background: Background,
-    /// Name prefixes of tools the harness mounts after the build.
-    pub(crate) later_tools: Vec<String>,
-    /// The limits of every delegation tree of the harness's service.
-    pub(crate) limits: Limits,
-    /// The result budget of every tool that sets none of its own.
-    pub(crate) result_budget: Option<ResultBudget>,
+    assembly: Assembly,
 }
 
 impl std::fmt::Debug for HarnessBuilder {
@@ -95,6 +46,7 @@ impl std::fmt::Debug for HarnessBuilder {
             .field(
                 "providers",
                 &self
+                    .assembly
                     .providers
                     .iter()
                     .map(|provider| provider.name())
@@ -102,13 +54,21 @@ impl std::fmt::Debug for HarnessBuilder {
             )
             .field(
                 "subagents",
-                &self.subagents.iter().map(|(config, _)| config).collect::<Vec<_>>(),
+                &self
+                    .assembly
+                    .subagents
+                    .iter()
+                    .map(|(config, _)| config)
+                    .collect::<Vec<_>>(),
             )
-            .field("tools", &self.tools.iter().map(|tool| tool.name()).collect::<Vec<_>>())
-            .field("background", &self.background)
-            .field("later_tools", &self.later_tools)
-            .field("limits", &self.limits)
-            .field("result_budget", &self.result_budget)
+            .field(
+                "tools",
+                &self.assembly.tools.iter().map(|tool| tool.name()).collect::<Vec<_>>(),
+            )
+            .field("background", &self.assembly.background)
+            .field("later_tools", &self.assembly.later_tools)
+            .field("limits", &self.assembly.limits)
+            .field("result_budget", &self.assembly.result_budget)
             .finish()
     }
 }
@@ -123,8 +83,8 @@ impl HarnessBuilder {
     /// `config.provider` must name). The provider is registered once however
     /// many tools share it; give each of those tools the same instance.
     pub fn subagent(mut self, config: SubagentToolConfig, provider: Arc<dyn SubagentProvider>) -> Self {
-        self.providers.push(provider.clone());
-        self.subagents.push((config, provider));
+        self.assembly.providers.push(provider.clone());
+        self.assembly.subagents.push((config, provider));
         self
     }
 
@@ -132,20 +92,20 @@ impl HarnessBuilder {
     /// it still finds it (a continuable child it started under an earlier
     /// configuration is resumed through it by `send_message`).
     pub fn provider(mut self, provider: Arc<dyn SubagentProvider>) -> Self {
-        self.providers.push(provider);
+        self.assembly.providers.push(provider);
         self
     }
 
     /// A tool of the harness's own, mounted with the others (its name must
     /// be free) so that tool filters may name it.
     pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
-        self.tools.push(tool);
+        self.assembly.tools.push(tool);
         self
     }
 
     /// Where background runs go; [`Background::Off`] unless set.
     pub fn background(mut self, background: Background) -> Self {
-        self.background = background;
+        self.assembly.background = background;
         self
     }
 
@@ -157,7 +117,7 @@ impl HarnessBuilder {
     /// ([`BuildError::TreeBudgetUnsupported`]).
     /// Give each top-level agent its own tree ([`Harness::open_tree`]).
     pub fn limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        self.assembly.limits = limits;
         self
     }
 
@@ -169,7 +129,7 @@ impl HarnessBuilder {
     /// unless set. A longer output reads as its head and tail around a
     /// notice that gives the exact `task_output` call reading on.
     pub fn result_budget(mut self, budget: ResultBudget) -> Self {
-        self.result_budget = Some(budget);
+        self.assembly.result_budget = Some(budget);
         self
     }
 
@@ -177,7 +137,7 @@ impl HarnessBuilder {
     /// build, by name prefix, so that tool filters may name them: MCP tools,
     /// for one, exist only once their servers run (`mcp__<server>__<tool>`).
     pub fn later_tools(mut self, prefix: impl Into<String>) -> Self {
-        self.later_tools.push(prefix.into());
+        self.assembly.later_tools.push(prefix.into());
         self
     }
 
@@ -191,7 +151,7 @@ impl HarnessBuilder {
     /// every provider reports its children's usage (the `tokenBudget`
     /// capability), so the budget is kept.
     pub fn build(self) -> Result<Harness, BuildError> {
-        let providers = check::check(&self)?;
-        Harness::mount(self, providers)
+        let providers = check::check(&self.assembly)?;
+        Harness::mount(self.assembly, providers)
     }
 }

@@ -7,12 +7,13 @@ use dsh_subagent_api::{Capability, SubagentProvider};
 use dsh_tool_subagent::{ConfigError, MaxDepth, SubagentToolConfig};
 use dsh_tools::RegistryError;
 
-use crate::{Background, BuildError, HarnessBuilder};
+use crate::BuildError;
+use crate::assembly::{Assembly, Background};
 
 /// Checks the whole assembly; returns the providers to register, one per
 /// name, in the order they were first given.
-pub(crate) fn check(builder: &HarnessBuilder) -> Result<Vec<Arc<dyn SubagentProvider>>, BuildError> {
-    for (config, provider) in &builder.subagents {
+pub(crate) fn check(assembly: &Assembly) -> Result<Vec<Arc<dyn SubagentProvider>>, BuildError> {
+    for (config, provider) in &assembly.subagents {
         config.validate()?;
         if config.provider != provider.name() {
             return Err(BuildError::ProviderMismatch {
@@ -22,14 +23,14 @@ pub(crate) fn check(builder: &HarnessBuilder) -> Result<Vec<Arc<dyn SubagentProv
             });
         }
     }
-    let providers = distinct_providers(&builder.providers)?;
-    let mounted = tool_names(builder)?;
-    for (config, provider) in &builder.subagents {
-        background(config, provider.as_ref(), &builder.background)?;
+    let providers = distinct_providers(&assembly.providers)?;
+    let mounted = tool_names(assembly)?;
+    for (config, provider) in &assembly.subagents {
+        background(config, provider.as_ref(), &assembly.background)?;
         capabilities(config, provider.as_ref())?;
-        filter(config, &mounted, &builder.later_tools)?;
+        filter(config, &mounted, &assembly.later_tools)?;
     }
-    tree_budget(builder, &providers)?;
+    tree_budget(assembly, &providers)?;
     Ok(providers)
 }
 
@@ -38,8 +39,8 @@ pub(crate) fn check(builder: &HarnessBuilder) -> Result<Vec<Arc<dyn SubagentProv
 /// from it, and the budget would be accepted and never enforced. Every
 /// provider counts, a provider given without a tool included: a child it
 /// starts (a continued one, for one) belongs to a tree too.
-fn tree_budget(builder: &HarnessBuilder, providers: &[Arc<dyn SubagentProvider>]) -> Result<(), BuildError> {
-    let Some(limit) = builder.limits.token_budget() else {
+fn tree_budget(assembly: &Assembly, providers: &[Arc<dyn SubagentProvider>]) -> Result<(), BuildError> {
+    let Some(limit) = assembly.limits.token_budget() else {
         return Ok(());
     };
     match providers
@@ -74,14 +75,14 @@ fn distinct_providers(providers: &[Arc<dyn SubagentProvider>]) -> Result<Vec<Arc
 /// Every name the harness will mount, sorted: the `subagent` tools, the
 /// harness's own, the task tools and `send_message` when the background
 /// setting brings them. Two tools with one name are refused.
-fn tool_names(builder: &HarnessBuilder) -> Result<Vec<String>, BuildError> {
-    let subagents = builder.subagents.iter().map(|(config, _)| config.tool_name.as_str());
-    let own = builder.tools.iter().map(|tool| tool.name());
-    let tasks = match builder.background {
+fn tool_names(assembly: &Assembly) -> Result<Vec<String>, BuildError> {
+    let subagents = assembly.subagents.iter().map(|(config, _)| config.tool_name.as_str());
+    let own = assembly.tools.iter().map(|tool| tool.name());
+    let tasks = match assembly.background {
         Background::Off => &[][..],
         Background::Tasks | Background::Continuable(_) => &dsh_tool_tasks::TOOL_NAMES[..],
     };
-    let control = match builder.background {
+    let control = match assembly.background {
         Background::Continuable(_) => &dsh_tool_subagent_control::TOOL_NAMES[..],
         Background::Off | Background::Tasks => &[][..],
     };

@@ -10,7 +10,8 @@ use dsh_tool_subagent_control::SubagentControlPlugin;
 use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::{AgentId, RegistryError, ToolRegistration, ToolRegistry};
 
-use crate::{Background, BuildError, HarnessBuilder};
+use crate::BuildError;
+use crate::assembly::{Assembly, Background};
 
 /// A built harness: the tool registry the model is offered, and the
 /// handles around it.
@@ -41,30 +42,27 @@ pub struct Harness {
 impl Harness {
     /// Registers the checked providers and mounts every tool, on a new
     /// service and a new registry; a failure drops what was mounted so far.
-    pub(crate) fn mount(
-        builder: HarnessBuilder,
-        providers: Vec<Arc<dyn SubagentProvider>>,
-    ) -> Result<Self, BuildError> {
-        let service = SubagentService::with_limits(builder.limits);
+    pub(crate) fn mount(assembly: Assembly, providers: Vec<Arc<dyn SubagentProvider>>) -> Result<Self, BuildError> {
+        let service = SubagentService::with_limits(assembly.limits);
         let tools = ToolRegistry::new();
         let tasks = TaskRegistry::new();
         let providers = providers
             .into_iter()
             .map(|provider| service.register_provider(provider))
             .collect::<Result<Vec<_>, _>>()?;
-        let own_tools = builder
+        let own_tools = assembly
             .tools
             .into_iter()
             .map(|tool| tools.register(tool).map_err(refused))
             .collect::<Result<Vec<_>, _>>()?;
-        let task_tools = match builder.background {
+        let task_tools = match assembly.background {
             Background::Off => None,
             Background::Tasks | Background::Continuable(_) => Some(
-                TaskToolsPlugin::apply_within(&tasks, &tools, builder.result_budget.unwrap_or_default())
+                TaskToolsPlugin::apply_within(&tasks, &tools, assembly.result_budget.unwrap_or_default())
                     .map_err(refused)?,
             ),
         };
-        let control = match builder.background {
+        let control = match assembly.background {
             Background::Continuable(store) => Some(SubagentControl::new(service.clone(), tasks.clone(), store)),
             Background::Off | Background::Tasks => None,
         };
@@ -72,8 +70,8 @@ impl Harness {
             .as_ref()
             .map(|control| SubagentControlPlugin::apply(control, &tools).map_err(refused))
             .transpose()?;
-        let result_budget = builder.result_budget;
-        let subagents = builder
+        let result_budget = assembly.result_budget;
+        let subagents = assembly
             .subagents
             .into_iter()
             .map(|(mut config, _)| {
@@ -101,7 +99,7 @@ impl Harness {
     }
 
     /// Every tool the harness mounted: what the model is offered. Tools
-    /// mounted here later (those of [`HarnessBuilder::later_tools`]) join it.
+    /// mounted here later (those of [`HarnessBuilder::later_tools`](crate::HarnessBuilder::later_tools)) join it.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools
     }

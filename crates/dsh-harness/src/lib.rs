@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod assembly;
 mod builder;
 mod check;
 mod code;
@@ -8,7 +9,8 @@ mod error;
 mod harness;
 pub mod wording;
 
-pub use builder::{Background, HarnessBuilder};
+pub use assembly::Background;
+pub use builder::HarnessBuilder;
 pub use code::BuildErrorCode;
 pub use error::BuildError;
 pub use harness::{Harness, Notices};

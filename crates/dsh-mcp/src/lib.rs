@@ -4,6 +4,7 @@
 mod client;
 mod code;
 mod http;
+mod options;
 mod process;
 mod progress;
 mod screen;
@@ -12,9 +13,10 @@ mod spec;
 mod stdio;
 pub mod wording;
 
-pub use client::{ClientOptions, McpMount, McpReleaseError, McpStartError};
+pub use client::{McpMount, McpReleaseError, McpStartError};
 pub use code::ErrorCode;
-pub use http::server::{HttpServeOptions, MCP_PATH, MIN_TOKEN_BYTES, SessionAgents};
+pub use http::server::{HttpServeOptions, MCP_PATH, SessionAgents};
+pub use options::ClientOptions;
 pub use progress::CallProgress;
-pub use server::{CallEnd, McpServeError, McpToolServer};
+pub use server::{CallEnd, MIN_TOKEN_BYTES, McpServeError, McpToolServer};
 pub use spec::{McpEndpoint, McpServerSpec, NAME_SEPARATOR, RemoteServer, SpecError, TOOL_PREFIX};

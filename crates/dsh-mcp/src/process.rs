@@ -12,7 +12,8 @@ use std::time::Duration;
 use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, SpawnError, TeardownError};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::{ClientOptions, wording};
+use crate::options::ClientOptions;
+use crate::wording;
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
 const STDERR_TAIL_BYTES: usize = 512;

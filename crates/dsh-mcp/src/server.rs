@@ -24,6 +24,10 @@ use crate::progress::{CALL_PROGRESS, CallProgress};
 use crate::wording;
 use crate::{screen, stdio};
 
+/// The shortest bearer token [`McpToolServer::serve_http`] accepts: 32
+/// bytes (256 bits when random).
+pub const MIN_TOKEN_BYTES: usize = 32;
+
 /// How long a closing session waits for its calls to wind down after
 /// cancelling them.
 pub(crate) const WIND_DOWN: Duration = Duration::from_secs(10);
@@ -175,8 +179,8 @@ pub enum McpServeError {
         address: String,
     },
     /// The bearer token is shorter than
-    /// [`MIN_TOKEN_BYTES`](crate::MIN_TOKEN_BYTES).
-    #[error("{}", wording::token_too_short(*length, crate::MIN_TOKEN_BYTES))]
+    /// [`MIN_TOKEN_BYTES`].
+    #[error("{}", wording::token_too_short(*length, MIN_TOKEN_BYTES))]
     TokenTooShort {
         /// Its length in bytes.
         length: usize,

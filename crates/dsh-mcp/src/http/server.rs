@@ -32,7 +32,7 @@ use tokio_util::task::TaskTracker;
 use crate::http::front::{Front, Inner, MAX_BODY_BYTES};
 use crate::http::guard::{Guard, LOOPBACK_ORIGINS};
 use crate::http::sessions::{EndWith, Sessions};
-use crate::server::{McpServeError, McpToolServer, Session};
+use crate::server::{MIN_TOKEN_BYTES, McpServeError, McpToolServer, Session};
 use crate::wording;
 
 /// The path the MCP endpoint is served at.
@@ -46,9 +46,6 @@ const CONNECTION_GRACE: Duration = Duration::from_secs(2);
 
 /// How long a client may take to send a request's body, by default.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The shortest bearer token accepted: 32 bytes (256 bits when random).
-pub const MIN_TOKEN_BYTES: usize = 32;
 
 /// How [`McpToolServer::serve_http`] serves.
 #[derive(Clone, PartialEq, Eq)]
