@@ -12,7 +12,7 @@ use crate::{BuildErrorCode, wording};
 /// Each variant is a combination that would show the model something it is
 /// then refused (a parameter, a tool filter, a tool), or a plain
 /// contradiction in what the builder was given. [`BuildError::code`] is
-/// stable; the texts live in [`wording`].
+/// stable; the texts live in the crate's `wording` module.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {

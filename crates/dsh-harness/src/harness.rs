@@ -28,7 +28,7 @@ use crate::assembly::{Assembly, Background};
 #[derive(Debug)]
 pub struct Harness {
     // Field order is drop order: the tools leave before their providers.
-    subagents: Vec<SubagentToolPlugin>,
+    _subagents: Vec<SubagentToolPlugin>,
     _control_tools: Option<SubagentControlPlugin>,
     _task_tools: Option<TaskToolsPlugin>,
     _own_tools: Vec<ToolRegistration>,
@@ -86,7 +86,7 @@ impl Harness {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
-            subagents,
+            _subagents: subagents,
             _control_tools: control_tools,
             _task_tools: task_tools,
             _own_tools: own_tools,
@@ -136,11 +136,6 @@ impl Harness {
         Notices {
             tasks: self.tasks.clone(),
         }
-    }
-
-    /// The `subagent` tools, in the order they were given.
-    pub fn subagents(&self) -> &[SubagentToolPlugin] {
-        &self.subagents
     }
 
     /// Unmounts everything now (the same as dropping the harness).

@@ -7,7 +7,7 @@ mod check;
 mod code;
 mod error;
 mod harness;
-pub mod wording;
+mod wording;
 
 pub use assembly::Background;
 pub use builder::HarnessBuilder;
