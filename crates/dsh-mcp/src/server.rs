@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
-use crate::progress::{CALL_PROGRESS, CallProgress};
+use crate::call_progress::{CALL_PROGRESS, CallProgress};
 use crate::wording;
 use crate::{screen, stdio};
 

@@ -1,18 +1,19 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod child_update;
 mod code;
 mod config;
 mod diagnostic;
+mod printable;
 mod process;
-mod progress;
 mod provider;
 mod session;
 mod transport;
 mod wording;
 
+pub use child_update::{ChildUpdate, ProgressSink, Status};
 pub use code::ErrorCode;
 pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, InvalidConfig, PermissionPolicy};
 pub use dsh_process::BASE_ENV;
-pub use progress::{ChildUpdate, ProgressSink, Status};
 pub use provider::AcpProvider;

@@ -16,10 +16,10 @@ use tokio::task::JoinHandle;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::child_update::{ChildUpdate, ProgressSink};
 use crate::config::AcpConfig;
 use crate::diagnostic::{Diagnostic, Stage};
 use crate::process::ChildProcess;
-use crate::progress::{ChildUpdate, ProgressSink};
 use crate::session::{AUTH_REQUIRED, Broken, Conversation, Ended, converse, map_stop};
 use crate::transport::{AuthOffer, RunState, reader, writer};
 use crate::wording;

@@ -16,9 +16,10 @@ use dsh_subagent_api::StopReason;
 use futures::channel::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::child_update::{ProgressSink, child_update};
 use crate::config::{AcpAuth, PermissionPolicy};
 use crate::diagnostic::Stage;
-use crate::progress::{ProgressSink, child_update, printable};
+use crate::printable::printable;
 use crate::transport::{AuthOffer, Outgoing, RunState};
 
 /// How a conversation ended, as far as the protocol tells.

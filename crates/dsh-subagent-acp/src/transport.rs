@@ -74,7 +74,7 @@ impl AuthOffer {
         let env_var = (text("type") == Some("env_var"))
             .then(|| text("varName").or_else(|| value.pointer("/vars/0/name").and_then(Value::as_str)))
             .flatten();
-        let clean = |s: &str| crate::progress::printable(s, 200);
+        let clean = |s: &str| crate::printable::printable(s, 200);
         Some(Self {
             id: clean(id),
             name: clean(text("name").unwrap_or_default()),

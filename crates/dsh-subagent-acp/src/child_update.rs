@@ -8,22 +8,7 @@ use agent_client_protocol::v1::schema::{
     ContentBlock, PlanEntryStatus, SessionUpdate, ToolCallStatus as AcpToolStatus,
 };
 
-/// `text` made printable on one line (escape sequences removed, other
-/// control characters replaced) and cut to `limit` characters.
-pub(crate) fn printable(text: &str, limit: usize) -> String {
-    let clean: String = dsh_process::strip_escapes(text)
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let clean = clean.trim();
-    if clean.chars().count() > limit {
-        let mut cut: String = clean.chars().take(limit).collect();
-        cut.push('…');
-        cut
-    } else {
-        clean.to_owned()
-    }
-}
+use crate::printable::printable;
 
 /// The most characters of a title or a plan step forwarded.
 const MAX_LABEL_CHARS: usize = 200;
