@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use dsh_process::TeardownError;
 use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, ToolRegistry, json_kind};
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -18,9 +19,10 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
+use crate::client_error::{HandshakeStep, McpReleaseError, McpStartError, StartFailure};
 use crate::http::client::{Failure, HttpClient};
 use crate::process::ServerProcess;
-use crate::{ClientOptions, ErrorCode, McpEndpoint, McpServerSpec, RemoteServer, wording};
+use crate::{BoxedCause, ClientOptions, ErrorCode, McpEndpoint, McpServerSpec, RemoteServer, wording};
 
 /// How long to wait, after the connection breaks, for the server's exit
 /// status, so that the error can say how it ended.
@@ -29,29 +31,6 @@ const EXIT_WAIT: Duration = Duration::from_millis(500);
 /// How often a broken event stream of a remote server is reopened before
 /// its calls fail.
 const SSE_RETRIES: usize = 4;
-
-/// Why a server could not be mounted: it names the server and the cause.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", wording::start_error(server, cause))]
-#[non_exhaustive]
-pub struct McpStartError {
-    /// The server's name.
-    pub server: String,
-    /// What went wrong.
-    pub cause: String,
-}
-
-/// Why a server's process group could not be released: it names the server
-/// and what was still there.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", wording::release_error(server, cause))]
-#[non_exhaustive]
-pub struct McpReleaseError {
-    /// The server's name.
-    pub server: String,
-    /// What went wrong.
-    pub cause: String,
-}
 
 /// What is behind a connection: the server process we started, or a
 /// remote server.
@@ -92,7 +71,7 @@ struct Connection {
 impl Connection {
     /// Closes the session (which closes a process's stdin, or ends the
     /// remote session), then tears a process group down.
-    async fn release(&self) -> Result<(), String> {
+    async fn release(&self) -> Result<(), TeardownError> {
         let service = self.service.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(service) = service {
             let _ = service.cancel().await;
@@ -155,37 +134,43 @@ async fn start_process(
     program: &str,
     args: &[String],
     options: &ClientOptions,
-) -> Result<Started, String> {
-    let (process, stdin, stdout) = ServerProcess::spawn(&spec.name, program, args, options)
-        .map_err(|error| wording::cannot_run(program, &error))?;
+) -> Result<Started, StartFailure> {
+    let (process, stdin, stdout) =
+        ServerProcess::spawn(&spec.name, program, args, options).map_err(|source| StartFailure::CannotRun {
+            program: program.to_owned(),
+            source,
+        })?;
     let handshake = async {
-        let service = identity()
-            .serve((stdout, stdin))
-            .await
-            .map_err(|error| error.to_string())?;
-        let listed = service.peer().list_all_tools().await.map_err(|error| error.to_string());
-        Ok::<_, String>((service, listed))
+        let service = identity().serve((stdout, stdin)).await.map_err(BoxedCause::from)?;
+        let listed = service.peer().list_all_tools().await.map_err(BoxedCause::from);
+        Ok::<_, BoxedCause>((service, listed))
     };
     match tokio::time::timeout(options.startup_timeout, handshake).await {
         Ok(Ok((service, Ok(listed)))) => Ok((service, listed, Backend::Process(process))),
         Ok(Ok((service, Err(error)))) => {
             drop(service);
-            Err(startup_failure(&process, "tools/list", &error).await)
+            Err(startup_failure(&process, HandshakeStep::ToolsList, error).await)
         }
-        Ok(Err(error)) => Err(startup_failure(&process, "initialize", &error).await),
+        Ok(Err(error)) => Err(startup_failure(&process, HandshakeStep::Initialize, error).await),
         Err(_elapsed) => {
             let _ = process.teardown(Duration::ZERO, Duration::ZERO).await;
-            Err(wording::startup_timed_out(options.startup_timeout))
+            Err(StartFailure::TimedOut {
+                timeout: options.startup_timeout,
+            })
         }
     }
 }
 
 /// Connects to a remote server over Streamable HTTP and does the handshake.
-async fn start_remote(server: &RemoteServer, options: &ClientOptions) -> Result<Started, String> {
+async fn start_remote(server: &RemoteServer, options: &ClientOptions) -> Result<Started, StartFailure> {
     let token = match &server.bearer_token_env {
         Some(variable) => match std::env::var(variable) {
             Ok(token) if !token.trim().is_empty() => Some(token.trim().to_owned()),
-            _ => return Err(wording::token_variable_unset(variable)),
+            _ => {
+                return Err(StartFailure::TokenVariableUnset {
+                    variable: variable.clone(),
+                });
+            }
         },
         None => None,
     };
@@ -194,11 +179,11 @@ async fn start_remote(server: &RemoteServer, options: &ClientOptions) -> Result<
         let header = reqwest::header::HeaderName::from_bytes(name.as_bytes());
         let value = reqwest::header::HeaderValue::from_str(value);
         let (Ok(header), Ok(value)) = (header, value) else {
-            return Err(wording::spec_bad_header(name));
+            return Err(StartFailure::BadHeader { header: name.clone() });
         };
         headers.insert(header, value);
     }
-    let http = HttpClient::new().map_err(|error| crate::http::client::describe(&error))?;
+    let http = HttpClient::new().map_err(|error| StartFailure::HttpClient { source: error.into() })?;
     let mut config = StreamableHttpClientTransportConfig::with_uri(server.url.clone());
     // A server gone for good fails the calls waiting on it (about 4 s of
     // retries), instead of being retried forever.
@@ -214,12 +199,12 @@ async fn start_remote(server: &RemoteServer, options: &ClientOptions) -> Result<
         let service = identity()
             .serve(transport)
             .await
-            .map_err(|error| ("initialize", error.to_string()))?;
+            .map_err(|error| (HandshakeStep::Initialize, BoxedCause::from(error)))?;
         match service.peer().list_all_tools().await {
             Ok(listed) => Ok((service, listed)),
             Err(error) => {
                 let _ = service.cancel().await;
-                Err(("tools/list", error.to_string()))
+                Err((HandshakeStep::ToolsList, BoxedCause::from(error)))
             }
         }
     };
@@ -232,11 +217,23 @@ async fn start_remote(server: &RemoteServer, options: &ClientOptions) -> Result<
                 http,
             },
         )),
-        Ok(Err((step, error))) => Err(match http.failure() {
-            Some(failure) => remote_failure(&server.url, Some(&failure)),
-            None => wording::handshake_failed(step, &error),
+        // What failed below the protocol says it plainest.
+        Ok(Err((step, source))) => Err(match http.failure() {
+            Some(Failure::Unreachable(error)) => StartFailure::Unreachable {
+                url: server.url.clone(),
+                error,
+                source,
+            },
+            Some(Failure::Status(status)) => StartFailure::Refused {
+                url: server.url.clone(),
+                status,
+                source,
+            },
+            None => StartFailure::Handshake { step, source },
         }),
-        Err(_elapsed) => Err(wording::startup_timed_out(options.startup_timeout)),
+        Err(_elapsed) => Err(StartFailure::TimedOut {
+            timeout: options.startup_timeout,
+        }),
     }
 }
 
@@ -276,7 +273,7 @@ impl McpMount {
         tools: &ToolRegistry,
         options: &ClientOptions,
     ) -> Result<Self, McpStartError> {
-        let failed = |cause: String| McpStartError {
+        let failed = |cause: StartFailure| McpStartError {
             server: spec.name.clone(),
             cause,
         };
@@ -322,7 +319,7 @@ impl McpMount {
                 }
                 Err(error) => {
                     let _ = mount.release().await;
-                    return Err(failed(error.to_string()));
+                    return Err(failed(StartFailure::Register(error)));
                 }
             }
         }
@@ -373,12 +370,16 @@ impl Drop for McpMount {
     }
 }
 
-/// Why the handshake failed, in words: the process's end when it ended.
-async fn startup_failure(process: &ServerProcess, step: &str, error: &str) -> String {
+/// Why the handshake failed: the process's end when it ended.
+async fn startup_failure(process: &ServerProcess, step: HandshakeStep, source: BoxedCause) -> StartFailure {
     let _ = tokio::time::timeout(EXIT_WAIT, process.exited()).await;
     let cause = match process.exit() {
-        Some(_) => wording::exited_before_answering(&process.describe_exit(), step),
-        None => wording::handshake_failed(step, error),
+        Some(_) => StartFailure::ExitedBeforeAnswering {
+            how: process.describe_exit(),
+            step,
+            source,
+        },
+        None => StartFailure::Handshake { step, source },
     };
     let _ = process.teardown(Duration::ZERO, Duration::ZERO).await;
     cause

@@ -82,13 +82,8 @@ impl ServerProcess {
     /// With stdin already closed: waits `eof_grace`, then SIGTERMs the group
     /// and waits `term_grace`, then SIGKILLs it. Returns once the direct
     /// process is reaped and nothing of the group still runs.
-    pub(crate) async fn teardown(&self, eof_grace: Duration, term_grace: Duration) -> Result<(), String> {
+    pub(crate) async fn teardown(&self, eof_grace: Duration, term_grace: Duration) -> Result<(), TeardownError> {
         let ladder = Ladder::new(eof_grace, term_grace).kill_wait(KILL_WAIT);
-        match self.child.teardown(&ladder).await {
-            Ok(_) => Ok(()),
-            Err(TeardownError::Signal { error, .. }) => Err(wording::cannot_signal(&error)),
-            Err(TeardownError::SurvivedKill { .. }) => Err(wording::SURVIVED_KILL.to_owned()),
-            Err(other) => Err(other.to_string()),
-        }
+        self.child.teardown(&ladder).await.map(drop)
     }
 }

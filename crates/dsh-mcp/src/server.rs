@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 
 use crate::call_progress::{CALL_PROGRESS, CallProgress};
-use crate::wording;
+use crate::{BoxedCause, wording};
 use crate::{screen, stdio};
 
 /// The shortest bearer token [`McpToolServer::serve_http`] accepts: 32
@@ -152,26 +152,25 @@ impl McpToolServer {
         let running = session
             .serve((transport.answers, transport.messages))
             .await
-            .map_err(|error| McpServeError::Session(error.to_string()))?;
+            .map_err(|error| McpServeError::Session(error.into()))?;
         let quit = running.waiting().await;
         state.wind_down().await;
         // Every answer is out before this returns.
         let _ = writer.await;
-        quit.map(drop)
-            .map_err(|error| McpServeError::Session(error.to_string()))
+        quit.map(drop).map_err(|error| McpServeError::Session(error.into()))
     }
 }
 
 /// Why serving failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpServeError {
-    /// A session's handshake or connection failed.
-    #[error("{}", wording::session_failed(.0))]
-    Session(String),
+    /// A session's handshake or connection failed (the SDK's error).
+    #[error("{}", wording::session_failed(&.0.to_string()))]
+    Session(#[source] BoxedCause),
     /// The HTTP server could not start, or its listener failed.
-    #[error("{}", wording::http_serve_failed(.0))]
-    Http(String),
+    #[error("{}", wording::http_serve_failed(&.0.to_string()))]
+    Http(#[source] std::io::Error),
     /// The HTTP server would listen beyond loopback without a bearer token.
     #[error("{}", wording::needs_bearer_token(address))]
     NeedsBearerToken {

@@ -155,6 +155,15 @@ pub(crate) fn with_last_stderr(how: &str, line: &str) -> String {
 /// Piped stdio that did not come back from the spawn.
 pub(crate) const PIPES_UNAVAILABLE: &str = "the server's pipes were not available";
 
+/// What a failed teardown of the server's group met, in our words.
+pub(crate) fn teardown_failed(error: &dsh_process::TeardownError) -> String {
+    match error {
+        dsh_process::TeardownError::Signal { error, .. } => cannot_signal(error),
+        dsh_process::TeardownError::SurvivedKill { .. } => SURVIVED_KILL.to_owned(),
+        other => other.to_string(),
+    }
+}
+
 /// A signal to the server's group that the system refused.
 pub(crate) fn cannot_signal(error: &dyn std::fmt::Display) -> String {
     format!("cannot signal the MCP server's process group: {error}")

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use dsh_mcp::{ClientOptions, McpMount, McpServerSpec};
-use dsh_tools::{CancellationToken, ToolExecution, ToolRegistry};
+use dsh_mcp::{ClientOptions, HandshakeStep, McpMount, McpServerSpec, StartFailure};
+use dsh_tools::{CancellationToken, RegistryError, ToolExecution, ToolRegistry};
 use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
@@ -178,6 +178,12 @@ async fn servers_that_cannot_start_name_themselves_and_the_cause() {
         error.to_string(),
         "MCP server \"nope\" failed to start: cannot run \"/nonexistent/mcp-server\": No such file or directory (os error 2)"
     );
+    // The cause is typed, and the system's own error is its source.
+    assert!(matches!(&error.cause, StartFailure::CannotRun { program, .. } if program == "/nonexistent/mcp-server"));
+    let system = std::error::Error::source(&error)
+        .and_then(std::error::Error::source)
+        .and_then(|cause| cause.downcast_ref::<std::io::Error>());
+    assert_eq!(system.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound));
     let refusing = McpMount::start(&spec("early", &log, &["--exit-at-start"]), &tools, &options)
         .await
         .unwrap_err();
@@ -185,6 +191,15 @@ async fn servers_that_cannot_start_name_themselves_and_the_cause() {
         refusing.to_string(),
         "MCP server \"early\" failed to start: it exited with exit code 4; its last stderr line: test server: refusing to start before answering initialize"
     );
+    assert!(matches!(
+        refusing.cause,
+        StartFailure::ExitedBeforeAnswering {
+            step: HandshakeStep::Initialize,
+            ..
+        }
+    ));
+    // The SDK's error for the step stays reachable below it.
+    assert!(std::error::Error::source(&refusing.cause).is_some());
     let first = McpMount::start(&spec("dup", &log, &[]), &tools, &options)
         .await
         .unwrap();
@@ -195,6 +210,10 @@ async fn servers_that_cannot_start_name_themselves_and_the_cause() {
         second.to_string(),
         "MCP server \"dup\" failed to start: a tool named \"mcp__dup__echo\" is already registered"
     );
+    assert!(matches!(
+        second.cause,
+        StartFailure::Register(RegistryError::DuplicateName { .. })
+    ));
     first.release().await.unwrap();
 }
 

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dsh_mcp::McpToolServer;
+use dsh_mcp::{McpServeError, McpToolServer};
 use dsh_tools::{AgentRef, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use rmcp::ClientHandler;
@@ -296,4 +296,19 @@ async fn over_stdio_a_line_past_16_mib_and_a_bad_message_are_answered_with_their
         "{answers:?}"
     );
     assert_eq!(by_id(8)["result"]["content"][0]["text"], json!("still here, raw"));
+}
+
+#[tokio::test]
+async fn a_session_closed_before_the_handshake_fails_with_the_sdk_error_as_its_source() {
+    let server = McpToolServer::new(ToolRegistry::new());
+    let (server_io, client_io) = tokio::io::duplex(1 << 10);
+    drop(client_io);
+    let (read, write) = tokio::io::split(server_io);
+    let error = tokio::time::timeout(GUARD, server.serve(AgentRef::new("a"), read, write))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(error, McpServeError::Session(_)), "{error:?}");
+    let source = std::error::Error::source(&error).expect("the SDK's error");
+    assert_eq!(error.to_string(), format!("MCP session failed: {source}"));
 }

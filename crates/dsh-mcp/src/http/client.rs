@@ -92,11 +92,11 @@ impl HttpClient {
     }
 }
 
-/// A reqwest error with its causes, the way a person reads it
-/// (`error sending request: … Connection refused`).
-pub(crate) fn describe(error: &reqwest::Error) -> String {
+/// An error with its causes, the way a person reads it (for reqwest's:
+/// `error sending request: … Connection refused`).
+pub(crate) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
+    let mut source = error.source();
     while let Some(cause) = source {
         let cause_text = cause.to_string();
         if !text.contains(&cause_text) {

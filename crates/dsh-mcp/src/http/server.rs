@@ -188,9 +188,7 @@ impl McpToolServer {
         agents: Arc<dyn SessionAgents>,
         shutdown: CancellationToken,
     ) -> Result<(), McpServeError> {
-        let address = listener
-            .local_addr()
-            .map_err(|error| McpServeError::Http(error.to_string()))?;
+        let address = listener.local_addr().map_err(McpServeError::Http)?;
         options.check(address)?;
         let loopback = address.ip().is_loopback();
         let sessions = Arc::new(Sessions::new(agents, options.max_sessions));
@@ -229,7 +227,7 @@ impl McpToolServer {
         connections.close();
         let _ = tokio::time::timeout(CONNECTION_GRACE, connections.wait()).await;
         match failure {
-            Some(error) => Err(McpServeError::Http(error.to_string())),
+            Some(error) => Err(McpServeError::Http(error)),
             None => Ok(()),
         }
     }

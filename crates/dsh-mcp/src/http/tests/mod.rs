@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use crate::http::client::HttpClient;
 use crate::{
     CallProgress, ClientOptions, HttpServeOptions, McpMount, McpServeError, McpServerSpec, McpToolServer, RemoteServer,
-    SessionAgents,
+    SessionAgents, StartFailure,
 };
 
 mod fuzz;
@@ -594,8 +594,13 @@ async fn unreachable_and_missing_endpoints_name_the_server_and_the_cause() {
     let tools = ToolRegistry::new();
     let error = McpMount::start(&remote(&url), &tools, &ClientOptions::default())
         .await
-        .unwrap_err()
-        .to_string();
+        .unwrap_err();
+    // The SDK's error for the failed step stays reachable below the words.
+    assert!(
+        matches!(&error.cause, StartFailure::Unreachable { source, .. } if !source.to_string().is_empty()),
+        "{error:?}"
+    );
+    let error = error.to_string();
     assert!(
         error.starts_with(&format!("MCP server \"r\" failed to start: cannot reach {url}: ")),
         "{error}"
@@ -610,6 +615,10 @@ async fn unreachable_and_missing_endpoints_name_the_server_and_the_cause() {
         format!(
             "MCP server \"r\" failed to start: {missing} answered HTTP 404 Not Found (no MCP endpoint at that URL?)"
         )
+    );
+    assert!(
+        matches!(error.cause, StartFailure::Refused { status: 404, .. }),
+        "{error:?}"
     );
     server.stop().await;
 }
