@@ -31,8 +31,9 @@ enum ReleaseSlot {
     Unstarted(ReleaseFn),
     /// Started and not finished.
     Running(BoxFuture<'static, Result<(), SubagentError>>),
-    /// Finished: every later `dispose` returns this.
-    Done(Result<(), SubagentError>),
+    /// Finished: every later `dispose` returns this. The error is boxed, so
+    /// a live run (one per delegation in flight) does not carry room for it.
+    Done(Result<(), Box<SubagentError>>),
 }
 
 /// A published child run. Ownership of the child passes to the holder.
@@ -164,10 +165,10 @@ impl SubagentRun {
             } else {
                 release.await
             };
-            self.release = ReleaseSlot::Done(released);
+            self.release = ReleaseSlot::Done(released.map_err(Box::new));
         }
         match &self.release {
-            ReleaseSlot::Done(released) => released.clone(),
+            ReleaseSlot::Done(released) => released.as_ref().map_err(|error| SubagentError::clone(error)).copied(),
             // Resolved just above.
             ReleaseSlot::Unstarted(_) | ReleaseSlot::Running(_) => Err(SubagentError::failed(wording::RELEASE_LOST)),
         }

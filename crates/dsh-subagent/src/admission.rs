@@ -206,24 +206,26 @@ impl Admission {
 /// headline and nothing is started). Returns the slot and the run id
 /// its wait was announced with.
 ///
+/// The wait is announced (and traced) when this is called, with what
+/// `caller` says; the returned future holds only what the wait needs, and
+/// `queued` stays in its reservation: a waiting call (every call in a full
+/// tree's queue) holds neither twice.
+///
 /// The cancellation always wins: a slot that arrives as `cancel` fires
 /// is given back. Its callers start the child without awaiting anything
 /// else first, so this is the last look at the token before the start,
 /// and a call of a cancelled turn never reaches its provider.
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an async block holds its captures once; an async fn would hold its arguments twice"
-)]
 pub(crate) fn wait<'a>(
-    mut queued: Queued,
+    queued: &'a mut Queued,
     cancel: &'a CancellationToken,
-    caller: &'a Caller<'_>,
+    caller: &Caller<'_>,
     events: &'a Events,
-) -> impl Future<Output = Result<(Slot, Option<u64>), SubagentError>> + Send + 'a {
-    // An `async` block, so its captures are held once.
+) -> impl Future<Output = Result<(Slot, Option<u64>), SubagentError>> + Send + use<'a> {
+    let run_id = announce_queued(events, caller, queued.ahead());
+    trace::queued(queued.ahead());
+    // An `async` block, so its captures are held once (an `async fn`
+    // would hold its arguments twice).
     async move {
-        let run_id = announce_queued(events, caller, queued.ahead());
-        trace::queued(queued.ahead());
         let since = Instant::now();
         // The cancellation wins over a slot: a turn that is cancelled
         // frees the slot of its running child as it settles, and that
@@ -238,7 +240,7 @@ pub(crate) fn wait<'a>(
         .filter(|_| !cancel.is_cancelled());
         let waited = since.elapsed();
         let Some(slot) = slot else {
-            drop(queued);
+            queued.leave();
             trace::withdrawn(waited);
             if let Some(run_id) = run_id {
                 events.notify(&SubagentEvent::RunWithdrawn(WaitInfo { run_id, waited }));
@@ -282,7 +284,7 @@ impl Reservation {
         caller: Caller<'_>,
         events: &Events,
     ) -> Result<(Admitted, Lineage, CancellationToken), SubagentError> {
-        let waited = match self.take_queued() {
+        let waited = match self.queued() {
             Some(queued) => Some(wait(queued, cancel, &caller, events).await?),
             None => None,
         };
@@ -290,11 +292,13 @@ impl Reservation {
         Ok((admitted, lineage, stop.unwrap_or_else(|| cancel.clone())))
     }
 
-    /// The place in the queue, when the reservation has to wait for its slot.
-    pub(crate) fn take_queued(&mut self) -> Option<Queued> {
-        match self.ticket.take_if(|ticket| matches!(ticket, Ticket::Queued(_))) {
+    /// The place in the queue, when the reservation has to wait for its
+    /// slot. It stays in the reservation (dropping the reservation leaves
+    /// the queue) while [`wait`] borrows it.
+    pub(crate) fn queued(&mut self) -> Option<&mut Queued> {
+        match &mut self.ticket {
             Some(Ticket::Queued(queued)) => Some(queued),
-            _ => None,
+            Some(Ticket::Ready(_)) | None => None,
         }
     }
 

@@ -339,20 +339,30 @@ impl Queued {
         self.admitted = None;
         Some(slot)
     }
+
+    /// Leaves the queue (a call no longer waiting): its reservation of a
+    /// new child is given back, or, when a grant is already on its way,
+    /// the slot in it is freed. Does nothing once admitted or left.
+    pub(crate) fn leave(&mut self) {
+        let Some(grant) = self.admitted.take() else {
+            return;
+        };
+        {
+            let mut state = self.tree.lock();
+            if let Some(index) = state.queue.iter().position(|waiter| waiter.id == self.id)
+                && let Some(waiter) = state.queue.remove(index)
+            {
+                state.started -= waiter.counts.children();
+            }
+        }
+        // Otherwise a grant is on its way: dropping the receiver once the
+        // lock is released drops the slot in it, which frees it.
+        drop(grant);
+    }
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
-        if self.admitted.is_none() {
-            return;
-        }
-        let mut state = self.tree.lock();
-        if let Some(index) = state.queue.iter().position(|waiter| waiter.id == self.id)
-            && let Some(waiter) = state.queue.remove(index)
-        {
-            state.started -= waiter.counts.children();
-        }
-        // Otherwise a grant is on its way: dropping the receiver after the
-        // lock is released drops the slot in it, which frees it.
+        self.leave();
     }
 }

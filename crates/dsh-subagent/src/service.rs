@@ -242,16 +242,23 @@ impl SubagentService {
     ) -> impl Future<Output = Result<SubagentRun, SubagentError>> + Send + 'a {
         async move {
             let depth = request.parent.depth().saturating_add(1);
-            let waited = match reservation.take_queued() {
+            let waited = match reservation.queued() {
                 None => None,
                 Some(queued) => {
-                    let caller = Caller {
-                        provider: provider_name,
-                        parent: request.parent.id(),
-                        depth,
-                        label: request.label.as_deref(),
-                    };
-                    Some(wait(queued, &request.cancel, &caller, &self.inner.events).await?)
+                    // Announced as the wait is made: the caller's details
+                    // are not held while the call waits.
+                    let waiting = wait(
+                        queued,
+                        &request.cancel,
+                        &Caller {
+                            provider: provider_name,
+                            parent: request.parent.id(),
+                            depth,
+                            label: request.label.as_deref(),
+                        },
+                        &self.inner.events,
+                    );
+                    Some(waiting.await?)
                 }
             };
             // From the wait to `provider.start` nothing awaits: the wait's

@@ -4,6 +4,7 @@
 //! result and release read as its task's outcome is
 //! [`SubagentService::start_as_task`](crate::SubagentService::start_as_task).
 
+use std::any::Any;
 use std::panic::AssertUnwindSafe;
 use std::task::Poll;
 use std::time::Duration;
@@ -50,13 +51,21 @@ pub fn settle(run: SubagentRun, cancel: &CancellationToken) -> impl Future<Outpu
     // Armed before the first poll: a settlement dropped unpolled releases too.
     let mut guard = ReleaseOnDrop(Some(run));
     async move {
-        let settled = match guard.0.as_mut() {
-            Some(run) => settle_run(run, cancel).await,
+        let Some(run) = guard.0.as_mut() else {
             // The guard was armed just above; it is never empty here.
-            None => Settling::Done(Settled {
+            return Settled {
                 result: Err(SubagentError::failed(wording::RUN_ALREADY_RELEASED)),
                 disposed: Ok(()),
-            }),
+            };
+        };
+        // While the child runs (the state every delegation in flight is
+        // in), this future holds only the wait for its result against the
+        // cancellation. What comes after is boxed, once the result is in or
+        // the cancellation came: the release, its grace timer and their
+        // select are not held inline for the whole run.
+        let settled = match awaited(run, cancel).await {
+            Some(waited) => Box::pin(release_settled(run, cancel, waited)).await,
+            None => Box::pin(release_cancelled(run)).await,
         };
         // Settled and released: disarm the guard, and move the outcome out
         // of the run instead of copying it.
@@ -73,7 +82,7 @@ pub fn settle(run: SubagentRun, cancel: &CancellationToken) -> impl Future<Outpu
     }
 }
 
-/// How [`settle_run`] ended.
+/// How a settlement's release ended.
 enum Settling {
     /// The result settled in the run (read it from there) and the release
     /// ended with this.
@@ -83,31 +92,30 @@ enum Settling {
     Done(Settled),
 }
 
-async fn settle_run(run: &mut SubagentRun, cancel: &CancellationToken) -> Settling {
-    // A result that is already in (the common case for a quick child) is
-    // taken on the first poll, with no wait for the cancellation set up.
-    // Only a panic payload is held across the release, not the outcome: the
-    // run keeps that until it is moved out at the end. A cancellation before
-    // the result goes to the boxed cancel path: it is rare, and this future
-    // (held for every delegation in flight) stays sized for the common path.
-    let waited = {
-        let mut waiting = std::pin::pin!(AssertUnwindSafe(run.settled()).catch_unwind());
-        if let Poll::Ready(waited) = futures::poll!(waiting.as_mut()) {
-            Some(waited)
-        } else {
-            tokio::select! {
-                biased;
-                waited = waiting => Some(waited),
-                () = cancel.cancelled() => None,
-            }
-        }
-    };
-    let Some(waited) = waited else {
-        return Box::pin(release_cancelled(run)).await;
-    };
-    // Boxed: the release's future is not held inline by this one (held for
-    // every delegation in flight) next to the wait for a cancellation.
-    let mut release = Box::pin(guarded(run.dispose(), wording::STAGE_DISPOSE));
+/// Waits for the run's result against `cancel`, biased towards the result:
+/// `None` when `cancel` fired first. A result that is already in (the
+/// common case for a quick child) is taken on the first poll, with no wait
+/// for the cancellation set up. A panic in the provider's result future is
+/// returned as its payload; the outcome itself stays in the run until it is
+/// moved out at the end.
+async fn awaited(run: &mut SubagentRun, cancel: &CancellationToken) -> Option<Result<(), Box<dyn Any + Send>>> {
+    tokio::select! {
+        biased;
+        waited = AssertUnwindSafe(run.settled()).catch_unwind() => Some(waited),
+        () = cancel.cancelled() => None,
+    }
+}
+
+/// After the result: the release, awaited for as long as it takes unless
+/// `cancel` fires, then within [`RELEASE_GRACE`]. `waited` is how the wait
+/// for the result ended (a panic's payload reads as a failure).
+async fn release_settled(
+    run: &mut SubagentRun,
+    cancel: &CancellationToken,
+    waited: Result<(), Box<dyn Any + Send>>,
+) -> Settling {
+    let release = guarded(run.dispose(), wording::STAGE_DISPOSE);
+    tokio::pin!(release);
     let disposed = tokio::select! {
         biased;
         disposed = &mut release => disposed,

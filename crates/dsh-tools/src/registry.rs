@@ -7,6 +7,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::FutureExt;
+use futures::future::Either;
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -187,21 +188,26 @@ impl ToolRegistry {
         exec: ToolExecution,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
         let span = crate::trace::execute_tool_span(name, &exec);
-        let tool = self.dispatchable(name, &exec);
-        // One state machine, no nested one: the call's arguments are held once
-        // while the tool runs (an in-flight delegation is made of this future).
-        async move {
-            let result = match tool {
-                Err(refused) => refused,
-                Ok(tool) => match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
+        // A refusal is ready at once. A dispatched call is one state machine
+        // that holds the tool, its arguments and its context once (they move
+        // into the tool on the first poll), and no room for a refusal: an
+        // in-flight delegation is made of this future.
+        let call = match self.dispatchable(name, &exec) {
+            Err(refused) => {
+                crate::trace::record_tool_result(&span, &refused);
+                Either::Left(std::future::ready(refused))
+            }
+            Ok(tool) => Either::Right(async move {
+                let result = match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
                     Ok(outcome) => ToolResult::from_outcome(outcome),
-                    Err(panic) => panicked(name, &*panic),
-                },
-            };
-            crate::trace::record_tool_result(&tracing::Span::current(), &result);
-            result
-        }
-        .instrument(span)
+                    // The tool is mounted under its own name.
+                    Err(panic) => panicked(tool.name(), &*panic),
+                };
+                crate::trace::record_tool_result(&tracing::Span::current(), &result);
+                result
+            }),
+        };
+        call.instrument(span)
     }
 
     /// The tool a call goes to, or the result that refuses it.

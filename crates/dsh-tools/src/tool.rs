@@ -41,7 +41,9 @@ pub trait Tool: Send + Sync + 'static {
 pub struct ToolExecution {
     cancel: CancellationToken,
     agent: Option<AgentRef>,
-    call_id: Option<String>,
+    /// Boxed, not a `String`: every call in flight carries this context
+    /// (twice, as the harness's and as the registry's), so it is kept small.
+    call_id: Option<Box<str>>,
 }
 
 impl ToolExecution {
@@ -57,7 +59,7 @@ impl ToolExecution {
     /// Sets the id the model gave this call (recorded on its `execute_tool` span).
     #[must_use]
     pub fn with_call_id(mut self, call_id: impl Into<String>) -> Self {
-        self.call_id = Some(call_id.into());
+        self.call_id = Some(call_id.into().into_boxed_str());
         self
     }
 
