@@ -59,11 +59,13 @@ pub struct ToolSpec {
 
 #[derive(Default)]
 struct State {
-    slots: BTreeMap<String, Slot>,
+    names: BTreeMap<String, Claim>,
     next_id: u64,
 }
 
-struct Slot {
+/// A reserved name, and the tool mounted under it, if any. (Not a "slot":
+/// that word is the admission gate's, in `dsh-subagent`.)
+struct Claim {
     reservation: u64,
     mounted: Option<(u64, Arc<dyn Tool>)>,
 }
@@ -109,13 +111,13 @@ impl ToolRegistry {
             return Err(RegistryError::EmptyName);
         }
         let mut state = lock(&self.state);
-        if state.slots.contains_key(name) {
+        if state.names.contains_key(name) {
             return Err(RegistryError::DuplicateName { name: name.to_owned() });
         }
         let reservation = state.next_id();
-        state.slots.insert(
+        state.names.insert(
             name.to_owned(),
-            Slot {
+            Claim {
                 reservation,
                 mounted: None,
             },
@@ -140,16 +142,16 @@ impl ToolRegistry {
     /// The mounted tool with this name.
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         let state = lock(&self.state);
-        state.slots.get(name)?.mounted.as_ref().map(|(_, tool)| tool.clone())
+        state.names.get(name)?.mounted.as_ref().map(|(_, tool)| tool.clone())
     }
 
     /// The names of the mounted tools, sorted.
     pub fn names(&self) -> Vec<String> {
         let state = lock(&self.state);
         state
-            .slots
+            .names
             .iter()
-            .filter(|(_, slot)| slot.mounted.is_some())
+            .filter(|(_, claim)| claim.mounted.is_some())
             .map(|(name, _)| name.clone())
             .collect()
     }
@@ -159,9 +161,9 @@ impl ToolRegistry {
         let tools: Vec<Arc<dyn Tool>> = {
             let state = lock(&self.state);
             state
-                .slots
+                .names
                 .values()
-                .filter_map(|slot| slot.mounted.as_ref().map(|(_, tool)| tool.clone()))
+                .filter_map(|claim| claim.mounted.as_ref().map(|(_, tool)| tool.clone()))
                 .collect()
         };
         tools
@@ -277,8 +279,8 @@ impl NameReservation {
         }
         let mut state = lock(&self.registry.state);
         let mount_id = state.next_id();
-        let slot = match state.slots.get_mut(&self.name) {
-            Some(slot) if slot.reservation == self.id => slot,
+        let claim = match state.names.get_mut(&self.name) {
+            Some(claim) if claim.reservation == self.id => claim,
             // Unreachable while `self` is alive; report it as a conflict rather than panic.
             _ => {
                 return Err(RegistryError::DuplicateName {
@@ -286,12 +288,12 @@ impl NameReservation {
                 });
             }
         };
-        if slot.mounted.is_some() {
+        if claim.mounted.is_some() {
             return Err(RegistryError::AlreadyMounted {
                 name: self.name.clone(),
             });
         }
-        slot.mounted = Some((mount_id, tool));
+        claim.mounted = Some((mount_id, tool));
         Ok(MountedTool {
             registry: self.registry.clone(),
             name: self.name.clone(),
@@ -305,8 +307,8 @@ impl Drop for NameReservation {
     fn drop(&mut self) {
         let removed = {
             let mut state = lock(&self.registry.state);
-            match state.slots.get(&self.name) {
-                Some(slot) if slot.reservation == self.id => state.slots.remove(&self.name),
+            match state.names.get(&self.name) {
+                Some(claim) if claim.reservation == self.id => state.names.remove(&self.name),
                 _ => None,
             }
         };
@@ -344,12 +346,12 @@ impl Drop for MountedTool {
     fn drop(&mut self) {
         let removed = {
             let mut state = lock(&self.registry.state);
-            match state.slots.get_mut(&self.name) {
-                Some(slot)
-                    if slot.reservation == self.reservation
-                        && slot.mounted.as_ref().is_some_and(|(id, _)| *id == self.id) =>
+            match state.names.get_mut(&self.name) {
+                Some(claim)
+                    if claim.reservation == self.reservation
+                        && claim.mounted.as_ref().is_some_and(|(id, _)| *id == self.id) =>
                 {
-                    slot.mounted.take()
+                    claim.mounted.take()
                 }
                 _ => None,
             }
