@@ -88,7 +88,7 @@ impl Connection {
         match &self.backend {
             Backend::Process(process) => {
                 let _ = tokio::time::timeout(EXIT_WAIT, process.exited()).await;
-                process.describe_exit()
+                process.describe_exit().await
             }
             Backend::Remote { url, http } => remote_failure(url, http.failure().as_ref()),
         }
@@ -375,7 +375,7 @@ async fn startup_failure(process: &ServerProcess, step: HandshakeStep, source: B
     let _ = tokio::time::timeout(EXIT_WAIT, process.exited()).await;
     let cause = match process.exit() {
         Some(_) => StartFailure::ExitedBeforeAnswering {
-            how: process.describe_exit(),
+            how: process.describe_exit().await,
             step,
             source,
         },

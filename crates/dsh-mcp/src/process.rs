@@ -18,6 +18,10 @@ use crate::wording;
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
 const STDERR_TAIL_BYTES: usize = 512;
 
+/// How long a description of an ended process waits for its stderr to
+/// close (a grandchild may hold it open).
+const STDERR_CLOSE_WAIT: Duration = Duration::from_millis(500);
+
 /// How long the group may take to vanish after SIGKILL.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
@@ -69,11 +73,18 @@ impl ServerProcess {
         self.child.exited().await
     }
 
-    /// How the process ended, in words, with the last stderr line when there is one.
-    pub(crate) fn describe_exit(&self) -> String {
+    /// How the process ended, in words, with the last stderr line when there
+    /// is one. Once the process has ended, its stderr is read to its close
+    /// first (for at most [`STDERR_CLOSE_WAIT`]): its exit can be seen before
+    /// the last line it wrote has been read.
+    pub(crate) async fn describe_exit(&self) -> String {
         let exit = self.exit();
         let how = wording::exited_with(exit.as_ref().map(|info| info as &dyn fmt::Display));
-        match self.child.stderr_tail().last_line() {
+        let tail = match exit {
+            Some(_) => self.child.stderr_tail_after_close(STDERR_CLOSE_WAIT).await,
+            None => self.child.stderr_tail(),
+        };
+        match tail.last_line() {
             Some(line) => wording::with_last_stderr(&how, &line),
             None => how,
         }

@@ -39,6 +39,8 @@ struct Server {
     child: Child,
     url: String,
     stderr: Arc<Mutex<String>>,
+    /// The task reading stderr: it ends when the pipe closes.
+    reader: tokio::task::JoinHandle<()>,
 }
 
 async fn serve(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
@@ -65,7 +67,7 @@ async fn serve(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
     let stderr = Arc::new(Mutex::new(String::new()));
     let mut pipe = child.stderr.take().unwrap();
     let sink = stderr.clone();
-    tokio::spawn(async move {
+    let reader = tokio::spawn(async move {
         let mut buffer = [0u8; 4096];
         while let Ok(read @ 1..) = pipe.read(&mut buffer).await {
             sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..read]));
@@ -81,7 +83,12 @@ async fn serve(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
         assert!(tokio::time::Instant::now() < deadline, "dsh did not listen: {text}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    Server { child, url, stderr }
+    Server {
+        child,
+        url,
+        stderr,
+        reader,
+    }
 }
 
 impl Server {
@@ -101,11 +108,14 @@ impl Server {
         }
     }
 
-    /// SIGTERM, then the exit status.
+    /// SIGTERM, then the exit status, once all of stderr has been read:
+    /// the exit can be seen before the last lines are.
     async fn stop(mut self) -> std::process::ExitStatus {
         let pid = Pid::from_raw(self.child.id().unwrap() as i32);
         kill(pid, Signal::SIGTERM).unwrap();
-        tokio::time::timeout(GUARD, self.child.wait()).await.unwrap().unwrap()
+        let status = tokio::time::timeout(GUARD, self.child.wait()).await.unwrap().unwrap();
+        tokio::time::timeout(GUARD, self.reader).await.unwrap().unwrap();
+        status
     }
 }
 
