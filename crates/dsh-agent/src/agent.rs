@@ -579,8 +579,11 @@ impl Agent {
             let mut refused = false;
             let (response, sent) = loop {
                 let request = self.request(&turn.messages);
-                let estimate = self.estimate(&request);
-                if let Some(room) = self.room(&request)
+                // The estimate is checked against a window: while none is
+                // known, counting the request's bytes would be wasted.
+                let room = self.room(&request);
+                let estimate = room.map(|_| self.estimate(&request));
+                if let (Some(room), Some(estimate)) = (room, estimate)
                     && let Err(context) = room.check(estimate)
                 {
                     break 'run AgentStop::ContextWindow(context);
@@ -590,6 +593,9 @@ impl Agent {
                     Ok(response) => break (response, sent),
                     Err(LlmError::Cancelled) => break 'run AgentStop::Cancelled,
                     Err(LlmError::ContextLength { refusal, .. }) => {
+                        // Unchecked, it is counted now: the turn is the one
+                        // the refused request carried.
+                        let estimate = estimate.unwrap_or_else(|| self.estimate(&self.request(&turn.messages)));
                         match self.after_refusal(&refusal, estimate, refused, &mut turn) {
                             Ok(()) => refused = true,
                             Err(context) => break 'run AgentStop::ContextWindow(context),

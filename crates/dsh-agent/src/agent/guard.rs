@@ -73,6 +73,10 @@ impl Agent {
     /// carrying them, after the turn's `messages`, fits the window; nothing
     /// happens while no window is known or when they fit.
     pub(super) fn fit_round(&self, messages: &[Message], calls: &[ToolCall], results: &mut [ToolResult]) {
+        // Without a window there is nothing to fit: the request is not built.
+        if self.effective_context_window().is_none() {
+            return;
+        }
         let request = self.request(messages);
         let Some(room) = self.room(&request) else { return };
         let cut = fit_results(room, self.estimate(&request), calls, results);
