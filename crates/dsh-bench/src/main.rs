@@ -28,29 +28,14 @@ fn main() -> ExitCode {
         ["--only", "limits"] => run_limits(&Plan::full()),
         ["--only", "context"] => run_context(&Plan::full()),
         ["--only", "answer"] => run_answer(&Plan::full()),
-        ["--answer", bytes, flavor] => {
-            let (Ok(bytes), Some(flavor)) = (bytes.parse::<usize>(), Flavor::parse(flavor)) else {
-                return usage();
-            };
-            match dsh_bench::answer::memory_child(bytes, flavor) {
-                Ok(line) => {
-                    println!("{line}");
-                    ExitCode::SUCCESS
-                }
-                Err(error) => {
-                    eprintln!("dsh-bench: {error}");
-                    ExitCode::FAILURE
-                }
-            }
-        }
-        ["--in-flight" | "--queued", count, flavor] => {
+        [mode @ ("--in-flight" | "--queued" | "--answer"), count, flavor] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
             };
-            let child = if args[0] == "--queued" {
-                dsh_bench::limits::queued_child(count, flavor)
-            } else {
-                dsh_bench::in_flight_child(count, flavor)
+            let child = match *mode {
+                "--queued" => dsh_bench::limits::queued_child(count, flavor),
+                "--answer" => dsh_bench::answer::memory_child(count, flavor),
+                _ => dsh_bench::in_flight_child(count, flavor),
             };
             match child {
                 Ok(line) => {
