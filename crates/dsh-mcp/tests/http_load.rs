@@ -21,6 +21,9 @@ use tokio::net::TcpStream;
 
 const GUARD: Duration = Duration::from_secs(120);
 const STALLED: usize = 50;
+/// Longer than the server's own header and body read timeouts (30 s), which
+/// bound how long it keeps a connection a client left open.
+const SETTLE: Duration = Duration::from_secs(40);
 
 #[derive(Default)]
 struct Agents {
@@ -42,6 +45,18 @@ impl SessionAgents for Agents {
 
 fn open_files() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+/// What each open file is (`socket:[…]`, `anon_inode:[eventpoll]`, a
+/// path), sorted: named in a failure, so a leak says what leaked.
+fn open_file_kinds() -> Vec<String> {
+    let mut kinds: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.ok()?.path()).ok())
+        .map(|target| target.display().to_string())
+        .collect();
+    kinds.sort();
+    kinds
 }
 
 /// Resident memory, in bytes.
@@ -124,13 +139,41 @@ async fn released(agents: &Agents) {
     }
 }
 
+/// How many files are open once the count has stopped changing for half
+/// a second (bounded): connections of a round that just ended are still
+/// closing, by the hundreds on a loaded machine.
+async fn settled_files() -> usize {
+    let deadline = tokio::time::Instant::now() + SETTLE;
+    let mut last = open_files();
+    let mut still = 0;
+    while still < 5 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = open_files();
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    last
+}
+
 /// Waits (bounded) until at most `limit` files are open; how many are.
 async fn files_down_to(limit: usize) -> usize {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let deadline = tokio::time::Instant::now() + SETTLE;
     while open_files() > limit && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     open_files()
+}
+
+/// One round of the load: `STALLED` clients stall while `sessions`
+/// sessions run start to end; then the stalled clients hang up.
+async fn load(url: &str, authority: &str, sessions: usize, agents: &Agents) {
+    let mut stalled = Vec::new();
+    for _ in 0..STALLED {
+        stalled.push(stall(authority).await);
+    }
+    rounds(url, sessions).await;
+    released(agents).await;
+    drop(stalled);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,34 +202,31 @@ async fn five_hundred_sessions_open_and_close_while_fifty_clients_stall_and_noth
         }
     });
 
-    // Two rounds of the same size first warm up what is made once and then
-    // kept (the runtime's threads and queues, the allocator's free lists,
-    // maps that grow and never shrink): resident memory climbs over the
-    // first rounds and levels off, and the third is measured against them.
+    // Two rounds of the same shape first warm up what is made once and
+    // then kept (the runtime's threads and queues, the allocator's free
+    // lists, maps that grow and never shrink): resident memory climbs over
+    // the first rounds and levels off, and the third is measured against
+    // them.
     for _ in 0..2 {
-        rounds(&url, sessions).await;
-        released(&agents).await;
+        load(&url, &authority, sessions, &agents).await;
     }
-    // The warm-up client's connections close.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let files = open_files();
+    let files = settled_files().await;
+    let kinds = open_file_kinds();
     let memory = resident();
 
-    let mut stalled = Vec::new();
-    for _ in 0..STALLED {
-        stalled.push(stall(&authority).await);
-    }
-    rounds(&url, sessions).await;
-    released(&agents).await;
+    load(&url, &authority, sessions, &agents).await;
     assert_eq!(
         *agents.opened.lock().unwrap(),
         3 * sessions,
         "the stalled clients opened nothing"
     );
-    drop(stalled);
 
     let files_after = files_down_to(files).await;
-    assert!(files_after <= files, "{files_after} files open, {files} before");
+    assert!(
+        files_after <= files,
+        "{files_after} files open, {files} before: {:?} now, {kinds:?} before",
+        open_file_kinds()
+    );
     let memory_after = resident();
     eprintln!(
         "resident memory: {} KiB before, {} KiB after",
