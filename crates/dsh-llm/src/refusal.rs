@@ -85,14 +85,18 @@ impl ContextRefusal {
         // object at the top (early vLLM: `{"object": "error", ...}`).
         let error = match value.get("error") {
             Some(error @ Value::Object(_)) => error,
-            Some(Value::String(message)) => return Self::from_message(status, message, None, None, false),
+            Some(Value::String(message)) => return Self::from_message(status, message, None, None, Stated::Not),
             _ => value,
         };
         let text = |key: &str| error.get(key).and_then(Value::as_str);
         let count = |key: &str| error.get(key).and_then(Value::as_u64).filter(|tokens| *tokens > 0);
-        let typed = text("code") == Some(CODE_CONTEXT_LENGTH) || text("type") == Some(TYPE_EXCEED_CONTEXT);
+        let stated = if text("code") == Some(CODE_CONTEXT_LENGTH) || text("type") == Some(TYPE_EXCEED_CONTEXT) {
+            Stated::ContextLength
+        } else {
+            Stated::Not
+        };
         let message = text("message").unwrap_or_default();
-        Self::from_message(status, message, count("n_ctx"), count("n_prompt_tokens"), typed)
+        Self::from_message(status, message, count("n_ctx"), count("n_prompt_tokens"), stated)
     }
 
     fn from_message(
@@ -100,10 +104,10 @@ impl ContextRefusal {
         message: &str,
         window: Option<u64>,
         prompt_tokens: Option<u64>,
-        typed: bool,
+        stated: Stated,
     ) -> Option<Self> {
         let window = window.or_else(|| first_count(message, &WINDOW_PHRASES));
-        if !typed && window.is_none() {
+        if stated == Stated::Not && window.is_none() {
             return None;
         }
         Some(Self {
@@ -115,6 +119,17 @@ impl ContextRefusal {
                 .or_else(|| count_before(message, IN_THE_MESSAGES)),
         })
     }
+}
+
+/// Whether an error object states, by its code or its type, that it is a
+/// context-length refusal. One that does not is one only when its message
+/// names the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stated {
+    /// Its `code` or `type` says so.
+    ContextLength,
+    /// Neither does (or it has none: a bare message).
+    Not,
 }
 
 /// The number right after the first of `phrases` found in `message` (case

@@ -176,7 +176,7 @@ async fn start(
     let failure = match startup {
         Startup::Published => None,
         Startup::Cancelled => Some(Err(SubagentError::aborted(wording::ABORTED_WHILE_STARTING))),
-        Startup::TimedOut => Some(Ok((wording::startup_timed_out(config.startup_timeout), false))),
+        Startup::TimedOut => Some(Ok((wording::startup_timed_out(config.startup_timeout), EndedBy::Other))),
         Startup::Ended => {
             let ended = match task.0.take() {
                 Some(handle) => handle.await,
@@ -190,8 +190,8 @@ async fn start(
         let stage = state.stage();
         let error = match failure {
             Err(aborted) => aborted,
-            Ok((what, exited)) => {
-                let diagnostic = diagnose(&process, stage, what, exited, &request.cancel).await;
+            Ok((what, ended_by)) => {
+                let diagnostic = diagnose(&process, stage, what, ended_by, &request.cancel).await;
                 SubagentError::failed_with_code(wording::start_failed(&diagnostic), crate::ErrorCode::StartFailed)
             }
         };
@@ -239,55 +239,64 @@ async fn release_failed_start(process: &ChildProcess, config: &AcpConfig, cancel
     }
 }
 
+/// What ended a conversation that did not answer or start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EndedBy {
+    /// The child's own exit: only a closed connection says so. Its exit
+    /// status and last stderr are worth waiting for.
+    ChildExit,
+    /// Anything else (an error reply, a fault we caught, a timeout, an
+    /// error stop), which implies no exit: any exit after it is our doing.
+    Other,
+}
+
 /// What ended a conversation that did not answer, in words, and whether the
-/// child's own exit ended it (only a closed connection says so: an error
-/// reply, a fault or a timeout does not imply an exit).
+/// child's own exit ended it.
 fn describe_end(
     ended: Result<Result<Ended, Broken>, tokio::task::JoinError>,
     state: &RunState,
     config: &AcpConfig,
-) -> (String, bool) {
+) -> (String, EndedBy) {
     if let Some(fault) = state.take_fault() {
-        return (fault.to_string(), false);
+        return (fault.to_string(), EndedBy::Other);
     }
     if let Some(raw) = state.raw_stop_reason()
         && !["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"].contains(&raw.as_str())
     {
         let raw: String = raw.chars().filter(char::is_ascii_graphic).take(64).collect();
-        return (wording::unknown_stop(&raw), false);
+        return (wording::unknown_stop(&raw), EndedBy::Other);
     }
     match ended {
         Ok(Ok(Ended::AuthNotOffered(id))) => (
             wording::auth_not_offered(&id, AuthOffer::listed(&state.auth_offers()).as_deref()),
-            false,
+            EndedBy::Other,
         ),
-        Ok(Ok(_)) => (wording::ENDED_EARLY.to_owned(), false),
-        Ok(Err(Broken::Closed)) => (wording::CLOSED_BEFORE_ANSWER.to_owned(), true),
+        Ok(Ok(_)) => (wording::ENDED_EARLY.to_owned(), EndedBy::Other),
+        Ok(Err(Broken::Closed)) => (wording::CLOSED_BEFORE_ANSWER.to_owned(), EndedBy::ChildExit),
         Ok(Err(Broken::Failed(error))) if error.code == AUTH_REQUIRED => (
             wording::request_needs_auth(
                 &error,
                 &config.auth.required(AuthOffer::listed(&state.auth_offers()).as_deref()),
             ),
-            false,
+            EndedBy::Other,
         ),
-        Ok(Err(Broken::Failed(error))) => (wording::request_failed(&error), false),
-        Err(error) => (wording::conversation_task_failed(&error), false),
+        Ok(Err(Broken::Failed(error))) => (wording::request_failed(&error), EndedBy::Other),
+        Err(error) => (wording::conversation_task_failed(&error), EndedBy::Other),
     }
 }
 
 /// A diagnostic for `what` at `stage`. When the child's own exit ended the
-/// conversation (`exited`), waits briefly for its status and last stderr
-/// (not past a cancellation); otherwise (an error reply, a fault we caught,
-/// a timeout, an error stop) quotes the stderr tail as it is, and no exit
-/// status: any exit then is our doing.
+/// conversation ([`EndedBy::ChildExit`]), waits briefly for its status and
+/// last stderr (not past a cancellation); otherwise quotes the stderr tail
+/// as it is, and no exit status: any exit then is our doing.
 async fn diagnose(
     process: &ChildProcess,
     stage: Stage,
     what: String,
-    exited: bool,
+    ended_by: EndedBy,
     cancel: &CancellationToken,
 ) -> Diagnostic {
-    let (exit, stderr) = if exited {
+    let (exit, stderr) = if ended_by == EndedBy::ChildExit {
         let patient = async {
             (
                 process.wait_exit(EXIT_WAIT).await,
@@ -333,7 +342,7 @@ async fn settle(
                     process,
                     Stage::Prompt,
                     wording::error_stop(&stop_name(stop)),
-                    false,
+                    EndedBy::Other,
                     cancel,
                 )
                 .await;
@@ -344,7 +353,7 @@ async fn settle(
         Ok(Ok(Ended::TimedOut(acknowledged))) if !cancel.is_cancelled() => {
             let limit = config.turn_timeout.unwrap_or_default();
             let what = wording::turn_timed_out(limit, acknowledged.is_some(), config.cancel_grace);
-            let diagnostic = diagnose(process, Stage::Prompt, what, false, cancel).await;
+            let diagnostic = diagnose(process, Stage::Prompt, what, EndedBy::Other, cancel).await;
             tracing::warn!("{}", wording::log_run_timed_out(&diagnostic));
             SubagentResult::new(StopReason::Error, blocks).with_diagnostic(diagnostic.to_string())
         }
@@ -359,8 +368,8 @@ async fn settle(
         _ if cancel.is_cancelled() => SubagentResult::new(StopReason::Aborted, blocks),
         other => {
             let stage = state.stage();
-            let (what, exited) = describe_end(other, state, config);
-            let diagnostic = diagnose(process, stage, what, exited, cancel).await;
+            let (what, ended_by) = describe_end(other, state, config);
+            let diagnostic = diagnose(process, stage, what, ended_by, cancel).await;
             tracing::warn!("{}", wording::log_run_failed(&diagnostic));
             SubagentResult::new(StopReason::Error, blocks).with_diagnostic(diagnostic.to_string())
         }

@@ -212,13 +212,21 @@ impl ScriptedProvider {
     }
 }
 
+/// How a scripted run settles: on its own, or because it was cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Settled {
+    /// It ran to its scripted end.
+    Ran,
+    /// Its token was cancelled first.
+    Cancelled,
+}
+
 impl Script {
     /// The settled result: `aborted` when cancelled, else the scripted stop reason.
-    fn outcome(&self, wants_structured: bool, cancelled: bool) -> SubagentResult {
-        let stop_reason = if cancelled {
-            StopReason::Aborted
-        } else {
-            self.stop_reason.clone()
+    fn outcome(&self, wants_structured: bool, settled: Settled) -> SubagentResult {
+        let stop_reason = match settled {
+            Settled::Cancelled => StopReason::Aborted,
+            Settled::Ran => self.stop_reason.clone(),
         };
         let mut result = SubagentResult::new(stop_reason, vec![ContentBlock::text(self.reply.clone())]);
         if !result.stop_reason.is_completed()
@@ -414,16 +422,17 @@ impl ScriptedProvider {
                 watch_token.cancelled().await;
                 stats.cancels_observed.fetch_add(1, Ordering::SeqCst);
             };
-            let settled = |cancelled| Ok(script.outcome(wants_structured, cancelled));
+            let settled = |settled| Ok(script.outcome(wants_structured, settled));
             match behavior {
-                ResultBehavior::Settle => settled(watch_token.is_cancelled()),
+                ResultBehavior::Settle if watch_token.is_cancelled() => settled(Settled::Cancelled),
+                ResultBehavior::Settle => settled(Settled::Ran),
                 ResultBehavior::Gated(gate) => tokio::select! {
-                    () = gate.pass() => settled(false),
-                    () = cancelled => settled(true),
+                    () = gate.pass() => settled(Settled::Ran),
+                    () = cancelled => settled(Settled::Cancelled),
                 },
                 ResultBehavior::UntilCancelled => {
                     cancelled.await;
-                    settled(true)
+                    settled(Settled::Cancelled)
                 }
                 ResultBehavior::Fail(message) => Err(SubagentError::failed(message)),
                 ResultBehavior::Hang => futures::future::pending().await,

@@ -261,23 +261,43 @@ enum Held {
 pub(crate) struct Slot {
     node: Arc<Node>,
     held: Held,
-    /// A new child was reserved and has not been published: dropping the
-    /// slot gives the reservation back to `max_children`.
-    unpublished_child: bool,
+    /// What dropping the slot gives back to `max_children`.
+    reserved: Reserved,
+}
+
+/// What a slot holds of the tree's `max_children` count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reserved {
+    /// A new child, counted and not yet published: dropping the slot gives
+    /// the count back.
+    Unpublished,
+    /// Nothing to give back: the child was published (it counts as started
+    /// for good), or the start continues a child and was never counted.
+    Nothing,
+}
+
+impl Reserved {
+    /// How many children dropping the slot gives back: 1 or 0.
+    fn returned(self) -> usize {
+        match self {
+            Self::Unpublished => 1,
+            Self::Nothing => 0,
+        }
+    }
 }
 
 impl Slot {
     fn new(node: Arc<Node>, held: Held, counts: Counts) -> Self {
-        Self {
-            node,
-            held,
-            unpublished_child: counts == Counts::NewChild,
-        }
+        let reserved = match counts {
+            Counts::NewChild => Reserved::Unpublished,
+            Counts::Continuation => Reserved::Nothing,
+        };
+        Self { node, held, reserved }
     }
 
     /// The child was published: from now on it counts as started.
     pub(crate) fn published(&mut self) {
-        self.unpublished_child = false;
+        self.reserved = Reserved::Nothing;
     }
 
     /// The admitted child's node: its place in the tree, for its own children.
@@ -292,7 +312,7 @@ impl Drop for Slot {
         let grants = {
             let mut state = tree.lock();
             self.node.active.store(false, Ordering::Relaxed);
-            state.started -= usize::from(self.unpublished_child);
+            state.started -= self.reserved.returned();
             match &self.held {
                 Held::Own => {
                     state.running -= 1;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use dsh_subagent_api::{StopReason, SubagentError, SubagentResult, TextSource};
 use dsh_tools::{ToolError, ToolOutput};
 
+use crate::wording::RunHeadline;
 use crate::{ErrorCode, wording};
 
 /// The result and the release of a published run, as the model reads them.
@@ -27,7 +28,11 @@ pub(crate) fn settled(
     result: Result<SubagentResult, SubagentError>,
     disposed: Result<(), SubagentError>,
 ) -> (Result<ToolOutput, ToolError>, Option<Arc<dyn TextSource>>) {
-    let failed_headline = matches!(&result, Ok(result) if result.stop_reason == StopReason::Error);
+    let headline = if matches!(&result, Ok(result) if result.stop_reason == StopReason::Error) {
+        RunHeadline::Present
+    } else {
+        RunHeadline::Absent
+    };
     let mut source = None;
     let outcome = match result {
         Ok(result) if result.stop_reason.is_completed() => {
@@ -47,7 +52,7 @@ pub(crate) fn settled(
         (Ok(_), Err(dispose)) => Err(start_failed(dispose)),
         (Err(run), Ok(())) => Err(run),
         (Err(run), Err(dispose)) => {
-            let message = wording::run_and_dispose_failed(run.message(), failed_headline, &dispose.to_string());
+            let message = wording::run_and_dispose_failed(run.message(), headline, &dispose.to_string());
             Err(ToolError::new(message).with_code(ErrorCode::RunAndDisposeFailed))
         }
     };

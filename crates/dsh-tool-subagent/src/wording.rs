@@ -132,19 +132,28 @@ pub fn stopped_run(reason: &StopReason, diagnostic: Option<&str>, partial_output
     message
 }
 
+/// Whether a failed run's message already starts with the headline
+/// `subagent run failed`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunHeadline {
+    /// It does: the run stopped `error`, and its message says so.
+    Present,
+    /// It does not (a start that failed, a run that stopped otherwise): the
+    /// headline is prefixed.
+    Absent,
+}
+
 /// A failed run whose release failed too: one headline, then the release
-/// failure. `run_has_headline` says the run's message already starts with
-/// `subagent run failed` (a run that stopped `error`); otherwise that
-/// headline is prefixed. The release failure goes on its own line after a
-/// multi-line message (diagnostic, partial output), so it is never glued to
-/// the child's text, and after `; ` after a one-line message.
-pub fn run_and_dispose_failed(run_error: &str, run_has_headline: bool, dispose_error: &str) -> String {
-    let run = if run_has_headline {
-        Cow::Borrowed(run_error)
-    } else {
-        Cow::Owned(format!("subagent run failed: {run_error}"))
+/// failure. The release failure goes on its own line after a multi-line
+/// message (diagnostic, partial output) or one with its own headline, so it
+/// is never glued to the child's text, and after `; ` after a one-line
+/// message.
+pub fn run_and_dispose_failed(run_error: &str, headline: RunHeadline, dispose_error: &str) -> String {
+    let run = match headline {
+        RunHeadline::Present => Cow::Borrowed(run_error),
+        RunHeadline::Absent => Cow::Owned(format!("subagent run failed: {run_error}")),
     };
-    let separator = if run.contains('\n') || run_has_headline {
+    let separator = if run.contains('\n') || headline == RunHeadline::Present {
         "\n"
     } else {
         "; "

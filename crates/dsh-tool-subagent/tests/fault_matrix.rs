@@ -148,7 +148,10 @@ fn oracle(cell: Cell) -> Expected {
     let text = match (run, released) {
         (Ok(text), Ok(())) => text,
         (Ok(_), Err(dispose)) | (Err(dispose), Ok(())) => format!("Error: {dispose}"),
-        (Err(run), Err(dispose)) => format!("Error: {}", wording::run_and_dispose_failed(&run, false, &dispose)),
+        (Err(run), Err(dispose)) => format!(
+            "Error: {}",
+            wording::run_and_dispose_failed(&run, wording::RunHeadline::Absent, &dispose)
+        ),
     };
     Expected {
         text: Some(text),

@@ -65,13 +65,34 @@ struct AllowedOrigin {
     port: Option<u16>,
 }
 
+/// Where a server listens: what decides which hosts it accepts by default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// On a loopback address: the loopback names are accepted besides the
+    /// listed hosts.
+    Loopback,
+    /// Beyond loopback: only the listed hosts, or any when none is listed
+    /// (the token guards the server).
+    Beyond,
+}
+
+impl Reach {
+    /// The reach of a server listening on `ip`.
+    pub(crate) fn of(ip: std::net::IpAddr) -> Self {
+        if ip.is_loopback() { Self::Loopback } else { Self::Beyond }
+    }
+}
+
 impl Guard {
     /// The gate of a server: its token, the hosts it accepts (on loopback
     /// the loopback ones besides `hosts`; beyond it, any when `hosts` is
     /// empty) and the origins (the loopback ones besides `origins`).
     /// Entries that cannot be read accept nothing.
-    pub(crate) fn new(token: Option<&str>, loopback: bool, hosts: &[String], origins: &[String]) -> Self {
-        let defaults = if loopback { &LOOPBACK_HOSTS[..] } else { &[] };
+    pub(crate) fn new(token: Option<&str>, reach: Reach, hosts: &[String], origins: &[String]) -> Self {
+        let defaults = match reach {
+            Reach::Loopback => &LOOPBACK_HOSTS[..],
+            Reach::Beyond => &[],
+        };
         let hosts = defaults
             .iter()
             .copied()
@@ -246,7 +267,7 @@ mod tests {
     fn loopback() -> Guard {
         Guard::new(
             None,
-            true,
+            Reach::Loopback,
             &["mcp.example.com".to_owned(), "pinned.example:8443".to_owned()],
             &["https://app.example.com".to_owned(), "http://dev.example:*".to_owned()],
         )
@@ -279,7 +300,7 @@ mod tests {
             Err(Refused::BadHost)
         );
         // Beyond loopback with no list: any host (the token guards the server).
-        let open = Guard::new(None, false, &[], &[]);
+        let open = Guard::new(None, Reach::Beyond, &[], &[]);
         assert_eq!(open.check(&headers(&[("host", "anything.example:1")])), Ok(()));
     }
 
@@ -312,7 +333,7 @@ mod tests {
 
     #[test]
     fn the_token_is_a_bearer_token_whatever_the_case_of_the_scheme() {
-        let guard = Guard::new(Some("0123456789abcdef0123456789abcdef"), true, &[], &[]);
+        let guard = Guard::new(Some("0123456789abcdef0123456789abcdef"), Reach::Loopback, &[], &[]);
         let with = |authorization: &str| headers(&[("host", "localhost"), ("authorization", authorization)]);
         for accepted in [
             "Bearer 0123456789abcdef0123456789abcdef",

@@ -30,7 +30,7 @@ use tokio::net::TcpListener;
 use tokio_util::task::TaskTracker;
 
 use crate::http::front::{Front, Inner, MAX_BODY_BYTES};
-use crate::http::guard::{Guard, LOOPBACK_ORIGINS};
+use crate::http::guard::{Guard, LOOPBACK_ORIGINS, Reach};
 use crate::http::sessions::{EndWith, Sessions};
 use crate::server::{MIN_TOKEN_BYTES, McpServeError, McpToolServer, Session};
 use crate::wording;
@@ -190,14 +190,14 @@ impl McpToolServer {
     ) -> Result<(), McpServeError> {
         let address = listener.local_addr().map_err(McpServeError::Http)?;
         options.check(address)?;
-        let loopback = address.ip().is_loopback();
+        let reach = Reach::of(address.ip());
         let sessions = Arc::new(Sessions::new(agents, options.max_sessions));
         let front = Front {
-            inner: rmcp_service(self, &options, &sessions, loopback, &shutdown),
+            inner: rmcp_service(self, &options, &sessions, reach, &shutdown),
             sessions: sessions.clone(),
             guard: Arc::new(Guard::new(
                 options.bearer_token.as_deref(),
-                loopback,
+                reach,
                 &options.allowed_hosts,
                 &options.allowed_origins,
             )),
@@ -248,7 +248,7 @@ fn rmcp_service(
     server: &McpToolServer,
     options: &HttpServeOptions,
     sessions: &Arc<Sessions>,
-    loopback: bool,
+    reach: Reach,
     shutdown: &CancellationToken,
 ) -> Inner {
     let mut config = StreamableHttpServerConfig::default()
@@ -261,7 +261,7 @@ fn rmcp_service(
                 .chain(options.allowed_origins.iter().cloned()),
         )
         .enforce_origin_validation();
-    if loopback {
+    if reach == Reach::Loopback {
         let defaults = config.allowed_hosts.clone();
         config = config.with_allowed_hosts(defaults.into_iter().chain(options.allowed_hosts.iter().cloned()));
     } else if options.allowed_hosts.is_empty() {

@@ -106,12 +106,21 @@ enum Entry {
     Queued(u64),
 }
 
-/// Where a start waiting for a slot reports, and whether it is its call's
-/// own child (not a grandchild), whose wait makes the call pending.
+/// Where a start waiting for a slot reports, and how it is kin to the call.
 #[derive(Clone)]
 struct Waiting {
     reporting: Reporting,
-    own: bool,
+    kin: Kin,
+}
+
+/// How a start is kin to the delegation call it reports under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kin {
+    /// The call's own child: its wait for a slot makes the call pending.
+    Child,
+    /// A deeper descendant, reporting under its ancestor's call: its wait
+    /// leaves the call as it is (the call's own child is running).
+    Descendant,
 }
 
 /// Where a child reports: its session agent, the delegation call, and the
@@ -230,13 +239,13 @@ impl Streams {
     }
 
     /// The delegation call a child of `parent` labelled `label` reports
-    /// under, and whether it is that call's own child: a grandchild reports
+    /// under, and how it is kin to that call: a grandchild reports
     /// under its parent's call; a session agent's child under the first of
     /// its calls in flight whose `description` is the label and that has
     /// no child yet, else the first without a child.
-    fn target(state: &State, parent: &AgentId, label: Option<&str>) -> Option<(AgentId, String, bool)> {
+    fn target(state: &State, parent: &AgentId, label: Option<&str>) -> Option<(AgentId, String, Kin)> {
         if let Some(Reporting { root, call, .. }) = state.children.get(parent) {
-            return Some((root.clone(), call.clone(), false));
+            return Some((root.clone(), call.clone(), Kin::Descendant));
         }
         let open = state.open.get(parent)?;
         let free = |delegation: &&Delegation| delegation.children.is_empty();
@@ -245,7 +254,7 @@ impl Streams {
             .filter(free)
             .find(|delegation| label.is_some() && delegation.description.as_deref() == label)
             .or_else(|| open.delegations.iter().find(free))
-            .map(|delegation| (parent.clone(), delegation.call.clone(), true))
+            .map(|delegation| (parent.clone(), delegation.call.clone(), Kin::Child))
     }
 }
 
@@ -254,12 +263,12 @@ impl TreeObserver for Streams {
     /// and the call's own child makes the call pending.
     fn run_queued(&self, queued: &QueuedInfo) {
         let mut state = self.lock();
-        let Some((root, call, own)) = Self::target(&state, &queued.parent, queued.label.as_deref()) else {
+        let Some((root, call, kin)) = Self::target(&state, &queued.parent, queued.label.as_deref()) else {
             return;
         };
         let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
         let reporting = Reporting { root, call, label };
-        if own {
+        if kin == Kin::Child {
             let event = Event::CallWaits {
                 call: reporting.call.clone(),
             };
@@ -268,14 +277,18 @@ impl TreeObserver for Streams {
         Self::set_line(&mut state, &reporting, Entry::Queued(queued.run_id), |label| {
             wording::acp_child_queued(label, queued.ahead)
         });
-        state.queued.insert(queued.run_id, Waiting { reporting, own });
+        state.queued.insert(queued.run_id, Waiting { reporting, kin });
     }
 
     /// A wait ended with a slot: the call is in progress again, and the
     /// child's start follows.
     fn run_admitted(&self, wait: &WaitInfo) {
         let state = self.lock();
-        let Some(Waiting { reporting, own: true }) = state.queued.get(&wait.run_id).cloned() else {
+        let Some(Waiting {
+            reporting,
+            kin: Kin::Child,
+        }) = state.queued.get(&wait.run_id).cloned()
+        else {
             return;
         };
         let event = Event::CallAdmitted { call: reporting.call };
