@@ -90,41 +90,109 @@ fn int(count: u64) -> i64 {
     i64::try_from(count).unwrap_or(i64::MAX)
 }
 
-/// Records a failed model call on its span.
-pub(crate) fn record_llm_error(span: &Span, error: &LlmError) {
-    dsh_tools::trace::record_error(span, Some(llm_error_type(error)));
+/// The `error.type` this crate records: why a model call failed, or why a
+/// run did not complete. One list, so a value `docs/observability.md` names
+/// is written in one place; [`as_str`](Self::as_str) is what the span holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ErrorType {
+    /// `CANCELLED`: the call or the run was cancelled.
+    Cancelled,
+    /// `MODEL_CONFIG`: the model client is misconfigured.
+    ModelConfig,
+    /// `MODEL_HTTP`: the server answered with an error status.
+    ModelHttp,
+    /// `MODEL_CONNECTION`: the server could not be reached.
+    ModelConnection,
+    /// `MODEL_TIMEOUT`: the server did not answer in time.
+    ModelTimeout,
+    /// `MODEL_MALFORMED_EVENT`: a streamed event could not be read.
+    ModelMalformedEvent,
+    /// `MODEL_STREAM_ERROR`: the stream reported an error.
+    ModelStreamError,
+    /// `MODEL_STREAM_ENDED`: the stream ended before its answer did.
+    ModelStreamEnded,
+    /// `MODEL_CONTEXT_LENGTH`: the server refused the request for its length.
+    ModelContextLength,
+    /// `MODEL_ERROR`: any other model failure, or a run it ended.
+    ModelError,
+    /// `MAX_TOKENS`: the run stopped at the model's output limit.
+    MaxTokens,
+    /// `REFUSAL`: the model refused.
+    Refusal,
+    /// `MAX_TURNS`: the run used all its turns.
+    MaxTurns,
+    /// `TOKEN_BUDGET_SPENT`: the run spent its token budget (the seam's code).
+    TokenBudgetSpent,
+    /// `CONTEXT_WINDOW`: no request fitting the context window could be
+    /// made (this crate's code).
+    ContextWindow,
 }
 
-/// The stable `error.type` of a model-call failure.
-fn llm_error_type(error: &LlmError) -> &'static str {
-    match error {
-        LlmError::Cancelled => "CANCELLED",
-        LlmError::Config(_) => "MODEL_CONFIG",
-        LlmError::Http { .. } => "MODEL_HTTP",
-        LlmError::Connection { .. } => "MODEL_CONNECTION",
-        LlmError::Timeout { .. } => "MODEL_TIMEOUT",
-        LlmError::MalformedEvent { .. } => "MODEL_MALFORMED_EVENT",
-        LlmError::StreamError(_) => "MODEL_STREAM_ERROR",
-        LlmError::StreamEnded(_) => "MODEL_STREAM_ENDED",
-        LlmError::ContextLength { .. } => "MODEL_CONTEXT_LENGTH",
-        _ => "MODEL_ERROR",
+impl ErrorType {
+    /// The value of the span's `error.type`.
+    const fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancelled => "CANCELLED",
+            Self::ModelConfig => "MODEL_CONFIG",
+            Self::ModelHttp => "MODEL_HTTP",
+            Self::ModelConnection => "MODEL_CONNECTION",
+            Self::ModelTimeout => "MODEL_TIMEOUT",
+            Self::ModelMalformedEvent => "MODEL_MALFORMED_EVENT",
+            Self::ModelStreamError => "MODEL_STREAM_ERROR",
+            Self::ModelStreamEnded => "MODEL_STREAM_ENDED",
+            Self::ModelContextLength => "MODEL_CONTEXT_LENGTH",
+            Self::ModelError => "MODEL_ERROR",
+            Self::MaxTokens => "MAX_TOKENS",
+            Self::Refusal => "REFUSAL",
+            Self::MaxTurns => "MAX_TURNS",
+            Self::TokenBudgetSpent => dsh_subagent_api::ErrorCode::TokenBudgetSpent.as_str(),
+            Self::ContextWindow => crate::ErrorCode::ContextWindow.as_str(),
+        }
     }
+
+    /// The `error.type` of a model-call failure.
+    fn of_llm_error(error: &LlmError) -> Self {
+        match error {
+            LlmError::Cancelled => Self::Cancelled,
+            LlmError::Config(_) => Self::ModelConfig,
+            LlmError::Http { .. } => Self::ModelHttp,
+            LlmError::Connection { .. } => Self::ModelConnection,
+            LlmError::Timeout { .. } => Self::ModelTimeout,
+            LlmError::MalformedEvent { .. } => Self::ModelMalformedEvent,
+            LlmError::StreamError(_) => Self::ModelStreamError,
+            LlmError::StreamEnded(_) => Self::ModelStreamEnded,
+            LlmError::ContextLength { .. } => Self::ModelContextLength,
+            _ => Self::ModelError,
+        }
+    }
+
+    /// The `error.type` of a run that stopped as `stop`; none for one that
+    /// completed.
+    fn of_stop(stop: &AgentStop) -> Option<Self> {
+        Some(match stop {
+            AgentStop::Completed => return None,
+            AgentStop::MaxTokens => Self::MaxTokens,
+            AgentStop::Refusal => Self::Refusal,
+            AgentStop::Cancelled => Self::Cancelled,
+            AgentStop::MaxTurns(_) => Self::MaxTurns,
+            AgentStop::Error(_) => Self::ModelError,
+            AgentStop::TokenBudget(_) => Self::TokenBudgetSpent,
+            AgentStop::ContextWindow(_) => Self::ContextWindow,
+        })
+    }
+}
+
+/// Records a failed model call on its span.
+pub(crate) fn record_llm_error(span: &Span, error: &LlmError) {
+    dsh_tools::trace::record_error(span, Some(ErrorType::of_llm_error(error).as_str()));
 }
 
 /// Records how a run ended on its `invoke_agent` span: a run that did not
 /// complete gets an `error.type`.
 pub(crate) fn record_stop(span: &Span, stop: &AgentStop) {
-    let code = match stop {
-        AgentStop::Completed => return,
-        AgentStop::MaxTokens => "MAX_TOKENS",
-        AgentStop::Refusal => "REFUSAL",
-        AgentStop::Cancelled => "CANCELLED",
-        AgentStop::MaxTurns(_) => "MAX_TURNS",
-        AgentStop::Error(_) => "MODEL_ERROR",
-        AgentStop::TokenBudget(_) => dsh_subagent_api::ErrorCode::TokenBudgetSpent.as_str(),
-        AgentStop::ContextWindow(_) => crate::ErrorCode::ContextWindow.as_str(),
-    };
-    dsh_tools::trace::record_error(span, Some(code));
+    if let Some(error_type) = ErrorType::of_stop(stop) {
+        dsh_tools::trace::record_error(span, Some(error_type.as_str()));
+    }
 }
 
 /// Records on the current `invoke_agent` span the window a run stopped at

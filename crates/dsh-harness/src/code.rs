@@ -53,3 +53,46 @@ impl BuildErrorCode {
 }
 
 dsh_subagent_api::error_code_text!(BuildErrorCode);
+
+/// The stable code of a [`BuildError`](crate::BuildError), typed: the
+/// builder's own, or the service's, which a provider it refused keeps.
+/// Match on it to tell the codes apart; [`as_str`](Self::as_str) is its
+/// text, for the wire and the logs, and it compares equal to its text.
+///
+/// ```
+/// use std::sync::Arc;
+/// use dsh_harness::{BuildCode, BuildErrorCode, HarnessBuilder, SubagentToolConfig};
+/// # use dsh_subagent_testing::ScriptedProvider;
+/// # let provider = ScriptedProvider::builder("scripted").build();
+/// let refused = HarnessBuilder::new()
+///     .subagent(SubagentToolConfig::new("scripted").enable_run_in_background(true), provider)
+///     .build()
+///     .unwrap_err();
+/// assert!(matches!(refused.code(), BuildCode::Build(BuildErrorCode::BackgroundWithoutTasks)));
+/// assert_eq!(refused.code(), "BACKGROUND_WITHOUT_TASKS");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum BuildCode<'a> {
+    /// One of the builder's codes: an assembly refused before anything runs.
+    Build(BuildErrorCode),
+    /// The service's code, for a provider it refused.
+    Service(dsh_subagent_api::SubagentCode<'a>),
+}
+
+impl<'a> BuildCode<'a> {
+    /// The code as text, e.g. `BACKGROUND_WITHOUT_TASKS`.
+    pub fn as_str(&self) -> &'a str {
+        match self {
+            Self::Build(code) => code.as_str(),
+            Self::Service(code) => code.as_str(),
+        }
+    }
+}
+
+impl From<BuildErrorCode> for BuildCode<'_> {
+    fn from(code: BuildErrorCode) -> Self {
+        Self::Build(code)
+    }
+}
+
+dsh_subagent_api::code_text!(BuildCode; BuildErrorCode, dsh_subagent_api::ErrorCode);

@@ -4,7 +4,7 @@ use dsh_subagent_api::{Capability, SubagentError};
 use dsh_tool_subagent::ConfigError;
 use dsh_tools::RegistryError;
 
-use crate::{BuildErrorCode, wording};
+use crate::{BuildCode, BuildErrorCode, wording};
 
 /// A harness the builder refuses to assemble. Nothing is mounted when
 /// [`HarnessBuilder::build`](crate::HarnessBuilder::build) returns one.
@@ -100,21 +100,23 @@ pub enum BuildError {
 }
 
 impl BuildError {
-    /// The stable code, e.g. `BACKGROUND_WITHOUT_TASKS` ([`BuildErrorCode`]); a
-    /// provider refused by the service keeps the service's code.
-    pub fn code(&self) -> &str {
-        match self {
-            Self::BackgroundWithoutTasks { .. } => BuildErrorCode::BackgroundWithoutTasks.as_str(),
-            Self::ContinuableWithoutStore { .. } => BuildErrorCode::ContinuableWithoutStore.as_str(),
-            Self::UnknownFilterTool { .. } => BuildErrorCode::UnknownFilterTool.as_str(),
-            Self::DuplicateToolName { .. } => BuildErrorCode::DuplicateToolName.as_str(),
-            Self::DuplicateProvider { .. } => BuildErrorCode::DuplicateProvider.as_str(),
-            Self::ProviderMismatch { .. } => BuildErrorCode::ProviderMismatch.as_str(),
-            Self::UnsupportedCapability { .. } => BuildErrorCode::UnsupportedCapability.as_str(),
-            Self::TreeBudgetUnsupported { .. } => BuildErrorCode::TreeBudgetUnsupported.as_str(),
-            Self::Tool(_) => BuildErrorCode::InvalidToolConfig.as_str(),
-            Self::Registry(_) => BuildErrorCode::ToolNotRegistered.as_str(),
-            Self::Provider(error) => error.code(),
-        }
+    /// The stable code, e.g. `BACKGROUND_WITHOUT_TASKS` ([`BuildCode`]: one
+    /// of [`BuildErrorCode`], or, for a provider refused by the service, the
+    /// service's code).
+    pub fn code(&self) -> BuildCode<'_> {
+        let code = match self {
+            Self::BackgroundWithoutTasks { .. } => BuildErrorCode::BackgroundWithoutTasks,
+            Self::ContinuableWithoutStore { .. } => BuildErrorCode::ContinuableWithoutStore,
+            Self::UnknownFilterTool { .. } => BuildErrorCode::UnknownFilterTool,
+            Self::DuplicateToolName { .. } => BuildErrorCode::DuplicateToolName,
+            Self::DuplicateProvider { .. } => BuildErrorCode::DuplicateProvider,
+            Self::ProviderMismatch { .. } => BuildErrorCode::ProviderMismatch,
+            Self::UnsupportedCapability { .. } => BuildErrorCode::UnsupportedCapability,
+            Self::TreeBudgetUnsupported { .. } => BuildErrorCode::TreeBudgetUnsupported,
+            Self::Tool(_) => BuildErrorCode::InvalidToolConfig,
+            Self::Registry(_) => BuildErrorCode::ToolNotRegistered,
+            Self::Provider(error) => return BuildCode::Service(error.code()),
+        };
+        BuildCode::Build(code)
     }
 }

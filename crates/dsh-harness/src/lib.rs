@@ -11,7 +11,7 @@ mod wording;
 
 pub use assembly::Background;
 pub use builder::HarnessBuilder;
-pub use code::BuildErrorCode;
+pub use code::{BuildCode, BuildErrorCode};
 pub use error::BuildError;
 pub use harness::{Harness, Notices};
 

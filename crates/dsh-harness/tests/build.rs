@@ -8,7 +8,9 @@ use dsh_harness::provider::{
     BoxFuture, Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
     SubagentProvider, SubagentRun, ToolFilter,
 };
-use dsh_harness::{Background, BuildError, BuildErrorCode, HarnessBuilder, Limits, MaxDepth, SubagentToolConfig, Tool};
+use dsh_harness::{
+    Background, BuildCode, BuildError, BuildErrorCode, HarnessBuilder, Limits, MaxDepth, SubagentToolConfig, Tool,
+};
 use dsh_subagent_testing::{MemoryChildStore, ScriptedProvider};
 use dsh_tools::{ToolError, ToolExecution, ToolOutput};
 use serde_json::{Value, json};
@@ -242,9 +244,14 @@ fn every_refusal_speaks_as_the_builder_but_the_tools_own() {
 
 #[test]
 fn the_codes_are_the_documented_symbols() {
-    let codes: Vec<String> = mis_assemblies()
+    // Typed: each is one of the builder's own codes, not a text that
+    // happens to match one.
+    let codes: Vec<BuildErrorCode> = mis_assemblies()
         .into_iter()
-        .map(|(_, builder, _)| builder.build().unwrap_err().code().to_owned())
+        .map(|(case, builder, _)| match builder.build().unwrap_err().code() {
+            BuildCode::Build(code) => code,
+            other => panic!("{case}: not a build code: {other}"),
+        })
         .collect();
     assert_eq!(
         codes,
@@ -262,7 +269,6 @@ fn the_codes_are_the_documented_symbols() {
             BuildErrorCode::InvalidToolConfig,
             BuildErrorCode::TreeBudgetUnsupported,
         ]
-        .map(|code| code.as_str().to_owned())
     );
 }
 

@@ -196,7 +196,7 @@ async fn start(
             }
         };
         release_failed_start(&process, &config, &request.cancel).await;
-        tracing::debug!(code = error.code(), "{}", wording::log_start_failed(&error));
+        tracing::debug!(code = error.code().as_str(), "{}", wording::log_start_failed(&error));
         return Err(error);
     }
 

@@ -49,6 +49,34 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code.
+    const ALL: [Self; 19] = [
+        Self::NoProvider,
+        Self::DuplicateProvider,
+        Self::UnsupportedCapability,
+        Self::InvalidMaxDepth,
+        Self::InvalidOutputSchema,
+        Self::InvalidDepth,
+        Self::DepthExceeded,
+        Self::Aborted,
+        Self::RollbackFailed,
+        Self::Failed,
+        Self::NotDelivered,
+        Self::NotResumable,
+        Self::Unauthorized,
+        Self::OwnershipConflict,
+        Self::PersistenceUnavailable,
+        Self::ReleaseAbandoned,
+        Self::QueueFull,
+        Self::ChildLimit,
+        Self::TokenBudgetSpent,
+    ];
+
+    /// The code whose text is `text`, if the seam has one.
+    pub(crate) fn from_text(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|code| code.as_str() == text)
+    }
+
     /// The code as text, e.g. `NO_PROVIDER`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -76,6 +104,51 @@ impl ErrorCode {
 }
 
 crate::error_code_text!(ErrorCode);
+
+/// The stable code of a [`SubagentError`](crate::SubagentError), typed: one
+/// of the seam's own, or the code a provider gave a failure of its own
+/// ([`SubagentError::failed_with_code`](crate::SubagentError::failed_with_code)),
+/// which the seam cannot list. Match on it to tell the seam's codes apart;
+/// [`as_str`](Self::as_str) is its text, for the wire and the logs.
+///
+/// A failure given one of the seam's codes as text (as the control service
+/// hands its refusals on) reads as that code; two codes are equal when their
+/// texts are.
+///
+/// ```
+/// use dsh_subagent_api::{ErrorCode, SubagentCode, SubagentError};
+/// let refused = SubagentError::NoProvider { name: "acp".into() };
+/// assert!(matches!(refused.code(), SubagentCode::Seam(ErrorCode::NoProvider)));
+/// let own = SubagentError::failed_with_code("the child could not start", "ACP_SPAWN_FAILED");
+/// assert_eq!(own.code(), SubagentCode::Provider("ACP_SPAWN_FAILED"));
+/// assert_eq!(own.code(), "ACP_SPAWN_FAILED");
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum SubagentCode<'a> {
+    /// One of the seam's codes.
+    Seam(ErrorCode),
+    /// A code a provider chose for a failure of its own, which is none of
+    /// the seam's.
+    Provider(&'a str),
+}
+
+impl<'a> SubagentCode<'a> {
+    /// The code as text, e.g. `NO_PROVIDER`.
+    pub fn as_str(&self) -> &'a str {
+        match *self {
+            Self::Seam(code) => code.as_str(),
+            Self::Provider(code) => code,
+        }
+    }
+}
+
+impl From<ErrorCode> for SubagentCode<'_> {
+    fn from(code: ErrorCode) -> Self {
+        Self::Seam(code)
+    }
+}
+
+crate::code_text!(SubagentCode; ErrorCode);
 
 /// Implements the text conversions every error-code enum shares, for a
 /// `Copy` enum with a `const fn as_str(self) -> &'static str`: `Display`,
@@ -142,4 +215,111 @@ macro_rules! error_code_text {
             }
         }
     };
+}
+
+/// Implements the text conversions of a typed code that may borrow its text
+/// (a code with a lifetime, such as [`SubagentCode`], whose variants wrap
+/// `ErrorCode` enums and a code given as text), for a type `Code<'a>` with
+/// `fn as_str(&self) -> &'a str`: `Display`, equality by text (with itself,
+/// with `str` and `&str` both ways, and with each `ErrorCode` enum listed
+/// after the `;`), a hash that agrees with it, and `Into<Cow<'static, str>>`
+/// (the text, copied), so a typed code reads and compares exactly as its
+/// text.
+#[macro_export]
+macro_rules! code_text {
+    ($code:ident $(; $($other:ty),+)?) => {
+        impl ::std::fmt::Display for $code<'_> {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::std::cmp::PartialEq for $code<'_> {
+            fn eq(&self, other: &Self) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
+
+        impl ::std::cmp::Eq for $code<'_> {}
+
+        impl ::std::hash::Hash for $code<'_> {
+            fn hash<H: ::std::hash::Hasher>(&self, state: &mut H) {
+                self.as_str().hash(state);
+            }
+        }
+
+        impl ::std::convert::From<$code<'_>> for ::std::borrow::Cow<'static, str> {
+            fn from(code: $code<'_>) -> Self {
+                ::std::borrow::Cow::Owned(code.as_str().to_owned())
+            }
+        }
+
+        impl ::std::cmp::PartialEq<str> for $code<'_> {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl ::std::cmp::PartialEq<&str> for $code<'_> {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl ::std::cmp::PartialEq<$code<'_>> for str {
+            fn eq(&self, other: &$code<'_>) -> bool {
+                self == other.as_str()
+            }
+        }
+
+        impl ::std::cmp::PartialEq<$code<'_>> for &str {
+            fn eq(&self, other: &$code<'_>) -> bool {
+                *self == other.as_str()
+            }
+        }
+
+        $($(
+            impl ::std::cmp::PartialEq<$other> for $code<'_> {
+                fn eq(&self, other: &$other) -> bool {
+                    self.as_str() == other.as_str()
+                }
+            }
+        )+)?
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SubagentError;
+
+    #[test]
+    fn every_seam_code_reads_back_from_its_text_and_no_two_share_one() {
+        let mut texts = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_text(code.as_str()), Some(code));
+            assert!(texts.insert(code.as_str()), "{code} twice");
+        }
+        assert_eq!(ErrorCode::from_text("ACP_SPAWN_FAILED"), None);
+    }
+
+    #[test]
+    fn a_failure_given_a_seam_code_as_text_reads_as_that_code_and_any_other_as_the_provider_s() {
+        // The control service hands its refusals on as failures with text codes.
+        let handed_on = SubagentError::failed_with_code("not delivered", "NOT_DELIVERED");
+        assert!(matches!(handed_on.code(), SubagentCode::Seam(ErrorCode::NotDelivered)));
+        let own = SubagentError::failed_with_code("could not spawn", "ACP_SPAWN_FAILED");
+        assert!(matches!(own.code(), SubagentCode::Provider("ACP_SPAWN_FAILED")));
+        assert!(matches!(
+            SubagentError::failed("no code").code(),
+            SubagentCode::Seam(ErrorCode::Failed)
+        ));
+        // Equal by text, in every direction the text conversions offer.
+        assert_eq!(SubagentCode::Provider("NOT_DELIVERED"), handed_on.code());
+        assert_eq!(own.code(), "ACP_SPAWN_FAILED");
+        assert_eq!("ACP_SPAWN_FAILED", own.code());
+        assert_eq!(handed_on.code(), ErrorCode::NotDelivered);
+        assert_eq!(own.code().to_string(), "ACP_SPAWN_FAILED");
+        assert_eq!(std::borrow::Cow::from(own.code()), "ACP_SPAWN_FAILED");
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::{Capability, ErrorCode, wording};
+use crate::{Capability, ErrorCode, SubagentCode, wording};
 
 /// A failure to start, run or release a child.
 ///
@@ -137,22 +137,28 @@ impl SubagentError {
         }
     }
 
-    /// The stable code.
-    pub fn code(&self) -> &str {
-        match self {
-            Self::NoProvider { .. } => ErrorCode::NoProvider.as_str(),
-            Self::DuplicateProvider { .. } => ErrorCode::DuplicateProvider.as_str(),
-            Self::UnsupportedCapability { .. } => ErrorCode::UnsupportedCapability.as_str(),
-            Self::InvalidMaxDepth => ErrorCode::InvalidMaxDepth.as_str(),
-            Self::InvalidOutputSchema => ErrorCode::InvalidOutputSchema.as_str(),
-            Self::InvalidAgentDepth | Self::DepthOverflow => ErrorCode::InvalidDepth.as_str(),
-            Self::DepthExceeded { .. } => ErrorCode::DepthExceeded.as_str(),
-            Self::Aborted { .. } => ErrorCode::Aborted.as_str(),
-            Self::RollbackFailed { .. } => ErrorCode::RollbackFailed.as_str(),
-            Self::QueueFull { .. } => ErrorCode::QueueFull.as_str(),
-            Self::ChildLimit { .. } => ErrorCode::ChildLimit.as_str(),
-            Self::TokenBudgetSpent { .. } => ErrorCode::TokenBudgetSpent.as_str(),
-            Self::Failed { code, .. } => code.as_deref().unwrap_or(ErrorCode::Failed.as_str()),
-        }
+    /// The stable code: one of the seam's, or a provider's own
+    /// ([`SubagentCode`]; `as_str()` is its text).
+    pub fn code(&self) -> SubagentCode<'_> {
+        let code = match self {
+            Self::NoProvider { .. } => ErrorCode::NoProvider,
+            Self::DuplicateProvider { .. } => ErrorCode::DuplicateProvider,
+            Self::UnsupportedCapability { .. } => ErrorCode::UnsupportedCapability,
+            Self::InvalidMaxDepth => ErrorCode::InvalidMaxDepth,
+            Self::InvalidOutputSchema => ErrorCode::InvalidOutputSchema,
+            Self::InvalidAgentDepth | Self::DepthOverflow => ErrorCode::InvalidDepth,
+            Self::DepthExceeded { .. } => ErrorCode::DepthExceeded,
+            Self::Aborted { .. } => ErrorCode::Aborted,
+            Self::RollbackFailed { .. } => ErrorCode::RollbackFailed,
+            Self::QueueFull { .. } => ErrorCode::QueueFull,
+            Self::ChildLimit { .. } => ErrorCode::ChildLimit,
+            Self::TokenBudgetSpent { .. } => ErrorCode::TokenBudgetSpent,
+            Self::Failed { code: Some(code), .. } => match ErrorCode::from_text(code) {
+                Some(code) => code,
+                None => return SubagentCode::Provider(code),
+            },
+            Self::Failed { code: None, .. } => ErrorCode::Failed,
+        };
+        SubagentCode::Seam(code)
     }
 }

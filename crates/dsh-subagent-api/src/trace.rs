@@ -174,7 +174,7 @@ pub fn settled(result: &Result<SubagentResult, SubagentError>) {
                 tracing::Level::INFO,
                 subagent.stop_reason = "error",
                 subagent.diagnostic = diagnostic.as_str(),
-                "error.type" = error.code(),
+                "error.type" = error.code().as_str(),
                 "subagent.settled"
             );
         }
@@ -194,7 +194,7 @@ pub fn disposed(disposed: &Result<(), SubagentError>) {
             target: "dsh::gen_ai",
             tracing::Level::INFO,
             subagent.disposed = "failed",
-            "error.type" = error.code(),
+            "error.type" = error.code().as_str(),
             subagent.diagnostic = bound_diagnostic(error.to_string()).as_str(),
             "subagent.disposed"
         ),

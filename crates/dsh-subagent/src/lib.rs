@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod admission;
+mod code;
 pub mod control;
 mod events;
 mod gate;
@@ -14,6 +15,7 @@ mod trace;
 pub mod wording;
 
 pub use admission::DelegationTree;
+pub use code::ServiceCode;
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
 pub use events::{
     CutInfo, CutOutcome, Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, WaitInfo,

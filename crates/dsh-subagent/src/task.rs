@@ -16,7 +16,7 @@ use dsh_tasks::{Output, TaskControl, TaskError, TaskOutcome, TaskRegistry, TaskS
 use dsh_tools::budget::TextSize;
 use tracing::{Instrument, Span};
 
-use crate::{settle, trace, wording};
+use crate::{ServiceCode, settle, trace, wording};
 
 /// The task kind (and id prefix) of every child run's task, and of every
 /// delegation result kept for paged reads: `subagent-<n>`.
@@ -36,11 +36,11 @@ pub enum TaskStartError {
 }
 
 impl TaskStartError {
-    /// The stable code.
-    pub fn code(&self) -> &str {
+    /// The stable code: the refusal's, or the task registry's.
+    pub fn code(&self) -> ServiceCode<'_> {
         match self {
-            Self::Refused(error) => error.code(),
-            Self::Task(error) => error.code(),
+            Self::Refused(error) => error.code().into(),
+            Self::Task(error) => error.code().into(),
         }
     }
 }

@@ -71,13 +71,13 @@ pub(crate) fn refused(error: &SubagentError) {
         SubagentError::QueueFull { .. } => "max_queued",
         SubagentError::ChildLimit { .. } => "max_children",
         SubagentError::TokenBudgetSpent { .. } => "token_budget",
-        other => other.code(),
+        other => other.code().as_str(),
     };
     tracing::event!(
         target: "dsh::gen_ai",
         tracing::Level::INFO,
         "error.type" = limit,
-        subagent.code = error.code(),
+        subagent.code = error.code().as_str(),
         "subagent.refused"
     );
 }

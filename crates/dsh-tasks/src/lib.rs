@@ -224,14 +224,14 @@ pub enum TaskError {
 }
 
 impl TaskError {
-    /// The stable code.
-    pub fn code(&self) -> &'static str {
+    /// The stable code (`as_str()` is its text).
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Unknown { .. } => ErrorCode::UnknownTask.as_str(),
-            Self::Forgotten { .. } => ErrorCode::ForgottenTask.as_str(),
-            Self::Foreign { .. } => ErrorCode::ForeignTask.as_str(),
-            Self::EmptyLabel => ErrorCode::InvalidLabel.as_str(),
-            Self::OwnerDisposed { .. } => ErrorCode::OwnerDisposed.as_str(),
+            Self::Unknown { .. } => ErrorCode::UnknownTask,
+            Self::Forgotten { .. } => ErrorCode::ForgottenTask,
+            Self::Foreign { .. } => ErrorCode::ForeignTask,
+            Self::EmptyLabel => ErrorCode::InvalidLabel,
+            Self::OwnerDisposed { .. } => ErrorCode::OwnerDisposed,
         }
     }
 }

@@ -206,7 +206,7 @@ impl ToolError {
 /// and its stable code kept.
 impl From<SubagentError> for ToolError {
     fn from(error: SubagentError) -> Self {
-        let code = error.code().to_owned();
+        let code = error.code().as_str().to_owned();
         Self::new(error.to_string()).with_code(code)
     }
 }

@@ -3,7 +3,7 @@
 use dsh_subagent_api::{ErrorCode, SubagentError};
 use dsh_tasks::{TaskError, TaskStatus};
 
-use crate::wording;
+use crate::{ServiceCode, wording};
 
 /// A failure of the control service. Synchronous refusals of
 /// [`send_message`](super::SubagentControl::send_message) all end with
@@ -116,29 +116,31 @@ pub enum ControlError {
 }
 
 impl ControlError {
-    /// The stable code.
-    pub fn code(&self) -> &str {
-        match self {
+    /// The stable code: the control service's own, or that of the start or
+    /// the task it refused.
+    pub fn code(&self) -> ServiceCode<'_> {
+        let code = match self {
             Self::ActivationSettling { .. }
             | Self::ActivationStarting { .. }
             | Self::NoLiveDelivery { .. }
-            | Self::StoppedBeforeDelivery { .. } => ErrorCode::NotDelivered.as_str(),
-            Self::OwnershipConflict { .. } | Self::RegistryMismatch { .. } => ErrorCode::OwnershipConflict.as_str(),
-            Self::PersistenceUnavailable => ErrorCode::PersistenceUnavailable.as_str(),
-            Self::FollowUpRefused { source } | Self::StartRefused { source } => source.code(),
-            Self::Start { source } => source.code(),
+            | Self::StoppedBeforeDelivery { .. } => ErrorCode::NotDelivered,
+            Self::OwnershipConflict { .. } | Self::RegistryMismatch { .. } => ErrorCode::OwnershipConflict,
+            Self::PersistenceUnavailable => ErrorCode::PersistenceUnavailable,
+            Self::FollowUpRefused { source } | Self::StartRefused { source } => return source.code().into(),
+            Self::Start { source } => return source.code().into(),
             Self::NoContinuation { .. } | Self::Unavailable { .. } | Self::NoDescriptor { .. } => {
-                ErrorCode::NotResumable.as_str()
+                ErrorCode::NotResumable
             }
-            Self::Foreign { .. } => ErrorCode::Unauthorized.as_str(),
-        }
+            Self::Foreign { .. } => ErrorCode::Unauthorized,
+        };
+        code.into()
     }
 }
 
 impl ControlError {
     /// The error as a seam error with the same text and code.
     pub fn into_subagent_error(self) -> SubagentError {
-        let code = self.code().to_owned();
+        let code = self.code().as_str().to_owned();
         SubagentError::failed_with_code(self.to_string(), code)
     }
 }
@@ -146,7 +148,7 @@ impl ControlError {
 /// A control failure, as the model reads it: its text and code.
 impl From<ControlError> for dsh_tools::ToolError {
     fn from(error: ControlError) -> Self {
-        let code = error.code().to_owned();
+        let code = error.code().as_str().to_owned();
         Self::new(error.to_string()).with_code(code)
     }
 }
