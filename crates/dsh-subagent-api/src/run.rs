@@ -22,6 +22,8 @@ enum ResultSlot {
     /// the next wait for the result resumes that panic, so the holder sees
     /// it where it reads the result.
     Panicked(Box<dyn Any + Send>),
+    /// Moved out by [`SubagentRun::take_result`].
+    Taken,
 }
 
 /// The release, in place: a `dispose` dropped mid-way leaves it here for
@@ -121,6 +123,37 @@ impl SubagentRun {
         match &self.result {
             ResultSlot::Ready(outcome) => Outcome::clone(outcome),
             ResultSlot::Pending(_) | ResultSlot::Panicked(_) => Err(SubagentError::failed(wording::RUN_NOT_SETTLED)),
+            ResultSlot::Taken => Err(SubagentError::failed(wording::RESULT_TAKEN)),
+        }
+    }
+
+    /// Waits for the run's outcome and moves it out of the handle, for a
+    /// holder that reads it once (a settlement): nothing is copied, and an
+    /// outcome that arrives here is never stored in the handle. Cancel-safe:
+    /// a wait dropped before the outcome arrives loses nothing.
+    ///
+    /// Once it has returned, the handle has no outcome left:
+    /// [`SubagentRun::result`] and this fail, saying so, and
+    /// [`SubagentRun::dispose`] releases the child as usual. A result future
+    /// that panicked while [`SubagentRun::dispose`] drove it panics here,
+    /// once, with the same payload.
+    pub async fn take_result(&mut self) -> Outcome {
+        if let ResultSlot::Pending(pending) = &mut self.result {
+            let outcome = pending.await;
+            self.result = ResultSlot::Taken;
+            return outcome;
+        }
+        match std::mem::replace(&mut self.result, ResultSlot::Taken) {
+            ResultSlot::Ready(outcome) => *outcome,
+            ResultSlot::Panicked(payload) => {
+                // As after `settled`: the panic is resumed once, and reads
+                // as a failure afterwards.
+                let settled = Err(SubagentError::failed(wording::RUN_PANICKED));
+                self.result = ResultSlot::Ready(Box::new(settled));
+                std::panic::resume_unwind(payload)
+            }
+            // Not pending (looked at just above): taken before.
+            ResultSlot::Pending(_) | ResultSlot::Taken => Err(SubagentError::failed(wording::RESULT_TAKEN)),
         }
     }
 
@@ -132,7 +165,7 @@ impl SubagentRun {
     pub async fn settled(&mut self) {
         match &mut self.result {
             ResultSlot::Pending(pending) => self.result = ResultSlot::Ready(Box::new(pending.await)),
-            ResultSlot::Ready(_) => {}
+            ResultSlot::Ready(_) | ResultSlot::Taken => {}
             ResultSlot::Panicked(_) => {
                 let settled = ResultSlot::Ready(Box::new(Err(SubagentError::failed(wording::RUN_PANICKED))));
                 if let ResultSlot::Panicked(payload) = std::mem::replace(&mut self.result, settled) {
@@ -180,7 +213,7 @@ impl SubagentRun {
     pub fn into_outcome(self) -> Option<Outcome> {
         match self.result {
             ResultSlot::Ready(outcome) => Some(*outcome),
-            ResultSlot::Pending(_) | ResultSlot::Panicked(_) => None,
+            ResultSlot::Pending(_) | ResultSlot::Panicked(_) | ResultSlot::Taken => None,
         }
     }
 
@@ -195,6 +228,7 @@ impl SubagentRun {
             ResultSlot::Pending(pending) => ResultSlot::Pending(wrap(pending).boxed()),
             ResultSlot::Ready(outcome) => ResultSlot::Pending(wrap(futures::future::ready(*outcome).boxed()).boxed()),
             ResultSlot::Panicked(panic) => ResultSlot::Panicked(panic),
+            ResultSlot::Taken => ResultSlot::Taken,
         };
         self
     }
@@ -309,6 +343,58 @@ mod tests {
         assert_eq!(panic.downcast_ref::<&str>(), Some(&"result exploded"));
         assert!(
             run.result().await.is_err(),
+            "a panicked result reads as a failure afterwards"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_taken_result_is_moved_out_once_and_the_run_still_releases() {
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let mut run = SubagentRun::new(
+            "r",
+            async move {
+                let _ = rx.await;
+                Ok(SubagentResult::completed("late"))
+            },
+            || async { Ok(()) },
+        );
+        // A wait that is dropped before settlement loses nothing.
+        assert!(futures::poll!(Box::pin(run.take_result())).is_pending());
+        tx.send(()).unwrap();
+        assert_eq!(run.take_result().await.unwrap().text(), "late");
+        let taken = Err(SubagentError::failed(wording::RESULT_TAKEN));
+        assert_eq!(run.take_result().await, taken);
+        assert_eq!(run.result().await, taken);
+        assert_eq!(run.dispose().await, Ok(()));
+        assert!(run.into_outcome().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_result_settled_by_dispose_can_be_taken() {
+        let mut run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, || {
+            async { Ok(()) }.then(|released| async move {
+                tokio::task::yield_now().await;
+                released
+            })
+        });
+        assert_eq!(run.dispose().await, Ok(()));
+        assert_eq!(run.take_result().await.unwrap().text(), "x");
+    }
+
+    #[tokio::test]
+    async fn a_result_panic_while_releasing_resumes_where_it_is_taken() {
+        let mut run = SubagentRun::new("r", async { panic!("result exploded") }, || {
+            async { Ok(()) }.then(|released| async move {
+                tokio::task::yield_now().await;
+                released
+            })
+        });
+        assert_eq!(run.dispose().await, Ok(()));
+        let panic = AssertUnwindSafe(run.take_result()).catch_unwind().await.unwrap_err();
+        assert_eq!(panic.downcast_ref::<&str>(), Some(&"result exploded"));
+        assert_eq!(
+            run.take_result().await,
+            Err(SubagentError::failed(wording::RUN_PANICKED)),
             "a panicked result reads as a failure afterwards"
         );
     }

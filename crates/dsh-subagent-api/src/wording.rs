@@ -44,6 +44,9 @@ pub(crate) fn rollback_failed(start: impl Display, rollback: impl Display) -> St
 /// A run's outcome was read before it settled (never expected).
 pub(crate) const RUN_NOT_SETTLED: &str = "subagent run result was not settled";
 
+/// A run's outcome was read after a holder had moved it out (never expected).
+pub(crate) const RESULT_TAKEN: &str = "subagent run result was already taken";
+
 /// A run's result future panicked; the panic itself is resumed once.
 pub(crate) const RUN_PANICKED: &str = "subagent run result panicked";
 

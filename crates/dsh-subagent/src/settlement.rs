@@ -6,6 +6,7 @@
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -60,60 +61,65 @@ pub fn settle(run: SubagentRun, cancel: &CancellationToken) -> impl Future<Outpu
         };
         // While the child runs (the state every delegation in flight is
         // in), this future holds only the wait for its result against the
-        // cancellation. What comes after is boxed, once the result is in or
-        // the cancellation came: the release, its grace timer and their
-        // select are not held inline for the whole run.
-        let settled = match awaited(run, cancel).await {
-            Some(waited) => Box::pin(release_settled(run, cancel, waited)).await,
-            None => Box::pin(release_cancelled(run)).await,
+        // cancellation. What comes after is decided in a plain function
+        // (the outcome never lives in this future) and boxed when it has to
+        // wait: the release, its grace timer and their select are not held
+        // inline for the whole run.
+        let waited = awaited(run, cancel).await;
+        let settled = match released_at_once(run, cancel, waited) {
+            Ok(settled) => settled,
+            Err(releasing) => releasing.await,
         };
-        // Settled and released: disarm the guard, and move the outcome out
-        // of the run instead of copying it.
-        let run = guard.0.take();
-        match settled {
-            Settling::Released(disposed) => Settled {
-                result: run
-                    .and_then(SubagentRun::into_outcome)
-                    .unwrap_or_else(|| Err(SubagentError::failed(wording::RUN_NOT_SETTLED))),
-                disposed,
-            },
-            Settling::Done(settled) => settled,
-        }
+        // Settled and released: disarm the guard.
+        drop(guard.0.take());
+        settled
     }
 }
 
-/// How a settlement's release ended.
-enum Settling {
-    /// The result settled in the run (read it from there) and the release
-    /// ended with this.
-    Released(Result<(), SubagentError>),
-    /// The whole settlement: after a panic in the result, or a cancellation
-    /// whose result did not settle.
-    Done(Settled),
-}
+type Outcome = Result<SubagentResult, SubagentError>;
+
+/// A panic's payload.
+type Panic = Box<dyn Any + Send>;
+
+/// The rest of a settlement, boxed: a release that did not end at once.
+type Releasing<'a> = Pin<Box<dyn Future<Output = Settled> + Send + 'a>>;
 
 /// Waits for the run's result against `cancel`, biased towards the result:
 /// `None` when `cancel` fired first. A result that is already in (the
 /// common case for a quick child) is taken on the first poll, with no wait
-/// for the cancellation set up. A panic in the provider's result future is
-/// returned as its payload; the outcome itself stays in the run until it is
-/// moved out at the end.
-async fn awaited(run: &mut SubagentRun, cancel: &CancellationToken) -> Option<Result<(), Box<dyn Any + Send>>> {
+/// for the cancellation set up. The outcome is moved out of the run; a
+/// panic in the provider's result future is returned as its payload.
+async fn awaited(run: &mut SubagentRun, cancel: &CancellationToken) -> Option<Result<Outcome, Panic>> {
     tokio::select! {
         biased;
-        waited = AssertUnwindSafe(run.settled()).catch_unwind() => Some(waited),
+        waited = AssertUnwindSafe(run.take_result()).catch_unwind() => Some(waited),
         () = cancel.cancelled() => None,
+    }
+}
+
+/// After the wait: the settlement at once when the result is in and the
+/// release ends on its first poll (most do); otherwise what remains,
+/// boxed. A release polled once and not finished is resumed where it
+/// stopped (a run's release is cancel-safe).
+fn released_at_once<'a>(
+    run: &'a mut SubagentRun,
+    cancel: &'a CancellationToken,
+    waited: Option<Result<Outcome, Panic>>,
+) -> Result<Settled, Releasing<'a>> {
+    match waited {
+        Some(Ok(result)) => match guarded(run.dispose(), wording::STAGE_DISPOSE).now_or_never() {
+            Some(disposed) => Ok(Settled { result, disposed }),
+            None => Err(Box::pin(release_settled(run, cancel, Ok(result)))),
+        },
+        Some(Err(panic)) => Err(Box::pin(release_settled(run, cancel, Err(panic)))),
+        None => Err(Box::pin(release_cancelled(run))),
     }
 }
 
 /// After the result: the release, awaited for as long as it takes unless
 /// `cancel` fires, then within [`RELEASE_GRACE`]. `waited` is how the wait
 /// for the result ended (a panic's payload reads as a failure).
-async fn release_settled(
-    run: &mut SubagentRun,
-    cancel: &CancellationToken,
-    waited: Result<(), Box<dyn Any + Send>>,
-) -> Settling {
+async fn release_settled(run: &mut SubagentRun, cancel: &CancellationToken, waited: Result<Outcome, Panic>) -> Settled {
     let release = guarded(run.dispose(), wording::STAGE_DISPOSE);
     tokio::pin!(release);
     let disposed = tokio::select! {
@@ -124,19 +130,14 @@ async fn release_settled(
             Err(_) => Err(release_abandoned()),
         },
     };
-    match waited {
-        Ok(()) => Settling::Released(disposed),
-        Err(panic) => Settling::Done(Settled {
-            result: Err(panicked(wording::STAGE_RUN, &*panic)),
-            disposed,
-        }),
-    }
+    let result = waited.unwrap_or_else(|panic| Err(panicked(wording::STAGE_RUN, &*panic)));
+    Settled { result, disposed }
 }
 
 /// After a cancellation: the release (which also drives a result still
 /// pending, keeping what the child settles meanwhile) within
 /// [`RELEASE_GRACE`], then the result as it stands.
-async fn release_cancelled(run: &mut SubagentRun) -> Settling {
+async fn release_cancelled(run: &mut SubagentRun) -> Settled {
     let disposed = {
         let release = guarded(run.dispose(), wording::STAGE_DISPOSE);
         tokio::pin!(release);
@@ -150,19 +151,14 @@ async fn release_cancelled(run: &mut SubagentRun) -> Settling {
             },
         }
     };
-    // The result as it stands, moved out at the end rather than copied; a
-    // provider that finished releasing first has nothing left to report.
-    match AssertUnwindSafe(run.settled()).catch_unwind().now_or_never() {
-        Some(Ok(())) => Settling::Released(disposed),
-        Some(Err(panic)) => Settling::Done(Settled {
-            result: Err(panicked(wording::STAGE_RUN, &*panic)),
-            disposed,
-        }),
-        None => Settling::Done(Settled {
-            result: Ok(aborted()),
-            disposed,
-        }),
-    }
+    // The result as it stands, moved out rather than copied; a provider
+    // that finished releasing first has nothing left to report.
+    let result = match AssertUnwindSafe(run.take_result()).catch_unwind().now_or_never() {
+        Some(Ok(result)) => result,
+        Some(Err(panic)) => Err(panicked(wording::STAGE_RUN, &*panic)),
+        None => Ok(aborted()),
+    };
+    Settled { result, disposed }
 }
 
 /// Awaits a provider future; a panic in it reads as a failure of `stage`.
@@ -199,10 +195,7 @@ impl Drop for ReleaseOnDrop {
                 // As after a cancellation: the release (which cancels what
                 // remains of the child) runs while the result is awaited.
                 handle.spawn(async move {
-                    let disposed = match release_cancelled(&mut run).await {
-                        Settling::Released(disposed) | Settling::Done(Settled { disposed, .. }) => disposed,
-                    };
-                    if let Err(error) = disposed {
+                    if let Err(error) = release_cancelled(&mut run).await.disposed {
                         tracing::warn!(run = run.id(), "{}", wording::abandoned_release_failed(&error));
                     }
                 });

@@ -54,9 +54,6 @@ pub fn provider_panicked(stage: &str, message: &str) -> String {
 /// A settlement found its run gone (never expected).
 pub(crate) const RUN_ALREADY_RELEASED: &str = "subagent run was already released";
 
-/// A settlement found its run's outcome missing after it settled (never expected).
-pub(crate) const RUN_NOT_SETTLED: &str = "subagent run result was not settled";
-
 /// Logged when the release of an abandoned call fails.
 pub(crate) fn abandoned_release_failed(error: &dsh_subagent_api::SubagentError) -> String {
     format!("subagent release after an abandoned call failed: {error}")
