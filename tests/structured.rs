@@ -13,7 +13,7 @@ fn schema() -> Value {
 async fn start(harness: &Harness) -> dsh_subagent_api::SubagentResult {
     let parent = harness.parent();
     let mut request = StartRequest::text("What is six times seven?", parent.agent_ref(), CancellationToken::new());
-    request.output_schema = Some(schema());
+    request.settings_mut().output_schema = Some(schema());
     let mut run = harness.service.start("spawn", request).await.unwrap();
     let result = run.result().await.unwrap();
     run.dispose().await.unwrap();
@@ -68,7 +68,7 @@ async fn a_schema_that_does_not_compile_fails_the_start() {
     let harness = Harness::new(json!({"rules": [{"when": {}, "reply": {"text": "x"}}]}));
     let parent = harness.parent();
     let mut request = StartRequest::text("x", parent.agent_ref(), CancellationToken::new());
-    request.output_schema = Some(json!({"type": "object", "properties": {"a": {"type": "frobnicate"}}}));
+    request.settings_mut().output_schema = Some(json!({"type": "object", "properties": {"a": {"type": "frobnicate"}}}));
     let error = harness.service.start("spawn", request).await.unwrap_err();
     assert_eq!(error.code(), "INVALID_OUTPUT_SCHEMA");
     assert!(

@@ -198,13 +198,14 @@ fn start(
     continuation: Option<(String, serde_json::Value)>,
 ) -> Result<SubagentRun, SubagentError> {
     let parent = in_process_parent(&request.cancel, &request.parent)?;
-    let depth = child_depth(request.parent.depth(), request.max_depth)?;
-    let options = request.agent_options.clone().unwrap_or_default();
-    let mut system_prompt = match request.persona.as_deref().or(parent.system_prompt()) {
+    let settings = request.settings();
+    let depth = child_depth(request.parent.depth(), settings.max_depth)?;
+    let options = settings.agent_options.clone().unwrap_or_default();
+    let mut system_prompt = match settings.persona.as_deref().or(parent.system_prompt()) {
         Some(prompt) => format!("{prompt}\n\n{}", wording::DELEGATION_CONTEXT),
         None => wording::DELEGATION_CONTEXT.to_owned(),
     };
-    let structured = match request.output_schema.clone() {
+    let structured = match settings.output_schema.clone() {
         Some(schema) => {
             let (tool, captured) = StructuredOutput::new(schema)
                 .map_err(|message| SubagentError::failed_with_code(message, SubagentCode::InvalidOutputSchema))?;
@@ -232,7 +233,7 @@ fn start(
         .max_tokens(options.max_tokens.or(parent.max_tokens()))
         .max_turns(parent.max_turns())
         .lineage(request.lineage.clone());
-    if let Some(filter) = request.tool_filter.clone() {
+    if let Some(filter) = settings.tool_filter.clone() {
         builder = builder.tool_filter(filter);
     }
     if let Some((tool, _)) = &structured {

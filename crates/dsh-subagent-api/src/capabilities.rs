@@ -14,15 +14,15 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Capabilities {
-    /// Honours [`StartRequest::output_schema`](crate::StartRequest::output_schema).
+    /// Honours [`ChildSettings::output_schema`](crate::ChildSettings::output_schema).
     pub output_schema: bool,
-    /// Honours [`StartRequest::max_depth`](crate::StartRequest::max_depth).
+    /// Honours [`ChildSettings::max_depth`](crate::ChildSettings::max_depth).
     pub depth_limit: bool,
-    /// Honours [`StartRequest::tool_filter`](crate::StartRequest::tool_filter).
+    /// Honours [`ChildSettings::tool_filter`](crate::ChildSettings::tool_filter).
     pub tool_filter: bool,
-    /// Honours [`StartRequest::persona`](crate::StartRequest::persona).
+    /// Honours [`ChildSettings::persona`](crate::ChildSettings::persona).
     pub persona: bool,
-    /// Honours [`StartRequest::token_budget`](crate::StartRequest::token_budget):
+    /// Honours [`ChildSettings::token_budget`](crate::ChildSettings::token_budget):
     /// the provider reports every model call's usage, so a budget can be kept.
     pub token_budget: bool,
 }

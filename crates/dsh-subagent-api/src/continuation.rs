@@ -55,15 +55,16 @@ impl ContinuationDescriptor {
     /// model comes from the request's `agentOptions`, persona and tool filter
     /// when present.
     pub fn for_request(provider: impl Into<String>, request: &StartRequest) -> Self {
-        let options = request.agent_options.as_ref();
+        let settings = request.settings();
+        let options = settings.agent_options.as_ref();
         Self {
             version: DESCRIPTOR_VERSION,
             provider: provider.into(),
             label: request.label.clone(),
             agent_provider: options.and_then(|o| o.provider.clone()),
             agent_model: options.and_then(|o| o.model.clone()),
-            persona: request.persona.clone(),
-            tool_filter: request.tool_filter.clone(),
+            persona: settings.persona.clone(),
+            tool_filter: settings.tool_filter.clone(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The start request: everything a provider needs to start one child.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::{AgentRef, CancellationToken, Lineage};
@@ -125,24 +126,18 @@ pub enum RunMode {
     Background,
 }
 
-/// A request to start one child.
+/// What a caller asks of a child beyond its prompt: its agent options,
+/// persona, tool filter, depth cap, output schema, and time and token
+/// limits. Every field is optional and stays `None` unless set.
 ///
-/// `prompt`, `parent` and `cancel` are required; every other field is
-/// optional and stays `None` unless the caller sets it. The token covers the
-/// whole life of the child: while `start` is pending the provider must roll
-/// back and fail, and after publication it must stop the child and settle its
-/// result as `aborted`.
-#[derive(Clone, Debug)]
+/// A [`StartRequest`] holds these behind one shared pointer
+/// ([`StartRequest::settings`], [`StartRequest::with_settings`]): most
+/// requests set none of them, and a tool that asks the same of every child
+/// builds them once and shares them, so a request (one per call in flight
+/// or waiting in a queue) does not carry room for fields it does not set.
+#[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
-pub struct StartRequest {
-    /// The child's first user message.
-    pub prompt: Vec<ContentBlock>,
-    /// The delegating agent.
-    pub parent: AgentRef,
-    /// Cancellation of the start and of the live run.
-    pub cancel: CancellationToken,
-    /// A short display label for the child (the tool's `description`).
-    pub label: Option<String>,
+pub struct ChildSettings {
     /// Child agent options overlaid on the parent's.
     pub agent_options: Option<AgentOptions>,
     /// A persona replacing the child's system prompt. Needs [`Capability::Persona`].
@@ -153,14 +148,6 @@ pub struct StartRequest {
     pub max_depth: Option<u64>,
     /// A JSON schema the child's final answer must match. Needs [`Capability::OutputSchema`].
     pub output_schema: Option<Value>,
-    /// Where the child's `invoke_agent` span sits (default: under the span
-    /// current when the request was made).
-    pub origin: crate::SpanOrigin,
-    /// Whether the caller waits for this child ([`RunMode::Foreground`],
-    /// the default) or goes on while it runs ([`RunMode::Background`]). A
-    /// waiting caller lends its admission slot to its child, so a tree whose
-    /// agents wait on their children cannot deadlock on its `max_concurrent`.
-    pub mode: RunMode,
     /// The wall time the child's run may take. The service cancels it when
     /// this (or its parent's deadline, when earlier) has passed, and the run
     /// ends `time limit of … reached`, its partial output kept.
@@ -169,40 +156,32 @@ pub struct StartRequest {
     /// calls, its own children's included, within what its parent has left.
     /// Needs [`Capability::TokenBudget`].
     pub token_budget: Option<u64>,
-    /// The child's place in its delegation tree. Set by the service when it
-    /// admits the child (whatever the caller put here is replaced); a
-    /// provider gives it to the child's [`AgentRef`] (see [`Lineage`]).
-    pub lineage: Lineage,
 }
 
-impl StartRequest {
-    /// A request with the three required fields and nothing else.
-    pub fn new(prompt: Vec<ContentBlock>, parent: AgentRef, cancel: CancellationToken) -> Self {
-        Self {
-            prompt,
-            parent,
-            cancel,
-            label: None,
-            agent_options: None,
-            persona: None,
-            tool_filter: None,
-            max_depth: None,
-            output_schema: None,
-            origin: crate::SpanOrigin::current(),
-            mode: RunMode::Foreground,
-            timeout: None,
-            token_budget: None,
-            lineage: Lineage::default(),
-        }
+/// The settings of a request that sets none.
+static NO_SETTINGS: ChildSettings = ChildSettings {
+    agent_options: None,
+    persona: None,
+    tool_filter: None,
+    max_depth: None,
+    output_schema: None,
+    timeout: None,
+    token_budget: None,
+};
+
+impl ChildSettings {
+    /// No setting: the child inherits everything and has no limit of its own.
+    pub fn new() -> Self {
+        Self::default()
     }
 
-    /// A request whose prompt is one text block.
-    pub fn text(prompt: impl Into<String>, parent: AgentRef, cancel: CancellationToken) -> Self {
-        Self::new(vec![ContentBlock::text(prompt)], parent, cancel)
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        self == &NO_SETTINGS
     }
 
-    /// Checks the optional fields that have a shape of their own: `max_depth`
-    /// must be a safe integer and `output_schema` object-rooted.
+    /// Checks the fields that have a shape of their own: `max_depth` must be
+    /// a safe integer and `output_schema` object-rooted.
     pub fn validate(&self) -> Result<(), SubagentError> {
         if let Some(max_depth) = self.max_depth {
             validate_max_depth(max_depth)?;
@@ -215,7 +194,7 @@ impl StartRequest {
         Ok(())
     }
 
-    /// The capabilities this request needs, in the order the service checks them.
+    /// The capabilities these settings need, in the order the service checks them.
     pub fn required_capabilities(&self) -> impl Iterator<Item = Capability> + '_ {
         [
             (self.output_schema.is_some(), Capability::OutputSchema),
@@ -226,6 +205,93 @@ impl StartRequest {
         ]
         .into_iter()
         .filter_map(|(needed, capability)| needed.then_some(capability))
+    }
+}
+
+/// A request to start one child.
+///
+/// `prompt`, `parent` and `cancel` are required; every other field is
+/// optional, and what the caller asks of the child beyond its prompt (its
+/// [`ChildSettings`]) is set with [`StartRequest::with_settings`] or
+/// [`StartRequest::settings_mut`]. The token covers the whole life of the
+/// child: while `start` is pending the provider must roll back and fail,
+/// and after publication it must stop the child and settle its result as
+/// `aborted`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct StartRequest {
+    /// The child's first user message.
+    pub prompt: Vec<ContentBlock>,
+    /// The delegating agent.
+    pub parent: AgentRef,
+    /// Cancellation of the start and of the live run.
+    pub cancel: CancellationToken,
+    /// A short display label for the child (the tool's `description`).
+    pub label: Option<String>,
+    /// Where the child's `invoke_agent` span sits (default: under the span
+    /// current when the request was made).
+    pub origin: crate::SpanOrigin,
+    /// Whether the caller waits for this child ([`RunMode::Foreground`],
+    /// the default) or goes on while it runs ([`RunMode::Background`]). A
+    /// waiting caller lends its admission slot to its child, so a tree whose
+    /// agents wait on their children cannot deadlock on its `max_concurrent`.
+    pub mode: RunMode,
+    /// The child's place in its delegation tree. Set by the service when it
+    /// admits the child (whatever the caller put here is replaced); a
+    /// provider gives it to the child's [`AgentRef`] (see [`Lineage`]).
+    pub lineage: Lineage,
+    /// `None`: no setting (read as [`ChildSettings::new`]).
+    settings: Option<Arc<ChildSettings>>,
+}
+
+impl StartRequest {
+    /// A request with the three required fields and nothing else.
+    pub fn new(prompt: Vec<ContentBlock>, parent: AgentRef, cancel: CancellationToken) -> Self {
+        Self {
+            prompt,
+            parent,
+            cancel,
+            label: None,
+            origin: crate::SpanOrigin::current(),
+            mode: RunMode::Foreground,
+            lineage: Lineage::default(),
+            settings: None,
+        }
+    }
+
+    /// A request whose prompt is one text block.
+    pub fn text(prompt: impl Into<String>, parent: AgentRef, cancel: CancellationToken) -> Self {
+        Self::new(vec![ContentBlock::text(prompt)], parent, cancel)
+    }
+
+    /// Asks `settings` of the child, shared with whoever else holds them
+    /// (a tool hands the same ones to every call).
+    #[must_use]
+    pub fn with_settings(mut self, settings: Arc<ChildSettings>) -> Self {
+        self.settings = Some(settings);
+        self
+    }
+
+    /// What the request asks of the child beyond its prompt.
+    pub fn settings(&self) -> &ChildSettings {
+        self.settings.as_deref().unwrap_or(&NO_SETTINGS)
+    }
+
+    /// The request's settings, to change: its own copy when they are
+    /// shared, so whoever else holds them sees no change.
+    pub fn settings_mut(&mut self) -> &mut ChildSettings {
+        Arc::make_mut(self.settings.get_or_insert_with(Arc::default))
+    }
+
+    /// Checks the settings that have a shape of their own
+    /// ([`ChildSettings::validate`]).
+    pub fn validate(&self) -> Result<(), SubagentError> {
+        self.settings().validate()
+    }
+
+    /// The capabilities this request needs, in the order the service checks them.
+    pub fn required_capabilities(&self) -> impl Iterator<Item = Capability> + '_ {
+        self.settings().required_capabilities()
     }
 }
 
@@ -258,13 +324,35 @@ mod tests {
     #[test]
     fn capabilities_are_listed_in_check_order() {
         let mut request = StartRequest::text("p", AgentRef::new("a"), CancellationToken::new());
-        request.persona = Some("x".into());
-        request.max_depth = Some(1);
-        request.output_schema = Some(serde_json::json!({}));
+        let settings = request.settings_mut();
+        settings.persona = Some("x".into());
+        settings.max_depth = Some(1);
+        settings.output_schema = Some(serde_json::json!({}));
         let needed: Vec<_> = request.required_capabilities().collect();
         assert_eq!(
             needed,
             [Capability::OutputSchema, Capability::DepthLimit, Capability::Persona]
         );
+    }
+
+    #[test]
+    fn shared_settings_are_copied_before_a_change() {
+        let shared = Arc::new(ChildSettings {
+            persona: Some("terse".into()),
+            ..ChildSettings::new()
+        });
+        let mut request =
+            StartRequest::text("p", AgentRef::new("a"), CancellationToken::new()).with_settings(shared.clone());
+        assert_eq!(request.settings().persona.as_deref(), Some("terse"));
+        request.settings_mut().max_depth = Some(2);
+        assert_eq!(request.settings().max_depth, Some(2));
+        assert_eq!(shared.max_depth, None, "the shared settings are unchanged");
+    }
+
+    #[test]
+    fn a_request_without_settings_reads_as_empty() {
+        let request = StartRequest::text("p", AgentRef::new("a"), CancellationToken::new());
+        assert!(request.settings().is_empty());
+        assert_eq!(request.required_capabilities().count(), 0);
     }
 }

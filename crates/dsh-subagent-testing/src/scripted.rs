@@ -407,7 +407,7 @@ impl ScriptedProvider {
             id.push_str(part);
         }
         let run_token = request.cancel.child_token();
-        let wants_structured = request.output_schema.is_some();
+        let wants_structured = request.settings().output_schema.is_some();
         drop(request);
         let script = self.script.clone();
         let stats = self.stats.clone();

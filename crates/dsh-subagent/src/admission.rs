@@ -416,8 +416,8 @@ impl Demand {
         Self {
             counts: Counts::NewChild,
             mode: request.mode,
-            timeout: request.timeout,
-            token_budget: request.token_budget,
+            timeout: request.settings().timeout,
+            token_budget: request.settings().token_budget,
         }
     }
 }

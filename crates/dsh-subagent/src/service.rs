@@ -375,8 +375,9 @@ impl SubagentService {
             });
         }
         request.validate()?;
-        if request.max_depth.is_some() {
-            child_depth(request.parent.depth(), request.max_depth)?;
+        let max_depth = request.settings().max_depth;
+        if max_depth.is_some() {
+            child_depth(request.parent.depth(), max_depth)?;
         }
         Ok(provider)
     }

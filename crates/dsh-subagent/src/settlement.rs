@@ -61,16 +61,30 @@ pub fn settle(run: SubagentRun, cancel: &CancellationToken) -> impl Future<Outpu
         };
         // While the child runs (the state every delegation in flight is
         // in), this future holds only the wait for its result against the
-        // cancellation. What comes after is decided in a plain function
-        // (the outcome never lives in this future) and boxed when it has to
-        // wait: the release, its grace timer and their select are not held
-        // inline for the whole run.
-        let waited = awaited(run, cancel).await;
-        let settled = match released_at_once(run, cancel, waited) {
-            Ok(settled) => settled,
-            Err(releasing) => releasing.await,
+        // cancellation. What comes after is boxed when it has to wait: the
+        // release, its grace timer and their select are not held inline for
+        // the whole run.
+        // A block of its own, so that nothing of the outcome stays in this
+        // future while the rest is awaited.
+        let releasing: Releasing<'_> = {
+            let waited = awaited(run, cancel).await;
+            match waited {
+                // The common case: the result is in, and the release ends
+                // on its first poll. A release not finished yet is resumed
+                // where it stopped (a run's release is cancel-safe).
+                Some(Ok(result)) => match guarded(run.dispose(), wording::STAGE_DISPOSE).now_or_never() {
+                    Some(disposed) => {
+                        // Settled and released: disarm the guard.
+                        drop(guard.0.take());
+                        return Settled { result, disposed };
+                    }
+                    None => Box::pin(release_settled(run, cancel, Ok(result))),
+                },
+                Some(Err(panic)) => Box::pin(release_settled(run, cancel, Err(panic))),
+                None => Box::pin(release_cancelled(run)),
+            }
         };
-        // Settled and released: disarm the guard.
+        let settled = releasing.await;
         drop(guard.0.take());
         settled
     }
@@ -94,25 +108,6 @@ async fn awaited(run: &mut SubagentRun, cancel: &CancellationToken) -> Option<Re
         biased;
         waited = AssertUnwindSafe(run.take_result()).catch_unwind() => Some(waited),
         () = cancel.cancelled() => None,
-    }
-}
-
-/// After the wait: the settlement at once when the result is in and the
-/// release ends on its first poll (most do); otherwise what remains,
-/// boxed. A release polled once and not finished is resumed where it
-/// stopped (a run's release is cancel-safe).
-fn released_at_once<'a>(
-    run: &'a mut SubagentRun,
-    cancel: &'a CancellationToken,
-    waited: Option<Result<Outcome, Panic>>,
-) -> Result<Settled, Releasing<'a>> {
-    match waited {
-        Some(Ok(result)) => match guarded(run.dispose(), wording::STAGE_DISPOSE).now_or_never() {
-            Some(disposed) => Ok(Settled { result, disposed }),
-            None => Err(Box::pin(release_settled(run, cancel, Ok(result)))),
-        },
-        Some(Err(panic)) => Err(Box::pin(release_settled(run, cancel, Err(panic)))),
-        None => Err(Box::pin(release_cancelled(run))),
     }
 }
 

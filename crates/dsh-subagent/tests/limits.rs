@@ -510,7 +510,7 @@ async fn after_a_cancel_no_queued_call_of_the_turn_starts() {
 async fn a_child_past_its_time_limit_is_cancelled_and_keeps_its_partial_output() {
     let (service, stats, _registration) = counting_service(Limits::none(), Duration::from_secs(3600));
     let mut request = labelled("slow", &AgentRef::new("root"), &CancellationToken::new());
-    request.timeout = Some(Duration::from_secs(600));
+    request.settings_mut().timeout = Some(Duration::from_secs(600));
     let started = tokio::time::Instant::now();
     let result = call(&service, request).await.unwrap();
     assert_eq!(started.elapsed(), Duration::from_secs(600));
@@ -531,7 +531,7 @@ async fn a_child_inherits_the_earlier_deadline_of_its_parent() {
     let mut expected = Vec::new();
     for (label, timeout) in [("long", 60), ("short", 1)] {
         let mut request = labelled(label, &parent, &CancellationToken::new());
-        request.timeout = Some(Duration::from_secs(timeout));
+        request.settings_mut().timeout = Some(Duration::from_secs(timeout));
         expected.push(Some(
             inherited.min(tokio::time::Instant::now() + Duration::from_secs(timeout)),
         ));

@@ -41,7 +41,7 @@ async fn defaults_follow_the_reference_fixture() {
 async fn returns_the_configured_structured_value_or_the_reply_when_a_schema_is_requested() {
     use dsh_subagent_api::SubagentProvider;
     let mut with_schema = request();
-    with_schema.output_schema = Some(json!({"type": "object"}));
+    with_schema.settings_mut().output_schema = Some(json!({"type": "object"}));
     let scripted = ScriptedProvider::builder("a").structured(json!({"answer": 42})).build();
     let mut run = scripted.start(with_schema.clone()).await.unwrap();
     assert_eq!(run.result().await.unwrap().structured, Some(json!({"answer": 42})));

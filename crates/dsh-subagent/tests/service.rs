@@ -130,12 +130,16 @@ async fn each_unsupported_capability_rejects_before_the_provider_starts() {
     let mut messages = Vec::new();
     type SetField = fn(&mut StartRequest);
     let cases: [(&str, SetField); 4] = [
-        ("outputSchema", |r| r.output_schema = Some(json!({"type": "object"}))),
-        ("depthLimit", |r| r.max_depth = Some(3)),
-        ("toolFilter", |r| {
-            r.tool_filter = Some(ToolFilter::denying(vec!["subagent"]))
+        ("outputSchema", |r| {
+            r.settings_mut().output_schema = Some(json!({"type": "object"}))
         }),
-        ("persona", |r| r.persona = Some("You are the child.".into())),
+        ("depthLimit", |r| r.settings_mut().max_depth = Some(3)),
+        ("toolFilter", |r| {
+            r.settings_mut().tool_filter = Some(ToolFilter::denying(vec!["subagent"]))
+        }),
+        ("persona", |r| {
+            r.settings_mut().persona = Some("You are the child.".into())
+        }),
     ];
     for (capability, set) in cases {
         let mut req = request("p");
@@ -165,9 +169,9 @@ async fn capabilities_are_checked_in_contract_order() {
         )
         .unwrap();
     let mut req = request("p");
-    req.persona = Some("x".into());
-    req.tool_filter = Some(ToolFilter::default());
-    req.max_depth = Some(1);
+    req.settings_mut().persona = Some("x".into());
+    req.settings_mut().tool_filter = Some(ToolFilter::default());
+    req.settings_mut().max_depth = Some(1);
     let error = service.start("acp", req).await.unwrap_err();
     assert!(error.to_string().contains("\"depthLimit\""), "{error}");
 }
@@ -178,14 +182,14 @@ async fn invalid_max_depth_and_schema_reject_before_provider_start() {
     let provider = ScriptedProvider::builder("spawn").build();
     let _reg = service.register_provider(provider.clone()).unwrap();
     let mut too_big = request("p");
-    too_big.max_depth = Some(1 << 53);
+    too_big.settings_mut().max_depth = Some(1 << 53);
     let error = service.start("spawn", too_big).await.unwrap_err();
     assert_eq!(
         error.to_string(),
         "subagent maxDepth must be a non-negative safe integer"
     );
     let mut bad_schema = request("p");
-    bad_schema.output_schema = Some(json!({"type": "string"}));
+    bad_schema.settings_mut().output_schema = Some(json!({"type": "string"}));
     let error = service.start("spawn", bad_schema).await.unwrap_err();
     assert_eq!(error.code(), "INVALID_OUTPUT_SCHEMA");
     assert_eq!(provider.stats().starts(), 0);
@@ -197,18 +201,18 @@ async fn the_depth_cap_is_checked_against_the_callers_current_depth() {
     let provider = ScriptedProvider::builder("spawn").build();
     let _reg = service.register_provider(provider.clone()).unwrap();
     let mut deep = StartRequest::text("t", AgentRef::new("p").with_depth(3), CancellationToken::new());
-    deep.max_depth = Some(3);
+    deep.settings_mut().max_depth = Some(3);
     let error = service.start("spawn", deep).await.unwrap_err();
     assert_eq!(error.to_string(), "subagent depth 4 exceeds maxDepth 3");
     assert_eq!(error.code(), "DEPTH_EXCEEDED");
     let mut zero = request("p");
-    zero.max_depth = Some(0);
+    zero.settings_mut().max_depth = Some(0);
     assert_eq!(
         service.start("spawn", zero).await.unwrap_err().to_string(),
         "subagent depth 1 exceeds maxDepth 0"
     );
     let mut fine = StartRequest::text("t", AgentRef::new("p").with_depth(2), CancellationToken::new());
-    fine.max_depth = Some(3);
+    fine.settings_mut().max_depth = Some(3);
     assert!(service.start("spawn", fine).await.is_ok());
     assert_eq!(provider.stats().starts(), 1);
 }
@@ -349,13 +353,16 @@ async fn the_request_reaches_the_provider_unchanged() {
     let provider = ScriptedProvider::builder("spawn").build();
     let _reg = service.register_provider(provider.clone()).unwrap();
     let mut req = request("p");
-    req.agent_options = Some(AgentOptions::new().with_model("child-model"));
+    req.settings_mut().agent_options = Some(AgentOptions::new().with_model("child-model"));
     req.label = Some("d".into());
     service.start("spawn", req).await.unwrap();
     let seen = provider.stats().last_request().unwrap();
-    assert_eq!(seen.agent_options.unwrap().model.as_deref(), Some("child-model"));
+    assert_eq!(
+        seen.settings().agent_options.clone().unwrap().model.as_deref(),
+        Some("child-model")
+    );
     assert_eq!(seen.label.as_deref(), Some("d"));
-    assert_eq!(seen.persona, None);
-    assert_eq!(seen.tool_filter, None);
-    assert_eq!(seen.max_depth, None);
+    assert_eq!(seen.settings().persona, None);
+    assert_eq!(seen.settings().tool_filter, None);
+    assert_eq!(seen.settings().max_depth, None);
 }

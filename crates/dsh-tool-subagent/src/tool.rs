@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_subagent::{SubagentControl, SubagentService};
-use dsh_subagent_api::{RunMode, SpanOrigin, StartRequest};
+use dsh_subagent_api::{ChildSettings, RunMode, SpanOrigin, StartRequest};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::FutureExt;
@@ -24,6 +24,9 @@ pub(crate) struct SubagentTool {
     arguments: Arguments<SubagentArgs>,
     service: SubagentService,
     background: BackgroundRoute,
+    /// What every call asks of its child beyond the prompt, built once from
+    /// the configuration and shared by every request; `None`: nothing.
+    settings: Option<Arc<ChildSettings>>,
     /// The caller's tasks, where a foreground result over the budget is
     /// kept for `task_output`; `None`: loaded without a task registry.
     pages: Option<Pages>,
@@ -62,12 +65,14 @@ impl SubagentTool {
                 Some(wording::RUN_IN_BACKGROUND_CONTINUABLE),
             ),
         };
+        let settings = child_settings(&config);
         Self {
             config,
             description: format!("{}{suffix}", wording.description()),
             arguments: args::arguments(wording, run_in_background),
             service,
             background,
+            settings: (!settings.is_empty()).then(|| Arc::new(settings)),
             pages,
         }
     }
@@ -91,17 +96,11 @@ impl SubagentTool {
         // child, dispose cancels the child alone), and the tool never
         // cancels it, so no node of the tool's own is needed.
         let mut request = StartRequest::text(args.prompt, parent, exec.cancel().clone());
+        if let Some(settings) = &self.settings {
+            request = request.with_settings(settings.clone());
+        }
         request.label = Some(args.description);
-        request.agent_options = self.config.agent_options.clone();
-        request.persona = self.config.persona.clone();
-        request.tool_filter = self.config.tool_filter.clone();
-        request.timeout = self.config.timeout;
-        request.token_budget = self.config.token_budget;
         request.mode = mode;
-        request.max_depth = match self.config.max_depth {
-            Some(MaxDepth::Limit(limit)) => Some(limit),
-            Some(MaxDepth::ProviderManaged) | None => None,
-        };
         if mode == RunMode::Background {
             // The child outlives this call: its trace follows from it.
             request.origin = SpanOrigin::follows_current();
@@ -127,6 +126,21 @@ impl SubagentTool {
             .map_err(ToolError::from)?;
         Ok(ToolOutput::text(wording::started_background(&id)))
     }
+}
+
+/// What a tool configured so asks of every child beyond its prompt.
+fn child_settings(config: &SubagentToolConfig) -> ChildSettings {
+    let mut settings = ChildSettings::new();
+    settings.agent_options = config.agent_options.clone();
+    settings.persona = config.persona.clone();
+    settings.tool_filter = config.tool_filter.clone();
+    settings.timeout = config.timeout;
+    settings.token_budget = config.token_budget;
+    settings.max_depth = match config.max_depth {
+        Some(MaxDepth::Limit(limit)) => Some(limit),
+        Some(MaxDepth::ProviderManaged) | None => None,
+    };
+    settings
 }
 
 impl Tool for SubagentTool {

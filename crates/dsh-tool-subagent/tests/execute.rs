@@ -257,16 +257,16 @@ async fn configured_agent_options_persona_filter_and_depth_arrive_unchanged() {
     assert!(!fixture.delegate().await.is_error);
     let request = fixture.provider.stats().last_request().unwrap();
     assert_eq!(
-        serde_json::to_value(request.agent_options.unwrap()).unwrap(),
+        serde_json::to_value(request.settings().agent_options.clone().unwrap()).unwrap(),
         json!({"model": "child-model"})
     );
-    assert_eq!(request.persona.as_deref(), Some("You are the child."));
+    assert_eq!(request.settings().persona.as_deref(), Some("You are the child."));
     assert_eq!(
-        serde_json::to_value(request.tool_filter.unwrap()).unwrap(),
+        serde_json::to_value(request.settings().tool_filter.clone().unwrap()).unwrap(),
         json!({"deny": ["subagent"]}),
         "no allow key appears"
     );
-    assert_eq!(request.max_depth, Some(2));
+    assert_eq!(request.settings().max_depth, Some(2));
 }
 
 #[tokio::test]
@@ -298,11 +298,11 @@ async fn defaults_send_no_optional_fields() {
     let fixture = Fixture::new(|b| b);
     fixture.delegate().await;
     let request = fixture.provider.stats().last_request().unwrap();
-    assert!(request.agent_options.is_none());
-    assert!(request.persona.is_none());
-    assert!(request.tool_filter.is_none());
-    assert!(request.max_depth.is_none());
-    assert!(request.output_schema.is_none());
+    assert!(request.settings().agent_options.is_none());
+    assert!(request.settings().persona.is_none());
+    assert!(request.settings().tool_filter.is_none());
+    assert!(request.settings().max_depth.is_none());
+    assert!(request.settings().output_schema.is_none());
 }
 
 #[tokio::test]
@@ -311,8 +311,8 @@ async fn provider_managed_depth_mounts_over_a_capability_less_provider_and_sends
     let fixture = Fixture::with_config(|b| b.capabilities(dsh_subagent_api::Capabilities::NONE), config);
     assert!(!fixture.delegate().await.is_error);
     let request = fixture.provider.stats().last_request().unwrap();
-    assert!(request.max_depth.is_none());
-    assert!(request.tool_filter.is_none());
+    assert!(request.settings().max_depth.is_none());
+    assert!(request.settings().tool_filter.is_none());
 }
 
 #[tokio::test]
