@@ -261,7 +261,10 @@ impl fmt::Debug for SubagentRun {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SubagentRun")
             .field("id", &self.id)
-            .field("settled", &matches!(self.result, ResultSlot::Ready(_)))
+            .field(
+                "settled",
+                &matches!(self.result, ResultSlot::Ready(_) | ResultSlot::Taken),
+            )
             .field("steerable", &self.steerer.is_some())
             .finish()
     }
@@ -362,6 +365,10 @@ mod tests {
         assert!(futures::poll!(Box::pin(run.take_result())).is_pending());
         tx.send(()).unwrap();
         assert_eq!(run.take_result().await.unwrap().text(), "late");
+        assert!(
+            format!("{run:?}").contains("settled: true"),
+            "a taken result had settled"
+        );
         let taken = Err(SubagentError::failed(wording::RESULT_TAKEN));
         assert_eq!(run.take_result().await, taken);
         assert_eq!(run.result().await, taken);
