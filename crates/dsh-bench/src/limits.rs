@@ -92,39 +92,16 @@ pub fn queued_child(count: usize, flavor: Flavor) -> Result<String, String> {
         let fixture = Fixture::limited(dsh_like(count), |b| b.on_result(ResultBehavior::Gated(gate.clone())))?;
         let queued = Arc::new(AtomicUsize::new(0));
         let counter = queued.clone();
-        let _subscription = (std::env::var_os("DSH_BENCH_NO_SUB").is_none()).then(|| {
-            fixture.service.subscribe(Arc::new(move |event: &SubagentEvent| {
-                if matches!(event, SubagentEvent::RunQueued(_)) {
-                    counter.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(())
-            }))
-        });
-        if _subscription.is_none() {
-            queued.store(count, Ordering::Relaxed);
-        }
+        let _subscription = fixture.service.subscribe(Arc::new(move |event: &SubagentEvent| {
+            if matches!(event, SubagentEvent::RunQueued(_)) {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        }));
         let caller = fixture.caller();
         let warm = Fixture::new(|b| b)?;
         delegate_concurrent(&warm.caller(), 1_000).await?;
         let baseline = status_kb("VmRSS")?;
-        if std::env::var_os("DSH_BENCH_DIRECT").is_some() {
-            let mut handles = Vec::new();
-            for _ in 0..count + 8 {
-                let service = fixture.service.clone();
-                let request = dsh_subagent_api::StartRequest::text(
-                    "x",
-                    caller.agent.clone(),
-                    dsh_tools::CancellationToken::new(),
-                );
-                handles.push(tokio::spawn(async move {
-                    let _ = service.start("bench", request).await;
-                }));
-            }
-            gate.arrived(8).await;
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let peak = status_kb("VmHWM")?;
-            return Ok(format!("{baseline} {peak}"));
-        }
         let answers = spawn_calls(&caller, count + 8);
         gate.arrived(8).await;
         let started = Instant::now();
