@@ -18,7 +18,7 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     let file_limits = config.as_ref().map(|config| config.limits).unwrap_or_default();
     let limits = file_limits.resolve(&config::LimitsConfig::default());
     let result_budget = file_limits.result_budget(&config::LimitsConfig::default());
-    let mounts = MountedHarness::new(
+    let mounted = MountedHarness::new(
         config.as_ref(),
         Some(Path::new(".dsh")),
         Surface::Agent,
@@ -46,7 +46,7 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     if servers > 0 {
         eprintln!("{}", wording::config_check_mcp_servers(servers));
     }
-    print!("{}", catalog(mounts.tools().specs(), mounts.delegation_tools())?);
+    print!("{}", catalog(mounted.tools().specs(), mounted.delegation_tools())?);
     Ok(())
 }
 

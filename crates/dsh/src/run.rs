@@ -16,7 +16,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
     // The summary names the children's transcripts.
     let progress = Arc::new(Progress::new(args.quiet).listing_children());
-    let mut setup = SharedRuntime::new(
+    let mut shared = SharedRuntime::new(
         &args.agent,
         config.as_ref(),
         Some(&args.data_dir),
@@ -25,18 +25,18 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     )?;
     let parent = match &args.resume {
         Some(id) => {
-            let (parent, repairs) = setup.resume(id)?;
+            let (parent, repairs) = shared.resume(id)?;
             for repair in repairs {
                 eprintln!("{}", wording::resume_repaired(id, &repair));
             }
             parent
         }
-        None => setup.parent(wording::RUN_LABEL)?,
+        None => shared.parent(wording::RUN_LABEL)?,
     };
     // After the parent is found: an unknown id starts no server.
-    setup.mount_mcp_servers().await?;
+    shared.mount_mcp_servers().await?;
     if !args.quiet {
-        eprintln!("{}", setup.banner);
+        eprintln!("{}", shared.banner);
     }
 
     let cancel = CancellationToken::new();
@@ -49,11 +49,11 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
     let outcome = parent.run(args.task, &cancel).await;
     // Nothing the parent started outlives it: background children still
     // running are killed and released before dsh exits.
-    setup.tasks().dispose_owner(parent.id(), wording::RUN_FINISHED).await;
-    setup.release_mcp_servers().await;
+    shared.tasks().dispose_owner(parent.id(), wording::RUN_FINISHED).await;
+    shared.release_mcp_servers().await;
     // The run is over: what the [data] bounds no longer keep goes (this
     // run's own transcripts were just written, so they stay).
-    if let Some(retention) = setup.retention() {
+    if let Some(retention) = shared.retention() {
         retention.sweep().await;
     }
 

@@ -31,7 +31,7 @@ pub(crate) struct SharedRuntime {
     max_turns: u32,
     /// Set when `--model` or `[model].model` chose the model explicitly.
     explicit_model: bool,
-    mounts: MountedHarness,
+    mounted: MountedHarness,
     /// The observer's subscription to the service's run events.
     _runs: Subscription,
     mcp: SharedMcpServers,
@@ -69,7 +69,7 @@ impl SharedRuntime {
         let file_limits = config.map(|config| config.limits).unwrap_or_default();
         let limits = file_limits.resolve(&args.limits());
         let result_budget = file_limits.result_budget(&args.limits());
-        let mounts = MountedHarness::new(
+        let mounted = MountedHarness::new(
             config,
             data_dir,
             surface,
@@ -87,7 +87,7 @@ impl SharedRuntime {
         // child's transcript is held from sweeps.
         let children = observer.clone();
         let held = retention.clone();
-        let runs = mounts
+        let runs = mounted
             .harness()
             .service()
             .subscribe(Arc::new(move |event: &SubagentEvent| {
@@ -99,8 +99,8 @@ impl SharedRuntime {
             }));
         let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let window = model::context_window(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
-        let notices = mounts.harness().notices();
-        let mut runtime = AgentRuntime::new(choice.model, mounts.tools().clone())
+        let notices = mounted.harness().notices();
+        let mut runtime = AgentRuntime::new(choice.model, mounted.tools().clone())
             .with_observer(observer as Arc<dyn AgentObserver>)
             .with_notices(Arc::new(move |agent: &AgentId| notices.take(agent)));
         if let Some(window) = window {
@@ -114,7 +114,7 @@ impl SharedRuntime {
             runtime: Arc::new(runtime),
             max_turns: args.max_turns,
             explicit_model: args.model.is_some() || file_model.model.is_some(),
-            mounts,
+            mounted,
             _runs: runs,
             mcp: SharedMcpServers::new(args, config, withheld),
             retention,
@@ -145,12 +145,12 @@ impl SharedRuntime {
 
     /// The background tasks of every parent on this runtime.
     pub(crate) fn tasks(&self) -> &TaskRegistry {
-        self.mounts.harness().tasks()
+        self.mounted.harness().tasks()
     }
 
     /// The model-visible names of the delegation tools.
     pub(crate) fn delegation_tools(&self) -> &[String] {
-        self.mounts.delegation_tools()
+        self.mounted.delegation_tools()
     }
 
     /// How MCP servers are started (with the loop guard's marker); for the
@@ -175,7 +175,7 @@ impl SharedRuntime {
     /// root of a delegation tree of its own.
     pub(crate) fn parent_on(&self, runtime: Arc<AgentRuntime>, label: &str) -> Result<Agent, Failure> {
         Agent::builder(runtime)
-            .lineage(self.mounts.open_tree().lineage())
+            .lineage(self.mounted.open_tree().lineage())
             .system_prompt(wording::PARENT_SYSTEM_PROMPT)
             .max_turns(self.max_turns)
             .label(Some(label.to_owned()))
@@ -199,7 +199,7 @@ impl SharedRuntime {
         };
         let saved = resume::load_parent(dir, id)?;
         let mut builder = Agent::builder(runtime.clone())
-            .lineage(self.mounts.open_tree().lineage())
+            .lineage(self.mounted.open_tree().lineage())
             .id(saved.id)
             .max_turns(self.max_turns)
             .label(saved.label)

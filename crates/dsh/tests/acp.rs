@@ -272,11 +272,11 @@ fn dsh_acp_serves_files_on_stdin_and_stdout() {
     assert_eq!(answers[0]["result"]["protocolVersion"], 1);
 }
 
-/// `initialize` is answered before the agent setup is built, so a setup that
-/// fails (a configured MCP server that cannot start) comes after that
+/// `initialize` is answered before the shared runtime is built, so a build
+/// that fails (a configured MCP server that cannot start) comes after that
 /// answer: no session is created, and `dsh acp` exits 2 naming the server.
 #[test]
-fn dsh_acp_answers_initialize_then_exits_2_when_its_setup_fails() {
+fn dsh_acp_answers_initialize_then_exits_2_when_its_runtime_fails_to_build() {
     use std::io::{BufRead, Read, Write};
     use std::sync::mpsc::RecvTimeoutError;
 
@@ -316,7 +316,7 @@ fn dsh_acp_answers_initialize_then_exits_2_when_its_setup_fails() {
     .unwrap();
     let answer: serde_json::Value = serde_json::from_str(&next("answer").unwrap()).unwrap();
     assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
-    // The session waits for the setup, which fails: no answer, stdout ends.
+    // The session waits for the runtime, whose build fails: no answer, stdout ends.
     let _ = writeln!(
         stdin,
         "{}",

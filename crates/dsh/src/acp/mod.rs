@@ -3,11 +3,11 @@
 //!
 //! - `initialize` → protocol v1; `loadSession` when transcripts are kept
 //!   (`--data-dir`); MCP servers over stdio and Streamable HTTP
-//!   (`mcpCapabilities.http`). It is answered before the agent setup is
-//!   built, which then happens while the client reads the answer; a setup
+//!   (`mcpCapabilities.http`). It is answered before the shared runtime is
+//!   built, which then happens while the client reads the answer; a build
 //!   that fails (a configured MCP server that cannot start) ends `dsh acp`
 //!   with exit 2 before any session exists.
-//! - `session/new` → a fresh parent agent (the same setup as `dsh run`) on
+//! - `session/new` → a fresh parent agent (the same runtime as `dsh run`) on
 //!   tools of its own: the shared ones and the MCP servers the client gave,
 //!   started (or reached) for this session ([`session_tools`]); the session id is the
 //!   agent's id. A server that cannot start fails the request, naming it.
@@ -65,34 +65,34 @@ use session_tools::SessionTools;
 use stdio::Stdio;
 use stream::Streams;
 
-/// How long the agent setup waits for the first answer to be out before it
+/// How long the shared runtime waits for the first answer to be out before it
 /// is built anyway (a client that sends nothing still learns at once of a
 /// configured MCP server that cannot start).
-const SETUP_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+const BUILD_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
 
-/// The agent setup, once it is built: `session/new` and `session/load` wait
-/// for it. A setup that fails ends `dsh acp` with that failure (exit 2); a
+/// The shared runtime, once it is built: `session/new` and `session/load` wait
+/// for it. A build that fails ends `dsh acp` with that failure (exit 2); a
 /// request still waiting then gets an internal error, if it is answered at all.
 #[derive(Clone)]
-struct SetupHandle(tokio::sync::watch::Receiver<Option<Arc<SharedRuntime>>>);
+struct RuntimeHandle(tokio::sync::watch::Receiver<Option<Arc<SharedRuntime>>>);
 
-impl SetupHandle {
+impl RuntimeHandle {
     async fn get(&self) -> Result<Arc<SharedRuntime>, acp::Error> {
         let mut ready = self.0.clone();
-        let setup = ready
+        let shared = ready
             .wait_for(Option::is_some)
             .await
             .ok()
-            .and_then(|setup| setup.clone());
-        setup.ok_or_else(|| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, wording::ACP_SETUP_FAILED))
+            .and_then(|shared| shared.clone());
+        shared.ok_or_else(|| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, wording::ACP_SETUP_FAILED))
     }
 }
 
-/// What every handler of the connection shares: the agent setup (once
+/// What every handler of the connection shares: the shared runtime (once
 /// built), the open sessions and their turns, and the prompts' streams.
 #[derive(Clone)]
 struct Server {
-    setup: SetupHandle,
+    runtime: RuntimeHandle,
     sessions: Arc<Sessions>,
     streams: Arc<Streams>,
     /// Whether `session/load` is offered (transcripts are kept).
@@ -129,12 +129,12 @@ impl Server {
     /// `session/new`: a parent agent on the session's own tools, with the
     /// MCP servers its client gave started; the session id is the agent's id.
     async fn new_session(&self, request: &NewSessionRequest) -> Result<NewSessionResponse, acp::Error> {
-        let setup = self.setup.get().await?;
-        let tools = SessionTools::mount(&setup, &request.mcp_servers, &request.cwd).await?;
-        match setup.parent_on(setup.runtime_with(tools.registry().clone()), wording::ACP_LABEL) {
+        let shared = self.runtime.get().await?;
+        let tools = SessionTools::mount(&shared, &request.mcp_servers, &request.cwd).await?;
+        match shared.parent_on(shared.runtime_with(tools.registry().clone()), wording::ACP_LABEL) {
             Ok(agent) => {
                 let id = agent.id().to_string();
-                let hold = setup.retention().map(|retention| retention.hold(agent.id()));
+                let hold = shared.retention().map(|retention| retention.hold(agent.id()));
                 self.sessions.insert(
                     id.clone(),
                     Session {
@@ -163,13 +163,13 @@ impl Server {
     /// session's history as the `session/update`s that replay it before
     /// the answer.
     async fn load_session(&self, request: &LoadSessionRequest) -> Result<Vec<SessionUpdate>, acp::Error> {
-        let setup = self.setup.get().await?;
+        let shared = self.runtime.get().await?;
         let id = request.session_id.to_string();
         if let Some(mut earlier) = self.sessions.take_idle(&id)? {
             earlier.tools.release().await;
         }
-        let mut tools = SessionTools::mount(&setup, &request.mcp_servers, &request.cwd).await?;
-        let resumed = setup.resume_on(setup.runtime_with(tools.registry().clone()), &id);
+        let mut tools = SessionTools::mount(&shared, &request.mcp_servers, &request.cwd).await?;
+        let resumed = shared.resume_on(shared.runtime_with(tools.registry().clone()), &id);
         let (agent, repairs) = match resumed {
             Ok(resumed) => resumed,
             Err(error) => {
@@ -192,8 +192,8 @@ impl Server {
         for repair in repairs {
             eprintln!("{}", wording::resume_repaired(&id, &repair));
         }
-        let replay = updates::replay(&agent.history(), setup.delegation_tools());
-        let hold = setup.retention().map(|retention| retention.hold(agent.id()));
+        let replay = updates::replay(&agent.history(), shared.delegation_tools());
+        let hold = shared.retention().map(|retention| retention.hold(agent.id()));
         self.sessions.insert(
             id,
             Session {
@@ -241,9 +241,9 @@ impl Server {
     /// The end of the connection ends every session: the children its agent
     /// left running in the background are killed and released, then its
     /// client's servers go.
-    async fn end(&self, setup: &SharedRuntime) {
+    async fn end(&self, shared: &SharedRuntime) {
         for mut session in self.sessions.drain() {
-            setup
+            shared
                 .tasks()
                 .dispose_owner(session.agent.id(), wording::ACP_CONNECTION_CLOSED)
                 .await;
@@ -266,36 +266,36 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
         answered,
         blocking,
     } = Stdio::open();
-    // The agent setup (its harness, tools and configured MCP servers) is
-    // built once `initialize` is answered, or after SETUP_WAIT without a
+    // The shared runtime (its harness, tools and configured MCP servers) is
+    // built once `initialize` is answered, or after BUILD_WAIT without a
     // request: the client reads that answer and sends `session/new`
-    // meanwhile, which waits for the setup ([`SetupHandle`]).
-    let (publish, setup) = tokio::sync::watch::channel(None);
+    // meanwhile, which waits for the runtime ([`RuntimeHandle`]).
+    let (publish, built) = tokio::sync::watch::channel(None);
     let build = async {
-        let _ = tokio::time::timeout(SETUP_WAIT, answered.notified()).await;
-        let setup = build(&args, config.as_ref(), observer).await?;
-        publish.send_replace(Some(setup.clone()));
-        if let Some(retention) = setup.retention() {
+        let _ = tokio::time::timeout(BUILD_WAIT, answered.notified()).await;
+        let shared = build(&args, config.as_ref(), observer).await?;
+        publish.send_replace(Some(shared.clone()));
+        if let Some(retention) = shared.retention() {
             retention.sweep_periodically();
         }
-        Ok::<_, Failure>(setup)
+        Ok::<_, Failure>(shared)
     };
     let server = Server {
-        setup: SetupHandle(setup),
+        runtime: RuntimeHandle(built),
         sessions: Arc::default(),
         streams,
         load_session: args.data_dir.is_some(),
     };
     let served = connect(server.clone(), lines);
-    // A setup that fails ends dsh at once (exit 2, as before any answer); a
-    // connection that ends first (stdin closed) still gets its setup built,
+    // A build that fails ends dsh at once (exit 2, as before any answer); a
+    // connection that ends first (stdin closed) still gets its runtime built,
     // so a configured MCP server that cannot start is reported either way.
     let (served, at_exit) = {
         tokio::pin!(served, build);
         tokio::select! {
-            setup = &mut build => {
-                let setup = setup?;
-                (served.await, setup)
+            built = &mut build => {
+                let shared = built?;
+                (served.await, shared)
             }
             served = &mut served => {
                 answered.notify_one();
@@ -316,13 +316,13 @@ async fn build(
     config: Option<&Config>,
     observer: Arc<dyn TreeObserver>,
 ) -> Result<Arc<SharedRuntime>, Failure> {
-    let mut setup = SharedRuntime::new(&args.agent, config, args.data_dir.as_deref(), observer, Surface::Agent)?;
-    setup.mount_mcp_servers().await?;
-    let setup = Arc::new(setup);
+    let mut shared = SharedRuntime::new(&args.agent, config, args.data_dir.as_deref(), observer, Surface::Agent)?;
+    shared.mount_mcp_servers().await?;
+    let shared = Arc::new(shared);
     if !args.quiet {
-        eprintln!("{}", setup.banner);
+        eprintln!("{}", shared.banner);
     }
-    Ok(setup)
+    Ok(shared)
 }
 
 /// The connection to the client on `lines`, each ACP method wired to its

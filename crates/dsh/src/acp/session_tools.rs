@@ -85,12 +85,12 @@ fn client_servers(servers: &[McpServer]) -> Result<Vec<ClientServer>, acp::Error
 }
 
 impl SessionTools {
-    /// A registry with every shared tool of `setup`, and the client's
+    /// A registry with every tool of the `shared` runtime, and the client's
     /// `servers` started (in the session's `cwd`) and mounted. All or
     /// nothing: when one server is refused or fails to start, the ones
     /// already started are released, and the error names the server and
     /// the cause.
-    pub(crate) async fn mount(setup: &SharedRuntime, servers: &[McpServer], cwd: &Path) -> Result<Self, acp::Error> {
+    pub(crate) async fn mount(shared: &SharedRuntime, servers: &[McpServer], cwd: &Path) -> Result<Self, acp::Error> {
         let servers = client_servers(servers)?;
         if !servers.is_empty() && !cwd.is_dir() {
             return Err(acp::Error::new(
@@ -99,22 +99,22 @@ impl SessionTools {
             ));
         }
         let registry = ToolRegistry::new();
-        let shared = setup
+        let registered = shared
             .tools()
             .names()
             .iter()
-            .filter_map(|name| setup.tools().get(name))
+            .filter_map(|name| shared.tools().get(name))
             .map(|tool| registry.register(tool))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|error| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()))?;
         let mut mounts = McpMounts::default();
-        // The loop guard's marker (the setup's options), then the client's
+        // The loop guard's marker (the shared runtime's options), then the client's
         // own variables.
         let servers = servers.into_iter().map(|server| {
             let options = server
                 .env
                 .iter()
-                .fold(setup.mcp_options().clone().cwd(cwd), |options, (key, value)| {
+                .fold(shared.mcp_options().clone().cwd(cwd), |options, (key, value)| {
                     options.env(key, value)
                 });
             (server.spec, options)
@@ -125,7 +125,7 @@ impl SessionTools {
             .map_err(|error| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()))?;
         Ok(Self {
             registry,
-            _shared: shared,
+            _shared: registered,
             mounts,
         })
     }

@@ -19,7 +19,7 @@
 //! traps to the hypervisor.
 //!
 //! [`Stdio::answered`] is notified once the first line is out, so that
-//! `dsh acp` can build its agent setup while the client reads that answer
+//! `dsh acp` can build its shared runtime while the client reads that answer
 //! (the module docs of [`super`]).
 //!
 //! Non-blocking mode belongs to the pipe's open file, which another process

@@ -10,14 +10,14 @@ use crate::cli::AgentArgs;
 use crate::observe::TreeObserver;
 use crate::runtime::SharedRuntime;
 
-/// An observer that shows nothing, for the setups these tests build.
+/// An observer that shows nothing, for the runtimes these tests build.
 struct Quiet;
 impl AgentObserver for Quiet {}
 impl TreeObserver for Quiet {}
 
-/// A setup on `surface` with `data_dir`, configured by `dsh_toml` (none when
-/// empty), whose scripted model follows `script`.
-fn setup(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface: Surface) -> SharedRuntime {
+/// A shared runtime on `surface` with `data_dir`, configured by `dsh_toml`
+/// (none when empty), whose scripted model follows `script`.
+fn shared_runtime(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface: Surface) -> SharedRuntime {
     let dir = tempfile::tempdir().unwrap();
     let script_path = dir.path().join("script.json");
     std::fs::write(&script_path, script).unwrap();
@@ -38,8 +38,8 @@ fn setup(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface: Surface
         result_budget: None,
     };
     match SharedRuntime::new(&args, config.as_ref(), data_dir, Arc::new(Quiet), surface) {
-        Ok(setup) => setup,
-        Err(_) => panic!("setup failed"),
+        Ok(shared) => shared,
+        Err(_) => panic!("no shared runtime"),
     }
 }
 
@@ -58,8 +58,8 @@ fn delegating(child_when: &str) -> String {
     )
 }
 
-async fn delegate(setup: &SharedRuntime) -> String {
-    let Ok(parent) = setup.parent("test") else {
+async fn delegate(shared: &SharedRuntime) -> String {
+    let Ok(parent) = shared.parent("test") else {
         panic!("no parent")
     };
     parent.run("go", &dsh_tools::CancellationToken::new()).await.text
@@ -68,8 +68,8 @@ async fn delegate(setup: &SharedRuntime) -> String {
 #[test]
 fn with_a_data_directory_spawn_children_are_continuable() {
     let dir = tempfile::tempdir().unwrap();
-    let setup = setup("", OK, Some(dir.path()), Surface::Agent);
-    let tools = setup.tools();
+    let shared = shared_runtime("", OK, Some(dir.path()), Surface::Agent);
+    let tools = shared.tools();
     let subagent = tools.get("subagent").unwrap();
     assert!(
         subagent
@@ -86,8 +86,8 @@ fn with_a_data_directory_spawn_children_are_continuable() {
 
 #[test]
 fn without_one_continuable_providers_stay_foreground() {
-    let setup = setup("", OK, None, Surface::Agent);
-    let tools = setup.tools();
+    let shared = shared_runtime("", OK, None, Surface::Agent);
+    let tools = shared.tools();
     for name in ["subagent", "subagent_fork"] {
         let tool = tools.get(name).unwrap();
         assert!(
@@ -104,9 +104,9 @@ fn without_one_continuable_providers_stay_foreground() {
 async fn a_filter_naming_send_message_works_without_a_data_directory() {
     let text = "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { allow = [\"task_list\", \"send_message\"] }\n";
     let script = delegating(r#"{"tool_not_offered": "subagent", "tool_offered": "task_list"}"#);
-    let setup = setup(text, &script, None, Surface::Agent);
-    assert!(setup.tools().get("send_message").is_none());
-    assert_eq!(delegate(&setup).await, "child ok");
+    let shared = shared_runtime(text, &script, None, Surface::Agent);
+    assert!(shared.tools().get("send_message").is_none());
+    assert_eq!(delegate(&shared).await, "child ok");
 }
 
 /// `dsh mcp` leaves a configured fork tool out; a filter naming it still
@@ -116,11 +116,11 @@ async fn an_mcp_server_serves_no_fork_tool_and_filters_naming_it_still_work() {
     let text = "[[subagents]]\nprovider = \"spawn\"\ntool_filter = { deny = [\"subagent\", \"subagent_fork\"] }\n\n[[subagents]]\ntool_name = \"subagent_fork\"\nprovider = \"fork\"\n";
     let script = delegating(r#"{"tool_not_offered": "subagent"}"#);
     let data = tempfile::tempdir().unwrap();
-    let setup = setup(text, &script, Some(data.path()), Surface::McpServer);
-    assert!(setup.tools().get("subagent").is_some());
-    assert!(setup.tools().get("subagent_fork").is_none());
-    assert_eq!(setup.delegation_tools(), ["subagent"]);
-    assert_eq!(delegate(&setup).await, "child ok");
+    let shared = shared_runtime(text, &script, Some(data.path()), Surface::McpServer);
+    assert!(shared.tools().get("subagent").is_some());
+    assert!(shared.tools().get("subagent_fork").is_none());
+    assert_eq!(shared.delegation_tools(), ["subagent"]);
+    assert_eq!(delegate(&shared).await, "child ok");
 }
 
 /// Each parent is the root of a delegation tree of its own: `max_children`
@@ -129,9 +129,9 @@ async fn an_mcp_server_serves_no_fork_tool_and_filters_naming_it_still_work() {
 async fn each_parent_has_a_delegation_tree_of_its_own() {
     let text = "[limits]\nmax_children = 1\n";
     let script = delegating(r#"{"tool_not_offered": "subagent"}"#);
-    let setup = setup(text, &script, None, Surface::Agent);
+    let shared = shared_runtime(text, &script, None, Surface::Agent);
     let cancel = dsh_tools::CancellationToken::new();
-    let Ok(first) = setup.parent("first") else {
+    let Ok(first) = shared.parent("first") else {
         panic!("no parent")
     };
     assert_eq!(first.run("go", &cancel).await.text, "child ok");
@@ -141,5 +141,5 @@ async fn each_parent_has_a_delegation_tree_of_its_own() {
         "{refused}"
     );
     // Another parent's tree has started nothing yet.
-    assert_eq!(delegate(&setup).await, "child ok");
+    assert_eq!(delegate(&shared).await, "child ok");
 }

@@ -58,7 +58,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
     ));
     // The token that guards this server reaches no process dsh starts.
     let withheld: Vec<String> = args.bearer_token_env.iter().cloned().collect();
-    let mut setup = SharedRuntime::withholding(
+    let mut shared = SharedRuntime::withholding(
         &args.agent,
         config.as_ref(),
         Some(&args.data_dir),
@@ -66,18 +66,18 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
         Surface::McpServer,
         &withheld,
     )?;
-    setup.mount_mcp_servers().await?;
+    shared.mount_mcp_servers().await?;
     if !args.quiet {
-        eprintln!("{}", setup.banner);
+        eprintln!("{}", shared.banner);
     }
-    if let Some(retention) = setup.retention() {
+    if let Some(retention) = shared.retention() {
         if !args.keep_transcripts {
             retention.remove_with_sessions();
         }
         retention.sweep_periodically();
     }
     let quiet = args.quiet;
-    let server = McpToolServer::new(setup.tools().clone())
+    let server = McpToolServer::new(shared.tools().clone())
         .identity("dsh", env!("CARGO_PKG_VERSION"))
         .progress_interval(Duration::from_millis(args.progress_interval))
         .on_call_end(move |end| {
@@ -85,23 +85,23 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
                 eprintln!("{}", wording::mcp_call_cancelled(end.tool, &end.result.text));
             }
         });
-    let setup = Arc::new(setup);
+    let shared = Arc::new(shared);
     let served = match http {
-        None => serve_stdio(&setup, &server).await,
-        Some((listener, options)) => serve_http(&setup, &server, listener, options).await,
+        None => serve_stdio(&shared, &server).await,
+        Some((listener, options)) => serve_http(&shared, &server, listener, options).await,
     };
-    setup.release_mcp_servers().await;
+    shared.release_mcp_servers().await;
     served
 }
 
 /// One session on stdin and stdout, with one parent agent.
-async fn serve_stdio(setup: &SharedRuntime, server: &McpToolServer) -> Result<(), Failure> {
-    let session = setup.parent(wording::MCP_LABEL)?;
-    let opened = SessionData::open(setup, session.id());
+async fn serve_stdio(shared: &SharedRuntime, server: &McpToolServer) -> Result<(), Failure> {
+    let session = shared.parent(wording::MCP_LABEL)?;
+    let opened = SessionData::open(shared, session.id());
     let served = server
         .serve(session.agent_ref(), tokio::io::stdin(), tokio::io::stdout())
         .await;
-    setup
+    shared
         .tasks()
         .dispose_owner(session.id(), wording::MCP_SESSION_CLOSED)
         .await;
@@ -120,8 +120,8 @@ struct SessionData {
 }
 
 impl SessionData {
-    fn open(setup: &SharedRuntime, session: &AgentId) -> Self {
-        let retention = setup.retention().cloned();
+    fn open(shared: &SharedRuntime, session: &AgentId) -> Self {
+        let retention = shared.retention().cloned();
         let hold = retention.as_ref().map(|retention| {
             retention.open_session(session);
             retention.hold(session)
@@ -179,7 +179,7 @@ async fn listen(args: &McpArgs, address: SocketAddr) -> Result<(TcpListener, Htt
 /// Many sessions at `/mcp`, each with its own parent agent, until SIGINT or
 /// SIGTERM; then every session ends before this returns.
 async fn serve_http(
-    setup: &Arc<SharedRuntime>,
+    shared: &Arc<SharedRuntime>,
     server: &McpToolServer,
     listener: TcpListener,
     options: HttpServeOptions,
@@ -197,7 +197,7 @@ async fn serve_http(
     // learns the port.
     eprintln!("{}", wording::mcp_listening(&address, dsh_mcp::MCP_PATH));
     let agents = Arc::new(Parents {
-        setup: setup.clone(),
+        shared: shared.clone(),
         open: Mutex::default(),
     });
     server
@@ -227,18 +227,18 @@ async fn stop_signal() {
 /// when it ends its background tasks are killed and released, then its
 /// transcripts go ([`SessionData`]).
 struct Parents {
-    setup: Arc<SharedRuntime>,
+    shared: Arc<SharedRuntime>,
     open: Mutex<HashMap<AgentId, (Agent, SessionData)>>,
 }
 
 impl SessionAgents for Parents {
     fn open(&self) -> Result<AgentRef, String> {
         let agent = self
-            .setup
+            .shared
             .parent(wording::MCP_LABEL)
             .map_err(|failure| failure.message().to_owned())?;
         let reference = agent.agent_ref();
-        let data = SessionData::open(&self.setup, reference.id());
+        let data = SessionData::open(&self.shared, reference.id());
         self.open
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -252,7 +252,7 @@ impl SessionAgents for Parents {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(agent.id());
-        let tasks = self.setup.tasks().clone();
+        let tasks = self.shared.tasks().clone();
         Box::pin(async move {
             tasks.dispose_owner(agent.id(), wording::MCP_SESSION_CLOSED).await;
             if let Some((parent, data)) = parent {

@@ -13,7 +13,7 @@ pub(crate) fn agent_run_failed(message: &str) -> String {
 /// `session/prompt` while the session's previous prompt is still running.
 pub(crate) const PROMPT_ALREADY_RUNNING: &str = "a prompt is already running in this session";
 
-/// `session/new` or `session/load` while the agent setup failed to build
+/// `session/new` or `session/load` while the shared runtime failed to build
 /// (`dsh acp` is ending; the reason goes to stderr).
 pub(crate) const ACP_SETUP_FAILED: &str = "the dsh agent could not be set up; its log says why";
 

@@ -89,7 +89,7 @@ impl PromptClient for Client {
 
 /// One session of a `dsh acp` connection, on a scripted model.
 struct Fixture {
-    setup: SharedRuntime,
+    shared: SharedRuntime,
     sessions: Arc<Sessions>,
     streams: Arc<Streams>,
     id: String,
@@ -115,11 +115,11 @@ impl Fixture {
             result_budget: None,
         };
         let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
-        let Ok(setup) = SharedRuntime::new(&args, None, None, streams.clone(), Surface::Agent) else {
-            panic!("setup failed")
+        let Ok(shared) = SharedRuntime::new(&args, None, None, streams.clone(), Surface::Agent) else {
+            panic!("no shared runtime")
         };
-        let tools = SessionTools::mount(&setup, &[], dir.path()).await.unwrap();
-        let Ok(agent) = setup.parent_on(setup.runtime_with(tools.registry().clone()), "dsh acp") else {
+        let tools = SessionTools::mount(&shared, &[], dir.path()).await.unwrap();
+        let Ok(agent) = shared.parent_on(shared.runtime_with(tools.registry().clone()), "dsh acp") else {
             panic!("no parent")
         };
         let id = agent.id().to_string();
@@ -133,7 +133,7 @@ impl Fixture {
             },
         );
         Self {
-            setup,
+            shared,
             sessions,
             streams,
             id,
@@ -261,7 +261,7 @@ async fn a_run_that_fails_is_answered_with_its_error_and_ends_the_turn() {
     );
     assert!(!fixture.sessions.running(&fixture.id));
     assert!(fixture.sessions.begin_turn(&fixture.id).is_ok());
-    drop(fixture.setup);
+    drop(fixture.shared);
 }
 
 #[tokio::test]
