@@ -12,7 +12,7 @@ use dsh_harness::{Background, HarnessBuilder, SubagentToolConfig};
 use dsh_llm::{Message, ScriptedModel};
 use dsh_subagent_api::ToolFilter;
 use dsh_subagent_spawn::SpawnProvider;
-use dsh_tools::budget::Shown;
+use dsh_subagent_testing::budget::{marked_answer, noticed_task_id, read_back};
 use dsh_tools::{CancellationToken, ResultBudget, ToolExecution};
 use serde_json::{Value, json};
 
@@ -21,16 +21,7 @@ const MARKS: [char; 4] = ['w', 'x', 'y', 'z'];
 /// A child's answer of about 2.2 MB: characters of one to four bytes, and
 /// its mark at both ends.
 fn answer(mark: char) -> String {
-    let body: String = (0..1_000_000)
-        .map(|i| match i % 5 {
-            0 => 'a',
-            1 => 'é',
-            2 => '語',
-            3 => '🦀',
-            _ => mark,
-        })
-        .collect();
-    format!("<{mark} start>{body}<{mark} end>")
+    marked_answer(mark, 1_000_000)
 }
 
 /// The parent delegates four tasks at once, then answers; each child
@@ -101,33 +92,10 @@ async fn four_children_answering_two_megabytes_each_are_cut_and_page_back_from_t
         assert!(result.len() > 1000, "{result}");
         assert!(result.starts_with(&format!("<{mark} start>a")));
         assert!(result.ends_with(&format!("<{mark} end>")));
-        let (_, rest) = result.split_once(r#"call task_output {"task_id": ""#).unwrap();
-        let task_id = rest.split_once('"').unwrap().0;
+        let task_id = noticed_task_id(result);
 
         // Every page from the start, reassembled: exactly the answer.
-        let mut read_back = String::new();
-        let mut offset = 0;
-        loop {
-            let page = harness
-                .tools()
-                .call(
-                    "task_output",
-                    json!({"task_id": task_id, "offset": offset}),
-                    exec.clone(),
-                )
-                .await;
-            assert!(!page.is_error, "{}", page.text);
-            assert!(page.text.len() <= budget);
-            let Some(Shown::Page { start, page: shown }) = page.cut.as_deref().map(|cut| cut.shown) else {
-                panic!("a page: {}", &page.text[..200])
-            };
-            assert_eq!(start, offset);
-            read_back.push_str(&page.text[..shown.bytes as usize]);
-            offset += shown.chars;
-            if !page.text.contains("to read on, call task_output") {
-                break;
-            }
-        }
+        let read_back = read_back(harness.tools(), &task_id, &exec, ResultBudget::DEFAULT).await;
         assert!(
             read_back == full,
             "part {mark}: {} of {} bytes",
@@ -140,8 +108,7 @@ async fn four_children_answering_two_megabytes_each_are_cut_and_page_back_from_t
 
     // A transcript that is gone: the answer is no longer kept, and reading
     // it says so without running anything.
-    let (_, rest) = results[0].split_once(r#""task_id": ""#).unwrap();
-    let task_id = rest.split_once('"').unwrap().0;
+    let task_id = noticed_task_id(&results[0]);
     for transcript in std::fs::read_dir(data_dir.path().join("agents")).unwrap() {
         let path = transcript.unwrap().path();
         if std::fs::read_to_string(&path).unwrap().contains("<w end>") {

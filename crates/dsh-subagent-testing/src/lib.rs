@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod agent;
+pub mod budget;
 mod gate;
 pub mod scripted;
 mod store;

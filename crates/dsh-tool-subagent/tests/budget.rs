@@ -9,6 +9,7 @@ mod common;
 use common::exec;
 use dsh_subagent::{Limits, ProviderRegistration, SubagentEvent, SubagentService};
 use dsh_subagent_api::StopReason;
+use dsh_subagent_testing::budget::{marked_answer, noticed_task_id, read_back};
 use dsh_subagent_testing::scripted::ScriptedProvider;
 use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
@@ -16,21 +17,6 @@ use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::budget::Shown;
 use dsh_tools::{ResultBudget, ToolRegistry, ToolResult};
 use serde_json::json;
-
-/// A 2 MB answer of `chars` characters, one to four bytes each, with a
-/// distinct mark at both ends.
-fn answer(mark: char, chars: usize) -> String {
-    let body: String = (0..chars)
-        .map(|i| match i % 5 {
-            0 => 'a',
-            1 => 'é',
-            2 => '語',
-            3 => '🦀',
-            _ => mark,
-        })
-        .collect();
-    format!("<{mark} start>{body}<{mark} end>")
-}
 
 /// Subagent tools named `subagent_<mark>` over scripted providers that
 /// answer `reply(mark)` (and stop as `stop`), the task tools, one registry.
@@ -89,37 +75,8 @@ impl World {
     /// Reads the kept text of `task_id` back whole, page by page from the
     /// start, each page within the budget.
     async fn read_back(&self, task_id: &str) -> String {
-        let status_line = |text: &str| text.rfind("\n[status: ").unwrap();
-        let mut text = String::new();
-        let mut offset = 0;
-        loop {
-            let page = self.read(task_id, offset).await;
-            assert!(!page.is_error, "{}", page.text);
-            assert!(page.text.len() <= ResultBudget::DEFAULT.bytes());
-            match page.cut.as_deref().map(|cut| cut.shown) {
-                Some(Shown::Page { start, page: shown }) => {
-                    assert_eq!(start, offset);
-                    text.push_str(&page.text[..shown.bytes as usize]);
-                    offset += shown.chars;
-                    let call = format!(r#"task_output {{"task_id": "{task_id}", "offset": {offset}}}]"#);
-                    if !page.text[..status_line(&page.text)].ends_with(&call) {
-                        return text;
-                    }
-                }
-                // The last page of a text that fit from the start.
-                _ => {
-                    text.push_str(&page.text[..status_line(&page.text)]);
-                    return text;
-                }
-            }
-        }
+        read_back(&self.tools, task_id, &exec(), ResultBudget::DEFAULT).await
     }
-}
-
-/// The task id a notice names.
-fn task_id(text: &str) -> String {
-    let (_, rest) = text.split_once(r#"task_output {"task_id": ""#).expect("a paged read");
-    rest.split_once('"').unwrap().0.to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,13 +86,13 @@ async fn four_parallel_children_of_two_megabytes_each_read_as_head_and_tail_and_
         Limits::none(),
         &marks,
         StopReason::Completed,
-        |m| answer(m, 1_000_000),
+        |m| marked_answer(m, 1_000_000),
         true,
     );
     let results = futures::future::join_all(marks.iter().map(|&mark| world.delegate(mark))).await;
     let mut ids = Vec::new();
     for (&mark, result) in marks.iter().zip(&results) {
-        let full = answer(mark, 1_000_000);
+        let full = marked_answer(mark, 1_000_000);
         assert!(full.len() > 2_000_000, "{}", full.len());
         assert!(!result.is_error, "{}", &result.text[..200]);
         assert!(result.text.len() <= 32_000, "{}", result.text.len());
@@ -148,7 +105,7 @@ async fn four_parallel_children_of_two_megabytes_each_read_as_head_and_tail_and_
         assert!(result.text.starts_with(&full[..head.bytes as usize]));
         assert!(result.text.ends_with(&full[full.len() - tail.bytes as usize..]));
         assert!(result.text.ends_with(&format!("<{mark} end>")));
-        let id = task_id(&result.text);
+        let id = noticed_task_id(&result.text);
         let call = format!(r#"call task_output {{"task_id": "{id}", "offset": {}}}]"#, head.chars);
         assert!(
             result.text.contains(&call),
@@ -183,7 +140,7 @@ async fn a_failure_with_a_long_partial_output_keeps_its_code_and_pages_back_its_
         Limits::none(),
         &['p'],
         StopReason::MaxTokens,
-        |m| answer(m, 100_000),
+        |m| marked_answer(m, 100_000),
         true,
     );
     let result = world.delegate('p').await;
@@ -199,8 +156,8 @@ async fn a_failure_with_a_long_partial_output_keeps_its_code_and_pages_back_its_
             .starts_with("Error: subagent run hit its token limit before finishing")
     );
     assert!(result.text.ends_with("<p end>"));
-    let message = dsh_tool_subagent::wording::stopped_run(&StopReason::MaxTokens, None, &answer('p', 100_000));
-    let id = task_id(&result.text);
+    let message = dsh_tool_subagent::wording::stopped_run(&StopReason::MaxTokens, None, &marked_answer('p', 100_000));
+    let id = noticed_task_id(&result.text);
     assert_eq!(world.read_back(&id).await, message);
     let first = world.read(&id, 0).await;
     assert!(
@@ -216,7 +173,7 @@ async fn without_task_output_a_cut_says_the_rest_is_not_kept() {
         Limits::none(),
         &['n'],
         StopReason::Completed,
-        |m| answer(m, 100_000),
+        |m| marked_answer(m, 100_000),
         false,
     );
     let result = world.delegate('n').await;
@@ -268,7 +225,7 @@ async fn a_kept_answer_evicted_from_its_trees_store_reads_as_no_longer_kept() {
         Limits::none().with_kept_output(3_000_000),
         &['e', 'f'],
         StopReason::Completed,
-        |m| answer(m, 1_000_000),
+        |m| marked_answer(m, 1_000_000),
         true,
     );
     let tree = world.service.open_tree();
@@ -281,15 +238,15 @@ async fn a_kept_answer_evicted_from_its_trees_store_reads_as_no_longer_kept() {
     };
     let first = call('e').await;
     let second = call('f').await;
-    let (first, second) = (task_id(&first.text), task_id(&second.text));
-    assert_eq!(world.service.texts(&parent).held(), answer('f', 1_000_000).len());
+    let (first, second) = (noticed_task_id(&first.text), noticed_task_id(&second.text));
+    assert_eq!(world.service.texts(&parent).held(), marked_answer('f', 1_000_000).len());
     // Another tree's store is its own: the default one holds nothing.
     assert_eq!(world.service.texts(&dsh_tools::AgentRef::new("other")).held(), 0);
     let gone = world.read(&first, 16_000).await;
     assert!(!gone.is_error, "not a failure of the child");
     insta::assert_snapshot!("evicted", gone.text);
     let kept = world.read_back(&second).await;
-    assert_eq!(kept, answer('f', 1_000_000));
+    assert_eq!(kept, marked_answer('f', 1_000_000));
 }
 
 #[tokio::test]
@@ -298,7 +255,7 @@ async fn a_cut_is_announced_to_run_listeners() {
         Limits::none(),
         &['c'],
         StopReason::Completed,
-        |m| answer(m, 100_000),
+        |m| marked_answer(m, 100_000),
         true,
     );
     let cuts = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -316,7 +273,7 @@ async fn a_cut_is_announced_to_run_listeners() {
     let [cut] = &cuts[..] else { panic!("one cut: {cuts:?}") };
     assert_eq!(cut.label.as_deref(), Some("answer c"));
     assert_eq!(cut.depth, 1);
-    assert_eq!(cut.full.bytes as usize, answer('c', 100_000).len());
+    assert_eq!(cut.full.bytes as usize, marked_answer('c', 100_000).len());
     assert_eq!(cut.shown, result.cut.as_deref().unwrap().shown.size());
-    assert_eq!(cut.task_id.as_deref(), Some(task_id(&result.text).as_str()));
+    assert_eq!(cut.task_id.as_deref(), Some(noticed_task_id(&result.text).as_str()));
 }

@@ -120,6 +120,28 @@ pub(crate) struct AgentArgs {
     pub(crate) result_budget: Option<u64>,
 }
 
+#[cfg(test)]
+impl AgentArgs {
+    /// The arguments of `dsh run` with no flag but `--max-turns 4`: what a
+    /// test starts from, setting only the fields it is about.
+    pub(crate) fn plain() -> Self {
+        Self {
+            config: None,
+            base_url: None,
+            model: None,
+            script: None,
+            max_turns: 4,
+            mcp_servers: Vec::new(),
+            max_concurrent: None,
+            max_queued: None,
+            max_children: None,
+            token_budget: None,
+            context_window: None,
+            result_budget: None,
+        }
+    }
+}
+
 impl AgentArgs {
     /// The limits the flags set, to lay over the file's ([`crate::config::LimitsConfig::resolve`]).
     pub(crate) fn limits(&self) -> crate::config::LimitsConfig {

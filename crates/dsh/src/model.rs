@@ -102,18 +102,9 @@ mod tests {
 
     fn args(base_url: Option<&str>, model: Option<&str>) -> AgentArgs {
         AgentArgs {
-            config: None,
             base_url: base_url.map(str::to_owned),
             model: model.map(str::to_owned),
-            script: None,
-            max_turns: 4,
-            mcp_servers: Vec::new(),
-            max_concurrent: None,
-            max_queued: None,
-            max_children: None,
-            token_budget: None,
-            context_window: None,
-            result_budget: None,
+            ..AgentArgs::plain()
         }
     }
 

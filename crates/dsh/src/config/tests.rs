@@ -19,6 +19,16 @@ fn error(text: &str) -> String {
     }
 }
 
+/// Each case's refusal under its name, one case after the other: what a
+/// table of refused files pins.
+fn refusals(cases: &[(&str, &str)]) -> String {
+    let rendered: Vec<String> = cases
+        .iter()
+        .map(|(case, text)| format!("{case}:\n  {}", error(text)))
+        .collect();
+    rendered.join("\n")
+}
+
 #[test]
 fn a_full_file_resolves_every_key() {
     let dir = tempfile::tempdir().unwrap();
@@ -325,11 +335,7 @@ fn errors_name_file_line_column_and_key() {
             "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nbearer_token_env = \"A=B\"\n",
         ),
     ];
-    let rendered: Vec<String> = cases
-        .iter()
-        .map(|(case, text)| format!("{case}:\n  {}", error(text)))
-        .collect();
-    insta::assert_snapshot!(rendered.join("\n"));
+    insta::assert_snapshot!(refusals(cases));
 }
 
 #[test]
@@ -343,11 +349,7 @@ fn result_budgets_below_256_tokens_are_refused_where_they_are_written() {
         ),
         ("a word", "[limits]\nresult_budget = \"8k\"\n"),
     ];
-    let rendered: Vec<String> = cases
-        .iter()
-        .map(|(case, text)| format!("{case}:\n  {}", error(text)))
-        .collect();
-    insta::assert_snapshot!(rendered.join("\n"));
+    insta::assert_snapshot!(refusals(cases));
 }
 
 #[test]
@@ -489,9 +491,5 @@ fn context_window_errors_name_the_key() {
             "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nagent_options.context_window = 32000\n",
         ),
     ];
-    let rendered: Vec<String> = cases
-        .iter()
-        .map(|(name, text)| format!("{name}:\n  {}", error(text)))
-        .collect();
-    insta::assert_snapshot!(rendered.join("\n"));
+    insta::assert_snapshot!(refusals(cases));
 }

@@ -24,18 +24,8 @@ fn shared_runtime(dsh_toml: &str, script: &str, data_dir: Option<&Path>, surface
     let config =
         (!dsh_toml.is_empty()).then(|| crate::config::parse(Path::new("dsh.toml"), dsh_toml, dir.path()).unwrap());
     let args = AgentArgs {
-        config: None,
-        base_url: None,
-        model: None,
         script: Some(script_path),
-        max_turns: 4,
-        mcp_servers: Vec::new(),
-        max_concurrent: None,
-        max_queued: None,
-        max_children: None,
-        token_budget: None,
-        context_window: None,
-        result_budget: None,
+        ..AgentArgs::plain()
     };
     match SharedRuntime::new(&args, config.as_ref(), data_dir, Arc::new(Quiet), surface) {
         Ok(shared) => shared,

@@ -101,18 +101,8 @@ impl Fixture {
         let script_path = dir.path().join("script.json");
         std::fs::write(&script_path, script).unwrap();
         let args = AgentArgs {
-            config: None,
-            base_url: None,
-            model: None,
             script: Some(script_path),
-            max_turns: 4,
-            mcp_servers: Vec::new(),
-            max_concurrent: None,
-            max_queued: None,
-            max_children: None,
-            token_budget: None,
-            context_window: None,
-            result_budget: None,
+            ..AgentArgs::plain()
         };
         let streams = Arc::new(Streams::new(vec!["subagent".to_owned()]));
         let Ok(shared) = SharedRuntime::new(&args, None, None, streams.clone(), Surface::Agent) else {
