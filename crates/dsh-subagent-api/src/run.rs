@@ -277,6 +277,29 @@ mod tests {
 
     use super::*;
 
+    /// A release that yields once before it answers, so a result can
+    /// settle (or panic) while the release is under way.
+    fn yielding_release() -> impl Future<Output = Result<(), SubagentError>> {
+        async { Ok(()) }.then(|released| async move {
+            tokio::task::yield_now().await;
+            released
+        })
+    }
+
+    /// A run whose result arrives (`"late"`) only once the sender fires.
+    fn late_run() -> (futures::channel::oneshot::Sender<()>, SubagentRun) {
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let run = SubagentRun::new(
+            "r",
+            async move {
+                let _ = rx.await;
+                Ok(SubagentResult::completed("late"))
+            },
+            || async { Ok(()) },
+        );
+        (tx, run)
+    }
+
     #[tokio::test]
     async fn dispose_runs_once_however_often_it_is_called() {
         let calls = Arc::new(AtomicUsize::new(0));
@@ -334,13 +357,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_result_panic_while_releasing_resumes_where_the_result_is_read() {
-        let mut run = SubagentRun::new("r", async { panic!("result exploded") }, || {
-            async { Ok(()) }.then(|released| async move {
-                // Yield once, so the result is polled while this is pending.
-                tokio::task::yield_now().await;
-                released
-            })
-        });
+        let mut run = SubagentRun::new("r", async { panic!("result exploded") }, yielding_release);
         assert_eq!(run.dispose().await, Ok(()), "the release is not the result's panic");
         let panic = AssertUnwindSafe(run.settled()).catch_unwind().await.unwrap_err();
         assert_eq!(panic.downcast_ref::<&str>(), Some(&"result exploded"));
@@ -352,15 +369,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_taken_result_is_moved_out_once_and_the_run_still_releases() {
-        let (tx, rx) = futures::channel::oneshot::channel::<()>();
-        let mut run = SubagentRun::new(
-            "r",
-            async move {
-                let _ = rx.await;
-                Ok(SubagentResult::completed("late"))
-            },
-            || async { Ok(()) },
-        );
+        let (tx, mut run) = late_run();
         // A wait that is dropped before settlement loses nothing.
         assert!(futures::poll!(Box::pin(run.take_result())).is_pending());
         tx.send(()).unwrap();
@@ -378,24 +387,14 @@ mod tests {
 
     #[tokio::test]
     async fn a_result_settled_by_dispose_can_be_taken() {
-        let mut run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, || {
-            async { Ok(()) }.then(|released| async move {
-                tokio::task::yield_now().await;
-                released
-            })
-        });
+        let mut run = SubagentRun::new("r", async { Ok(SubagentResult::completed("x")) }, yielding_release);
         assert_eq!(run.dispose().await, Ok(()));
         assert_eq!(run.take_result().await.unwrap().text(), "x");
     }
 
     #[tokio::test]
     async fn a_result_panic_while_releasing_resumes_where_it_is_taken() {
-        let mut run = SubagentRun::new("r", async { panic!("result exploded") }, || {
-            async { Ok(()) }.then(|released| async move {
-                tokio::task::yield_now().await;
-                released
-            })
-        });
+        let mut run = SubagentRun::new("r", async { panic!("result exploded") }, yielding_release);
         assert_eq!(run.dispose().await, Ok(()));
         let panic = AssertUnwindSafe(run.take_result()).catch_unwind().await.unwrap_err();
         assert_eq!(panic.downcast_ref::<&str>(), Some(&"result exploded"));
@@ -408,15 +407,7 @@ mod tests {
 
     #[tokio::test]
     async fn result_is_cancel_safe_and_repeatable() {
-        let (tx, rx) = futures::channel::oneshot::channel::<()>();
-        let mut run = SubagentRun::new(
-            "r",
-            async move {
-                let _ = rx.await;
-                Ok(SubagentResult::completed("late"))
-            },
-            || async { Ok(()) },
-        );
+        let (tx, mut run) = late_run();
         // A wait that is dropped before settlement loses nothing.
         assert!(futures::poll!(Box::pin(run.result())).is_pending());
         tx.send(()).unwrap();
