@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::error::{LlmError, truncate};
 use crate::message::{Message, ToolCall, ToolDefinition};
-use crate::model::{ChatEvent, ChatRequest, FinishReason, Usage};
+use crate::model::{ChatEvent, ChatRequest, FinishReason, JsonSize, Usage};
 use crate::wording;
 
 /// How much of an offending payload an error message quotes.
@@ -36,43 +36,24 @@ pub(crate) fn request_text(default_model: &str, request: &ChatRequest) -> String
 /// assert_eq!(one - empty, message_bytes(&Message::user("hi")) - 1);
 /// ```
 pub fn request_bytes(default_model: &str, request: &ChatRequest) -> u64 {
-    counted(&WireBody::new(default_model, request))
+    JsonSize::of(&WireBody::new(default_model, request)).bytes
 }
 
 /// The bytes one more message adds to a request's body: its JSON, and the
 /// comma that separates it from the message before it.
 pub fn message_bytes(message: &Message) -> u64 {
-    counted(&WireMessage::from(message)) + 1
+    JsonSize::of(&WireMessage::from(message)).bytes + 1
 }
 
 /// The bytes `text` takes as a message's content in a request's body:
 /// its JSON escaping counted, its quotes not.
 pub fn content_bytes(text: &str) -> u64 {
-    counted(&text).saturating_sub(2)
+    JsonSize::of(&text).bytes.saturating_sub(2)
 }
 
 /// The bytes a request's tool definitions take in its body.
 pub fn tools_bytes(tools: &[ToolDefinition]) -> u64 {
-    counted(&tools.iter().map(WireTool::from).collect::<Vec<_>>())
-}
-
-/// The length of `value`'s JSON, without building it.
-fn counted(value: &impl Serialize) -> u64 {
-    struct Counter(u64);
-    impl std::io::Write for Counter {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len() as u64;
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        Err(_) => 0,
-    }
+    JsonSize::of(&tools.iter().map(WireTool::from).collect::<Vec<_>>()).bytes
 }
 
 /// A request body, borrowed from the request; the keys in the order the

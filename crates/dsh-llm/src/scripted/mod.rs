@@ -19,7 +19,7 @@ pub use script::{Conditions, Reply, Rule, Script, ScriptedToolCall, StreamBy};
 
 use crate::error::{LlmError, truncate};
 use crate::message::{Message, Role, ToolCall};
-use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, Usage};
+use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream, FinishReason, JsonSize, Usage};
 use crate::wording;
 use template::Vars;
 
@@ -373,30 +373,9 @@ fn prompt_chars(request: &ChatRequest) -> usize {
     let tools: usize = request
         .tools
         .iter()
-        .map(|t| t.name.chars().count() + t.description.chars().count() + json_chars(&t.parameters))
+        .map(|t| t.name.chars().count() + t.description.chars().count() + JsonSize::of(&t.parameters).chars as usize)
         .sum();
     messages + tools
-}
-
-/// The characters of `value`'s compact JSON (its `to_string()`), counted as
-/// it is written rather than built: every request counts its tools'.
-fn json_chars(value: &serde_json::Value) -> usize {
-    struct Chars(usize);
-    impl std::io::Write for Chars {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            // One character per byte that does not continue a UTF-8 sequence.
-            self.0 += buf.iter().filter(|byte| (**byte & 0xC0) != 0x80).count();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut chars = Chars(0);
-    match serde_json::to_writer(&mut chars, value) {
-        Ok(()) => chars.0,
-        Err(_) => value.to_string().chars().count(),
-    }
 }
 
 /// `role: "content"` of the last message, bounded, for no-match errors.
@@ -424,13 +403,6 @@ mod tests {
         let model = ScriptedModel::from_json_str(BUILTIN_SCRIPT).unwrap();
         assert_eq!(model.script().rules.len(), 4);
         assert!(ScriptedModel::builtin().script().rules[0].reply.error.is_none());
-    }
-
-    #[test]
-    fn json_chars_counts_what_to_string_holds() {
-        let value = serde_json::json!({"type": "object", "é": ["ünï", 1, null], "s": "a\"b\n"});
-        assert_eq!(json_chars(&value), value.to_string().chars().count());
-        assert_eq!(json_chars(&serde_json::Value::Null), 4);
     }
 
     #[test]
