@@ -47,6 +47,7 @@ use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
+use futures::FutureExt as _;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tracing::instrument::WithSubscriber;
@@ -260,20 +261,28 @@ pub(crate) struct Caller {
 
 impl Caller {
     /// One model tool call, as a harness makes it: arguments, token, caller,
-    /// and the call made inside its own task, answering over a oneshot (the
-    /// floor's shape). The call is built inside the task, not awaited as a
-    /// future built outside it, so the task holds it once.
+    /// and the call spawned as its own task, answering over a oneshot (the
+    /// floor's shape). The registry's call borrows nothing, so the task is
+    /// the call itself mapped to the oneshot: no `async` block around it
+    /// holding the arguments a second time while the call runs.
     pub(crate) fn spawn(&self, cancel: CancellationToken) -> oneshot::Receiver<ToolResult> {
         let (tx, rx) = oneshot::channel();
-        let tools = self.tools.clone();
-        let args = Value::clone(&self.args);
         let exec = ToolExecution::new(cancel).with_agent(self.agent.clone());
-        let call = async move {
-            let _ = tx.send(tools.call(SubagentToolConfig::DEFAULT_TOOL_NAME, args, exec).await);
+        let call = || {
+            self.tools
+                .call(SubagentToolConfig::DEFAULT_TOOL_NAME, Value::clone(&self.args), exec)
+                .map(move |result| {
+                    let _ = tx.send(result);
+                })
         };
         match &self.dispatch {
-            None => drop(tokio::spawn(call)),
-            Some(dispatch) => drop(tokio::spawn(call.with_subscriber(dispatch.clone()))),
+            None => drop(tokio::spawn(call())),
+            // The call's span is made when the call is, so under the
+            // subscriber too, not only while the task runs.
+            Some(dispatch) => {
+                let call = tracing::dispatcher::with_default(dispatch, call);
+                drop(tokio::spawn(call.with_subscriber(dispatch.clone())));
+            }
         }
         rx
     }

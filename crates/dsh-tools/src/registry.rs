@@ -183,12 +183,18 @@ impl ToolRegistry {
     /// (`Error: tool call aborted before dispatch`, code
     /// [`ABORTED_BEFORE_DISPATCH`]); an unknown name and a panicking tool
     /// become error results too, so a call never panics the caller.
-    pub fn call<'a>(
-        &'a self,
-        name: &'a str,
+    ///
+    /// The tool is looked up here, so the returned future borrows neither
+    /// the registry nor `name`: a harness can spawn it as a task of its own
+    /// (mapped to wherever its result goes) without moving the registry and
+    /// the arguments into a wrapping `async` block, which would hold them
+    /// beside the call's own copy for as long as the call runs.
+    pub fn call(
+        &self,
+        name: &str,
         args: Value,
         exec: ToolExecution,
-    ) -> impl Future<Output = ToolResult> + Send + 'a {
+    ) -> impl Future<Output = ToolResult> + Send + use<> {
         let span = crate::trace::execute_tool_span(name, &exec);
         // A refusal is ready at once. A dispatched call is one state machine
         // that holds the tool, its arguments and its context once (they move
