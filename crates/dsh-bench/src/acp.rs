@@ -437,11 +437,16 @@ async fn measure(dsh: &Path, samples: usize, flavor: Flavor) -> Result<Vec<Row>,
             },
             target: "(none)".to_owned(),
         };
-        rows.push(row(
+        let mut whole = row(
             format!("ACP delegation to `dsh acp`, spawn → answer → teardown ({name}, {samples} samples)"),
             at(&ours),
             true,
-        ));
+        );
+        if name == "p50" {
+            let times = ratio(at(&ours), floor_ms);
+            whole.target = format!("≤ 1.5× floor: {}", crate::yes_no(times <= 1.5));
+        }
+        rows.push(whole);
         rows.push(row(
             format!("… of which provider start: spawn + initialize + session/new ({name})"),
             at(&start),

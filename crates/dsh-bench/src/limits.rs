@@ -154,8 +154,8 @@ pub fn queued_memory_row(count: usize, flavor: Flavor) -> Result<Row, String> {
         floor: format!("{running:.0} B per in-flight delegation"),
         ratio: format!("{:.2}×", ratio(queued, running)),
         target: format!(
-            "≤ 1 KB beyond a running one ({beyond:+.0} B): {}",
-            yes_no(beyond <= 1024.0)
+            "≤ 512 B beyond a running one ({beyond:+.0} B): {}",
+            yes_no(beyond <= 512.0)
         ),
     })
 }
