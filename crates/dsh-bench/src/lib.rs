@@ -429,8 +429,9 @@ pub(crate) fn yes_no(met: bool) -> &'static str {
     if met { "met" } else { "NOT met" }
 }
 
-/// The most a delegation may cost against its floor: 10×, and 6× for
-/// 10,000 concurrent on one thread, the shape where a lean path shows most.
+/// The most a delegation may cost against its floor: 10× in general, and
+/// 6× for 10,000 concurrent on a current-thread runtime, the figure the
+/// concurrent path is held to.
 fn floor_bound(concurrent: Option<usize>, flavor: Flavor) -> f64 {
     match (concurrent, flavor) {
         (Some(10_000), Flavor::CurrentThread) => 6.0,

@@ -188,7 +188,9 @@ impl ToolRegistry {
     /// the registry nor `name`: a harness can spawn it as a task of its own
     /// (mapped to wherever its result goes) without moving the registry and
     /// the arguments into a wrapping `async` block, which would hold them
-    /// beside the call's own copy for as long as the call runs.
+    /// beside the call's own copy for as long as the call runs. The span is
+    /// made here too: under the subscriber and the parent span current when
+    /// the call is made, not where it is later polled.
     pub fn call(
         &self,
         name: &str,
