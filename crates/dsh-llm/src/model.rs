@@ -281,6 +281,40 @@ pub async fn complete(
     collect_response(model.stream_chat(request, cancel.clone()), cancel).await
 }
 
+/// The size of `value`'s compact JSON (what `serde_json::to_string` would
+/// give), counted as it is written rather than built: a request's size is
+/// estimated on every model call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct JsonSize {
+    /// Its bytes.
+    pub(crate) bytes: u64,
+    /// Its characters (bytes that do not continue a UTF-8 sequence).
+    pub(crate) chars: u64,
+}
+
+impl JsonSize {
+    /// Measures `value`; zero if it cannot be serialized (a map with
+    /// non-string keys), which no request holds.
+    pub(crate) fn of(value: &impl Serialize) -> Self {
+        struct Counter(JsonSize);
+        impl std::io::Write for Counter {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.bytes += buf.len() as u64;
+                self.0.chars += buf.iter().filter(|byte| (**byte & 0xC0) != 0x80).count() as u64;
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut counter = Counter(Self::default());
+        match serde_json::to_writer(&mut counter, value) {
+            Ok(()) => counter.0,
+            Err(_) => Self::default(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,45 +356,6 @@ mod tests {
         cancel.cancel();
         assert_eq!(collect_response(stream, &cancel).await, Err(LlmError::Cancelled));
     }
-}
-
-/// The size of `value`'s compact JSON (what `serde_json::to_string` would
-/// give), counted as it is written rather than built: a request's size is
-/// estimated on every model call.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct JsonSize {
-    /// Its bytes.
-    pub(crate) bytes: u64,
-    /// Its characters (bytes that do not continue a UTF-8 sequence).
-    pub(crate) chars: u64,
-}
-
-impl JsonSize {
-    /// Measures `value`; zero if it cannot be serialized (a map with
-    /// non-string keys), which no request holds.
-    pub(crate) fn of(value: &impl Serialize) -> Self {
-        struct Counter(JsonSize);
-        impl std::io::Write for Counter {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0.bytes += buf.len() as u64;
-                self.0.chars += buf.iter().filter(|byte| (**byte & 0xC0) != 0x80).count() as u64;
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut counter = Counter(Self::default());
-        match serde_json::to_writer(&mut counter, value) {
-            Ok(()) => counter.0,
-            Err(_) => Self::default(),
-        }
-    }
-}
-
-#[cfg(test)]
-mod json_size_tests {
-    use super::JsonSize;
 
     #[test]
     fn counts_the_bytes_and_characters_to_string_holds() {

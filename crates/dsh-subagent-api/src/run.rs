@@ -143,17 +143,14 @@ impl SubagentRun {
             self.result = ResultSlot::Taken;
             return outcome;
         }
+        // Settled already, taken, or panicked while `dispose` drove it:
+        // `settled` resumes that panic once, as for every other reader.
+        self.settled().await;
         match std::mem::replace(&mut self.result, ResultSlot::Taken) {
             ResultSlot::Ready(outcome) => *outcome,
-            ResultSlot::Panicked(payload) => {
-                // As after `settled`: the panic is resumed once, and reads
-                // as a failure afterwards.
-                let settled = Err(SubagentError::failed(wording::RUN_PANICKED));
-                self.result = ResultSlot::Ready(Box::new(settled));
-                std::panic::resume_unwind(payload)
+            ResultSlot::Pending(_) | ResultSlot::Panicked(_) | ResultSlot::Taken => {
+                Err(SubagentError::failed(wording::RESULT_TAKEN))
             }
-            // Not pending (looked at just above): taken before.
-            ResultSlot::Pending(_) | ResultSlot::Taken => Err(SubagentError::failed(wording::RESULT_TAKEN)),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Long answers, and reading a kept one back page by page: the fixtures of
 //! the suites that check a result budget end to end.
 
-use dsh_tools::budget::Shown;
+use dsh_tools::budget::{PagedRead, Shown};
 use dsh_tools::{ResultBudget, ToolExecution, ToolRegistry};
 use serde_json::json;
 
@@ -47,11 +47,12 @@ pub async fn read_back(tools: &ToolRegistry, task_id: &str, exec: &ToolExecution
         };
         at
     };
+    let read = PagedRead::new("task_output", task_id);
     let mut text = String::new();
     let mut offset = 0;
     loop {
         let args = json!({"task_id": task_id, "offset": offset});
-        let page = tools.call("task_output", args, exec.clone()).await;
+        let page = tools.call(read.tool(), args, exec.clone()).await;
         assert!(!page.is_error, "{}", page.text);
         assert!(page.text.len() <= budget.bytes(), "a page of {} bytes", page.text.len());
         match page.cut.as_deref().map(|cut| cut.shown) {
@@ -59,7 +60,8 @@ pub async fn read_back(tools: &ToolRegistry, task_id: &str, exec: &ToolExecution
                 assert_eq!(start, offset);
                 text.push_str(&page.text[..shown.bytes as usize]);
                 offset += shown.chars;
-                let next = format!(r#"task_output {{"task_id": "{task_id}", "offset": {offset}}}]"#);
+                // The notice ends naming the call that reads on.
+                let next = format!("{}]", read.call(offset));
                 if !page.text[..status_line(&page.text)].ends_with(&next) {
                     return text;
                 }
