@@ -198,26 +198,37 @@ impl ToolRegistry {
         exec: ToolExecution,
     ) -> impl Future<Output = ToolResult> + Send + use<> {
         let span = crate::trace::execute_tool_span(name, &exec);
-        // A refusal is ready at once. A dispatched call is one state machine
-        // that holds the tool, its arguments and its context once (they move
-        // into the tool on the first poll), and no room for a refusal: an
-        // in-flight delegation is made of this future.
-        let call = match self.dispatchable(name, &exec) {
+        // Kept small: a harness that spawns each call as a task holds this
+        // future in the task's cell for as long as the call runs. The
+        // arguments and the context are needed only until the first poll
+        // hands them to the tool, so they wait in a box of their own (freed
+        // then) rather than widening the future; a refusal waits boxed too.
+        match self.dispatchable(name, &exec) {
             Err(refused) => {
                 crate::trace::record_tool_result(&span, &refused);
-                Either::Left(std::future::ready(refused))
+                let refused = Box::new(refused);
+                Either::Left(async move { *refused })
             }
-            Ok(tool) => Either::Right(async move {
-                let result = match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
-                    Ok(outcome) => ToolResult::from_outcome(outcome),
-                    // The tool is mounted under its own name.
-                    Err(panic) => panicked(tool.name(), &*panic),
-                };
-                crate::trace::record_tool_result(&tracing::Span::current(), &result);
-                result
-            }),
-        };
-        call.instrument(span)
+            Ok(tool) => {
+                let input = Box::new((args, exec));
+                Either::Right(async move {
+                    // Unboxed in a block of its own, so the box is freed
+                    // now, not when the call ends.
+                    let (args, exec) = {
+                        let input = input;
+                        *input
+                    };
+                    let result = match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
+                        Ok(outcome) => ToolResult::from_outcome(outcome),
+                        // The tool is mounted under its own name.
+                        Err(panic) => panicked(tool.name(), &*panic),
+                    };
+                    crate::trace::record_tool_result(&tracing::Span::current(), &result);
+                    result
+                })
+            }
+        }
+        .instrument(span)
     }
 
     /// The tool a call goes to, or the result that refuses it.
@@ -387,4 +398,53 @@ pub struct ToolRegistration {
 impl ToolRegistration {
     /// Removes the tool now (the same as dropping the handle).
     pub fn dispose(self) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::future::BoxFuture;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{CancellationToken, ToolOutput};
+
+    struct Echo(Value);
+
+    impl Tool for Echo {
+        fn name(&self) -> &str {
+            "echo"
+        }
+
+        fn description(&self) -> &str {
+            "Repeat the arguments."
+        }
+
+        fn parameters(&self) -> &Value {
+            &self.0
+        }
+
+        fn execute(&self, args: Value, _exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+            Box::pin(async move { Ok(ToolOutput::text(args.to_string())) })
+        }
+    }
+
+    /// A harness that spawns each call as a task holds the call's future in
+    /// the task's cell for the whole call: the future keeps no room for the
+    /// arguments and the context the tool took on the first poll, nor for
+    /// a refusal.
+    #[tokio::test]
+    async fn a_call_in_flight_holds_only_the_tool_and_its_future() {
+        let registry = ToolRegistry::new();
+        let _registration = registry.register(Arc::new(Echo(json!({"type": "object"})))).unwrap();
+        let exec = ToolExecution::new(CancellationToken::new());
+        let args = json!({"text": "a somewhat longer argument than a pointer"});
+        let call = registry.call("echo", args.clone(), exec.clone());
+        // The span, the tool, the boxed input or the tool's boxed future
+        // (96 B): with a oneshot sender beside it, a 256 B task cell.
+        let size = std::mem::size_of_val(&call);
+        assert!(size <= 112, "a call's future is {size} B");
+        assert_eq!(call.await.text, args.to_string());
+        let refused = registry.call("missing", Value::Null, exec).await;
+        assert!(refused.is_error, "{}", refused.text);
+    }
 }
