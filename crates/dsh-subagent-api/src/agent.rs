@@ -64,8 +64,16 @@ impl AsRef<str> for AgentId {
 /// (its own agent object) so that in-process providers can reach the live
 /// parent, for example to fork its completed turns, without this crate knowing
 /// the harness's types.
+///
+/// One pointer wide: every tool call carries its caller, and a delegation in
+/// flight holds it more than once, so a clone shares one allocation made
+/// when the agent is named.
 #[derive(Clone)]
-pub struct AgentRef {
+pub struct AgentRef(Arc<Identity>);
+
+/// What an [`AgentRef`] points at.
+#[derive(Clone)]
+struct Identity {
     id: AgentId,
     depth: u64,
     handle: Option<Arc<dyn Any + Send + Sync>>,
@@ -75,25 +83,25 @@ pub struct AgentRef {
 impl AgentRef {
     /// A top-level agent (depth 0) with no handle.
     pub fn new(id: impl Into<AgentId>) -> Self {
-        Self {
+        Self(Arc::new(Identity {
             id: id.into(),
             depth: 0,
             handle: None,
             lineage: Lineage::default(),
-        }
+        }))
     }
 
     /// Sets the delegation depth: 0 for a top-level agent, parent depth + 1 for a child.
     #[must_use]
     pub fn with_depth(mut self, depth: u64) -> Self {
-        self.depth = depth;
+        Arc::make_mut(&mut self.0).depth = depth;
         self
     }
 
     /// Attaches a typed handle that in-process code can recover with [`AgentRef::handle`].
     #[must_use]
     pub fn with_handle<T: Any + Send + Sync>(mut self, handle: Arc<T>) -> Self {
-        self.handle = Some(handle);
+        Arc::make_mut(&mut self.0).handle = Some(handle);
         self
     }
 
@@ -101,38 +109,38 @@ impl AgentRef {
     /// inherits, and its admission (see [`Lineage`]).
     #[must_use]
     pub fn with_lineage(mut self, lineage: Lineage) -> Self {
-        self.lineage = lineage;
+        Arc::make_mut(&mut self.0).lineage = lineage;
         self
     }
 
     /// Where the agent sits in its delegation tree.
     pub fn lineage(&self) -> &Lineage {
-        &self.lineage
+        &self.0.lineage
     }
 
     /// The agent's id.
     pub fn id(&self) -> &AgentId {
-        &self.id
+        &self.0.id
     }
 
     /// The agent's delegation depth.
     pub fn depth(&self) -> u64 {
-        self.depth
+        self.0.depth
     }
 
     /// The attached handle, if one of type `T` was attached.
     pub fn handle<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.handle.clone()?.downcast::<T>().ok()
+        self.0.handle.clone()?.downcast::<T>().ok()
     }
 }
 
 impl fmt::Debug for AgentRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentRef")
-            .field("id", &self.id)
-            .field("depth", &self.depth)
-            .field("has_handle", &self.handle.is_some())
-            .field("lineage", &self.lineage)
+            .field("id", &self.0.id)
+            .field("depth", &self.0.depth)
+            .field("has_handle", &self.0.handle.is_some())
+            .field("lineage", &self.0.lineage)
             .finish()
     }
 }
@@ -147,5 +155,14 @@ mod tests {
         assert_eq!(agent.handle::<u32>().as_deref(), Some(&7));
         assert!(agent.handle::<String>().is_none());
         assert!(AgentRef::new("b").handle::<u32>().is_none());
+    }
+
+    #[test]
+    fn a_builder_step_on_a_shared_ref_leaves_the_other_copies_alone() {
+        let parent = AgentRef::new("a").with_depth(1);
+        let child = parent.clone().with_depth(2).with_lineage(Lineage::new());
+        assert_eq!((parent.depth(), child.depth()), (1, 2));
+        assert_eq!(child.id().as_str(), "a");
+        assert_eq!(std::mem::size_of::<AgentRef>(), std::mem::size_of::<usize>());
     }
 }
