@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::task::{Context, Poll};
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Either};
@@ -56,7 +57,9 @@ enum ReleaseSlot {
 ///
 /// The holder must call `dispose` on every path: success, failure and abort.
 pub struct SubagentRun {
-    id: String,
+    /// Boxed, not a `String`: a settlement holds the handle for as long as
+    /// its child runs, one per delegation in flight.
+    id: Box<str>,
     result: ResultSlot,
     release: ReleaseSlot,
     steerer: Option<Steerer>,
@@ -88,7 +91,7 @@ impl SubagentRun {
         DF: Future<Output = Result<(), SubagentError>> + Send + 'static,
     {
         Self {
-            id: id.into(),
+            id: id.into().into_boxed_str(),
             result: ResultSlot::Pending(result.boxed()),
             release: ReleaseSlot::Unstarted(Box::new(move || dispose().boxed())),
             steerer: None,
@@ -138,20 +141,27 @@ impl SubagentRun {
     /// that panicked while [`SubagentRun::dispose`] drove it panics here,
     /// once, with the same payload.
     pub async fn take_result(&mut self) -> Outcome {
+        std::future::poll_fn(|cx| self.poll_take_result(cx)).await
+    }
+
+    /// [`SubagentRun::take_result`] as a poll: for a holder that waits for
+    /// the outcome inside a future of its own, which then needs no room for
+    /// a wait besides the handle. A delegation in flight is made of such a
+    /// future, one per child, so that room counts.
+    pub fn poll_take_result(&mut self, cx: &mut Context<'_>) -> Poll<Outcome> {
         if let ResultSlot::Pending(pending) = &mut self.result {
-            let outcome = pending.await;
+            let outcome = std::task::ready!(pending.as_mut().poll(cx));
             self.result = ResultSlot::Taken;
-            return outcome;
+            return Poll::Ready(outcome);
         }
-        // Settled already, taken, or panicked while `dispose` drove it:
-        // `settled` resumes that panic once, as for every other reader.
-        self.settled().await;
-        match std::mem::replace(&mut self.result, ResultSlot::Taken) {
+        // Settled already, taken, or panicked while `dispose` drove it.
+        self.resume_panic();
+        Poll::Ready(match std::mem::replace(&mut self.result, ResultSlot::Taken) {
             ResultSlot::Ready(outcome) => *outcome,
             ResultSlot::Pending(_) | ResultSlot::Panicked(_) | ResultSlot::Taken => {
                 Err(SubagentError::failed(wording::RESULT_TAKEN))
             }
-        }
+        })
     }
 
     /// Waits until the run's outcome has settled, without copying it: once
@@ -160,14 +170,19 @@ impl SubagentRun {
     /// A result future that panicked while [`SubagentRun::dispose`] drove it
     /// panics here, once, with the same payload.
     pub async fn settled(&mut self) {
-        match &mut self.result {
-            ResultSlot::Pending(pending) => self.result = ResultSlot::Ready(Box::new(pending.await)),
-            ResultSlot::Ready(_) | ResultSlot::Taken => {}
-            ResultSlot::Panicked(_) => {
-                let settled = ResultSlot::Ready(Box::new(Err(SubagentError::failed(wording::RUN_PANICKED))));
-                if let ResultSlot::Panicked(payload) = std::mem::replace(&mut self.result, settled) {
-                    std::panic::resume_unwind(payload);
-                }
+        if let ResultSlot::Pending(pending) = &mut self.result {
+            self.result = ResultSlot::Ready(Box::new(pending.await));
+        }
+        self.resume_panic();
+    }
+
+    /// Resumes, once, a panic of the result future caught while
+    /// [`SubagentRun::dispose`] drove it; the run then reads as failed.
+    fn resume_panic(&mut self) {
+        if let ResultSlot::Panicked(_) = &self.result {
+            let settled = ResultSlot::Ready(Box::new(Err(SubagentError::failed(wording::RUN_PANICKED))));
+            if let ResultSlot::Panicked(payload) = std::mem::replace(&mut self.result, settled) {
+                std::panic::resume_unwind(payload);
             }
         }
     }
@@ -380,6 +395,22 @@ mod tests {
         assert_eq!(run.result().await, taken);
         assert_eq!(run.dispose().await, Ok(()));
         assert!(run.into_outcome().is_none());
+    }
+
+    #[test]
+    fn a_polled_take_waits_for_the_result_then_moves_it_out_once() {
+        let (tx, mut run) = late_run();
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        assert!(run.poll_take_result(&mut cx).is_pending());
+        tx.send(()).unwrap();
+        let Poll::Ready(taken) = run.poll_take_result(&mut cx) else {
+            panic!("the result had arrived");
+        };
+        assert_eq!(taken.unwrap().text(), "late");
+        assert_eq!(
+            run.poll_take_result(&mut cx),
+            Poll::Ready(Err(SubagentError::failed(wording::RESULT_TAKEN)))
+        );
     }
 
     #[tokio::test]

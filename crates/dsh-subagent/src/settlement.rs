@@ -106,7 +106,8 @@ type Releasing<'a> = Pin<Box<dyn Future<Output = Settled> + Send + 'a>>;
 async fn awaited(run: &mut SubagentRun, cancel: &CancellationToken) -> Option<Result<Outcome, Panic>> {
     tokio::select! {
         biased;
-        waited = AssertUnwindSafe(run.take_result()).catch_unwind() => Some(waited),
+        // Polled in place: this wait is part of every delegation in flight.
+        waited = AssertUnwindSafe(std::future::poll_fn(|cx| run.poll_take_result(cx))).catch_unwind() => Some(waited),
         () = cancel.cancelled() => None,
     }
 }

@@ -130,3 +130,33 @@ async fn unregisters_with_its_registration() {
     registration.dispose();
     assert!(service.list().is_empty());
 }
+
+/// A settlement is part of every delegation in flight: while the child runs
+/// it holds the run, the caller's token and the two waits (the result, in
+/// place; the cancellation), and no room for what comes after.
+#[tokio::test]
+async fn a_settlement_in_flight_holds_the_run_and_its_two_waits() {
+    let service = SubagentService::new();
+    let _reg = service
+        .register_provider(ScriptedProvider::builder("fixture").build())
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let run = service
+        .start(
+            "fixture",
+            StartRequest::text("hi", AgentRef::new("parent-1"), cancel.clone()),
+        )
+        .await
+        .unwrap();
+    assert!(
+        std::mem::size_of_val(&run) <= 72,
+        "a run handle is {} B",
+        std::mem::size_of_val(&run)
+    );
+    let settling = dsh_subagent::settle(run, &cancel);
+    let size = std::mem::size_of_val(&settling);
+    assert!(size <= 224, "a settlement is {size} B");
+    let settled = settling.await;
+    assert_eq!(settled.disposed, Ok(()));
+    assert_eq!(settled.result.unwrap().stop_reason, StopReason::Completed);
+}
