@@ -154,7 +154,8 @@ pub struct ScriptedProvider {
     inherits_parent_context: bool,
     script: Arc<Script>,
     start: StartBehavior,
-    result: ResultBehavior,
+    /// Shared by every run: a held run carries a pointer, not the behaviour.
+    result: Arc<ResultBehavior>,
     dispose: DisposeBehavior,
     holds: Holds,
     record_requests: bool,
@@ -198,7 +199,7 @@ impl ScriptedProvider {
                 structured: None,
             }),
             start: StartBehavior::default(),
-            result: ResultBehavior::default(),
+            result: Arc::default(),
             dispose: DisposeBehavior::default(),
             holds: Holds::default(),
             record_requests: true,
@@ -295,7 +296,7 @@ impl ScriptedProviderBuilder {
 
     /// What the result does.
     pub fn on_result(mut self, behavior: ResultBehavior) -> Self {
-        self.0.result = behavior;
+        self.0.result = Arc::new(behavior);
         self
     }
 
@@ -414,30 +415,32 @@ impl ScriptedProvider {
         let watch_token = run_token.clone();
         let behavior = self.result.clone();
         let hold = self.holds.result.clone();
+        // Kept small, as a real provider's would be: a bench holds one of
+        // these per delegation in flight.
         let result = async move {
             if let Some(gate) = hold {
                 gate.pass().await;
             }
-            let cancelled = async {
-                watch_token.cancelled().await;
-                stats.cancels_observed.fetch_add(1, Ordering::SeqCst);
-            };
-            let settled = |settled| Ok(script.outcome(wants_structured, settled));
-            match behavior {
-                ResultBehavior::Settle if watch_token.is_cancelled() => settled(Settled::Cancelled),
-                ResultBehavior::Settle => settled(Settled::Ran),
+            let settled = match &*behavior {
+                ResultBehavior::Settle if watch_token.is_cancelled() => Settled::Cancelled,
+                ResultBehavior::Settle => Settled::Ran,
                 ResultBehavior::Gated(gate) => tokio::select! {
-                    () = gate.pass() => settled(Settled::Ran),
-                    () = cancelled => settled(Settled::Cancelled),
+                    () = gate.pass() => Settled::Ran,
+                    () = watch_token.cancelled() => {
+                        stats.cancels_observed.fetch_add(1, Ordering::SeqCst);
+                        Settled::Cancelled
+                    }
                 },
                 ResultBehavior::UntilCancelled => {
-                    cancelled.await;
-                    settled(Settled::Cancelled)
+                    watch_token.cancelled().await;
+                    stats.cancels_observed.fetch_add(1, Ordering::SeqCst);
+                    Settled::Cancelled
                 }
-                ResultBehavior::Fail(message) => Err(SubagentError::failed(message)),
+                ResultBehavior::Fail(message) => return Err(SubagentError::failed(message.clone())),
                 ResultBehavior::Hang => futures::future::pending().await,
                 ResultBehavior::Panic => panic!("scripted subagent result panicked"),
-            }
+            };
+            Ok(script.outcome(wants_structured, settled))
         };
         let stats = self.stats.clone();
         let behavior = self.dispose.clone();
