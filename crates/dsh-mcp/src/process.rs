@@ -44,7 +44,7 @@ impl ServerProcess {
         let server = name.to_owned();
         let mut child = ChildSpec::new(program).args(args).environment(Environment::Inherited);
         for key in &options.withheld_env {
-            child = child.withhold(key);
+            child = child.withhold_env(key);
         }
         for (key, value) in &options.env {
             child = child.env(key, value);

@@ -97,7 +97,7 @@ impl ChildSpec {
     /// that guards this process's own server). An explicit
     /// [`ChildSpec::env`] entry of that name is still set.
     #[must_use]
-    pub fn withhold(mut self, key: impl Into<OsString>) -> Self {
+    pub fn withhold_env(mut self, key: impl Into<OsString>) -> Self {
         self.withheld.push(key.into());
         self
     }

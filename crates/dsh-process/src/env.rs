@@ -10,7 +10,7 @@ pub const BASE_ENV: &[&str] = &[
 ];
 
 /// Where a child's environment comes from. Withheld names
-/// ([`ChildSpec::withhold`](crate::ChildSpec::withhold)) are removed from
+/// ([`ChildSpec::withhold_env`](crate::ChildSpec::withhold_env)) are removed from
 /// what it takes of the parent's under either policy; explicit entries
 /// ([`ChildSpec::env`](crate::ChildSpec::env)) are then added on top, and win.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -160,7 +160,7 @@ async fn a_withheld_variable_reaches_the_child_under_no_policy() {
             .filter_map(|line| line.split_once('=').map(|(name, _)| name.to_owned()))
             .collect()
     };
-    let inherited = env_of(ChildSpec::new("env").withhold(secret)).await;
+    let inherited = env_of(ChildSpec::new("env").withhold_env(secret)).await;
     assert!(!names(&inherited).contains(&secret.to_owned()), "{inherited:?}");
     assert!(names(&inherited).contains(&other.to_owned()), "the rest is inherited");
     let passed = env_of(
@@ -168,7 +168,7 @@ async fn a_withheld_variable_reaches_the_child_under_no_policy() {
             .environment(Environment::Scrubbed {
                 pass: vec![secret.to_owned(), other.to_owned()],
             })
-            .withhold(secret),
+            .withhold_env(secret),
     )
     .await;
     assert!(!names(&passed).contains(&secret.to_owned()), "{passed:?}");

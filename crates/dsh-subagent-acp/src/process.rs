@@ -29,7 +29,7 @@ pub(crate) fn spec(config: &AcpConfig, cwd: &Path) -> ChildSpec {
         .stderr_tail_bytes(STDERR_TAIL_BYTES)
         .log_stderr(|text| tracing::debug!(target: "dsh_subagent_acp::child_stderr", "{text}"));
     for name in &config.withheld_env {
-        spec = spec.withhold(name);
+        spec = spec.withhold_env(name);
     }
     for (key, value) in &config.env {
         spec = spec.env(key, value);
