@@ -136,18 +136,11 @@ async fn unregisters_with_its_registration() {
 /// place; the cancellation), and no room for what comes after.
 #[tokio::test]
 async fn a_settlement_in_flight_holds_the_run_and_its_two_waits() {
-    let service = SubagentService::new();
-    let _reg = service
-        .register_provider(ScriptedProvider::builder("fixture").build())
-        .unwrap();
-    let cancel = CancellationToken::new();
-    let run = service
-        .start(
-            "fixture",
-            StartRequest::text("hi", AgentRef::new("parent-1"), cancel.clone()),
-        )
-        .await
-        .unwrap();
+    use dsh_subagent_api::SubagentProvider;
+    let provider = ScriptedProvider::builder("fixture").build();
+    let request = request();
+    let cancel = request.cancel.clone();
+    let run = provider.start(request).await.unwrap();
     assert!(
         std::mem::size_of_val(&run) <= 72,
         "a run handle is {} B",
