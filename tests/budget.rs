@@ -13,6 +13,8 @@ use dsh_llm::{Message, ScriptedModel};
 use dsh_subagent_api::ToolFilter;
 use dsh_subagent_spawn::SpawnProvider;
 use dsh_subagent_testing::budget::{marked_answer, noticed_task_id, read_back};
+use dsh_tasks::wording::TASK_OUTPUT;
+use dsh_tools::budget::PagedRead;
 use dsh_tools::{CancellationToken, ResultBudget, ToolExecution};
 use serde_json::{Value, json};
 
@@ -92,10 +94,11 @@ async fn four_children_answering_two_megabytes_each_are_cut_and_page_back_from_t
         assert!(result.len() > 1000, "{result}");
         assert!(result.starts_with(&format!("<{mark} start>a")));
         assert!(result.ends_with(&format!("<{mark} end>")));
-        let task_id = noticed_task_id(result);
+        let task_id = noticed_task_id(result, TASK_OUTPUT);
 
         // Every page from the start, reassembled: exactly the answer.
-        let read_back = read_back(harness.tools(), &task_id, &exec, ResultBudget::DEFAULT).await;
+        let read = PagedRead::new(TASK_OUTPUT, task_id);
+        let read_back = read_back(harness.tools(), &read, &exec, ResultBudget::DEFAULT).await;
         assert!(
             read_back == full,
             "part {mark}: {} of {} bytes",
@@ -108,7 +111,7 @@ async fn four_children_answering_two_megabytes_each_are_cut_and_page_back_from_t
 
     // A transcript that is gone: the answer is no longer kept, and reading
     // it says so without running anything.
-    let task_id = noticed_task_id(&results[0]);
+    let task_id = noticed_task_id(&results[0], TASK_OUTPUT);
     for transcript in std::fs::read_dir(data_dir.path().join("agents")).unwrap() {
         let path = transcript.unwrap().path();
         if std::fs::read_to_string(&path).unwrap().contains("<w end>") {
@@ -117,7 +120,7 @@ async fn four_children_answering_two_megabytes_each_are_cut_and_page_back_from_t
     }
     let gone = harness
         .tools()
-        .call("task_output", json!({"task_id": task_id}), exec)
+        .call(TASK_OUTPUT, json!({"task_id": task_id}), exec)
         .await;
     assert!(!gone.is_error);
     assert_eq!(

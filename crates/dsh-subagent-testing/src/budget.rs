@@ -23,10 +23,10 @@ pub fn marked_answer(mark: char, chars: usize) -> String {
 }
 
 /// The id of the task that keeps the rest of a cut result, read from its
-/// notice (`… call task_output {"task_id": "<id>", …`). Panics when `text`
-/// names none.
-pub fn noticed_task_id(text: &str) -> String {
-    let Some((_, rest)) = text.split_once(r#"task_output {"task_id": ""#) else {
+/// notice, which names the call reading on with `tool` (`… call
+/// task_output {"task_id": "<id>", …`). Panics when `text` names none.
+pub fn noticed_task_id(text: &str, tool: &str) -> String {
+    let Some((_, rest)) = text.split_once(&format!(r#"{tool} {{"task_id": ""#)) else {
         panic!("no task named in: {text}")
     };
     let Some((id, _)) = rest.split_once('"') else {
@@ -35,23 +35,22 @@ pub fn noticed_task_id(text: &str) -> String {
     id.to_owned()
 }
 
-/// Reads the kept text of task `task_id` back whole through the
-/// `task_output` tool of `tools`, called as `exec`'s agent, page by page
-/// from the start: every page within `budget`, each starting where the one
-/// before ended, the last one the page that names no next offset. Panics on
-/// a read that fails or breaks one of these.
-pub async fn read_back(tools: &ToolRegistry, task_id: &str, exec: &ToolExecution, budget: ResultBudget) -> String {
+/// Reads the kept text `read` names back whole, calling its tool in
+/// `tools` as `exec`'s agent, page by page from the start: every page
+/// within `budget`, each starting where the one before ended, the last one
+/// the page that names no next offset. Panics on a read that fails or
+/// breaks one of these.
+pub async fn read_back(tools: &ToolRegistry, read: &PagedRead, exec: &ToolExecution, budget: ResultBudget) -> String {
     let status_line = |text: &str| {
         let Some(at) = text.rfind("\n[status: ") else {
             panic!("a page without its status line: {text}")
         };
         at
     };
-    let read = PagedRead::new("task_output", task_id);
     let mut text = String::new();
     let mut offset = 0;
     loop {
-        let args = json!({"task_id": task_id, "offset": offset});
+        let args = json!({"task_id": read.task_id(), "offset": offset});
         let page = tools.call(read.tool(), args, exec.clone()).await;
         assert!(!page.is_error, "{}", page.text);
         assert!(page.text.len() <= budget.bytes(), "a page of {} bytes", page.text.len());

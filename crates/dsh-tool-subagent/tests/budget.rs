@@ -12,9 +12,10 @@ use dsh_subagent_api::StopReason;
 use dsh_subagent_testing::budget::{marked_answer, noticed_task_id, read_back};
 use dsh_subagent_testing::scripted::ScriptedProvider;
 use dsh_tasks::TaskRegistry;
+use dsh_tasks::wording::TASK_OUTPUT;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tool_tasks::TaskToolsPlugin;
-use dsh_tools::budget::Shown;
+use dsh_tools::budget::{PagedRead, Shown};
 use dsh_tools::{ResultBudget, ToolRegistry, ToolResult};
 use serde_json::json;
 
@@ -69,13 +70,14 @@ impl World {
 
     async fn read(&self, task_id: &str, offset: u64) -> ToolResult {
         let args = json!({"task_id": task_id, "offset": offset});
-        self.tools.call("task_output", args, exec()).await
+        self.tools.call(TASK_OUTPUT, args, exec()).await
     }
 
     /// Reads the kept text of `task_id` back whole, page by page from the
     /// start, each page within the budget.
     async fn read_back(&self, task_id: &str) -> String {
-        read_back(&self.tools, task_id, &exec(), ResultBudget::DEFAULT).await
+        let read = PagedRead::new(TASK_OUTPUT, task_id.to_owned());
+        read_back(&self.tools, &read, &exec(), ResultBudget::DEFAULT).await
     }
 }
 
@@ -105,7 +107,7 @@ async fn four_parallel_children_of_two_megabytes_each_read_as_head_and_tail_and_
         assert!(result.text.starts_with(&full[..head.bytes as usize]));
         assert!(result.text.ends_with(&full[full.len() - tail.bytes as usize..]));
         assert!(result.text.ends_with(&format!("<{mark} end>")));
-        let id = noticed_task_id(&result.text);
+        let id = noticed_task_id(&result.text, TASK_OUTPUT);
         let call = format!(r#"call task_output {{"task_id": "{id}", "offset": {}}}]"#, head.chars);
         assert!(
             result.text.contains(&call),
@@ -157,7 +159,7 @@ async fn a_failure_with_a_long_partial_output_keeps_its_code_and_pages_back_its_
     );
     assert!(result.text.ends_with("<p end>"));
     let message = dsh_tool_subagent::wording::stopped_run(&StopReason::MaxTokens, None, &marked_answer('p', 100_000));
-    let id = noticed_task_id(&result.text);
+    let id = noticed_task_id(&result.text, TASK_OUTPUT);
     assert_eq!(world.read_back(&id).await, message);
     let first = world.read(&id, 0).await;
     assert!(
@@ -238,7 +240,10 @@ async fn a_kept_answer_evicted_from_its_trees_store_reads_as_no_longer_kept() {
     };
     let first = call('e').await;
     let second = call('f').await;
-    let (first, second) = (noticed_task_id(&first.text), noticed_task_id(&second.text));
+    let (first, second) = (
+        noticed_task_id(&first.text, TASK_OUTPUT),
+        noticed_task_id(&second.text, TASK_OUTPUT),
+    );
     assert_eq!(world.service.texts(&parent).held(), marked_answer('f', 1_000_000).len());
     // Another tree's store is its own: the default one holds nothing.
     assert_eq!(world.service.texts(&dsh_tools::AgentRef::new("other")).held(), 0);
@@ -275,5 +280,8 @@ async fn a_cut_is_announced_to_run_listeners() {
     assert_eq!(cut.depth, 1);
     assert_eq!(cut.full.bytes as usize, marked_answer('c', 100_000).len());
     assert_eq!(cut.shown, result.cut.as_deref().unwrap().shown.size());
-    assert_eq!(cut.task_id.as_deref(), Some(noticed_task_id(&result.text).as_str()));
+    assert_eq!(
+        cut.task_id.as_deref(),
+        Some(noticed_task_id(&result.text, TASK_OUTPUT).as_str())
+    );
 }
