@@ -52,14 +52,11 @@ use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::{Value, json};
 
-use crate::{Flavor, Row, micros, ratio};
+use crate::{Flavor, PROMPT, Row, micros, ratio};
 
 /// The environment variable that names the `dsh` binary to run (skips the
 /// automatic build and the lookup next to the bench).
 pub const DSH_BIN_ENV: &str = "DSH_BENCH_DSH_BIN";
-
-/// The task each delegation gives its child.
-const PROMPT: &str = "answer at once";
 
 /// `cargo build` arguments for the `dsh` binary, reported as JSON (the manifest path follows).
 const BUILD_ARGS: [&str; 7] = [

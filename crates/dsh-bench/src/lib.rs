@@ -12,6 +12,10 @@
 //!   `subagent` tool → [`SubagentService`] → [`ScriptedProvider`] that settles
 //!   at once, each spawned as its own task and answered over a oneshot exactly
 //!   like the floor: sequentially and with 1,000 / 10,000 / 100,000 in flight;
+//! - where the 10,000-concurrent row's time goes: the same calls with the
+//!   library taken out (the harness alone, then through the registry to a
+//!   tool that answers at once) and the scripted child alone, each against
+//!   the same floor (`parts`);
 //! - bytes per in-flight delegation: peak RSS growth (`VmHWM` minus the
 //!   `VmRSS` baseline after warm-up) with N delegations held in flight at a
 //!   [`Gate`], divided by N, in a fresh child process per flavor;
@@ -34,6 +38,7 @@ pub mod acp;
 pub mod answer;
 pub mod context;
 pub mod limits;
+mod parts;
 pub mod spans;
 
 use std::fmt::{self, Write as _};
@@ -54,6 +59,8 @@ use tracing::instrument::WithSubscriber;
 
 /// The reply of the benchmark provider; a delegation that does not return it failed.
 const REPLY: &str = "bench reply";
+/// The task every bench delegation gives its child.
+const PROMPT: &str = "answer at once";
 
 /// A tokio runtime flavor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,7 +249,7 @@ impl Fixture {
     pub(crate) fn caller(&self) -> Caller {
         Caller {
             tools: self.tools.clone(),
-            args: Arc::new(json!({"description": "bench", "prompt": "answer at once"})),
+            args: Arc::new(json!({"description": "bench", "prompt": PROMPT})),
             agent: AgentRef::new("bench-parent").with_lineage(self.lineage.clone()),
             dispatch: None,
         }
@@ -434,10 +441,13 @@ pub(crate) fn yes_no(met: bool) -> &'static str {
 /// concurrent path is held to.
 fn floor_bound(concurrent: Option<usize>, flavor: Flavor) -> f64 {
     match (concurrent, flavor) {
-        (Some(10_000), Flavor::CurrentThread) => 6.0,
+        (Some(TARGET_CONCURRENT), Flavor::CurrentThread) => 6.0,
         _ => 10.0,
     }
 }
+
+/// The concurrent count the concurrent path is held to ([`floor_bound`]).
+const TARGET_CONCURRENT: usize = 10_000;
 
 /// One per-delegation row: target ≤ 3 µs and at most `bound` × the floor.
 fn delegation_row(figure: String, flavor: Flavor, ours: Duration, floor: Duration, bound: f64) -> Row {
@@ -533,6 +543,16 @@ fn run_flavor(plan: &Plan, flavor: Flavor) -> Result<Vec<Row>, String> {
                 median(floors),
                 floor_bound(Some(count), flavor),
             ));
+        }
+        // Where the time of the concurrent target's row goes (at the plan's
+        // largest count up to it).
+        let parts_count = plan
+            .concurrent
+            .iter()
+            .filter(|&&count| count <= TARGET_CONCURRENT)
+            .max();
+        if let Some(&count) = parts_count {
+            rows.extend(parts::rows(&fixture, count, plan.rounds, flavor).await?);
         }
         let latencies = cancellation(plan.cancel_samples).await?;
         let floor_latencies = floor_cancellation(plan.cancel_samples).await;
@@ -732,6 +752,9 @@ mod tests {
             "catalog render",
             "limits configured",
             "through max_concurrent = 8",
+            "the harness alone",
+            "a tool that answers at once",
+            "the scripted child alone",
         ] {
             assert!(text.contains(figure), "{figure} missing from\n{text}");
         }
