@@ -1,0 +1,378 @@
+//! One run of the agent loop, as named steps: begin the turn, then per
+//! step check the limits, send the request (fitted to the context window),
+//! take the answer and run its tool calls; then end the turn.
+
+use dsh_llm::{ChatEvent, ChatRequest, ChatResponse, LlmError, Message, ToolCall, Usage, collect_response_with};
+use dsh_subagent_api::SpanOrigin;
+use dsh_tools::{CancellationToken, ToolExecution, ToolResult};
+use tracing::Instrument;
+
+use super::guard::{Round, Turn};
+use super::{Agent, Phase};
+use crate::context::Anchor;
+use crate::trace;
+use crate::transcript::TranscriptEntry;
+use crate::usage::{add_reported, since};
+use crate::{AgentStop, RunOutcome};
+
+/// A run in progress: its turn, and what it counts.
+struct Run {
+    /// The run's messages, and the round of results its next request carries.
+    turn: Turn,
+    /// Model calls made.
+    steps: u32,
+    /// Tokens its own model calls reported.
+    usage: Option<Usage>,
+    /// The agent's children's tokens when the run began.
+    children_before: Option<Usage>,
+}
+
+/// What a run does after the model's answer.
+enum Next {
+    /// It stops.
+    Stop(AgentStop),
+    /// It asks the model again: a message was steered in while it answered.
+    AskAgain,
+    /// It runs these tool calls, then sends their results.
+    CallTools(Vec<ToolCall>),
+}
+
+impl Agent {
+    /// Runs one user prompt to a final answer, a limit, or cancellation.
+    ///
+    /// Cancellation is honoured at every await: the model stream is dropped,
+    /// running tool calls receive the cancellation, and the run ends
+    /// [`AgentStop::Cancelled`] with every tool call answered.
+    ///
+    /// With a [`NoticeSource`](crate::NoticeSource) on the runtime, notices
+    /// pending for this agent join the conversation as a user message: those
+    /// from between runs just before the prompt, later ones before the model
+    /// call that follows their arrival. Messages [steered](Agent::steer) into
+    /// the run join it the same way, after the notices.
+    ///
+    /// The run is traced as an `invoke_agent <label>` span under the current
+    /// span; [`Agent::run_from`] places it elsewhere.
+    pub async fn run(&self, prompt: impl Into<String>, cancel: &CancellationToken) -> RunOutcome {
+        self.run_from(prompt, cancel, &SpanOrigin::current()).await
+    }
+
+    /// [`Agent::run`], with its `invoke_agent` span placed by `origin`: under
+    /// the span of the call that waits for it, or in a new trace that follows
+    /// from the call that started it.
+    pub async fn run_from(
+        &self,
+        prompt: impl Into<String>,
+        cancel: &CancellationToken,
+        origin: &SpanOrigin,
+    ) -> RunOutcome {
+        let prompt = prompt.into();
+        let span = origin
+            .place(|parent| trace::invoke_agent(parent, &self.inner.info, self.inner.runtime.model().provider_name()));
+        trace::record_content(&span, "gen_ai.input.messages", "user", &prompt);
+        let outcome = self.run_traced(prompt, cancel).instrument(span.clone()).await;
+        if let Some(usage) = outcome.usage {
+            trace::record_usage(&span, usage);
+        }
+        trace::record_stop(&span, &outcome.stop);
+        trace::record_content(&span, "gen_ai.output.messages", "assistant", &outcome.text);
+        outcome
+    }
+
+    /// One run, under the agent's run lock: steps until a stop, then the
+    /// turn's end.
+    async fn run_traced(&self, prompt: String, cancel: &CancellationToken) -> RunOutcome {
+        let _one_run_at_a_time = self.inner.run_lock.lock().await;
+        let mut run = self.begin(prompt);
+        let stop = loop {
+            if let Some(stop) = self.limit_reached(run.steps, cancel) {
+                break stop;
+            }
+            run.steps += 1;
+            self.take_notices(&mut run.turn);
+            self.take_steered(&mut run.turn);
+            let (response, sent) = match self.send(&mut run.turn, cancel).await {
+                Ok(answered) => answered,
+                Err(stop) => break stop,
+            };
+            match self.answered(&mut run, response, sent) {
+                Next::Stop(stop) => break stop,
+                Next::AskAgain => {}
+                Next::CallTools(calls) => self.call_tools(calls, &mut run.turn, cancel).await,
+            }
+        };
+        self.end(run, stop)
+    }
+
+    /// Opens the turn with the notices that arrived between runs, then the
+    /// prompt.
+    fn begin(&self, prompt: String) -> Run {
+        self.open_turn();
+        let mut turn = Turn::default();
+        self.take_notices(&mut turn);
+        turn.messages.push(Message::user(prompt));
+        self.record_turn(&mut turn);
+        Run {
+            turn,
+            steps: 0,
+            usage: None,
+            children_before: self.lock().usage.children,
+        }
+    }
+
+    /// Why the run may take no further step after `steps`, if it may not:
+    /// cancelled, out of turns, or out of tokens in its tree.
+    fn limit_reached(&self, steps: u32, cancel: &CancellationToken) -> Option<AgentStop> {
+        if cancel.is_cancelled() {
+            return Some(AgentStop::Cancelled);
+        }
+        if steps >= self.inner.max_turns {
+            return Some(AgentStop::MaxTurns(self.inner.max_turns));
+        }
+        let spent = self.inner.lineage.spent_budget()?;
+        Some(AgentStop::TokenBudget(spent.limit()))
+    }
+
+    /// Sends the conversation so far plus `turn`, checked against the
+    /// context window first. A request refused for its length is fitted to
+    /// the window the refusal named and sent once more, never more than
+    /// that. The model's answer, with what the request carried; or why the
+    /// run stops.
+    async fn send(&self, turn: &mut Turn, cancel: &CancellationToken) -> Result<(ChatResponse, Anchor), AgentStop> {
+        let mut refused = false;
+        loop {
+            let request = self.request(&turn.messages);
+            // The estimate is checked against a window: while none is
+            // known, counting the request's bytes would be wasted.
+            let room = self.room(&request);
+            let estimate = room.map(|_| self.estimate(&request));
+            if let (Some(room), Some(estimate)) = (room, estimate) {
+                room.check(estimate).map_err(AgentStop::ContextWindow)?;
+            }
+            let sent = Anchor::of(&request, 0);
+            match self.call_model(request, cancel).await {
+                Ok(response) => return Ok((response, sent)),
+                Err(LlmError::Cancelled) => return Err(AgentStop::Cancelled),
+                Err(LlmError::ContextLength { refusal, .. }) => {
+                    // Unchecked, it is counted now: the turn is the one the
+                    // refused request carried.
+                    let estimate = estimate.unwrap_or_else(|| self.estimate(&self.request(&turn.messages)));
+                    self.after_refusal(&refusal, estimate, refused, turn)
+                        .map_err(AgentStop::ContextWindow)?;
+                    refused = true;
+                }
+                Err(error) => return Err(AgentStop::Error(error.to_string())),
+            }
+        }
+    }
+
+    /// The model took the request `sent`: the results it carried are final,
+    /// its usage is counted and its answer recorded. Then what the answer
+    /// asks for next.
+    fn answered(&self, run: &mut Run, response: ChatResponse, sent: Anchor) -> Next {
+        run.turn.round = None;
+        self.record_turn(&mut run.turn);
+        if let Some(spent) = response.usage {
+            self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
+            run.usage = add_reported(run.usage, Some(spent));
+            let mut state = self.lock();
+            state.usage.own = add_reported(state.usage.own, Some(spent));
+            state.context.anchor = Some(sent.counted(spent.prompt_tokens));
+        }
+        if let Some(observer) = self.inner.runtime.observer() {
+            observer.step_finished(self.id(), run.steps, run.usage);
+        }
+        run.turn.messages.push(response.to_message());
+        self.record_turn(&mut run.turn);
+        match response.finish_reason {
+            dsh_llm::FinishReason::Length => return Next::Stop(AgentStop::MaxTokens),
+            dsh_llm::FinishReason::ContentFilter => return Next::Stop(AgentStop::Refusal),
+            _ => {}
+        }
+        if !response.tool_calls.is_empty() {
+            return Next::CallTools(response.tool_calls);
+        }
+        if self.close_unless_steered() {
+            Next::Stop(AgentStop::Completed)
+        } else {
+            // A message joined while the model answered: answer it too.
+            Next::AskAgain
+        }
+    }
+
+    /// Runs the model's tool calls together, fits their results into the
+    /// window's room, and adds them to the turn as the round the next
+    /// request carries.
+    async fn call_tools(&self, calls: Vec<ToolCall>, turn: &mut Turn, cancel: &CancellationToken) {
+        let mut results = futures::future::join_all(calls.iter().map(|call| self.call_tool(call, cancel))).await;
+        let start = turn.messages.len();
+        self.fit_round(&turn.messages, &calls, &mut results);
+        turn.messages.extend(
+            calls
+                .iter()
+                .zip(&results)
+                .map(|(call, result)| Message::tool(call.id.clone(), result.text.clone())),
+        );
+        turn.round = Some(Round { start, calls, results });
+    }
+
+    /// Ends the run on `stop`: closes the turn, keeps it in the history,
+    /// records its end and flushes the transcript. Messages steered in and
+    /// never read are recorded, so none is lost.
+    fn end(&self, run: Run, stop: AgentStop) -> RunOutcome {
+        let Run {
+            mut turn,
+            steps,
+            usage,
+            children_before,
+        } = run;
+        let unread = {
+            let mut state = self.lock();
+            state.inbox.phase = Phase::Closed;
+            std::mem::take(&mut state.inbox.pending)
+        };
+        turn.messages.extend(unread.into_iter().map(Message::user));
+        turn.round = None;
+        self.record_turn(&mut turn);
+        if let AgentStop::ContextWindow(context) = &stop {
+            trace::record_context_stop(context);
+        }
+        let turn = turn.messages;
+        let text = turn
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                Message::Assistant { content, .. } if !content.is_empty() => Some(content.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        self.lock().history.extend(turn);
+        let children_usage = since(self.lock().usage.children, children_before);
+        self.record(&TranscriptEntry::TurnEnd {
+            stop: stop.to_string(),
+            steps,
+            usage,
+            children_usage,
+        });
+        if let Some(transcript) = &self.inner.transcript
+            && let Err(error) = transcript.flush()
+        {
+            tracing::warn!(agent = %self.id(), "{}", crate::wording::log_transcript_flush_failed(&error));
+        }
+        RunOutcome {
+            stop,
+            text,
+            steps,
+            usage,
+        }
+    }
+
+    /// One model call, traced as a `chat` span, with its text streamed to
+    /// the observer.
+    async fn call_model(&self, request: ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+        let observer = self.inner.runtime.observer();
+        let model = self.inner.runtime.model();
+        let chat = trace::chat(
+            request.model.as_deref().unwrap_or(model.model_name()),
+            model.provider_name(),
+            request.max_tokens,
+        );
+        let stream = chat.in_scope(|| model.stream_chat(request, cancel.clone()));
+        let on_event = |event: &ChatEvent| {
+            if let (Some(observer), ChatEvent::TextDelta(delta)) = (observer, event) {
+                observer.text_delta(self.id(), delta);
+            }
+        };
+        let result = collect_response_with(stream, cancel, on_event)
+            .instrument(chat.clone())
+            .await;
+        match &result {
+            Ok(response) => trace::record_response(&chat, response),
+            Err(error) => trace::record_llm_error(&chat, error),
+        }
+        result
+    }
+
+    /// Appends the messages steered into this run, each as a user message;
+    /// recorded unless a round of results waits before them.
+    fn take_steered(&self, turn: &mut Turn) {
+        let steered = std::mem::take(&mut self.lock().inbox.pending);
+        turn.messages.extend(steered.into_iter().map(Message::user));
+        self.record_turn(turn);
+    }
+
+    /// On a final answer: closes the turn if no steered message is unread
+    /// (`true`), under the lock [`Agent::steer`] takes.
+    fn close_unless_steered(&self) -> bool {
+        let mut state = self.lock();
+        if !state.inbox.pending.is_empty() {
+            return false;
+        }
+        state.inbox.phase = Phase::Closed;
+        true
+    }
+
+    /// Appends the notices pending for this agent as one user message;
+    /// recorded unless a round of results waits before it.
+    fn take_notices(&self, turn: &mut Turn) {
+        let Some(source) = self.inner.runtime.notices() else {
+            return;
+        };
+        let notices = source.take(self.id());
+        if notices.is_empty() {
+            return;
+        }
+        turn.messages.push(Message::user(crate::wording::notices(&notices)));
+        self.record_turn(turn);
+    }
+
+    /// The request of the conversation so far plus `turn`. Its `max_tokens`
+    /// is the agent's cap, and never more than its token budgets have left
+    /// ([`budget_cap`]), so that one answer cannot overshoot them.
+    pub(super) fn request(&self, turn: &[Message]) -> ChatRequest {
+        let history = self.history();
+        let mut messages = Vec::with_capacity(history.len() + turn.len() + 1);
+        if let Some(system) = &self.inner.system_prompt {
+            messages.push(Message::system(system.clone()));
+        }
+        messages.extend(history);
+        messages.extend(turn.iter().cloned());
+        let left = self.inner.lineage.budget().map(|budget| budget.remaining().max(1));
+        let max_tokens = budget_cap(self.inner.max_tokens, left);
+        ChatRequest {
+            messages,
+            tools: self.inner.tools.definitions(),
+            model: self.inner.model_override.clone(),
+            max_tokens,
+            temperature: None,
+        }
+    }
+
+    async fn call_tool(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolResult {
+        let observer = self.inner.runtime.observer();
+        if let Some(observer) = observer {
+            observer.tool_call_started(self.id(), call);
+        }
+        let exec = ToolExecution::new(cancel.child_token())
+            .with_agent(self.agent_ref())
+            .with_call_id(call.id.clone());
+        let result = self.inner.tools.call(&call.name, &call.arguments, exec).await;
+        if let Some(observer) = observer {
+            observer.tool_call_finished(self.id(), call, &result);
+        }
+        result
+    }
+}
+
+/// The `max_tokens` of a request by an agent whose own cap is `cap` and
+/// whose token budgets have `left` tokens: the smaller of the two. Without a
+/// cap of its own, what is left is asked for only once it is at most
+/// [`DEFAULT_ANSWER_RESERVE`](crate::DEFAULT_ANSWER_RESERVE): a larger
+/// `max_tokens` than its model's output limit makes some servers refuse the
+/// request (DeepSeek's limit is 8,192), while any model answers that much.
+fn budget_cap(cap: Option<u64>, left: Option<u64>) -> Option<u64> {
+    match (cap, left) {
+        (Some(cap), Some(left)) => Some(cap.min(left)),
+        (None, Some(left)) if left <= crate::DEFAULT_ANSWER_RESERVE => Some(left),
+        (cap, _) => cap,
+    }
+}
