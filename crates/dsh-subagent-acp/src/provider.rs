@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::StopReason as AcpStop;
+use dsh_process::ChildSpec;
 use dsh_subagent_api::{
     Capabilities, ContentBlock, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
     concat_text,
@@ -128,18 +129,52 @@ async fn start(
     tracing::debug!(pgid = process.group_id(), command = %config.command.display(), "{}", wording::LOG_CHILD_STARTED);
 
     let state = Arc::new(RunState::default());
-    let outgoing = writer(pipes.stdin, process.stdin_closer());
-    let incoming = reader(pipes.stdout, state.clone(), config.max_line_bytes);
     let run_cancel = request.cancel.child_token();
+    let conversation = conversation(&config, &request, &spec, cwd, progress.map(|sink| (id.clone(), sink)));
     let (published_tx, published) = oneshot::channel();
     let (done_tx, done) = watch::channel(false);
+    let task = tokio::spawn({
+        let outgoing = writer(pipes.stdin, process.stdin_closer());
+        let incoming = reader(pipes.stdout, state.clone(), config.max_line_bytes);
+        let (state, cancel) = (state.clone(), run_cancel.clone());
+        async move {
+            let ended = converse(conversation, incoming, outgoing, state, cancel, published_tx).await;
+            let _ = done_tx.send(true);
+            ended
+        }
+    });
+    let task = AbortOnDrop(Some(task));
+    let handle = until_published(task, published, &process, &state, &config, &request.cancel).await?;
+    Ok(published_run(
+        id,
+        handle,
+        Published {
+            process,
+            state,
+            run_cancel,
+            done,
+            config,
+        },
+    ))
+}
+
+/// What the conversation task is given: the prompt's text, where and how the
+/// child runs, what it may ask, its limits, its trace context, and where its
+/// progress goes.
+fn conversation(
+    config: &AcpConfig,
+    request: &StartRequest,
+    spec: &ChildSpec,
+    cwd: PathBuf,
+    progress: Option<(String, ProgressSink)>,
+) -> Conversation {
     let env_set = spec
         .child_env()
         .into_iter()
         .filter(|(_, value)| !value.is_empty())
         .filter_map(|(name, _)| name.into_string().ok())
         .collect();
-    let conversation = Conversation {
+    Conversation {
         prompt: concat_text(&request.prompt),
         cwd,
         permission: config.permission,
@@ -149,18 +184,22 @@ async fn start(
         cancel_grace: config.cancel_grace,
         max_output_bytes: config.max_output_bytes,
         trace_context: request.origin.span().map(trace_meta).unwrap_or_default(),
-        progress: progress.map(|sink| (id.clone(), sink)),
-    };
-    let task = tokio::spawn({
-        let (state, cancel) = (state.clone(), run_cancel.clone());
-        async move {
-            let ended = converse(conversation, incoming, outgoing, state, cancel, published_tx).await;
-            let _ = done_tx.send(true);
-            ended
-        }
-    });
-    let mut task = AbortOnDrop(Some(task));
+        progress,
+    }
+}
 
+/// Waits until the child's session is published, then hands back the
+/// conversation task. On a cancellation, a start-up timeout or a
+/// conversation that ended first, the child is released and the start fails
+/// with why.
+async fn until_published(
+    mut task: AbortOnDrop,
+    published: oneshot::Receiver<()>,
+    process: &ChildProcess,
+    state: &RunState,
+    config: &AcpConfig,
+    cancel: &CancellationToken,
+) -> Result<JoinHandle<Result<Ended, Broken>>, SubagentError> {
     enum Startup {
         Published,
         Ended,
@@ -169,7 +208,7 @@ async fn start(
     }
     let startup = tokio::select! {
         biased;
-        () = request.cancel.cancelled() => Startup::Cancelled,
+        () = cancel.cancelled() => Startup::Cancelled,
         published = published => if published.is_ok() { Startup::Published } else { Startup::Ended },
         () = tokio::time::sleep(config.startup_timeout) => Startup::TimedOut,
     };
@@ -182,7 +221,7 @@ async fn start(
                 Some(handle) => handle.await,
                 None => Ok(Err(Broken::Closed)),
             };
-            Some(Ok(describe_end(ended, &state, &config)))
+            Some(Ok(describe_end(ended, state, config)))
         }
     };
     if let Some(failure) = failure {
@@ -191,25 +230,47 @@ async fn start(
         let error = match failure {
             Err(aborted) => aborted,
             Ok((what, ended_by)) => {
-                let diagnostic = diagnose(&process, stage, what, ended_by, &request.cancel).await;
+                let diagnostic = diagnose(process, stage, what, ended_by, cancel).await;
                 SubagentError::failed_with_code(wording::start_failed(&diagnostic), crate::ErrorCode::StartFailed)
             }
         };
-        release_failed_start(&process, &config, &request.cancel).await;
+        release_failed_start(process, config, cancel).await;
         tracing::debug!(code = error.code().as_str(), "{}", wording::log_start_failed(&error));
         return Err(error);
     }
+    task.0
+        .take()
+        .ok_or_else(|| SubagentError::failed(wording::CONVERSATION_TASK_LOST))
+}
 
-    let Some(handle) = task.0.take() else {
-        return Err(SubagentError::failed(wording::CONVERSATION_TASK_LOST));
-    };
+/// What a published run keeps for its result and its release.
+struct Published {
+    process: Arc<ChildProcess>,
+    state: Arc<RunState>,
+    /// The conversation's token: cancelled on release.
+    run_cancel: CancellationToken,
+    /// Set once the conversation task has ended.
+    done: watch::Receiver<bool>,
+    config: Arc<AcpConfig>,
+}
+
+/// The run of a published conversation: its result settles once the
+/// conversation task ends; its release cancels the conversation, gives it
+/// its grace to end, then tears the child down.
+fn published_run(id: String, handle: JoinHandle<Result<Ended, Broken>>, published: Published) -> SubagentRun {
+    let Published {
+        process,
+        state,
+        run_cancel,
+        mut done,
+        config,
+    } = published;
     let result = {
-        let (process, state, run_cancel, config) = (process.clone(), state.clone(), run_cancel.clone(), config.clone());
+        let (process, run_cancel, config) = (process.clone(), run_cancel.clone(), config.clone());
         async move { Ok(settle(handle.await, &state, &process, &run_cancel, &config).await) }
     };
     let dispose = move || async move {
         run_cancel.cancel();
-        let mut done = done;
         let conversation_end = config.cancel_grace + Duration::from_secs(1);
         let _ = tokio::time::timeout(conversation_end, done.wait_for(|done| *done)).await;
         let torn = process
@@ -219,7 +280,7 @@ async fn start(
         torn.map(|_| ())
             .map_err(|error| SubagentError::failed_with_code(error, crate::ErrorCode::TeardownFailed))
     };
-    Ok(SubagentRun::new(id, result, dispose))
+    SubagentRun::new(id, result, dispose)
 }
 
 /// Releases the child of a start that failed: the whole teardown ladder,
