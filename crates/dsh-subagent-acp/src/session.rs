@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ContentBlock, Implementation, InitializeRequest, NewSessionRequest,
+    AuthenticateRequest, CancelNotification, ContentBlock, Implementation, InitializeRequest, Meta, NewSessionRequest,
     PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionNotification, SessionUpdate, StopReason as AcpStop, TextContent,
+    SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate, StopReason as AcpStop, TextContent,
 };
 use agent_client_protocol::{Agent, Client, Lines};
 use dsh_subagent_api::StopReason;
@@ -203,25 +204,18 @@ pub(crate) async fn converse(
     } = conversation;
     let meta = (!trace_context.is_empty()).then_some(trace_context);
     let updates = state.clone();
-    let main = state.clone();
+    let turn = Turn {
+        prompt,
+        meta: meta.clone(),
+        timeout: turn_timeout,
+        cancel_grace,
+    };
     Client
         .v1()
         .name("dsh-subagent-acp")
         .on_receive_notification(
             async move |notification: SessionNotification, _cx| {
-                if !updates.is_session(&notification.session_id.to_string()) {
-                    return Ok(());
-                }
-                if let SessionUpdate::AgentMessageChunk(chunk) = &notification.update
-                    && let ContentBlock::Text(text) = &chunk.content
-                {
-                    updates.push_output(&text.text, max_output_bytes);
-                }
-                if let Some((run, sink)) = &progress
-                    && let Some(update) = child_update(&notification.update)
-                {
-                    sink(run, &update);
-                }
+                take_update(&updates, &notification, max_output_bytes, progress.as_ref());
                 Ok(())
             },
             agent_client_protocol::on_receive_notification!(),
@@ -232,72 +226,135 @@ pub(crate) async fn converse(
             },
             agent_client_protocol::on_receive_request!(),
         )
-        .connect_with(
-            Lines::new(outgoing, incoming),
-            async move |cx: agent_client_protocol::v1::ConnectionTo<Agent>| {
-                let state = main;
-                state.set_stage(Stage::Initialize);
-                let initialize = InitializeRequest::new(ProtocolVersion::V1)
-                    .client_info(Implementation::new("dsh-subagent-acp", env!("CARGO_PKG_VERSION")));
-                cx.send_request(initialize).block_task().await?;
-                match choose_auth(&auth, &state.auth_offers(), &env_set) {
-                    Ok(None) => {}
-                    Ok(Some(method)) => {
-                        state.set_stage(Stage::Authenticate);
-                        cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
-                    }
-                    Err(missing) => return Ok(Ended::AuthNotOffered(missing)),
-                }
-                state.set_stage(Stage::NewSession);
-                let session = cx
-                    .send_request(NewSessionRequest::new(cwd).meta(meta.clone()))
-                    .block_task()
-                    .await?;
-                let session_id = session.session_id;
-                if published.send(()).is_err() {
-                    // `start` gave up (cancelled or timed out): no prompt.
-                    return Ok(Ended::Cancelled(None));
-                }
-                // From here on the child's updates count (its answer, its
-                // reports): only a published run has any.
-                state.set_session(session_id.to_string());
-                state.set_stage(Stage::Prompt);
-                let request =
-                    PromptRequest::new(session_id.clone(), vec![ContentBlock::Text(TextContent::new(prompt))])
-                        .meta(meta);
-                let mut answer = std::pin::pin!(cx.send_request(request).block_task());
-                let out_of_time = async {
-                    match turn_timeout {
-                        Some(limit) => tokio::time::sleep(limit).await,
-                        None => std::future::pending().await,
-                    }
-                };
-                let timed_out = tokio::select! {
-                    biased;
-                    () = state.faulted.cancelled() => return Ok(Ended::Faulted),
-                    answered = &mut answer => return Ok(Ended::Answered(answered?.stop_reason)),
-                    () = cancel.cancelled() => false,
-                    () = out_of_time => true,
-                };
-                state.set_stage(Stage::Cancel);
-                cx.send_notification(CancelNotification::new(session_id))?;
-                let acknowledged = tokio::select! {
-                    biased;
-                    () = state.faulted.cancelled() => None,
-                    answered = tokio::time::timeout(cancel_grace, &mut answer) => match answered {
-                        Ok(Ok(response)) => Some(response.stop_reason),
-                        _ => None,
-                    },
-                };
-                Ok(if timed_out {
-                    Ended::TimedOut(acknowledged)
-                } else {
-                    Ended::Cancelled(acknowledged)
-                })
-            },
-        )
+        .connect_with(Lines::new(outgoing, incoming), async move |cx: ConnectionTo<Agent>| {
+            let session_id = match open_session(&cx, &state, &auth, &env_set, cwd, meta).await? {
+                Ok(session_id) => session_id,
+                Err(ended) => return Ok(ended),
+            };
+            if published.send(()).is_err() {
+                // `start` gave up (cancelled or timed out): no prompt.
+                return Ok(Ended::Cancelled(None));
+            }
+            // From here on the child's updates count (its answer, its
+            // reports): only a published run has any.
+            state.set_session(session_id.to_string());
+            prompt_turn(&cx, &state, session_id, turn, &cancel).await
+        })
         .await
         .map_err(Broken::from_sdk)
+}
+
+/// A `session/update` of the child's: its answer's text is kept (up to
+/// `max_output_bytes`) and its progress reported, for the published session
+/// only.
+fn take_update(
+    state: &RunState,
+    notification: &SessionNotification,
+    max_output_bytes: usize,
+    progress: Option<&(String, ProgressSink)>,
+) {
+    if !state.is_session(&notification.session_id.to_string()) {
+        return;
+    }
+    if let SessionUpdate::AgentMessageChunk(chunk) = &notification.update
+        && let ContentBlock::Text(text) = &chunk.content
+    {
+        state.push_output(&text.text, max_output_bytes);
+    }
+    if let Some((run, sink)) = progress
+        && let Some(update) = child_update(&notification.update)
+    {
+        sink(run, &update);
+    }
+}
+
+/// `initialize`; `authenticate` when the configuration picks a method the
+/// child offers; then `session/new`. The new session's id, or how the
+/// conversation ended without one.
+async fn open_session(
+    cx: &ConnectionTo<Agent>,
+    state: &RunState,
+    auth: &AcpAuth,
+    env_set: &[String],
+    cwd: PathBuf,
+    meta: Option<Meta>,
+) -> Result<Result<SessionId, Ended>, agent_client_protocol::Error> {
+    state.set_stage(Stage::Initialize);
+    let initialize = InitializeRequest::new(ProtocolVersion::V1)
+        .client_info(Implementation::new("dsh-subagent-acp", env!("CARGO_PKG_VERSION")));
+    cx.send_request(initialize).block_task().await?;
+    match choose_auth(auth, &state.auth_offers(), env_set) {
+        Ok(None) => {}
+        Ok(Some(method)) => {
+            state.set_stage(Stage::Authenticate);
+            cx.send_request(AuthenticateRequest::new(method)).block_task().await?;
+        }
+        Err(missing) => return Ok(Err(Ended::AuthNotOffered(missing))),
+    }
+    state.set_stage(Stage::NewSession);
+    let session = cx
+        .send_request(NewSessionRequest::new(cwd).meta(meta))
+        .block_task()
+        .await?;
+    Ok(Ok(session.session_id))
+}
+
+/// The prompt's turn, and the limits it runs under.
+struct Turn {
+    prompt: String,
+    meta: Option<Meta>,
+    /// How long the child may take to answer; `None`: no limit.
+    timeout: Option<Duration>,
+    /// How long a cancelled turn is given to end.
+    cancel_grace: Duration,
+}
+
+/// Sends the prompt and waits for its answer. When the caller cancels or
+/// the turn's time runs out first, sends `session/cancel` and takes what the
+/// child acknowledges within the cancel grace. A fault recorded meanwhile
+/// ends the turn at once.
+async fn prompt_turn(
+    cx: &ConnectionTo<Agent>,
+    state: &RunState,
+    session_id: SessionId,
+    turn: Turn,
+    cancel: &CancellationToken,
+) -> Result<Ended, agent_client_protocol::Error> {
+    state.set_stage(Stage::Prompt);
+    let request = PromptRequest::new(
+        session_id.clone(),
+        vec![ContentBlock::Text(TextContent::new(turn.prompt))],
+    )
+    .meta(turn.meta);
+    let mut answer = std::pin::pin!(cx.send_request(request).block_task());
+    let out_of_time = async {
+        match turn.timeout {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    let timed_out = tokio::select! {
+        biased;
+        () = state.faulted.cancelled() => return Ok(Ended::Faulted),
+        answered = &mut answer => return Ok(Ended::Answered(answered?.stop_reason)),
+        () = cancel.cancelled() => false,
+        () = out_of_time => true,
+    };
+    state.set_stage(Stage::Cancel);
+    cx.send_notification(CancelNotification::new(session_id))?;
+    let acknowledged = tokio::select! {
+        biased;
+        () = state.faulted.cancelled() => None,
+        answered = tokio::time::timeout(turn.cancel_grace, &mut answer) => match answered {
+            Ok(Ok(response)) => Some(response.stop_reason),
+            _ => None,
+        },
+    };
+    Ok(if timed_out {
+        Ended::TimedOut(acknowledged)
+    } else {
+        Ended::Cancelled(acknowledged)
+    })
 }
 
 #[cfg(test)]
