@@ -18,6 +18,7 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
 use crate::call_progress::{CALL_PROGRESS, CallProgress};
@@ -300,22 +301,38 @@ impl ServerHandler for Session {
         let cancel = self.state.cancel.child_token();
         // A request abandoned by the service (the session ending) cancels its call too.
         let _cancel_if_dropped = cancel.clone().drop_guard();
-        let exec = ToolExecution::new(cancel.clone()).with_agent(self.state.agent.clone());
         let progress_token = context.meta.get_progress_token();
-        let (progress, mut reports) = match &progress_token {
+        let (progress, reports) = match &progress_token {
             Some(_) => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 (Some(CallProgress::new(tx)), Some(rx))
             }
             None => (None, None),
         };
+        let call = self.spawn_call(&name, args, &cancel, progress);
+        let notifier = progress_token.map(|token| Notifier::new(token, &context.peer, &self.server, &name));
+        let result = finish_call(call, notifier, reports, &name, &cancel, &context.ct).await;
+        Ok(CallToolResponse::Complete(mcp_result(result)))
+    }
+}
+
+impl Session {
+    /// Runs the call as its own task, so that it always runs to its end
+    /// (and releases what it started) even if its request is dropped. The
+    /// server's watcher sees it end.
+    fn spawn_call(
+        &self,
+        name: &str,
+        args: Value,
+        cancel: &CancellationToken,
+        progress: Option<CallProgress>,
+    ) -> JoinHandle<ToolResult> {
+        let exec = ToolExecution::new(cancel.clone()).with_agent(self.state.agent.clone());
         let tools = self.server.tools.clone();
-        let tool = name.clone();
-        // The call runs as its own task, so it always runs to its end (and
-        // releases what it started) even if this request is dropped.
+        let tool = name.to_owned();
         let watcher = self.server.on_call_end.clone();
         let call_cancel = cancel.clone();
-        let mut call = self.state.calls.spawn(async move {
+        self.state.calls.spawn(async move {
             let run = tools.call(&tool, args, exec);
             let result = match progress {
                 Some(progress) => CALL_PROGRESS.scope(progress, run).await,
@@ -331,61 +348,79 @@ impl ServerHandler for Session {
                 });
             }
             result
-        });
-        let mut notifier = progress_token.map(|token| Notifier::new(token, &context.peer, &self.server, &name));
-        let result = loop {
-            let next_report = async {
-                match reports.as_mut() {
-                    Some(reports) => reports.recv().await,
-                    None => std::future::pending().await,
-                }
-            };
-            let due = notifier.as_ref().map(Notifier::due);
-            let mut reporting_ended = false;
-            tokio::select! {
-                joined = &mut call => break joined.unwrap_or_else(|error| {
-                    ToolResult::from(dsh_tools::ToolError::new(wording::call_task_failed(&name, &error.to_string())))
-                }),
-                () = context.ct.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
-                report = next_report => match (report, notifier.as_mut()) {
-                    (Some(report), Some(notifier)) => notifier.add(report),
-                    _ => reporting_ended = true,
-                },
-                () = tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)), if due.is_some() => {
-                    if let Some(notifier) = notifier.as_mut() {
-                        notifier.send().await;
-                    }
-                }
-            }
-            if reporting_ended {
-                reports = None;
-            }
-        };
-        if let Some(notifier) = notifier.as_mut() {
-            // What the call reported last (its children settling) goes out
-            // before the answer.
-            while let Some(report) = reports.as_mut().and_then(|reports| reports.try_recv().ok()) {
-                notifier.add(report);
-            }
-            if !notifier.pending.is_empty() && !cancel.is_cancelled() {
-                notifier.send().await;
-            }
-        }
-        let content = vec![ContentBlock::text(result.text)];
-        let mut response = if result.is_error {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        };
-        // A result cut to its budget says how in `_meta`, beside the text
-        // (whose notice says it too): the full size, the size shown, the
-        // task that keeps the rest.
-        if let Some(cut) = &result.cut {
-            let summary = JsonObject::from_iter([(CUT_META_KEY.to_owned(), cut.summary())]);
-            response.meta = Some(MetaObject(summary));
-        }
-        Ok(CallToolResponse::Complete(response))
+        })
     }
+}
+
+/// Waits for the call `name` to end. Meanwhile its progress `reports` go
+/// out as notifications when the client asked for them (`notifier`), and a
+/// request the client cancels (`client_cancel`) cancels the call. What the
+/// call reported last goes out before its result.
+async fn finish_call(
+    mut call: JoinHandle<ToolResult>,
+    mut notifier: Option<Notifier>,
+    mut reports: Option<mpsc::UnboundedReceiver<String>>,
+    name: &str,
+    cancel: &CancellationToken,
+    client_cancel: &CancellationToken,
+) -> ToolResult {
+    let result = loop {
+        let next_report = async {
+            match reports.as_mut() {
+                Some(reports) => reports.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        let due = notifier.as_ref().map(Notifier::due);
+        let mut reporting_ended = false;
+        tokio::select! {
+            joined = &mut call => break joined.unwrap_or_else(|error| {
+                ToolResult::from(dsh_tools::ToolError::new(wording::call_task_failed(name, &error.to_string())))
+            }),
+            () = client_cancel.cancelled(), if !cancel.is_cancelled() => cancel.cancel(),
+            report = next_report => match (report, notifier.as_mut()) {
+                (Some(report), Some(notifier)) => notifier.add(report),
+                _ => reporting_ended = true,
+            },
+            () = tokio::time::sleep_until(due.unwrap_or_else(tokio::time::Instant::now)), if due.is_some() => {
+                if let Some(notifier) = notifier.as_mut() {
+                    notifier.send().await;
+                }
+            }
+        }
+        if reporting_ended {
+            reports = None;
+        }
+    };
+    if let Some(notifier) = notifier.as_mut() {
+        // What the call reported last (its children settling) goes out
+        // before the answer.
+        while let Some(report) = reports.as_mut().and_then(|reports| reports.try_recv().ok()) {
+            notifier.add(report);
+        }
+        if !notifier.pending.is_empty() && !cancel.is_cancelled() {
+            notifier.send().await;
+        }
+    }
+    result
+}
+
+/// A call's result as MCP's: its text, flagged when it is an error. A
+/// result cut to its budget says how in `_meta`, beside the text (whose
+/// notice says it too): the full size, the size shown, the task that keeps
+/// the rest.
+fn mcp_result(result: ToolResult) -> CallToolResult {
+    let content = vec![ContentBlock::text(result.text)];
+    let mut response = if result.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    if let Some(cut) = &result.cut {
+        let summary = JsonObject::from_iter([(CUT_META_KEY.to_owned(), cut.summary())]);
+        response.meta = Some(MetaObject(summary));
+    }
+    response
 }
 
 /// The progress notifications of one call: reports are sent at most one
