@@ -6,6 +6,14 @@
 
 use crate::{TaskListing, TaskSnapshot, TaskStatus};
 
+// The snapshot's own status line is a text of this module's, so it lives here.
+impl TaskSnapshot {
+    /// `[status: <status>]` or `[status: <status>, <detail>]`.
+    pub fn status_line(&self) -> String {
+        status_line(self.status, self.detail.as_deref())
+    }
+}
+
 /// A status line: `[status: <status>]` or `[status: <status>, <detail>]`.
 pub fn status_line(status: TaskStatus, detail: Option<&str>) -> String {
     match detail {

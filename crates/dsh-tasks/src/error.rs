@@ -1,0 +1,65 @@
+//! Why a task operation was refused.
+
+use dsh_tools::AgentId;
+
+use crate::{ErrorCode, wording};
+
+/// A refused task operation.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// No task has this id, and none ever had (`UNKNOWN_TASK`).
+    #[error("{}", wording::unknown_task(id))]
+    Unknown {
+        /// The id.
+        id: String,
+    },
+    /// The id was issued, but the task has finished and is no longer kept
+    /// (`FORGOTTEN_TASK`). Only finished tasks are forgotten, and nothing of
+    /// one is kept, not even its owner: another agent's forgotten task
+    /// reads the same.
+    #[error("{}", wording::forgotten_task(id, *kept))]
+    Forgotten {
+        /// The id.
+        id: String,
+        /// How many finished tasks each owner keeps.
+        kept: usize,
+    },
+    /// The task belongs to another agent (`FOREIGN_TASK`). Its text is an
+    /// unknown id's: the caller learns nothing of another agent's tasks,
+    /// not even that one exists; the code tells the harness.
+    #[error("{}", wording::unknown_task(id))]
+    Foreign {
+        /// The id.
+        id: String,
+    },
+    /// The label is empty (`INVALID_LABEL`).
+    #[error("{}", wording::EMPTY_LABEL)]
+    EmptyLabel,
+    /// The owner was disposed (`OWNER_DISPOSED`).
+    #[error("{}", wording::owner_disposed(owner.as_str()))]
+    OwnerDisposed {
+        /// The owner.
+        owner: AgentId,
+    },
+}
+
+impl TaskError {
+    /// The stable code (`as_str()` is its text).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Unknown { .. } => ErrorCode::UnknownTask,
+            Self::Forgotten { .. } => ErrorCode::ForgottenTask,
+            Self::Foreign { .. } => ErrorCode::ForeignTask,
+            Self::EmptyLabel => ErrorCode::InvalidLabel,
+            Self::OwnerDisposed { .. } => ErrorCode::OwnerDisposed,
+        }
+    }
+}
+
+/// A refused registry operation, as the model reads it: its text and code.
+impl From<TaskError> for dsh_tools::ToolError {
+    fn from(error: TaskError) -> Self {
+        Self::new(error.to_string()).with_code(error.code())
+    }
+}

@@ -1,0 +1,195 @@
+//! A task as its producer and its readers see it: where it stands, how it
+//! settles, what starts one, and the producer's kill signal.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use dsh_tools::{AgentId, CancellationToken};
+
+use crate::{Output, TaskText, TextStore, lock};
+
+/// Where a task stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TaskStatus {
+    /// Still working.
+    Running,
+    /// Finished with output.
+    Completed,
+    /// Finished with a failure.
+    Failed,
+    /// Stopped by a kill.
+    Killed,
+}
+
+impl TaskStatus {
+    /// Whether the task has settled.
+    pub fn is_terminal(self) -> bool {
+        self != Self::Running
+    }
+
+    /// The status word: `running`, `completed`, `failed`, `killed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Killed => "killed",
+        }
+    }
+}
+
+impl fmt::Display for TaskStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a producer settles its task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TaskOutcome {
+    /// Finished; `output` is what `task_output` shows.
+    Completed {
+        /// The task's output: its text (kept in the task's [`TextStore`]),
+        /// or where it can be read again.
+        output: Output,
+    },
+    /// Failed; `detail` appears in the status line.
+    Failed {
+        /// What went wrong.
+        detail: String,
+    },
+    /// Stopped by a kill.
+    Killed,
+}
+
+/// What a task looks like at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskSnapshot {
+    /// The task id, `<kind>-<n>`.
+    pub id: String,
+    /// Its kind, e.g. `subagent`.
+    pub kind: String,
+    /// Its display label.
+    pub label: String,
+    /// The agent that owns it.
+    pub owner: AgentId,
+    /// Where it stands.
+    pub status: TaskStatus,
+    /// Its output (empty until it completes): shared with the task, never
+    /// copied; [`TaskText::read`] reads it, or says it is no longer kept.
+    pub output: TaskText,
+    /// The failure detail, for a failed task.
+    pub detail: Option<String>,
+}
+
+/// A result recorded as a finished task ([`TaskRegistry::record`](crate::TaskRegistry::record)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recorded {
+    /// A success, and its output.
+    Completed(Output),
+    /// A failure: the detail of its status line, and the text its owner
+    /// read (the error, partial output included), which `task_output` shows
+    /// as the task's output.
+    Failed {
+        /// The detail of the status line (one short line).
+        detail: String,
+        /// The text the owner read.
+        output: Output,
+    },
+}
+
+/// What to start: a kind (the id prefix), a label, an owner, and where its
+/// output is kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskSpec {
+    /// The kind, e.g. `subagent`.
+    pub kind: String,
+    /// The display label.
+    pub label: String,
+    /// The owning agent.
+    pub owner: AgentId,
+    /// The store its output text is kept in; `None`: the registry's own
+    /// ([`TaskRegistry::texts`](crate::TaskRegistry::texts)).
+    pub texts: Option<TextStore>,
+}
+
+impl TaskSpec {
+    /// A spec whose output is kept in the registry's store.
+    pub fn new(kind: impl Into<String>, label: impl Into<String>, owner: AgentId) -> Self {
+        Self {
+            kind: kind.into(),
+            label: label.into(),
+            owner,
+            texts: None,
+        }
+    }
+
+    /// Keeps the task's output in `texts`: the store of the owner's
+    /// delegation tree, say, so that one tree's outputs share one bound.
+    #[must_use]
+    pub fn kept_in(mut self, texts: TextStore) -> Self {
+        self.texts = Some(texts);
+        self
+    }
+}
+
+/// The producer's side of a task: its kill signal and the kill's reason.
+#[derive(Clone, Debug)]
+pub struct TaskControl {
+    token: CancellationToken,
+    reason: Arc<Mutex<Option<String>>>,
+}
+
+impl TaskControl {
+    /// A control not yet killed.
+    pub(crate) fn new() -> Self {
+        Self {
+            token: CancellationToken::new(),
+            reason: Arc::default(),
+        }
+    }
+
+    /// Kills the task: the first kill's `reason` is kept, and the token is
+    /// cancelled.
+    pub(crate) fn kill(&self, reason: Option<String>) {
+        {
+            let mut first = lock(&self.reason);
+            if first.is_none() && !self.token.is_cancelled() {
+                *first = reason;
+            }
+        }
+        self.token.cancel();
+    }
+
+    /// Cancelled when the task is killed.
+    pub fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+
+    /// The reason of the first kill, if one was given.
+    pub fn reason(&self) -> Option<String> {
+        lock(&self.reason).clone()
+    }
+}
+
+/// What a kill did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KillOutcome {
+    /// The task was running; its producer has been told to stop.
+    Requested,
+    /// The task had already settled.
+    AlreadyFinished(TaskSnapshot),
+}
+
+/// What `task_list` shows of one agent's tasks ([`TaskRegistry::listing`](crate::TaskRegistry::listing)).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskListing {
+    /// Every running task and the most recently finished ones, in dispatch order.
+    pub tasks: Vec<TaskSnapshot>,
+    /// How many kept finished tasks, all of them older than those shown,
+    /// are left out.
+    pub older_finished: usize,
+}
