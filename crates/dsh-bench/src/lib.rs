@@ -8,8 +8,9 @@
 //! without its flavor.
 //!
 //! What is measured ([`run`]):
-//! - a foreground delegation through the real [`ToolRegistry::call`] →
-//!   `subagent` tool → [`SubagentService`] → [`ScriptedProvider`] that settles
+//! - a foreground delegation through the real [`ToolRegistry::call`](dsh_tools::ToolRegistry::call) →
+//!   `subagent` tool → [`SubagentService`](dsh_subagent::SubagentService) →
+//!   [`ScriptedProvider`](dsh_subagent_testing::scripted::ScriptedProvider) that settles
 //!   at once, each spawned as its own task and answered over a oneshot exactly
 //!   like the floor: sequentially and with 1,000 / 10,000 / 100,000 in flight;
 //! - where the 10,000-concurrent row's time goes: the same calls with the
@@ -37,276 +38,32 @@
 pub mod acp;
 pub mod answer;
 pub mod context;
+mod fixture;
 pub mod limits;
+mod memory;
 mod parts;
+mod report;
 pub mod spans;
 
-use std::fmt::{self, Write as _};
-use std::sync::Arc;
+pub use memory::in_flight_child;
+pub use report::{Flavor, Plan, Report, Row};
+
+use std::fmt::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
-use dsh_subagent::{Limits, ProviderRegistration, SubagentService};
-use dsh_subagent_api::Lineage;
 use dsh_subagent_testing::Gate;
-use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, ScriptedProviderBuilder};
-use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
-use futures::FutureExt as _;
-use serde_json::{Value, json};
+use dsh_subagent_testing::scripted::ResultBehavior;
+use dsh_tools::CancellationToken;
 use tokio::sync::oneshot;
-use tracing::instrument::WithSubscriber;
+
+use fixture::{Caller, Fixture, check, spawn_calls};
+use memory::{memory_rows, status_kb, status_kb_from};
 
 /// The reply of the benchmark provider; a delegation that does not return it failed.
 const REPLY: &str = "bench reply";
 /// The task every bench delegation gives its child.
 const PROMPT: &str = "answer at once";
-
-/// A tokio runtime flavor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flavor {
-    /// `new_current_thread`: everything on the calling thread.
-    CurrentThread,
-    /// `new_multi_thread` with one worker per available core.
-    MultiThread,
-}
-
-impl Flavor {
-    /// Both flavors, current-thread first.
-    pub const ALL: [Flavor; 2] = [Flavor::CurrentThread, Flavor::MultiThread];
-
-    /// The flavor's command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::CurrentThread => "current-thread",
-            Self::MultiThread => "multi-thread",
-        }
-    }
-
-    /// Parses a command-line name.
-    pub fn parse(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|flavor| flavor.name() == name)
-    }
-
-    /// A runtime of this flavor with the time driver (the cancellation path may need it).
-    pub fn runtime(self) -> Result<tokio::runtime::Runtime, String> {
-        let mut builder = match self {
-            Self::CurrentThread => tokio::runtime::Builder::new_current_thread(),
-            Self::MultiThread => tokio::runtime::Builder::new_multi_thread(),
-        };
-        builder.enable_time().build().map_err(|error| error.to_string())
-    }
-}
-
-/// How much to measure.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    /// Rounds per figure; each figure reports its median round.
-    pub rounds: usize,
-    /// Delegations per sequential round.
-    pub sequential: usize,
-    /// In-flight counts of the concurrent figures.
-    pub concurrent: Vec<usize>,
-    /// Cancellations measured per flavor.
-    pub cancel_samples: usize,
-    /// Delegations held in flight for the memory figure (0: skip it).
-    pub in_flight: usize,
-    /// Catalog renders measured.
-    pub catalog_samples: usize,
-    /// Delegations to a `dsh acp` child measured per flavor (0: skip them).
-    pub acp_samples: usize,
-}
-
-impl Plan {
-    /// The figures `docs/benchmarks.md` reports.
-    pub fn full() -> Self {
-        Self {
-            rounds: 7,
-            sequential: 20_000,
-            concurrent: vec![1_000, 10_000, 100_000],
-            cancel_samples: 5_000,
-            in_flight: 100_000,
-            catalog_samples: 200,
-            acp_samples: 30,
-        }
-    }
-
-    /// A smaller run of the same figures, for a quick look.
-    pub fn quick() -> Self {
-        Self {
-            rounds: 3,
-            sequential: 2_000,
-            concurrent: vec![1_000, 10_000],
-            cancel_samples: 500,
-            in_flight: 10_000,
-            catalog_samples: 20,
-            acp_samples: 5,
-        }
-    }
-
-    /// A run small enough for a test (no memory child process).
-    pub fn smoke() -> Self {
-        Self {
-            rounds: 1,
-            sequential: 20,
-            concurrent: vec![50],
-            cancel_samples: 10,
-            in_flight: 0,
-            catalog_samples: 1,
-            acp_samples: 0,
-        }
-    }
-}
-
-/// One row of the table.
-#[derive(Clone, Debug)]
-pub struct Row {
-    /// What was measured.
-    pub figure: String,
-    /// The runtime flavor, or `-`.
-    pub flavor: &'static str,
-    /// Our figure, with its unit.
-    pub ours: String,
-    /// The floor of the same shape, with its unit, or `-`.
-    pub floor: String,
-    /// Ours divided by the floor, or `-`.
-    pub ratio: String,
-    /// The target and whether it is met.
-    pub target: String,
-}
-
-/// The measured table and the machine it ran on.
-#[derive(Clone, Debug)]
-pub struct Report {
-    /// The machine: cores, CPU model, memory.
-    pub machine: String,
-    /// The rows, in print order.
-    pub rows: Vec<Row>,
-}
-
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "machine: {}", self.machine)?;
-        writeln!(f)?;
-        writeln!(f, "| figure | flavor | ours | floor | ratio | target |")?;
-        writeln!(f, "|---|---|---|---|---|---|")?;
-        for row in &self.rows {
-            writeln!(
-                f,
-                "| {} | {} | {} | {} | {} | {} |",
-                row.figure, row.flavor, row.ours, row.floor, row.ratio, row.target
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// A service, a registry and one `subagent` tool over a scripted provider.
-pub(crate) struct Fixture {
-    tools: ToolRegistry,
-    provider: Arc<ScriptedProvider>,
-    /// The caller's delegation tree, when the service has limits.
-    lineage: Lineage,
-    service: SubagentService,
-    _registration: ProviderRegistration,
-    _plugin: SubagentToolPlugin,
-}
-
-impl Fixture {
-    pub(crate) fn new(build: impl FnOnce(ScriptedProviderBuilder) -> ScriptedProviderBuilder) -> Result<Self, String> {
-        Self::limited(Limits::none(), build)
-    }
-
-    /// A fixture whose service bounds its trees by `limits`; the caller is
-    /// the top-level agent of one tree.
-    pub(crate) fn limited(
-        limits: Limits,
-        build: impl FnOnce(ScriptedProviderBuilder) -> ScriptedProviderBuilder,
-    ) -> Result<Self, String> {
-        let service = SubagentService::with_limits(limits);
-        let tools = ToolRegistry::new();
-        let provider = build(ScriptedProvider::builder("bench").reply(REPLY).record_requests(false)).build();
-        let registration = service
-            .register_provider(provider.clone())
-            .map_err(|error| error.to_string())?;
-        let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("bench"), &service, &tools)
-            .map_err(|error| error.to_string())?;
-        let lineage = if limits.is_none() {
-            Lineage::new()
-        } else {
-            service.open_tree().lineage()
-        };
-        Ok(Self {
-            tools,
-            provider,
-            lineage,
-            service,
-            _registration: registration,
-            _plugin: plugin,
-        })
-    }
-
-    pub(crate) fn caller(&self) -> Caller {
-        Caller {
-            tools: self.tools.clone(),
-            args: Arc::new(json!({"description": "bench", "prompt": PROMPT})),
-            agent: AgentRef::new("bench-parent").with_lineage(self.lineage.clone()),
-            dispatch: None,
-        }
-    }
-}
-
-/// What a harness holds to make one call: the registry, the arguments, the caller.
-#[derive(Clone)]
-pub(crate) struct Caller {
-    tools: ToolRegistry,
-    args: Arc<Value>,
-    agent: AgentRef,
-    /// A subscriber for the calls' tasks; `None`: none installed.
-    dispatch: Option<tracing::Dispatch>,
-}
-
-impl Caller {
-    /// One model tool call, as a harness makes it: arguments, token, caller,
-    /// and the call spawned as its own task, answering over a oneshot (the
-    /// floor's shape). The registry's call borrows nothing, so the task is
-    /// the call itself mapped to the oneshot: no `async` block around it
-    /// holding the arguments a second time while the call runs.
-    pub(crate) fn spawn(&self, cancel: CancellationToken) -> oneshot::Receiver<ToolResult> {
-        let (tx, rx) = oneshot::channel();
-        let exec = ToolExecution::new(cancel).with_agent(self.agent.clone());
-        let call = || {
-            self.tools
-                .call(SubagentToolConfig::DEFAULT_TOOL_NAME, Value::clone(&self.args), exec)
-                .map(move |result| {
-                    let _ = tx.send(result);
-                })
-        };
-        match &self.dispatch {
-            None => drop(tokio::spawn(call())),
-            // The call's span is made when the call is, so under the
-            // subscriber too, not only while the task runs.
-            Some(dispatch) => {
-                let call = tracing::dispatcher::with_default(dispatch, call);
-                drop(tokio::spawn(call.with_subscriber(dispatch.clone())));
-            }
-        }
-        rx
-    }
-}
-
-/// Starts `count` delegations, each on its own task answering over a oneshot
-/// (the same shape as the floor).
-pub(crate) fn spawn_calls(caller: &Caller, count: usize) -> Vec<oneshot::Receiver<ToolResult>> {
-    (0..count).map(|_| caller.spawn(CancellationToken::new())).collect()
-}
-
-pub(crate) fn check(result: &ToolResult) -> Result<(), String> {
-    if result.is_error || result.text != REPLY {
-        return Err(format!("a benchmark delegation failed: {}", result.text));
-    }
-    Ok(())
-}
 
 /// The floor: spawn a task that answers over a oneshot, await the answer.
 pub(crate) async fn floor_sequential(count: usize) -> Duration {
@@ -610,81 +367,6 @@ async fn spans_row(plan: &Plan, flavor: Flavor, caller: &Caller, bare: Duration)
     })
 }
 
-/// Reads a `/proc/self/status` field in kB.
-pub(crate) fn status_kb(field: &str) -> Result<u64, String> {
-    status_kb_from("/proc/self/status", field)
-}
-
-/// The child-process half of the memory figure: holds `count` delegations in
-/// flight and prints `<baseline kB> <held kB> <peak kB> <after kB>`.
-pub fn in_flight_child(count: usize, flavor: Flavor) -> Result<String, String> {
-    let runtime = flavor.runtime()?;
-    runtime.block_on(async {
-        let gate = Gate::new();
-        let fixture = Fixture::new(|b| b.on_result(ResultBehavior::Gated(gate.clone())))?;
-        let caller = fixture.caller();
-        // Warm-up on an ungated twin, so the baseline includes a warm runtime and allocator.
-        let warm = Fixture::new(|b| b)?;
-        delegate_concurrent(&warm.caller(), 1_000).await?;
-        let baseline = status_kb("VmRSS")?;
-        let answers = spawn_calls(&caller, count);
-        gate.arrived(count).await;
-        let held = status_kb("VmRSS")?;
-        let peak = status_kb("VmHWM")?;
-        gate.open();
-        for answer in answers {
-            check(&answer.await.map_err(|_| "a delegation task died".to_owned())?)?;
-        }
-        let after = status_kb("VmRSS")?;
-        if fixture.provider.stats().live() != 0 {
-            return Err("a held child was left running".to_owned());
-        }
-        Ok(format!("{baseline} {held} {peak} {after}"))
-    })
-}
-
-fn memory_rows(count: usize, flavor: Flavor) -> Result<Vec<Row>, String> {
-    let exe = std::env::current_exe().map_err(|error| error.to_string())?;
-    let output = std::process::Command::new(exe)
-        .args(["--in-flight", &count.to_string(), flavor.name()])
-        .output()
-        .map_err(|error| error.to_string())?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let numbers: Vec<u64> = text.split_whitespace().filter_map(|n| n.parse().ok()).collect();
-    let [baseline, held, peak, _after] = numbers[..] else {
-        return Err(format!(
-            "the in-flight child failed: {}{}",
-            text,
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    };
-    let per = peak.saturating_sub(baseline) as f64 * 1024.0 / count as f64;
-    let held_per = held.saturating_sub(baseline) as f64 * 1024.0 / count as f64;
-    let peak_mb = peak as f64 / 1024.0;
-    Ok(vec![
-        Row {
-            figure: format!("bytes per in-flight delegation ({count} held)"),
-            flavor: flavor.name(),
-            ours: format!("{per:.0} B (RSS while held: {held_per:.0} B)"),
-            floor: "-".to_owned(),
-            ratio: "-".to_owned(),
-            target: format!("≤ 1.5 KB: {}", yes_no(per <= 1536.0)),
-        },
-        Row {
-            figure: format!("peak RSS, {count} in flight"),
-            flavor: flavor.name(),
-            ours: format!("{peak_mb:.1} MB"),
-            floor: "-".to_owned(),
-            ratio: "-".to_owned(),
-            target: if count >= 100_000 {
-                format!("< 300 MB: {}", yes_no(peak_mb < 300.0))
-            } else {
-                "(target is for 100,000)".to_owned()
-            },
-        },
-    ])
-}
-
 fn catalog_row(samples: usize) -> Result<Row, String> {
     let mut times = Vec::with_capacity(samples);
     let mut bytes = 0;
@@ -724,16 +406,6 @@ pub fn machine() -> String {
     let mut text = String::new();
     let _ = write!(text, "{cores} cores (nproc), {cpu}, {memory}");
     text
-}
-
-/// Reads a `<field>: <n> kB` line of a `/proc` file.
-fn status_kb_from(path: &str, field: &str) -> Result<u64, String> {
-    let status = std::fs::read_to_string(path).map_err(|error| format!("{path}: {error}"))?;
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        .ok_or_else(|| format!("{path} has no {field}"))
 }
 
 #[cfg(test)]
