@@ -21,6 +21,7 @@ use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::{AgentRef, CancellationToken, ToolExecution, ToolRegistry, ToolResult};
 use serde_json::json;
 
+use crate::memory::child_numbers;
 use crate::{Flavor, Plan, Row, median, micros, ratio, status_kb, yes_no};
 
 /// The answer sizes measured, in bytes.
@@ -158,20 +159,7 @@ pub fn memory_child(bytes: usize, flavor: Flavor) -> Result<String, String> {
 /// The memory row of the 10 MB answer, measured in a fresh process.
 pub fn memory_row(flavor: Flavor) -> Result<Row, String> {
     let bytes = SIZES[SIZES.len() - 1];
-    let exe = std::env::current_exe().map_err(|error| error.to_string())?;
-    let output = std::process::Command::new(exe)
-        .args(["--answer", &bytes.to_string(), flavor.name()])
-        .output()
-        .map_err(|error| error.to_string())?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let numbers: Vec<u64> = text.split_whitespace().filter_map(|n| n.parse().ok()).collect();
-    let [baseline, peak] = numbers[..] else {
-        return Err(format!(
-            "the answer child failed: {}{}",
-            text,
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    };
+    let [baseline, peak] = child_numbers("--answer", bytes, flavor)?;
     let grown = peak.saturating_sub(baseline) as f64 * 1024.0;
     let times = grown / bytes as f64;
     Ok(Row {

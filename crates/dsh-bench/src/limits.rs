@@ -10,6 +10,7 @@ use dsh_subagent::{Limits, SubagentEvent};
 use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::ResultBehavior;
 
+use crate::memory::child_numbers;
 use crate::{
     Fixture, Flavor, Plan, Row, check, delegate_concurrent, delegate_sequential, floor_concurrent, median, micros,
     ratio, spawn_calls, status_kb, yes_no,
@@ -127,25 +128,11 @@ pub fn queued_child(count: usize, flavor: Flavor) -> Result<String, String> {
 /// Bytes per call waiting in the queue, beside bytes per delegation held in
 /// flight, each in a fresh child process.
 pub fn queued_memory_row(count: usize, flavor: Flavor) -> Result<Row, String> {
-    let per_call = |mode: &str| -> Result<f64, String> {
-        let exe = std::env::current_exe().map_err(|error| error.to_string())?;
-        let output = std::process::Command::new(exe)
-            .args([mode, &count.to_string(), flavor.name()])
-            .output()
-            .map_err(|error| error.to_string())?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        let numbers: Vec<u64> = text.split_whitespace().filter_map(|n| n.parse().ok()).collect();
-        let (Some(&baseline), Some(&peak)) = (numbers.first(), numbers.get(if mode == "--queued" { 1 } else { 2 }))
-        else {
-            return Err(format!(
-                "the {mode} child failed: {text}{}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
-        };
-        Ok(peak.saturating_sub(baseline) as f64 * 1024.0 / count as f64)
-    };
-    let queued = per_call("--queued")?;
-    let running = per_call("--in-flight")?;
+    let per_call = |baseline: u64, peak: u64| peak.saturating_sub(baseline) as f64 * 1024.0 / count as f64;
+    let [baseline, peak] = child_numbers("--queued", count, flavor)?;
+    let queued = per_call(baseline, peak);
+    let [baseline, _held, peak, _after] = child_numbers("--in-flight", count, flavor)?;
+    let running = per_call(baseline, peak);
     let beyond = queued - running;
     Ok(Row {
         figure: format!("bytes per queued call ({count} waiting)"),

@@ -7,6 +7,25 @@ use dsh_subagent_testing::scripted::ResultBehavior;
 use crate::fixture::{Fixture, check, spawn_calls};
 use crate::{Flavor, Row, delegate_concurrent, yes_no};
 
+/// Runs this bench again as a child in `mode` (`--in-flight`, `--queued`,
+/// `--answer`) with `arg` on `flavor`, so that its peak RSS belongs to that
+/// one measurement, and reads the `N` numbers it prints.
+pub(crate) fn child_numbers<const N: usize>(mode: &str, arg: usize, flavor: Flavor) -> Result<[u64; N], String> {
+    let exe = std::env::current_exe().map_err(|error| error.to_string())?;
+    let output = std::process::Command::new(exe)
+        .args([mode, &arg.to_string(), flavor.name()])
+        .output()
+        .map_err(|error| error.to_string())?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let numbers: Vec<u64> = text.split_whitespace().filter_map(|n| n.parse().ok()).collect();
+    <[u64; N]>::try_from(numbers).map_err(|_| {
+        format!(
+            "the {mode} child failed: {text}{}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
 /// Reads a `/proc/self/status` field in kB.
 pub(crate) fn status_kb(field: &str) -> Result<u64, String> {
     status_kb_from("/proc/self/status", field)
@@ -41,20 +60,7 @@ pub fn in_flight_child(count: usize, flavor: Flavor) -> Result<String, String> {
 }
 
 pub(crate) fn memory_rows(count: usize, flavor: Flavor) -> Result<Vec<Row>, String> {
-    let exe = std::env::current_exe().map_err(|error| error.to_string())?;
-    let output = std::process::Command::new(exe)
-        .args(["--in-flight", &count.to_string(), flavor.name()])
-        .output()
-        .map_err(|error| error.to_string())?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let numbers: Vec<u64> = text.split_whitespace().filter_map(|n| n.parse().ok()).collect();
-    let [baseline, held, peak, _after] = numbers[..] else {
-        return Err(format!(
-            "the in-flight child failed: {}{}",
-            text,
-            String::from_utf8_lossy(&output.stderr)
-        ));
-    };
+    let [baseline, held, peak, _after] = child_numbers("--in-flight", count, flavor)?;
     let per = peak.saturating_sub(baseline) as f64 * 1024.0 / count as f64;
     let held_per = held.saturating_sub(baseline) as f64 * 1024.0 / count as f64;
     let peak_mb = peak as f64 / 1024.0;
