@@ -10,6 +10,7 @@ use futures::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::config::OpenAiConfig;
+use super::transport::{Body, BodyError, HttpAnswer, HttpRequest, Network, SendError, Transport, error_chain};
 use super::wire::{Assembler, QUOTE_LIMIT, error_message, request_text};
 use crate::ContextRefusal;
 use crate::error::{LlmError, truncate};
@@ -19,7 +20,7 @@ use crate::wording;
 /// How much of an error response body is read (the rest is ignored).
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
-type SseStream = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + Send>>;
+type SseStream = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<BodyError>>> + Send>>;
 
 /// A [`ChatModel`] backed by an OpenAI-compatible `/chat/completions`
 /// endpoint, always streaming.
@@ -33,7 +34,8 @@ pub struct OpenAiChatModel {
 #[derive(Debug)]
 struct Inner {
     config: OpenAiConfig,
-    client: reqwest::Client,
+    /// Who answers the exchange: the network, or a cassette.
+    transport: Arc<dyn Transport>,
     url: String,
 }
 
@@ -63,8 +65,12 @@ impl OpenAiChatModel {
         let client = builder
             .build()
             .map_err(|err| LlmError::Config(wording::client_build_failed(&error_chain(&err))))?;
+        let transport = Arc::new(Network {
+            client,
+            api_key: config.api_key.clone(),
+        });
         Ok(OpenAiChatModel {
-            inner: Arc::new(Inner { config, client, url }),
+            inner: Arc::new(Inner { config, transport, url }),
         })
     }
 
@@ -140,7 +146,7 @@ impl Run {
             }
             if let Some(body) = self.body.take() {
                 match open(&self.inner, body, &self.cancel).await {
-                    Ok(response) => self.events = Some(Box::pin(response.bytes_stream().eventsource())),
+                    Ok(answer) => self.events = Some(Box::pin(answer.body.eventsource())),
                     Err(err) => return self.fail(err),
                 }
                 continue;
@@ -229,7 +235,7 @@ impl Run {
 /// Sends the request, retrying what [`LlmError::is_retryable`] allows (408,
 /// 409, 429, 5xx, connection errors, header timeouts), until a 2xx response
 /// (whose body has not been read yet). Any other 4xx is returned at once.
-async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result<reqwest::Response, LlmError> {
+async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result<HttpAnswer, LlmError> {
     let config = &inner.config;
     let mut retry = 0;
     loop {
@@ -257,18 +263,13 @@ async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result
 }
 
 /// One attempt: a 2xx response, or the error and the server's `Retry-After`.
-async fn attempt(inner: &Inner, body: String) -> Result<reqwest::Response, (LlmError, Option<Duration>)> {
+async fn attempt(inner: &Inner, body: String) -> Result<HttpAnswer, (LlmError, Option<Duration>)> {
     let config = &inner.config;
-    let mut builder = inner
-        .client
-        .post(&inner.url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .header(reqwest::header::ACCEPT, "text/event-stream")
-        .body(body);
-    if let Some(key) = &config.api_key {
-        builder = builder.bearer_auth(key);
-    }
-    let response = match tokio::time::timeout(config.request_timeout, builder.send()).await {
+    let request = HttpRequest {
+        url: inner.url.clone(),
+        body,
+    };
+    let response = match tokio::time::timeout(config.request_timeout, inner.transport.send(request)).await {
         Err(_) => {
             let err = LlmError::Timeout {
                 phase: wording::WAITING_FOR_HEADERS,
@@ -276,36 +277,34 @@ async fn attempt(inner: &Inner, body: String) -> Result<reqwest::Response, (LlmE
             };
             return Err((err, None));
         }
-        Ok(Err(err)) if err.is_timeout() => {
+        Ok(Err(SendError::ConnectTimeout)) => {
             let err = LlmError::Timeout {
                 phase: wording::CONNECTING,
                 after: config.request_timeout,
             };
             return Err((err, None));
         }
-        Ok(Err(err)) => {
+        Ok(Err(SendError::Connection(message))) => {
             let err = LlmError::Connection {
                 url: inner.url.clone(),
-                message: error_chain(&err),
+                message,
             };
             return Err((err, None));
         }
         Ok(Ok(response)) => response,
     };
-    let status = response.status();
-    if status.is_success() {
+    let status = response.status;
+    if (200..300).contains(&status) {
         return Ok(response);
     }
     let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|value| value.to_str().ok())
+        .header("retry-after")
         .and_then(|value| value.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
-    let body = tokio::time::timeout(config.request_timeout, read_bounded(response))
+    let body = tokio::time::timeout(config.request_timeout, read_bounded(response.body))
         .await
         .unwrap_or_default();
-    if let Some(refusal) = ContextRefusal::recognise(Some(status.as_u16()), &body) {
+    if let Some(refusal) = ContextRefusal::recognise(Some(status), &body) {
         let err = LlmError::ContextLength {
             url: inner.url.clone(),
             refusal,
@@ -313,15 +312,16 @@ async fn attempt(inner: &Inner, body: String) -> Result<reqwest::Response, (LlmE
         return Err((err, None));
     }
     let message = if body.trim().is_empty() {
-        status
-            .canonical_reason()
+        reqwest::StatusCode::from_u16(status)
+            .ok()
+            .and_then(|status| status.canonical_reason())
             .unwrap_or(wording::NO_ERROR_MESSAGE)
             .to_owned()
     } else {
         error_message(&body)
     };
     let err = LlmError::Http {
-        status: status.as_u16(),
+        status,
         url: inner.url.clone(),
         message,
     };
@@ -329,22 +329,22 @@ async fn attempt(inner: &Inner, body: String) -> Result<reqwest::Response, (LlmE
 }
 
 /// Reads at most [`ERROR_BODY_LIMIT`] bytes of an (error) body.
-async fn read_bounded(mut response: reqwest::Response) -> String {
+async fn read_bounded(mut body: Body) -> String {
     let mut bytes = Vec::new();
     while bytes.len() < ERROR_BODY_LIMIT {
-        match response.chunk().await {
-            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
-            Ok(None) | Err(_) => break,
+        match body.next().await {
+            Some(Ok(chunk)) => bytes.extend_from_slice(&chunk),
+            Some(Err(_)) | None => break,
         }
     }
     bytes.truncate(ERROR_BODY_LIMIT);
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-fn sse_error(err: EventStreamError<reqwest::Error>) -> LlmError {
+fn sse_error(err: EventStreamError<BodyError>) -> LlmError {
     match err {
-        EventStreamError::Transport(err) => {
-            LlmError::StreamEnded(wording::connection_failed_mid_stream(&error_chain(&err)))
+        EventStreamError::Transport(BodyError(message)) => {
+            LlmError::StreamEnded(wording::connection_failed_mid_stream(&message))
         }
         EventStreamError::Utf8(err) => LlmError::MalformedEvent {
             message: wording::stream_not_utf8(&err),
@@ -355,19 +355,4 @@ fn sse_error(err: EventStreamError<reqwest::Error>) -> LlmError {
             data: truncate(&err.to_string(), QUOTE_LIMIT),
         },
     }
-}
-
-/// An error and its sources, joined with `: ` (reqwest's own message is terse).
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

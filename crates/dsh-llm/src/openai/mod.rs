@@ -5,6 +5,7 @@
 
 mod client;
 mod config;
+mod transport;
 mod wire;
 
 pub use client::OpenAiChatModel;
