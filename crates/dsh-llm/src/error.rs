@@ -105,6 +105,12 @@ pub enum LlmError {
     /// A scripted rule asked for an error reply (to test error handling).
     #[error("{}", wording::scripted(.0))]
     Scripted(String),
+
+    /// A replayed cassette holds no answer for this request: the message
+    /// names the closest recorded request and the first field where the
+    /// two differ. Never retried, never answered from anything else.
+    #[error("{}", wording::replay(.0))]
+    Replay(String),
 }
 
 impl LlmError {

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod cassette;
 mod error;
 mod message;
 mod model;

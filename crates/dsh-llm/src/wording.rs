@@ -7,6 +7,7 @@
 //! environment variable names, template placeholder names, provider names.
 
 use std::fmt::Display;
+use std::path::Path;
 use std::time::Duration;
 
 // ---- LlmError ----
@@ -92,6 +93,11 @@ pub(crate) fn scripted(message: &str) -> String {
     format!("scripted error: {message}")
 }
 
+/// [`LlmError::Replay`](crate::LlmError::Replay).
+pub(crate) fn replay(message: &str) -> String {
+    format!("no recorded answer: {message}")
+}
+
 // ---- The OpenAI-compatible client ----
 
 /// A base URL that does not parse.
@@ -117,6 +123,15 @@ pub(crate) const CONNECTING: &str = "connecting";
 
 /// Timeout phase: between two chunks of the stream.
 pub(crate) const WAITING_FOR_CHUNK: &str = "waiting for the next chunk of the stream";
+
+/// The timeout phase a cassette names, as one of the phases above (a
+/// phase no client names reads as the wait for the next chunk).
+pub(crate) fn timeout_phase(phase: &str) -> &'static str {
+    [WAITING_FOR_HEADERS, CONNECTING, WAITING_FOR_CHUNK]
+        .into_iter()
+        .find(|known| *known == phase)
+        .unwrap_or(WAITING_FOR_CHUNK)
+}
 
 /// A stream that ended with neither a finish reason nor `[DONE]`.
 pub(crate) const CLOSED_WITHOUT_FINISH: &str = "the server closed the stream without a finish reason or [DONE]";
@@ -158,6 +173,182 @@ pub(crate) const LOG_SENDING: &str = "sending chat request";
 
 /// Log line: a retryable failure, retried after a delay.
 pub(crate) const LOG_RETRYING: &str = "chat request failed; retrying";
+
+// ---- Cassettes ----
+
+/// What a secret is written as.
+pub(crate) const REDACTED: &str = "[redacted]";
+
+/// The URL a replayed client names when its cassette recorded none.
+pub(crate) const REPLAY_URL: &str = "http://replay.invalid/chat/completions";
+
+/// [`CassetteError::Unreadable`](crate::cassette::CassetteError::Unreadable).
+pub(crate) fn cassette_unreadable(file: &Path, error: &dyn Display) -> String {
+    format!("cannot read cassette {}: {error}", file.display())
+}
+
+/// [`CassetteError::NotACassette`](crate::cassette::CassetteError::NotACassette).
+pub(crate) fn cassette_not_a_cassette(file: &Path) -> String {
+    format!(
+        "{}:1: not a dsh cassette (its first line is not a header with \"format\":\"dsh-cassette\")",
+        file.display()
+    )
+}
+
+/// [`CassetteError::Version`](crate::cassette::CassetteError::Version).
+pub(crate) fn cassette_version(file: &Path, found: u64) -> String {
+    let version = crate::cassette::VERSION;
+    let what_to_do = if found > u64::from(version) {
+        "replay it with the newer dsh that recorded it, or record it again with this one"
+    } else {
+        "record it again with this dsh"
+    };
+    format!(
+        "{}:1: cassette version {found}, but this dsh reads version {version}: {what_to_do}",
+        file.display()
+    )
+}
+
+/// [`CassetteError::Torn`](crate::cassette::CassetteError::Torn).
+pub(crate) fn cassette_torn(file: &Path, line: usize) -> String {
+    format!(
+        "{}:{line}: the cassette is torn (it ends in the middle of this line): record it again",
+        file.display()
+    )
+}
+
+/// [`CassetteError::Corrupt`](crate::cassette::CassetteError::Corrupt).
+pub(crate) fn cassette_corrupt(file: &Path, line: usize, message: &str) -> String {
+    format!("{}:{line}: corrupt cassette: {message}", file.display())
+}
+
+/// [`CassetteError::Unfinished`](crate::cassette::CassetteError::Unfinished).
+pub(crate) fn cassette_unfinished(file: &Path, reason: &str) -> String {
+    format!(
+        "{}: the cassette is unfinished, so it is not replayed: {reason}; record it again",
+        file.display()
+    )
+}
+
+/// [`CassetteError::Busy`](crate::cassette::CassetteError::Busy).
+pub(crate) fn cassette_busy(file: &Path, partial: &Path) -> String {
+    format!(
+        "cannot record into {}: {} exists, so another run is recording into it (if none is, one was stopped before it finished: delete {})",
+        file.display(),
+        partial.display(),
+        partial.display()
+    )
+}
+
+/// [`CassetteError::Unwritable`](crate::cassette::CassetteError::Unwritable).
+pub(crate) fn cassette_unwritable(file: &Path, error: &dyn Display) -> String {
+    format!(
+        "cannot write the recording {}: {error}; the cassette is unfinished",
+        file.display()
+    )
+}
+
+/// [`CassetteError::MixedLevels`](crate::cassette::CassetteError::MixedLevels).
+pub(crate) fn cassette_mixed_levels(file: &Path, recorded: &str, asked: &str) -> String {
+    format!(
+        "cannot record a model at the {asked} level into {}: it records the {recorded} level (use one cassette per level)",
+        file.display()
+    )
+}
+
+/// The reason of an unfinished cassette of which only the recording exists.
+pub(crate) fn cassette_only_partial(partial: &Path) -> String {
+    format!(
+        "only {} exists: the run that recorded it did not finish",
+        partial.display()
+    )
+}
+
+/// The reason of an unfinished cassette without its closing line.
+pub(crate) const CASSETTE_NO_FINISH: &str = "it has no closing line (the run that recorded it stopped before it ended)";
+
+/// A line that does not read as JSON of a cassette line.
+pub(crate) fn cassette_json_error(message: &str, column: usize) -> String {
+    format!("{message} (column {column})")
+}
+
+/// A cassette that is not UTF-8.
+pub(crate) const CASSETTE_NOT_UTF8: &str = "not UTF-8 text";
+
+/// A line after the closing one.
+pub(crate) const CASSETTE_AFTER_FINISH: &str = "a line after the closing line";
+
+/// A second header.
+pub(crate) const CASSETTE_SECOND_HEADER: &str = "a second header: two recordings were written into one file";
+
+/// A chunk with neither or both of `text` and `hex`.
+pub(crate) const CASSETTE_CHUNK_SHAPE: &str = "a chunk needs exactly one of `text` and `hex`";
+
+/// A chunk whose `hex` is not hex.
+pub(crate) const CASSETTE_BAD_HEX: &str = "the chunk's `hex` is not hexadecimal";
+
+/// A line of an exchange that has not begun or has ended.
+pub(crate) fn cassette_no_request(id: u64) -> String {
+    format!("exchange {id} has no open request before this line")
+}
+
+/// Two requests with one id.
+pub(crate) fn cassette_duplicate_id(id: u64) -> String {
+    format!("exchange {id} begins twice: two recordings were written into one file")
+}
+
+/// A line of the other level.
+pub(crate) fn cassette_wrong_level(kind: &str, level: &str) -> String {
+    format!("a `{kind}` line in a cassette of the {level} level")
+}
+
+/// The closing line while an exchange is still open.
+pub(crate) fn cassette_open_exchange(id: u64) -> String {
+    format!("the closing line comes before exchange {id} ended")
+}
+
+/// The closing line's count differs from the exchanges read.
+pub(crate) fn cassette_count(said: u64, found: usize) -> String {
+    format!("the closing line counts {said} exchanges, but the file holds {found}")
+}
+
+/// A request asked more often than it was recorded.
+pub(crate) fn replay_used_up(file: &Path, recorded: usize) -> String {
+    format!(
+        "{} recorded this request {recorded} time(s), and every recorded answer has been used",
+        file.display()
+    )
+}
+
+/// A request asked of an empty cassette.
+pub(crate) fn replay_empty(file: &Path) -> String {
+    format!("{} holds no exchange", file.display())
+}
+
+/// A request with no recorded answer: the closest one and where it differs.
+pub(crate) fn replay_miss(
+    file: &Path,
+    line: usize,
+    agent: usize,
+    request: usize,
+    path: &str,
+    recorded: Option<&str>,
+    asked: Option<&str>,
+) -> String {
+    let show = |value: Option<&str>| value.unwrap_or("nothing").to_owned();
+    format!(
+        "{} holds no such request; the closest is agent {agent}'s request {request} (line {line}), which differs first at {path}: recorded {}, asked {}",
+        file.display(),
+        show(recorded),
+        show(asked)
+    )
+}
+
+/// Log: a cassette line could not be written.
+pub(crate) const LOG_CASSETTE_WRITE_FAILED: &str = "cannot write the cassette; the recording is unfinished";
+
+/// The writer thread stopped by a panic.
+pub(crate) const CASSETTE_WRITER_PANICKED: &str = "the cassette writer stopped unexpectedly";
 
 // ---- The scripted model ----
 

@@ -5,8 +5,8 @@
 
 mod client;
 mod config;
-mod transport;
-mod wire;
+pub(crate) mod transport;
+pub(crate) mod wire;
 
 pub use client::OpenAiChatModel;
 pub use config::{DEFAULT_BASE_URL, DEFAULT_MODEL, ENV_API_KEY, ENV_BASE_URL, ENV_MODEL, OpenAiConfig};

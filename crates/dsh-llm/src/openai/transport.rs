@@ -64,6 +64,9 @@ pub(crate) enum SendError {
     /// The connection failed or broke before the response began (the
     /// transport's error chain, as text).
     Connection(String),
+    /// The transport holds no answer for this request (a replay that has
+    /// none recorded); the text says why.
+    NoAnswer(String),
 }
 
 /// Sends one [`HttpRequest`] and hands back its answer.

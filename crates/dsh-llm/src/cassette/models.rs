@@ -1,0 +1,191 @@
+//! The models a harness author takes: [`RecordingModel`] records any
+//! [`ChatModel`] at the events level, and [`ReplayModel`] answers from a
+//! cassette of either level, a model like any other.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::error::CassetteError;
+use super::error_record::RecordedError;
+use super::format::{Level, Line, Outcome};
+use super::http::Pace;
+use super::recorder::{ExchangeLog, Recorder};
+use super::replay::{Cassette, Timing};
+use crate::error::LlmError;
+use crate::model::{ChatModel, ChatRequest, ChatStream};
+use crate::openai::OpenAiChatModel;
+use crate::openai::wire::request_text;
+
+/// Records every call of the model it wraps into a cassette, at the events
+/// level: the request (as the OpenAI wire JSON, so both levels share one
+/// key) and each event the model streamed, with its time.
+///
+/// Recording never blocks the stream: lines go to the recorder's writer
+/// thread.
+#[derive(Debug, Clone)]
+pub struct RecordingModel<M> {
+    inner: M,
+    recorder: Recorder,
+}
+
+impl<M: ChatModel> RecordingModel<M> {
+    /// Wraps `inner`; refused if `recorder` already records the HTTP level.
+    pub fn new(inner: M, recorder: &Recorder) -> Result<Self, CassetteError> {
+        recorder.claim(Level::Events)?;
+        Ok(RecordingModel {
+            inner,
+            recorder: recorder.clone(),
+        })
+    }
+}
+
+impl<M: ChatModel> ChatModel for RecordingModel<M> {
+    fn model_name(&self) -> &str {
+        self.inner.model_name()
+    }
+
+    fn provider_name(&self) -> &str {
+        self.inner.provider_name()
+    }
+
+    fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        let (id, at_ms) = self.recorder.begin();
+        let text = self.recorder.scrub(&request_text(self.inner.model_name(), &request));
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        let line = Line::Request {
+            id,
+            at_ms,
+            model: self.inner.model_name().to_owned(),
+            url: None,
+            body,
+        };
+        let log = ExchangeLog::begin(&self.recorder, id, line);
+        let stream = self.inner.stream_chat(request, cancel);
+        Box::pin(futures::stream::unfold(
+            (stream, log),
+            |(mut stream, mut log)| async move {
+                let item = stream.next().await;
+                match &item {
+                    Some(Ok(event)) => log.push(Line::Event {
+                        id: log.id(),
+                        t_ms: log.t_ms(),
+                        event: event.clone(),
+                    }),
+                    // The caller cancelled: the model did not end this way by itself.
+                    Some(Err(LlmError::Cancelled)) => log.end(Outcome::Dropped),
+                    Some(Err(err)) => log.end(Outcome::Error(RecordedError::from(err))),
+                    None => log.end(Outcome::Complete),
+                }
+                item.map(|item| (item, (stream, log)))
+            },
+        ))
+    }
+}
+
+/// A model that answers every request from a cassette, with no network.
+///
+/// A cassette of the HTTP level answers through the OpenAI client's own
+/// code (so a cut stream, a refusal or a retry replays as it happened); one
+/// of the events level yields the recorded events. A request the cassette
+/// does not hold fails with [`LlmError::Replay`], naming the closest
+/// recorded request and the first field where they differ.
+#[derive(Debug, Clone)]
+pub struct ReplayModel {
+    cassette: Arc<Cassette>,
+    timing: Timing,
+    model: String,
+    via: Via,
+}
+
+#[derive(Debug, Clone)]
+enum Via {
+    /// The OpenAI client over a transport that answers from the cassette.
+    Http(OpenAiChatModel),
+    /// The recorded events themselves.
+    Events,
+}
+
+impl ReplayModel {
+    /// A model answering from `cassette` at `timing`'s pace.
+    pub fn new(cassette: Arc<Cassette>, timing: Timing) -> Self {
+        let (model, url) = cassette.recorded_model();
+        let via = match cassette.level() {
+            Level::Http => Via::Http(OpenAiChatModel::replaying(
+                Arc::clone(&cassette),
+                timing,
+                &model,
+                url.as_deref(),
+            )),
+            Level::Events => Via::Events,
+        };
+        ReplayModel {
+            cassette,
+            timing,
+            model,
+            via,
+        }
+    }
+
+    /// The cassette it answers from.
+    pub fn cassette(&self) -> &Arc<Cassette> {
+        &self.cassette
+    }
+}
+
+impl ChatModel for ReplayModel {
+    fn model_name(&self) -> &str {
+        &self.model
+    }
+
+    fn provider_name(&self) -> &str {
+        match &self.via {
+            Via::Http(client) => client.provider_name(),
+            Via::Events => "_OTHER",
+        }
+    }
+
+    fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
+        if let Via::Http(client) = &self.via {
+            return client.stream_chat(request, cancel);
+        }
+        let text = request_text(&self.model, &request);
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        let position = match self.cassette.take(&body) {
+            Ok(position) => position,
+            Err(message) => return Box::pin(futures::stream::iter([Err(LlmError::Replay(message))])),
+        };
+        let Some(exchange) = self.cassette.exchanges().get(position) else {
+            return Box::pin(futures::stream::empty());
+        };
+        let pace = Pace::new(self.timing);
+        let events = exchange.answer.events.clone();
+        let ending = match exchange.end.1.clone() {
+            Outcome::Error(error) => futures::stream::iter([Err(LlmError::from(error))]).boxed(),
+            Outcome::Dropped => futures::stream::pending().boxed(),
+            _ => futures::stream::empty().boxed(),
+        };
+        let events = futures::stream::iter(events).then(move |(t_ms, event)| {
+            let pace = pace.clone();
+            async move {
+                pace.until(t_ms).await;
+                Ok(event)
+            }
+        });
+        let answer = events.chain(ending);
+        Box::pin(
+            answer.take_until(cancel.clone().cancelled_owned()).chain(
+                futures::stream::once(async move {
+                    if cancel.is_cancelled() {
+                        Some(Err(LlmError::Cancelled))
+                    } else {
+                        None
+                    }
+                })
+                .filter_map(futures::future::ready),
+            ),
+        )
+    }
+}

@@ -1,0 +1,366 @@
+//! Recording model traffic into a cassette and replaying it offline: at the
+//! HTTP level against a raw HTTP/1.1 server on loopback (whose quirks must
+//! replay as they came), at the events level over the scripted model, and
+//! every bad cassette refused with its file and line.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use dsh_llm::cassette::{Cassette, CassetteError, Level, Recorder, RecordingModel, ReplayModel, Timing};
+use dsh_llm::{
+    CancellationToken, ChatModel, ChatRequest, ChatResponse, LlmError, Message, OpenAiChatModel, OpenAiConfig,
+    ScriptedModel, complete,
+};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const SOON: Duration = Duration::from_secs(10);
+const KEY: &str = "sk-live-secret-123";
+
+/// What the server does for one request.
+enum Reply {
+    /// 200 with these SSE pieces, one HTTP chunk each; then a clean end,
+    /// or (when `cut`) the connection closed mid-body.
+    Sse { pieces: Vec<String>, cut: bool },
+    /// A whole response with this status, headers and body.
+    Status {
+        status: u16,
+        headers: Vec<(&'static str, &'static str)>,
+        body: String,
+    },
+}
+
+/// Serves `replies` in order, one connection each; counts the requests.
+async fn serve(replies: Vec<Reply>) -> (String, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&count);
+    tokio::spawn(async move {
+        for reply in replies {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            if !read_request(&mut socket).await {
+                return;
+            }
+            seen.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(respond(socket, reply));
+        }
+    });
+    (base_url, count)
+}
+
+async fn read_request(socket: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| {
+                    line.strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                return true;
+            }
+        }
+        match socket.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+async fn respond(mut socket: TcpStream, reply: Reply) {
+    match reply {
+        Reply::Sse { pieces, cut } => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-secret-header: nope\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+            let _ = socket.write_all(head.as_bytes()).await;
+            for piece in pieces {
+                let _ = socket
+                    .write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes())
+                    .await;
+                let _ = socket.flush().await;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            if !cut {
+                let _ = socket.write_all(b"0\r\n\r\n").await;
+            }
+            let _ = socket.shutdown().await;
+        }
+        Reply::Status { status, headers, body } => {
+            let mut text = format!(
+                "HTTP/1.1 {status} Whatever\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (name, value) in headers {
+                text.push_str(&format!("{name}: {value}\r\n"));
+            }
+            text.push_str("\r\n");
+            text.push_str(&body);
+            let _ = socket.write_all(text.as_bytes()).await;
+            let _ = socket.shutdown().await;
+        }
+    }
+}
+
+fn data(value: Value) -> String {
+    format!("data: {value}\n\n")
+}
+
+fn text_chunk(text: &str) -> String {
+    data(json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}))
+}
+
+fn finish_chunk(reason: &str) -> String {
+    data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}))
+}
+
+const DONE: &str = "data: [DONE]\n\n";
+
+fn ask(text: &str) -> ChatRequest {
+    ChatRequest::new(vec![Message::system("be brief"), Message::user(text)])
+}
+
+fn client(base_url: &str) -> OpenAiChatModel {
+    let config = OpenAiConfig::new()
+        .with_base_url(base_url)
+        .with_api_key(KEY)
+        .with_model("test-model")
+        .with_retry_base_delay(Duration::from_millis(1))
+        .with_request_timeout(SOON)
+        .with_idle_timeout(SOON);
+    OpenAiChatModel::new(config).unwrap()
+}
+
+async fn call(model: &dyn ChatModel, text: &str) -> Result<ChatResponse, LlmError> {
+    tokio::time::timeout(SOON, complete(model, ask(text), &CancellationToken::new()))
+        .await
+        .expect("call hung")
+}
+
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[tokio::test]
+async fn http_quirks_replay_through_the_same_client_code() {
+    let (base_url, count) = serve(vec![
+        // 1: a plain answer.
+        Reply::Sse {
+            pieces: vec![text_chunk("Paris"), text_chunk("."), finish_chunk("stop"), DONE.into()],
+            cut: false,
+        },
+        // 2: a 429, then its retry answers.
+        Reply::Status {
+            status: 429,
+            headers: vec![("retry-after", "0")],
+            body: r#"{"error":{"message":"slow down"}}"#.into(),
+        },
+        Reply::Sse {
+            pieces: vec![text_chunk("after a wait"), finish_chunk("stop"), DONE.into()],
+            cut: false,
+        },
+        // 3: a stream the server cut.
+        Reply::Sse {
+            pieces: vec![text_chunk("half an ans")],
+            cut: true,
+        },
+        // 4: a refusal for length.
+        Reply::Status {
+            status: 400,
+            headers: vec![],
+            body: r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, your messages resulted in 4000 tokens.","code":"context_length_exceeded"}}"#.into(),
+        },
+        // 5: an empty 200.
+        Reply::Sse {
+            pieces: vec![],
+            cut: false,
+        },
+    ])
+    .await;
+    let dir = temp_dir();
+    let file = dir.path().join("quirks.jsonl");
+    let recorder = Recorder::create(&file).unwrap();
+    let live = client(&base_url).recorded(&recorder).unwrap();
+    let mut recorded = Vec::new();
+    for text in [
+        "capital of France?",
+        "busy?",
+        "cut me",
+        &format!("long {}", KEY),
+        "say nothing",
+    ] {
+        recorded.push(call(&live, text).await);
+    }
+    assert_eq!(recorder.finish().unwrap(), 6, "the 429 and its retry are two exchanges");
+    assert_eq!(count.load(Ordering::SeqCst), 6);
+    assert_eq!(recorded[1].as_ref().unwrap().text, "after a wait");
+    assert!(
+        matches!(recorded[2], Err(LlmError::StreamEnded(_))),
+        "{:?}",
+        recorded[2]
+    );
+    assert!(matches!(recorded[3], Err(LlmError::ContextLength { .. })));
+
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(KEY), "the key never reaches the cassette:\n{text}");
+    assert!(!text.to_ascii_lowercase().contains("authorization"));
+    assert!(!text.contains("x-secret-header"), "only the headers that matter");
+    assert!(text.contains("[redacted]"));
+    assert!(!Path::new(&format!("{}.recording", file.display())).exists());
+
+    // Replayed: the same results, through the same code, with no network.
+    let replay = ReplayModel::new(Cassette::load(&file).unwrap(), Timing::Fast);
+    assert_eq!(replay.model_name(), "test-model");
+    for (text, want) in [
+        "capital of France?",
+        "busy?",
+        "cut me",
+        &format!("long {}", "[redacted]"),
+        "say nothing",
+    ]
+    .iter()
+    .zip(&recorded)
+    {
+        assert_eq!(&call(&replay, text).await, want, "{text}");
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 6, "replay used no network");
+
+    // With the recorded pacing, the same answer.
+    let paced = ReplayModel::new(Cassette::load(&file).unwrap(), Timing::Recorded);
+    assert_eq!(&call(&paced, "capital of France?").await, &recorded[0]);
+}
+
+#[tokio::test]
+async fn a_miss_names_the_closest_request_and_where_it_differs() {
+    let dir = temp_dir();
+    let file = dir.path().join("scripted.jsonl");
+    let recorder = Recorder::create(&file).unwrap();
+    let live = RecordingModel::new(ScriptedModel::builtin(), &recorder).unwrap();
+    call(&live, "first task").await.unwrap();
+    call(&live, "second task").await.unwrap();
+    recorder.finish().unwrap();
+    let replay = ReplayModel::new(Cassette::load(&file).unwrap(), Timing::Fast);
+    let err = call(&replay, "second tusk").await.unwrap_err();
+    let text = err.to_string().replace(&dir.path().display().to_string(), "<dir>");
+    insta::assert_snapshot!("replay_miss", text);
+    let _ = call(&replay, "second task").await.unwrap();
+    let err = call(&replay, "second task").await.unwrap_err();
+    let text = err.to_string().replace(&dir.path().display().to_string(), "<dir>");
+    insta::assert_snapshot!("replay_used_up", text);
+}
+
+#[tokio::test]
+async fn parallel_requests_match_in_any_order_and_repeats_in_recorded_order() {
+    let dir = temp_dir();
+    let file = dir.path().join("parallel.jsonl");
+    let recorder = Recorder::create(&file).unwrap();
+    let script = ScriptedModel::from_json_str(
+        r#"{"rules": [{"when": {}, "reply": {"text": "answer to {{last_user}}, turns {{assistant_turns}}"}}]}"#,
+    )
+    .unwrap();
+    let live = RecordingModel::new(script, &recorder).unwrap();
+    let tasks: Vec<String> = (0..8).map(|n| format!("child task {n}")).collect();
+    let mut recorded = Vec::new();
+    for task in &tasks {
+        recorded.push(call(&live, task).await.unwrap().text);
+    }
+    recorder.finish().unwrap();
+
+    let replay = Arc::new(ReplayModel::new(Cassette::load(&file).unwrap(), Timing::Fast));
+    let handles: Vec<_> = tasks
+        .iter()
+        .rev()
+        .map(|task| {
+            let replay = Arc::clone(&replay);
+            let task = task.clone();
+            tokio::spawn(async move { call(&*replay, &task).await.unwrap().text })
+        })
+        .collect();
+    let mut replayed = Vec::new();
+    for handle in handles {
+        replayed.push(handle.await.unwrap());
+    }
+    replayed.reverse();
+    assert_eq!(replayed, recorded);
+}
+
+/// The error of loading `text` as a cassette, with the directory hidden.
+fn load_error(dir: &Path, name: &str, text: &str) -> String {
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let err = Cassette::load(&file).unwrap_err();
+    err.to_string().replace(&dir.display().to_string(), "<dir>")
+}
+
+#[tokio::test]
+async fn bad_cassettes_are_refused_with_file_and_line() {
+    let dir = temp_dir();
+    let recorded = dir.path().join("good.jsonl");
+    let recorder = Recorder::create(&recorded).unwrap();
+    let live = RecordingModel::new(ScriptedModel::builtin(), &recorder).unwrap();
+    call(&live, "hello").await.unwrap();
+    recorder.finish().unwrap();
+    let good = std::fs::read_to_string(&recorded).unwrap();
+    let lines: Vec<&str> = good.lines().collect();
+    let without_last = lines[..lines.len() - 1].join("\n") + "\n";
+
+    let mut report = Vec::new();
+    let mut case = |what: &str, text: String| {
+        report.push(format!(
+            "{what}:\n  {}",
+            load_error(dir.path(), &format!("{what}.jsonl"), &text)
+        ));
+    };
+    case("torn", good[..good.len() - 10].to_owned());
+    case("corrupt", good.replacen("\"kind\":\"event\"", "\"kind\":\"evnt\"", 1));
+    case("unknown version", good.replacen("\"version\":1", "\"version\":7", 1));
+    case("unfinished", without_last.clone());
+    case("two runs in one file", without_last + &good);
+    case("not a cassette", "hello\n".to_owned());
+    case("empty", String::new());
+    insta::assert_snapshot!("bad_cassettes", report.join("\n"));
+
+    // Only the recording exists: the run that made it never finished.
+    let partial = dir.path().join("crashed.jsonl.recording");
+    std::fs::write(&partial, &good).unwrap();
+    let err = Cassette::load(dir.path().join("crashed.jsonl")).unwrap_err();
+    assert!(matches!(err, CassetteError::Unfinished { .. }), "{err}");
+    assert!(err.to_string().contains("crashed.jsonl.recording"), "{err}");
+}
+
+#[tokio::test]
+async fn two_recordings_into_one_file_and_an_unwritable_one_are_refused() {
+    let dir = temp_dir();
+    let file = dir.path().join("busy.jsonl");
+    let first = Recorder::create(&file).unwrap();
+    let err = Recorder::create(&file).unwrap_err();
+    let text = err.to_string().replace(&dir.path().display().to_string(), "<dir>");
+    insta::assert_snapshot!("busy", text);
+    first.finish().unwrap();
+    let cassette = Cassette::load(&file).unwrap();
+    assert!(cassette.is_empty());
+    assert_eq!(cassette.level(), Level::Events);
+
+    let missing: PathBuf = dir.path().join("no-such-dir").join("x.jsonl");
+    let err = Recorder::create(&missing).unwrap_err();
+    assert!(matches!(err, CassetteError::Unwritable { .. }), "{err}");
+    assert!(err.to_string().contains("no-such-dir/x.jsonl.recording"), "{err}");
+
+    // A recorder of one level does not take a model of the other.
+    let both = dir.path().join("both.jsonl");
+    let recorder = Recorder::create(&both).unwrap();
+    RecordingModel::new(ScriptedModel::builtin(), &recorder).unwrap();
+    let err = client("http://127.0.0.1:9/v1").recorded(&recorder).unwrap_err();
+    assert!(matches!(err, CassetteError::MixedLevels { .. }), "{err}");
+    recorder.finish().unwrap();
+}
