@@ -28,13 +28,50 @@ pub const NO_NEW_OUTPUT: &str = "(no new output)";
 /// What `task_output` shows: the body (the task's `text` as read, or
 /// [`NO_NEW_OUTPUT`] when it has none), a newline, the status line.
 pub fn task_output(text: &str, task: &TaskSnapshot) -> String {
+    task_output_followed_by(text, &status_suffix(task))
+}
+
+/// The body of `task_output` (the task's `text` as read, or
+/// [`NO_NEW_OUTPUT`] when it has none), then `suffix`: the status line as
+/// [`status_suffix`] or [`status_suffix_within`] gives it.
+pub fn task_output_followed_by(text: &str, suffix: &str) -> String {
     let body = if text.is_empty() { NO_NEW_OUTPUT } else { text };
-    format!("{body}{}", status_suffix(task))
+    format!("{body}{suffix}")
 }
 
 /// What follows the body of `task_output`: a newline and the status line.
 pub fn status_suffix(task: &TaskSnapshot) -> String {
     format!("\n{}", task.status_line())
+}
+
+/// [`status_suffix`] in at most `bytes` bytes, when its detail can be cut
+/// to fit: a longer detail (a failed run's diagnostic, up to 4 KB) keeps
+/// its start, then [`detail_cut`] says how many characters were left out.
+/// A status line without a detail is never cut.
+pub fn status_suffix_within(task: &TaskSnapshot, bytes: usize) -> String {
+    let whole = status_suffix(task);
+    let Some(detail) = task.detail.as_deref() else {
+        return whole;
+    };
+    if whole.len() <= bytes {
+        return whole;
+    }
+    let total = detail.chars().count();
+    // Room for the detail's start beside everything else, the count of what
+    // is left out taken at its longest (every character).
+    let frame = whole.len() - detail.len() + detail_cut(total).len();
+    let mut end = bytes.saturating_sub(frame).min(detail.len());
+    while !detail.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = &detail[..end];
+    let cut = format!("{kept}{}", detail_cut(total - kept.chars().count()));
+    format!("\n{}", status_line(task.status, Some(&cut)))
+}
+
+/// What ends a status line's detail cut to fit `task_output`'s budget.
+pub fn detail_cut(omitted: usize) -> String {
+    format!("… ({omitted} more characters not shown)")
 }
 
 /// The body `task_output` shows for a task whose output is no longer kept

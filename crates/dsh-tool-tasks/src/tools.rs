@@ -58,14 +58,17 @@ impl TaskOutputTool {
     /// `offset`) and its status line, within the budget. A text that fits
     /// reads as it always did; a longer one shows its head and tail, or the
     /// page, with the notice that gives the next offset. A text no longer
-    /// kept says so, with its size and the status.
+    /// kept says so, with its size and the status. The status line counts
+    /// within the budget: it takes at most half of it, a longer detail cut
+    /// to fit ([`wording::status_suffix_within`]).
     async fn render(&self, task: &TaskSnapshot, offset: Option<u64>) -> Result<ToolOutput, ToolError> {
-        let suffix = wording::status_suffix(task);
+        let budget = self.budget.bytes();
+        let suffix = wording::status_suffix_within(task, budget / 2);
         let Some(text) = task.output.read().await else {
             let body = wording::output_no_longer_kept(&task.id, task.output.size().chars);
             return Ok(ToolOutput::text(format!("{body}{suffix}")));
         };
-        let allowance = self.budget.bytes().saturating_sub(suffix.len());
+        let allowance = budget.saturating_sub(suffix.len());
         let read = PagedRead::new(wording::TASK_OUTPUT, task.id.clone());
         let excerpt = match offset {
             None => budget::head_and_tail(&text, allowance, Some(read)),
@@ -82,8 +85,10 @@ impl TaskOutputTool {
         };
         Ok(match excerpt {
             Some(excerpt) => ToolOutput::excerpt(excerpt.followed_by(&suffix)),
-            None if offset.is_some_and(|offset| offset > 0) => ToolOutput::text(wording::task_output("", task)),
-            None => ToolOutput::text(wording::task_output(&text, task)),
+            None if offset.is_some_and(|offset| offset > 0) => {
+                ToolOutput::text(wording::task_output_followed_by("", &suffix))
+            }
+            None => ToolOutput::text(wording::task_output_followed_by(&text, &suffix)),
         })
     }
 }

@@ -236,3 +236,106 @@ async fn a_recorded_result_is_a_finished_task_that_queues_no_notice() {
     assert_eq!(page.text, "partial \n[status: failed, subagent run failed]");
     assert!(pages.tasks.take_notices(&owner).is_empty());
 }
+
+/// A failed task of `parent` whose detail is `detail` and whose output is `text`.
+fn failed(pages: &Pages, detail: &str, text: &str) -> String {
+    pages
+        .tasks
+        .record(
+            TaskSpec::new("subagent", "broke", AgentId::from("parent")),
+            Recorded::Failed {
+                detail: detail.to_owned(),
+                output: text.to_owned().into(),
+            },
+        )
+        .unwrap()
+        .id
+}
+
+#[tokio::test]
+async fn a_long_diagnostic_counts_within_the_budget() {
+    let pages = Pages::new(TaskRegistry::new(), 256);
+    let budget = ResultBudget::new(256).unwrap().bytes();
+    // A failed run's diagnostic, as long as a provider may give (4 KB).
+    let detail = format!("error: {}", "stderr line\n".repeat(340));
+    for output in ["", "short partial output", &"p".repeat(10_000)] {
+        let id = failed(&pages, &detail, output);
+        let offset = output.len().min(3);
+        for args in [json!({"task_id": id}), json!({"task_id": id, "offset": offset})] {
+            let result = pages.read(args).await;
+            assert!(!result.is_error);
+            assert!(result.text.len() <= budget, "{} > {budget}", result.text.len());
+            let status = &result.text[result.text.rfind("\n[status: failed, error: ").unwrap()..];
+            assert!(status.len() <= budget / 2, "{}", status.len());
+            assert!(status.ends_with(" more characters not shown)]"), "{status}");
+        }
+    }
+    let id = failed(&pages, &detail, "");
+    let result = pages.read(json!({"task_id": id})).await;
+    insta::assert_snapshot!("long_detail_cut", result.text.replace("stderr line\n", "L"));
+    // A short detail is shown whole, as before.
+    let id = failed(&pages, "subagent run failed", "");
+    let result = pages.read(json!({"task_id": id})).await;
+    assert_eq!(result.text, "(no new output)\n[status: failed, subagent run failed]");
+}
+
+/// Reads `id` from `offset` on with `task_output`, following each notice
+/// the model reads, until a page without one: the characters read, in
+/// order. Every answer is within `budget` bytes.
+async fn follow(pages: &Pages, id: &str, mut offset: u64, budget: usize) -> String {
+    let mut read_back = String::new();
+    for _ in 0..100_000 {
+        let result = pages.read(json!({"task_id": id, "offset": offset})).await;
+        assert!(!result.is_error, "{}", result.text);
+        assert!(result.text.len() <= budget, "{} > {budget}", result.text.len());
+        let body = &result.text[..result.text.rfind("\n[status: ").unwrap()];
+        let (page, next) = match result.cut.as_deref().map(|cut| cut.shown) {
+            Some(Shown::Page { start, page }) => {
+                assert_eq!(start, offset);
+                let next = next_offset(body);
+                if let Some(next) = next {
+                    assert_eq!(next, offset + page.chars, "the notice reads on where the page ends");
+                }
+                (&body[..usize::try_from(page.bytes).unwrap()], next)
+            }
+            // The rest fits whole (or nothing is left): no notice.
+            None if body == "(no new output)" => ("", None),
+            None => (body, None),
+            Some(other) => panic!("a page: {other:?}"),
+        };
+        read_back.push_str(page);
+        match next {
+            Some(next) => {
+                assert!(next > offset, "a page always moves on");
+                offset = next;
+            }
+            None => return read_back,
+        }
+    }
+    panic!("the notices never ended");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn following_task_output_notices_reads_every_character_once_and_ends(
+        text in "[a-zé語🦀 \n]{1,6000}",
+        tokens in 256u64..1_200,
+        start in 0usize..6_000,
+        long_detail in proptest::prelude::any::<bool>(),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let pages = Pages::new(TaskRegistry::new(), tokens);
+            let detail = if long_detail { "d".repeat(4_096) } else { "run failed".to_owned() };
+            let id = failed(&pages, &detail, &text);
+            let chars: Vec<char> = text.chars().collect();
+            let start = start.min(chars.len());
+            let budget = ResultBudget::new(tokens).unwrap().bytes();
+            let read_back = follow(&pages, &id, start as u64, budget).await;
+            let expected: String = chars[start..].iter().collect();
+            assert_eq!(read_back, expected);
+        });
+    }
+}

@@ -9,6 +9,13 @@
 //! boundaries, and every number in a notice counts characters, which is what
 //! a paged read's `offset` counts.
 //!
+//! A cut never makes a text longer, and the notice counts inside the
+//! allowance. Below [`SMALLEST_USEFUL_SHARE`] bytes of text beside its
+//! notice a cut shows the notice alone, which says that the output was
+//! dropped and how to read it ([`Shown::Dropped`]). A page always shows at
+//! least one character, so the notices of one page after another always
+//! move on and reach the end.
+//!
 //! The same cut serves an agent loop that must fit one turn's results into
 //! its context window: [`fit`] shares the room among them, and
 //! [`ToolResult::cut_to`](crate::ToolResult::cut_to) cuts each to its share,
@@ -44,6 +51,11 @@ pub const fn tokens_in(bytes: u64) -> u64 {
 pub const fn bytes_in(tokens: u64) -> u64 {
     tokens.saturating_mul(BYTES_PER_TOKEN)
 }
+
+/// The fewest bytes of text a cut shows beside its notice. With less room a
+/// cut shows its notice alone ([`Shown::Dropped`]): a few bytes of each end
+/// are not worth the notice that frames them.
+pub const SMALLEST_USEFUL_SHARE: usize = 128;
 
 /// The most a delegation output shows the model, in tokens.
 ///
@@ -176,6 +188,16 @@ pub enum Shown {
         /// What the page shows.
         page: TextSize,
     },
+    /// Nothing: the room was below [`SMALLEST_USEFUL_SHARE`], so the output
+    /// is its notice alone, which names the characters dropped (from
+    /// `start` to `end`) and, when the full text is kept, the call that
+    /// reads them.
+    Dropped {
+        /// The offset, in characters, of the first character dropped.
+        start: u64,
+        /// The offset, in characters, after the last character dropped.
+        end: u64,
+    },
 }
 
 impl Shown {
@@ -184,6 +206,7 @@ impl Shown {
         match *self {
             Self::HeadTail { head, tail } => head.plus(tail),
             Self::Page { page, .. } => page,
+            Self::Dropped { .. } => TextSize::default(),
         }
     }
 }
@@ -271,38 +294,73 @@ impl Excerpt {
 /// tail. `None` when the whole text fits (it is then shown unchanged).
 ///
 /// The notice is counted within the allowance, and head and tail share what
-/// it leaves equally. Below the notice's own size the output is the notice
-/// alone, and longer than `allowance`: nothing smaller can say what was cut.
+/// it leaves equally. When that is less than [`SMALLEST_USEFUL_SHARE`], the
+/// output is a notice alone that says the whole text was dropped
+/// ([`Shown::Dropped`]); it can then be longer than `allowance`, but never
+/// longer than `text`: a text shorter than any notice that could replace
+/// it is shown unchanged (`None`).
 pub fn head_and_tail(text: &str, allowance: usize, read: Option<PagedRead>) -> Option<Excerpt> {
-    (text.len() > allowance).then(|| cut_ends("", Ends::Whole(text), TextSize::of(text), allowance, read))
+    if text.len() <= allowance {
+        return None;
+    }
+    let excerpt = cut_ends("", Ends::Whole(text), TextSize::of(text), allowance, read);
+    (excerpt.text.len() < text.len()).then_some(excerpt)
 }
 
 /// One page of `text`: from character `start`, at most `allowance` bytes
 /// including the notice that follows when more remains.
 ///
 /// `None` when `start` is past the end. A page that reaches the end has no
-/// notice.
+/// notice. A page that does not always shows at least one character, even
+/// when its notice leaves no room for it, so that following the notices
+/// always reaches the end.
 pub fn page(text: &str, start: u64, allowance: usize, read: PagedRead) -> Option<Excerpt> {
     let full = TextSize::of(text);
     if start > full.chars {
         return None;
     }
     let from = byte_of_char(text, start);
-    Some(page_of("", &text[from..], start, full, allowance, read))
+    Some(page_of("", &text[from..], start, full, allowance, read, Paging::Read))
+}
+
+/// Whether a page is read (it must move on) or cut again to fit (it may be
+/// dropped to its notice).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Paging {
+    /// A page read from its offset: it shows at least one character.
+    Read,
+    /// A page shown before, cut again: below [`SMALLEST_USEFUL_SHARE`] it
+    /// is dropped to its notice.
+    Recut,
 }
 
 /// The page of `rest` (the full text from character `start` on, or a page
 /// of it shown before), `prefix` in front.
-fn page_of(prefix: &str, rest: &str, start: u64, full: TextSize, allowance: usize, read: PagedRead) -> Excerpt {
+fn page_of(
+    prefix: &str,
+    rest: &str,
+    start: u64,
+    full: TextSize,
+    allowance: usize,
+    read: PagedRead,
+    paging: Paging,
+) -> Excerpt {
     let room = allowance.saturating_sub(prefix.len());
-    let last = start + TextSize::of(rest).chars == full.chars;
+    let rest_chars = TextSize::of(rest).chars;
+    let last = start + rest_chars == full.chars;
     let (shown, notice) = if rest.len() <= room && last {
         (rest, String::new())
     } else {
         // The longest notice this page can have: each of its three other
         // numbers (start, end, the offset) as long as the total.
         let notice_room = wording::page_notice(0, 0, full.chars, &read.call(0)).len() + 3 * longer_by(full.chars);
-        let end = floor_char_boundary(rest, room.saturating_sub(notice_room));
+        let text_room = room.saturating_sub(notice_room);
+        if paging == Paging::Recut && text_room < SMALLEST_USEFUL_SHARE {
+            return dropped(prefix, full, start, start + rest_chars, Some(read));
+        }
+        // At least one character: a page always moves on.
+        let first = rest.chars().next().map_or(0, char::len_utf8);
+        let end = floor_char_boundary(rest, text_room).max(first);
         let shown = &rest[..end];
         let end = start + TextSize::of(shown).chars;
         (shown, wording::page_notice(start, end, full.chars, &read.call(end)))
@@ -328,6 +386,29 @@ fn page_of(prefix: &str, rest: &str, start: u64, full: TextSize, allowance: usiz
     }
 }
 
+/// The notice alone, `prefix` in front: characters `start` to `end` of a
+/// text of size `full` were dropped, and where they can be read.
+fn dropped(prefix: &str, full: TextSize, start: u64, end: u64, read: Option<PagedRead>) -> Excerpt {
+    let call = read.as_ref().map(|read| read.call(start));
+    let notice = wording::dropped_notice(start, end, full.chars, call.as_deref());
+    let text = [prefix, &notice].concat();
+    let layout = Layout {
+        start: prefix.len(),
+        notice: prefix.len(),
+        tail: text.len(),
+        end: text.len(),
+    };
+    Excerpt {
+        text,
+        cut: Cut {
+            full,
+            shown: Shown::Dropped { start, end },
+            read,
+            layout,
+        },
+    }
+}
+
 /// What a head-and-tail cut takes its two ends from.
 #[derive(Clone, Copy)]
 enum Ends<'a> {
@@ -345,6 +426,9 @@ fn cut_ends(prefix: &str, ends: Ends<'_>, full: TextSize, allowance: usize, read
     let call = |offset| read.as_ref().map(|read| read.call(offset));
     let notice_room = wording::cut_notice(0, 0, full.chars, call(0).as_deref()).len() + 4 * longer_by(full.chars);
     let room = allowance.saturating_sub(prefix.len() + notice_room);
+    if room < SMALLEST_USEFUL_SHARE {
+        return dropped(prefix, full, 0, full.chars, read);
+    }
     let head_room = room / 2;
     let tail_room = room - head_room;
     let (head, tail) = match ends {
@@ -384,12 +468,15 @@ fn cut_ends(prefix: &str, ends: Ends<'_>, full: TextSize, allowance: usize, read
 }
 
 /// `text` (an output, cut before or not) cut further to at most `allowance`
-/// bytes. `None` when it fits as it is.
+/// bytes. `None` when it fits as it is, or when no cut of it would be
+/// shorter: a cut never makes a text longer.
 ///
 /// A text cut before keeps its fixed prefix and suffix, shows a shorter head
 /// and tail (or a shorter page) of the same full text, and keeps its paged
-/// read, so its notice still says how to read everything left out. A text
-/// not cut before is cut with [`head_and_tail`] and no paged read.
+/// read, so its notice still says how to read everything left out. Below
+/// [`SMALLEST_USEFUL_SHARE`] it is dropped to its notice alone
+/// ([`Shown::Dropped`]), and a dropped text is not cut again. A text not
+/// cut before is cut with [`head_and_tail`] and no paged read.
 pub fn recut(text: &str, cut: Option<&Cut>, allowance: usize) -> Option<Excerpt> {
     if text.len() <= allowance {
         return None;
@@ -414,7 +501,9 @@ pub fn recut(text: &str, cut: Option<&Cut>, allowance: usize) -> Option<Excerpt>
     };
     let room = allowance.saturating_sub(suffix.len());
     let excerpt = match (cut.shown, cut.read.clone()) {
-        (Shown::Page { start: offset, .. }, Some(read)) => page_of(prefix, shown, offset, cut.full, room, read),
+        (Shown::Page { start: offset, .. }, Some(read)) => {
+            page_of(prefix, shown, offset, cut.full, room, read, Paging::Recut)
+        }
         (Shown::HeadTail { .. }, read) => cut_ends(
             prefix,
             Ends::Parts {
@@ -425,10 +514,13 @@ pub fn recut(text: &str, cut: Option<&Cut>, allowance: usize) -> Option<Excerpt>
             room,
             read,
         ),
+        // Nothing shorter says what was dropped.
+        (Shown::Dropped { .. }, _) => return None,
         // A page always has a paged read; without one, cut what is there.
         (Shown::Page { .. }, None) => return head_and_tail(text, allowance, None),
-    };
-    Some(excerpt.followed_by(suffix))
+    }
+    .followed_by(suffix);
+    (excerpt.text.len() < text.len()).then_some(excerpt)
 }
 
 /// How many more digits `number` has than `0`.

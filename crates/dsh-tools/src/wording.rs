@@ -113,3 +113,14 @@ pub fn cut_notice(head: u64, tail: u64, total: u64, read_call: Option<&str>) -> 
 pub fn page_notice(start: u64, end: u64, total: u64, read_call: &str) -> String {
     format!("\n\n[characters {start} to {end} of {total} shown; to read on, call {read_call}]")
 }
+
+/// The notice that stands alone for an output dropped to fit: characters
+/// `start` to `end` of `total` are not shown, and either the call that
+/// reads them ([`paged_read_call`] from `start`) or that they are not kept.
+pub fn dropped_notice(start: u64, end: u64, total: u64, read_call: Option<&str>) -> String {
+    let rest = match read_call {
+        Some(call) => format!("; to read them, call {call}"),
+        None => ", and they are not kept".to_owned(),
+    };
+    format!("[output dropped: characters {start} to {end} of {total} did not fit the room left{rest}]")
+}

@@ -315,3 +315,167 @@ fn a_cut_summarizes_its_sizes_and_its_task() {
     let not_kept = head_and_tail(&text, 1_000, None).unwrap();
     assert!(not_kept.cut.summary().get("taskId").is_none());
 }
+
+/// The offset the notice at the end of `text` tells the model to read
+/// from, parsed from the text itself: what a model following it does.
+fn next_offset(text: &str) -> Option<u64> {
+    let at = text.rfind(r#""offset": "#)? + r#""offset": "#.len();
+    let digits: String = text[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Follows the notices from `offset` with pages of `allowance` bytes, each
+/// cut again to `recut` bytes when that is smaller (as a context guard
+/// does): the characters read, in order, and how many reads it took.
+fn follow(text: &str, mut offset: u64, allowance: usize, recut: Option<usize>) -> (String, usize) {
+    let mut read_back = String::new();
+    let mut reads = 0;
+    loop {
+        reads += 1;
+        let excerpt = page(text, offset, allowance, read()).unwrap();
+        let mut result = ToolResult::from_outcome(Ok(ToolOutput::excerpt(excerpt)));
+        if let Some(recut) = recut {
+            let before = result.text.len();
+            result.cut_to(recut);
+            assert!(result.text.len() <= before, "a cut never grows a result");
+        }
+        let cut = result.cut.as_deref().unwrap();
+        let shown = match cut.shown {
+            Shown::Page { start, page } => {
+                assert_eq!(start, offset);
+                page
+            }
+            // Dropped to fit: nothing of it was read; the notice says to read
+            // from the same offset, which the next read (at the tool's own
+            // allowance, not cut again) does.
+            Shown::Dropped { start, .. } => {
+                assert_eq!(start, offset);
+                assert_eq!(next_offset(&result.text), Some(offset));
+                let excerpt = page(text, offset, allowance, read()).unwrap();
+                result = ToolResult::from_outcome(Ok(ToolOutput::excerpt(excerpt)));
+                reads += 1;
+                result.cut.as_deref().unwrap().shown.size()
+            }
+            Shown::HeadTail { .. } => panic!("a page stays a page"),
+        };
+        let from = byte_of_char(text, offset);
+        let to = byte_of_char(text, offset + shown.chars);
+        assert!(result.text.starts_with(&text[from..to]));
+        read_back.push_str(&text[from..to]);
+        match next_offset(&result.text[to - from..]) {
+            None => {
+                assert_eq!(
+                    offset + shown.chars,
+                    TextSize::of(text).chars,
+                    "no notice only at the end"
+                );
+                return (read_back, reads);
+            }
+            Some(next) => {
+                assert_eq!(next, offset + shown.chars, "the notice reads on where the page ends");
+                assert!(next > offset, "a page always moves on");
+                offset = next;
+            }
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn following_the_notices_reads_every_character_once_and_ends(
+        text in "[a-zé語🦀 ]{0,2500}",
+        allowance in 0usize..3_000,
+        start in 0usize..2_600,
+        recut in proptest::option::of(0usize..3_000),
+    ) {
+        let chars = TextSize::of(&text).chars;
+        let start = (start as u64).min(chars);
+        let (read_back, reads) = follow(&text, start, allowance, recut);
+        let from = byte_of_char(&text, start);
+        prop_assert_eq!(read_back.as_str(), &text[from..]);
+        // Every read but a re-read after a drop shows at least a character.
+        prop_assert!(reads as u64 <= 2 * (chars - start + 1));
+    }
+
+    #[test]
+    fn a_cut_never_grows_a_text(
+        text in "[a-zé語🦀 ]{0,1500}",
+        allowance in 0usize..2_000,
+        recut in 0usize..2_000,
+        with_read in any::<bool>(),
+    ) {
+        let read = with_read.then(read);
+        let Some(excerpt) = head_and_tail(&text, allowance, read) else {
+            return Ok(());
+        };
+        prop_assert!(excerpt.text.len() < text.len());
+        match excerpt.cut.shown {
+            Shown::Dropped { start, end } => {
+                prop_assert_eq!((start, end), (0, excerpt.cut.full.chars));
+                prop_assert!(excerpt.text.starts_with("[output dropped: "));
+            }
+            shown => prop_assert!(excerpt.text.len() <= allowance, "{:?}", shown),
+        }
+        let mut result = ToolResult::from_outcome(Ok(ToolOutput::excerpt(excerpt)));
+        let before = result.text.len();
+        result.cut_to(recut);
+        prop_assert!(result.text.len() <= before);
+    }
+}
+
+#[test]
+fn a_cut_smaller_than_its_notice_drops_the_text_to_the_notice_alone() {
+    let text = "q".repeat(5_000);
+    let excerpt = head_and_tail(&text, 90, Some(read())).unwrap();
+    assert_eq!(excerpt.cut.shown, Shown::Dropped { start: 0, end: 5_000 });
+    assert_eq!(
+        excerpt.text,
+        r#"[output dropped: characters 0 to 5000 of 5000 did not fit the room left; to read them, call task_output {"task_id": "subagent-7", "offset": 0}]"#
+    );
+    // A text shorter than any notice is never replaced by a longer one.
+    assert_eq!(head_and_tail(&"q".repeat(80), 70, None), None);
+    let mut short = ToolResult::from_outcome(Ok(ToolOutput::text("q".repeat(80))));
+    assert!(!short.cut_to(10));
+    assert_eq!(short.text.len(), 80);
+    // A dropped text is not cut again.
+    let mut dropped = ToolResult::from_outcome(Ok(ToolOutput::excerpt(excerpt)));
+    assert!(!dropped.cut_to(10));
+}
+
+#[test]
+fn a_page_cut_below_its_notice_is_dropped_and_says_where_to_read_it() {
+    let text = "p".repeat(20_000);
+    let mut result = ToolResult::from_outcome(Ok(ToolOutput::excerpt(page(&text, 5_000, 8_000, read()).unwrap())));
+    assert!(result.cut_to(90));
+    let cut = result.cut.as_deref().unwrap();
+    let Shown::Dropped { start, end } = cut.shown else {
+        panic!("dropped, not an empty page: {}", result.text);
+    };
+    assert_eq!(start, 5_000);
+    assert!(end > start);
+    assert!(!result.text.contains("characters 5000 to 5000"), "{}", result.text);
+    assert!(
+        result
+            .text
+            .ends_with(r#"to read them, call task_output {"task_id": "subagent-7", "offset": 5000}]"#),
+        "{}",
+        result.text
+    );
+    // Read at a page's own allowance, however small, a page moves on.
+    let tiny = page(&text, 5_000, 10, read()).unwrap();
+    assert_eq!(tiny.cut.shown.size().chars, 1);
+    assert_eq!(next_offset(&tiny.text), Some(5_001));
+}
+
+#[test]
+fn the_dropped_notices_read_as_pinned() {
+    let text = "d".repeat(30_000);
+    let kept = head_and_tail(&text, 100, Some(read())).unwrap();
+    let not_kept = head_and_tail(&text, 100, None).unwrap();
+    let mut page_dropped =
+        ToolResult::from_outcome(Ok(ToolOutput::excerpt(page(&text, 15_907, 8_000, read()).unwrap())));
+    assert!(page_dropped.cut_to(100));
+    insta::assert_snapshot!("dropped_notice_with_paged_read", kept.text);
+    insta::assert_snapshot!("dropped_notice_not_kept", not_kept.text);
+    insta::assert_snapshot!("dropped_page_notice", page_dropped.text);
+}
