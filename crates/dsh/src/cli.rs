@@ -231,9 +231,16 @@ pub(crate) struct AcpArgs {
 }
 
 #[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("task_input").required(true).args(["task", "task_file"])))]
 pub(crate) struct RunArgs {
-    /// The task for the parent agent (with --resume: the next message).
-    pub(crate) task: String,
+    /// The task for the parent agent (with --resume: the next message); `-`
+    /// reads it from standard input. At most 4 MiB of UTF-8 text.
+    #[arg(value_name = "TASK")]
+    pub(crate) task: Option<String>,
+    /// Read the task from this file instead (UTF-8, at most 4 MiB; its
+    /// trailing line endings are dropped, as from standard input).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) task_file: Option<PathBuf>,
     /// Continue an earlier parent (its id, as printed at the end of `dsh run`)
     /// with this message: its history, system prompt and model, today's tools.
     #[arg(long, value_name = "AGENT_ID")]

@@ -16,6 +16,7 @@ mod resume;
 mod retention;
 mod run;
 mod runtime;
+mod task_input;
 mod telemetry;
 mod transcript;
 mod wording;
@@ -30,10 +31,17 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let telemetry = telemetry::init();
     let outcome = match cli.command {
-        cli::Command::Run(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-            Ok(runtime) => runtime.block_on(run::run(args)),
-            Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
-        },
+        cli::Command::Run(mut args) => {
+            // The task is read and checked first: bad input starts nothing.
+            let source = task_input::TaskSource::new(args.task.take(), args.task_file.take());
+            match source.read(std::io::stdin().lock()) {
+                Err(message) => Err(Failure::usage(message)),
+                Ok(task) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                    Ok(runtime) => runtime.block_on(run::run(args, task)),
+                    Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
+                },
+            }
+        }
         cli::Command::Transcript(args) => transcript::print(&args),
         cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
         // One thread: an ACP agent waits on its client, its model and its

@@ -12,7 +12,8 @@ use crate::progress::Progress;
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
-pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
+/// Runs `task` (read and checked from the arguments, [`crate::task_input`]).
+pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
     // The summary names the children's transcripts.
     let progress = Arc::new(Progress::new(args.quiet).listing_children());
@@ -46,7 +47,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<(), Failure> {
             on_interrupt.cancel();
         }
     });
-    let outcome = parent.run(args.task, &cancel).await;
+    let outcome = parent.run(task, &cancel).await;
     // Nothing the parent started outlives it: background children still
     // running are killed and released before dsh exits.
     shared.tasks().dispose_owner(parent.id(), wording::RUN_FINISHED).await;

@@ -26,3 +26,27 @@ pub(crate) const CANCELLED: &str = "dsh: cancelled";
 pub(crate) fn run_unfinished(stop: &dyn Display) -> String {
     format!("dsh: the run did not finish: {stop}")
 }
+
+/// The task of `dsh run` could not be read (a missing file, a directory,
+/// an input that failed).
+pub(crate) fn task_unreadable(source: &dyn Display, error: &std::io::Error) -> String {
+    format!("dsh: cannot read {source}: {error}")
+}
+
+/// The task of `dsh run` is not UTF-8 text.
+pub(crate) fn task_not_utf8(source: &dyn Display, valid_up_to: usize) -> String {
+    format!("dsh: {source} is not UTF-8 text (an invalid byte at offset {valid_up_to}); give the task as UTF-8")
+}
+
+/// The task of `dsh run` is empty, or only white space.
+pub(crate) fn task_empty(source: &dyn Display) -> String {
+    format!("dsh: {source} is empty; give the task as an argument, `-` to read it from standard input, or --task-file FILE")
+}
+
+/// The task of `dsh run` is over the most a task may hold.
+pub(crate) fn task_too_large(source: &dyn Display, limit: usize) -> String {
+    format!(
+        "dsh: {source} is larger than {} MiB ({limit} bytes), the most a task may hold; give a shorter task",
+        limit >> 20
+    )
+}
