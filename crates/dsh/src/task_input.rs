@@ -53,8 +53,8 @@ impl TaskSource {
         if bytes.len() > MAX_TASK_BYTES {
             return Err(wording::task_too_large(self, MAX_TASK_BYTES));
         }
-        let mut text = String::from_utf8(bytes)
-            .map_err(|error| wording::task_not_utf8(self, error.utf8_error().valid_up_to()))?;
+        let mut text =
+            String::from_utf8(bytes).map_err(|error| wording::task_not_utf8(self, error.utf8_error().valid_up_to()))?;
         let kept = text.trim_end_matches(['\n', '\r']).len();
         text.truncate(kept);
         checked(self, text)
@@ -138,7 +138,11 @@ mod tests {
         let at_limit = vec![b'a'; MAX_TASK_BYTES];
         assert_eq!(read(&TaskSource::Stdin, &at_limit).unwrap().len(), MAX_TASK_BYTES);
         let over = vec![b'a'; MAX_TASK_BYTES + 1];
-        assert!(read(&TaskSource::Stdin, &over).unwrap_err().contains("larger than 4 MiB"));
+        assert!(
+            read(&TaskSource::Stdin, &over)
+                .unwrap_err()
+                .contains("larger than 4 MiB")
+        );
         let argument = TaskSource::Argument("a".repeat(MAX_TASK_BYTES + 1));
         assert!(read(&argument, b"").unwrap_err().contains("larger than 4 MiB"));
     }

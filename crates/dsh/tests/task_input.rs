@@ -79,7 +79,10 @@ fn a_task_longer_than_an_argument_may_be_is_read_from_standard_input() {
     // its head and its tail.
     let stdout = text(&output.stdout);
     assert!(stdout.starts_with("The subagent finished the task."), "{stdout:.200}");
-    assert!(stdout.ends_with(" and the end.\". In a real run I would do that work now; this demo model only reports back.\n"));
+    assert!(
+        stdout
+            .ends_with(" and the end.\". In a real run I would do that work now; this demo model only reports back.\n")
+    );
     // The parent's transcript holds the whole task, as given.
     let agents = dir.path().join(".dsh/agents");
     let whole = std::fs::read_dir(&agents)
@@ -135,7 +138,11 @@ fn a_task_comes_from_exactly_one_place() {
     std::fs::write(dir.path().join("task.md"), "hi").unwrap();
     let both = dsh(dir.path(), &["run", "--task-file", "task.md", "hi"], b"");
     assert_eq!(both.status.code(), Some(2));
-    assert!(text(&both.stderr).contains("cannot be used with"), "{}", text(&both.stderr));
+    assert!(
+        text(&both.stderr).contains("cannot be used with"),
+        "{}",
+        text(&both.stderr)
+    );
     let neither = dsh(dir.path(), &["run"], b"");
     assert_eq!(neither.status.code(), Some(2));
     assert!(

@@ -40,7 +40,9 @@ pub(crate) fn task_not_utf8(source: &dyn Display, valid_up_to: usize) -> String 
 
 /// The task of `dsh run` is empty, or only white space.
 pub(crate) fn task_empty(source: &dyn Display) -> String {
-    format!("dsh: {source} is empty; give the task as an argument, `-` to read it from standard input, or --task-file FILE")
+    format!(
+        "dsh: {source} is empty; give the task as an argument, `-` to read it from standard input, or --task-file FILE"
+    )
 }
 
 /// The task of `dsh run` is over the most a task may hold.
