@@ -119,9 +119,11 @@ pub(crate) struct Admission {
     limits: Limits,
     /// The tree of agents that carry none of their own (see [`Admission::open_tree`]).
     default_tree: OnceLock<Arc<Node>>,
-    /// The kept outputs of agents that belong to no tree (a service
-    /// without limits has no default tree).
-    default_texts: TextStore,
+    /// Where the outputs of every tree of the service are kept, and those
+    /// of agents that belong to no tree (a service without limits has no
+    /// default tree): a store of its own when the limits set one, else the
+    /// process's.
+    texts: TextStore,
 }
 
 impl Admission {
@@ -130,7 +132,7 @@ impl Admission {
         Self {
             limits,
             default_tree: OnceLock::new(),
-            default_texts: TextStore::new(limits.kept_output()),
+            texts: limits.kept_output().map_or_else(TextStore::process, TextStore::new),
         }
     }
 
@@ -142,18 +144,17 @@ impl Admission {
     /// Opens a new delegation tree under these limits.
     pub(crate) fn open_tree(&self) -> DelegationTree {
         DelegationTree {
-            root: Node::root(self.limits),
+            root: Node::root(self.limits, self.texts.clone()),
         }
     }
 
-    /// The store of `agent`'s kept outputs: its tree's, else the default
-    /// tree's, else (no limits) the one of agents in no tree.
+    /// The store of `agent`'s kept outputs: its tree's (a tree of another
+    /// service keeps them in that service's store), else this service's.
     pub(crate) fn texts(&self, agent: &AgentRef) -> TextStore {
         agent
             .lineage()
             .admission::<Node>()
-            .or_else(|| self.default_root())
-            .map_or_else(|| self.default_texts.clone(), |node| node.texts().clone())
+            .map_or_else(|| self.texts.clone(), |node| node.texts().clone())
     }
 
     /// The tree of agents that carry none: created with the first of them,
@@ -162,7 +163,11 @@ impl Admission {
         if self.limits.is_none() {
             return None;
         }
-        Some(self.default_tree.get_or_init(|| Node::root(self.limits)).clone())
+        Some(
+            self.default_tree
+                .get_or_init(|| Node::root(self.limits, self.texts.clone()))
+                .clone(),
+        )
     }
 
     /// The synchronous half of admission: refuses at once a start over a

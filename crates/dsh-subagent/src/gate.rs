@@ -36,8 +36,8 @@ pub(crate) struct Tree {
     limits: Limits,
     budget: Option<Arc<TokenBudget>>,
     state: Mutex<TreeState>,
-    /// The tree's outputs kept for paged reads, within
-    /// [`Limits::with_kept_output`].
+    /// Where the tree's outputs are kept for paged reads: its service's
+    /// store ([`Limits::with_kept_output`]), else the process's.
     texts: TextStore,
 }
 
@@ -99,15 +99,15 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// The root of a new tree.
-    pub(crate) fn root(limits: Limits) -> Arc<Self> {
+    /// The root of a new tree, its outputs kept in `texts`.
+    pub(crate) fn root(limits: Limits, texts: TextStore) -> Arc<Self> {
         let tree = Arc::new(Tree {
             limits,
             budget: limits
                 .token_budget()
                 .map(|limit| TokenBudget::new(BudgetScope::Tree, limit, None)),
             state: Mutex::new(TreeState::default()),
-            texts: TextStore::new(limits.kept_output()),
+            texts,
         });
         Arc::new(Self::new(tree, Place::Root))
     }

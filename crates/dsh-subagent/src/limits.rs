@@ -28,7 +28,7 @@ pub struct Limits {
     max_queued: Option<usize>,
     max_children: Option<usize>,
     token_budget: Option<u64>,
-    kept_output: usize,
+    kept_output: Option<usize>,
 }
 
 impl Default for Limits {
@@ -38,27 +38,31 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// No limit on children at all, and a tree keeps
-    /// [`dsh_tasks::DEFAULT_KEPT_BYTES`] of cut outputs.
+    /// No limit on children at all, and outputs kept in the process's store
+    /// ([`dsh_tasks::TextStore::process`]).
     pub const fn none() -> Self {
         Self {
             max_concurrent: None,
             max_queued: None,
             max_children: None,
             token_budget: None,
-            kept_output: dsh_tasks::DEFAULT_KEPT_BYTES,
+            kept_output: None,
         }
     }
 
-    /// The bytes of delegation outputs one tree keeps in memory for the
+    /// The bytes of delegation outputs the service keeps in memory for the
     /// paged reads of `task_output` (its background results, and the
-    /// foreground results too long to show whole), oldest out first:
-    /// [`dsh_tasks::DEFAULT_KEPT_BYTES`] unless set. Outputs read back from
-    /// a child's transcript take none of it. Not a limit on children:
-    /// [`Limits::is_none`] does not look at it.
+    /// foreground results too long to show whole), in a store of its own
+    /// that all its trees share, oldest out first. Unset, they are kept in
+    /// the process's store ([`dsh_tasks::TextStore::process`],
+    /// [`dsh_tasks::DEFAULT_KEPT_BYTES`]), which every service and registry
+    /// of the process shares. Either bound is hard: an output larger than
+    /// it is not kept. Outputs read back from a child's transcript take
+    /// none of it. Not a limit on children: [`Limits::is_none`] does not
+    /// look at it.
     #[must_use]
     pub const fn with_kept_output(mut self, bytes: usize) -> Self {
-        self.kept_output = bytes;
+        self.kept_output = Some(bytes);
         self
     }
 
@@ -102,9 +106,9 @@ impl Limits {
         self
     }
 
-    /// The bytes of outputs a tree keeps in memory
-    /// ([`Limits::with_kept_output`]).
-    pub const fn kept_output(&self) -> usize {
+    /// The bytes of outputs the service keeps in a store of its own, when
+    /// set ([`Limits::with_kept_output`]); `None`: the process's store.
+    pub const fn kept_output(&self) -> Option<usize> {
         self.kept_output
     }
 

@@ -97,11 +97,12 @@ impl SubagentService {
         self.inner.admission.open_tree()
     }
 
-    /// The store of `agent`'s kept outputs: its delegation tree's, so that
-    /// one tree's background results and cut foreground results share one
-    /// byte bound ([`Limits::with_kept_output`]). An agent in no tree shares the
-    /// default tree's, or, when the service has no limits, one store with
-    /// every other such agent.
+    /// The store of `agent`'s kept outputs (its background results and its
+    /// cut foreground results): the service's own when its limits set one
+    /// ([`Limits::with_kept_output`]), else the process's
+    /// ([`dsh_tasks::TextStore::process`]), so that every tree of a process
+    /// counts against one hard bound. An agent of another service's tree
+    /// keeps them in that service's store.
     pub fn texts(&self, agent: &AgentRef) -> TextStore {
         self.inner.admission.texts(agent)
     }

@@ -56,7 +56,7 @@ impl From<TaskStartError> for dsh_tools::ToolError {
 }
 
 /// The spec of a child run's task for `owner`, its output kept in `texts`
-/// (the owner's tree's store).
+/// (the owner's service's store, or the process's).
 pub(crate) fn spec(label: String, owner: AgentId, texts: TextStore) -> TaskSpec {
     TaskSpec::new(TASK_KIND, label, owner).kept_in(texts)
 }

@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use dsh_subagent::SubagentService;
+use dsh_subagent::{Limits, SubagentService};
 use dsh_subagent_api::{AgentId, AgentRef, CancellationToken, StartRequest};
 use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider, StartBehavior};
-use dsh_tasks::{TaskError, TaskRegistry, TaskStatus};
+use dsh_tasks::{TaskError, TaskRegistry, TaskStatus, TextStore};
 
 const WAIT: Option<Duration> = Some(Duration::from_secs(5));
 
@@ -129,8 +129,11 @@ async fn a_refused_task_starts_nothing() {
 }
 
 #[tokio::test]
-async fn a_trees_children_keep_their_outputs_with_the_tree_even_without_limits() {
-    let service = SubagentService::new();
+async fn every_tree_of_a_service_keeps_its_outputs_in_one_store() {
+    // Without a bound of its own, a service keeps them in the process's store.
+    let unbounded = SubagentService::new();
+    assert_eq!(unbounded.texts(&AgentRef::new("anyone")), TextStore::process());
+    let service = SubagentService::with_limits(Limits::none().with_kept_output(10_000));
     let provider = ScriptedProvider::builder("p").reply("x".repeat(1_000)).build();
     let _registration = service.register_provider(provider.clone()).unwrap();
     let tree = service.open_tree();
@@ -145,14 +148,13 @@ async fn a_trees_children_keep_their_outputs_with_the_tree_even_without_limits()
     let child = AgentRef::new("child").with_depth(1).with_lineage(lineage);
     assert_eq!(service.texts(&child), service.texts(&parent), "one tree, one store");
     let loner = AgentRef::new("loner");
-    assert_ne!(
-        service.texts(&loner),
-        service.texts(&parent),
-        "another tree's is its own"
-    );
-    assert_eq!(service.texts(&loner), service.texts(&AgentRef::new("other loner")));
+    let other_tree = AgentRef::new("other").with_lineage(service.open_tree().lineage());
+    assert_eq!(service.texts(&loner), service.texts(&parent), "one service, one store");
+    assert_eq!(service.texts(&other_tree), service.texts(&parent));
+    assert_ne!(service.texts(&parent), TextStore::process());
+    assert_eq!(service.texts(&parent).bound(), 10_000);
 
-    // A background result is kept in its tree's store.
+    // A background result is kept in the service's store.
     let tasks = TaskRegistry::new();
     let id = service
         .start_as_task(
@@ -164,5 +166,4 @@ async fn a_trees_children_keep_their_outputs_with_the_tree_even_without_limits()
         .unwrap();
     tasks.wait(&id, parent.id(), None).await.unwrap();
     assert_eq!(service.texts(&parent).held(), 1_000);
-    assert_eq!(tasks.texts().held(), 0);
 }

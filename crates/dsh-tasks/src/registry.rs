@@ -44,9 +44,10 @@ impl Inner {
 /// [`TaskError::Forgotten`]. Nothing is kept per forgotten task.
 ///
 /// Outputs are bounded in bytes too: each task's output text is kept in a
-/// [`TextStore`] (the spec's, or the registry's own,
+/// [`TextStore`] (the spec's, or else the process's,
 /// [`DEFAULT_KEPT_BYTES`](crate::DEFAULT_KEPT_BYTES)), which evicts the oldest text first; a kept
-/// task whose text was evicted still reads its status and its size.
+/// task whose text was evicted (or was larger than the whole bound) still
+/// reads its status and its size.
 #[derive(Clone, Default)]
 pub struct TaskRegistry {
     inner: Arc<Inner>,
@@ -84,8 +85,8 @@ impl TaskRegistry {
     }
 
     /// Keeps the output of tasks whose spec names no store in `texts`
-    /// instead of a store of [`DEFAULT_KEPT_BYTES`](crate::DEFAULT_KEPT_BYTES). Applies to this handle
-    /// and the clones made from it afterwards.
+    /// instead of the process's store ([`TextStore::process`]). Applies to
+    /// this handle and the clones made from it afterwards.
     #[must_use]
     pub fn kept_in(mut self, texts: TextStore) -> Self {
         self.texts = texts;

@@ -3,25 +3,34 @@
 //!
 //! A [`TextStore`] holds texts up to its bound, in the order they were
 //! kept. Keeping one more evicts the oldest until the store is within its
-//! bound again; the newest text is always kept, so one text larger than the
-//! whole bound is held alone until the next arrives. A text is freed when
-//! the last [`TaskText`] naming it is dropped (its task was forgotten), or
-//! when it is evicted: reading it then answers that it is no longer kept.
-//! Nothing is ever produced again to answer a read.
+//! bound again. The bound is hard: a text larger than the whole bound is
+//! not kept at all (nothing is evicted for it), and reads as no longer
+//! kept from the start. A text is freed when the last [`TaskText`] naming
+//! it is dropped (its task was forgotten), or when it is evicted: reading
+//! it then answers that it is no longer kept. Nothing is ever produced
+//! again to answer a read.
+//!
+//! One store serves the whole process unless a harness names another
+//! ([`TextStore::process`], which [`TextStore::default`] shares): however
+//! many sessions, trees and registries a process holds, their kept outputs
+//! together stay within [`DEFAULT_KEPT_BYTES`].
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use dsh_tools::TextSource;
 use dsh_tools::budget::TextSize;
 
 use crate::lock;
 
-/// The bytes of output a [`TextStore`] keeps unless told otherwise: 32 MiB,
-/// a thousand cut results at the default result budget's 32,000 bytes, or
+/// The bytes of output the process's [`TextStore`] keeps: 32 MiB, a
+/// thousand cut results at the default result budget's 32,000 bytes, or
 /// sixteen answers of 2 MB.
 pub const DEFAULT_KEPT_BYTES: usize = 32 * 1024 * 1024;
+
+/// The store every [`TextStore::process`] handle shares.
+static PROCESS: OnceLock<TextStore> = OnceLock::new();
 
 /// Texts kept in memory up to a byte bound, oldest out first. Cheap to
 /// clone: clones share the texts and the bound.
@@ -35,6 +44,10 @@ pub const DEFAULT_KEPT_BYTES: usize = 32 * 1024 * 1024;
 /// assert_eq!(first.kept(), None);
 /// assert_eq!(first.size().chars, 6);
 /// assert_eq!(second.kept().as_deref().map(String::as_str), Some("abcdef"));
+/// assert_eq!(store.held(), 6);
+/// // A text larger than the bound is not kept, and evicts nothing.
+/// let huge = store.keep("x".repeat(11));
+/// assert_eq!((huge.kept(), huge.size().chars), (None, 11));
 /// assert_eq!(store.held(), 6);
 /// ```
 #[derive(Clone)]
@@ -60,8 +73,8 @@ impl Shelf {
 }
 
 impl TextStore {
-    /// A store that keeps at most `bound` bytes of text (or the newest text
-    /// alone, when that is larger).
+    /// A store of its own that keeps at most `bound` bytes of text, apart
+    /// from the process's ([`TextStore::process`]).
     pub fn new(bound: usize) -> Self {
         Self {
             shelf: Arc::new(Mutex::new(Shelf {
@@ -71,6 +84,20 @@ impl TextStore {
                 texts: BTreeMap::new(),
             })),
         }
+    }
+
+    /// The store of the whole process: [`DEFAULT_KEPT_BYTES`], shared by
+    /// every handle this returns (and by [`TextStore::default`]), so the
+    /// kept outputs of every session, tree and registry of the process
+    /// count against one bound.
+    pub fn process() -> Self {
+        PROCESS.get_or_init(|| Self::new(DEFAULT_KEPT_BYTES)).clone()
+    }
+
+    /// Whether a text of `bytes` bytes can be kept at all (it is no larger
+    /// than the bound): a larger one is refused by [`TextStore::keep`].
+    pub fn can_keep(&self, bytes: usize) -> bool {
+        bytes <= self.bound()
     }
 
     /// The bound, in bytes.
@@ -85,7 +112,9 @@ impl TextStore {
 
     /// Keeps `text` (moved or shared, never copied), evicting the oldest
     /// texts until the store is within its bound, and returns the handle
-    /// that reads it. An empty text takes no room.
+    /// that reads it. An empty text takes no room. A text larger than the
+    /// bound is not kept and evicts nothing: its handle knows its size and
+    /// reads as no longer kept.
     pub fn keep(&self, text: impl Into<Arc<String>>) -> TaskText {
         let text = text.into();
         if text.is_empty() {
@@ -95,6 +124,14 @@ impl TextStore {
         let mut shelf = lock(&self.shelf);
         shelf.last += 1;
         let key = shelf.last;
+        let place = Place::Kept {
+            shelf: self.shelf.clone(),
+            key,
+        };
+        if text.len() > shelf.bound {
+            drop(shelf);
+            return TaskText(Some(Arc::new(Held { size, place })));
+        }
         shelf.held += text.len();
         shelf.texts.insert(key, text);
         // Evicted texts are dropped after the lock is released.
@@ -110,20 +147,14 @@ impl TextStore {
         }
         drop(shelf);
         drop(evicted);
-        TaskText(Some(Arc::new(Held {
-            size,
-            place: Place::Kept {
-                shelf: self.shelf.clone(),
-                key,
-            },
-        })))
+        TaskText(Some(Arc::new(Held { size, place })))
     }
 }
 
 impl Default for TextStore {
-    /// A store of [`DEFAULT_KEPT_BYTES`].
+    /// The process's store ([`TextStore::process`]).
     fn default() -> Self {
-        Self::new(DEFAULT_KEPT_BYTES)
+        Self::process()
     }
 }
 
@@ -338,7 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn the_oldest_text_goes_first_and_the_newest_always_stays() {
+    fn the_oldest_text_goes_first_and_a_text_over_the_bound_is_not_kept() {
         let store = TextStore::new(10);
         let a = store.keep("aaaa".to_owned());
         let b = store.keep("bbbb".to_owned());
@@ -349,9 +380,22 @@ mod tests {
         assert_eq!(b.kept().unwrap().as_str(), "bbbb");
         assert_eq!(c.kept().unwrap().as_str(), "cccc");
         let huge = store.keep("x".repeat(25));
-        assert_eq!(store.held(), 25, "a text over the bound is held alone");
+        assert_eq!(store.held(), 8, "a text over the bound is not kept, and evicts nothing");
+        assert_eq!(huge.kept(), None);
+        assert_eq!(huge.size().bytes, 25);
+        assert_eq!(b.kept().unwrap().as_str(), "bbbb");
+        let full = store.keep("y".repeat(10));
+        assert_eq!(store.held(), 10, "a text of the whole bound is kept alone");
         assert_eq!((b.kept(), c.kept()), (None, None));
-        assert_eq!(huge.kept().unwrap().len(), 25);
+        assert_eq!(full.kept().unwrap().len(), 10);
+        assert!(store.can_keep(10) && !store.can_keep(11));
+    }
+
+    #[test]
+    fn every_default_store_is_the_processs_one() {
+        assert_eq!(TextStore::default(), TextStore::process());
+        assert_eq!(TextStore::process().bound(), DEFAULT_KEPT_BYTES);
+        assert_ne!(TextStore::new(DEFAULT_KEPT_BYTES), TextStore::process());
     }
 
     #[test]

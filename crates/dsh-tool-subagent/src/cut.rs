@@ -46,11 +46,11 @@ impl Cutter<'_> {
                 let text = Arc::new(output.text);
                 let full = TextSize::of(&text);
                 // Read back from where the provider keeps it, or kept here.
-                let kept = match source {
-                    Some(source) => Output::Source { source, size: full },
-                    None => Output::Text(text.clone()),
+                let (kept, held) = match source {
+                    Some(source) => (Output::Source { source, size: full }, 0),
+                    None => (Output::Text(text.clone()), text.len()),
                 };
-                let (read, task_id) = self.keep(Recorded::Completed(kept));
+                let (read, task_id) = self.keep(Recorded::Completed(kept), held);
                 let Some(excerpt) = budget::head_and_tail(&text, budget, read) else {
                     return Ok(ToolOutput::text(Arc::unwrap_or_clone(text)));
                 };
@@ -62,10 +62,13 @@ impl Cutter<'_> {
                 let code = error.code().map(str::to_owned);
                 let message = Arc::new(error.into_message());
                 let full = TextSize::of(&message);
-                let (read, task_id) = self.keep(Recorded::Failed {
-                    detail: wording::recorded_failure_detail(&message),
-                    output: Output::Text(message.clone()),
-                });
+                let (read, task_id) = self.keep(
+                    Recorded::Failed {
+                        detail: wording::recorded_failure_detail(&message),
+                        output: Output::Text(message.clone()),
+                    },
+                    message.len(),
+                );
                 let Some(excerpt) = budget::head_and_tail(&message, allowance, read) else {
                     return Err(with_code(ToolError::new(Arc::unwrap_or_clone(message)), code));
                 };
@@ -77,12 +80,18 @@ impl Cutter<'_> {
     }
 
     /// Keeps the whole result as a finished task of the caller, when its
-    /// `task_output` is mounted: the paged read of its notice, and the id.
-    fn keep(&self, recorded: Recorded) -> (Option<PagedRead>, Option<String>) {
+    /// `task_output` is mounted and the caller's store can hold the `held`
+    /// bytes the result takes in memory: the paged read of its notice, and
+    /// the id. A result larger than the store's whole bound is not kept,
+    /// and its notice says so.
+    fn keep(&self, recorded: Recorded, held: usize) -> (Option<PagedRead>, Option<String>) {
         let Some(pages) = self.pages else {
             return (None, None);
         };
         if pages.tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
+            return (None, None);
+        }
+        if !self.service.texts(self.caller).can_keep(held) {
             return (None, None);
         }
         match self

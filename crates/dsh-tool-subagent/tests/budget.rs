@@ -85,7 +85,8 @@ impl World {
 async fn four_parallel_children_of_two_megabytes_each_read_as_head_and_tail_and_page_back_whole() {
     let marks = ['w', 'x', 'y', 'z'];
     let world = World::new(
-        Limits::none(),
+        // A store of its own, so that its bytes held count this test alone.
+        Limits::none().with_kept_output(dsh_tasks::DEFAULT_KEPT_BYTES),
         &marks,
         StopReason::Completed,
         |m| marked_answer(m, 1_000_000),
@@ -221,8 +222,8 @@ async fn an_answer_within_the_budget_is_unchanged_and_a_tool_may_set_its_own_bud
 }
 
 #[tokio::test]
-async fn a_kept_answer_evicted_from_its_trees_store_reads_as_no_longer_kept() {
-    // Each tree keeps 3 MB: the second answer of 2 MB evicts the first.
+async fn a_kept_answer_evicted_from_its_services_store_reads_as_no_longer_kept() {
+    // The service keeps 3 MB: the second answer of 2 MB evicts the first.
     let world = World::new(
         Limits::none().with_kept_output(3_000_000),
         &['e', 'f'],
@@ -245,8 +246,11 @@ async fn a_kept_answer_evicted_from_its_trees_store_reads_as_no_longer_kept() {
         noticed_task_id(&second.text, TASK_OUTPUT),
     );
     assert_eq!(world.service.texts(&parent).held(), marked_answer('f', 1_000_000).len());
-    // Another tree's store is its own: the default one holds nothing.
-    assert_eq!(world.service.texts(&dsh_tools::AgentRef::new("other")).held(), 0);
+    // Every tree of the service shares its store, and so its bound.
+    assert_eq!(
+        world.service.texts(&dsh_tools::AgentRef::new("other")),
+        world.service.texts(&parent)
+    );
     let gone = world.read(&first, 16_000).await;
     assert!(!gone.is_error, "not a failure of the child");
     insta::assert_snapshot!("evicted", gone.text);
@@ -284,4 +288,37 @@ async fn a_cut_is_announced_to_run_listeners() {
         cut.task_id.as_deref(),
         Some(noticed_task_id(&result.text, TASK_OUTPUT).as_str())
     );
+}
+
+#[tokio::test]
+async fn an_answer_larger_than_the_whole_store_is_not_kept_and_its_notice_says_so() {
+    let world = World::new(
+        Limits::none().with_kept_output(100_000),
+        &['k', 'b'],
+        StopReason::Completed,
+        |m| match m {
+            'k' => marked_answer(m, 20_000),
+            _ => marked_answer(m, 100_000),
+        },
+        true,
+    );
+    let small = world.delegate('k').await;
+    let small_id = noticed_task_id(&small.text, TASK_OUTPUT);
+    let held = world.service.texts(&dsh_tools::AgentRef::new("parent-1")).held();
+    assert_eq!(held, marked_answer('k', 20_000).len());
+    let big = world.delegate('b').await;
+    assert!(!big.is_error);
+    assert!(big.text.len() <= ResultBudget::DEFAULT.bytes());
+    assert!(
+        big.text.contains(" in between are not kept]"),
+        "{}",
+        &big.text[..big.text.len().min(400)]
+    );
+    assert!(!big.text.contains("call task_output"));
+    assert_eq!(big.cut.as_deref().unwrap().read, None);
+    // Nothing was evicted for it, and no task was recorded.
+    assert_eq!(world.service.texts(&dsh_tools::AgentRef::new("parent-1")).held(), held);
+    assert_eq!(world.read_back(&small_id).await, marked_answer('k', 20_000));
+    let listed = world.tools.call("task_list", json!({}), exec()).await;
+    assert_eq!(listed.text.lines().count(), 1, "{}", listed.text);
 }

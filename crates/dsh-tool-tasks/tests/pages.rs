@@ -180,6 +180,16 @@ async fn an_evicted_output_says_it_is_no_longer_kept_and_how_large_it_was() {
     assert_eq!(paged.text, gone.text, "no page of it either");
     let kept = pages.read(json!({"task_id": second, "offset": 1_990})).await;
     assert_eq!(kept.text, format!("{}{STATUS}", "2".repeat(10)));
+    // An output larger than the whole store is never kept, and evicts nothing.
+    let huge = pages.finished(&"3".repeat(3_001)).await;
+    let never = pages.read(json!({"task_id": huge})).await;
+    assert!(!never.is_error);
+    assert!(never.text.starts_with(&format!(
+        "(the output of task {huge}, 3001 characters, is no longer kept."
+    )));
+    assert_eq!(pages.tasks.texts().held(), 2_000);
+    let still = pages.read(json!({"task_id": second, "offset": 1_990})).await;
+    assert_eq!(still.text, kept.text);
 }
 
 #[tokio::test]
