@@ -344,6 +344,95 @@ pub(crate) fn replay_miss(
     )
 }
 
+/// `dsh cassette show`: what a cassette holds.
+pub(crate) fn cassette_summary(summary: &crate::cassette::Summary) -> String {
+    let mut text = format!(
+        "{} exchanges, {} agents; tokens: {} prompt, {} completion; errors: {}; cut streams: {}; dropped: {}",
+        summary.exchanges,
+        summary.agents.len(),
+        summary.prompt_tokens,
+        summary.completion_tokens,
+        summary.errors,
+        summary.cut_streams,
+        summary.dropped
+    );
+    for agent in &summary.agents {
+        text.push_str(&format!(
+            "\n  agent {}: requests: {}; task: {:?}",
+            agent.number, agent.requests, agent.task
+        ));
+    }
+    text
+}
+
+/// `dsh cassette diff`: where two recordings part.
+pub(crate) fn cassette_divergence(divergence: &crate::cassette::Divergence) -> String {
+    use crate::cassette::Divergence;
+    let show = |value: &Option<String>| value.clone().unwrap_or_else(|| "nothing".to_owned());
+    match divergence {
+        Divergence::Request {
+            agent,
+            request,
+            field,
+            first,
+            second,
+        } => format!(
+            "agent {agent}, request {request}: the requests differ first at {field}: {} in the first, {} in the second",
+            show(first),
+            show(second)
+        ),
+        Divergence::Answer {
+            agent,
+            request,
+            first,
+            second,
+        } => format!(
+            "agent {agent}, request {request}: the same request, answered {first:?} in the first and {second:?} in the second"
+        ),
+        Divergence::Missing {
+            agent,
+            request,
+            in_first,
+            task,
+        } => {
+            let (has, lacks) = if *in_first {
+                ("first", "second")
+            } else {
+                ("second", "first")
+            };
+            format!(
+                "agent {agent}, request {request} (task {task:?}) is in the {has} recording only, not in the {lacks}"
+            )
+        }
+    }
+}
+
+/// An answer in short: an HTTP error status.
+pub(crate) fn answer_status(status: u16) -> String {
+    format!("[HTTP {status}] ")
+}
+
+/// An answer in short: a tool call.
+pub(crate) fn answer_tool_call(name: &str, arguments: &str) -> String {
+    format!("[call {name}{arguments}]")
+}
+
+/// An answer in short: its finish reason.
+pub(crate) fn answer_finish(reason: &str) -> String {
+    format!(" [finish: {reason}]")
+}
+
+/// An answer in short: a cut stream.
+pub(crate) fn answer_cut(error: &str) -> String {
+    format!(" [cut: {error}]")
+}
+
+/// An answer in short: no answer, or an error.
+pub(crate) const ANSWER_FAILED: &str = " [failed]";
+
+/// An answer in short: the client stopped reading.
+pub(crate) const ANSWER_DROPPED: &str = " [dropped]";
+
 /// Log: a cassette line could not be written.
 pub(crate) const LOG_CASSETTE_WRITE_FAILED: &str = "cannot write the cassette; the recording is unfinished";
 

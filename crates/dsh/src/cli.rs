@@ -46,6 +46,26 @@ pub(crate) enum Command {
     /// Work with the configuration file (dsh.toml).
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Look at recordings of model traffic (made with --record).
+    #[command(subcommand)]
+    Cassette(CassetteCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CassetteCommand {
+    /// Summarise a cassette: its agents, requests, tokens, errors and cut streams.
+    Show {
+        /// The cassette.
+        file: PathBuf,
+    },
+    /// Show where two recordings of one task first part: which agent,
+    /// which request, which field (exit 1 when they differ).
+    Diff {
+        /// The first cassette.
+        first: PathBuf,
+        /// The second cassette.
+        second: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -118,6 +138,19 @@ pub(crate) struct AgentArgs {
     /// entry's own `result_budget` wins for its tool).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(256..))]
     pub(crate) result_budget: Option<u64>,
+    /// Record every model exchange of the run (the parent and its
+    /// in-process children) into this cassette: at the HTTP level with an
+    /// endpoint, else at the events level. Written as FILE.recording and
+    /// renamed to FILE when dsh ends (docs/cassettes.md).
+    #[arg(long, value_name = "FILE", conflicts_with = "replay")]
+    pub(crate) record: Option<PathBuf>,
+    /// Answer every model request from this cassette, with no network; a
+    /// request it does not hold is an error naming where it differs.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["script", "base_url"])]
+    pub(crate) replay: Option<PathBuf>,
+    /// With --replay: keep the recorded pacing (default: as fast as possible).
+    #[arg(long, requires = "replay")]
+    pub(crate) replay_timing: bool,
 }
 
 #[cfg(test)]
@@ -138,6 +171,9 @@ impl AgentArgs {
             token_budget: None,
             context_window: None,
             result_budget: None,
+            record: None,
+            replay: None,
+            replay_timing: false,
         }
     }
 }

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod acp;
+mod cassette;
 mod cli;
 mod config;
 mod config_check;
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         }
         cli::Command::Transcript(args) => transcript::print(&args),
         cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
+        cli::Command::Cassette(command) => cassette::run(&command),
         // One thread: an ACP agent waits on its client, its model and its
         // children, and starts (and ends) faster without worker threads to
         // start and join; an ACP client starts one per child it delegates to.

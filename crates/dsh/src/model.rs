@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use dsh_agent::ContextWindow;
+use dsh_llm::cassette::{Cassette, Recorder, RecordingModel, ReplayModel, Timing};
 use dsh_llm::{ChatModel, OpenAiChatModel, OpenAiConfig, ScriptedModel};
 
 use crate::cli::AgentArgs;
@@ -11,8 +12,32 @@ use crate::wording;
 
 /// The chosen model and the line that names it.
 pub(crate) struct ModelChoice {
-    pub(crate) model: Arc<dyn ChatModel>,
+    model: Chosen,
     pub(crate) banner: String,
+}
+
+/// What answers: an endpoint (recorded at the HTTP level), or a model
+/// (recorded at the events level).
+enum Chosen {
+    Endpoint(OpenAiChatModel),
+    Model(Arc<dyn ChatModel>),
+}
+
+impl ModelChoice {
+    /// The model, recording into `recorder` when there is one.
+    pub(crate) fn model(self, recorder: Option<&Recorder>) -> Result<Arc<dyn ChatModel>, String> {
+        let recorded = match (self.model, recorder) {
+            (Chosen::Endpoint(client), None) => return Ok(Arc::new(client)),
+            (Chosen::Model(model), None) => return Ok(model),
+            (Chosen::Endpoint(client), Some(recorder)) => client
+                .recorded(recorder)
+                .map(|client| Arc::new(client) as Arc<dyn ChatModel>),
+            (Chosen::Model(model), Some(recorder)) => {
+                RecordingModel::new(model, recorder).map(|model| Arc::new(model) as Arc<dyn ChatModel>)
+            }
+        };
+        recorded.map_err(|error| error.to_string())
+    }
 }
 
 /// The variable that sets the model's context window, in tokens.
@@ -54,10 +79,23 @@ pub(crate) fn choose(
     file: &ModelConfig,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<ModelChoice, String> {
+    if let Some(path) = &args.replay {
+        let cassette = Cassette::load(path).map_err(|error| error.to_string())?;
+        let timing = if args.replay_timing {
+            Timing::Recorded
+        } else {
+            Timing::Fast
+        };
+        let banner = wording::banner_replay(path, cassette.len(), cassette.level().as_str());
+        return Ok(ModelChoice {
+            model: Chosen::Model(Arc::new(ReplayModel::new(cassette, timing))),
+            banner,
+        });
+    }
     if let Some(path) = &args.script {
         let model = ScriptedModel::from_path(path).map_err(|error| error.to_string())?;
         return Ok(ModelChoice {
-            model: Arc::new(model),
+            model: Chosen::Model(Arc::new(model)),
             banner: wording::banner_script(path),
         });
     }
@@ -77,7 +115,7 @@ pub(crate) fn choose(
     if !configured {
         let model = ScriptedModel::builtin();
         return Ok(ModelChoice {
-            model: Arc::new(model),
+            model: Chosen::Model(Arc::new(model)),
             banner: wording::BANNER_BUILTIN.to_owned(),
         });
     }
@@ -91,7 +129,7 @@ pub(crate) fn choose(
     let client = OpenAiChatModel::new(config).map_err(|error| error.to_string())?;
     let banner = wording::banner_endpoint(client.model_name(), client.url());
     Ok(ModelChoice {
-        model: Arc::new(client),
+        model: Chosen::Endpoint(client),
         banner,
     })
 }

@@ -57,6 +57,7 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     if let Some(retention) = shared.retention() {
         retention.sweep().await;
     }
+    let recorded = shared.finish_recording(args.quiet);
 
     if !args.quiet {
         let children = progress.children();
@@ -73,7 +74,7 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     match outcome.stop {
         AgentStop::Completed => {
             println!("{}", outcome.text);
-            Ok(())
+            recorded
         }
         AgentStop::Cancelled => Err(Failure::interrupted(wording::CANCELLED)),
         stop => {

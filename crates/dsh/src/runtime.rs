@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_llm::cassette::Recorder;
 use dsh_mcp::ClientOptions;
 use dsh_subagent::{SubagentEvent, Subscription};
 use dsh_tasks::TaskRegistry;
@@ -37,6 +38,8 @@ pub(crate) struct SharedRuntime {
     mcp: SharedMcpServers,
     /// How long the data directory's transcripts are kept, with one.
     retention: Option<Arc<Retention>>,
+    /// The cassette being recorded (`--record`).
+    recorder: Option<Recorder>,
 }
 
 impl SharedRuntime {
@@ -98,9 +101,15 @@ impl SharedRuntime {
                 Ok(())
             }));
         let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let recorder = match &args.record {
+            Some(path) => Some(Recorder::create(path).map_err(|error| Failure::usage(error.to_string()))?),
+            None => None,
+        };
+        let banner = choice.banner.clone();
+        let model = choice.model(recorder.as_ref()).map_err(Failure::usage)?;
         let window = model::context_window(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let notices = mounted.harness().notices();
-        let mut runtime = AgentRuntime::new(choice.model, mounted.tools().clone())
+        let mut runtime = AgentRuntime::new(model, mounted.tools().clone())
             .with_observer(observer as Arc<dyn AgentObserver>)
             .with_notices(Arc::new(move |agent: &AgentId| notices.take(agent)));
         if let Some(window) = window {
@@ -110,7 +119,8 @@ impl SharedRuntime {
             runtime = runtime.with_data_dir(dir);
         }
         Ok(Self {
-            banner: choice.banner,
+            banner,
+            recorder,
             runtime: Arc::new(runtime),
             max_turns: args.max_turns,
             explicit_model: args.model.is_some() || file_model.model.is_some(),
@@ -119,6 +129,19 @@ impl SharedRuntime {
             mcp: SharedMcpServers::new(args, config, withheld),
             retention,
         })
+    }
+
+    /// Ends the recording (`--record`), if there is one: the cassette is
+    /// closed and takes its name; says so on stderr unless `quiet`.
+    pub(crate) fn finish_recording(&self, quiet: bool) -> Result<(), Failure> {
+        let Some(recorder) = &self.recorder else {
+            return Ok(());
+        };
+        let exchanges = recorder.finish().map_err(|error| Failure::failed(error.to_string()))?;
+        if !quiet {
+            eprintln!("{}", wording::recorded(recorder.file(), exchanges));
+        }
+        Ok(())
     }
 
     /// How long the data directory's transcripts are kept

@@ -47,6 +47,28 @@ pub(crate) fn banner_script(path: &std::path::Path) -> String {
     format!("dsh: using the scripted model from {} (offline)", path.display())
 }
 
+/// The first stderr line when replaying a cassette.
+pub(crate) fn banner_replay(path: &std::path::Path, exchanges: usize, level: &str) -> String {
+    format!(
+        "dsh: replaying {} ({exchanges} recorded exchanges at the {level} level; no network)",
+        path.display()
+    )
+}
+
+/// The last stderr line of a recording run.
+pub(crate) fn recorded(path: &std::path::Path, exchanges: u64) -> String {
+    format!("dsh: recorded {exchanges} model exchanges into {}", path.display())
+}
+
+/// `dsh cassette show`: the first line.
+pub(crate) fn cassette_show(path: &std::path::Path, level: &str, summary: &dyn std::fmt::Display) -> String {
+    format!("{} ({level} level): {summary}", path.display())
+}
+
+/// `dsh cassette diff`: two recordings that agree.
+pub(crate) const CASSETTES_AGREE: &str =
+    "the two recordings agree: every agent asked the same and was answered the same";
+
 /// The first stderr line with an endpoint.
 pub(crate) fn banner_endpoint(model: &str, url: &str) -> String {
     format!("dsh: using model {model} at {url}")

@@ -56,11 +56,13 @@ mod load;
 mod models;
 mod recorder;
 mod replay;
+mod report;
 
 pub use error::CassetteError;
 pub use format::{Level, VERSION};
 pub use models::{RecordingModel, ReplayModel};
 pub use recorder::{RECORDING_SUFFIX, Recorder};
 pub use replay::{Cassette, Timing};
+pub use report::{AgentSummary, Divergence, Summary};
 
 pub(crate) use http::{Recording, Replaying};

@@ -102,6 +102,12 @@ impl Cassette {
         self.places.get(position).copied().unwrap_or_default()
     }
 
+    /// The canonical request of exchange `position`.
+    pub(crate) fn key_at(&self, position: usize) -> &Value {
+        static NONE: Value = Value::Null;
+        self.keys.get(position).unwrap_or(&NONE)
+    }
+
     /// The recorded model's default model name, and (HTTP level) its URL.
     pub(crate) fn recorded_model(&self) -> (String, Option<String>) {
         self.exchanges
@@ -174,7 +180,7 @@ pub(crate) fn places(keys: &[Value]) -> Vec<(usize, usize)> {
 }
 
 /// The start of a conversation: its messages up to the first user message.
-fn opening(key: &Value) -> String {
+pub(crate) fn opening(key: &Value) -> String {
     let messages = key
         .get("messages")
         .and_then(Value::as_array)

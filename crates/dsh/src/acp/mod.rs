@@ -306,6 +306,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     drop(blocking);
     server.end(&at_exit).await;
     at_exit.release_mcp_servers().await;
+    at_exit.finish_recording(args.quiet)?;
     served.map_err(|error| Failure::failed(wording::acp_connection_failed(&error)))
 }
 

@@ -91,6 +91,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
         Some((listener, options)) => serve_http(&shared, &server, listener, options).await,
     };
     shared.release_mcp_servers().await;
+    shared.finish_recording(args.quiet)?;
     served
 }
 

@@ -1,0 +1,364 @@
+//! Looking at recordings: a cassette's summary (agents, requests, tokens,
+//! errors, cut streams), and the first divergence between two recordings
+//! of one task (which agent, which request, which field).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::format::Outcome;
+use super::key::first_difference;
+use super::load::Exchange;
+use super::replay::{Cassette, opening};
+use crate::error::truncate;
+use crate::model::ChatEvent;
+use crate::wording;
+
+/// What a cassette holds, in numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// The agents, by first appearance.
+    pub agents: Vec<AgentSummary>,
+    /// All exchanges (a retry is one of its own).
+    pub exchanges: usize,
+    /// Prompt tokens the answers reported.
+    pub prompt_tokens: u64,
+    /// Completion tokens the answers reported.
+    pub completion_tokens: u64,
+    /// Exchanges that ended in an error: an HTTP status of 400 or more, a
+    /// failed connection, a model's error.
+    pub errors: usize,
+    /// Streams that stopped before their end (cut by the server or the network).
+    pub cut_streams: usize,
+    /// Exchanges the client stopped reading (cancelled, or its timeout fired).
+    pub dropped: usize,
+}
+
+/// One agent of a cassette.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AgentSummary {
+    /// Its number (1-based, by first appearance).
+    pub number: usize,
+    /// Its requests.
+    pub requests: usize,
+    /// The start of its first user message.
+    pub task: String,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&wording::cassette_summary(self))
+    }
+}
+
+/// Where two recordings of one task first part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Divergence {
+    /// One agent's request differs at a field.
+    Request {
+        /// The agent (numbered as in the first cassette).
+        agent: usize,
+        /// Its request number.
+        request: usize,
+        /// The first field that differs, e.g. `messages[3].content`.
+        field: String,
+        /// Its value in the first cassette (`None`: absent).
+        first: Option<String>,
+        /// Its value in the second.
+        second: Option<String>,
+    },
+    /// One agent's request is the same, its answer is not.
+    Answer {
+        /// The agent.
+        agent: usize,
+        /// Its request number.
+        request: usize,
+        /// The first answer, in short.
+        first: String,
+        /// The second.
+        second: String,
+    },
+    /// An agent's request is in one cassette only.
+    Missing {
+        /// The agent (numbered in the cassette that has it).
+        agent: usize,
+        /// Its request number.
+        request: usize,
+        /// Whether the first cassette has it (else the second).
+        in_first: bool,
+        /// The start of the agent's task.
+        task: String,
+    },
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&wording::cassette_divergence(self))
+    }
+}
+
+impl Cassette {
+    /// Its agents, requests, tokens, errors and cut streams.
+    pub fn summary(&self) -> Summary {
+        let mut summary = Summary {
+            agents: Vec::new(),
+            exchanges: self.len(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            errors: 0,
+            cut_streams: 0,
+            dropped: 0,
+        };
+        for (position, exchange) in self.exchanges().iter().enumerate() {
+            let (agent, request) = self.place(position);
+            if request == 1 {
+                summary.agents.push(AgentSummary {
+                    number: agent,
+                    requests: 0,
+                    task: task(&exchange.body),
+                });
+            }
+            if let Some(entry) = summary.agents.iter_mut().find(|entry| entry.number == agent) {
+                entry.requests += 1;
+            }
+            let answer = Answer::of(exchange);
+            summary.prompt_tokens += answer.prompt_tokens;
+            summary.completion_tokens += answer.completion_tokens;
+            match &exchange.end.1 {
+                Outcome::Cut(_) => summary.cut_streams += 1,
+                Outcome::Dropped => summary.dropped += 1,
+                Outcome::Failed(_) | Outcome::Error(_) => summary.errors += 1,
+                Outcome::Complete if exchange.answer.head.as_ref().is_some_and(|head| head.status >= 400) => {
+                    summary.errors += 1;
+                }
+                Outcome::Complete => {}
+            }
+        }
+        summary
+    }
+
+    /// The first place where `other`, a recording of the same task,
+    /// parts from this one: agents are paired by how their conversation
+    /// begins, their requests by order; `None` when every request and
+    /// answer agrees.
+    pub fn diff(&self, other: &Cassette) -> Option<Divergence> {
+        let first = agents(self);
+        let second = agents(other);
+        for (at, (opening, (number, positions))) in first.order.iter().enumerate() {
+            // The agent that began the same way; else the one in the same
+            // place, when it began in a way the first recording has not
+            // (the same agent, asked differently).
+            let paired = second.by_opening.get(opening).copied().or_else(|| {
+                second
+                    .order
+                    .get(at)
+                    .filter(|(theirs, _)| !first.by_opening.contains_key(theirs))
+                    .map(|_| at)
+            });
+            let Some((_, theirs)) = paired.and_then(|at| second.order.get(at)) else {
+                let exchange = positions.first().and_then(|at| self.exchanges().get(*at));
+                return Some(Divergence::Missing {
+                    agent: *number,
+                    request: 1,
+                    in_first: true,
+                    task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
+                });
+            };
+            let theirs = &theirs.1;
+            for request in 0..positions.len().max(theirs.len()) {
+                let mine = positions.get(request).copied();
+                let other_one = theirs.get(request).copied();
+                let (mine, other_one) = match (mine, other_one) {
+                    (Some(mine), Some(other_one)) => (mine, other_one),
+                    (only, _) => {
+                        let exchange = only
+                            .and_then(|at| self.exchanges().get(at))
+                            .or_else(|| other_one.and_then(|at| other.exchanges().get(at)));
+                        return Some(Divergence::Missing {
+                            agent: *number,
+                            request: request + 1,
+                            in_first: only.is_some(),
+                            task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
+                        });
+                    }
+                };
+                if let Some(difference) = first_difference(self.key_at(mine), other.key_at(other_one)) {
+                    return Some(Divergence::Request {
+                        agent: *number,
+                        request: request + 1,
+                        field: difference.path,
+                        first: difference.recorded.map(|text| truncate(&text, 160)),
+                        second: difference.asked.map(|text| truncate(&text, 160)),
+                    });
+                }
+                let (Some(mine), Some(other_one)) = (self.exchanges().get(mine), other.exchanges().get(other_one))
+                else {
+                    continue;
+                };
+                let (a, b) = (Answer::of(mine).text, Answer::of(other_one).text);
+                if a != b {
+                    return Some(Divergence::Answer {
+                        agent: *number,
+                        request: request + 1,
+                        first: truncate(&a, 160),
+                        second: truncate(&b, 160),
+                    });
+                }
+            }
+        }
+        for (at, (opening, (number, positions))) in second.order.iter().enumerate() {
+            let paired = first.by_opening.contains_key(opening)
+                || first
+                    .order
+                    .get(at)
+                    .is_some_and(|(mine, _)| !second.by_opening.contains_key(mine));
+            if !paired {
+                let exchange = positions.first().and_then(|at| other.exchanges().get(*at));
+                return Some(Divergence::Missing {
+                    agent: *number,
+                    request: 1,
+                    in_first: false,
+                    task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
+                });
+            }
+        }
+        None
+    }
+}
+
+/// A cassette's agents: by opening, their number and exchange positions.
+struct Agents {
+    order: Vec<(String, (usize, Vec<usize>))>,
+    by_opening: HashMap<String, usize>,
+}
+
+fn agents(cassette: &Cassette) -> Agents {
+    let mut agents = Agents {
+        order: Vec::new(),
+        by_opening: HashMap::new(),
+    };
+    for position in 0..cassette.len() {
+        let opening = opening(cassette.key_at(position));
+        let at = *agents.by_opening.entry(opening.clone()).or_insert_with(|| {
+            agents.order.push((opening, (agents.order.len() + 1, Vec::new())));
+            agents.order.len() - 1
+        });
+        if let Some((_, (_, positions))) = agents.order.get_mut(at) {
+            positions.push(position);
+        }
+    }
+    agents
+}
+
+/// The start of a request's first user message.
+fn task(body: &Value) -> String {
+    let text = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|messages| {
+            messages
+                .iter()
+                .find(|message| message.get("role").and_then(Value::as_str) == Some("user"))
+        })
+        .and_then(|message| message.get("content"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    truncate(&text.replace('\n', " "), 60)
+}
+
+/// What an answer said, read from its events or its SSE body: the text,
+/// tool calls, finish reason or ending, and the usage it reported.
+struct Answer {
+    text: String,
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+impl Answer {
+    fn of(exchange: &Exchange) -> Answer {
+        let mut answer = Answer {
+            text: String::new(),
+            prompt_tokens: 0,
+            completion_tokens: 0,
+        };
+        if let Some(head) = &exchange.answer.head
+            && head.status >= 300
+        {
+            answer.text = wording::answer_status(head.status);
+        }
+        for (_, event) in &exchange.answer.events {
+            match event {
+                ChatEvent::TextDelta(text) => answer.text.push_str(text),
+                ChatEvent::ToolCall(call) => answer
+                    .text
+                    .push_str(&wording::answer_tool_call(&call.name, &call.arguments)),
+                ChatEvent::Usage(usage) => answer.usage(usage.prompt_tokens, usage.completion_tokens),
+                ChatEvent::Finish(reason) => answer.text.push_str(&wording::answer_finish(reason.as_str())),
+            }
+        }
+        let body: Vec<u8> = exchange
+            .answer
+            .chunks
+            .iter()
+            .flat_map(|(_, bytes)| bytes.to_vec())
+            .collect();
+        for line in String::from_utf8_lossy(&body).lines() {
+            let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+                continue;
+            };
+            let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+                continue;
+            };
+            answer.chunk(&chunk);
+        }
+        match &exchange.end.1 {
+            Outcome::Complete => {}
+            Outcome::Cut(error) => answer.text.push_str(&wording::answer_cut(error)),
+            Outcome::Failed(_) | Outcome::Error(_) => answer.text.push_str(wording::ANSWER_FAILED),
+            Outcome::Dropped => answer.text.push_str(wording::ANSWER_DROPPED),
+        }
+        answer
+    }
+
+    fn usage(&mut self, prompt: u64, completion: u64) {
+        self.prompt_tokens += prompt;
+        self.completion_tokens += completion;
+    }
+
+    /// One SSE chunk of the chat-completions stream (fields read loosely:
+    /// this is a summary, the client's own parser is elsewhere).
+    fn chunk(&mut self, chunk: &Value) {
+        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
+            let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+            self.usage(count("prompt_tokens"), count("completion_tokens"));
+        }
+        let choices = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for choice in choices {
+            let delta = choice.get("delta").or_else(|| choice.get("message"));
+            if let Some(text) = delta.and_then(|delta| delta.get("content")).and_then(Value::as_str) {
+                self.text.push_str(text);
+            }
+            for call in delta
+                .and_then(|delta| delta.get("tool_calls"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let function = call.get("function");
+                let part = |name: &str| function.and_then(|f| f.get(name)).and_then(Value::as_str).unwrap_or("");
+                self.text
+                    .push_str(&wording::answer_tool_call(part("name"), part("arguments")));
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.text.push_str(&wording::answer_finish(reason));
+            }
+        }
+    }
+}
