@@ -3,11 +3,13 @@
 //!
 //! The loop knows a window when one is configured (on the agent, or on the
 //! runtime for its model) or learned from a server's refusal that named it
-//! ([`LearnedWindows`], shared by the agents of a runtime). Before each
-//! request it estimates the request's tokens: the prompt tokens the server
-//! reported for an earlier request of the same conversation, plus what was
-//! added since at [`BYTES_PER_TOKEN`](dsh_tools::budget::BYTES_PER_TOKEN)
-//! bytes a token, measured on the body as sent ([`Estimate`]). The request
+//! ([`Learned`], shared by the agents of a runtime). Right before each
+//! request is sent it estimates the request's tokens: the prompt tokens the
+//! server reported for an earlier request of the same conversation, plus
+//! what was added since at
+//! [`BYTES_PER_TOKEN`](dsh_tools::budget::BYTES_PER_TOKEN) bytes a token,
+//! measured on the body as sent ([`Estimate`]) and scaled by how the
+//! model's server has counted so far ([`Density`]). The request
 //! must leave a reserve for the answer: its `max_tokens` when set, otherwise
 //! [`ContextWindow::reserve`]'s default. One turn's tool results that do
 //! not fit share the room that is left ([`dsh_tools::budget::fit`]) and are
@@ -105,33 +107,51 @@ pub struct ContextStop {
     /// The tokens kept for the answer.
     pub reserve: u64,
     /// The request's size in tokens: the server's count when its refusal
-    /// gave one, else the loop's estimate.
+    /// gave one, else the loop's estimate ([`ContextStop::counted_by`]).
     pub request: u64,
     /// Who found that it does not fit.
     pub found_by: FoundBy,
+    /// Whose count [`ContextStop::request`] is.
+    #[serde(default)]
+    pub counted_by: CountedBy,
 }
 
 impl ContextStop {
     /// A stop at a window of `window` tokens (`None`: not known) with
-    /// `reserve` kept for the answer, for a request of `request` tokens.
+    /// `reserve` kept for the answer, for a request of `request` tokens by
+    /// the loop's estimate.
     pub fn new(window: Option<u64>, reserve: u64, request: u64, found_by: FoundBy) -> Self {
         Self {
             window,
             reserve,
             request,
             found_by,
+            counted_by: CountedBy::Estimate,
         }
     }
 
+    /// The same stop, with `request` counted by `counted_by`.
+    #[must_use]
+    pub fn counted_by(mut self, counted_by: CountedBy) -> Self {
+        self.counted_by = counted_by;
+        self
+    }
+
     /// The one line that says why the run stopped: how large the request
-    /// was, the window and the reserve (or that the server named no
-    /// window), and that the transcript is kept. A child's diagnostic, and
-    /// what follows `context-window: ` wherever the stop is shown.
+    /// was (and by whose count), the window and the reserve (or that the
+    /// server named no window), how often the server refused it, and that
+    /// the transcript is kept. A child's diagnostic, and what follows
+    /// `context-window: ` wherever the stop is shown.
     pub fn line(&self) -> String {
+        let size = match self.counted_by {
+            CountedBy::Server => wording::context_size_counted(self.request),
+            CountedBy::Estimate => wording::context_size_estimated(self.request),
+        };
         match (self.found_by, self.window) {
             (FoundBy::Estimate, Some(window)) => wording::context_over(self.request, window, self.reserve),
-            (_, Some(window)) => wording::context_refused(self.request, window, self.reserve),
-            (_, None) => wording::context_refused_unnamed(self.request),
+            (FoundBy::SecondRefusal, Some(window)) => wording::context_refused_twice(&size, window, self.reserve),
+            (_, Some(window)) => wording::context_refused(&size, window, self.reserve),
+            (_, None) => wording::context_refused_unnamed(&size),
         }
     }
 }
@@ -143,30 +163,116 @@ impl ContextStop {
 pub enum FoundBy {
     /// The loop's estimate, before sending it.
     Estimate,
-    /// The server, which refused it.
+    /// The server, which refused it the first time it was sent.
     Refusal,
+    /// The server, which refused it again after the loop had fitted it
+    /// once more.
+    SecondRefusal,
 }
 
-/// The windows servers named in their refusals, per model name: what every
-/// agent of a runtime knows once one of them was refused.
-#[derive(Debug, Default)]
-pub(crate) struct LearnedWindows(Mutex<HashMap<String, u64>>);
+/// Whose count a request's size in a [`ContextStop`] is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CountedBy {
+    /// The loop's estimate.
+    #[default]
+    Estimate,
+    /// The server's own count, from its refusal.
+    Server,
+}
 
-impl LearnedWindows {
+/// What servers taught the agents of a runtime, per model: the window a
+/// refusal named, and how the server counts tokens against the loop's
+/// estimate. Shared by the agents of one runtime, which all talk to its
+/// one model client (one endpoint); each model keeps its own.
+#[derive(Debug, Default)]
+pub(crate) struct Learned(Mutex<HashMap<String, Taught>>);
+
+/// What was learned about one model.
+#[derive(Clone, Debug, Default)]
+struct Taught {
+    /// The window the latest refusal named.
+    window: Option<u64>,
+    /// How the server counted whole requests the loop estimated whole.
+    whole: Samples,
+    /// How it counted what was added since a request it had counted.
+    added: Samples,
+}
+
+impl Taught {
+    fn samples(&mut self, estimate: Estimate) -> &mut Samples {
+        if estimate.anchored() { &mut self.added } else { &mut self.whole }
+    }
+
+    /// The density for estimates of `estimate`'s kind: the densest of its
+    /// latest counts; without one, the other kind's when that is denser
+    /// than four bytes a token (a server that counts more of one kind
+    /// likely counts more of the other), else four bytes a token (a sparser
+    /// count of the other kind may come from what only it holds, such as
+    /// tool definitions a chat template leaves out).
+    fn density(&self, estimate: Estimate) -> Density {
+        let (own, other) = if estimate.anchored() {
+            (&self.added, &self.whole)
+        } else {
+            (&self.whole, &self.added)
+        };
+        own.density().unwrap_or_else(|| {
+            let default = Density::default();
+            other.density().filter(|other| other.denser(default)).unwrap_or(default)
+        })
+    }
+}
+
+impl Learned {
+    fn taught<T>(&self, model: &str, read: impl FnOnce(&mut Taught) -> T) -> T {
+        let mut taught = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        read(taught.entry(model.to_owned()).or_default())
+    }
+
     /// The window learned for `model`.
-    pub(crate) fn get(&self, model: &str) -> Option<u64> {
+    pub(crate) fn window(&self, model: &str) -> Option<u64> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(model)
-            .copied()
+            .and_then(|taught| taught.window)
     }
 
-    /// Learns `tokens` as `model`'s window (the smaller, when one is known).
-    pub(crate) fn learn(&self, model: &str, tokens: u64) {
-        let mut windows = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let window = windows.entry(model.to_owned()).or_insert(tokens);
-        *window = (*window).min(tokens);
+    /// Learns `tokens` as `model`'s window, in place of any learned before
+    /// (the server's latest word); `true` when that changed what was known.
+    pub(crate) fn learn_window(&self, model: &str, tokens: u64) -> bool {
+        self.taught(model, |taught| taught.window.replace(tokens) != Some(tokens))
+    }
+
+    /// How `model`'s server counts against estimates of `estimate`'s kind.
+    pub(crate) fn density(&self, model: &str, estimate: Estimate) -> Density {
+        self.taught(model, |taught| taught.density(estimate))
+    }
+
+    /// Learns from the server's count (`server` prompt tokens) of a request
+    /// the loop estimated as `estimate`.
+    pub(crate) fn learn_count(&self, model: &str, server: u64, estimate: Estimate) {
+        if let Some(sample) = Density::sample(server.saturating_sub(estimate.counted), tokens_in(estimate.bytes)) {
+            self.taught(model, |taught| taught.samples(estimate).push(sample));
+        }
+    }
+
+    /// Learns from a refusal that did not count the request: the server
+    /// counted more than `at_least` tokens of a request the loop estimated
+    /// as `estimate`. Only a lower bound, so learned with a quarter more,
+    /// and only when it says the estimate was too low.
+    pub(crate) fn learn_at_least(&self, model: &str, at_least: u64, estimate: Estimate) {
+        let ours = tokens_in(estimate.bytes);
+        let server = at_least.saturating_sub(estimate.counted);
+        self.taught(model, |taught| {
+            if server <= taught.density(estimate).scale(ours) {
+                return;
+            }
+            if let Some(sample) = Density::sample(server.saturating_add(server / 4), ours) {
+                taught.samples(estimate).push(sample);
+            }
+        });
     }
 }
 
@@ -181,24 +287,43 @@ pub(crate) struct Anchor {
 }
 
 impl Anchor {
-    /// The anchor of `request`, whose prompt the server counted as `tokens`.
-    pub(crate) fn of(request: &ChatRequest, tokens: u64) -> Self {
+    /// What `request` holds, before the server counted it.
+    pub(crate) fn of(request: &ChatRequest) -> Self {
         Self {
-            tokens,
+            tokens: 0,
             messages: request.messages.len(),
             tools: tools_bytes(&request.tools),
         }
     }
 
-    /// The same request, which the server counted as `tokens`.
-    pub(crate) fn counted(self, tokens: u64) -> Self {
-        Self { tokens, ..self }
+    /// The same request, whose prompt the server counted as `tokens`; none
+    /// for a count of zero, which no real prompt has (a server that reports
+    /// a zero anchors nothing, or the whole conversation would be left out
+    /// of the next estimate).
+    pub(crate) fn counted(self, tokens: u64) -> Option<Self> {
+        (tokens > 0).then_some(Self { tokens, ..self })
     }
 }
 
-/// How many of the server's tokens one token of the loop's own count
-/// turned out to be: learned from a refusal that counted the prompt, never
-/// below one (the estimate only ever grows more careful).
+/// The fewest tokens of the loop's own count a server's count must cover to
+/// teach a density: below it, the few tokens a chat template adds around
+/// each message outweigh the text.
+const MIN_SAMPLE: u64 = 64;
+
+/// How many of a model's latest counts its estimates follow (the densest
+/// of them): enough to ride out one sparse count, few enough to follow a
+/// server that counts less than four bytes a token within a few requests.
+const SAMPLES: usize = 4;
+
+/// Percent added to a learned density, so that an estimate that tracks the
+/// server stays just above its count.
+const MARGIN_PERCENT: u64 = 3;
+
+/// How far a learned density may stray from four bytes a token, either way.
+const MAX_SKEW: u64 = 8;
+
+/// How many of the server's tokens one token of the loop's own count (four
+/// bytes of the body) turned out to be, as a ratio.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Density {
     server: u64,
@@ -212,6 +337,24 @@ impl Default for Density {
 }
 
 impl Density {
+    /// The density of a count of `server` tokens where the loop counted
+    /// `ours`, with [`MARGIN_PERCENT`] added and at most [`MAX_SKEW`] from
+    /// one; `None` when `ours` is too small to tell ([`MIN_SAMPLE`]) or
+    /// the server counted nothing.
+    fn sample(server: u64, ours: u64) -> Option<Self> {
+        if ours < MIN_SAMPLE || server == 0 {
+            return None;
+        }
+        let server = server.saturating_mul(100 + MARGIN_PERCENT).div_ceil(100);
+        let server = server.clamp(ours.div_ceil(MAX_SKEW), ours.saturating_mul(MAX_SKEW));
+        Some(Self { server, ours })
+    }
+
+    /// Whether it counts more of the server's tokens per token than `other`.
+    fn denser(self, other: Self) -> bool {
+        u128::from(self.server) * u128::from(other.ours) > u128::from(other.server) * u128::from(self.ours)
+    }
+
     /// `tokens` of the loop's count in the server's tokens (rounded up).
     fn scale(self, tokens: u64) -> u64 {
         let scaled = (u128::from(tokens) * u128::from(self.server)).div_ceil(u128::from(self.ours));
@@ -223,15 +366,26 @@ impl Density {
         let unscaled = u128::from(tokens) * u128::from(self.ours) / u128::from(self.server);
         u64::try_from(unscaled).unwrap_or(u64::MAX)
     }
+}
 
-    /// Learns from a refusal: the server counted `server` tokens where the
-    /// loop estimated `estimate`; kept when it is the denser.
-    pub(crate) fn learn(&mut self, server: u64, estimate: Estimate) {
-        let counted = server.saturating_sub(estimate.counted);
-        let ours = tokens_in(estimate.bytes);
-        if ours > 0 && u128::from(counted) * u128::from(self.ours) > u128::from(self.server) * u128::from(ours) {
-            *self = Self { server: counted, ours };
+/// A model's latest densities, newest last.
+#[derive(Clone, Debug, Default)]
+struct Samples(Vec<Density>);
+
+impl Samples {
+    /// The densest of them; `None` while there is none.
+    fn density(&self) -> Option<Density> {
+        self.0
+            .iter()
+            .copied()
+            .reduce(|densest, sample| if sample.denser(densest) { sample } else { densest })
+    }
+
+    fn push(&mut self, sample: Density) {
+        if self.0.len() == SAMPLES {
+            self.0.remove(0);
         }
+        self.0.push(sample);
     }
 }
 
@@ -260,6 +414,11 @@ impl Estimate {
                 bytes: request_bytes(model, request),
             },
         }
+    }
+
+    /// Whether it continues from a count the server reported.
+    pub(crate) fn anchored(self) -> bool {
+        self.counted > 0
     }
 
     /// The estimate with `bytes` more.
@@ -297,6 +456,7 @@ impl Room {
             reserve: self.reserve,
             request,
             found_by: FoundBy::Estimate,
+            counted_by: CountedBy::Estimate,
         })
     }
 
@@ -458,7 +618,7 @@ mod tests {
     #[test]
     fn an_estimate_continues_from_the_servers_count() {
         let first = ChatRequest::new(vec![Message::user("hello")]);
-        let anchor = Anchor::of(&first, 1_000);
+        let anchor = Anchor::of(&first).counted(1_000).unwrap();
         let mut next = first.clone();
         next.messages.push(Message::assistant("x".repeat(400)));
         let estimate = Estimate::of(Some(anchor), "m", &next);
@@ -467,30 +627,80 @@ mod tests {
         // A request that does not continue the anchored one is counted whole.
         let other = ChatRequest::new(vec![]);
         assert_eq!(Estimate::of(Some(anchor), "m", &other).counted, 0);
+        // A count of zero anchors nothing: the whole body is estimated.
+        assert_eq!(Anchor::of(&first).counted(0), None);
     }
 
     #[test]
-    fn a_denser_server_count_makes_later_estimates_larger() {
-        let mut density = Density::default();
-        let estimate = Estimate {
-            counted: 100,
+    fn the_density_follows_the_servers_counts_and_keeps_the_densest_of_the_latest() {
+        let learned = Learned::default();
+        let whole = Estimate {
+            counted: 0,
+            bytes: 40_000,
+        };
+        assert_eq!(whole.tokens(learned.density("m", whole)), 10_000 + ESTIMATE_SLACK);
+        // The server counts half: one count is enough to follow it, with the
+        // margin on top.
+        learned.learn_count("m", 5_000, whole);
+        assert_eq!(whole.tokens(learned.density("m", whole)), 5_150 + ESTIMATE_SLACK);
+        // A denser count wins at once; a sparser one does not lower the
+        // estimate until the denser has left the latest few.
+        learned.learn_count("m", 12_000, whole);
+        let dense = whole.tokens(learned.density("m", whole));
+        assert_eq!(dense, 12_360 + ESTIMATE_SLACK);
+        for _ in 1..SAMPLES {
+            learned.learn_count("m", 5_000, whole);
+            assert_eq!(whole.tokens(learned.density("m", whole)), dense);
+        }
+        learned.learn_count("m", 5_000, whole);
+        assert_eq!(whole.tokens(learned.density("m", whole)), 5_150 + ESTIMATE_SLACK);
+        // What was added since a count is learned apart from whole requests:
+        // until it is, a sparser whole count does not lower its estimate, a
+        // denser one raises it.
+        let added = Estimate {
+            counted: 2_000,
             bytes: 4_000,
         };
-        assert_eq!(estimate.tokens(density), 100 + 1_000 + ESTIMATE_SLACK);
-        density.learn(1_600, estimate);
-        assert_eq!(estimate.tokens(density), 100 + 1_500 + ESTIMATE_SLACK);
-        // A sparser count never makes the estimate smaller.
-        density.learn(600, estimate);
-        assert_eq!(estimate.tokens(density), 100 + 1_500 + ESTIMATE_SLACK);
-        assert_eq!(density.unscale(1_500), 1_000);
+        assert_eq!(added.tokens(learned.density("m", added)), 2_000 + 1_000 + ESTIMATE_SLACK);
+        learned.learn_count("dense", 20_000, whole);
+        assert_eq!(added.tokens(learned.density("dense", added)), 2_000 + 2_060 + ESTIMATE_SLACK);
+        learned.learn_count("m", 3_200, added);
+        assert_eq!(added.tokens(learned.density("m", added)), 2_000 + 1_236 + ESTIMATE_SLACK);
+        // Another model, a tiny sample and an empty count teach nothing.
+        assert_eq!(learned.density("other", whole), Density::default());
+        let tiny = Estimate { counted: 0, bytes: 40 };
+        learned.learn_count("other", 1_000, tiny);
+        learned.learn_count("other", 0, whole);
+        assert_eq!(learned.density("other", whole), Density::default());
+        // A skewed count is held within eight times four bytes a token.
+        learned.learn_count("skewed", 10_000_000, whole);
+        assert_eq!(whole.tokens(learned.density("skewed", whole)), 80_000 + ESTIMATE_SLACK);
     }
 
     #[test]
-    fn the_smaller_learned_window_is_kept() {
-        let learned = LearnedWindows::default();
-        learned.learn("m", 8_192);
-        learned.learn("m", 16_384);
-        assert_eq!(learned.get("m"), Some(8_192));
-        assert_eq!(learned.get("other"), None);
+    fn a_refusal_that_counted_nothing_teaches_at_least_a_quarter_more() {
+        let learned = Learned::default();
+        let estimate = Estimate {
+            counted: 0,
+            bytes: 40_000,
+        };
+        // The server counted more than 12,000 where the loop said 10,000.
+        learned.learn_at_least("m", 12_000, estimate);
+        assert_eq!(learned.density("m", estimate).scale(10_000), 15_450);
+        // A bound the estimate already met teaches nothing.
+        learned.learn_at_least("n", 9_000, estimate);
+        assert_eq!(learned.density("n", estimate), Density::default());
+    }
+
+    #[test]
+    fn the_latest_learned_window_is_kept_per_model() {
+        let learned = Learned::default();
+        assert!(learned.learn_window("m", 8_192));
+        assert!(!learned.learn_window("m", 8_192), "known already");
+        assert!(learned.learn_window("m", 16_384), "the server's latest word");
+        assert_eq!(learned.window("m"), Some(16_384));
+        assert!(learned.learn_window("other", 4_096));
+        assert_eq!(learned.window("m"), Some(16_384));
+        assert_eq!(learned.window("third"), None);
     }
 }

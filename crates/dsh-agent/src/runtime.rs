@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dsh_llm::ChatModel;
 use dsh_tools::ToolRegistry;
 
-use crate::context::LearnedWindows;
+use crate::context::Learned;
 use crate::{AgentObserver, ContextWindow, NoticeSource};
 
 /// The environment a parent and all its in-process children share.
@@ -15,8 +15,10 @@ use crate::{AgentObserver, ContextWindow, NoticeSource};
 /// model on it), the same tool registry (seen through the child's own
 /// filter), the same data directory for transcripts, the same observer, the
 /// same notice source, the same context window for the client's model, and
-/// the windows servers named when they refused a request (learned by one
-/// agent, known to all).
+/// what the client's server taught about each model: the window its latest
+/// refusal named, and how it counts tokens (learned by one agent, known to
+/// all; a runtime made with [`AgentRuntime::new`] shares nothing of it with
+/// another, so what one endpoint taught never reaches another's agents).
 #[derive(Clone)]
 pub struct AgentRuntime {
     model: Arc<dyn ChatModel>,
@@ -25,7 +27,7 @@ pub struct AgentRuntime {
     observer: Option<Arc<dyn AgentObserver>>,
     notices: Option<Arc<dyn NoticeSource>>,
     context_window: Option<ContextWindow>,
-    learned: Arc<LearnedWindows>,
+    learned: Arc<Learned>,
 }
 
 impl AgentRuntime {
@@ -90,14 +92,15 @@ impl AgentRuntime {
         self.context_window
     }
 
-    /// The window a server named when it refused a request to `model`
-    /// (the smallest, when several did).
+    /// The window the client's server named when it last refused a
+    /// request to `model` for its length.
     pub fn learned_window(&self, model: &str) -> Option<u64> {
-        self.learned.get(model)
+        self.learned.window(model)
     }
 
-    pub(crate) fn learn_window(&self, model: &str, tokens: u64) {
-        self.learned.learn(model, tokens);
+    /// What the client's server taught about each model.
+    pub(crate) fn learned(&self) -> &Learned {
+        &self.learned
     }
 
     /// The model client.

@@ -229,19 +229,45 @@ pub(crate) fn context_over(request: u64, window: u64, reserve: u64) -> String {
 }
 
 /// Why a run stopped at its context window, when the server refused a
-/// request of about `request` tokens that had been fitted to `window`.
-pub(crate) fn context_refused(request: u64, window: u64, reserve: u64) -> String {
+/// request of `size` ([`context_size_counted`] or
+/// [`context_size_estimated`]) for its `window` the first time it was sent.
+pub(crate) fn context_refused(size: &str, window: u64, reserve: u64) -> String {
     format!(
-        "the model's server refused a request of about {request} tokens for its context window of {window} tokens ({reserve} kept for the answer), after the request had been fitted to it once; {CONTEXT_KEPT}"
+        "the model's server refused a request of {size} for its context window of {window} tokens ({reserve} kept for the answer); {CONTEXT_KEPT}"
     )
 }
 
 /// Why a run stopped at its context window, when the server refused a
-/// request of about `request` tokens for its length and named no window.
-pub(crate) fn context_refused_unnamed(request: u64) -> String {
+/// request of `size` for its `window` again after it had been fitted once
+/// more.
+pub(crate) fn context_refused_twice(size: &str, window: u64, reserve: u64) -> String {
     format!(
-        "the model's server refused a request of about {request} tokens for its length without naming its context window (configure the window, and requests are fitted before they are sent); {CONTEXT_KEPT}"
+        "the model's server refused a request of {size} for its context window of {window} tokens ({reserve} kept for the answer) a second time, after the request had been fitted to it once more; {CONTEXT_KEPT}"
     )
+}
+
+/// Why a run stopped at its context window, when the server refused a
+/// request of `size` for its length and named no window.
+pub(crate) fn context_refused_unnamed(size: &str) -> String {
+    format!(
+        "the model's server refused a request of {size} for its length without naming its context window (configure the window, and requests are fitted before they are sent); {CONTEXT_KEPT}"
+    )
+}
+
+/// A refused request's size by the server's own count.
+pub(crate) fn context_size_counted(tokens: u64) -> String {
+    format!("{tokens} tokens (the server's count)")
+}
+
+/// A refused request's size by the loop's estimate.
+pub(crate) fn context_size_estimated(tokens: u64) -> String {
+    format!("about {tokens} tokens (estimated)")
+}
+
+/// Log line, at warn so that it shows by default: a server's refusal named
+/// a context window that was not known for `model`.
+pub(crate) fn log_window_learned(window: u64, model: &str) -> String {
+    format!("learned context window {window} for model {model} from the server's refusal")
 }
 
 /// How every context stop's line ends.

@@ -4,11 +4,12 @@
 //! its body, as sent, and refuses one over its window the way OpenAI does.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use dsh_agent::transcript::{TranscriptEntry, read_transcript};
-use dsh_agent::{Agent, AgentRuntime, AgentStop, ContextStop, ContextWindow, FoundBy};
-use dsh_llm::openai::request_bytes;
+use dsh_agent::{Agent, AgentRuntime, AgentStop, ContextStop, ContextWindow, CountedBy, FoundBy};
+use dsh_llm::openai::{request_bytes, tools_bytes};
 use dsh_llm::{
     CancellationToken, ChatEvent, ChatModel, ChatRequest, ChatStream, ContextRefusal, FinishReason, LlmError, Message,
     ToolCall, Usage,
@@ -27,18 +28,36 @@ enum Refuses {
     WindowOnly,
     /// OpenAI's message that names no window.
     Unnamed,
+    /// A message that counts the prompt but names no window.
+    CountOnly,
+}
+
+/// What the model reports of a request's tokens in its answer's usage.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reports {
+    /// Its count of the prompt.
+    Prompt,
+    /// A usage object whose `prompt_tokens` is 0.
+    Zero,
+    /// No usage at all (llama-cpp-python's stream).
+    Nothing,
 }
 
 /// A model over a window of `window` tokens: a request of more (its body's
 /// bytes over four, plus its `max_tokens`) is refused. It asks for
-/// `calls` calls of `big` in its first answer, then reports how many tool
-/// results kept their heads and tails.
+/// `calls` calls of `big` in each of its first `rounds` answers, then
+/// reports how many tool results kept their heads and tails.
 struct WindowedModel {
     window: u64,
     /// How many bytes of the body its tokenizer counts as one token.
     bytes_per_token: u64,
+    /// Whether its chat template leaves the tool definitions out, so that
+    /// it does not count them.
+    skips_tools: bool,
     refuses: Refuses,
+    reports: Reports,
     calls: usize,
+    rounds: usize,
     /// Every request as (its tokens, whether it was refused), and the requests.
     seen: Mutex<Vec<(u64, bool)>>,
     requests: Mutex<Vec<ChatRequest>>,
@@ -50,14 +69,21 @@ impl WindowedModel {
     }
 
     fn denser(window: u64, bytes_per_token: u64, refuses: Refuses, calls: usize) -> Arc<Self> {
-        Arc::new(Self {
+        Arc::new(Self::of(window, bytes_per_token, refuses, calls))
+    }
+
+    fn of(window: u64, bytes_per_token: u64, refuses: Refuses, calls: usize) -> Self {
+        Self {
             window,
             bytes_per_token,
+            skips_tools: false,
             refuses,
+            reports: Reports::Prompt,
             calls,
+            rounds: 1,
             seen: Mutex::default(),
             requests: Mutex::default(),
-        })
+        }
     }
 
     fn refusals(&self) -> usize {
@@ -71,6 +97,13 @@ impl WindowedModel {
     fn last_request(&self) -> ChatRequest {
         self.requests.lock().unwrap().last().cloned().unwrap()
     }
+
+    /// The largest request it took, as a share of the window less the
+    /// reserve `reserve`.
+    fn largest_share(&self, reserve: u64) -> f64 {
+        let largest = self.seen().iter().filter(|(_, refused)| !refused).map(|(tokens, _)| *tokens).max().unwrap();
+        largest as f64 / (self.window - reserve) as f64
+    }
 }
 
 impl ChatModel for WindowedModel {
@@ -79,7 +112,11 @@ impl ChatModel for WindowedModel {
     }
 
     fn stream_chat(&self, request: ChatRequest, _cancel: CancellationToken) -> ChatStream {
-        let tokens = request_bytes(self.model_name(), &request).div_ceil(self.bytes_per_token);
+        let mut bytes = request_bytes(self.model_name(), &request);
+        if self.skips_tools {
+            bytes -= tools_bytes(&request.tools);
+        }
+        let tokens = bytes.div_ceil(self.bytes_per_token);
         let refused = tokens + request.max_tokens.unwrap_or(0) > self.window;
         self.seen.lock().unwrap().push((tokens, refused));
         self.requests.lock().unwrap().push(request.clone());
@@ -94,6 +131,9 @@ impl ChatModel for WindowedModel {
                 Refuses::Unnamed => json!({"error": {
                     "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
                     "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}),
+                Refuses::CountOnly => json!({"error": {
+                    "message": format!("Your messages resulted in {tokens} tokens, too many for this model."),
+                    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
             };
             let refusal = ContextRefusal::recognise(Some(400), &body.to_string()).unwrap();
             let error = LlmError::ContextLength {
@@ -110,34 +150,52 @@ impl ChatModel for WindowedModel {
                 _ => None,
             })
             .collect();
-        let mut events = if results.is_empty() {
+        let round = results.len() / self.calls.max(1);
+        let asks = round < self.rounds && self.calls > 0;
+        let mut events = if asks {
             (0..self.calls)
-                .map(|index| Ok(ChatEvent::ToolCall(ToolCall::new(format!("call_{index}"), "big", "{}"))))
+                .map(|index| {
+                    Ok(ChatEvent::ToolCall(ToolCall::new(
+                        format!("call_{round}_{index}"),
+                        "big",
+                        "{}",
+                    )))
+                })
                 .collect::<Vec<_>>()
         } else {
             let heads = results.iter().filter(|text| text.starts_with("HEAD")).count();
             let tails = results.iter().filter(|text| text.ends_with("TAIL")).count();
             vec![Ok(ChatEvent::TextDelta(format!("heads {heads}, tails {tails}")))]
         };
-        let finish = if results.is_empty() {
+        let finish = if asks {
             FinishReason::ToolCalls
         } else {
             FinishReason::Stop
         };
-        events.push(Ok(ChatEvent::Usage(Usage {
-            prompt_tokens: tokens,
-            completion_tokens: 10,
-            total_tokens: tokens + 10,
-        })));
+        let prompt_tokens = match self.reports {
+            Reports::Prompt => Some(tokens),
+            Reports::Zero => Some(0),
+            Reports::Nothing => None,
+        };
+        if let Some(prompt_tokens) = prompt_tokens {
+            events.push(Ok(ChatEvent::Usage(Usage {
+                prompt_tokens,
+                completion_tokens: 10,
+                total_tokens: prompt_tokens + 10,
+            })));
+        }
         events.push(Ok(ChatEvent::Finish(finish)));
         Box::pin(futures::stream::iter(events))
     }
 }
 
-/// A tool whose text is `HEAD`, `bytes` bytes, then `TAIL`.
+/// A tool whose text is `HEAD`, `bytes` bytes, then `TAIL`; the first
+/// call steers a message into `steers`' agent, once one is set.
 struct Big {
     bytes: usize,
     parameters: Value,
+    steers: Arc<OnceLock<Agent>>,
+    steered: AtomicBool,
 }
 
 impl Tool for Big {
@@ -151,21 +209,37 @@ impl Tool for Big {
         &self.parameters
     }
     fn execute(&self, _args: Value, _exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+        if let Some(agent) = self.steers.get()
+            && !self.steered.swap(true, Ordering::SeqCst)
+        {
+            agent.steer(STEERED).unwrap();
+        }
         let text = format!("HEAD{}TAIL", "x".repeat(self.bytes));
         Box::pin(async move { Ok(ToolOutput::text(text)) })
     }
 }
 
+/// The message the `big` tool steers in.
+const STEERED: &str = "Also mention the weather; this message arrived while the tools ran.";
+
 fn runtime(model: Arc<WindowedModel>, bytes: usize, data_dir: &std::path::Path) -> Arc<AgentRuntime> {
+    Arc::new(runtime_of(model, bytes, json!({"type": "object", "properties": {}}), Arc::default()).with_data_dir(data_dir))
+}
+
+/// The runtime of `model` with a `big` tool of `bytes` whose parameters are
+/// `parameters`, and that steers into `steers`' agent.
+fn runtime_of(model: Arc<WindowedModel>, bytes: usize, parameters: Value, steers: Arc<OnceLock<Agent>>) -> AgentRuntime {
     let tools = ToolRegistry::new();
     let registration = tools
         .register(Arc::new(Big {
             bytes,
-            parameters: json!({"type": "object", "properties": {}}),
+            parameters,
+            steers,
+            steered: AtomicBool::new(false),
         }))
         .unwrap();
     std::mem::forget(registration); // lives as long as the test
-    Arc::new(AgentRuntime::new(model, tools).with_data_dir(data_dir))
+    AgentRuntime::new(model, tools)
 }
 
 fn turn_end(agent: &Agent) -> String {
@@ -229,7 +303,7 @@ async fn four_large_results_are_fitted_into_a_configured_window_and_nothing_is_r
             _ => None,
         })
         .collect();
-    assert_eq!(answered, ["call_0", "call_1", "call_2", "call_3"]);
+    assert_eq!(answered, ["call_0_0", "call_0_1", "call_0_2", "call_0_3"]);
     let sent: Vec<String> = request
         .messages
         .iter()
@@ -374,8 +448,12 @@ async fn a_token_budget_caps_each_requests_max_tokens_at_what_it_has_left() {
 #[tokio::test]
 async fn a_denser_tokenizer_is_learned_from_the_refusal_and_the_retry_fits() {
     let dir = tempfile::tempdir().unwrap();
-    // The server counts two bytes a token: the first fit, at four, is refused.
-    let model = WindowedModel::denser(24_000, 2, Refuses::NamingTheWindow, 4);
+    // The server counts two bytes a token and reports no usage: the first
+    // fit, at four, is refused.
+    let model = Arc::new(WindowedModel {
+        reports: Reports::Nothing,
+        ..WindowedModel::of(24_000, 2, Refuses::NamingTheWindow, 4)
+    });
     let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
         .context_window(Some(ContextWindow::new(24_000).unwrap()))
         .build()
@@ -389,8 +467,12 @@ async fn a_denser_tokenizer_is_learned_from_the_refusal_and_the_retry_fits() {
 #[tokio::test]
 async fn a_second_refusal_stops_the_run_with_the_window_it_named() {
     let dir = tempfile::tempdir().unwrap();
-    // Denser than the estimate, and the refusal does not say by how much.
-    let model = WindowedModel::denser(24_000, 2, Refuses::WindowOnly, 4);
+    // Denser than the estimate, with no usage reported, and the refusal
+    // does not say by how much: a quarter more than it proves is not enough.
+    let model = Arc::new(WindowedModel {
+        reports: Reports::Nothing,
+        ..WindowedModel::of(24_000, 2, Refuses::WindowOnly, 4)
+    });
     let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
         .context_window(Some(ContextWindow::new(24_000).unwrap()))
         .build()
@@ -399,12 +481,178 @@ async fn a_second_refusal_stops_the_run_with_the_window_it_named() {
     let AgentStop::ContextWindow(context) = &outcome.stop else {
         panic!("not a context stop: {:?}", outcome.stop);
     };
-    assert_eq!((context.window, context.found_by), (Some(24_000), FoundBy::Refusal));
+    assert_eq!(
+        (context.window, context.found_by, context.counted_by),
+        (Some(24_000), FoundBy::SecondRefusal, CountedBy::Estimate)
+    );
     assert_eq!(model.refusals(), 2, "refused, fitted once more, refused: stopped");
     assert_eq!(model.seen().len(), 3);
 }
 
-/// The three lines a context stop can show, from real runs.
+/// What a notice that arrives while the tools run says.
+const LATE_NOTICE: &str = "Background task 7 finished: the build passed on every platform, and its log is kept for task_output.";
+
+/// Whether `request` holds a user message that contains `text`.
+fn asks(request: &ChatRequest, text: &str) -> bool {
+    request
+        .messages
+        .iter()
+        .any(|message| matches!(message, Message::User { content } if content.contains(text)))
+}
+
+#[tokio::test]
+async fn a_notice_or_a_steered_message_after_a_tight_fit_is_fitted_with_the_results() {
+    for late in [LATE_NOTICE, STEERED] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = WindowedModel::new(24_000, Refuses::NamingTheWindow, 4);
+        let steers: Arc<OnceLock<Agent>> = Arc::default();
+        let mut runtime = runtime_of(
+            model.clone(),
+            TWO_MB,
+            json!({"type": "object", "properties": {}}),
+            if late == STEERED { steers.clone() } else { Arc::default() },
+        )
+        .with_data_dir(dir.path());
+        if late == LATE_NOTICE {
+            // One notice, handed out once the tools' round has been asked for.
+            let seen = model.clone();
+            let handed = AtomicBool::new(false);
+            runtime = runtime.with_notices(Arc::new(move |_: &dsh_tools::AgentId| {
+                if seen.seen().len() == 1 && !handed.swap(true, Ordering::SeqCst) {
+                    vec![LATE_NOTICE.to_owned()]
+                } else {
+                    Vec::new()
+                }
+            }));
+        }
+        let agent = Agent::builder(Arc::new(runtime))
+            .context_window(Some(ContextWindow::new(24_000).unwrap()))
+            .build()
+            .unwrap();
+        steers.set(agent.clone()).unwrap();
+        let outcome = agent.run("Do four things.", &CancellationToken::new()).await;
+        assert_eq!(outcome.stop, AgentStop::Completed, "{:?}", model.seen());
+        assert_eq!(model.refusals(), 0, "{:?}", model.seen());
+        let request = model.last_request();
+        assert!(asks(&request, late), "the late message was sent");
+        let (tokens, _) = *model.seen().last().unwrap();
+        assert!(tokens + 4_096 <= 24_000, "{tokens}");
+        // The round's results were cut to make room, not dropped.
+        assert_eq!(outcome.text, "heads 4, tails 4");
+    }
+}
+
+#[tokio::test]
+async fn a_zero_or_missing_prompt_count_never_leaves_the_conversation_out() {
+    for reports in [Reports::Zero, Reports::Nothing] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Arc::new(WindowedModel {
+            reports,
+            ..WindowedModel::of(24_000, 4, Refuses::NamingTheWindow, 4)
+        });
+        let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
+            .context_window(Some(ContextWindow::new(24_000).unwrap()))
+            .build()
+            .unwrap();
+        // A prompt of some 10,000 tokens: an estimate that left it out would
+        // give the results room the window does not have.
+        let prompt = format!("Do four things. {}", "y".repeat(40_000));
+        let outcome = agent.run(prompt, &CancellationToken::new()).await;
+        assert_eq!(outcome.stop, AgentStop::Completed, "{:?}", model.seen());
+        assert_eq!(model.refusals(), 0, "{:?}", model.seen());
+        assert_eq!(outcome.text, "heads 4, tails 4");
+    }
+}
+
+#[tokio::test]
+async fn the_estimate_follows_a_server_that_counts_differently() {
+    // Sparser (six bytes a token), denser (three): the counts the server
+    // reports teach the density, two rounds of results are fitted, and
+    // nothing is refused.
+    for (bytes_per_token, least) in [(6, 0.9), (3, 0.9)] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Arc::new(WindowedModel {
+            rounds: 2,
+            ..WindowedModel::of(24_000, bytes_per_token, Refuses::NamingTheWindow, 4)
+        });
+        let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
+            .context_window(Some(ContextWindow::new(24_000).unwrap()))
+            .build()
+            .unwrap();
+        let prompt = format!("Do four things, twice. {}", "Be thorough. ".repeat(100));
+        let outcome = agent.run(prompt, &CancellationToken::new()).await;
+        assert_eq!(outcome.stop, AgentStop::Completed, "{bytes_per_token}: {:?}", model.seen());
+        assert_eq!(model.refusals(), 0, "{bytes_per_token}: {:?}", model.seen());
+        let share = model.largest_share(4_096);
+        assert!((least..=1.0).contains(&share), "{bytes_per_token}: {share} {:?}", model.seen());
+    }
+}
+
+#[tokio::test]
+async fn a_refusals_count_calibrates_a_server_that_reports_no_usage() {
+    // llama-cpp-python's stream: no usage ever; a chat template that leaves
+    // the tools' definitions out; a tokenizer that counts six bytes a
+    // token; a refusal that names the window and counts the prompt. The
+    // one refusal teaches both: the request fitted after it uses most of
+    // the window (two thirds at four bytes a token) and is not refused.
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(WindowedModel {
+        reports: Reports::Nothing,
+        skips_tools: true,
+        ..WindowedModel::of(8_192, 6, Refuses::NamingTheWindow, 4)
+    });
+    let agent = Agent::builder(runtime(model.clone(), 200_000, dir.path()))
+        .build()
+        .unwrap();
+    let outcome = agent.run("Do four things.", &CancellationToken::new()).await;
+    assert_eq!(outcome.stop, AgentStop::Completed, "{:?}", model.seen());
+    assert_eq!(model.refusals(), 1, "{:?}", model.seen());
+    let share = model.largest_share(2_048);
+    assert!((0.9..=1.0).contains(&share), "{share} {:?}", model.seen());
+}
+
+#[tokio::test]
+async fn a_refusal_without_a_window_is_fitted_again_to_a_configured_one() {
+    // The server counts three bytes a token, reports no usage and says
+    // nothing but that the request is too long: the configured window is
+    // fitted again, with a larger estimate, and the run finishes.
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(WindowedModel {
+        reports: Reports::Nothing,
+        ..WindowedModel::of(24_000, 3, Refuses::Unnamed, 4)
+    });
+    let agent = Agent::builder(runtime(model.clone(), TWO_MB, dir.path()))
+        .context_window(Some(ContextWindow::new(24_000).unwrap()))
+        .build()
+        .unwrap();
+    let outcome = agent.run("Do four things.", &CancellationToken::new()).await;
+    assert_eq!(outcome.stop, AgentStop::Completed, "{:?}", model.seen());
+    assert_eq!(outcome.text, "heads 4, tails 4");
+    assert_eq!(model.refusals(), 1, "refused once, fitted again: {:?}", model.seen());
+}
+
+#[tokio::test]
+async fn a_learned_window_is_its_models_alone_in_every_session() {
+    // Two sessions' agents (one runtime, as `dsh mcp --listen` shares it),
+    // on two models of one server.
+    let dir = tempfile::tempdir().unwrap();
+    let model = WindowedModel::new(24_000, Refuses::NamingTheWindow, 4);
+    let runtime = runtime(model.clone(), TWO_MB, dir.path());
+    let session = Arc::new(runtime.as_ref().clone().with_tools(runtime.tools().clone()));
+    let first = Agent::builder(runtime.clone()).build().unwrap();
+    let other = Agent::builder(session)
+        .model(Some("other-model".into()))
+        .build()
+        .unwrap();
+    assert_eq!(first.run("Do four things.", &CancellationToken::new()).await.stop, AgentStop::Completed);
+    assert_eq!(runtime.learned_window("windowed"), Some(24_000));
+    assert_eq!(runtime.learned_window("other-model"), None, "another model's window is not touched");
+    assert_eq!(other.effective_context_window(), None);
+    assert_eq!(first.effective_context_window(), Some(24_000));
+}
+
+/// The lines a context stop can show: from real runs, and the ones a run
+/// of this model cannot reach built directly.
 #[tokio::test]
 async fn the_stop_lines_are_pinned() {
     async fn stop_of(model: Arc<WindowedModel>, window: Option<u64>, prompt: String) -> String {
@@ -415,7 +663,13 @@ async fn the_stop_lines_are_pinned() {
             .unwrap();
         agent.run(prompt, &CancellationToken::new()).await.stop.to_string()
     }
-    let lines = [
+    let silent = |window, bytes_per_token, refuses| {
+        Arc::new(WindowedModel {
+            reports: Reports::Nothing,
+            ..WindowedModel::of(window, bytes_per_token, refuses, 4)
+        })
+    };
+    let mut lines = vec![
         stop_of(
             WindowedModel::new(8_000, Refuses::NamingTheWindow, 0),
             Some(8_000),
@@ -423,17 +677,21 @@ async fn the_stop_lines_are_pinned() {
         )
         .await,
         stop_of(
-            WindowedModel::denser(24_000, 2, Refuses::WindowOnly, 4),
+            silent(24_000, 2, Refuses::WindowOnly),
             Some(24_000),
             "Do four things.".into(),
         )
         .await,
-        stop_of(
-            WindowedModel::new(24_000, Refuses::Unnamed, 4),
-            None,
-            "Do four things.".into(),
-        )
-        .await,
+        stop_of(silent(24_000, 4, Refuses::Unnamed), None, "Do four things.".into()).await,
+        stop_of(silent(24_000, 4, Refuses::CountOnly), None, "Do four things.".into()).await,
     ];
+    lines.extend(
+        [
+            ContextStop::new(Some(24_000), 4_096, 25_002, FoundBy::SecondRefusal).counted_by(CountedBy::Server),
+            ContextStop::new(Some(24_000), 4_096, 25_002, FoundBy::Refusal).counted_by(CountedBy::Server),
+        ]
+        .iter()
+        .map(|stop| AgentStop::ContextWindow(stop.clone()).to_string()),
+    );
     insta::assert_snapshot!("context_stop_lines", lines.join("\n"));
 }

@@ -8,14 +8,20 @@ use dsh_tools::ToolResult;
 
 use super::Agent;
 use crate::context::{Anchor, Density, Estimate, Room, fit_results, reserve};
-use crate::{ContextStop, FoundBy, trace};
+use crate::{ContextStop, CountedBy, FoundBy, trace, wording};
 
 /// What the context guard knows of the conversation: the last request the
-/// server counted, and how its counts compare with the loop's estimates.
+/// server counted. How the server counts is the runtime's, per model.
 #[derive(Clone, Copy, Default)]
 pub(super) struct ContextState {
     pub(super) anchor: Option<Anchor>,
-    pub(super) density: Density,
+}
+
+/// A request as it was sent: what it held, and how the loop estimated it.
+#[derive(Clone, Copy)]
+pub(super) struct Sent {
+    pub(super) anchor: Anchor,
+    pub(super) estimate: Estimate,
 }
 
 /// The messages of a run's turn, and how many of them the transcript has.
@@ -57,80 +63,120 @@ impl Agent {
         Estimate::of(anchor, &self.inner.info.model, request)
     }
 
-    /// The window `request` must fit, its reserve for the answer, and how
-    /// the loop's estimates compare with the server's; `None` while no
-    /// window is known.
-    pub(super) fn room(&self, request: &ChatRequest) -> Option<Room> {
+    /// How the model's server has counted against estimates of
+    /// `estimate`'s kind.
+    fn density(&self, estimate: Estimate) -> Density {
+        self.inner.runtime.learned().density(&self.inner.info.model, estimate)
+    }
+
+    /// `estimate` in the server's tokens, as well as the loop can tell: what
+    /// a request the server did not count is taken to have cost.
+    pub(super) fn estimated_tokens(&self, estimate: Estimate) -> u64 {
+        estimate.tokens(self.density(estimate))
+    }
+
+    /// The window `request` (estimated as `estimate`) must fit, its reserve
+    /// for the answer, and how the server counts against such estimates;
+    /// `None` while no window is known.
+    pub(super) fn room(&self, request: &ChatRequest, estimate: Estimate) -> Option<Room> {
         let window = self.effective_context_window()?;
         Some(Room {
             window,
             reserve: reserve(window, request.max_tokens),
-            density: self.lock().context.density,
+            density: self.density(estimate),
         })
     }
 
-    /// Cuts one round of `results` (answering `calls`) so that the request
-    /// carrying them, after the turn's `messages`, fits the window; nothing
-    /// happens while no window is known or when they fit.
-    pub(super) fn fit_round(&self, messages: &[Message], calls: &[ToolCall], results: &mut [ToolResult]) {
-        // Without a window there is nothing to fit: the request is not built.
+    /// The server counted the prompt of the request `sent` as `tokens`:
+    /// later estimates of the conversation continue from it, and the
+    /// model's density learns from it. A count of zero is no count.
+    pub(super) fn counted(&self, sent: Sent, tokens: u64) {
+        let Some(anchor) = sent.anchor.counted(tokens) else {
+            return;
+        };
+        let estimate = sent.estimate;
+        self.inner.runtime.learned().learn_count(&self.inner.info.model, tokens, estimate);
+        self.lock().context.anchor = Some(anchor);
+    }
+
+    /// Cuts the round of results waiting in `turn` so that the request that
+    /// carries it, with every message after it (a notice, a steered
+    /// message), fits the window; nothing happens while no window is known
+    /// or when it fits. Run right before each request is built, so that
+    /// nothing appended since the results arrived can push it over.
+    pub(super) fn fit_pending(&self, turn: &mut Turn) {
         if self.effective_context_window().is_none() {
             return;
         }
-        let request = self.request(messages);
-        let Some(room) = self.room(&request) else { return };
-        let cut = fit_results(room, self.estimate(&request), calls, results);
-        if cut > 0 {
-            trace::record_fitted(room.window, results.len(), cut);
+        let Some(round) = &mut turn.round else { return };
+        // The messages after the round stay in the request: count them
+        // with what the results share.
+        let mut others = turn.messages[..round.start].to_vec();
+        others.extend(turn.messages[round.start + round.calls.len()..].iter().cloned());
+        let request = self.request(&others);
+        let estimate = self.estimate(&request);
+        let Some(room) = self.room(&request, estimate) else { return };
+        let cut = fit_results(room, estimate, &round.calls, &mut round.results);
+        if cut == 0 {
+            return;
+        }
+        trace::record_fitted(room.window, round.results.len(), cut);
+        for (offset, (call, result)) in round.calls.iter().zip(&round.results).enumerate() {
+            turn.messages[round.start + offset] = Message::tool(call.id.clone(), result.text.clone());
         }
     }
 
-    /// After the server refused a request for its length: learns the window
-    /// it named, cuts the round of results the request carried to fit it,
-    /// and says to send once more. A second refusal, or one that names no
-    /// window (and none is known), is the stop.
+    /// After the server refused a request (estimated as `estimate`, asking
+    /// for `max_tokens`) for its length: learns the window it named (logged, at warn, when it is new)
+    /// and what its count says of the density, or, when it counted
+    /// nothing, that the request was larger than the estimate; then says to
+    /// fit and send once more. A second refusal, or one while no window is
+    /// known (named or configured), is the stop.
     pub(super) fn after_refusal(
         &self,
         refusal: &ContextRefusal,
+        max_tokens: Option<u64>,
         estimate: Estimate,
         refused_before: bool,
-        turn: &mut Turn,
     ) -> Result<(), ContextStop> {
         let model = &self.inner.info.model;
-        if let Some(window) = refusal.window {
-            self.inner.runtime.learn_window(model, window);
+        let learned = self.inner.runtime.learned();
+        if let Some(window) = refusal.window
+            && learned.learn_window(model, window)
+        {
+            tracing::warn!(agent = %self.id(), "{}", wording::log_window_learned(window, model));
         }
-        if let Some(tokens) = refusal.prompt_tokens {
-            self.lock().context.density.learn(tokens, estimate);
-        }
-        let density = self.lock().context.density;
         let window = self.effective_context_window();
-        let request = self.request(&turn.messages);
-        let stop = ContextStop {
-            window,
-            reserve: window.map_or(request.max_tokens.unwrap_or(0), |window| {
-                reserve(window, request.max_tokens)
-            }),
-            request: refusal.prompt_tokens.unwrap_or_else(|| estimate.tokens(density)),
-            found_by: FoundBy::Refusal,
-        };
-        if refused_before || refusal.window.is_none() {
-            return Err(stop);
+        match (refusal.prompt_tokens, window) {
+            (Some(tokens), _) => learned.learn_count(model, tokens, estimate),
+            // The server counted more than its window leaves beside the
+            // answer it was asked to keep room for.
+            (None, Some(window)) => {
+                let beside = window.saturating_sub(max_tokens.unwrap_or(0));
+                learned.learn_at_least(model, beside.saturating_add(1), estimate);
+            }
+            (None, None) => {}
         }
-        if let Some(round) = &mut turn.round {
-            let before = &turn.messages[..round.start];
-            // The messages after the round (notices, steered ones) stay in
-            // the request: count them with what the results share.
-            let mut others = before.to_vec();
-            others.extend(turn.messages[round.start + round.calls.len()..].iter().cloned());
-            let request = self.request(&others);
-            if let Some(room) = self.room(&request) {
-                let cut = fit_results(room, self.estimate(&request), &round.calls, &mut round.results);
-                trace::record_fitted(room.window, round.results.len(), cut);
-            }
-            for (offset, (call, result)) in round.calls.iter().zip(&round.results).enumerate() {
-                turn.messages[round.start + offset] = Message::tool(call.id.clone(), result.text.clone());
-            }
+        let (request_tokens, counted_by) = match refusal.prompt_tokens {
+            Some(tokens) => (tokens, CountedBy::Server),
+            None => (self.estimated_tokens(estimate), CountedBy::Estimate),
+        };
+        let found_by = if refused_before {
+            FoundBy::SecondRefusal
+        } else {
+            FoundBy::Refusal
+        };
+        let stop = ContextStop::new(
+            window,
+            window.map_or(max_tokens.unwrap_or(0), |window| {
+                reserve(window, max_tokens)
+            }),
+            request_tokens,
+            found_by,
+        )
+        .counted_by(counted_by);
+        if refused_before || window.is_none() {
+            return Err(stop);
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use dsh_subagent_api::SpanOrigin;
 use dsh_tools::{CancellationToken, ToolExecution, ToolResult};
 use tracing::Instrument;
 
-use super::guard::{Round, Turn};
+use super::guard::{Round, Sent, Turn};
 use super::{Agent, Phase};
 use crate::context::Anchor;
 use crate::trace;
@@ -137,26 +137,27 @@ impl Agent {
     /// the window the refusal named and sent once more, never more than
     /// that. The model's answer, with what the request carried; or why the
     /// run stops.
-    async fn send(&self, turn: &mut Turn, cancel: &CancellationToken) -> Result<(ChatResponse, Anchor), AgentStop> {
+    async fn send(&self, turn: &mut Turn, cancel: &CancellationToken) -> Result<(ChatResponse, Sent), AgentStop> {
         let mut refused = false;
         loop {
+            // Fitted right before it is built: every message appended since
+            // the round's results arrived is counted.
+            self.fit_pending(turn);
             let request = self.request(&turn.messages);
-            // The estimate is checked against a window: while none is
-            // known, counting the request's bytes would be wasted.
-            let room = self.room(&request);
-            let estimate = room.map(|_| self.estimate(&request));
-            if let (Some(room), Some(estimate)) = (room, estimate) {
+            let estimate = self.estimate(&request);
+            if let Some(room) = self.room(&request, estimate) {
                 room.check(estimate).map_err(AgentStop::ContextWindow)?;
             }
-            let sent = Anchor::of(&request, 0);
+            let sent = Sent {
+                anchor: Anchor::of(&request),
+                estimate,
+            };
+            let max_tokens = request.max_tokens;
             match self.call_model(request, cancel).await {
                 Ok(response) => return Ok((response, sent)),
                 Err(LlmError::Cancelled) => return Err(AgentStop::Cancelled),
                 Err(LlmError::ContextLength { refusal, .. }) => {
-                    // Unchecked, it is counted now: the turn is the one the
-                    // refused request carried.
-                    let estimate = estimate.unwrap_or_else(|| self.estimate(&self.request(&turn.messages)));
-                    self.after_refusal(&refusal, estimate, refused, turn)
+                    self.after_refusal(&refusal, max_tokens, estimate, refused)
                         .map_err(AgentStop::ContextWindow)?;
                     refused = true;
                 }
@@ -168,15 +169,17 @@ impl Agent {
     /// The model took the request `sent`: the results it carried are final,
     /// its usage is counted and its answer recorded. Then what the answer
     /// asks for next.
-    fn answered(&self, run: &mut Run, response: ChatResponse, sent: Anchor) -> Next {
+    fn answered(&self, run: &mut Run, response: ChatResponse, sent: Sent) -> Next {
         run.turn.round = None;
         self.record_turn(&mut run.turn);
         if let Some(spent) = response.usage {
             self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
             run.usage = add_reported(run.usage, Some(spent));
-            let mut state = self.lock();
-            state.usage.own = add_reported(state.usage.own, Some(spent));
-            state.context.anchor = Some(sent.counted(spent.prompt_tokens));
+            {
+                let mut state = self.lock();
+                state.usage.own = add_reported(state.usage.own, Some(spent));
+            }
+            self.counted(sent, spent.prompt_tokens);
         }
         if let Some(observer) = self.inner.runtime.observer() {
             observer.step_finished(self.id(), run.steps, run.usage);
@@ -199,13 +202,12 @@ impl Agent {
         }
     }
 
-    /// Runs the model's tool calls together, fits their results into the
-    /// window's room, and adds them to the turn as the round the next
-    /// request carries.
+    /// Runs the model's tool calls together and adds their results to the
+    /// turn as the round the next request carries (fitted into the window
+    /// right before it is sent).
     async fn call_tools(&self, calls: Vec<ToolCall>, turn: &mut Turn, cancel: &CancellationToken) {
-        let mut results = futures::future::join_all(calls.iter().map(|call| self.call_tool(call, cancel))).await;
+        let results = futures::future::join_all(calls.iter().map(|call| self.call_tool(call, cancel))).await;
         let start = turn.messages.len();
-        self.fit_round(&turn.messages, &calls, &mut results);
         turn.messages.extend(
             calls
                 .iter()
