@@ -35,6 +35,32 @@ enum Shape {
     Unnamed,
 }
 
+/// How the server counts a request's tokens and what usage it reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Counting {
+    /// The body's bytes it counts as one token.
+    bytes_per_token: u64,
+    /// What its answers' usage says of the prompt.
+    usage: Usage,
+}
+
+/// What the server's usage says of the prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Usage {
+    /// Its count.
+    Counted,
+    /// `prompt_tokens` 0.
+    Zero,
+    /// No usage at all (llama-cpp-python's stream).
+    None,
+}
+
+/// Four bytes a token, usage reported: dsh's own estimate.
+const AS_DSH_COUNTS: Counting = Counting {
+    bytes_per_token: 4,
+    usage: Usage::Counted,
+};
+
 /// One request the server saw: its tokens, and whether it refused it.
 #[derive(Clone, Copy, Debug)]
 struct Seen {
@@ -50,6 +76,10 @@ struct Server {
 
 impl Server {
     fn start(shape: Shape) -> Self {
+        Self::counting(shape, AS_DSH_COUNTS)
+    }
+
+    fn counting(shape: Shape, counting: Counting) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -58,7 +88,7 @@ impl Server {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { return };
                 let log = log.clone();
-                std::thread::spawn(move || serve(stream, shape, &log));
+                std::thread::spawn(move || serve(stream, shape, counting, &log));
             }
         });
         Self { base_url, seen }
@@ -74,9 +104,9 @@ impl Server {
 }
 
 /// Answers one request on `stream` (and closes it).
-fn serve(mut stream: TcpStream, shape: Shape, log: &Mutex<Vec<Seen>>) {
+fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Vec<Seen>>) {
     let Some(body) = read_request(&mut stream) else { return };
-    let tokens = (body.len() as u64).div_ceil(4);
+    let tokens = (body.len() as u64).div_ceil(counting.bytes_per_token);
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return;
     };
@@ -151,10 +181,17 @@ fn serve(mut stream: TcpStream, shape: Shape, log: &Mutex<Vec<Seen>>) {
         &mut stream,
         &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
     );
-    event(
-        &mut stream,
-        &json!({"choices": [], "usage": {"prompt_tokens": tokens, "completion_tokens": 10, "total_tokens": tokens + 10}}),
-    );
+    let prompt_tokens = match counting.usage {
+        Usage::Counted => Some(tokens),
+        Usage::Zero => Some(0),
+        Usage::None => None,
+    };
+    if let Some(prompt_tokens) = prompt_tokens {
+        event(
+            &mut stream,
+            &json!({"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10, "total_tokens": prompt_tokens + 10}}),
+        );
+    }
     let _ = stream.write_all(b"data: [DONE]\n\n");
 }
 
@@ -192,13 +229,18 @@ fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
 
 /// `dsh run` against `server`, with `window` in `DSH_CONTEXT_WINDOW` when set.
 fn run(server: &Server, window: Option<u64>) -> (std::process::Output, tempfile::TempDir) {
+    run_prompt(server, window, "Split the report into four parts and have each written at length.")
+}
+
+/// [`run`] with `prompt`.
+fn run_prompt(server: &Server, window: Option<u64>, prompt: &str) -> (std::process::Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let mut command = Command::new(common::DSH);
     command
         .args(["run", "--data-dir"])
         .arg(&data)
-        .arg("Split the report into four parts and have each written at length.")
+        .arg(prompt)
         .current_dir(dir.path())
         .env("DSH_BASE_URL", &server.base_url)
         .env("DSH_API_KEY", "sk-test")
@@ -261,7 +303,80 @@ fn with_the_window_unknown_one_refusal_teaches_it_and_the_run_finishes() {
             "{shape:?}: {:?}",
             server.seen()
         );
+        // What was learned shows on stderr at the default log level.
+        assert!(
+            stderr(&output).contains(
+                "learned context window 24000 for model test-model from the server's refusal"
+            ),
+            "{shape:?}: {}",
+            stderr(&output)
+        );
     }
+}
+
+#[test]
+fn a_refusal_that_names_no_window_is_fitted_again_to_the_configured_one() {
+    // A server that counts three bytes a token, reports no usage and names
+    // no window: dsh's first fit, at four, is refused; the second, with a
+    // larger estimate, is taken.
+    let server = Server::counting(
+        Shape::Unnamed,
+        Counting {
+            bytes_per_token: 3,
+            usage: Usage::None,
+        },
+    );
+    let (output, _dir) = run(&server, Some(WINDOW));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "4 results, heads 4, tails 4");
+    assert_eq!(server.refusals(), 1, "{:?}", server.seen());
+}
+
+#[test]
+fn a_prompt_count_of_zero_or_none_never_leaves_the_conversation_out() {
+    // A long prompt: an estimate that took the zero for the conversation's
+    // size would give the results room the window does not have.
+    let prompt = format!(
+        "Split the report into four parts and have each written at length. {}",
+        "Context: ".repeat(4_000)
+    );
+    for usage in [Usage::Zero, Usage::None] {
+        let server = Server::counting(
+            Shape::OpenAi,
+            Counting {
+                bytes_per_token: 4,
+                usage,
+            },
+        );
+        let (output, _dir) = run_prompt(&server, Some(WINDOW), &prompt);
+        assert!(output.status.success(), "{usage:?}: {}", stderr(&output));
+        assert_eq!(server.refusals(), 0, "{usage:?}: {:?}", server.seen());
+        assert!(
+            fitted(&server).tokens + 4_096 <= WINDOW,
+            "{usage:?}: {:?}",
+            server.seen()
+        );
+    }
+}
+
+#[test]
+fn a_server_that_counts_differently_is_followed_from_its_counts() {
+    // Three bytes a token (digit-heavy text counts so), counted in every
+    // answer's usage: the parent's first count teaches dsh that its
+    // estimate is low, so the results are fitted at the server's density,
+    // nothing is refused, and the fitted request fills the window.
+    let server = Server::counting(
+        Shape::OpenAi,
+        Counting {
+            bytes_per_token: 3,
+            usage: Usage::Counted,
+        },
+    );
+    let (output, _dir) = run(&server, Some(WINDOW));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(server.refusals(), 0, "{:?}", server.seen());
+    let share = fitted(&server).tokens as f64 / (WINDOW - 4_096) as f64;
+    assert!((0.8..=1.0).contains(&share), "{share}: {:?}", server.seen());
 }
 
 #[test]
