@@ -202,7 +202,11 @@ struct Taught {
 
 impl Taught {
     fn samples(&mut self, estimate: Estimate) -> &mut Samples {
-        if estimate.anchored() { &mut self.added } else { &mut self.whole }
+        if estimate.anchored() {
+            &mut self.added
+        } else {
+            &mut self.whole
+        }
     }
 
     /// The density for estimates of `estimate`'s kind: the densest of its
@@ -661,11 +665,20 @@ mod tests {
             counted: 2_000,
             bytes: 4_000,
         };
-        assert_eq!(added.tokens(learned.density("m", added)), 2_000 + 1_000 + ESTIMATE_SLACK);
+        assert_eq!(
+            added.tokens(learned.density("m", added)),
+            2_000 + 1_000 + ESTIMATE_SLACK
+        );
         learned.learn_count("dense", 20_000, whole);
-        assert_eq!(added.tokens(learned.density("dense", added)), 2_000 + 2_060 + ESTIMATE_SLACK);
+        assert_eq!(
+            added.tokens(learned.density("dense", added)),
+            2_000 + 2_060 + ESTIMATE_SLACK
+        );
         learned.learn_count("m", 3_200, added);
-        assert_eq!(added.tokens(learned.density("m", added)), 2_000 + 1_236 + ESTIMATE_SLACK);
+        assert_eq!(
+            added.tokens(learned.density("m", added)),
+            2_000 + 1_236 + ESTIMATE_SLACK
+        );
         // Another model, a tiny sample and an empty count teach nothing.
         assert_eq!(learned.density("other", whole), Density::default());
         let tiny = Estimate { counted: 0, bytes: 40 };

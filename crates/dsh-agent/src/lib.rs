@@ -22,7 +22,9 @@ pub mod wording;
 pub use agent::{Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, SteerRefused};
 pub use answer::TranscriptAnswer;
 pub use code::ErrorCode;
-pub use context::{ContextStop, ContextWindow, CountedBy, DEFAULT_ANSWER_RESERVE, FoundBy, WindowTooSmall, fit_tool_results};
+pub use context::{
+    ContextStop, ContextWindow, CountedBy, DEFAULT_ANSWER_RESERVE, FoundBy, WindowTooSmall, fit_tool_results,
+};
 pub use info::AgentInfo;
 pub use notices::NoticeSource;
 pub use observer::AgentObserver;

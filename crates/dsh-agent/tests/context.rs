@@ -101,7 +101,13 @@ impl WindowedModel {
     /// The largest request it took, as a share of the window less the
     /// reserve `reserve`.
     fn largest_share(&self, reserve: u64) -> f64 {
-        let largest = self.seen().iter().filter(|(_, refused)| !refused).map(|(tokens, _)| *tokens).max().unwrap();
+        let largest = self
+            .seen()
+            .iter()
+            .filter(|(_, refused)| !refused)
+            .map(|(tokens, _)| *tokens)
+            .max()
+            .unwrap();
         largest as f64 / (self.window - reserve) as f64
     }
 }
@@ -223,12 +229,25 @@ impl Tool for Big {
 const STEERED: &str = "Also mention the weather; this message arrived while the tools ran.";
 
 fn runtime(model: Arc<WindowedModel>, bytes: usize, data_dir: &std::path::Path) -> Arc<AgentRuntime> {
-    Arc::new(runtime_of(model, bytes, json!({"type": "object", "properties": {}}), Arc::default()).with_data_dir(data_dir))
+    Arc::new(
+        runtime_of(
+            model,
+            bytes,
+            json!({"type": "object", "properties": {}}),
+            Arc::default(),
+        )
+        .with_data_dir(data_dir),
+    )
 }
 
 /// The runtime of `model` with a `big` tool of `bytes` whose parameters are
 /// `parameters`, and that steers into `steers`' agent.
-fn runtime_of(model: Arc<WindowedModel>, bytes: usize, parameters: Value, steers: Arc<OnceLock<Agent>>) -> AgentRuntime {
+fn runtime_of(
+    model: Arc<WindowedModel>,
+    bytes: usize,
+    parameters: Value,
+    steers: Arc<OnceLock<Agent>>,
+) -> AgentRuntime {
     let tools = ToolRegistry::new();
     let registration = tools
         .register(Arc::new(Big {
@@ -490,7 +509,8 @@ async fn a_second_refusal_stops_the_run_with_the_window_it_named() {
 }
 
 /// What a notice that arrives while the tools run says.
-const LATE_NOTICE: &str = "Background task 7 finished: the build passed on every platform, and its log is kept for task_output.";
+const LATE_NOTICE: &str =
+    "Background task 7 finished: the build passed on every platform, and its log is kept for task_output.";
 
 /// Whether `request` holds a user message that contains `text`.
 fn asks(request: &ChatRequest, text: &str) -> bool {
@@ -510,7 +530,11 @@ async fn a_notice_or_a_steered_message_after_a_tight_fit_is_fitted_with_the_resu
             model.clone(),
             TWO_MB,
             json!({"type": "object", "properties": {}}),
-            if late == STEERED { steers.clone() } else { Arc::default() },
+            if late == STEERED {
+                steers.clone()
+            } else {
+                Arc::default()
+            },
         )
         .with_data_dir(dir.path());
         if late == LATE_NOTICE {
@@ -652,9 +676,16 @@ async fn a_learned_window_is_its_models_alone_in_every_session() {
         .model(Some("other-model".into()))
         .build()
         .unwrap();
-    assert_eq!(first.run("Do four things.", &CancellationToken::new()).await.stop, AgentStop::Completed);
+    assert_eq!(
+        first.run("Do four things.", &CancellationToken::new()).await.stop,
+        AgentStop::Completed
+    );
     assert_eq!(runtime.learned_window("windowed"), Some(24_000));
-    assert_eq!(runtime.learned_window("other-model"), None, "another model's window is not touched");
+    assert_eq!(
+        runtime.learned_window("other-model"),
+        None,
+        "another model's window is not touched"
+    );
     assert_eq!(other.effective_context_window(), None);
     assert_eq!(first.effective_context_window(), Some(24_000));
 }

@@ -229,7 +229,11 @@ fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
 
 /// `dsh run` against `server`, with `window` in `DSH_CONTEXT_WINDOW` when set.
 fn run(server: &Server, window: Option<u64>) -> (std::process::Output, tempfile::TempDir) {
-    run_prompt(server, window, "Split the report into four parts and have each written at length.")
+    run_prompt(
+        server,
+        window,
+        "Split the report into four parts and have each written at length.",
+    )
 }
 
 /// [`run`] with `prompt`.
@@ -305,9 +309,7 @@ fn with_the_window_unknown_one_refusal_teaches_it_and_the_run_finishes() {
         );
         // What was learned shows on stderr at the default log level.
         assert!(
-            stderr(&output).contains(
-                "learned context window 24000 for model test-model from the server's refusal"
-            ),
+            stderr(&output).contains("learned context window 24000 for model test-model from the server's refusal"),
             "{shape:?}: {}",
             stderr(&output)
         );

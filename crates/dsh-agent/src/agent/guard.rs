@@ -95,7 +95,10 @@ impl Agent {
             return;
         };
         let estimate = sent.estimate;
-        self.inner.runtime.learned().learn_count(&self.inner.info.model, tokens, estimate);
+        self.inner
+            .runtime
+            .learned()
+            .learn_count(&self.inner.info.model, tokens, estimate);
         self.lock().context.anchor = Some(anchor);
     }
 
@@ -115,7 +118,9 @@ impl Agent {
         others.extend(turn.messages[round.start + round.calls.len()..].iter().cloned());
         let request = self.request(&others);
         let estimate = self.estimate(&request);
-        let Some(room) = self.room(&request, estimate) else { return };
+        let Some(room) = self.room(&request, estimate) else {
+            return;
+        };
         let cut = fit_results(room, estimate, &round.calls, &mut round.results);
         if cut == 0 {
             return;
@@ -168,9 +173,7 @@ impl Agent {
         };
         let stop = ContextStop::new(
             window,
-            window.map_or(max_tokens.unwrap_or(0), |window| {
-                reserve(window, max_tokens)
-            }),
+            window.map_or(max_tokens.unwrap_or(0), |window| reserve(window, max_tokens)),
             request_tokens,
             found_by,
         )
