@@ -132,11 +132,11 @@ impl Agent {
     }
 
     /// After the server refused a request (estimated as `estimate`, asking
-    /// for `max_tokens`) for its length: learns the window it named (logged, at warn, when it is new)
-    /// and what its count says of the density, or, when it counted
-    /// nothing, that the request was larger than the estimate; then says to
-    /// fit and send once more. A second refusal, or one while no window is
-    /// known (named or configured), is the stop.
+    /// for `max_tokens`) for its length: learns the window it named (logged
+    /// at warn when it is new) and what its count says of the density, or,
+    /// when it counted nothing, that the request was larger than the
+    /// estimate; then says to fit and send once more. A second refusal, or
+    /// one while no window is known (named or configured), is the stop.
     pub(super) fn after_refusal(
         &self,
         refusal: &ContextRefusal,

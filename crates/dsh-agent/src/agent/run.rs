@@ -132,11 +132,12 @@ impl Agent {
         Some(AgentStop::TokenBudget(spent.limit()))
     }
 
-    /// Sends the conversation so far plus `turn`, checked against the
-    /// context window first. A request refused for its length is fitted to
-    /// the window the refusal named and sent once more, never more than
-    /// that. The model's answer, with what the request carried; or why the
-    /// run stops.
+    /// Sends the conversation so far plus `turn`, its round of results
+    /// fitted to the context window and checked against it first. A request
+    /// refused for its length is fitted again (to the window the refusal
+    /// named, else the configured one, with what the refusal taught of the
+    /// estimate) and sent once more, never more than that. The model's
+    /// answer, with what the request carried; or why the run stops.
     async fn send(&self, turn: &mut Turn, cancel: &CancellationToken) -> Result<(ChatResponse, Sent), AgentStop> {
         let mut refused = false;
         loop {
