@@ -7,11 +7,11 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::FutureExt;
-use futures::future::Either;
+use futures::future::{BoxFuture, Either};
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::{Tool, ToolError, ToolExecution, ToolResult, wording};
+use crate::{Tool, ToolError, ToolExecution, ToolOutput, ToolResult, wording};
 
 /// The code of the error for a call whose token was cancelled before dispatch.
 pub const ABORTED_BEFORE_DISPATCH: &str = crate::ErrorCode::AbortedBeforeDispatch.as_str();
@@ -218,7 +218,7 @@ impl ToolRegistry {
                         let input = input;
                         *input
                     };
-                    let result = match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
+                    let result = match AssertUnwindSafe(started(&*tool, args, exec)).catch_unwind().await {
                         Ok(outcome) => ToolResult::from_outcome(outcome),
                         // The tool is mounted under its own name.
                         Err(panic) => panicked(tool.name(), &*panic),
@@ -246,6 +246,15 @@ impl ToolRegistry {
     }
 }
 
+/// The call's future. A tool that panics in `execute` itself, before
+/// returning its future (in work done before its `async` block), gets a
+/// future that panics with the same payload when polled, so the one
+/// `catch_unwind` around the future turns both into an error result.
+fn started(tool: &dyn Tool, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+    std::panic::catch_unwind(AssertUnwindSafe(|| tool.execute(args, exec)))
+        .unwrap_or_else(|panic| Box::pin(async move { std::panic::resume_unwind(panic) }))
+}
+
 fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolResult {
     ToolError::new(wording::tool_panicked(name, &panic_message(panic)))
         .with_code(crate::ErrorCode::ToolPanicked)
@@ -255,7 +264,7 @@ fn panicked(name: &str, panic: &(dyn std::any::Any + Send)) -> ToolResult {
 /// Runs one tool outside any registry (a tool local to one agent, say): a
 /// panic becomes an error result, as in [`ToolRegistry::call`]. Opens no span.
 pub async fn execute(tool: &dyn Tool, args: Value, exec: ToolExecution) -> ToolResult {
-    match AssertUnwindSafe(tool.execute(args, exec)).catch_unwind().await {
+    match AssertUnwindSafe(started(tool, args, exec)).catch_unwind().await {
         Ok(outcome) => ToolResult::from_outcome(outcome),
         Err(panic) => panicked(tool.name(), &*panic),
     }
@@ -402,11 +411,10 @@ impl ToolRegistration {
 
 #[cfg(test)]
 mod tests {
-    use futures::future::BoxFuture;
     use serde_json::json;
 
     use super::*;
-    use crate::{CancellationToken, ToolOutput};
+    use crate::CancellationToken;
 
     struct Echo(Value);
 
@@ -446,5 +454,55 @@ mod tests {
         assert_eq!(call.await.text, args.to_string());
         let refused = registry.call("missing", Value::Null, exec).await;
         assert!(refused.is_error, "{}", refused.text);
+    }
+
+    /// Panics before returning its future (`early`) or while it is polled.
+    struct Panics {
+        early: bool,
+        parameters: Value,
+    }
+
+    impl Tool for Panics {
+        fn name(&self) -> &str {
+            "panics"
+        }
+
+        fn description(&self) -> &str {
+            "Panic."
+        }
+
+        fn parameters(&self) -> &Value {
+            &self.parameters
+        }
+
+        fn execute(&self, _args: Value, _exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
+            if self.early {
+                panic!("before the future");
+            }
+            Box::pin(async { panic!("inside the future") })
+        }
+    }
+
+    /// A panic is an error result wherever the tool panics: in `execute`
+    /// itself, or in the future it returned; through the registry, and
+    /// through [`execute`]. The tool stays mounted.
+    #[tokio::test]
+    async fn a_panic_before_or_inside_the_future_is_an_error_result() {
+        for (early, message) in [(true, "before the future"), (false, "inside the future")] {
+            let tool = Arc::new(Panics {
+                early,
+                parameters: json!({"type": "object"}),
+            });
+            let registry = ToolRegistry::new();
+            let _registration = registry.register(tool.clone()).unwrap();
+            let exec = ToolExecution::new(CancellationToken::new());
+            let expected = format!("Error: tool \"panics\" panicked: {message}");
+            let called = registry.call("panics", json!({}), exec.clone()).await;
+            assert_eq!(called.text, expected);
+            assert!(called.error.unwrap().has_code(crate::ErrorCode::ToolPanicked));
+            let executed = execute(&*tool, json!({}), exec).await;
+            assert_eq!(executed.text, expected);
+            assert!(registry.get("panics").is_some());
+        }
     }
 }

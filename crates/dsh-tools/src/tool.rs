@@ -12,15 +12,107 @@ use dsh_subagent_api::SubagentError;
 use crate::budget::{self, Cut, Excerpt, PagedRead};
 use crate::{AgentRef, ErrorCode, wording};
 
-/// A model-facing tool: a name, a description, a JSON-schema for its
-/// arguments, and an async `execute`.
+/// A model-facing tool: a name, a description, a JSON schema for its
+/// arguments, and an asynchronous `execute` that turns one call's arguments
+/// into the text the model reads.
 ///
-/// `execute` returns `Ok` for a success the model should read as a result and
-/// `Err` for a failure; [`ToolResult::from_outcome`] renders either into what
-/// the model sees (a failure reads `Error: <message>`). Implementations must
-/// not panic on bad arguments: return a [`ToolError`] that names the field.
+/// A tool is mounted in a [`ToolRegistry`](crate::ToolRegistry) and called
+/// through [`ToolRegistry::call`](crate::ToolRegistry::call) (or, outside a
+/// registry, [`execute`](crate::execute)); both render the outcome into a
+/// [`ToolResult`]. What follows is the contract between a tool and whoever
+/// calls it: what a caller may do to a call, and what a tool owes it back.
+///
+/// # Definition
+///
+/// `name`, `description` and `parameters` are what the model sees. They
+/// must not change while the tool is mounted: the registry files the tool
+/// under the name it had when mounted, and the other two are read afresh
+/// for every model request, every MCP `tools/list` and the catalog, so a
+/// tool that changed them would show different models different tools.
+/// The schema's root is `"type": "object"`; [`Arguments`](crate::Arguments)
+/// makes it and checks each call against it.
+///
+/// # Calls at once
+///
+/// `execute` takes `&self`, and one tool serves many calls at the same
+/// time: an agent runs all the tool calls of one model turn together (on
+/// its own task, so they interleave on one thread), the MCP server of
+/// `dsh-mcp` runs each call as a task of its own, and one registry serves
+/// every agent of a harness. A call's own state lives in its future; state the calls
+/// share sits behind the tool's own synchronisation, and no call may assume
+/// it is alone or that calls end in the order they started. The future
+/// borrows only `&self` and is `Send`, so a caller may spawn it
+/// ([`ToolRegistry::call`](crate::ToolRegistry::call) returns one that
+/// borrows nothing). A call must not block its thread: the calls it runs
+/// beside would stall with it, so blocking work goes to
+/// `tokio::task::spawn_blocking` or a thread of its own.
+///
+/// # Cancellation
+///
+/// [`ToolExecution::cancel`] fires when the caller gives up on the call: a
+/// person pressed Ctrl-C, the calling agent's run was cancelled, an MCP
+/// client sent `notifications/cancelled`, or its session ended. Once it
+/// fires, the tool stops what it started for this call and returns
+/// promptly. What it returns is its own choice, and the caller may never
+/// show it (MCP sends no response to a cancelled request): the state as it
+/// stands (`task_output` returns its task's current output), or an error
+/// saying the call was cancelled (`subagent`, a mounted MCP tool). Every
+/// wait that can be long is raced against the token.
+///
+/// The callers in this workspace cancel rather than drop: an agent cancels
+/// the token and waits for every call to return, so that each is answered
+/// in its transcript, and the MCP server waits for its calls (a bounded
+/// time) when a session ends. So a tool that ignores the token holds its
+/// caller up: an agent's run does not end before every call has returned.
+/// The token belongs to this call (an agent hands each call a child of its
+/// run's token): cancelling it cancels nothing of the caller's, and a tool
+/// that stops its own work early derives a child token for that rather
+/// than cancelling this one. Through a registry, a call whose token has
+/// already fired is refused before `execute` runs
+/// (`Error: tool call aborted before dispatch`, code
+/// [`ABORTED_BEFORE_DISPATCH`](crate::ABORTED_BEFORE_DISPATCH)).
+///
+/// # Dropped mid-call
+///
+/// A caller may still drop the future at any `.await` without cancelling
+/// first: a harness's own timeout or `select!`, a runtime shutting down.
+/// Nothing polls it again and no result is read, so whatever the call
+/// started that must not outlive it (a child process, a child agent, a
+/// reservation) is released by a drop guard, or by a task the drop
+/// spawns, exactly as a cancellation would release it. `subagent` does
+/// this: a delegation dropped mid-run releases its child in the background.
+///
+/// # What a result holds
+///
+/// `Ok` is a success: [`ToolOutput::text`] is what the model reads,
+/// verbatim. `Err` is a failure: the model reads `Error: ` and
+/// [`ToolError::message`], which says what failed and what to do; its
+/// [`code`](ToolError::code), when it has one, is for programs (a
+/// harness matching it, a trace's `error.type`) and is not shown. A call
+/// that failed after making some text is a failure that carries the text
+/// in its message, never a success (a child's partial output reads after
+/// an error headline).
+/// Arguments the tool cannot use are a [`ToolError::invalid_arguments`]
+/// naming the field, never a panic.
+///
+/// Text is all a result holds, and it is bounded by the tool: a tool whose
+/// text can be long cuts it to its budget ([`ToolOutput::within`]), keeping
+/// the head and the tail around a notice that names the call that reads the
+/// rest, and records the [`Cut`]. The caller may cut any result further to
+/// fit its model's context window ([`ToolResult::cut_to`]), keeping the
+/// tool's notice; a long text the tool did not cut loses its middle there
+/// with nothing to read it by.
+///
+/// # Panics
+///
+/// A tool should not panic. If it does, in `execute` itself or in the
+/// future it returned, the registry and [`execute`](crate::execute) catch
+/// it and the model reads `Error: tool "<name>" panicked: <message>`
+/// (code `TOOL_PANICKED`); the tool stays mounted and is called again, so a
+/// panic must not leave the state its calls share broken.
 pub trait Tool: Send + Sync + 'static {
-    /// The unique, model-visible name.
+    /// The unique, model-visible name; the same for as long as the tool is
+    /// mounted.
     fn name(&self) -> &str;
 
     /// The model-visible description.
@@ -29,7 +121,9 @@ pub trait Tool: Send + Sync + 'static {
     /// The JSON schema of the arguments; its root is `"type": "object"`.
     fn parameters(&self) -> &Value;
 
-    /// Runs one call. `exec` carries the cancellation token and the caller.
+    /// Runs one call. `exec` carries the call's cancellation token, the
+    /// calling agent and the call's id; see the trait's docs for what the
+    /// caller may do to the future and what the result may hold.
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>>;
 }
 
