@@ -10,7 +10,7 @@ use dsh_llm::{Message, Usage};
 use dsh_subagent_api::{Lineage, ToolFilter};
 use dsh_tools::{AgentId, AgentRef};
 
-use crate::transcript::{TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
+use crate::transcript::{StartRecord, TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
 use crate::usage::{UsageTotals, add_reported};
 use crate::{AgentInfo, AgentRuntime, ContextWindow, ToolView};
 
@@ -54,6 +54,9 @@ struct State {
     usage: UsageTotals,
     inbox: Inbox,
     context: ContextState,
+    /// How long the next run's start waited for a slot, recorded on its
+    /// turn's end once.
+    queued_ms: Option<u64>,
 }
 
 /// Messages steered into the run in progress ([`Agent::steer`]).
@@ -124,6 +127,8 @@ pub struct AgentBuilder {
     descriptor: Option<serde_json::Value>,
     lineage: Lineage,
     continued: bool,
+    start: Option<StartRecord>,
+    queued: Option<std::time::Duration>,
 }
 
 // By hand: local tools are shown by name.
@@ -244,6 +249,21 @@ impl AgentBuilder {
         self
     }
 
+    /// Records how a child came about (the tool that asked for it, the
+    /// provider that runs it) in its transcript's header, and how long its
+    /// start waited for a slot on its first run's end. A tree view reads
+    /// both back ([`StartRecord`], [`TurnTimes`](crate::transcript::TurnTimes)).
+    pub fn provenance(mut self, provenance: &dsh_subagent_api::Provenance) -> Self {
+        let start = StartRecord::new(
+            provenance.tool.clone(),
+            provenance.call_id.clone(),
+            provenance.provider.clone(),
+        );
+        self.start = (!start.is_empty()).then_some(start);
+        self.queued = (!provenance.queued.is_zero()).then_some(provenance.queued);
+        self
+    }
+
     /// Seeds the conversation (a fork's inherited turns).
     pub fn seed(mut self, messages: Vec<Message>) -> Self {
         self.seed = messages;
@@ -293,6 +313,7 @@ impl AgentBuilder {
                     created_at_ms: SystemTime::now()
                         .duration_since(UNIX_EPOCH)
                         .map_or(0, |elapsed| elapsed.as_millis() as u64),
+                    start: self.start.clone(),
                 };
                 writer
                     .append(&header)
@@ -336,6 +357,9 @@ impl AgentBuilder {
                     usage: UsageTotals::default(),
                     inbox: Inbox::default(),
                     context: ContextState::default(),
+                    queued_ms: self
+                        .queued
+                        .map(|queued| u64::try_from(queued.as_millis()).unwrap_or(u64::MAX)),
                 }),
                 transcript,
                 run_lock: tokio::sync::Mutex::new(()),
@@ -364,6 +388,8 @@ impl Agent {
             descriptor: None,
             lineage: Lineage::default(),
             continued: false,
+            start: None,
+            queued: None,
         }
     }
 
@@ -471,6 +497,12 @@ impl Agent {
         {
             tracing::warn!(agent = %self.id(), "{}", crate::wording::log_transcript_write_failed(&error));
         }
+    }
+
+    /// Records in this agent's transcript that its in-process child `child`
+    /// began a run.
+    pub(crate) fn record_child(&self, child: &AgentId) {
+        self.record(&TranscriptEntry::Child { id: child.clone() });
     }
 
     fn record_message(&self, message: &Message) {

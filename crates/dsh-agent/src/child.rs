@@ -232,7 +232,8 @@ fn start(
         .context_window(context_window)
         .max_tokens(options.max_tokens.or(parent.max_tokens()))
         .max_turns(parent.max_turns())
-        .lineage(request.lineage.clone());
+        .lineage(request.lineage.clone())
+        .provenance(&request.provenance);
     if let Some(filter) = settings.tool_filter.clone() {
         builder = builder.tool_filter(filter);
     }
@@ -289,6 +290,7 @@ fn publish(
     let stop = cancel.child_token();
     let run_token = stop.clone();
     let id = child.id().to_string();
+    parent.record_child(child.id());
     let steerer = steerer(child.clone(), captured.clone());
     // Cancelled when the child's task has ended, however it ended.
     let ended = CancellationToken::new();

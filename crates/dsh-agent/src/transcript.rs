@@ -44,6 +44,10 @@ pub enum TranscriptEntry {
         system_prompt: Option<String>,
         /// Milliseconds since the Unix epoch.
         created_at_ms: u64,
+        /// How a child came about (the tool that asked, the provider that
+        /// runs it); absent for a top-level agent and in older transcripts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start: Option<StartRecord>,
     },
     /// Messages the agent was seeded with (a fork's inherited turns).
     Seed {
@@ -71,6 +75,13 @@ pub enum TranscriptEntry {
         /// The torn bytes (lossy UTF-8).
         torn: String,
     },
+    /// An in-process child of this agent began a run (its first, or a
+    /// continuation): its transcript is `<id>.jsonl` beside this one. A tree
+    /// view follows these entries instead of reading every transcript.
+    Child {
+        /// The child's id.
+        id: AgentId,
+    },
     /// A run ended.
     TurnEnd {
         /// Why it stopped (`completed`, `cancelled`, …).
@@ -83,7 +94,71 @@ pub enum TranscriptEntry {
         /// Tokens its children spent during the run; absent when none was reported.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         children_usage: Option<Usage>,
+        /// When the run waited, began, called its model and ended, and how
+        /// long its answer was; absent in older transcripts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        times: Option<TurnTimes>,
     },
+}
+
+/// How a child came about, as its transcript's header records it (from the
+/// start request's `Provenance`). Every field is optional: a harness may
+/// start a child without a tool, and older writers recorded none.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StartRecord {
+    /// The tool whose call asked for the child (`subagent`, `subagent_fork`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The id the model gave that call: the parent's transcript holds the
+    /// call and its result under this id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The registered name of the provider that ran the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+}
+
+impl StartRecord {
+    /// A record of these three facts.
+    pub fn new(tool: Option<String>, call_id: Option<String>, provider: Option<String>) -> Self {
+        Self {
+            tool,
+            call_id,
+            provider,
+        }
+    }
+
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.tool.is_none() && self.call_id.is_none() && self.provider.is_none()
+    }
+}
+
+/// The times of one run, in milliseconds since the Unix epoch, and the size
+/// of its answer, as its [`TranscriptEntry::TurnEnd`] records them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TurnTimes {
+    /// How long the run's start waited for a slot of its tree, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<u64>,
+    /// When the run began.
+    pub started_at_ms: u64,
+    /// When each of its model calls ended, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls_at_ms: Vec<u64>,
+    /// When the run ended.
+    pub ended_at_ms: u64,
+    /// The size of its final answer, in bytes.
+    pub answer_bytes: u64,
+}
+
+/// Now, in milliseconds since the Unix epoch (0 before it).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The path of an agent's transcript under a data directory.
@@ -227,7 +302,7 @@ impl Transcript {
                 TranscriptEntry::Message { message } => pending.push(message.clone()),
                 TranscriptEntry::TurnEnd { .. } => committed.append(&mut pending),
                 TranscriptEntry::Repair { .. } => pending.clear(),
-                TranscriptEntry::Header { .. } | TranscriptEntry::Descriptor { .. } => {}
+                TranscriptEntry::Header { .. } | TranscriptEntry::Descriptor { .. } | TranscriptEntry::Child { .. } => {}
             }
         }
         committed

@@ -28,7 +28,7 @@ pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
 pub use error::SubagentError;
 pub use lineage::{BudgetScope, Lineage, TokenBudget};
 pub use provider::SubagentProvider;
-pub use request::{AgentOptions, ChildSettings, RunMode, StartRequest, ToolFilter};
+pub use request::{AgentOptions, ChildSettings, Provenance, RunMode, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;

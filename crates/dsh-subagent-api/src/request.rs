@@ -115,6 +115,26 @@ impl ToolFilter {
     }
 }
 
+/// How a start came about, as its child records it ([`StartRequest::provenance`]).
+///
+/// The tool that asked for the child sets [`tool`](Self::tool) and
+/// [`call_id`](Self::call_id); the service sets [`provider`](Self::provider)
+/// and [`queued`](Self::queued) when it admits the start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Provenance {
+    /// The name of the tool whose call asked for the child (`subagent`,
+    /// `subagent_fork`, an ACP agent's tool), when a tool did.
+    pub tool: Option<String>,
+    /// The id the model gave that tool call, when known.
+    pub call_id: Option<String>,
+    /// The registered name of the provider that runs the child.
+    pub provider: Option<String>,
+    /// How long the start waited for a slot of its tree (zero when it did
+    /// not wait).
+    pub queued: Duration,
+}
+
 /// Whether the caller of a start waits for the child ([`StartRequest::mode`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum RunMode {
@@ -240,6 +260,11 @@ pub struct StartRequest {
     /// admits the child (whatever the caller put here is replaced); a
     /// provider gives it to the child's [`AgentRef`] (see [`Lineage`]).
     pub lineage: Lineage,
+    /// How this start came about (the tool that asked, the provider that
+    /// runs it, its wait for a slot), for the child's own records: an
+    /// in-process child writes it into its transcript, where a tree view
+    /// reads it. Informational: nothing is checked against it.
+    pub provenance: Provenance,
     /// `None`: no setting (read as [`ChildSettings::new`]).
     settings: Option<Arc<ChildSettings>>,
 }
@@ -255,6 +280,7 @@ impl StartRequest {
             origin: crate::SpanOrigin::current(),
             mode: RunMode::Foreground,
             lineage: Lineage::default(),
+            provenance: Provenance::default(),
             settings: None,
         }
     }

@@ -243,6 +243,7 @@ impl SubagentService {
     ) -> impl Future<Output = Result<SubagentRun, SubagentError>> + Send + 'a {
         async move {
             let depth = request.parent.depth().saturating_add(1);
+            let asked = std::time::Instant::now();
             let waited = match reservation.queued() {
                 None => None,
                 Some(queued) => {
@@ -264,11 +265,15 @@ impl SubagentService {
             };
             // From the wait to `provider.start` nothing awaits: the wait's
             // last look at the token holds (a withdrawn call starts nothing).
+            if waited.is_some() {
+                request.provenance.queued = asked.elapsed();
+            }
             let (admitted, lineage, stop) = reservation.admitted(waited, &request.cancel);
             request.lineage = lineage;
             if let Some(stop) = stop {
                 request.cancel = stop;
             }
+            request.provenance.provider = Some(provider_name.to_owned());
             // Announced only when someone hears run events; otherwise the
             // run carries no observer.
             let announced = self

@@ -101,6 +101,8 @@ impl SubagentTool {
         }
         request.label = Some(args.description);
         request.mode = mode;
+        request.provenance.tool = Some(self.config.tool_name.clone());
+        request.provenance.call_id = exec.call_id().map(str::to_owned);
         if mode == RunMode::Background {
             // The child outlives this call: its trace follows from it.
             request.origin = SpanOrigin::follows_current();

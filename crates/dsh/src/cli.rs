@@ -26,6 +26,13 @@ pub(crate) enum Command {
     Run(RunArgs),
     /// Print an agent's transcript readably.
     Transcript(TranscriptArgs),
+    /// Show the delegation tree of an agent: who started whom, how long each
+    /// waited and ran, how it ended, its tokens and its result's size.
+    ///
+    /// Read from the transcripts in the data directory: the tree of the most
+    /// recent top-level agent there, or of AGENT_ID. As text, as versioned
+    /// JSON (--json), or as one self-contained page with a timeline (--html).
+    Tree(TreeArgs),
     /// Serve the dsh agent as an Agent Client Protocol (ACP) agent on stdio.
     ///
     /// Each ACP session is a parent agent with the same subagent tools and
@@ -298,4 +305,19 @@ pub(crate) struct TranscriptArgs {
     /// Where transcripts are kept.
     #[arg(long, default_value = ".dsh")]
     pub(crate) data_dir: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct TreeArgs {
+    /// The agent whose tree to show (default: the most recent top-level agent).
+    pub(crate) agent_id: Option<String>,
+    /// Where transcripts are kept.
+    #[arg(long, default_value = ".dsh")]
+    pub(crate) data_dir: PathBuf,
+    /// Print the tree as JSON, in the versioned shape of docs/observability.md.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Write the tree and its timeline as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
 }

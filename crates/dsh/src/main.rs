@@ -20,6 +20,7 @@ mod runtime;
 mod task_input;
 mod telemetry;
 mod transcript;
+mod tree;
 mod wording;
 
 use std::process::ExitCode;
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
             }
         }
         cli::Command::Transcript(args) => transcript::print(&args),
+        cli::Command::Tree(args) => tree::print(&args),
         cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
         cli::Command::Cassette(command) => cassette::run(&command),
         // One thread: an ACP agent waits on its client, its model and its

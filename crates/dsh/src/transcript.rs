@@ -65,6 +65,7 @@ pub(crate) fn render(entries: &[TranscriptEntry]) -> String {
                 steps,
                 usage,
                 children_usage,
+                ..
             } => out.push_str(&wording::transcript_turn_end(stop, *steps, *usage, *children_usage)),
             _ => {}
         }

@@ -327,3 +327,155 @@ pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals, waited_calls: usize, wa
     }
     line
 }
+
+/// `dsh tree`: the texts of one node's lines (see `crate::tree::text`).
+pub(crate) mod tree {
+    use dsh_tree::{Ending, Node, Place, Tokens};
+
+    /// Who a node is: the tool that started it (for a child), its label and
+    /// id, and where it ran (provider and model).
+    pub(crate) fn who(node: &Node) -> String {
+        let mut line = match (&node.tool, &node.label) {
+            (Some(tool), Some(label)) => format!("{tool} \"{label}\" {}", node.id),
+            (Some(tool), None) => format!("{tool} {}", node.id),
+            (None, Some(label)) => format!("\"{label}\" {}", node.id),
+            (None, None) => node.id.clone(),
+        };
+        let ran: Vec<&str> = [node.provider.as_deref(), node.model.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter(|part| !part.is_empty())
+            .collect();
+        if !ran.is_empty() {
+            line.push_str(&format!(" ({})", ran.join(", ")));
+        }
+        line
+    }
+
+    /// How a turn ended, or that it has not.
+    pub(crate) fn ending(ending: &Ending) -> String {
+        match ending {
+            Ending::Queued => "queued".to_owned(),
+            Ending::Running => "running".to_owned(),
+            Ending::Completed => "completed".to_owned(),
+            Ending::Stopped { reason, detail: None } => reason.clone(),
+            Ending::Stopped {
+                reason,
+                detail: Some(detail),
+            } => format!("{reason}: {detail}"),
+            Ending::Interrupted { detail } => format!("interrupted ({detail})"),
+            Ending::Withdrawn => "left the queue unstarted".to_owned(),
+            _ => "unknown".to_owned(),
+        }
+    }
+
+    /// A duration in milliseconds as a person reads it: `0.4s`, `12.0s`, `3m 05s`.
+    pub(crate) fn duration(ms: u64) -> String {
+        if ms < 60_000 {
+            format!("{:.1}s", ms as f64 / 1e3)
+        } else {
+            format!("{}m {:02}s", ms / 60_000, (ms % 60_000) / 1000)
+        }
+    }
+
+    /// `queued 0.4s`.
+    pub(crate) fn queued(ms: u64) -> String {
+        format!("queued {}", duration(ms))
+    }
+
+    /// `ran 2.1s`.
+    pub(crate) fn ran(ms: u64) -> String {
+        format!("ran {}", duration(ms))
+    }
+
+    /// `3 model calls`.
+    pub(crate) fn model_calls(calls: u32) -> String {
+        format!("{calls} model call{}", if calls == 1 { "" } else { "s" })
+    }
+
+    /// Tokens: `1200 in, 300 out, 800 cached`, `~` before estimated ones.
+    pub(crate) fn tokens(tokens: &Tokens) -> String {
+        let mark = if tokens.estimated { "~" } else { "" };
+        let mut text = format!("{mark}{} in, {mark}{} out", tokens.input, tokens.output);
+        if let Some(cached) = tokens.cached {
+            text.push_str(&format!(", {cached} cached"));
+        }
+        if tokens.estimated {
+            text.push_str(" (estimated)");
+        }
+        text
+    }
+
+    /// `tokens …` (own).
+    pub(crate) fn own_tokens(tokens: &Tokens) -> String {
+        format!("tokens {}", self::tokens(tokens))
+    }
+
+    /// `subtree …`, shown when the subtree spent more than the node.
+    pub(crate) fn subtree_tokens(tokens: &Tokens) -> String {
+        format!("subtree {}", self::tokens(tokens))
+    }
+
+    /// `usage not reported`, for a node that ran with no usage reported.
+    pub(crate) const NO_USAGE: &str = "usage not reported";
+
+    /// A result's size: `result 2.2 MB, 32 KB shown (cut)`, or its full size only.
+    pub(crate) fn result(full: Option<u64>, shown: Option<u64>, cut: bool) -> Option<String> {
+        let cut_mark = if cut { " (cut)" } else { "" };
+        match (full, shown) {
+            (Some(full), Some(shown)) if cut || full != shown => Some(format!(
+                "result {}, {} shown{cut_mark}",
+                super::size(full),
+                super::size(shown)
+            )),
+            (Some(full), _) => Some(format!("result {}", super::size(full))),
+            (None, Some(shown)) => Some(format!("result {} shown{cut_mark}", super::size(shown))),
+            (None, None) => None,
+        }
+    }
+
+    /// `task subagent-3`.
+    pub(crate) fn task(id: &str) -> String {
+        format!("task {id}")
+    }
+
+    /// One turn's line of a node with several: `turn 2: completed · ran 1.2s · 1 model call`.
+    pub(crate) fn turn(number: usize, parts: &[String]) -> String {
+        format!("turn {number}: {}", parts.join(" · "))
+    }
+
+    /// A problem with a node's record.
+    pub(crate) fn problem(problem: &dsh_tree::Problem) -> String {
+        format!("! {problem}")
+    }
+
+    /// Where a node ran when its record is elsewhere.
+    pub(crate) fn place(place: &Place) -> Option<String> {
+        match place {
+            Place::Elsewhere { ran } => Some(format!("ran in {ran}; its own tree is there")),
+            _ => None,
+        }
+    }
+
+    /// `--json` and `--html` together.
+    pub(crate) const JSON_AND_HTML: &str = "dsh tree: --json and --html cannot be used together";
+
+    /// The page could not be written.
+    pub(crate) fn html_not_written(path: &std::path::Path, error: &std::io::Error) -> String {
+        format!("dsh tree: cannot write {}: {error}", path.display())
+    }
+
+    /// The page was written.
+    pub(crate) fn html_written(path: &std::path::Path, nodes: usize) -> String {
+        format!(
+            "dsh tree: wrote {} ({nodes} agent{})",
+            path.display(),
+            if nodes == 1 { "" } else { "s" }
+        )
+    }
+
+    /// The tree could not be loaded.
+    pub(crate) fn not_loaded(error: &dsh_tree::LoadError) -> String {
+        format!("dsh tree: {error}")
+    }
+}

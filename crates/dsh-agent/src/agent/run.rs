@@ -11,7 +11,7 @@ use super::guard::{Round, Sent, Turn};
 use super::{Agent, Phase};
 use crate::context::Anchor;
 use crate::trace;
-use crate::transcript::TranscriptEntry;
+use crate::transcript::{TranscriptEntry, TurnTimes, now_ms};
 use crate::usage::{add_reported, since};
 use crate::{AgentStop, RunOutcome};
 
@@ -25,6 +25,8 @@ struct Run {
     usage: Option<Usage>,
     /// The agent's children's tokens when the run began.
     children_before: Option<Usage>,
+    /// When it began and how long its start waited; when each model call ended.
+    times: TurnTimes,
 }
 
 /// What a run does after the model's answer.
@@ -106,6 +108,11 @@ impl Agent {
     /// Opens the turn with the notices that arrived between runs, then the
     /// prompt.
     fn begin(&self, prompt: String) -> Run {
+        let times = TurnTimes {
+            queued_ms: self.lock().queued_ms.take(),
+            started_at_ms: now_ms(),
+            ..TurnTimes::default()
+        };
         self.open_turn();
         let mut turn = Turn::default();
         self.take_notices(&mut turn);
@@ -116,6 +123,7 @@ impl Agent {
             steps: 0,
             usage: None,
             children_before: self.lock().usage.children,
+            times,
         }
     }
 
@@ -171,6 +179,7 @@ impl Agent {
     /// its usage is counted and its answer recorded. Then what the answer
     /// asks for next.
     fn answered(&self, run: &mut Run, response: ChatResponse, sent: Sent) -> Next {
+        run.times.calls_at_ms.push(now_ms());
         run.turn.round = None;
         self.record_turn(&mut run.turn);
         if let Some(spent) = response.usage {
@@ -227,6 +236,7 @@ impl Agent {
             steps,
             usage,
             children_before,
+            mut times,
         } = run;
         let unread = {
             let mut state = self.lock();
@@ -250,11 +260,14 @@ impl Agent {
             .unwrap_or_default();
         self.lock().history.extend(turn);
         let children_usage = since(self.lock().usage.children, children_before);
+        times.ended_at_ms = now_ms();
+        times.answer_bytes = text.len() as u64;
         self.record(&TranscriptEntry::TurnEnd {
             stop: stop.to_string(),
             steps,
             usage,
             children_usage,
+            times: Some(times),
         });
         if let Some(transcript) = &self.inner.transcript
             && let Err(error) = transcript.flush()

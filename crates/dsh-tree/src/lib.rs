@@ -1,0 +1,11 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod live;
+mod load;
+mod node;
+mod wording;
+
+pub use live::LiveTree;
+pub use load::{LoadError, MAX_SHOWN_DEPTH, load, valid_agent_id};
+pub use node::{Cost, Ending, Node, Place, Problem, ResultSize, TREE_FORMAT_VERSION, Tokens, Tree, Turn};
