@@ -302,7 +302,8 @@ impl Transcript {
                 TranscriptEntry::Message { message } => pending.push(message.clone()),
                 TranscriptEntry::TurnEnd { .. } => committed.append(&mut pending),
                 TranscriptEntry::Repair { .. } => pending.clear(),
-                TranscriptEntry::Header { .. } | TranscriptEntry::Descriptor { .. } | TranscriptEntry::Child { .. } => {}
+                TranscriptEntry::Header { .. } | TranscriptEntry::Descriptor { .. } | TranscriptEntry::Child { .. } => {
+                }
             }
         }
         committed

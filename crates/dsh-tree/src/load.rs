@@ -95,9 +95,12 @@ pub fn load(data_dir: &Path, root: Option<&str>) -> Result<Tree, LoadError> {
     if let Some(parent) = node.parent.as_deref()
         && !transcript_path(data_dir, &AgentId::new(parent)).is_file()
     {
-        node.node.problems.push(Problem::ParentMissing {
-            parent: parent.to_owned(),
-        });
+        node.node.problems.insert(
+            0,
+            Problem::ParentMissing {
+                parent: parent.to_owned(),
+            },
+        );
     }
     Ok(Tree::new(node.node))
 }
@@ -305,7 +308,10 @@ fn index_headers(dir: &Path) -> HashMap<String, Vec<(u64, String)>> {
         if let Some(header) = first_header(&path)
             && let Some(parent) = header.parent
         {
-            by_parent.entry(parent).or_default().push((header.created_at_ms, header.id));
+            by_parent
+                .entry(parent)
+                .or_default()
+                .push((header.created_at_ms, header.id));
         }
     }
     for children in by_parent.values_mut() {

@@ -3,8 +3,6 @@
 
 use serde::Serialize;
 
-use crate::wording;
-
 /// The version of the tree's JSON shape. It changes only when a field
 /// changes meaning or goes away; new fields may appear within a version.
 pub const TREE_FORMAT_VERSION: u32 = 1;
@@ -219,6 +217,14 @@ pub struct Turn {
 }
 
 impl Turn {
+    /// A turn that ended (or stands) so, with nothing else known yet.
+    pub fn new(ending: Ending) -> Self {
+        Self {
+            ending,
+            ..Self::default()
+        }
+    }
+
     /// When its wait for a slot began (its start less its wait).
     pub fn queued_since_ms(&self) -> Option<u64> {
         Some(self.started_at_ms?.saturating_sub(self.queued_ms?))
@@ -457,10 +463,4 @@ pub enum Problem {
         /// The depth below the root where showing stopped.
         limit: usize,
     },
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&wording::problem(self))
-    }
 }

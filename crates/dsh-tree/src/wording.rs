@@ -6,7 +6,13 @@ use std::path::Path;
 use crate::node::Problem;
 
 /// A node's problem, in one line.
-pub(crate) fn problem(problem: &Problem) -> String {
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&problem(self))
+    }
+}
+
+fn problem(problem: &Problem) -> String {
     match problem {
         Problem::Missing { path } => format!("no transcript at {path}"),
         Problem::Unreadable { message } => format!("transcript unreadable: {message}"),

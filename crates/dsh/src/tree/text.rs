@@ -32,7 +32,10 @@ fn node_lines(node: &Node, first: &str, rest: &str, now_ms: u64, lines: &mut Vec
     let guide = if node.children.is_empty() { "   " } else { "│  " };
     if node.turns.len() > 1 {
         for (number, turn) in node.turns.iter().enumerate() {
-            lines.push(format!("{rest}{guide}{}", words::turn(number + 1, &turn_parts(turn, now_ms))));
+            lines.push(format!(
+                "{rest}{guide}{}",
+                words::turn(number + 1, &turn_parts(turn, now_ms))
+            ));
         }
     }
     if let Some(place) = words::place(&node.place) {
@@ -69,7 +72,9 @@ fn summary(node: &Node, now_ms: u64) -> Vec<String> {
     if let Some(ran) = node.running_ms(now_ms) {
         parts.push(words::ran(ran));
     }
-    if !node.turns.is_empty() {
+    // An agent in another process reports no model calls here: unknown, not none.
+    let elsewhere = matches!(node.place, dsh_tree::Place::Elsewhere { .. });
+    if !node.turns.is_empty() && !(elsewhere && node.model_calls() == 0) {
         parts.push(words::model_calls(node.model_calls()));
     }
     match &node.tokens {
@@ -108,4 +113,129 @@ fn turn_parts(turn: &Turn, now_ms: u64) -> Vec<String> {
         parts.push(words::own_tokens(tokens));
     }
     parts
+}
+
+#[cfg(test)]
+mod tests {
+    use dsh_tree::{Ending, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
+
+    use super::render;
+
+    fn turn(ending: Ending, queued: Option<u64>, started: u64, ended: u64, calls: u32, tokens: Option<Tokens>) -> Turn {
+        let mut turn = Turn::new(ending);
+        turn.queued_ms = queued;
+        turn.started_at_ms = Some(started);
+        turn.ended_at_ms = Some(ended);
+        turn.model_calls = calls;
+        turn.tokens = tokens;
+        turn
+    }
+
+    fn child(id: &str, label: &str, tool: &str, turns: Vec<Turn>) -> Node {
+        let mut node = Node::new(id, 1, Place::Live);
+        node.label = Some(label.into());
+        node.tool = Some(tool.into());
+        node.provider = Some("spawn".into());
+        node.model = Some("deepseek-chat".into());
+        node.turns = turns;
+        node
+    }
+
+    #[test]
+    fn a_tree_reads_as_one_line_per_agent_with_its_turns_and_problems() {
+        let mut short = child(
+            "c1",
+            "short one",
+            "subagent",
+            vec![turn(
+                Ending::Completed,
+                None,
+                1_000,
+                1_900,
+                1,
+                Some(Tokens::reported(171, 30)),
+            )],
+        );
+        short.result = Some(ResultSize::new(Some(2), Some(2)));
+        let mut long = child(
+            "c2",
+            "long one",
+            "subagent_fork",
+            vec![turn(
+                Ending::Completed,
+                Some(400),
+                1_400,
+                3_600,
+                2,
+                Some(Tokens::reported(900, 12_000).with_cached(512)),
+            )],
+        );
+        long.result = Some(ResultSize::cut(2_200_000, 32_000));
+        long.task_id = Some("subagent-1".into());
+        let mut continued = child(
+            "c3",
+            "again",
+            "subagent",
+            vec![
+                turn(
+                    Ending::Completed,
+                    None,
+                    1_000,
+                    2_000,
+                    1,
+                    Some(Tokens::reported(10, 5).estimated()),
+                ),
+                turn(
+                    Ending::Stopped {
+                        reason: "error".into(),
+                        detail: Some("the model call failed".into()),
+                    },
+                    None,
+                    5_000,
+                    5_500,
+                    1,
+                    None,
+                ),
+            ],
+        );
+        continued.problems.push(Problem::Torn {
+            message: "line 7 cut".into(),
+        });
+        let mut remote = Node::new(
+            "acp-1",
+            1,
+            Place::Elsewhere {
+                ran: "acp:remote".into(),
+            },
+        );
+        remote.tool = Some("subagent_remote".into());
+        remote.turns = vec![turn(Ending::Completed, None, 1_000, 80_000, 0, None)];
+        for node in [&mut short, &mut long, &mut continued, &mut remote] {
+            node.total();
+        }
+        let mut root = Node::new("root", 0, Place::Live);
+        root.label = Some("dsh run".into());
+        root.model = Some("deepseek-chat".into());
+        root.turns = vec![turn(
+            Ending::Completed,
+            None,
+            0,
+            4_100,
+            2,
+            Some(Tokens::reported(2956, 54)),
+        )];
+        root.children = vec![short, long, continued, remote];
+        root.total();
+        insta::assert_snapshot!(render(&Tree::new(root), 10_000), @r#"
+        "dsh run" root (deepseek-chat) · completed · ran 4.1s · 2 model calls · tokens 2956 in, 54 out · subtree ~4037 in, ~12089 out, 512 cached (estimated)
+        ├─ subagent "short one" c1 (spawn, deepseek-chat) · completed · ran 0.9s · 1 model call · tokens 171 in, 30 out · result 2 B
+        ├─ subagent_fork "long one" c2 (spawn, deepseek-chat) · completed · queued 0.4s · ran 2.2s · 2 model calls · tokens 900 in, 12000 out, 512 cached · result 2.2 MB, 32 KB shown (cut) · task subagent-1
+        ├─ subagent "again" c3 (spawn, deepseek-chat) · error: the model call failed · ran 1.5s · 2 model calls · tokens ~10 in, ~5 out (estimated)
+        │     turn 1: completed · ran 1.0s · 1 model call · tokens ~10 in, ~5 out (estimated)
+        │     turn 2: error: the model call failed · ran 0.5s · 1 model call
+        │     ! torn transcript: line 7 cut
+        └─ subagent_remote acp-1 · completed · ran 1m 19s
+              ran in acp:remote; its own tree is there
+        "#);
+    }
 }

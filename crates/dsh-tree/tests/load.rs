@@ -1,0 +1,319 @@
+//! Loading a tree from transcripts: the tree shown, and every kind of bad
+//! record marked on its node while the rest is shown.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use dsh_agent::transcript::{TranscriptEntry, TranscriptWriter, transcript_path};
+use dsh_llm::{Message, ToolCall, Usage};
+use dsh_subagent_api::AgentId;
+use dsh_tree::{Ending, LoadError, Problem, load};
+
+/// Writes a transcript's entries as lines.
+fn write(dir: &Path, id: &str, entries: &[serde_json::Value]) {
+    let path = transcript_path(dir, &AgentId::new(id));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut text = String::new();
+    for entry in entries {
+        text.push_str(&entry.to_string());
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn header(id: &str, parent: Option<&str>, label: &str, start: serde_json::Value) -> serde_json::Value {
+    let mut header = serde_json::json!({
+        "type": "header", "version": 1, "id": id, "depth": u64::from(parent.is_some()),
+        "label": label, "model": "m", "created_at_ms": 1_000,
+    });
+    if let Some(parent) = parent {
+        header["parent"] = parent.into();
+    }
+    if !start.is_null() {
+        header["start"] = start;
+    }
+    header
+}
+
+fn end(stop: &str, started: u64, ended: u64, answer: u64) -> serde_json::Value {
+    serde_json::json!({
+        "type": "turn_end", "stop": stop, "steps": 2,
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+        "times": {"queued_ms": 50, "started_at_ms": started, "calls_at_ms": [started + 10, ended], "ended_at_ms": ended, "answer_bytes": answer},
+    })
+}
+
+fn child(id: &str) -> serde_json::Value {
+    serde_json::json!({"type": "child", "id": id})
+}
+
+/// A parent that called `subagent` (call `c1`, answered with `shown`
+/// bytes) and named child `kid`.
+fn parent_with_call(dir: &Path, shown: usize) {
+    let call = Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![ToolCall {
+            id: "c1".into(),
+            name: "subagent".into(),
+            arguments: r#"{"description":"look","prompt":"p"}"#.into(),
+        }],
+    };
+    write(
+        dir,
+        "root",
+        &[
+            header("root", None, "dsh run", serde_json::Value::Null),
+            serde_json::json!({"type": "message", "message": Message::user("go")}),
+            serde_json::json!({"type": "message", "message": call}),
+            child("kid"),
+            serde_json::json!({"type": "message", "message": Message::tool("c1", "x".repeat(shown))}),
+            end("completed", 2_000, 9_000, 5),
+        ],
+    );
+}
+
+#[test]
+fn a_tree_follows_the_children_its_transcripts_name() {
+    let dir = tempfile::tempdir().unwrap();
+    parent_with_call(dir.path(), 300);
+    write(
+        dir.path(),
+        "kid",
+        &[
+            header(
+                "kid",
+                Some("root"),
+                "look",
+                serde_json::json!({"tool": "subagent", "call_id": "c1", "provider": "spawn"}),
+            ),
+            serde_json::json!({"type": "message", "message": Message::user("p")}),
+            end("completed", 3_000, 4_000, 1_000),
+        ],
+    );
+    // Not in this tree: never read (it would be a problem if it were).
+    std::fs::write(dir.path().join("agents/other.jsonl"), "not json\n").unwrap();
+    let tree = load(dir.path(), Some("root")).unwrap();
+    let root = &tree.root;
+    assert_eq!(root.children.len(), 1);
+    let kid = &root.children[0];
+    assert_eq!(kid.tool.as_deref(), Some("subagent"));
+    assert_eq!(kid.provider.as_deref(), Some("spawn"));
+    assert_eq!(kid.turns[0].queued_ms, Some(50));
+    assert_eq!(kid.running_ms(0), Some(1_000));
+    let result = kid.result.unwrap();
+    assert_eq!(
+        (result.full_bytes, result.shown_bytes, result.cut),
+        (Some(1_000), Some(300), true)
+    );
+    assert_eq!(root.subtree_tokens.unwrap().total(), 240);
+    assert!(tree.walk().iter().all(|(_, node)| node.problems.is_empty()));
+    // The JSON shape carries its version.
+    let json = serde_json::to_value(&tree).unwrap();
+    assert_eq!(json["version"], 1);
+    assert_eq!(json["root"]["children"][0]["result"]["cut"], true);
+}
+
+#[test]
+fn without_an_id_the_most_recent_top_level_agent_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "old", &[header("old", None, "a", serde_json::Value::Null)]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(dir.path(), "new", &[header("new", None, "b", serde_json::Value::Null)]);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // A child written later is not top-level.
+    write(
+        dir.path(),
+        "kid",
+        &[header("kid", Some("new"), "c", serde_json::Value::Null)],
+    );
+    assert_eq!(load(dir.path(), None).unwrap().root.id, "new");
+}
+
+#[test]
+fn an_unknown_id_an_empty_directory_and_a_path_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("agents")).unwrap();
+    let error = load(dir.path(), None).unwrap_err();
+    assert!(matches!(error, LoadError::NoAgents { .. }));
+    assert!(
+        error.to_string().starts_with("no top-level agent has a transcript in "),
+        "{error}"
+    );
+    let error = load(dir.path(), Some("nobody")).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("no agent \"nobody\" has a transcript in "),
+        "{error}"
+    );
+    let error = load(dir.path(), Some("../etc/passwd")).unwrap_err();
+    assert!(matches!(error, LoadError::BadAgentId { .. }), "{error}");
+    let missing = tempfile::tempdir().unwrap();
+    let error = load(&missing.path().join("none"), None).unwrap_err();
+    assert!(error.to_string().starts_with("cannot list "), "{error}");
+}
+
+#[test]
+fn bad_records_are_marked_on_their_nodes_and_the_rest_is_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "root",
+        &[
+            header("root", Some("ghost"), "r", serde_json::Value::Null),
+            child("missing"),
+            child("torn"),
+            child("foreign"),
+            child("corrupt"),
+            child("loop"),
+            child("../escape"),
+            child("fine"),
+            end("completed", 1, 2, 0),
+        ],
+    );
+    write(
+        dir.path(),
+        "torn",
+        &[header("torn", Some("root"), "t", serde_json::Value::Null)],
+    );
+    let torn = transcript_path(dir.path(), &AgentId::new("torn"));
+    let mut text = std::fs::read_to_string(&torn).unwrap();
+    text.push_str(r#"{"type":"message","mess"#);
+    std::fs::write(&torn, text).unwrap();
+    write(
+        dir.path(),
+        "foreign",
+        &[header("someone", Some("root"), "f", serde_json::Value::Null)],
+    );
+    std::fs::write(transcript_path(dir.path(), &AgentId::new("corrupt")), "{}\n{}\n").unwrap();
+    // A cycle: `loop` names `root` (above it) as its child.
+    write(
+        dir.path(),
+        "loop",
+        &[
+            header("loop", Some("root"), "l", serde_json::Value::Null),
+            child("root"),
+            end("completed", 1, 2, 0),
+        ],
+    );
+    write(
+        dir.path(),
+        "fine",
+        &[
+            header("fine", Some("root"), "ok", serde_json::Value::Null),
+            end("error: boom", 1, 2, 0),
+        ],
+    );
+    let tree = load(dir.path(), Some("root")).unwrap();
+    let root = &tree.root;
+    assert_eq!(
+        root.problems,
+        [
+            Problem::ParentMissing { parent: "ghost".into() },
+            Problem::Foreign {
+                message: "\"../escape\" is not an agent id (letters, digits, '-', '_', '.' and ':' only)".into()
+            }
+        ]
+    );
+    let ids: Vec<&str> = root.children.iter().map(|child| child.id.as_str()).collect();
+    assert_eq!(ids, ["missing", "torn", "foreign", "corrupt", "loop", "fine"]);
+    let problem = |index: usize| root.children[index].problems[0].to_string();
+    assert!(problem(0).starts_with("no transcript at "), "{}", problem(0));
+    assert!(problem(1).starts_with("torn transcript: "), "{}", problem(1));
+    assert_eq!(
+        problem(2),
+        "not this agent's transcript: its header names agent someone"
+    );
+    assert!(problem(3).starts_with("transcript unreadable: "), "{}", problem(3));
+    assert_eq!(
+        problem(4),
+        "names root as its child, which is already above it; not followed"
+    );
+    let fine = &root.children[5];
+    assert!(fine.problems.is_empty());
+    assert_eq!(
+        fine.ending(),
+        Some(&Ending::Stopped {
+            reason: "error".into(),
+            detail: Some("boom".into())
+        })
+    );
+}
+
+#[test]
+fn older_transcripts_that_name_no_children_are_found_by_their_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    // As written before runs recorded their times and children.
+    let old_end = serde_json::json!({"type": "turn_end", "stop": "completed", "steps": 1});
+    write(
+        dir.path(),
+        "root",
+        &[header("root", None, "r", serde_json::Value::Null), old_end.clone()],
+    );
+    write(
+        dir.path(),
+        "kid",
+        &[header("kid", Some("root"), "k", serde_json::Value::Null), old_end],
+    );
+    let tree = load(dir.path(), Some("root")).unwrap();
+    assert_eq!(tree.root.children.len(), 1);
+    assert_eq!(tree.root.children[0].ending(), Some(&Ending::Completed));
+    assert_eq!(tree.root.children[0].turns[0].started_at_ms, None);
+}
+
+#[test]
+fn a_resumed_agent_shows_every_turn_and_an_interrupted_one() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "root",
+        &[
+            header("root", None, "r", serde_json::Value::Null),
+            serde_json::json!({"type": "message", "message": Message::user("one")}),
+            end("completed", 1_000, 2_000, 3),
+            serde_json::json!({"type": "message", "message": Message::user("two")}),
+            serde_json::json!({"type": "repair", "diagnostic": "cut", "torn": ""}),
+            serde_json::json!({"type": "message", "message": Message::user("three")}),
+            end("cancelled", 5_000, 6_000, 0),
+            serde_json::json!({"type": "message", "message": Message::user("four")}),
+        ],
+    );
+    let tree = load(dir.path(), None).unwrap();
+    let endings: Vec<&Ending> = tree.root.turns.iter().map(|turn| &turn.ending).collect();
+    assert_eq!(
+        endings,
+        [
+            &Ending::Completed,
+            &Ending::Interrupted { detail: "cut".into() },
+            &Ending::Stopped {
+                reason: "cancelled".into(),
+                detail: None
+            },
+            &Ending::Running,
+        ]
+    );
+    assert_eq!(tree.root.tokens.unwrap().total(), 240);
+}
+
+#[test]
+fn a_transcript_the_agent_loop_writes_loads() {
+    // The writer's own entries round-trip through the loader.
+    let dir = tempfile::tempdir().unwrap();
+    let writer = TranscriptWriter::open(transcript_path(dir.path(), &AgentId::new("w"))).unwrap();
+    let entry: TranscriptEntry = serde_json::from_value(header("w", None, "w", serde_json::Value::Null)).unwrap();
+    writer.append(&entry).unwrap();
+    let end: TranscriptEntry = serde_json::from_value(end("completed", 1, 2, 3)).unwrap();
+    writer.append(&end).unwrap();
+    writer.flush().unwrap();
+    let tree = load(dir.path(), Some("w")).unwrap();
+    assert_eq!(tree.root.turns[0].answer_bytes, Some(3));
+    assert_eq!(
+        tree.root.tokens,
+        Some(dsh_tree::Tokens::from_usage(&Usage {
+            prompt_tokens: 100,
+            completion_tokens: 20,
+            total_tokens: 120
+        }))
+    );
+}

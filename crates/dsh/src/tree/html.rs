@@ -1,1 +1,0 @@
-pub(crate) fn page(tree: &dsh_tree::Tree) -> String { let _ = tree; String::new() }
