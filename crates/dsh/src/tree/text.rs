@@ -73,8 +73,8 @@ fn summary(node: &Node, now_ms: u64) -> Vec<String> {
         parts.push(words::ran(ran));
     }
     // An agent in another process reports no model calls here: unknown, not none.
-    let elsewhere = matches!(node.place, dsh_tree::Place::Elsewhere { .. });
-    if !node.turns.is_empty() && !(elsewhere && node.model_calls() == 0) {
+    let unknown_calls = matches!(node.place, dsh_tree::Place::Elsewhere { .. }) && node.model_calls() == 0;
+    if !node.turns.is_empty() && !unknown_calls {
         parts.push(words::model_calls(node.model_calls()));
     }
     match &node.tokens {
