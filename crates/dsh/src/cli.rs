@@ -30,8 +30,8 @@ pub(crate) enum Command {
     /// waited and ran, how it ended, its tokens and its result's size.
     ///
     /// Read from the transcripts in the data directory: the tree of the most
-    /// recent top-level agent there, or of AGENT_ID. As text, or as versioned
-    /// JSON (--json).
+    /// recent top-level agent there, or of AGENT_ID. As text, as versioned
+    /// JSON (--json), or as one self-contained page with a timeline (--html).
     Tree(TreeArgs),
     /// Serve the dsh agent as an Agent Client Protocol (ACP) agent on stdio.
     ///
@@ -317,4 +317,8 @@ pub(crate) struct TreeArgs {
     /// Print the tree as JSON, in the versioned shape of docs/observability.md.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Write the tree and its timeline as one self-contained HTML page
+    /// (no network; it opens from disk).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
 }

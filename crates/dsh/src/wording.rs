@@ -457,6 +457,23 @@ pub(crate) mod tree {
         }
     }
 
+    /// `--json` and `--html` together.
+    pub(crate) const JSON_AND_HTML: &str = "dsh tree: --json and --html cannot be used together";
+
+    /// The page could not be written.
+    pub(crate) fn html_not_written(path: &std::path::Path, error: &std::io::Error) -> String {
+        format!("dsh tree: cannot write {}: {error}", path.display())
+    }
+
+    /// The page was written.
+    pub(crate) fn html_written(path: &std::path::Path, nodes: usize) -> String {
+        format!(
+            "dsh tree: wrote {} ({nodes} agent{})",
+            path.display(),
+            if nodes == 1 { "" } else { "s" }
+        )
+    }
+
     /// The tree could not be loaded.
     pub(crate) fn not_loaded(error: &dsh_tree::LoadError) -> String {
         format!("dsh tree: {error}")

@@ -89,4 +89,10 @@ fn dsh_tree_says_clearly_what_it_cannot_show() {
         String::from_utf8_lossy(&unknown.stderr),
         "dsh tree: no agent \"nobody\" has a transcript in .dsh/agents\n"
     );
+    let both = dsh(dir.path(), &["tree", "--json", "--html", "x.html"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&both.stderr),
+        "dsh tree: --json and --html cannot be used together\n"
+    );
 }
