@@ -688,6 +688,18 @@ async fn a_learned_window_is_its_models_alone_in_every_session() {
     );
     assert_eq!(other.effective_context_window(), None);
     assert_eq!(first.effective_context_window(), Some(24_000));
+    // Another endpoint (another client, so another runtime) serving a model
+    // of the same name learns its own window and changes nothing here.
+    let elsewhere = WindowedModel::new(16_000, Refuses::NamingTheWindow, 4);
+    let elsewhere_dir = tempfile::tempdir().unwrap();
+    let there = self::runtime(elsewhere, TWO_MB, elsewhere_dir.path());
+    let agent = Agent::builder(there.clone()).build().unwrap();
+    assert_eq!(
+        agent.run("Do four things.", &CancellationToken::new()).await.stop,
+        AgentStop::Completed
+    );
+    assert_eq!(there.learned_window("windowed"), Some(16_000));
+    assert_eq!(runtime.learned_window("windowed"), Some(24_000));
 }
 
 /// The lines a context stop can show: from real runs, and the ones a run
