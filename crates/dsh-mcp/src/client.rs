@@ -259,7 +259,8 @@ impl std::fmt::Debug for McpMount {
 impl McpMount {
     /// Starts the server (or connects to a remote one), lists its tools and
     /// mounts each one in `tools` as `mcp__<server>__<tool>` with the
-    /// server's description and input schema.
+    /// server's description and input schema. Each tool's results stay
+    /// within `options`' result budget ([`ClientOptions::results`]).
     ///
     /// Fails, naming the server and the cause, when the program cannot run,
     /// the server exits or does not answer `initialize`/`tools/list` within
@@ -444,7 +445,7 @@ impl McpTool {
             outcome = connection.peer.call_tool(params) => outcome,
             () = connection.backend.exited() => Err(ServiceError::TransportClosed),
         };
-        match outcome {
+        let outcome = match outcome {
             Ok(result) => render(result),
             Err(ServiceError::McpError(error)) => {
                 Err(
@@ -461,7 +462,10 @@ impl McpTool {
                 &other.to_string(),
             ))
             .with_code(ErrorCode::CallFailed)),
-        }
+        };
+        // Within the result budget: a longer answer reads as its head and
+        // tail, its whole text kept for `task_output` where a shelf is given.
+        connection.options.results.within(outcome, exec.agent(), &self.name)
     }
 }
 

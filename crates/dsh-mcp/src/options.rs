@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use dsh_tools::budget::ResultPolicy;
+
 /// How servers are started and released.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -24,6 +26,9 @@ pub struct ClientOptions {
     /// The working directory of a server started as a process (default:
     /// ours).
     pub cwd: Option<PathBuf>,
+    /// The result budget of every tool mounted, and where a result it cuts
+    /// is kept for paged reads (default: 8,000 tokens, nothing kept).
+    pub results: ResultPolicy,
 }
 
 impl Default for ClientOptions {
@@ -35,6 +40,7 @@ impl Default for ClientOptions {
             env: Vec::new(),
             withheld_env: Vec::new(),
             cwd: None,
+            results: ResultPolicy::default(),
         }
     }
 }
@@ -66,6 +72,14 @@ impl ClientOptions {
     #[must_use]
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Sets [`ClientOptions::results`]: the mounted tools' result budget,
+    /// and where a result it cuts is kept.
+    #[must_use]
+    pub fn results(mut self, results: ResultPolicy) -> Self {
+        self.results = results;
         self
     }
 

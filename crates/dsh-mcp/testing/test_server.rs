@@ -53,11 +53,17 @@ impl ServerHandler for TestServer {
     ) -> Result<ListToolsResult, ErrorData> {
         let text = json!({"type": "object", "properties": {"text": {"type": "string", "description": "What to echo."}}, "required": ["text"]});
         let empty = json!({"type": "object", "properties": {}});
+        let big = json!({"type": "object", "properties": {"bytes": {"type": "integer"}, "fail": {"type": "boolean"}}, "required": ["bytes"]});
         Ok(ListToolsResult::with_all_items(vec![
             Tool::new("echo", "Echo the text back.", schema(text)),
             Tool::new("slow", "Run until cancelled.", schema(empty.clone())),
             Tool::new("crash", "Exit the server mid-call.", schema(empty.clone())),
             Tool::new("fail", "Return an error result.", schema(empty.clone())),
+            Tool::new(
+                "big",
+                "Answer `bytes` bytes: the letters a to z over and over (as an error result with `fail`).",
+                schema(big),
+            ),
             Tool::new("bad name!", "A name no model may call.", schema(empty)),
         ]))
     }
@@ -88,6 +94,18 @@ impl ServerHandler for TestServer {
                 std::process::exit(3);
             }
             "fail" => CallToolResult::error(vec![ContentBlock::text("the tool failed on purpose")]),
+            "big" => {
+                let args = request.arguments.as_ref();
+                let bytes = args
+                    .and_then(|args| args.get("bytes"))
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                let text: String = (0..bytes).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+                match args.and_then(|args| args.get("fail")).and_then(Value::as_bool) {
+                    Some(true) => CallToolResult::error(vec![ContentBlock::text(text)]),
+                    _ => CallToolResult::success(vec![ContentBlock::text(text)]),
+                }
+            }
             other => return Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(CallToolResponse::Complete(result))

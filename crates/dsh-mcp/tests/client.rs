@@ -80,7 +80,13 @@ async fn tools_mount_under_the_mcp_prefix_with_the_servers_text() {
     assert_eq!(mount.server(), "t");
     assert_eq!(
         mount.tool_names(),
-        ["mcp__t__echo", "mcp__t__slow", "mcp__t__crash", "mcp__t__fail"],
+        [
+            "mcp__t__echo",
+            "mcp__t__slow",
+            "mcp__t__crash",
+            "mcp__t__fail",
+            "mcp__t__big"
+        ],
         "the tool whose name no model may call is skipped"
     );
     let echo = tools.get("mcp__t__echo").unwrap();

@@ -136,6 +136,25 @@ pub fn forgotten_task(id: &str, kept: usize) -> String {
     )
 }
 
+/// How a failed result kept for paged reads (a delegation's, an MCP
+/// tool's) shows in its task's status line: the first line of its error
+/// (the headline), at most [`RECORDED_DETAIL_CHARS`] characters, ending in
+/// `…` when cut.
+pub fn recorded_failure_detail(message: &str) -> String {
+    let headline = message.lines().next().unwrap_or_default();
+    match headline.char_indices().nth(RECORDED_DETAIL_CHARS) {
+        None => headline.to_owned(),
+        Some((end, _)) => format!("{}…", &headline[..end]),
+    }
+}
+
+/// The most characters of a headline [`recorded_failure_detail`] keeps.
+pub const RECORDED_DETAIL_CHARS: usize = 200;
+
+/// The kind of the task that keeps an MCP tool's result cut to its budget
+/// (ids `mcp-<n>`).
+pub const MCP_RESULT_KIND: &str = "mcp";
+
 /// A task registered with an empty label.
 pub const EMPTY_LABEL: &str = "invalid task label: expected a non-empty string";
 

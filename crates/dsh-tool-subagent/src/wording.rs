@@ -282,16 +282,13 @@ pub fn config_result_budget_invalid(min: u64, got: &str) -> String {
 /// How a failed delegation kept for paged reads shows in its task's status
 /// line: the first line of its error (the headline), at most
 /// [`RECORDED_DETAIL_CHARS`] characters, ending in `…` when cut.
+/// The same text as every kept result's ([`dsh_tasks::wording::recorded_failure_detail`]).
 pub fn recorded_failure_detail(message: &str) -> String {
-    let headline = message.lines().next().unwrap_or_default();
-    match headline.char_indices().nth(RECORDED_DETAIL_CHARS) {
-        None => headline.to_owned(),
-        Some((end, _)) => format!("{}…", &headline[..end]),
-    }
+    dsh_tasks::wording::recorded_failure_detail(message)
 }
 
 /// The most characters of a headline [`recorded_failure_detail`] keeps.
-pub const RECORDED_DETAIL_CHARS: usize = 200;
+pub const RECORDED_DETAIL_CHARS: usize = dsh_tasks::wording::RECORDED_DETAIL_CHARS;
 
 /// A structured configuration key that does not parse.
 pub fn config_key_invalid(key: &str, error: &str) -> String {

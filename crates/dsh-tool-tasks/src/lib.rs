@@ -3,10 +3,12 @@
 
 mod args;
 mod plugin;
+mod shelf;
 mod tools;
 
 pub use args::{DEFAULT_WAIT_MS, MAX_WAIT_MS};
 pub use plugin::TaskToolsPlugin;
+pub use shelf::TaskShelf;
 
 /// How many finished tasks `task_list` shows (the most recently finished),
 /// besides every running task; one last line counts the older ones kept.

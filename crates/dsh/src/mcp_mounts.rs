@@ -7,6 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use dsh_mcp::{ClientOptions, McpMount, McpServerSpec, McpStartError};
 use dsh_tools::ToolRegistry;
+use dsh_tools::budget::ResultPolicy;
 
 use crate::cli::AgentArgs;
 use crate::config::Config;
@@ -58,14 +59,14 @@ pub(crate) struct SharedMcpServers {
     pending: Vec<McpServerSpec>,
     mounted: Mutex<McpMounts>,
     /// How they are started: with the loop guard's marker, without the
-    /// withheld variables.
+    /// withheld variables, their results within the budget.
     options: ClientOptions,
 }
 
 impl SharedMcpServers {
-    /// The servers to start, never with the `withheld` variables of ours;
-    /// none runs yet.
-    pub(crate) fn new(args: &AgentArgs, config: Option<&Config>, withheld: &[String]) -> Self {
+    /// The servers to start, never with the `withheld` variables of ours,
+    /// their tools' results within `results`; none runs yet.
+    pub(crate) fn new(args: &AgentArgs, config: Option<&Config>, withheld: &[String], results: ResultPolicy) -> Self {
         let mut pending = args.mcp_servers.clone();
         pending.extend(config.into_iter().flat_map(|config| config.mcp_servers.iter().cloned()));
         let options = loop_guard::child_env(config)
@@ -75,7 +76,8 @@ impl SharedMcpServers {
             });
         let options = withheld
             .iter()
-            .fold(options, |options, name| options.withhold_env(name));
+            .fold(options, |options, name| options.withhold_env(name))
+            .results(results);
         Self {
             pending,
             mounted: Mutex::default(),

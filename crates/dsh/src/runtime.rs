@@ -11,6 +11,8 @@ use dsh_llm::cassette::Recorder;
 use dsh_mcp::ClientOptions;
 use dsh_subagent::{SubagentEvent, Subscription};
 use dsh_tasks::TaskRegistry;
+use dsh_tool_tasks::TaskShelf;
+use dsh_tools::budget::ResultPolicy;
 use dsh_tools::{AgentId, ToolRegistry};
 
 use crate::cli::AgentArgs;
@@ -108,6 +110,14 @@ impl SharedRuntime {
         let banner = choice.banner.clone();
         let model = choice.model(recorder.as_ref()).map_err(Failure::usage)?;
         let window = model::context_window(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        // The tools of MCP servers answer within the same budget, a longer
+        // result kept as a finished `mcp-<n>` task of its caller.
+        let shelf = TaskShelf::new(
+            mounted.harness().tasks().clone(),
+            mounted.tools().clone(),
+            dsh_tasks::wording::MCP_RESULT_KIND,
+        );
+        let mcp_results = ResultPolicy::new(result_budget).kept_on(Arc::new(shelf));
         let notices = mounted.harness().notices();
         let mut runtime = AgentRuntime::new(model, mounted.tools().clone())
             .with_observer(observer as Arc<dyn AgentObserver>)
@@ -126,7 +136,7 @@ impl SharedRuntime {
             explicit_model: args.model.is_some() || file_model.model.is_some(),
             mounted,
             _runs: runs,
-            mcp: SharedMcpServers::new(args, config, withheld),
+            mcp: SharedMcpServers::new(args, config, withheld, mcp_results),
             retention,
         })
     }

@@ -762,3 +762,103 @@ fn a_server_that_crashes_mid_run_fails_its_tool_and_the_run_goes_on() {
         "carried on after: Error: MCP server \"t\" exited during the call to its tool \"crash\" (it exited with exit code 3; its last stderr line: test server: crashing on purpose)"
     );
 }
+
+/// What the test server's `big` tool answers for `bytes`.
+fn big_answer(bytes: usize) -> String {
+    (0..bytes).map(|i| char::from(b'a' + (i % 26) as u8)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tools_200_kb_answer_reaches_the_host_cut_and_pages_back_through_task_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!("t={}", test_server().display());
+    let session = start(dir.path(), &["--quiet", "--mcp-server", &server]).await;
+    let result = session.call_result("mcp__t__big", json!({"bytes": 200_000})).await;
+    let (text, is_error) = text_of(&result);
+    assert!(!is_error, "{}", &text[..text.len().min(300)]);
+    assert!(text.len() <= 32_000, "the host got {} bytes", text.len());
+    assert!(
+        text.contains(r#"call task_output {"task_id": "mcp-1", "offset": "#),
+        "{}",
+        &text[..text.len().min(300)]
+    );
+    let meta = serde_json::to_value(result.meta.as_ref().unwrap()).unwrap();
+    let cut = &meta["dsh/resultCut"];
+    assert_eq!(cut["fullBytes"], json!(200_000));
+    assert_eq!(cut["taskId"], "mcp-1");
+    // Every page, from the start, through MCP: exactly the answer.
+    let mut read_back = String::new();
+    let mut offset = 0u64;
+    loop {
+        let (page, is_error) = session
+            .call("task_output", json!({"task_id": "mcp-1", "offset": offset}))
+            .await;
+        assert!(!is_error, "{page}");
+        assert!(page.len() <= 32_000);
+        let body = page.strip_suffix("\n[status: completed]").unwrap();
+        match body.rsplit_once("\n\n[characters ") {
+            Some((shown, notice)) => {
+                read_back.push_str(shown);
+                let next = notice.rsplit_once(r#""offset": "#).unwrap().1.trim_end_matches("}]");
+                offset = next.parse().unwrap();
+            }
+            None => {
+                read_back.push_str(body);
+                break;
+            }
+        }
+    }
+    assert!(read_back == big_answer(200_000), "{} bytes read back", read_back.len());
+    let (listed, _) = session.call("task_list", json!({})).await;
+    assert_eq!(listed, "mcp-1 [status: completed] (mcp: mcp__t__big)");
+    let (status, stderr) = session.close().await;
+    assert!(status.success(), "{stderr}");
+}
+
+#[test]
+fn a_childs_mcp_tool_answer_of_200_kb_reaches_its_next_request_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    // The child calls the big tool, then answers with what its next
+    // request carried: cut (with the notice naming its kept task) or whole.
+    let script_body = json!({"rules": [
+        {"when": {"last_user_contains": "fetch the big answer", "last_message": "user", "tool_offered": "mcp__t__big"},
+         "reply": {"tool_calls": [{"name": "mcp__t__big", "arguments": {"bytes": 200_000}}]}},
+        {"when": {"last_tool": "mcp__t__big", "last_tool_result_contains": r#"call task_output {"task_id": "mcp-1", "offset": "#},
+         "reply": {"text": "the child read it cut, the rest kept as mcp-1"}},
+        {"when": {"last_tool": "mcp__t__big"},
+         "reply": {"text": "the child read it whole"}},
+        {"when": {"last_tool": "subagent"},
+         "reply": {"text": "parent done: {{last_tool_result}}"}},
+        {"when": {"last_message": "user"},
+         "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "big", "prompt": "fetch the big answer"}}]}}
+    ]});
+    std::fs::write(dir.path().join("big.json"), script_body.to_string()).unwrap();
+    let server = format!("t={}", test_server().display());
+    let output = std::process::Command::new(DSH)
+        .args(["run", "--quiet", "--script", "big.json", "--mcp-server", &server])
+        .args(["--data-dir", ".dsh", "go"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        stdout.trim_end(),
+        "parent done: the child read it cut, the rest kept as mcp-1"
+    );
+    // The child's transcript holds the tool result as its next request
+    // carried it: within the budget, not 200 KB.
+    let agents = dir.path().join(".dsh").join("agents");
+    let largest = std::fs::read_dir(&agents)
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .filter(|transcript| transcript.contains("mcp__t__big"))
+        .map(|transcript| transcript.len())
+        .max()
+        .unwrap();
+    assert!(largest < 100_000, "a transcript of {largest} bytes");
+}

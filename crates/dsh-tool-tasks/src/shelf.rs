@@ -1,0 +1,53 @@
+//! Results cut to their budget, kept as finished tasks of their caller and
+//! read page by page with `task_output`.
+
+use dsh_tasks::{Output, Recorded, TaskRegistry, TaskSpec, wording};
+use dsh_tools::budget::{KeptResult, PagedRead, ResultShelf};
+use dsh_tools::{AgentRef, ToolRegistry};
+
+/// Keeps a result its budget cut as a finished task of the caller, of the
+/// given kind (`mcp` for the tools mounted from MCP servers: `mcp-1`, …),
+/// labelled with the tool's name and listed by `task_list`; no completion
+/// notice is queued (the caller has the result). The notice of the cut
+/// gives the `task_output` call that reads on.
+///
+/// Nothing is kept, and the notice says so, when `tools` has no
+/// `task_output`, when the text is larger than the registry's store can
+/// ever hold, or when the caller was disposed.
+#[derive(Clone, Debug)]
+pub struct TaskShelf {
+    tasks: TaskRegistry,
+    tools: ToolRegistry,
+    kind: String,
+}
+
+impl TaskShelf {
+    /// Keeps results as tasks of `kind` in `tasks`, read with the
+    /// `task_output` mounted in `tools`.
+    pub fn new(tasks: TaskRegistry, tools: ToolRegistry, kind: impl Into<String>) -> Self {
+        Self {
+            tasks,
+            tools,
+            kind: kind.into(),
+        }
+    }
+}
+
+impl ResultShelf for TaskShelf {
+    fn keep(&self, caller: &AgentRef, label: &str, result: KeptResult) -> Option<PagedRead> {
+        self.tools.get(wording::TASK_OUTPUT)?;
+        if !self.tasks.texts().can_keep(result.text().len()) {
+            return None;
+        }
+        let recorded = match result {
+            KeptResult::Failed(message) => Recorded::Failed {
+                detail: wording::recorded_failure_detail(&message),
+                output: Output::Text(message),
+            },
+            KeptResult::Completed(text) => Recorded::Completed(Output::Text(text)),
+        };
+        let spec = TaskSpec::new(self.kind.clone(), label.to_owned(), caller.id().clone());
+        let task = self.tasks.record(spec, recorded).ok()?;
+        Some(PagedRead::new(wording::TASK_OUTPUT, task.id))
+    }
+}
