@@ -1,18 +1,31 @@
 """Helpers for scripts/llama-cpp-python.sh (standard library only).
 
-proxy LISTEN UPSTREAM LOG [null]
+proxy LISTEN UPSTREAM LOG [null] [--parallel] [--long-children EOS] [--bodies DIR]
     Forwards every request from 127.0.0.1:LISTEN to 127.0.0.1:UPSTREAM,
     streaming the answer back as it comes. The parent's first model call
     (the one request that offers the `subagent` tool before any assistant
     message) gets `tool_choice` set to `subagent`: a 135M model seldom picks
     a tool by itself. With `null`, a tool-call-only assistant message's
     `"content": ""` is sent on as `null`, the shape dsh used to send. Each
-    request is logged as one JSON line to LOG.
+    request is logged as one JSON line to LOG, with what its answer was: the
+    status, the events streamed, and whether a finish reason came.
+    --parallel: the forced call's one tool call is sent on twice (the copy
+      with its own id), so the parent starts two children at once.
+    --long-children EOS: child requests get a logit bias of -100 on the
+      token EOS (comma-separated ids) and, when they set none, `max_tokens`
+      2200, so a child writes until that limit: answers long enough that
+      the parent's next request must be cut.
+    --bodies DIR: each request body as sent on is written to DIR/N.json.
 
 probe UPSTREAM
     Sends llama-cpp-python one conversation whose assistant message only
     calls a tool, once with `"content": null` and once with `"content": ""`,
     and prints the status of each.
+
+count UPSTREAM LOG DIR WINDOW
+    Sends each logged request again without streaming and with
+    `max_tokens` 1, reads the prompt tokens the server counts (or its
+    refusal), and prints one line per request and a summary against WINDOW.
 """
 
 import http.client
@@ -22,6 +35,10 @@ import sys
 import threading
 
 FORCED = {"type": "function", "function": {"name": "subagent"}}
+# The tokens a long child answer runs to (when its request sets no limit):
+# with a parent's prompt of about 1,200 tokens, one such answer overflows a
+# 4,096-token window, and a 135M model on two busy cores writes it in minutes.
+LONG_ANSWER = 2200
 
 
 def tool_call_only_contents(messages):
@@ -41,7 +58,53 @@ def error_summary(text):
     return f"{lines[0].strip().rstrip(':')}; the assistant message's: {about[0]}" if about else summary
 
 
-def proxy(listen, upstream, log_path, send_null):
+def duplicate_tool_call(data):
+    """The SSE data line `data` with each index-0 tool-call delta followed
+    by a copy at index 1 (its id, where it has one, suffixed `-b`)."""
+    try:
+        chunk = json.loads(data)
+        delta = chunk["choices"][0]["delta"]
+        calls = delta.get("tool_calls") or []
+    except (ValueError, KeyError, IndexError, TypeError):
+        return data
+    copies = []
+    for call in calls:
+        if call.get("index", 0) == 0:
+            copy = json.loads(json.dumps(call))
+            copy["index"] = 1
+            if copy.get("id"):
+                copy["id"] = copy["id"] + "-b"
+            copies.append(copy)
+    if not copies:
+        return data
+    delta["tool_calls"] = calls + copies
+    return json.dumps(chunk)
+
+
+def stream_facts(body):
+    """What an SSE body held: events, a finish reason, `[DONE]`, usage."""
+    facts = {"events": 0, "finish_reason": None, "done": False, "usage": False}
+    for line in body.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            facts["done"] = True
+            continue
+        facts["events"] += 1
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            continue
+        if chunk.get("usage"):
+            facts["usage"] = True
+        for choice in chunk.get("choices") or []:
+            if choice.get("finish_reason"):
+                facts["finish_reason"] = choice["finish_reason"]
+    return facts
+
+
+def proxy(listen, upstream, log_path, send_null, parallel, eos, bodies):
     lock = threading.Lock()
     counter = {"n": 0}
 
@@ -58,24 +121,43 @@ def proxy(listen, upstream, log_path, send_null):
 
         def forward(self, body):
             entry = {"path": self.path}
+            with lock:
+                counter["n"] += 1
+                entry["n"] = counter["n"]
+            duplicate = False
             if body is not None and self.path.endswith("/chat/completions"):
                 request = json.loads(body)
                 messages = request.get("messages", [])
                 tools = [t["function"]["name"] for t in request.get("tools", [])]
-                first_parent_call = "subagent" in tools and not any(m.get("role") == "assistant" for m in messages)
+                parent = "subagent" in tools
+                first_parent_call = parent and not any(m.get("role") == "assistant" for m in messages)
                 if first_parent_call:
                     request["tool_choice"] = FORCED
+                    duplicate = parallel
+                if eos and not parent:
+                    request["logit_bias"] = {str(token): -100 for token in eos}
+                    request.setdefault("max_tokens", LONG_ANSWER)
                 if send_null:
                     for message in messages:
                         if message.get("role") == "assistant" and message.get("tool_calls") and message.get("content") == "":
                             message["content"] = None
                 body = json.dumps(request).encode()
+                if bodies:
+                    with open(f"{bodies}/{entry['n']}.json", "wb") as out:
+                        out.write(body)
                 entry.update(
                     roles=[m.get("role") for m in messages],
                     tools=tools,
+                    parent=parent,
+                    bytes=len(body),
+                    stream=bool(request.get("stream")),
+                    max_tokens=request.get("max_tokens"),
                     forced_subagent=first_parent_call,
                     tool_call_only_content=tool_call_only_contents(messages),
                 )
+            with lock:
+                with open(log_path, "a") as log:
+                    log.write(json.dumps(dict(entry, status=None)) + "\n")
             connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
             headers = {"content-type": "application/json", "accept": self.headers.get("accept", "*/*")}
             connection.request(self.command, self.path, body=body, headers=headers)
@@ -87,20 +169,36 @@ def proxy(listen, upstream, log_path, send_null):
                     self.send_header(name, value)
             self.send_header("connection", "close")
             self.end_headers()
-            error = b""
-            while True:
-                chunk = answer.read1(65536)
-                if not chunk:
-                    break
-                if answer.status >= 400:
-                    error += chunk
-                self.wfile.write(chunk)
-                self.wfile.flush()
-            if error:
-                entry["error"] = error_summary(error.decode(errors="replace"))
+            seen = b""
+            pending = b""
+            try:
+                while True:
+                    chunk = answer.read1(65536)
+                    if not chunk:
+                        break
+                    seen += chunk
+                    if duplicate:
+                        pending += chunk
+                        lines = pending.split(b"\n")
+                        pending = lines.pop()
+                        out = []
+                        for line in lines:
+                            if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+                                line = b"data: " + duplicate_tool_call(line[5:].strip().decode()).encode()
+                            out.append(line + b"\n")
+                        chunk = b"".join(out)
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                if pending:
+                    self.wfile.write(pending)
+                    self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError) as err:
+                entry["client_went_away"] = str(err)
+            if answer.status >= 400:
+                entry["error"] = error_summary(seen.decode(errors="replace"))
+            elif entry.get("stream"):
+                entry.update(stream_facts(seen))
             with lock:
-                counter["n"] += 1
-                entry["n"] = counter["n"]
                 with open(log_path, "a") as log:
                     log.write(json.dumps(entry) + "\n")
 
@@ -135,10 +233,71 @@ def probe(upstream):
         print(f'probe: "content": {json.dumps(content)} -> HTTP {answer.status}{detail}')
 
 
+def count(upstream, log_path, bodies, window):
+    """Counts each logged chat request's prompt tokens on the server."""
+    largest = None
+    refusals = 0
+    merged = {}
+    for line in open(log_path):
+        entry = json.loads(line)
+        merged[entry["n"]] = entry
+    entries = [merged[n] for n in sorted(merged)]
+    for e in entries:
+        if "roles" not in e:
+            continue
+        request = json.load(open(f"{bodies}/{e['n']}.json"))
+        request.update(stream=False, max_tokens=1)
+        request.pop("logit_bias", None)
+        connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
+        connection.request(
+            "POST", "/v1/chat/completions", body=json.dumps(request), headers={"content-type": "application/json"}
+        )
+        answer = connection.getresponse()
+        text = answer.read().decode(errors="replace")
+        who = "parent" if e.get("parent") else "child"
+        how = "streamed" if e.get("stream") else "not streamed"
+        reserve = e.get("max_tokens") or min(4096, window // 4)
+        usable = window - reserve
+        if e["status"] is None:
+            print(f"  call {e['n']}: {'parent' if e.get('parent') else 'child'}, {len(e['roles'])} messages, {e['bytes']} bytes: no answer before the run ended")
+            continue
+        refused = e["status"] >= 400 or (e.get("stream") and e.get("events", 0) == 0)
+        refusals += refused
+        if answer.status == 200:
+            tokens = json.loads(text)["usage"]["prompt_tokens"]
+            counted = f"{tokens} tokens ({100 * tokens / usable:.0f} % of the usable {usable})"
+            if not refused and (largest is None or tokens / usable > largest[0] / largest[1]):
+                largest = (tokens, usable, e["n"])
+        else:
+            counted = f"refused when counted: {error_summary(text)[:160]}"
+        answered = f"HTTP {e['status']}"
+        if e.get("stream") and e["status"] == 200:
+            if e.get("events", 0) == 0:
+                answered += ", an empty stream"
+            elif e.get("finish_reason"):
+                answered += f", finish_reason {e['finish_reason']}"
+            else:
+                answered += ", cut: [DONE] without a finish reason" if e.get("done") else ", cut: no [DONE]"
+        print(f"  call {e['n']}: {who}, {len(e['roles'])} messages, {e['bytes']} bytes, {how} -> {answered}; {counted}")
+    print(f"  requests: {sum('roles' in e for e in entries)}; refused (a 4xx/5xx, or an empty 200): {refusals}")
+    if largest:
+        tokens, usable, n = largest
+        print(f"  largest request answered: call {n}, {tokens} tokens, {100 * tokens / usable:.0f} % of the usable window ({usable} of {window})")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "proxy":
-        proxy(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:] == ["null"])
+        args = sys.argv[2:]
+        listen, upstream, log_path = int(args[0]), int(args[1]), args[2]
+        rest = args[3:]
+        send_null = "null" in rest
+        parallel = "--parallel" in rest
+        eos = rest[rest.index("--long-children") + 1].split(",") if "--long-children" in rest else []
+        bodies = rest[rest.index("--bodies") + 1] if "--bodies" in rest else None
+        proxy(listen, upstream, log_path, send_null, parallel, eos, bodies)
     elif sys.argv[1] == "probe":
         probe(int(sys.argv[2]))
+    elif sys.argv[1] == "count":
+        count(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]))
     else:
         sys.exit(f"unknown command {sys.argv[1]!r}")

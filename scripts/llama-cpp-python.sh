@@ -9,7 +9,19 @@
 # Not run in CI: it builds llama.cpp from source (tens of minutes on two
 # cores) and needs PyPI. Record what it prints in docs/conformance.md.
 #
-#   scripts/llama-cpp-python.sh
+#   scripts/llama-cpp-python.sh            the round trip above (an 8,192-token window)
+#   scripts/llama-cpp-python.sh context    the context mode: a 4,096-token window with the
+#                                          server's defaults left on, and three runs:
+#     1. two children at once (the proxy sends the forced tool call on twice): the
+#        server's default `interrupt_requests` cuts the first child's stream when the
+#        second request arrives;
+#     2. children whose answers must be cut (the proxy biases the end-of-text token
+#        away in child requests, so a child writes until its limit), with
+#        `--context-window 4096` given;
+#     3. the same with no window given: it is learned from the server's refusal.
+#   Each run prints every model call as the proxy saw it, each request's prompt
+#   tokens as the server counts them (sent again unstreamed with `max_tokens` 1),
+#   the refusals, and the largest request against the usable window.
 #
 # Environment:
 #   DSH_LLAMA_VENV  where the Python packages go (default ~/.cache/dsh/venv-llama-cpp-python);
@@ -62,13 +74,16 @@ PY
 )"
 say "model: $model"
 
-# ---- the server, and the proxy in front of it ----
-"$py" -m llama_cpp.server --model "$model" --host 127.0.0.1 --port "$port" --n_ctx 8192 \
+mode="${1:-roundtrip}"
+case "$mode" in
+    roundtrip) n_ctx=8192 ;;
+    context) n_ctx=4096 ;;
+    *) echo "unknown mode $mode (roundtrip or context)" >&2; exit 2 ;;
+esac
+
+# ---- the server ----
+"$py" -m llama_cpp.server --model "$model" --host 127.0.0.1 --port "$port" --n_ctx "$n_ctx" \
     > "$work/server.log" 2>&1 &
-pids+=($!)
-null=""
-[ "${DSH_LLAMA_SEND_NULL:-}" = 1 ] && null=null
-"$py" "$helper" proxy "$proxy_port" "$port" "$work/requests.jsonl" $null > "$work/proxy.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 240); do
     if "$py" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v1/models', timeout=2)" 2>/dev/null; then
@@ -78,7 +93,108 @@ for _ in $(seq 1 240); do
 done
 "$py" -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/v1/models', timeout=2)" \
     || { cat "$work/server.log"; echo "the server did not come up" >&2; exit 1; }
-say "llama-cpp-python $("$py" -c 'import llama_cpp; print(llama_cpp.__version__)') is serving on 127.0.0.1:$port"
+say "llama-cpp-python $("$py" -c 'import llama_cpp; print(llama_cpp.__version__)') is serving on 127.0.0.1:$port (n_ctx $n_ctx)"
+
+# Starts the proxy in front of the server with these extra arguments; logs to $work/$1.
+proxy_pid=""
+start_proxy() {
+    local name="$1"
+    shift
+    mkdir -p "$work/$name/bodies"
+    "$py" "$helper" proxy "$proxy_port" "$port" "$work/$name/requests.jsonl" "$@" --bodies "$work/$name/bodies" \
+        > "$work/$name/proxy.log" 2>&1 &
+    proxy_pid=$!
+    pids+=("$proxy_pid")
+    for _ in $(seq 1 40); do
+        "$py" -c "import socket; socket.create_connection(('127.0.0.1', $proxy_port), 1)" 2>/dev/null && return
+        sleep 0.25
+    done
+    echo "the proxy did not come up" >&2
+    exit 1
+}
+stop_proxy() {
+    kill "$proxy_pid" 2>/dev/null || true
+    wait "$proxy_pid" 2>/dev/null || true
+}
+
+config=""
+# Runs `dsh run` through the proxy with these extra arguments and the task last;
+# prints its status, stdout and stderr into $work/$1.
+run_dsh() {
+    local name="$1"
+    shift
+    set +e
+    env -u DSH_API_KEY DSH_BASE_URL="http://127.0.0.1:$proxy_port/v1" DSH_MODEL="SmolLM2-135M-Instruct" \
+        cargo run --quiet -p dsh -- run --data-dir "$work/$name/data" $config "$@" \
+        > "$work/$name/stdout" 2> "$work/$name/stderr"
+    echo $? > "$work/$name/status"
+    set -e
+}
+
+if [ "$mode" = context ]; then
+    cargo build --quiet -p dsh
+    eos="$("$py" - "$model" <<'PY'
+import sys, llama_cpp
+llm = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
+ids = {llm.token_eos(), *llm.tokenize(b"<|im_end|>", add_bos=False, special=True)}
+print(",".join(str(i) for i in sorted(ids)))
+PY
+)"
+    config="--config $work/dsh.toml"
+    say "end-of-text tokens biased away in child requests: $eos"
+    # One foreground `subagent` tool (children cannot delegate), so the
+    # parent waits for its children's answers and carries them in its next request.
+    cat > "$work/dsh.toml" <<'TOML'
+[[subagents]]
+tool_name = "subagent"
+provider = "spawn"
+tool_filter = { deny = ["subagent"] }
+max_depth = 1
+TOML
+    task="Use the subagent tool to have a child write a long, detailed report on the history of Paris, then summarise it for me."
+    report() {
+        local name="$1"
+        say "model calls, as the proxy saw them, each counted again by the server"
+        "$py" "$helper" count "$port" "$work/$name/requests.jsonl" "$work/$name/bodies" "$n_ctx"
+        say "dsh run exited $(cat "$work/$name/status"); its stderr (the model's text left out):"
+        cut -c1-240 "$work/$name/stderr"
+        say "stdout: $(wc -c < "$work/$name/stdout") bytes"
+    }
+
+    say "run 1: two children at once, the server's defaults (interrupt_requests on)"
+    start_proxy parallel --parallel
+    run_dsh parallel "Use the subagent tool to find out what the capital of France is, then tell me the answer."
+    stop_proxy
+    report parallel
+
+    say "run 2: children whose answers must be cut, --context-window $n_ctx"
+    start_proxy configured --long-children "$eos"
+    run_dsh configured --context-window "$n_ctx" "$task"
+    stop_proxy
+    report configured
+
+    say "run 3: the same with no window given (learned from the server's refusal)"
+    start_proxy learned --long-children "$eos"
+    run_dsh learned "$task"
+    stop_proxy
+    report learned
+    passed=true
+    say "logs in $work"
+    trap - EXIT
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    exit 0
+fi
+
+# ---- the round trip: the proxy in front of the server ----
+null=""
+[ "${DSH_LLAMA_SEND_NULL:-}" = 1 ] && null=null
+"$py" "$helper" proxy "$proxy_port" "$port" "$work/requests.jsonl" $null > "$work/proxy.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 40); do
+    "$py" -c "import socket; socket.create_connection(('127.0.0.1', $proxy_port), 1)" 2>/dev/null && break
+    sleep 0.25
+done
 
 # ---- what the server accepts ----
 "$py" "$helper" probe "$port"
@@ -98,8 +214,11 @@ set +e
 "$py" - "$work/requests.jsonl" <<'PY'
 import json, sys
 child_answered = follow_up_accepted = False
+entries = {}
 for line in open(sys.argv[1]):
     e = json.loads(line)
+    entries[e["n"]] = e  # a request's last line holds its answer
+for e in entries.values():
     if "roles" not in e:
         continue
     parent = "subagent" in e["tools"]
