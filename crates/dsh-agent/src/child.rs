@@ -380,6 +380,9 @@ fn result_of(outcome: RunOutcome) -> SubagentResult {
         AgentStop::Error(message) => {
             SubagentResult::new(StopReason::Error, output).with_diagnostic(wording::model_error_diagnostic(&message))
         }
+        AgentStop::AnswerCut(message) => {
+            SubagentResult::new(StopReason::Error, output).with_diagnostic(wording::answer_cut_diagnostic(&message))
+        }
         AgentStop::ContextWindow(context) => {
             SubagentResult::new(StopReason::Other(wording::CONTEXT_WINDOW_STOP.to_owned()), output)
                 .with_diagnostic(context.line())

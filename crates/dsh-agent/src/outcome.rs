@@ -24,6 +24,12 @@ pub enum AgentStop {
     Cancelled,
     /// The model call failed.
     Error(String),
+    /// The model's answer was cut off: its stream ended before a finish
+    /// reason (a server that interrupts one request for another does so),
+    /// and the model client's retries did not help. The text that had
+    /// streamed is the run's text, never an answer; the line says what
+    /// ended the stream.
+    AnswerCut(String),
     /// A token budget of the agent's delegation tree (its own, an
     /// ancestor's, or the tree's) of this many tokens was spent before the
     /// next model call.
@@ -44,6 +50,7 @@ impl fmt::Display for AgentStop {
             Self::Refusal => f.write_str(stop::REFUSAL),
             Self::Cancelled => f.write_str(stop::CANCELLED),
             Self::Error(message) => f.write_str(&stop::error(message)),
+            Self::AnswerCut(message) => f.write_str(&stop::answer_cut(message)),
             Self::TokenBudget(limit) => f.write_str(&stop::token_budget(*limit)),
             Self::ContextWindow(context) => f.write_str(&stop::context_window(&context.line())),
         }

@@ -160,7 +160,7 @@ impl ErrorType {
             LlmError::Timeout { .. } => Self::ModelTimeout,
             LlmError::MalformedEvent { .. } => Self::ModelMalformedEvent,
             LlmError::StreamError(_) => Self::ModelStreamError,
-            LlmError::StreamEnded(_) => Self::ModelStreamEnded,
+            LlmError::StreamEnded { .. } => Self::ModelStreamEnded,
             LlmError::ContextLength { .. } => Self::ModelContextLength,
             _ => Self::ModelError,
         }
@@ -176,6 +176,7 @@ impl ErrorType {
             AgentStop::Cancelled => Self::Cancelled,
             AgentStop::MaxTurns(_) => Self::MaxTurns,
             AgentStop::Error(_) => Self::ModelError,
+            AgentStop::AnswerCut(_) => Self::ModelStreamEnded,
             AgentStop::TokenBudget(_) => Self::TokenBudgetSpent,
             AgentStop::ContextWindow(_) => Self::ContextWindow,
         })

@@ -47,6 +47,12 @@ pub fn model_error_diagnostic(message: &str) -> String {
     format!("the child's model call failed: {message}")
 }
 
+/// The diagnostic of a child whose model's answer was cut off: its
+/// partial output, which follows, is not an answer.
+pub fn answer_cut_diagnostic(message: &str) -> String {
+    format!("the child's partial output is not an answer: {message}")
+}
+
 /// A start on behalf of an agent that is not an in-process dsh agent.
 pub const NOT_IN_PROCESS_PARENT: &str =
     "in-process subagent providers need an in-process parent: the calling agent carries no dsh-agent handle";
@@ -202,6 +208,11 @@ pub(crate) mod stop {
         format!("error: {message}")
     }
 
+    /// The model's answer was cut off (the model client's error says how).
+    pub(crate) fn answer_cut(message: &str) -> String {
+        format!("{}: {message}", super::ANSWER_CUT_STOP)
+    }
+
     /// A token budget was spent before the next model call.
     pub(crate) fn token_budget(limit: u64) -> String {
         format!("token budget of {limit} tokens spent")
@@ -212,6 +223,10 @@ pub(crate) mod stop {
         format!("{}: {line}", super::CONTEXT_WINDOW_STOP)
     }
 }
+
+/// The stop reason of a run whose model's answer was cut off before it
+/// finished: what every progress line shows.
+pub const ANSWER_CUT_STOP: &str = "answer-cut";
 
 /// The stop reason of a run that found no request fitting its model's
 /// context window: what a child's result reads (`subagent run ended

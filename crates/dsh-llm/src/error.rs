@@ -80,9 +80,27 @@ pub enum LlmError {
     #[error("{}", wording::stream_error(.0))]
     StreamError(String),
 
-    /// The stream stopped before the model reported that it had finished.
-    #[error("{}", wording::stream_ended(.0))]
-    StreamEnded(String),
+    /// The stream stopped before the model reported that it had finished:
+    /// the server sent `[DONE]` or closed the stream without a finish reason
+    /// (llama-cpp-python does so to a stream when another request arrives),
+    /// or the connection broke. The answer was cut off, so it is an error,
+    /// never an answer: `partial` keeps the text that had streamed.
+    ///
+    /// [`OpenAiChatModel`](crate::OpenAiChatModel) sends the request again,
+    /// as its retry policy allows, while nothing of the stream has reached
+    /// the consumer; once something has, the cut is returned.
+    #[error("{}", wording::stream_ended(cut, *attempts))]
+    StreamEnded {
+        /// How the stream ended.
+        cut: StreamCut,
+        /// How many times the request was sent; 0 when not known (a
+        /// [`ChatStream`](crate::ChatStream) that ended without a finish
+        /// reason, as [`collect_response`](crate::collect_response) reads it).
+        attempts: u32,
+        /// The answer's text that had streamed before the cut (empty when
+        /// none had).
+        partial: String,
+    },
 
     /// A scripted-model file could not be loaded.
     #[error("{}", wording::script(source_name, path, message))]
@@ -127,6 +145,20 @@ impl LlmError {
             _ => false,
         }
     }
+}
+
+/// How a stream ended before the model reported that it had finished
+/// ([`LlmError::StreamEnded`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamCut {
+    /// `data: [DONE]` arrived, and no finish reason before it.
+    Done,
+    /// The server ended its answer (closed the stream, or sent a whole
+    /// answer) without a finish reason.
+    Closed,
+    /// The connection failed mid-stream; the transport's error.
+    Broken(String),
 }
 
 /// A request the server refused because it does not fit the model's

@@ -9,7 +9,7 @@ mod refusal;
 pub mod scripted;
 mod wording;
 
-pub use error::{ContextRefusal, LlmError};
+pub use error::{ContextRefusal, LlmError, StreamCut};
 pub use message::{Message, Role, ToolCall, ToolDefinition};
 pub use model::{
     ChatEvent, ChatModel, ChatRequest, ChatResponse, ChatStream, FinishReason, Usage, collect_response,

@@ -8,7 +8,7 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::error::LlmError;
+use crate::error::{LlmError, StreamCut};
 use crate::message::{Message, ToolCall, ToolDefinition};
 
 /// One call to a chat model: the conversation so far and the tools on offer.
@@ -133,7 +133,9 @@ impl<'de> Deserialize<'de> for FinishReason {
 ///
 /// A well-formed stream yields text deltas, then complete tool calls, then
 /// (usually) usage, then a finish reason; usage may also come after the
-/// finish reason. Consumers should not rely on more than "text deltas come
+/// finish reason. Every answer ends with its finish reason: a stream that
+/// ends without one was cut off, and [`collect_response`] reads it as
+/// [`LlmError::StreamEnded`]. Consumers should not rely on more than "text deltas come
 /// in order" and "tool calls are complete when they appear".
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
@@ -212,8 +214,8 @@ pub struct ChatResponse {
     pub tool_calls: Vec<ToolCall>,
     /// Usage, when the model reported it.
     pub usage: Option<Usage>,
-    /// The reported finish reason; when the stream ended cleanly without
-    /// one, `ToolCalls` if there were tool calls, else `Stop`.
+    /// The reported finish reason (a stream without one is
+    /// [`LlmError::StreamEnded`], never a response).
     pub finish_reason: FinishReason,
 }
 
@@ -227,7 +229,9 @@ impl ChatResponse {
 /// Collects a stream into a [`ChatResponse`].
 ///
 /// Returns [`LlmError::Cancelled`] as soon as `cancel` fires (the stream is
-/// dropped, which drops any HTTP request), and the stream's first error.
+/// dropped, which drops any HTTP request), the stream's first error, and
+/// [`LlmError::StreamEnded`] (with the text so far) for a stream that ends
+/// without a [`ChatEvent::Finish`]: its answer was cut off.
 pub async fn collect_response(stream: ChatStream, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
     collect_response_with(stream, cancel, |_| {}).await
 }
@@ -259,11 +263,14 @@ pub async fn collect_response_with(
             ChatEvent::Finish(reason) => finish_reason = Some(reason),
         }
     }
-    let finish_reason = finish_reason.unwrap_or(if tool_calls.is_empty() {
-        FinishReason::Stop
-    } else {
-        FinishReason::ToolCalls
-    });
+    // A stream without a finish reason was cut off: its text is not an answer.
+    let Some(finish_reason) = finish_reason else {
+        return Err(LlmError::StreamEnded {
+            cut: StreamCut::Closed,
+            attempts: 0,
+            partial: text,
+        });
+    };
     Ok(ChatResponse {
         text,
         tool_calls,
@@ -331,10 +338,24 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn collect_infers_finish_reason_and_stops_on_error() {
+    async fn collect_reads_a_stream_without_finish_as_cut_and_stops_on_error() {
         let events = vec![
             Ok(ChatEvent::TextDelta("a".into())),
             Ok(ChatEvent::ToolCall(ToolCall::new("1", "t", "{}"))),
+        ];
+        let stream: ChatStream = Box::pin(futures::stream::iter(events));
+        assert_eq!(
+            collect_response(stream, &CancellationToken::new()).await,
+            Err(LlmError::StreamEnded {
+                cut: StreamCut::Closed,
+                attempts: 0,
+                partial: "a".into()
+            })
+        );
+        let events = vec![
+            Ok(ChatEvent::TextDelta("a".into())),
+            Ok(ChatEvent::ToolCall(ToolCall::new("1", "t", "{}"))),
+            Ok(ChatEvent::Finish(FinishReason::ToolCalls)),
         ];
         let stream: ChatStream = Box::pin(futures::stream::iter(events));
         let response = collect_response(stream, &CancellationToken::new()).await.unwrap();

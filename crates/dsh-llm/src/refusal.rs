@@ -54,8 +54,9 @@ const PROMPT_PHRASES: [&str; 5] = [
 ];
 
 /// What follows the prompt's size in llama-cpp-python's and early vLLM's
-/// message: "(N in the messages, M in the completion)".
-const IN_THE_MESSAGES: &str = " in the messages";
+/// messages: "(N in the messages, M in the completion)", and vLLM's for a
+/// request without `max_tokens`: "you requested N tokens in the messages,".
+const IN_THE_MESSAGES: [&str; 2] = [" in the messages", " tokens in the messages"];
 
 impl ContextRefusal {
     /// Reads an error body (a response's, with its `status`; or a stream's
@@ -116,7 +117,7 @@ impl ContextRefusal {
             window,
             prompt_tokens: prompt_tokens
                 .or_else(|| first_count(message, &PROMPT_PHRASES))
-                .or_else(|| count_before(message, IN_THE_MESSAGES)),
+                .or_else(|| IN_THE_MESSAGES.iter().find_map(|suffix| count_before(message, suffix))),
         })
     }
 }
@@ -180,6 +181,10 @@ mod tests {
     /// Early vLLM: the error object at the top.
     const VLLM_EARLY: &str = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 6379 tokens (6029 in the messages, 350 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
 
+    /// Early vLLM, for a request without `max_tokens` whose prompt
+    /// alone fills the window.
+    const VLLM_NO_MAX_TOKENS: &str = r#"{"object":"error","message":"This model's maximum context length is 8192 tokens. However, you requested 9110 tokens in the messages, Please reduce the length of the messages.","type":"BadRequestError","param":null,"code":400}"#;
+
     /// vLLM, when `max_tokens` does not fit beside the prompt.
     const VLLM_MAX_TOKENS: &str = r#"{"error":{"message":"'max_tokens' or 'max_completion_tokens' is too large: 8000. This model's maximum context length is 4096 tokens and your request has 2778 input tokens (8000 > 4096 - 2778). None","type":"BadRequestError","param":null,"code":400}}"#;
 
@@ -199,6 +204,7 @@ mod tests {
         assert_eq!(read(DEEPSEEK), Some((Some(131_072), Some(122_942))));
         assert_eq!(read(LLAMA_CPP_PYTHON), Some((Some(2048), Some(2044))));
         assert_eq!(read(VLLM_EARLY), Some((Some(4096), Some(6029))));
+        assert_eq!(read(VLLM_NO_MAX_TOKENS), Some((Some(8192), Some(9110))));
         assert_eq!(read(VLLM_MAX_TOKENS), Some((Some(4096), Some(2778))));
         assert_eq!(read(VLLM_INPUT), Some((Some(8192), Some(9000))));
         assert_eq!(read(LLAMA_CPP), Some((Some(8192), Some(13392))));

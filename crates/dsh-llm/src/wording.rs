@@ -10,6 +10,8 @@ use std::fmt::Display;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::StreamCut;
+
 // ---- LlmError ----
 
 /// [`LlmError::Cancelled`](crate::LlmError::Cancelled).
@@ -73,10 +75,31 @@ pub(crate) fn stream_error(message: &str) -> String {
     format!("the server reported an error mid-stream: {message}")
 }
 
-/// [`LlmError::StreamEnded`](crate::LlmError::StreamEnded).
-pub(crate) fn stream_ended(why: &str) -> String {
-    format!("stream ended before the model finished ({why})")
+/// [`LlmError::StreamEnded`](crate::LlmError::StreamEnded): how the
+/// stream ended, and how many times the request had been sent (0: not
+/// known, for a stream that is not a server's).
+pub(crate) fn stream_ended(cut: &StreamCut, attempts: u32) -> String {
+    let (why, cut) = match cut {
+        StreamCut::Done => ("the server sent [DONE] without a finish reason".to_owned(), SERVER_CUT),
+        StreamCut::Closed => (
+            "the server ended its answer without a finish reason".to_owned(),
+            SERVER_CUT,
+        ),
+        StreamCut::Broken(error) => (format!("the connection failed mid-stream: {error}"), CUT),
+    };
+    let sent = match attempts {
+        0 => return format!("stream ended before the model finished ({why}): {CUT}"),
+        1 => "once".to_owned(),
+        _ => format!("{attempts} times"),
+    };
+    format!("stream ended before the model finished ({why}): {cut}; the request was sent {sent}")
 }
+
+/// A cut answer, when the server made the cut.
+const SERVER_CUT: &str = "the server cut the answer off";
+
+/// A cut answer, when who made it is not known.
+const CUT: &str = "the answer was cut off";
 
 /// [`LlmError::Script`](crate::LlmError::Script).
 pub(crate) fn script(source_name: &str, path: &str, message: &str) -> String {
@@ -124,25 +147,20 @@ pub(crate) const CONNECTING: &str = "connecting";
 /// Timeout phase: between two chunks of the stream.
 pub(crate) const WAITING_FOR_CHUNK: &str = "waiting for the next chunk of the stream";
 
+/// Timeout phase: reading the body of a whole (not streamed) answer.
+pub(crate) const WAITING_FOR_BODY: &str = "reading the whole answer";
+
 /// The timeout phase a cassette names, as one of the phases above (a
 /// phase no client names reads as the wait for the next chunk).
 pub(crate) fn timeout_phase(phase: &str) -> &'static str {
-    [WAITING_FOR_HEADERS, CONNECTING, WAITING_FOR_CHUNK]
+    [WAITING_FOR_HEADERS, CONNECTING, WAITING_FOR_CHUNK, WAITING_FOR_BODY]
         .into_iter()
         .find(|known| *known == phase)
         .unwrap_or(WAITING_FOR_CHUNK)
 }
 
-/// A stream that ended with neither a finish reason nor `[DONE]`.
-pub(crate) const CLOSED_WITHOUT_FINISH: &str = "the server closed the stream without a finish reason or [DONE]";
-
 /// An error status with an empty body and no canonical reason.
 pub(crate) const NO_ERROR_MESSAGE: &str = "no error message";
-
-/// The connection broke after the stream started.
-pub(crate) fn connection_failed_mid_stream(error: &str) -> String {
-    format!("the connection failed mid-stream: {error}")
-}
 
 /// Stream bytes that are not UTF-8.
 pub(crate) fn stream_not_utf8(error: &dyn Display) -> String {
@@ -173,6 +191,14 @@ pub(crate) const LOG_SENDING: &str = "sending chat request";
 
 /// Log line: a retryable failure, retried after a delay.
 pub(crate) const LOG_RETRYING: &str = "chat request failed; retrying";
+
+/// Log line: a stream cut before anything of it reached the consumer, sent
+/// again after a delay.
+pub(crate) const LOG_CUT_RETRYING: &str = "chat stream cut off before the model finished; retrying";
+
+/// Log line: a streamed request answered with no event at all, asked once
+/// more without streaming to read the server's real answer.
+pub(crate) const LOG_ASKING_WHOLE: &str = "chat stream ended without any event; asking once more without streaming";
 
 // ---- Cassettes ----
 

@@ -180,10 +180,16 @@ async fn http_quirks_replay_through_the_same_client_code() {
             headers: vec![],
             body: r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, your messages resulted in 4000 tokens.","code":"context_length_exceeded"}}"#.into(),
         },
-        // 5: an empty 200.
+        // 5: an empty 200, and the answer to the same request asked
+        // without streaming: the refusal it was.
         Reply::Sse {
             pieces: vec![],
             cut: false,
+        },
+        Reply::Status {
+            status: 400,
+            headers: vec![],
+            body: r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, you requested 2300 tokens (2044 in the messages, 256 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#.into(),
         },
     ])
     .await;
@@ -201,15 +207,24 @@ async fn http_quirks_replay_through_the_same_client_code() {
     ] {
         recorded.push(call(&live, text).await);
     }
-    assert_eq!(recorder.finish().unwrap(), 6, "the 429 and its retry are two exchanges");
-    assert_eq!(count.load(Ordering::SeqCst), 6);
+    assert_eq!(
+        recorder.finish().unwrap(),
+        7,
+        "the 429 and its retry are two exchanges, the empty 200 and its ask without streaming too"
+    );
+    assert_eq!(count.load(Ordering::SeqCst), 7);
     assert_eq!(recorded[1].as_ref().unwrap().text, "after a wait");
     assert!(
-        matches!(recorded[2], Err(LlmError::StreamEnded(_))),
+        matches!(&recorded[2], Err(LlmError::StreamEnded { partial, .. }) if partial == "half an ans"),
         "{:?}",
         recorded[2]
     );
     assert!(matches!(recorded[3], Err(LlmError::ContextLength { .. })));
+    assert!(
+        matches!(&recorded[4], Err(LlmError::ContextLength { refusal, .. }) if refusal.window == Some(2048)),
+        "{:?}",
+        recorded[4]
+    );
 
     let text = std::fs::read_to_string(&file).unwrap();
     assert!(!text.contains(KEY), "the key never reaches the cassette:\n{text}");
@@ -233,7 +248,7 @@ async fn http_quirks_replay_through_the_same_client_code() {
     {
         assert_eq!(&call(&replay, text).await, want, "{text}");
     }
-    assert_eq!(count.load(Ordering::SeqCst), 6, "replay used no network");
+    assert_eq!(count.load(Ordering::SeqCst), 7, "replay used no network");
 
     // With the recorded pacing, the same answer.
     let paced = ReplayModel::new(Cassette::load(&file).unwrap(), Timing::Recorded);

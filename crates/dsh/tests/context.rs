@@ -4,8 +4,9 @@
 //! OpenAI-compatible server (plain HTTP/1.1 and server-sent events on
 //! loopback) that counts a request's tokens as its body's bytes over four
 //! plus its `max_tokens`, and refuses one over its window as a real server
-//! does: OpenAI's HTTP 400 `context_length_exceeded`, or llama.cpp's
-//! `exceed_context_size_error` with `n_ctx`.
+//! does: OpenAI's HTTP 400 `context_length_exceeded`, llama.cpp's
+//! `exceed_context_size_error` with `n_ctx`, or llama-cpp-python's HTTP 200
+//! and empty stream, whose 400 only a request that is not streamed gets.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -31,6 +32,10 @@ enum Shape {
     OpenAi,
     /// llama.cpp's server: HTTP 400, `exceed_context_size_error` with `n_ctx`.
     LlamaCpp,
+    /// llama-cpp-python: a streamed request gets HTTP 200 and an empty
+    /// stream (its error is raised after the headers); only a request that
+    /// is not streamed gets its HTTP 400 `context_length_exceeded`.
+    LlamaCppPython,
     /// OpenAI's refusal that names no window.
     Unnamed,
 }
@@ -61,11 +66,13 @@ const AS_DSH_COUNTS: Counting = Counting {
     usage: Usage::Counted,
 };
 
-/// One request the server saw: its tokens, and whether it refused it.
+/// One request the server saw: its tokens, whether it refused it, and
+/// whether it was streamed.
 #[derive(Clone, Copy, Debug)]
 struct Seen {
     tokens: u64,
     refused: bool,
+    streamed: bool,
 }
 
 /// The server, on a port of its own; it lives as long as the test.
@@ -112,10 +119,19 @@ fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Ve
     };
     let max_tokens = request["max_tokens"].as_u64().unwrap_or(0);
     let refused = tokens + max_tokens > WINDOW;
-    log.lock().unwrap().push(Seen { tokens, refused });
+    let streamed = request["stream"] == true;
+    log.lock().unwrap().push(Seen {
+        tokens,
+        refused,
+        streamed,
+    });
+    if refused && streamed && shape == Shape::LlamaCppPython {
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
+        return;
+    }
     if refused {
         let error = match shape {
-            Shape::OpenAi => json!({"error": {
+            Shape::OpenAi | Shape::LlamaCppPython => json!({"error": {
                 "message": format!("This model's maximum context length is {WINDOW} tokens. However, you requested {} tokens ({tokens} in the messages, {max_tokens} in the completion). Please reduce the length of the messages or completion.", tokens + max_tokens),
                 "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
             Shape::LlamaCpp => json!({"error": {
@@ -296,12 +312,24 @@ fn with_the_window_configured_no_request_is_refused() {
 
 #[test]
 fn with_the_window_unknown_one_refusal_teaches_it_and_the_run_finishes() {
-    for shape in [Shape::OpenAi, Shape::LlamaCpp] {
+    for shape in [Shape::OpenAi, Shape::LlamaCpp, Shape::LlamaCppPython] {
         let server = Server::start(shape);
         let (output, _dir) = run(&server, None);
         assert!(output.status.success(), "{shape:?}: {}", stderr(&output));
         assert_eq!(stdout(&output).trim(), "4 results, heads 4, tails 4", "{shape:?}");
-        assert_eq!(server.refusals(), 1, "{shape:?}: {:?}", server.seen());
+        // llama-cpp-python's empty stream is asked once more, not streamed,
+        // to read the refusal: the same one refusal, seen twice.
+        let refused: Vec<bool> = server
+            .seen()
+            .iter()
+            .filter(|seen| seen.refused)
+            .map(|seen| seen.streamed)
+            .collect();
+        let expected = match shape {
+            Shape::LlamaCppPython => vec![true, false],
+            _ => vec![true],
+        };
+        assert_eq!(refused, expected, "{shape:?}: {:?}", server.seen());
         assert!(
             fitted(&server).tokens + 4_096 <= WINDOW,
             "{shape:?}: {:?}",

@@ -170,6 +170,7 @@ impl Agent {
                         .map_err(AgentStop::ContextWindow)?;
                     refused = true;
                 }
+                Err(error @ LlmError::StreamEnded { .. }) => return Err(cut_off(error, turn)),
                 Err(error) => return Err(AgentStop::Error(error.to_string())),
             }
         }
@@ -377,6 +378,22 @@ impl Agent {
         }
         result
     }
+}
+
+/// The stop of a run whose model's answer was cut off (`error`, after the
+/// model client's retries). Its text that had streamed joins the turn as
+/// the assistant's, as a `max-tokens` answer does, so that it is the run's
+/// text (a child's partial output) and the conversation holds what the
+/// model said. It is not asked again here: the text already reached the
+/// observer, and could not be taken back (docs/design.md, "Cut answers").
+fn cut_off(error: LlmError, turn: &mut Turn) -> AgentStop {
+    let line = error.to_string();
+    if let LlmError::StreamEnded { partial, .. } = error
+        && !partial.is_empty()
+    {
+        turn.messages.push(Message::assistant(partial));
+    }
+    AgentStop::AnswerCut(line)
 }
 
 /// The `max_tokens` of a request by an agent whose own cap is `cap` and

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ContextRefusal, LlmError};
+use crate::error::{ContextRefusal, LlmError, StreamCut};
 use crate::wording;
 
 /// [`LlmError`], variant by variant, in a form that reads and writes as JSON.
@@ -42,7 +42,11 @@ pub(crate) enum RecordedError {
         data: String,
     },
     StreamError(String),
-    StreamEnded(String),
+    StreamEnded {
+        cut: RecordedCut,
+        attempts: u32,
+        partial: String,
+    },
     Script {
         source_name: String,
         path: String,
@@ -53,6 +57,35 @@ pub(crate) enum RecordedError {
     },
     Scripted(String),
     Replay(String),
+}
+
+/// [`StreamCut`], as a cassette keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum RecordedCut {
+    Done,
+    Closed,
+    Broken(String),
+}
+
+impl From<StreamCut> for RecordedCut {
+    fn from(cut: StreamCut) -> Self {
+        match cut {
+            StreamCut::Done => Self::Done,
+            StreamCut::Closed => Self::Closed,
+            StreamCut::Broken(message) => Self::Broken(message),
+        }
+    }
+}
+
+impl From<RecordedCut> for StreamCut {
+    fn from(cut: RecordedCut) -> Self {
+        match cut {
+            RecordedCut::Done => Self::Done,
+            RecordedCut::Closed => Self::Closed,
+            RecordedCut::Broken(message) => Self::Broken(message),
+        }
+    }
 }
 
 impl From<&LlmError> for RecordedError {
@@ -75,7 +108,11 @@ impl From<&LlmError> for RecordedError {
             },
             LlmError::MalformedEvent { message, data } => Self::MalformedEvent { message, data },
             LlmError::StreamError(message) => Self::StreamError(message),
-            LlmError::StreamEnded(message) => Self::StreamEnded(message),
+            LlmError::StreamEnded { cut, attempts, partial } => Self::StreamEnded {
+                cut: cut.into(),
+                attempts,
+                partial,
+            },
             LlmError::Script {
                 source_name,
                 path,
@@ -120,7 +157,11 @@ impl From<RecordedError> for LlmError {
             },
             RecordedError::MalformedEvent { message, data } => LlmError::MalformedEvent { message, data },
             RecordedError::StreamError(message) => LlmError::StreamError(message),
-            RecordedError::StreamEnded(message) => LlmError::StreamEnded(message),
+            RecordedError::StreamEnded { cut, attempts, partial } => LlmError::StreamEnded {
+                cut: cut.into(),
+                attempts,
+                partial,
+            },
             RecordedError::Script {
                 source_name,
                 path,
@@ -163,7 +204,16 @@ mod tests {
                 phase: wording::WAITING_FOR_CHUNK,
                 after: Duration::from_millis(1500),
             },
-            LlmError::StreamEnded("cut".into()),
+            LlmError::StreamEnded {
+                cut: StreamCut::Done,
+                attempts: 2,
+                partial: "half".into(),
+            },
+            LlmError::StreamEnded {
+                cut: StreamCut::Broken("reset".into()),
+                attempts: 1,
+                partial: String::new(),
+            },
             LlmError::Replay("miss".into()),
         ];
         for error in errors {

@@ -17,7 +17,7 @@ use super::replay::{Cassette, Timing};
 use crate::error::LlmError;
 use crate::model::{ChatModel, ChatRequest, ChatStream};
 use crate::openai::OpenAiChatModel;
-use crate::openai::wire::request_text;
+use crate::openai::wire::{Delivery, request_text};
 
 /// Records every call of the model it wraps into a cassette, at the events
 /// level: the request (as the OpenAI wire JSON, so both levels share one
@@ -53,7 +53,9 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
 
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         let (id, at_ms) = self.recorder.begin();
-        let text = self.recorder.scrub(&request_text(self.inner.model_name(), &request));
+        let text = self
+            .recorder
+            .scrub(&request_text(self.inner.model_name(), &request, Delivery::Streamed));
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
         let line = Line::Request {
             id,
@@ -151,7 +153,7 @@ impl ChatModel for ReplayModel {
         if let Via::Http(client) = &self.via {
             return client.stream_chat(request, cancel);
         }
-        let text = request_text(&self.model, &request);
+        let text = request_text(&self.model, &request, Delivery::Streamed);
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
         let position = match self.cassette.take(&body) {
             Ok(position) => position,

@@ -11,18 +11,22 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::OpenAiConfig;
 use super::transport::{Body, BodyError, HttpAnswer, HttpRequest, Network, SendError, Transport, error_chain};
-use super::wire::{Assembler, QUOTE_LIMIT, error_message, request_text};
-use crate::ContextRefusal;
+use super::wire::{Assembler, Delivery, QUOTE_LIMIT, error_message, request_text};
 use crate::cassette::{Cassette, CassetteError, Level, Recorder, Recording, Replaying, Timing};
 use crate::error::{LlmError, truncate};
 use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream};
 use crate::wording;
+use crate::{ContextRefusal, StreamCut};
 
 /// The endpoint's path under the base URL.
 const CHAT_COMPLETIONS: &str = "/chat/completions";
 
 /// How much of an error response body is read (the rest is ignored).
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// How much of a whole (not streamed) answer is read: far more than any
+/// answer a `max_tokens` allows.
+const WHOLE_BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 type SseStream = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<BodyError>>> + Send>>;
 
@@ -150,38 +154,90 @@ impl ChatModel for OpenAiChatModel {
     }
 
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
-        let body = request_text(&self.inner.config.model, &request);
+        let model = &self.inner.config.model;
         let run = Run {
             inner: Arc::clone(&self.inner),
             cancel,
-            body: Some(body),
+            body: request_text(model, &request, Delivery::Streamed),
+            whole: request_text(model, &request, Delivery::Whole),
+            send: Some(Delivery::Streamed),
             events: None,
             assembler: Assembler::default(),
             pending: VecDeque::new(),
             done: false,
+            sends: Sends::default(),
+            heard: false,
+            asked_whole: false,
+            yielded: false,
+            partial: String::new(),
         };
         Box::pin(futures::stream::unfold(run, Run::next))
     }
 }
 
 /// The state of one streamed call.
+///
+/// A stream that ends before its finish reason is a cut
+/// ([`LlmError::StreamEnded`]), never an answer. While nothing of it has
+/// reached the consumer, the request is sent again as the retry policy
+/// allows (its retries shared with every other reason to retry); once
+/// something has, the consumer holds half an answer that cannot be taken
+/// back, so the cut is returned with that text, and the caller decides.
+/// A stream that ended with no event at all is asked once more without
+/// streaming: some servers (llama-cpp-python) raise a refusal after the
+/// headers of a stream, and only a whole answer carries it.
 struct Run {
     inner: Arc<Inner>,
     cancel: CancellationToken,
-    /// The request body, until the request is sent.
-    body: Option<String>,
+    /// The streamed request's body.
+    body: String,
+    /// The same request asking for a whole answer.
+    whole: String,
+    /// The request to send next, if one is due.
+    send: Option<Delivery>,
     /// The SSE events of the response, once it started.
     events: Option<SseStream>,
     assembler: Assembler,
     pending: VecDeque<ChatEvent>,
     /// No more items after `pending`.
     done: bool,
+    sends: Sends,
+    /// Whether the current stream carried any event.
+    heard: bool,
+    /// Whether the request was asked without streaming already.
+    asked_whole: bool,
+    /// Whether any event reached the consumer.
+    yielded: bool,
+    /// The text that reached the consumer.
+    partial: String,
+}
+
+/// The sends of one call: how many were made, and how many of them were
+/// retries (what `max_retries` bounds, whatever made them due).
+#[derive(Debug, Default)]
+struct Sends {
+    made: u32,
+    retries: u32,
+}
+
+/// What a cut stream leads to.
+enum AfterCut {
+    /// Nothing was heard: ask once more without streaming.
+    AskWhole,
+    /// Nothing reached the consumer: send the stream again after this delay.
+    Retry(Duration),
+    /// The cut is the call's end.
+    Fail(LlmError),
 }
 
 impl Run {
     async fn next(mut self) -> Option<(Result<ChatEvent, LlmError>, Run)> {
         loop {
             if let Some(event) = self.pending.pop_front() {
+                self.yielded = true;
+                if let ChatEvent::TextDelta(text) = &event {
+                    self.partial.push_str(text);
+                }
                 return Some((Ok(event), self));
             }
             if self.done {
@@ -190,10 +246,24 @@ impl Run {
             if self.cancel.is_cancelled() {
                 return self.fail(LlmError::Cancelled);
             }
-            if let Some(body) = self.body.take() {
-                match open(&self.inner, body, &self.cancel).await {
-                    Ok(answer) => self.events = Some(Box::pin(answer.body.eventsource())),
+            if let Some(delivery) = self.send.take() {
+                let body = match delivery {
+                    Delivery::Streamed => self.body.clone(),
+                    Delivery::Whole => self.whole.clone(),
+                };
+                let answer = match open(&self.inner, body, &self.cancel, &mut self.sends).await {
+                    Ok(answer) => answer,
                     Err(err) => return self.fail(err),
+                };
+                self.assembler = Assembler::default();
+                self.heard = false;
+                match delivery {
+                    Delivery::Streamed => self.events = Some(Box::pin(answer.body.eventsource())),
+                    Delivery::Whole => {
+                        if let Err(err) = self.take_whole(answer.body).await {
+                            return self.fail(err);
+                        }
+                    }
                 }
                 continue;
             }
@@ -204,31 +274,53 @@ impl Run {
                 () = self.cancel.cancelled() => return self.fail(LlmError::Cancelled),
                 next = tokio::time::timeout(idle, events.next()) => next,
             };
-            match next {
+            let cut = match next {
                 Err(_) => {
                     return self.fail(LlmError::Timeout {
                         phase: wording::WAITING_FOR_CHUNK,
                         after: idle,
                     });
                 }
-                Ok(None) => {
-                    if !self.assembler.finished() {
-                        return self.fail(LlmError::StreamEnded(wording::CLOSED_WITHOUT_FINISH.into()));
-                    }
+                Ok(None) if self.assembler.finished() => {
                     // A finish reason arrived but [DONE] did not: accept what we have.
                     self.finish();
+                    continue;
                 }
-                Ok(Some(Err(err))) => return self.fail(sse_error(err)),
-                Ok(Some(Ok(event))) => {
-                    if let Err(err) = self.handle(event) {
-                        return self.fail(err);
+                Ok(None) => StreamCut::Closed,
+                Ok(Some(Err(err))) => match sse_error(err) {
+                    Ok(cut) => cut,
+                    Err(err) => return self.fail(err),
+                },
+                Ok(Some(Ok(event))) => match self.handle(event) {
+                    Ok(None) => continue,
+                    Ok(Some(cut)) => cut,
+                    Err(err) => return self.fail(err),
+                },
+            };
+            self.events = None;
+            match self.after_cut(cut) {
+                AfterCut::AskWhole => {
+                    tracing::warn!(url = %self.inner.url, "{}", wording::LOG_ASKING_WHOLE);
+                    self.asked_whole = true;
+                    self.send = Some(Delivery::Whole);
+                }
+                AfterCut::Retry(delay) => {
+                    tracing::warn!(url = %self.inner.url, retry = self.sends.retries, ?delay, "{}", wording::LOG_CUT_RETRYING);
+                    tokio::select! {
+                        biased;
+                        () = self.cancel.cancelled() => return self.fail(LlmError::Cancelled),
+                        () = tokio::time::sleep(delay) => {}
                     }
+                    self.send = Some(Delivery::Streamed);
                 }
+                AfterCut::Fail(err) => return self.fail(err),
             }
         }
     }
 
-    fn handle(&mut self, event: Event) -> Result<(), LlmError> {
+    /// Handles one event: `Some` cut when it ends the stream before a
+    /// finish reason.
+    fn handle(&mut self, event: Event) -> Result<Option<StreamCut>, LlmError> {
         let data = event.data.trim();
         if event.event == "error" {
             if let Some(refusal) = ContextRefusal::recognise(None, data) {
@@ -240,15 +332,23 @@ impl Run {
             return Err(LlmError::StreamError(error_message(data)));
         }
         if data.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         if data == "[DONE]" {
             tracing::debug!(url = %self.inner.url, "{}", wording::LOG_STREAM_DONE);
-            let calls = self.assembler.flush()?;
-            self.pending.extend(calls);
+            if !self.assembler.finished() {
+                return Ok(Some(StreamCut::Done));
+            }
             self.finish();
-            return Ok(());
+            return Ok(None);
         }
+        self.heard = true;
+        self.take(data)?;
+        Ok(None)
+    }
+
+    /// Takes one payload, or a whole answer's body, into the pending events.
+    fn take(&mut self, data: &str) -> Result<(), LlmError> {
         let events = self.assembler.push(data).map_err(|err| match err {
             // An error object in a chunk: a refusal for length reads as one.
             LlmError::StreamError(_) => match ContextRefusal::recognise(None, data) {
@@ -262,6 +362,52 @@ impl Run {
         })?;
         self.pending.extend(events);
         Ok(())
+    }
+
+    /// Reads a whole answer (a success: a failure status was an error of
+    /// [`open`]) as the events of one chunk. One without a finish reason
+    /// is a cut too.
+    async fn take_whole(&mut self, body: Body) -> Result<(), LlmError> {
+        let limit = self.inner.config.request_timeout;
+        let body = tokio::time::timeout(limit, read_bounded(body, WHOLE_BODY_LIMIT))
+            .await
+            .map_err(|_| LlmError::Timeout {
+                phase: wording::WAITING_FOR_BODY,
+                after: limit,
+            })?;
+        self.take(&body)?;
+        if !self.assembler.finished() {
+            self.pending.clear();
+            return Err(self.cut(StreamCut::Closed));
+        }
+        self.finish();
+        Ok(())
+    }
+
+    /// What follows a cut: the whole answer when the stream said nothing,
+    /// a retry when nothing reached the consumer and the policy allows one,
+    /// else the cut as the call's error.
+    fn after_cut(&mut self, cut: StreamCut) -> AfterCut {
+        self.pending.clear();
+        if !self.heard && !self.asked_whole {
+            return AfterCut::AskWhole;
+        }
+        let config = &self.inner.config;
+        if !self.yielded && self.sends.retries < config.max_retries {
+            let delay = config.retry_delay(self.sends.retries, None);
+            self.sends.retries += 1;
+            return AfterCut::Retry(delay);
+        }
+        AfterCut::Fail(self.cut(cut))
+    }
+
+    /// The error of a call cut as `cut`.
+    fn cut(&self, cut: StreamCut) -> LlmError {
+        LlmError::StreamEnded {
+            cut,
+            attempts: self.sends.made,
+            partial: self.partial.clone(),
+        }
     }
 
     /// Ends the stream after the pending events; drops the connection.
@@ -279,13 +425,19 @@ impl Run {
 }
 
 /// Sends the request, retrying what [`LlmError::is_retryable`] allows (408,
-/// 409, 429, 5xx, connection errors, header timeouts), until a 2xx response
-/// (whose body has not been read yet). Any other 4xx is returned at once.
-async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result<HttpAnswer, LlmError> {
+/// 409, 429, 5xx, connection errors, header timeouts) while `sends` has
+/// retries left, until a 2xx response (whose body has not been read yet).
+/// Any other 4xx is returned at once.
+async fn open(
+    inner: &Inner,
+    body: String,
+    cancel: &CancellationToken,
+    sends: &mut Sends,
+) -> Result<HttpAnswer, LlmError> {
     let config = &inner.config;
-    let mut retry = 0;
     loop {
-        tracing::debug!(url = %inner.url, attempt = retry + 1, "{}", wording::LOG_SENDING);
+        sends.made += 1;
+        tracing::debug!(url = %inner.url, attempt = sends.made, "{}", wording::LOG_SENDING);
         let (err, retry_after) = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(LlmError::Cancelled),
@@ -294,17 +446,17 @@ async fn open(inner: &Inner, body: String, cancel: &CancellationToken) -> Result
                 Err(failure) => failure,
             },
         };
-        if !err.is_retryable() || retry >= config.max_retries {
+        if !err.is_retryable() || sends.retries >= config.max_retries {
             return Err(err);
         }
-        let delay = config.retry_delay(retry, retry_after);
-        tracing::warn!(url = %inner.url, error = %err, retry = retry + 1, ?delay, "{}", wording::LOG_RETRYING);
+        let delay = config.retry_delay(sends.retries, retry_after);
+        sends.retries += 1;
+        tracing::warn!(url = %inner.url, error = %err, retry = sends.retries, ?delay, "{}", wording::LOG_RETRYING);
         tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(LlmError::Cancelled),
             () = tokio::time::sleep(delay) => {}
         }
-        retry += 1;
     }
 }
 
@@ -348,7 +500,7 @@ async fn attempt(inner: &Inner, body: String) -> Result<HttpAnswer, (LlmError, O
         .header("retry-after")
         .and_then(|value| value.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
-    let body = tokio::time::timeout(config.request_timeout, read_bounded(response.body))
+    let body = tokio::time::timeout(config.request_timeout, read_bounded(response.body, ERROR_BODY_LIMIT))
         .await
         .unwrap_or_default();
     if let Some(refusal) = ContextRefusal::recognise(Some(status), &body) {
@@ -375,31 +527,31 @@ async fn attempt(inner: &Inner, body: String) -> Result<HttpAnswer, (LlmError, O
     Err((err, retry_after))
 }
 
-/// Reads at most [`ERROR_BODY_LIMIT`] bytes of an (error) body.
-async fn read_bounded(mut body: Body) -> String {
+/// Reads at most `limit` bytes of a body.
+async fn read_bounded(mut body: Body, limit: usize) -> String {
     let mut bytes = Vec::new();
-    while bytes.len() < ERROR_BODY_LIMIT {
+    while bytes.len() < limit {
         match body.next().await {
             Some(Ok(chunk)) => bytes.extend_from_slice(&chunk),
             Some(Err(_)) | None => break,
         }
     }
-    bytes.truncate(ERROR_BODY_LIMIT);
+    bytes.truncate(limit);
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-fn sse_error(err: EventStreamError<BodyError>) -> LlmError {
+/// A stream that failed: a broken connection is a cut; bytes that are not
+/// server-sent events are an error.
+fn sse_error(err: EventStreamError<BodyError>) -> Result<StreamCut, LlmError> {
     match err {
-        EventStreamError::Transport(BodyError(message)) => {
-            LlmError::StreamEnded(wording::connection_failed_mid_stream(&message))
-        }
-        EventStreamError::Utf8(err) => LlmError::MalformedEvent {
+        EventStreamError::Transport(BodyError(message)) => Ok(StreamCut::Broken(message)),
+        EventStreamError::Utf8(err) => Err(LlmError::MalformedEvent {
             message: wording::stream_not_utf8(&err),
             data: String::new(),
-        },
-        EventStreamError::Parser(err) => LlmError::MalformedEvent {
+        }),
+        EventStreamError::Parser(err) => Err(LlmError::MalformedEvent {
             message: wording::STREAM_NOT_SSE.into(),
             data: truncate(&err.to_string(), QUOTE_LIMIT),
-        },
+        }),
     }
 }

@@ -14,15 +14,31 @@ use crate::wording;
 /// How much of an offending payload an error message quotes.
 pub(crate) const QUOTE_LIMIT: usize = 300;
 
+/// How a request asks for its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Streamed as server-sent events, usage included: every request.
+    Streamed,
+    /// As one JSON completion: the second ask of a streamed request that
+    /// was answered with no event at all, to read what the server says.
+    Whole,
+}
+
 /// The JSON body of a streaming chat-completions request, as a value.
 #[cfg(test)]
 pub(crate) fn request_body(default_model: &str, request: &ChatRequest) -> Value {
     serde_json::to_value(WireBody::new(default_model, request)).unwrap_or(Value::Null)
 }
 
-/// The text of that body, as it is sent.
-pub(crate) fn request_text(default_model: &str, request: &ChatRequest) -> String {
-    serde_json::to_string(&WireBody::new(default_model, request)).unwrap_or_default()
+/// The text of the body of `request` delivered as `delivery`, as it is sent.
+pub(crate) fn request_text(default_model: &str, request: &ChatRequest, delivery: Delivery) -> String {
+    let mut body = WireBody::new(default_model, request);
+    if delivery == Delivery::Whole {
+        // `stream_options` is refused by OpenAI unless `stream` is true.
+        body.stream = false;
+        body.stream_options = None;
+    }
+    serde_json::to_string(&body).unwrap_or_default()
 }
 
 /// The bytes `request`'s body takes as it is sent to an OpenAI-compatible
@@ -63,7 +79,8 @@ struct WireBody<'a> {
     model: &'a str,
     messages: Vec<WireMessage<'a>>,
     stream: bool,
-    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -79,7 +96,7 @@ impl<'a> WireBody<'a> {
             model: request.model.as_deref().unwrap_or(default_model),
             messages: request.messages.iter().map(WireMessage::from).collect(),
             stream: true,
-            stream_options: StreamOptions { include_usage: true },
+            stream_options: Some(StreamOptions { include_usage: true }),
             tools: request.tools.iter().map(WireTool::from).collect(),
             max_tokens: request.max_tokens,
             temperature: request.temperature.map(f64::from),
@@ -226,7 +243,9 @@ struct Chunk {
 struct Choice {
     #[serde(default)]
     index: u32,
-    #[serde(default)]
+    /// A chunk's `delta`, or a whole answer's `message`: a whole answer
+    /// reads as one chunk that holds all of it.
+    #[serde(default, alias = "message")]
     delta: Option<Delta>,
     #[serde(default)]
     finish_reason: Option<String>,
@@ -275,9 +294,9 @@ struct PartialCall {
     arguments: String,
 }
 
-/// Turns the `data:` payloads of one streamed response into events,
-/// assembling tool calls by `index` and emitting them complete when the
-/// finish reason (or the end of the stream) arrives.
+/// Turns the `data:` payloads of one streamed response (or the body of a
+/// whole one) into events, assembling tool calls by `index` and emitting
+/// them complete when the finish reason arrives.
 #[derive(Debug, Default)]
 pub(crate) struct Assembler {
     calls: BTreeMap<u32, PartialCall>,
@@ -290,7 +309,7 @@ impl Assembler {
         self.finished
     }
 
-    /// Handles one `data:` payload (not `[DONE]`).
+    /// Handles one `data:` payload (not `[DONE]`), or a whole answer's body.
     pub(crate) fn push(&mut self, data: &str) -> Result<Vec<ChatEvent>, LlmError> {
         let chunk: Chunk = serde_json::from_str(data).map_err(|err| LlmError::MalformedEvent {
             message: wording::chunk_not_json(&err),
@@ -343,7 +362,7 @@ impl Assembler {
     }
 
     /// Emits the tool calls assembled so far, in index order.
-    pub(crate) fn flush(&mut self) -> Result<Vec<ChatEvent>, LlmError> {
+    fn flush(&mut self) -> Result<Vec<ChatEvent>, LlmError> {
         let mut events = Vec::with_capacity(self.calls.len());
         for (index, call) in std::mem::take(&mut self.calls) {
             if call.name.is_empty() {
@@ -484,15 +503,49 @@ mod tests {
             ChatRequest::new(vec![]),
             ChatRequest::new(vec![Message::user("x")]),
         ] {
-            assert_eq!(request_text("m", &request), built_by_hand("m", &request).to_string());
+            assert_eq!(
+                request_text("m", &request, Delivery::Streamed),
+                built_by_hand("m", &request).to_string()
+            );
             assert_eq!(request_body("m", &request), built_by_hand("m", &request));
         }
     }
 
     #[test]
+    fn a_whole_answer_is_asked_without_streaming_or_stream_options() {
+        let request = rich_request();
+        let whole: Value = serde_json::from_str(&request_text("m", &request, Delivery::Whole)).unwrap();
+        let mut streamed = request_body("m", &request);
+        streamed["stream"] = json!(false);
+        streamed.as_object_mut().unwrap().remove("stream_options");
+        assert_eq!(whole, streamed);
+    }
+
+    #[test]
+    fn a_whole_answer_reads_as_one_chunk() {
+        // llama-cpp-python's non-streamed completion, with a tool call.
+        let body = r#"{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Looking.","tool_calls":[{"id":"call_a","type":"function","function":{"name":"lookup","arguments":"{\"key\":\"x\"}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}"#;
+        let mut asm = Assembler::default();
+        assert_eq!(
+            asm.push(body).unwrap(),
+            vec![
+                ChatEvent::TextDelta("Looking.".into()),
+                ChatEvent::ToolCall(ToolCall::new("call_a", "lookup", r#"{"key":"x"}"#)),
+                ChatEvent::Finish(FinishReason::ToolCalls),
+                ChatEvent::Usage(Usage {
+                    prompt_tokens: 12,
+                    completion_tokens: 5,
+                    total_tokens: 17
+                }),
+            ]
+        );
+        assert!(asm.finished());
+    }
+
+    #[test]
     fn sizes_count_the_body_exactly() {
         let request = rich_request();
-        let text = request_text("m", &request);
+        let text = request_text("m", &request, Delivery::Streamed);
         assert_eq!(request_bytes("m", &request), text.len() as u64);
         // The body is its envelope plus each message (with its separator).
         let mut envelope = request.clone();

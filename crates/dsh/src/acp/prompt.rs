@@ -62,6 +62,8 @@ pub(super) fn stop_reason(stop: &AgentStop) -> Result<StopReason, acp::Error> {
             acp::ErrorCode::INTERNAL_ERROR,
             wording::agent_run_failed(message),
         )),
+        // A cut answer is no answer: the turn fails with the stop's line.
+        AgentStop::AnswerCut(_) => Err(acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, stop.to_string())),
         // ACP has no stop reason for it: the turn fails with the stop's own
         // line, and its data says which stop it was.
         AgentStop::ContextWindow(context) => Err(acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, stop.to_string())
