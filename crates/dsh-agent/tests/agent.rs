@@ -133,6 +133,39 @@ async fn a_model_error_ends_the_run_with_the_error() {
     assert!(message.contains("upstream exploded"), "{message}");
 }
 
+/// A model whose every stream yields `text`, then ends without a finish
+/// reason: a cut answer.
+struct CutsItsAnswer(&'static str);
+
+impl dsh_llm::ChatModel for CutsItsAnswer {
+    fn model_name(&self) -> &str {
+        "cuts"
+    }
+
+    fn stream_chat(&self, _request: dsh_llm::ChatRequest, _cancel: CancellationToken) -> dsh_llm::ChatStream {
+        let events = [
+            Ok(dsh_llm::ChatEvent::TextDelta(self.0.into())),
+            Ok(dsh_llm::ChatEvent::ToolCall(dsh_llm::ToolCall::new(
+                "call_0", "lookup", "{}",
+            ))),
+        ];
+        Box::pin(futures::stream::iter(events))
+    }
+}
+
+#[tokio::test]
+async fn a_cut_answer_stops_the_run_answer_cut_its_text_kept_and_no_tool_run() {
+    let runtime = Arc::new(AgentRuntime::new(Arc::new(CutsItsAnswer("I will look")), registry()));
+    let agent = Agent::builder(runtime).build().unwrap();
+    let outcome = agent.run("x", &CancellationToken::new()).await;
+    assert_eq!(outcome.text, "I will look");
+    insta::assert_snapshot!("answer_cut_stop_line", outcome.stop.to_string());
+    assert!(matches!(outcome.stop, AgentStop::AnswerCut(_)), "{:?}", outcome.stop);
+    // The text that streamed is in the conversation; the tool call that came
+    // with it was never run, since the answer never finished.
+    assert_eq!(conversation(&agent), ["user: x", "assistant: I will look"]);
+}
+
 #[tokio::test]
 async fn cancellation_mid_stream_ends_the_run_promptly_and_keeps_the_turn_balanced() {
     let script = json!({"rules": [{"when": {}, "reply": {"text": "a very slow answer that streams word by word", "delay_ms": 200}}]});
