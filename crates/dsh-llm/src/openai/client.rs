@@ -369,12 +369,15 @@ impl Run {
     /// is a cut too.
     async fn take_whole(&mut self, body: Body) -> Result<(), LlmError> {
         let limit = self.inner.config.request_timeout;
-        let body = tokio::time::timeout(limit, read_bounded(body, WHOLE_BODY_LIMIT))
-            .await
-            .map_err(|_| LlmError::Timeout {
-                phase: wording::WAITING_FOR_BODY,
-                after: limit,
-            })?;
+        let read = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => return Err(LlmError::Cancelled),
+            read = tokio::time::timeout(limit, read_bounded(body, WHOLE_BODY_LIMIT)) => read,
+        };
+        let body = read.map_err(|_| LlmError::Timeout {
+            phase: wording::WAITING_FOR_BODY,
+            after: limit,
+        })?;
         self.take(&body)?;
         if !self.assembler.finished() {
             self.pending.clear();
