@@ -289,11 +289,12 @@ impl Ending {
         }
     }
 
-    /// Whether the turn failed (an error, a withdrawal, or an interruption),
-    /// as against finishing or stopping at a limit.
+    /// Whether the turn failed (an error, an answer the server cut off, a
+    /// withdrawal, or an interruption), as against finishing or stopping at
+    /// a limit.
     pub fn is_failure(&self) -> bool {
         match self {
-            Self::Stopped { reason, .. } => reason == "error",
+            Self::Stopped { reason, .. } => reason == "error" || reason == dsh_agent::wording::ANSWER_CUT_STOP,
             Self::Interrupted { .. } => true,
             _ => false,
         }
@@ -463,4 +464,20 @@ pub enum Problem {
         /// The depth below the root where showing stopped.
         limit: usize,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_and_a_cut_answer_are_failures_and_a_limit_is_not() {
+        assert!(Ending::from_stop("error: HTTP 500").is_failure());
+        assert!(
+            Ending::from_stop("answer-cut: stream ended before the model finished (the server sent [DONE] without a finish reason): the server cut the answer off; the request was sent once")
+                .is_failure()
+        );
+        assert!(!Ending::from_stop("max-turns (16)").is_failure());
+        assert!(!Ending::from_stop("completed").is_failure());
+    }
 }
