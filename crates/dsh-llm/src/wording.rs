@@ -222,8 +222,7 @@ pub(crate) fn cassette_not_a_cassette(file: &Path) -> String {
 }
 
 /// [`CassetteError::Version`](crate::cassette::CassetteError::Version).
-pub(crate) fn cassette_version(file: &Path, found: u64) -> String {
-    let version = crate::cassette::VERSION;
+pub(crate) fn cassette_version(file: &Path, found: u64, version: u32) -> String {
     let what_to_do = if found > u64::from(version) {
         "replay it with the newer dsh that recorded it, or record it again with this one"
     } else {
@@ -370,67 +369,56 @@ pub(crate) fn replay_miss(
     )
 }
 
-/// `dsh cassette show`: what a cassette holds.
-pub(crate) fn cassette_summary(summary: &crate::cassette::Summary) -> String {
-    let mut text = format!(
-        "{} exchanges, {} agents; tokens: {} prompt, {} completion; errors: {}; cut streams: {}; dropped: {}",
-        summary.exchanges,
-        summary.agents.len(),
-        summary.prompt_tokens,
-        summary.completion_tokens,
-        summary.errors,
-        summary.cut_streams,
-        summary.dropped
-    );
-    for agent in &summary.agents {
-        text.push_str(&format!(
-            "\n  agent {}: requests: {}; task: {:?}",
-            agent.number, agent.requests, agent.task
-        ));
-    }
-    text
+/// `dsh cassette show`: what a cassette holds, in numbers.
+pub(crate) fn cassette_totals(
+    exchanges: usize,
+    agents: usize,
+    tokens: (u64, u64),
+    errors: usize,
+    cut_streams: usize,
+    dropped: usize,
+) -> String {
+    format!(
+        "{exchanges} exchanges, {agents} agents; tokens: {} prompt, {} completion; errors: {errors}; cut streams: {cut_streams}; dropped: {dropped}",
+        tokens.0, tokens.1
+    )
 }
 
-/// `dsh cassette diff`: where two recordings part.
-pub(crate) fn cassette_divergence(divergence: &crate::cassette::Divergence) -> String {
-    use crate::cassette::Divergence;
-    let show = |value: &Option<String>| value.clone().unwrap_or_else(|| "nothing".to_owned());
-    match divergence {
-        Divergence::Request {
-            agent,
-            request,
-            field,
-            first,
-            second,
-        } => format!(
-            "agent {agent}, request {request}: the requests differ first at {field}: {} in the first, {} in the second",
-            show(first),
-            show(second)
-        ),
-        Divergence::Answer {
-            agent,
-            request,
-            first,
-            second,
-        } => format!(
-            "agent {agent}, request {request}: the same request, answered {first:?} in the first and {second:?} in the second"
-        ),
-        Divergence::Missing {
-            agent,
-            request,
-            in_first,
-            task,
-        } => {
-            let (has, lacks) = if *in_first {
-                ("first", "second")
-            } else {
-                ("second", "first")
-            };
-            format!(
-                "agent {agent}, request {request} (task {task:?}) is in the {has} recording only, not in the {lacks}"
-            )
-        }
-    }
+/// `dsh cassette show`: one agent.
+pub(crate) fn cassette_agent(number: usize, requests: usize, task: &str) -> String {
+    format!("\n  agent {number}: requests: {requests}; task: {task:?}")
+}
+
+/// `dsh cassette diff`: two requests that differ at a field.
+pub(crate) fn divergence_request(
+    agent: usize,
+    request: usize,
+    field: &str,
+    first: Option<&str>,
+    second: Option<&str>,
+) -> String {
+    format!(
+        "agent {agent}, request {request}: the requests differ first at {field}: {} in the first, {} in the second",
+        first.unwrap_or("nothing"),
+        second.unwrap_or("nothing")
+    )
+}
+
+/// `dsh cassette diff`: one request answered differently.
+pub(crate) fn divergence_answer(agent: usize, request: usize, first: &str, second: &str) -> String {
+    format!(
+        "agent {agent}, request {request}: the same request, answered {first:?} in the first and {second:?} in the second"
+    )
+}
+
+/// `dsh cassette diff`: a request in one recording only.
+pub(crate) fn divergence_missing(agent: usize, request: usize, in_first: bool, task: &str) -> String {
+    let (has, lacks) = if in_first {
+        ("first", "second")
+    } else {
+        ("second", "first")
+    };
+    format!("agent {agent}, request {request} (task {task:?}) is in the {has} recording only, not in the {lacks}")
 }
 
 /// An answer in short: an HTTP error status.

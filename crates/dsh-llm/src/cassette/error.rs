@@ -25,7 +25,7 @@ pub enum CassetteError {
         file: PathBuf,
     },
     /// A cassette of a version this crate does not read.
-    #[error("{}", wording::cassette_version(file, *found))]
+    #[error("{}", wording::cassette_version(file, *found, super::VERSION))]
     Version {
         /// The cassette.
         file: PathBuf,

@@ -11,11 +11,52 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::format::{Failure, Line, Outcome, to_hex};
+use super::error::CassetteError;
+use super::format::{Failure, Level, Line, Outcome, to_hex};
 use super::recorder::{ExchangeLog, Recorder};
 use super::replay::{Cassette, Timing};
 use crate::openai::transport::{Body, BodyError, HttpAnswer, HttpRequest, SendError, Transport};
+use crate::openai::{CHAT_COMPLETIONS, OpenAiChatModel, OpenAiConfig};
 use crate::wording;
+
+impl OpenAiChatModel {
+    /// This client, recording every HTTP exchange into `recorder`'s
+    /// cassette: the request as sent, the status, the headers that matter,
+    /// the streamed bytes with their timing, and how it ended. The API key
+    /// is never written. Refused if `recorder` records the events level.
+    pub fn recorded(&self, recorder: &Recorder) -> Result<Self, CassetteError> {
+        recorder.claim(Level::Http)?;
+        if let Some(key) = &self.config().api_key {
+            recorder.redact(key.clone());
+        }
+        let transport = Arc::new(Recording {
+            inner: self.transport(),
+            recorder: recorder.clone(),
+            model: self.config().model.clone(),
+        });
+        Ok(OpenAiChatModel::with_transport(
+            self.config().clone(),
+            self.url().to_owned(),
+            transport,
+        ))
+    }
+
+    /// A client answered by `cassette` (no network), as the recorded one
+    /// was configured: its model and URL. At [`Timing::Fast`] it does not
+    /// wait before a retry.
+    pub(crate) fn replaying(cassette: Arc<Cassette>, timing: Timing, model: &str, url: Option<&str>) -> Self {
+        let url = url.unwrap_or(wording::REPLAY_URL).to_owned();
+        let mut config = OpenAiConfig::new()
+            .with_model(model)
+            .with_base_url(url.trim_end_matches(CHAT_COMPLETIONS));
+        if timing == Timing::Fast {
+            config = config
+                .with_retry_base_delay(Duration::ZERO)
+                .with_max_retry_delay(Duration::ZERO);
+        }
+        OpenAiChatModel::with_transport(config, url, Arc::new(Replaying { cassette, timing }))
+    }
+}
 
 /// Query parameters whose values are never written (their names contain one of these).
 const SECRET_QUERY_NAMES: &[&str] = &["key", "token", "secret", "auth", "sig", "password"];

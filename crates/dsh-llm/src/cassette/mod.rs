@@ -64,5 +64,3 @@ pub use models::{RecordingModel, ReplayModel};
 pub use recorder::{RECORDING_SUFFIX, Recorder};
 pub use replay::{Cassette, Timing};
 pub use report::{AgentSummary, Divergence, Summary};
-
-pub(crate) use http::{Recording, Replaying};

@@ -27,11 +27,13 @@ pub struct Summary {
     /// Completion tokens the answers reported.
     pub completion_tokens: u64,
     /// Exchanges that ended in an error: an HTTP status of 400 or more, a
-    /// failed connection, a model's error.
+    /// failed connection, a model's error, or an answer that ended without
+    /// saying it was complete (an empty 200).
     pub errors: usize,
     /// Streams that stopped before their end (cut by the server or the network).
     pub cut_streams: usize,
-    /// Exchanges the client stopped reading (cancelled, or its timeout fired).
+    /// Exchanges the client stopped reading before the answer said it was
+    /// complete (cancelled, or its timeout fired).
     pub dropped: usize,
 }
 
@@ -49,7 +51,18 @@ pub struct AgentSummary {
 
 impl std::fmt::Display for Summary {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&wording::cassette_summary(self))
+        f.write_str(&wording::cassette_totals(
+            self.exchanges,
+            self.agents.len(),
+            (self.prompt_tokens, self.completion_tokens),
+            self.errors,
+            self.cut_streams,
+            self.dropped,
+        ))?;
+        for agent in &self.agents {
+            f.write_str(&wording::cassette_agent(agent.number, agent.requests, &agent.task))?;
+        }
+        Ok(())
     }
 }
 
@@ -96,7 +109,28 @@ pub enum Divergence {
 
 impl std::fmt::Display for Divergence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&wording::cassette_divergence(self))
+        let text = match self {
+            Divergence::Request {
+                agent,
+                request,
+                field,
+                first,
+                second,
+            } => wording::divergence_request(*agent, *request, field, first.as_deref(), second.as_deref()),
+            Divergence::Answer {
+                agent,
+                request,
+                first,
+                second,
+            } => wording::divergence_answer(*agent, *request, first, second),
+            Divergence::Missing {
+                agent,
+                request,
+                in_first,
+                task,
+            } => wording::divergence_missing(*agent, *request, *in_first, task),
+        };
+        f.write_str(&text)
     }
 }
 
@@ -129,11 +163,15 @@ impl Cassette {
             summary.completion_tokens += answer.completion_tokens;
             match &exchange.end.1 {
                 Outcome::Cut(_) => summary.cut_streams += 1,
+                Outcome::Dropped if answer.finished => {}
                 Outcome::Dropped => summary.dropped += 1,
                 Outcome::Failed(_) | Outcome::Error(_) => summary.errors += 1,
                 Outcome::Complete if exchange.answer.head.as_ref().is_some_and(|head| head.status >= 400) => {
                     summary.errors += 1;
                 }
+                // A body that ended without the answer saying it was complete
+                // (an empty 200, a stream without a finish reason).
+                Outcome::Complete if !answer.finished => summary.errors += 1,
                 Outcome::Complete => {}
             }
         }
@@ -273,6 +311,8 @@ fn task(body: &Value) -> String {
 /// tool calls, finish reason or ending, and the usage it reported.
 struct Answer {
     text: String,
+    /// Whether the answer said it was complete (a finish reason, `[DONE]`).
+    finished: bool,
     prompt_tokens: u64,
     completion_tokens: u64,
 }
@@ -281,6 +321,7 @@ impl Answer {
     fn of(exchange: &Exchange) -> Answer {
         let mut answer = Answer {
             text: String::new(),
+            finished: false,
             prompt_tokens: 0,
             completion_tokens: 0,
         };
@@ -296,7 +337,10 @@ impl Answer {
                     .text
                     .push_str(&wording::answer_tool_call(&call.name, &call.arguments)),
                 ChatEvent::Usage(usage) => answer.usage(usage.prompt_tokens, usage.completion_tokens),
-                ChatEvent::Finish(reason) => answer.text.push_str(&wording::answer_finish(reason.as_str())),
+                ChatEvent::Finish(reason) => {
+                    answer.finished = true;
+                    answer.text.push_str(&wording::answer_finish(reason.as_str()));
+                }
             }
         }
         let body: Vec<u8> = exchange
@@ -309,6 +353,9 @@ impl Answer {
             let Some(data) = line.strip_prefix("data:").map(str::trim) else {
                 continue;
             };
+            if data == "[DONE]" {
+                answer.finished = true;
+            }
             let Ok(chunk) = serde_json::from_str::<Value>(data) else {
                 continue;
             };
@@ -318,6 +365,8 @@ impl Answer {
             Outcome::Complete => {}
             Outcome::Cut(error) => answer.text.push_str(&wording::answer_cut(error)),
             Outcome::Failed(_) | Outcome::Error(_) => answer.text.push_str(wording::ANSWER_FAILED),
+            // A client stops reading once the answer said it was complete.
+            Outcome::Dropped if answer.finished => {}
             Outcome::Dropped => answer.text.push_str(wording::ANSWER_DROPPED),
         }
         answer
@@ -357,6 +406,7 @@ impl Answer {
                     .push_str(&wording::answer_tool_call(part("name"), part("arguments")));
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finished = true;
                 self.text.push_str(&wording::answer_finish(reason));
             }
         }

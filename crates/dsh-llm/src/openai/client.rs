@@ -12,14 +12,13 @@ use tokio_util::sync::CancellationToken;
 use super::config::OpenAiConfig;
 use super::transport::{Body, BodyError, HttpAnswer, HttpRequest, Network, SendError, Transport, error_chain};
 use super::wire::{Assembler, Delivery, QUOTE_LIMIT, error_message, request_text};
-use crate::cassette::{Cassette, CassetteError, Level, Recorder, Recording, Replaying, Timing};
 use crate::error::{LlmError, truncate};
 use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream};
 use crate::wording;
 use crate::{ContextRefusal, StreamCut};
 
 /// The endpoint's path under the base URL.
-const CHAT_COMPLETIONS: &str = "/chat/completions";
+pub(crate) const CHAT_COMPLETIONS: &str = "/chat/completions";
 
 /// How much of an error response body is read (the rest is ignored).
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -82,46 +81,17 @@ impl OpenAiChatModel {
         })
     }
 
-    /// This client, recording every HTTP exchange into `recorder`'s
-    /// cassette: the request as sent, the status, the headers that matter,
-    /// the streamed bytes with their timing, and how it ended. The API key
-    /// is never written. Refused if `recorder` records the events level.
-    pub fn recorded(&self, recorder: &Recorder) -> Result<Self, CassetteError> {
-        recorder.claim(Level::Http)?;
-        if let Some(key) = &self.inner.config.api_key {
-            recorder.redact(key.clone());
-        }
-        let transport = Arc::new(Recording {
-            inner: Arc::clone(&self.inner.transport),
-            recorder: recorder.clone(),
-            model: self.inner.config.model.clone(),
-        });
-        Ok(OpenAiChatModel {
-            inner: Arc::new(Inner {
-                config: self.inner.config.clone(),
-                transport,
-                url: self.inner.url.clone(),
-            }),
-        })
-    }
-
-    /// A client answered by `cassette` (no network), as the recorded one
-    /// was configured: its model and URL. At [`Timing::Fast`] it does not
-    /// wait before a retry.
-    pub(crate) fn replaying(cassette: Arc<Cassette>, timing: Timing, model: &str, url: Option<&str>) -> Self {
-        let url = url.unwrap_or(wording::REPLAY_URL).to_owned();
-        let mut config = OpenAiConfig::new()
-            .with_model(model)
-            .with_base_url(url.trim_end_matches(CHAT_COMPLETIONS));
-        if timing == Timing::Fast {
-            config = config
-                .with_retry_base_delay(Duration::ZERO)
-                .with_max_retry_delay(Duration::ZERO);
-        }
-        let transport = Arc::new(Replaying { cassette, timing });
+    /// A client over `transport`, configured by `config`, posting to `url`:
+    /// how a recording or a replay puts itself under the client.
+    pub(crate) fn with_transport(config: OpenAiConfig, url: String, transport: Arc<dyn Transport>) -> Self {
         OpenAiChatModel {
             inner: Arc::new(Inner { config, transport, url }),
         }
+    }
+
+    /// The transport the client sends through.
+    pub(crate) fn transport(&self) -> Arc<dyn Transport> {
+        Arc::clone(&self.inner.transport)
     }
 
     /// Builds a client from `DSH_BASE_URL`, `DSH_API_KEY` and `DSH_MODEL`.
