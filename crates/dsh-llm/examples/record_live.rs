@@ -41,7 +41,7 @@ const CUT_AFTER: usize = 700;
 async fn main() {
     let out = PathBuf::from(std::env::args().nth(1).expect("usage: record_live OUT_DIR"));
     std::fs::create_dir_all(&out).unwrap();
-    let config = OpenAiConfig::from_env().with_max_retries(0);
+    let config = OpenAiConfig::from_env();
     let cancel = CancellationToken::new();
 
     let recorder = start(&out, "parallel.jsonl");

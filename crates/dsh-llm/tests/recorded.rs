@@ -74,7 +74,7 @@ async fn a_stream_cut_part_way_fails_as_it_did() {
     let model = ReplayModel::new(cassette("cut.jsonl"), Timing::Fast);
     let story = ChatRequest::new(vec![Message::user("Tell me a short story about a cat.")]).with_max_tokens(64);
     let result = complete(&model, story, &CancellationToken::new()).await;
-    assert!(matches!(result, Err(LlmError::StreamEnded(_))), "{result:?}");
+    assert!(matches!(result, Err(LlmError::StreamEnded { .. })), "{result:?}");
     insta::assert_snapshot!("cut", outcome(result));
 }
 
