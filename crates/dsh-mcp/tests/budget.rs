@@ -15,7 +15,17 @@ use dsh_tools::budget::{PagedRead, ResultPolicy, Shown};
 use dsh_tools::{AgentRef, CancellationToken, ResultBudget, ToolExecution, ToolRegistry};
 use serde_json::json;
 
-const SERVER: &str = env!("CARGO_BIN_EXE_mcp-test-server");
+/// The test MCP server, built by `dsh-test-programs`.
+fn server() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        dsh_test_programs::Program::McpTestServer
+            .path()
+            .into_os_string()
+            .into_string()
+            .unwrap()
+    })
+}
 
 /// What the test server's `big` tool answers for `bytes`.
 fn big(bytes: u64) -> String {
@@ -44,7 +54,7 @@ impl World {
         if shelf {
             results = results.kept_on(Arc::new(TaskShelf::new(tasks.clone(), tools.clone(), MCP_RESULT_KIND)));
         }
-        let spec = McpServerSpec::from_words("t", &[SERVER.to_owned()]).unwrap();
+        let spec = McpServerSpec::from_words("t", &[server().to_owned()]).unwrap();
         let mount = McpMount::start(&spec, &tools, &ClientOptions::default().results(results))
             .await
             .unwrap();

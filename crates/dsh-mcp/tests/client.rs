@@ -12,13 +12,23 @@ use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 use serde_json::json;
 
-const SERVER: &str = env!("CARGO_BIN_EXE_mcp-test-server");
+/// The test MCP server, built by `dsh-test-programs`.
+fn server() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        dsh_test_programs::Program::McpTestServer
+            .path()
+            .into_os_string()
+            .into_string()
+            .unwrap()
+    })
+}
 
 fn spec(name: &str, log: &Path, extra: &[&str]) -> McpServerSpec {
     let mut words = vec![
         "env".to_owned(),
         format!("MCP_TEST_LOG={}", log.display()),
-        SERVER.to_owned(),
+        server().to_owned(),
     ];
     words.extend(extra.iter().map(|word| (*word).to_owned()));
     McpServerSpec::from_words(name, &words).unwrap()

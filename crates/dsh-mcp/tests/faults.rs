@@ -16,7 +16,17 @@ use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 
-const SERVER: &str = env!("CARGO_BIN_EXE_mcp-test-server");
+/// The test MCP server, built by `dsh-test-programs`.
+fn server() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        dsh_test_programs::Program::McpTestServer
+            .path()
+            .into_os_string()
+            .into_string()
+            .unwrap()
+    })
+}
 
 /// The graces of these releases: 300 ms after EOF, 300 ms after SIGTERM.
 const GRACE: Duration = Duration::from_millis(300);
@@ -84,14 +94,14 @@ async fn released_in_time(words: &[&str], rungs: u32) -> Pid {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_ignores_end_of_input_is_terminated() {
-    let pgid = released_in_time(&[SERVER, "--ignore-eof"], 1).await;
+    let pgid = released_in_time(&[server(), "--ignore-eof"], 1).await;
     assert_eq!(killpg(pgid, None), Err(Errno::ESRCH), "process group {pgid} is gone");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_ignores_end_of_input_and_sigterm_is_killed() {
     // `trap '' TERM` is inherited across exec: the server ignores SIGTERM too.
-    let pgid = released_in_time(&["sh", "-c", "trap '' TERM; exec \"$0\" --ignore-eof", SERVER], 2).await;
+    let pgid = released_in_time(&["sh", "-c", "trap '' TERM; exec \"$0\" --ignore-eof", server()], 2).await;
     assert_eq!(killpg(pgid, None), Err(Errno::ESRCH), "process group {pgid} is gone");
 }
 
@@ -99,6 +109,6 @@ async fn a_server_that_ignores_end_of_input_and_sigterm_is_killed() {
 async fn a_grandchild_zombie_left_to_another_reaper_does_not_hold_the_release() {
     // At SIGTERM the server and its never-reaped grandchild die together;
     // the grandchild's zombie goes to init, which collects it when it will.
-    let pgid = released_in_time(&[SERVER, "--ignore-eof", "--grandchild"], 1).await;
+    let pgid = released_in_time(&[server(), "--ignore-eof", "--grandchild"], 1).await;
     assert_eq!(running(pgid), Vec::<String>::new(), "nothing of group {pgid} runs");
 }

@@ -14,7 +14,17 @@ use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{CancellationToken, ToolExecution, ToolRegistry};
 use serde_json::json;
 
-const SERVER: &str = env!("CARGO_BIN_EXE_mcp-test-server");
+/// The test MCP server, built by `dsh-test-programs`.
+fn server() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        dsh_test_programs::Program::McpTestServer
+            .path()
+            .into_os_string()
+            .into_string()
+            .unwrap()
+    })
+}
 
 /// A child calls `mcp__t__echo` when it is offered, else says it is not.
 const SCRIPT: &str = r#"{"rules": [
@@ -31,7 +41,7 @@ fn filter(value: serde_json::Value) -> ToolFilter {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_subagent_tools_filter_decides_whether_its_child_sees_an_mcp_tool() {
     let tools = ToolRegistry::new();
-    let spec = McpServerSpec::new("t", SERVER, Vec::<String>::new()).unwrap();
+    let spec = McpServerSpec::new("t", server(), Vec::<String>::new()).unwrap();
     let mount = McpMount::start(&spec, &tools, &ClientOptions::default()).await.unwrap();
     let service = SubagentService::new();
     let _spawn = service.register_provider(Arc::new(SpawnProvider::new())).unwrap();

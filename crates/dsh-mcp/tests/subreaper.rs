@@ -16,7 +16,17 @@ use nix::errno::Errno;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 
-const SERVER: &str = env!("CARGO_BIN_EXE_mcp-test-server");
+/// The test MCP server, built by `dsh-test-programs`.
+fn server() -> &'static str {
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        dsh_test_programs::Program::McpTestServer
+            .path()
+            .into_os_string()
+            .into_string()
+            .unwrap()
+    })
+}
 
 /// The graces of these releases: 300 ms after EOF, 300 ms after SIGTERM.
 const GRACE: Duration = Duration::from_millis(300);
@@ -42,7 +52,7 @@ async fn released_with_its_grandchild(flags: &[&str]) {
     let mut words = vec![
         "env".to_owned(),
         format!("MCP_TEST_LOG={}", log.display()),
-        SERVER.to_owned(),
+        server().to_owned(),
     ];
     words.extend(flags.iter().chain(&["--grandchild"]).map(|flag| (*flag).to_owned()));
     let spec = McpServerSpec::from_words("leaky", &words).unwrap();

@@ -11,9 +11,16 @@ use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
 use dsh_tools::{ToolExecution, ToolRegistry, ToolResult};
 use serde_json::json;
 
-/// The deliberately faulty ACP agent built with this crate's tests.
+/// The deliberately faulty ACP agent, built by `dsh-test-programs`.
 pub(crate) fn agent() -> &'static str {
-    env!("CARGO_BIN_EXE_acp-fault-agent")
+    static PATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        dsh_test_programs::Program::AcpFaultAgent
+            .path()
+            .into_os_string()
+            .into_string()
+            .unwrap()
+    })
 }
 
 /// `subagent_acp` over one ACP provider; dropping it unmounts everything.

@@ -6,7 +6,6 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -184,24 +183,9 @@ pub const PARENT_DELEGATING_TO_SUBAGENT_ACP: &str = r#"{"rules": [
   ]}}
 ]}"#;
 
-/// The test MCP server of `dsh-mcp` (built on demand: it is another
-/// package's binary): tools `echo`, `slow`, `crash`, `fail`; with
-/// `MCP_TEST_LOG` naming a file it appends `pid <pid>` and each call there.
+/// The test MCP server (`dsh-test-programs`): tools `echo`, `slow`,
+/// `crash`, `fail`; with `MCP_TEST_LOG` naming a file it appends
+/// `pid <pid>` and each call there.
 pub fn mcp_test_server() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let bin_dir = Path::new(DSH).parent().unwrap();
-        let path = bin_dir.join("mcp-test-server");
-        if !path.is_file() {
-            let target_dir = bin_dir.parent().unwrap();
-            let status = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["build", "-p", "dsh-mcp", "--bin", "mcp-test-server", "--target-dir"])
-                .arg(target_dir)
-                .status()
-                .unwrap();
-            assert!(status.success(), "building mcp-test-server failed");
-        }
-        path
-    })
-    .clone()
+    dsh_test_programs::Program::McpTestServer.path()
 }
