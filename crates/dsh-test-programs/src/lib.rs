@@ -12,9 +12,17 @@
 //! Each program's own documentation is at the top of its source in
 //! `src/bin/`. A test that depends on this crate gets a program's path with
 //! [`Program::path`]. Cargo gives a test the path of its own package's
-//! binaries only (`CARGO_BIN_EXE_<name>`), so the first call builds this
-//! crate's programs into the test's own target directory and profile (a
-//! no-op when they are fresh).
+//! binaries only (`CARGO_BIN_EXE_<name>`), so the first call in a process
+//! builds this crate's programs, in the test's profile, into
+//! `test-programs/` under the test's own target directory (a no-op when
+//! they are fresh). A directory of their own: built alone, the programs'
+//! dependencies have other features than in the suite's build, and sharing
+//! a directory would rebuild them each time one build follows the other.
+//! `.ci/run` builds them there before the suites run:
+//!
+//! ```sh
+//! cargo build -p dsh-test-programs --bins --target-dir target/test-programs
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,8 +49,8 @@ impl Program {
         }
     }
 
-    /// The program's path, built and fresh: beside the calling test's own
-    /// binaries, in its target directory and profile.
+    /// The program's path, built and fresh: under `test-programs/` in the
+    /// calling test's target directory, in its profile.
     ///
     /// # Panics
     ///
@@ -65,7 +73,7 @@ fn built() -> &'static Result<PathBuf, String> {
 
 /// Builds the programs for the calling test: a test binary runs from
 /// `<target>/<profile dir>/deps/`, and the programs land in
-/// `<target>/<profile dir>/`.
+/// `<target>/test-programs/<profile dir>/`.
 fn build() -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|error| format!("cannot find the running test: {error}"))?;
     let profile_dir = exe
@@ -73,24 +81,35 @@ fn build() -> Result<PathBuf, String> {
         .filter(|deps| deps.file_name().is_some_and(|name| name == "deps"))
         .and_then(Path::parent)
         .ok_or_else(|| format!("{} is not in a Cargo target directory's deps/", exe.display()))?;
-    let target_dir = profile_dir
-        .parent()
-        .ok_or_else(|| format!("{} has no parent", profile_dir.display()))?;
+    let (Some(target_dir), Some(profile_dir_name)) = (profile_dir.parent(), profile_dir.file_name()) else {
+        return Err(format!("{} is not in a Cargo target directory", profile_dir.display()));
+    };
+    let target_dir = target_dir.join("test-programs");
     // The `dev` profile's directory is `debug`; any other is named after its profile.
-    let profile = match profile_dir.file_name().and_then(|name| name.to_str()) {
+    let profile = match profile_dir_name.to_str() {
         Some("debug") | None => "dev",
         Some(name) => name,
     };
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--quiet", "--package", "dsh-test-programs", "--bins", "--profile", profile])
+        .args([
+            "build",
+            "--quiet",
+            "--package",
+            "dsh-test-programs",
+            "--bins",
+            "--profile",
+            profile,
+        ])
         .arg("--target-dir")
-        .arg(target_dir)
+        .arg(&target_dir)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .map_err(|error| format!("cannot run cargo: {error}"))?;
     if !status.success() {
-        return Err(format!("cargo build --package dsh-test-programs --bins failed ({status})"));
+        return Err(format!(
+            "cargo build --package dsh-test-programs --bins failed ({status})"
+        ));
     }
-    Ok(profile_dir.to_owned())
+    Ok(target_dir.join(profile_dir_name))
 }
