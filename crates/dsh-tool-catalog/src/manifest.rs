@@ -4,7 +4,10 @@ use std::any::Any;
 
 use dsh_subagent::SubagentService;
 use dsh_subagent::wording::SEND_MESSAGE_TOOL;
-use dsh_subagent_api::{BoxFuture, Capabilities, StartRequest, SubagentError, SubagentProvider, SubagentRun};
+use dsh_subagent_api::{
+    BoxFuture, Capabilities, ContinuableProvider, ContinuationDescriptor, ResumeRequest, StartRequest, SubagentError,
+    SubagentProvider, SubagentRun,
+};
 use dsh_tasks::TaskRegistry;
 use dsh_tasks::wording::{TASK_KILL, TASK_LIST, TASK_OUTPUT};
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
@@ -117,12 +120,16 @@ pub fn manifest() -> Vec<ToolPackage> {
     ]
 }
 
-/// The tools `dsh mcp` serves: `subagent` over a continuable spawn provider
-/// with background runs, `send_message` and the task tools (the `dsh` crate's
-/// MCP test checks that its `tools/list` equals this section).
+/// The tools `dsh mcp` serves: `subagent` over a continuable provider that
+/// describes the spawn provider (a fresh child, every capability, the
+/// continuation), with background runs, `send_message` and the task tools.
+/// The catalog reads definitions, not a provider, so it does not depend on
+/// the spawn provider and its model client; the `dsh` crate's MCP test
+/// checks that the real server's `tools/list`, over the real spawn
+/// provider, equals this section.
 fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let service = SubagentService::new();
-    let provider = service.register_provider(std::sync::Arc::new(dsh_subagent_spawn::SpawnProvider::new()))?;
+    let provider = service.register_provider(std::sync::Arc::new(Describe::continuable("spawn")))?;
     let tasks = TaskRegistry::new();
     let task_tools = TaskToolsPlugin::apply(&tasks, tools)?;
     let control = dsh_subagent::SubagentControl::new(service.clone(), tasks.clone(), std::sync::Arc::new(NoChildren));
@@ -145,13 +152,33 @@ fn mount_dsh_mcp(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
 }
 
 /// The provider the catalog mounts `subagent` over: a fresh-context child
-/// with every capability, so the tool shows its default surface. The catalog
-/// only reads definitions; it never starts a child.
-struct Describe;
+/// with every capability, so the tool shows its default surface, and, when
+/// `continuable`, the continuation too (as the spawn provider has it). The
+/// catalog only reads definitions; it never starts a child.
+struct Describe {
+    name: &'static str,
+    continuable: bool,
+}
+
+impl Describe {
+    /// A one-shot provider named `catalog`.
+    const ONE_SHOT: Self = Self {
+        name: "catalog",
+        continuable: false,
+    };
+
+    /// A provider named `name` with the continuation capability.
+    fn continuable(name: &'static str) -> Self {
+        Self {
+            name,
+            continuable: true,
+        }
+    }
+}
 
 impl SubagentProvider for Describe {
     fn name(&self) -> &str {
-        "catalog"
+        self.name
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -165,11 +192,30 @@ impl SubagentProvider for Describe {
     fn start(&self, _request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
         Box::pin(async { Err(SubagentError::failed(wording::NO_CHILDREN)) })
     }
+
+    fn continuation(&self) -> Option<&dyn ContinuableProvider> {
+        self.continuable.then_some(self as &dyn ContinuableProvider)
+    }
+}
+
+impl ContinuableProvider for Describe {
+    fn start_continuable(
+        &self,
+        _child_id: String,
+        _descriptor: ContinuationDescriptor,
+        _request: StartRequest,
+    ) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed(wording::NO_CHILDREN)) })
+    }
+
+    fn resume(&self, _request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async { Err(SubagentError::failed(wording::NO_CHILDREN)) })
+    }
 }
 
 fn mount_subagent(tools: &ToolRegistry) -> Result<MountGuard, MountError> {
     let service = SubagentService::new();
-    let provider = std::sync::Arc::new(Describe);
+    let provider = std::sync::Arc::new(Describe::ONE_SHOT);
     let registration = service.register_provider(provider)?;
     let plugin = SubagentToolPlugin::apply(SubagentToolConfig::new("catalog"), &service, tools)?;
     Ok(Box::new((plugin, registration, service)))
