@@ -365,6 +365,12 @@ impl Density {
         u64::try_from(scaled).unwrap_or(u64::MAX)
     }
 
+    /// `bytes` of text the loop wrote down (an answer the server did not
+    /// count), in the server's tokens.
+    pub(crate) fn tokens_of(self, bytes: u64) -> u64 {
+        self.scale(tokens_in(bytes))
+    }
+
     /// `tokens` of the server's in the loop's count (rounded down).
     fn unscale(self, tokens: u64) -> u64 {
         let unscaled = u128::from(tokens) * u128::from(self.ours) / u128::from(self.server);

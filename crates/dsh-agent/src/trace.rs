@@ -42,6 +42,7 @@ pub(crate) fn invoke_agent(parent: Option<&Span>, info: &AgentInfo, provider: &s
         gen_ai.request.model = info.model.as_str(),
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        dsh.usage.estimated = Empty,
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         "error.type" = Empty,
@@ -64,24 +65,29 @@ pub(crate) fn chat(model: &str, provider: &str, max_tokens: Option<u64>) -> Span
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        dsh.usage.estimated = Empty,
         "error.type" = Empty,
     )
 }
 
-/// Records one model call's response on its span. The call's one finish
-/// reason is a string field (`tracing` has no arrays); an exporter sends it
-/// as the one-element string array the conventions type it as.
-pub(crate) fn record_response(span: &Span, response: &ChatResponse) {
+/// Records one model call's response on its span, and the usage it
+/// `spent`. The call's one finish reason is a string field (`tracing` has
+/// no arrays); an exporter sends it as the one-element string array the
+/// conventions type it as.
+pub(crate) fn record_response(span: &Span, response: &ChatResponse, spent: Usage) {
     span.record("gen_ai.response.finish_reasons", response.finish_reason.as_str());
-    if let Some(usage) = response.usage {
-        record_usage(span, usage);
-    }
+    record_usage(span, spent);
 }
 
-/// Records token usage on a span, as ints.
+/// Records token usage on a span, as ints; a usage with an estimate in it
+/// is marked `dsh.usage.estimated = true` (the counts stay ints, as the
+/// conventions type them).
 pub(crate) fn record_usage(span: &Span, usage: Usage) {
     span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
     span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
+    if usage.is_estimated() {
+        span.record("dsh.usage.estimated", true);
+    }
 }
 
 /// A count as the conventions' int: an `i64` field. `tracing-opentelemetry`

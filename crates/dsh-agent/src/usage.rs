@@ -1,12 +1,13 @@
 //! Token usage, per agent and summed over its children.
 
-use dsh_llm::Usage;
+use dsh_llm::{Counted, Usage};
 use serde::{Deserialize, Serialize};
 
 /// What an agent has spent: its own model calls, and its children's totals.
 ///
-/// `None` means no model call reported usage (some OpenAI-compatible
-/// servers omit it from their streams): "not reported", never zero tokens.
+/// `None` means no model call was made. A call whose server reported no
+/// usage, or left a count out or at zero, counts the loop's estimate
+/// instead, marked [`Counted::Estimated`] (see [`completed`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageTotals {
     /// Tokens of this agent's own model calls.
@@ -39,6 +40,7 @@ pub(crate) fn since(after: Option<Usage>, before: Option<Usage>) -> Option<Usage
         prompt_tokens: after.prompt_tokens.saturating_sub(before.prompt_tokens),
         completion_tokens: after.completion_tokens.saturating_sub(before.completion_tokens),
         total_tokens: after.total_tokens.saturating_sub(before.total_tokens),
+        counted: after.counted,
     })
 }
 
@@ -48,5 +50,77 @@ fn add(a: Usage, b: Usage) -> Usage {
         prompt_tokens: a.prompt_tokens + b.prompt_tokens,
         completion_tokens: a.completion_tokens + b.completion_tokens,
         total_tokens: a.total_tokens + b.total_tokens,
+        counted: a.counted.and(b.counted),
+    }
+}
+
+/// The usage one model call spends: what the server `reported`, each count
+/// it left out or gave as zero replaced by the loop's estimate (`prompt`,
+/// from the request's bytes; `completion`, from the answer's), and then
+/// marked [`Counted::Estimated`]. Unknown usage is never zero tokens: a
+/// token budget spends the estimate. A zero that the estimate confirms (an
+/// empty answer) stays the server's.
+///
+/// An estimate is made only for a count that is missing.
+pub(crate) fn completed(
+    reported: Option<Usage>,
+    prompt: impl FnOnce() -> u64,
+    completion: impl FnOnce() -> u64,
+) -> Usage {
+    let reported = reported.unwrap_or_default();
+    let prompt_tokens = match reported.prompt_tokens {
+        0 => prompt(),
+        counted => counted,
+    };
+    let completion_tokens = match reported.completion_tokens {
+        0 => completion(),
+        counted => counted,
+    };
+    if (prompt_tokens, completion_tokens) == (reported.prompt_tokens, reported.completion_tokens) {
+        return reported;
+    }
+    Usage {
+        counted: Counted::Estimated,
+        ..Usage::reported(prompt_tokens, completion_tokens)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reported_usage_is_kept_whole() {
+        let reported = Usage {
+            total_tokens: 20,
+            ..Usage::reported(12, 3)
+        };
+        let spent = completed(Some(reported), || unreachable!(), || unreachable!());
+        assert_eq!(spent, reported);
+    }
+
+    #[test]
+    fn missing_partial_and_zero_counts_are_estimated() {
+        let estimated = |prompt, completion| Usage {
+            counted: Counted::Estimated,
+            ..Usage::reported(prompt, completion)
+        };
+        assert_eq!(completed(None, || 100, || 7), estimated(100, 7));
+        // No `prompt_tokens`: the server's completion count is kept.
+        assert_eq!(completed(Some(Usage::reported(0, 5)), || 100, || 7), estimated(100, 5));
+        assert_eq!(completed(Some(Usage::reported(0, 0)), || 100, || 7), estimated(100, 7));
+        assert_eq!(completed(Some(Usage::reported(90, 0)), || 100, || 7), estimated(90, 7));
+        // An empty answer's zero stands.
+        assert_eq!(completed(Some(Usage::reported(90, 0)), || 100, || 0), Usage::reported(90, 0));
+    }
+
+    #[test]
+    fn a_sum_is_estimated_when_a_part_was() {
+        let estimated = completed(None, || 10, || 1);
+        let sum = add_reported(Some(Usage::reported(5, 5)), Some(estimated));
+        assert_eq!(sum.map(|usage| (usage.total_tokens, usage.counted)), Some((21, Counted::Estimated)));
+        let reported = add_reported(Some(Usage::reported(5, 5)), Some(Usage::reported(1, 1)));
+        assert_eq!(reported.map(|usage| usage.counted), Some(Counted::Reported));
+        assert_eq!(since(sum, Some(Usage::reported(5, 5))).map(|usage| usage.counted), Some(Counted::Estimated));
     }
 }

@@ -335,6 +335,22 @@ fn a_tree_token_budget_needs_every_provider_to_report_usage() {
         .build()
         .unwrap();
     assert_eq!(harness.service().limits(), budget);
+
+    // A provider registered once the harness is built is checked the same
+    // way: refused, and not registered.
+    let error = harness.service().register_provider(unmetered()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "subagent provider \"acp\" does not support the \"tokenBudget\" capability"
+    );
+    assert_eq!(error.code().as_str(), "UNSUPPORTED_CAPABILITY");
+    assert_eq!(harness.service().list(), ["spawn"]);
+    // One that reports its children's usage registers.
+    let _metered = harness
+        .service()
+        .register_provider(ScriptedProvider::builder("local").build())
+        .unwrap();
+    assert_eq!(harness.service().list(), ["spawn", "local"]);
 }
 
 /// Filters may name the harness's own tools, the task tools and

@@ -12,7 +12,7 @@ mod wording;
 pub use error::{ContextRefusal, LlmError, StreamCut};
 pub use message::{Message, Role, ToolCall, ToolDefinition};
 pub use model::{
-    ChatEvent, ChatModel, ChatRequest, ChatResponse, ChatStream, FinishReason, Usage, collect_response,
+    ChatEvent, ChatModel, ChatRequest, ChatResponse, ChatStream, Counted, FinishReason, Usage, collect_response,
     collect_response_with, complete,
 };
 pub use openai::{OpenAiChatModel, OpenAiConfig};

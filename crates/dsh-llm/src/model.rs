@@ -58,7 +58,12 @@ impl ChatRequest {
     }
 }
 
-/// Token accounting for one call.
+/// Token accounting for one call, or for several summed.
+///
+/// A client reports what the server sent: a count the server left out is
+/// `0` there, and reads as "not reported", never as zero tokens. The agent
+/// loop replaces such counts with its estimate and marks the usage
+/// [`Counted::Estimated`], so a budget spends it and every view can say so.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens in the request.
@@ -67,6 +72,63 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Their sum (as reported by the server).
     pub total_tokens: u64,
+    /// Whether the counts are the server's, or some are an estimate.
+    /// Written only when estimated (`"counted":"estimated"`), so a usage
+    /// the server reported reads as it always did.
+    #[serde(default, skip_serializing_if = "Counted::is_reported")]
+    pub counted: Counted,
+}
+
+impl Usage {
+    /// The server's counts of one call, with their sum as the total.
+    ///
+    /// ```
+    /// use dsh_llm::{Counted, Usage};
+    /// let usage = Usage::reported(12, 3);
+    /// assert_eq!((usage.total_tokens, usage.counted), (15, Counted::Reported));
+    /// ```
+    pub const fn reported(prompt_tokens: u64, completion_tokens: u64) -> Self {
+        Self {
+            prompt_tokens,
+            completion_tokens,
+            total_tokens: prompt_tokens + completion_tokens,
+            counted: Counted::Reported,
+        }
+    }
+
+    /// Whether some of its counts are an estimate.
+    pub const fn is_estimated(&self) -> bool {
+        matches!(self.counted, Counted::Estimated)
+    }
+}
+
+/// How a [`Usage`]'s counts are known: the one mark every view of usage
+/// shows (the `dsh` lines, transcripts, spans) and every sum keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Counted {
+    /// Every count is the server's own.
+    #[default]
+    Reported,
+    /// Some count is the loop's estimate: the server reported none, or left
+    /// a count out, or gave it as zero.
+    Estimated,
+}
+
+impl Counted {
+    /// Whether every count is the server's own.
+    pub const fn is_reported(&self) -> bool {
+        matches!(self, Self::Reported)
+    }
+
+    /// The mark of a sum of two usages: estimated when either was.
+    #[must_use]
+    pub const fn and(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::Reported, Self::Reported) => Self::Reported,
+            _ => Self::Estimated,
+        }
+    }
 }
 
 /// Why the model stopped generating.

@@ -254,11 +254,7 @@ async fn streams_text_usage_and_finish() {
             ChatEvent::TextDelta(", world".into()),
             ChatEvent::TextDelta("!".into()),
             ChatEvent::Finish(FinishReason::Stop),
-            ChatEvent::Usage(Usage {
-                prompt_tokens: 12,
-                completion_tokens: 4,
-                total_tokens: 16
-            }),
+            ChatEvent::Usage(Usage::reported(12, 4)),
         ]
     );
 }
@@ -293,11 +289,7 @@ async fn assembles_interleaved_tool_calls_split_across_chunks() {
     assert_eq!(response.finish_reason, FinishReason::ToolCalls);
     assert_eq!(
         response.usage,
-        Some(Usage {
-            prompt_tokens: 30,
-            completion_tokens: 20,
-            total_tokens: 50
-        })
+        Some(Usage::reported(30, 20))
     );
     for call in &response.tool_calls {
         serde_json::from_str::<Value>(&call.arguments).unwrap();

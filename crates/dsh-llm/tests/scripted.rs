@@ -120,11 +120,7 @@ async fn answers_are_deterministic_and_streamed_word_by_word() {
             ChatEvent::TextDelta("me ".into()),
             ChatEvent::TextDelta("a ".into()),
             ChatEvent::TextDelta("story".into()),
-            ChatEvent::Usage(Usage {
-                prompt_tokens: 4,
-                completion_tokens: 11,
-                total_tokens: 15
-            }),
+            ChatEvent::Usage(Usage::reported(4, 11)),
             ChatEvent::Finish(FinishReason::Stop),
         ]
     );

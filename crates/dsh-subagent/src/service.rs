@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use dsh_subagent_api::{
-    AgentRef, RunMode, SpanOrigin, StartRequest, SubagentError, SubagentProvider, SubagentRun, child_depth,
+    AgentRef, Capability, RunMode, SpanOrigin, StartRequest, SubagentError, SubagentProvider, SubagentRun, child_depth,
 };
 use dsh_tasks::{TaskRegistry, TextStore};
 use futures::future::Either;
@@ -109,7 +109,12 @@ impl SubagentService {
 
     /// Registers a provider under its name and announces it.
     ///
-    /// Fails with `DUPLICATE_PROVIDER` when the name is taken. When a
+    /// Fails with `DUPLICATE_PROVIDER` when the name is taken, and with
+    /// `UNSUPPORTED_CAPABILITY` (`tokenBudget`) when the limits set a tree
+    /// token budget and the provider lacks that capability: its children
+    /// report no usage, so what they spend would never be counted and the
+    /// budget never enforced. A harness refuses such a provider when it is
+    /// built; this refuses one registered later the same way. When a
     /// [`SubagentEvent::ProviderAdded`] listener fails, the registration is
     /// rolled back (a removal is announced) and its error returned.
     pub fn register_provider(
@@ -117,6 +122,12 @@ impl SubagentService {
         provider: Arc<dyn SubagentProvider>,
     ) -> Result<ProviderRegistration, SubagentError> {
         let name = provider.name().to_owned();
+        if self.limits().token_budget().is_some() && !provider.capabilities().supports(Capability::TokenBudget) {
+            return Err(SubagentError::UnsupportedCapability {
+                provider: name,
+                capability: Capability::TokenBudget,
+            });
+        }
         let id = {
             let mut providers = self.inner.providers();
             if providers.entries.iter().any(|entry| entry.provider.name() == name) {

@@ -9,10 +9,10 @@ use tracing::Instrument;
 
 use super::guard::{Round, Sent, Turn};
 use super::{Agent, Phase};
-use crate::context::Anchor;
+use crate::context::{Anchor, Estimate};
 use crate::trace;
 use crate::transcript::{TranscriptEntry, TurnTimes, now_ms};
-use crate::usage::{add_reported, since};
+use crate::usage::{add_reported, completed, since};
 use crate::{AgentStop, RunOutcome};
 
 /// A run in progress: its turn, and what it counts.
@@ -92,11 +92,11 @@ impl Agent {
             run.steps += 1;
             self.take_notices(&mut run.turn);
             self.take_steered(&mut run.turn);
-            let (response, sent) = match self.send(&mut run.turn, cancel).await {
+            let (response, spent, sent) = match self.send(&mut run.turn, cancel).await {
                 Ok(answered) => answered,
                 Err(stop) => break stop,
             };
-            match self.answered(&mut run, response, sent) {
+            match self.answered(&mut run, response, spent, sent) {
                 Next::Stop(stop) => break stop,
                 Next::AskAgain => {}
                 Next::CallTools(calls) => self.call_tools(calls, &mut run.turn, cancel).await,
@@ -145,8 +145,13 @@ impl Agent {
     /// refused for its length is fitted again (to the window the refusal
     /// named, else the configured one, with what the refusal taught of the
     /// estimate) and sent once more, never more than that. The model's
-    /// answer, with what the request carried; or why the run stops.
-    async fn send(&self, turn: &mut Turn, cancel: &CancellationToken) -> Result<(ChatResponse, Sent), AgentStop> {
+    /// answer, what it spent ([`Agent::call_model`]) and what the request
+    /// carried; or why the run stops.
+    async fn send(
+        &self,
+        turn: &mut Turn,
+        cancel: &CancellationToken,
+    ) -> Result<(ChatResponse, Usage, Sent), AgentStop> {
         let mut refused = false;
         loop {
             // Fitted right before it is built: every message appended since
@@ -162,8 +167,8 @@ impl Agent {
                 estimate,
             };
             let max_tokens = request.max_tokens;
-            match self.call_model(request, cancel).await {
-                Ok(response) => return Ok((response, sent)),
+            match self.call_model(request, estimate, cancel).await {
+                Ok((response, spent)) => return Ok((response, spent, sent)),
                 Err(LlmError::Cancelled) => return Err(AgentStop::Cancelled),
                 Err(LlmError::ContextLength { refusal, .. }) => {
                     self.after_refusal(&refusal, max_tokens, estimate, refused)
@@ -177,20 +182,21 @@ impl Agent {
     }
 
     /// The model took the request `sent`: the results it carried are final,
-    /// its usage is counted and its answer recorded. Then what the answer
-    /// asks for next.
-    fn answered(&self, run: &mut Run, response: ChatResponse, sent: Sent) -> Next {
+    /// what it `spent` is counted (an estimate where the server reported
+    /// nothing) and its answer recorded. Then what the answer asks for next.
+    fn answered(&self, run: &mut Run, response: ChatResponse, spent: Usage, sent: Sent) -> Next {
         run.times.calls_at_ms.push(now_ms());
         run.turn.round = None;
         self.record_turn(&mut run.turn);
-        if let Some(spent) = response.usage {
-            self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
-            run.usage = add_reported(run.usage, Some(spent));
-            {
-                let mut state = self.lock();
-                state.usage.own = add_reported(state.usage.own, Some(spent));
-            }
-            self.counted(sent, spent.prompt_tokens);
+        self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
+        run.usage = add_reported(run.usage, Some(spent));
+        {
+            let mut state = self.lock();
+            state.usage.own = add_reported(state.usage.own, Some(spent));
+        }
+        // Only the server's own count anchors and teaches the estimate.
+        if let Some(reported) = response.usage {
+            self.counted(sent, reported.prompt_tokens);
         }
         if let Some(observer) = self.inner.runtime.observer() {
             observer.step_finished(self.id(), run.steps, run.usage);
@@ -284,8 +290,17 @@ impl Agent {
     }
 
     /// One model call, traced as a `chat` span, with its text streamed to
-    /// the observer.
-    async fn call_model(&self, request: ChatRequest, cancel: &CancellationToken) -> Result<ChatResponse, LlmError> {
+    /// the observer: the answer, and the usage it spends. Where the server
+    /// reported no usage, or left a count out or at zero, that count is
+    /// estimated: the prompt as the request's `estimate` in the server's
+    /// tokens, the completion from the answer's text and tool calls at the
+    /// same density; the usage is then marked estimated, on the span too.
+    async fn call_model(
+        &self,
+        request: ChatRequest,
+        estimate: Estimate,
+        cancel: &CancellationToken,
+    ) -> Result<(ChatResponse, Usage), LlmError> {
         let observer = self.inner.runtime.observer();
         let model = self.inner.runtime.model();
         let chat = trace::chat(
@@ -301,12 +316,34 @@ impl Agent {
         };
         let result = collect_response_with(stream, cancel, on_event)
             .instrument(chat.clone())
-            .await;
+            .await
+            .map(|response| {
+                let spent = self.spent(estimate, &response);
+                (response, spent)
+            });
         match &result {
-            Ok(response) => trace::record_response(&chat, response),
+            Ok((response, spent)) => trace::record_response(&chat, response, *spent),
             Err(error) => trace::record_llm_error(&chat, error),
         }
         result
+    }
+
+    /// The usage of the call that sent a request estimated as `estimate`
+    /// and got `response` ([`completed`]).
+    fn spent(&self, estimate: Estimate, response: &ChatResponse) -> Usage {
+        completed(
+            response.usage,
+            || self.estimated_tokens(estimate),
+            || {
+                let calls: usize = response
+                    .tool_calls
+                    .iter()
+                    .map(|call| call.name.len() + call.arguments.len())
+                    .sum();
+                let density = self.inner.runtime.learned().density(&self.inner.info.model, estimate);
+                density.tokens_of((response.text.len() + calls) as u64)
+            },
+        )
     }
 
     /// Appends the messages steered into this run, each as a user message;

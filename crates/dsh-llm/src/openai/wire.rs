@@ -350,12 +350,13 @@ impl Assembler {
             }
         }
         if let Some(usage) = chunk.usage {
+            // A count the server left out stays 0 ("not reported"): the
+            // agent loop estimates it (see `Usage`).
             events.push(ChatEvent::Usage(Usage {
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
                 total_tokens: usage
                     .total_tokens
                     .unwrap_or(usage.prompt_tokens + usage.completion_tokens),
+                ..Usage::reported(usage.prompt_tokens, usage.completion_tokens)
             }));
         }
         Ok(events)
@@ -642,11 +643,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             events,
-            vec![ChatEvent::Usage(Usage {
-                prompt_tokens: 3,
-                completion_tokens: 4,
-                total_tokens: 7
-            })]
+            vec![ChatEvent::Usage(Usage::reported(3, 4))]
         );
     }
 }

@@ -180,11 +180,7 @@ impl ScriptedModel {
         events.extend(calls.into_iter().map(ChatEvent::ToolCall));
         let prompt_tokens = estimate_tokens(prompt_chars(request));
         let completion_tokens = estimate_tokens(completion_chars);
-        events.push(ChatEvent::Usage(Usage {
-            prompt_tokens,
-            completion_tokens,
-            total_tokens: prompt_tokens + completion_tokens,
-        }));
+        events.push(ChatEvent::Usage(Usage::reported(prompt_tokens, completion_tokens)));
         events.push(ChatEvent::Finish(finish));
         Ok((events, Duration::from_millis(reply.delay_ms)))
     }
