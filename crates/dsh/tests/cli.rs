@@ -225,8 +225,11 @@ fn dsh_run_talks_to_a_local_openai_compatible_server() {
     );
 }
 
+/// A server that reports no usage (llama-cpp-python's streams) is not read
+/// as "0 tokens": each call's tokens are estimated, and every line that
+/// shows them says so.
 #[test]
-fn a_server_that_reports_no_usage_reads_usage_not_reported() {
+fn a_server_that_reports_no_usage_reads_estimated_tokens() {
     let requests = Arc::new(Mutex::new(Vec::new()));
     let base_url = serve(200, false, requests);
     let dir = tempfile::tempdir().unwrap();
@@ -237,14 +240,28 @@ fn a_server_that_reports_no_usage_reads_usage_not_reported() {
     );
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    assert!(!stderr.contains("0 tokens"), "{stderr}");
-    assert!(stderr.contains("· usage not reported"), "the child's line: {stderr}");
-    assert!(
-        stderr.contains(
-            "dsh: own model calls: usage not reported · children: usage not reported · total: usage not reported"
-        ),
-        "{stderr}"
-    );
+    assert!(!stderr.contains(" 0 tokens"), "{stderr}");
+    assert!(!stderr.contains("usage not reported"), "{stderr}");
+    let child = stderr
+        .lines()
+        .find(|line| line.starts_with("↳ subagent \"count\" completed · 1 model call · "))
+        .unwrap_or_else(|| panic!("the child's line: {stderr}"));
+    assert!(child.contains(" tokens (estimated) · "), "{child}");
+    // The usage line: own, children and total, each marked, the total their sum.
+    let line = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("dsh: own model calls: "))
+        .unwrap_or_else(|| panic!("no usage line: {stderr}"));
+    let counts: Vec<u64> = line
+        .split(" · ")
+        .map(|part| {
+            let count = part.rsplit(": ").next().unwrap();
+            let count = count.strip_suffix(" tokens (estimated)").unwrap_or_else(|| panic!("{line}"));
+            count.parse().unwrap()
+        })
+        .collect();
+    assert_eq!(counts.len(), 3, "{line}");
+    assert!(counts[0] > 0 && counts[1] > 0 && counts[0] + counts[1] == counts[2], "{line}");
     let parent = std::fs::read_dir(dir.path().join(".dsh/agents"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
@@ -253,7 +270,10 @@ fn a_server_that_reports_no_usage_reads_usage_not_reported() {
     let id = parent.file_stem().unwrap().to_string_lossy().into_owned();
     let transcript = text(&dsh(dir.path(), &["transcript", &id], &[]).stdout);
     assert!(
-        transcript.contains("(2 model calls, usage not reported)"),
+        transcript.contains(&format!(
+            "(2 model calls, {} tokens (estimated); children {} tokens (estimated); total {} tokens (estimated))",
+            counts[0], counts[1], counts[2]
+        )),
         "{transcript}"
     );
 }
