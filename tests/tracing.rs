@@ -294,3 +294,57 @@ fn a_background_child_then_a_continuation() {
     });
     insta::assert_snapshot!(tree);
 }
+
+/// The harness's model, as a server that reports no usage in its streams
+/// (llama-cpp-python's): the loop's estimate takes its place.
+struct ReportsNoUsage(Arc<dsh_e2e::Recording>);
+
+impl dsh_llm::ChatModel for ReportsNoUsage {
+    fn model_name(&self) -> &str {
+        dsh_llm::ChatModel::model_name(self.0.as_ref())
+    }
+
+    fn stream_chat(&self, request: dsh_llm::ChatRequest, cancel: CancellationToken) -> dsh_llm::ChatStream {
+        use futures::StreamExt;
+        Box::pin(
+            self.0
+                .stream_chat(request, cancel)
+                .filter(|event| std::future::ready(!matches!(event, Ok(dsh_llm::ChatEvent::Usage(_))))),
+        )
+    }
+}
+
+/// Usage the server did not report is the loop's estimate, recorded as the
+/// conventions' ints and marked `dsh.usage.estimated = true` on every
+/// `chat` and `invoke_agent` span; a reported usage carries no mark (the
+/// trees pinned above have none).
+#[test]
+fn usage_the_server_did_not_report_is_estimated_and_marked() {
+    let tree = captured(|| async {
+        let harness = Harness::new(parent_script(json!({
+            "when": {"system_contains": "You are a delegated subagent"},
+            "reply": {"text": "The code word is swordfish."}
+        })));
+        let model = Arc::new(ReportsNoUsage(harness.model.clone()));
+        let runtime = Arc::new(AgentRuntime::new(model, harness.tools.clone()).with_data_dir(harness.data_dir.path()));
+        let parent = Agent::builder(runtime)
+            .id("parent")
+            .system_prompt("You are the parent.")
+            .build()
+            .unwrap();
+        let outcome = parent.run("What is the code word?", &CancellationToken::new()).await;
+        assert_eq!(outcome.text, "Parent: The code word is swordfish.");
+        assert!(outcome.usage.is_some_and(|usage| usage.is_estimated()));
+    });
+    // Two runs (parent, child) and three model calls, each marked.
+    assert_eq!(tree.matches("dsh.usage.estimated = true").count(), 5, "{tree}");
+    for key in ["gen_ai.usage.input_tokens = ", "gen_ai.usage.output_tokens = "] {
+        let counts: Vec<u64> = tree
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix(key))
+            .map(|count| count.parse().unwrap())
+            .collect();
+        assert_eq!(counts.len(), 5, "{key}: {tree}");
+        assert!(counts.iter().all(|count| *count > 0), "{key}: {tree}");
+    }
+}

@@ -111,16 +111,25 @@ mod tests {
         assert_eq!(completed(Some(Usage::reported(0, 0)), || 100, || 7), estimated(100, 7));
         assert_eq!(completed(Some(Usage::reported(90, 0)), || 100, || 7), estimated(90, 7));
         // An empty answer's zero stands.
-        assert_eq!(completed(Some(Usage::reported(90, 0)), || 100, || 0), Usage::reported(90, 0));
+        assert_eq!(
+            completed(Some(Usage::reported(90, 0)), || 100, || 0),
+            Usage::reported(90, 0)
+        );
     }
 
     #[test]
     fn a_sum_is_estimated_when_a_part_was() {
         let estimated = completed(None, || 10, || 1);
         let sum = add_reported(Some(Usage::reported(5, 5)), Some(estimated));
-        assert_eq!(sum.map(|usage| (usage.total_tokens, usage.counted)), Some((21, Counted::Estimated)));
+        assert_eq!(
+            sum.map(|usage| (usage.total_tokens, usage.counted)),
+            Some((21, Counted::Estimated))
+        );
         let reported = add_reported(Some(Usage::reported(5, 5)), Some(Usage::reported(1, 1)));
         assert_eq!(reported.map(|usage| usage.counted), Some(Counted::Reported));
-        assert_eq!(since(sum, Some(Usage::reported(5, 5))).map(|usage| usage.counted), Some(Counted::Estimated));
+        assert_eq!(
+            since(sum, Some(Usage::reported(5, 5))).map(|usage| usage.counted),
+            Some(Counted::Estimated)
+        );
     }
 }

@@ -184,11 +184,7 @@ impl ChatModel for WindowedModel {
             Reports::Nothing => None,
         };
         if let Some(prompt_tokens) = prompt_tokens {
-            events.push(Ok(ChatEvent::Usage(Usage {
-                prompt_tokens,
-                completion_tokens: 10,
-                total_tokens: prompt_tokens + 10,
-            })));
+            events.push(Ok(ChatEvent::Usage(Usage::reported(prompt_tokens, 10))));
         }
         events.push(Ok(ChatEvent::Finish(finish)));
         Box::pin(futures::stream::iter(events))

@@ -287,10 +287,7 @@ async fn assembles_interleaved_tool_calls_split_across_chunks() {
         ]
     );
     assert_eq!(response.finish_reason, FinishReason::ToolCalls);
-    assert_eq!(
-        response.usage,
-        Some(Usage::reported(30, 20))
-    );
+    assert_eq!(response.usage, Some(Usage::reported(30, 20)));
     for call in &response.tool_calls {
         serde_json::from_str::<Value>(&call.arguments).unwrap();
     }

@@ -256,12 +256,17 @@ fn a_server_that_reports_no_usage_reads_estimated_tokens() {
         .split(" · ")
         .map(|part| {
             let count = part.rsplit(": ").next().unwrap();
-            let count = count.strip_suffix(" tokens (estimated)").unwrap_or_else(|| panic!("{line}"));
+            let count = count
+                .strip_suffix(" tokens (estimated)")
+                .unwrap_or_else(|| panic!("{line}"));
             count.parse().unwrap()
         })
         .collect();
     assert_eq!(counts.len(), 3, "{line}");
-    assert!(counts[0] > 0 && counts[1] > 0 && counts[0] + counts[1] == counts[2], "{line}");
+    assert!(
+        counts[0] > 0 && counts[1] > 0 && counts[0] + counts[1] == counts[2],
+        "{line}"
+    );
     let parent = std::fs::read_dir(dir.path().join(".dsh/agents"))
         .unwrap()
         .map(|entry| entry.unwrap().path())

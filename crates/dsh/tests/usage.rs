@@ -133,7 +133,12 @@ fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
 fn run(server: &Server, budget: u64) -> (Option<i32>, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(common::DSH)
-        .args(["run", "--token-budget", &budget.to_string(), "Split the work and delegate it."])
+        .args([
+            "run",
+            "--token-budget",
+            &budget.to_string(),
+            "Split the work and delegate it.",
+        ])
         .current_dir(dir.path())
         .env("DSH_BASE_URL", &server.base_url)
         .env("DSH_API_KEY", "sk-test")
@@ -169,7 +174,10 @@ fn a_tree_budget_refuses_every_child_once_the_estimate_spent_it() {
             stderr.ends_with("dsh: the run did not finish: token budget of 100 tokens spent\n"),
             "{reports:?}: {stderr}"
         );
-        assert!(!stderr.contains(" started ("), "{reports:?}: no child started:\n{stderr}");
+        assert!(
+            !stderr.contains(" started ("),
+            "{reports:?}: no child started:\n{stderr}"
+        );
         assert_eq!(transcript.matches(REFUSED).count(), 5, "{reports:?}: {transcript}");
         assert_eq!(server.bodies().len(), 1, "{reports:?}: only the parent's first call");
     }

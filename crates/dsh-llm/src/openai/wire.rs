@@ -641,9 +641,6 @@ mod tests {
         let events = asm
             .push(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#)
             .unwrap();
-        assert_eq!(
-            events,
-            vec![ChatEvent::Usage(Usage::reported(3, 4))]
-        );
+        assert_eq!(events, vec![ChatEvent::Usage(Usage::reported(3, 4))]);
     }
 }
