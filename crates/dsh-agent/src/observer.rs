@@ -18,7 +18,8 @@ pub trait AgentObserver: Send + Sync + 'static {
     /// A piece of an agent's answer text, as the model streams it. Pieces of
     /// a model call that is then cancelled or fails have been reported too.
     fn text_delta(&self, _agent: &AgentId, _delta: &str) {}
-    /// An agent finished one model call; `steps` counts them in this run.
+    /// An agent finished one model call; `steps` counts them in this run,
+    /// and `usage` is what they spent (marked when estimated).
     fn step_finished(&self, _agent: &AgentId, _steps: u32, _usage: Option<Usage>) {}
     /// An agent is about to run a tool call the model made. Every start is
     /// followed by exactly one [`tool_call_finished`](Self::tool_call_finished)

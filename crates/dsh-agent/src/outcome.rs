@@ -66,7 +66,8 @@ pub struct RunOutcome {
     pub text: String,
     /// Model calls made.
     pub steps: u32,
-    /// Tokens this run spent in its own model calls; `None` when no call
-    /// reported usage.
+    /// Tokens this run spent in its own model calls, marked estimated when
+    /// a server left some count out ([`Usage::is_estimated`]); `None` when
+    /// it made none.
     pub usage: Option<Usage>,
 }

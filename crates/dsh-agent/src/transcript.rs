@@ -88,7 +88,8 @@ pub enum TranscriptEntry {
         stop: String,
         /// Model calls made.
         steps: u32,
-        /// Tokens the run's own model calls spent; absent when none reported usage.
+        /// Tokens the run's own model calls spent (`"counted":"estimated"`
+        /// when some count is the loop's estimate); absent when it made none.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
         /// Tokens its children spent during the run; absent when none was reported.

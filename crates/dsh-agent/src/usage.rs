@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 
 /// What an agent has spent: its own model calls, and its children's totals.
 ///
-/// `None` means no model call was made. A call whose server reported no
-/// usage, or left a count out or at zero, counts the loop's estimate
-/// instead, marked [`Counted::Estimated`] (see [`completed`]).
+/// `None` means nothing was counted: no model call, or children that
+/// report no usage (ACP). A call whose server reported no usage, or left a
+/// count out or at zero, counts the loop's estimate instead, marked
+/// [`Counted::Estimated`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UsageTotals {
     /// Tokens of this agent's own model calls.
