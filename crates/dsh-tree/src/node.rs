@@ -342,9 +342,23 @@ impl Tokens {
         self
     }
 
-    /// The model client's usage of one run.
+    /// The model client's usage of one run, estimated when the agent loop
+    /// estimated some of it (`"counted":"estimated"` in a transcript).
+    ///
+    /// ```
+    /// use dsh_llm::{Counted, Usage};
+    /// use dsh_tree::Tokens;
+    /// assert!(!Tokens::from_usage(&Usage::reported(100, 20)).estimated);
+    /// let estimated = Usage { counted: Counted::Estimated, ..Usage::reported(100, 20) };
+    /// assert_eq!(Tokens::from_usage(&estimated), Tokens::reported(100, 20).estimated());
+    /// ```
     pub fn from_usage(usage: &dsh_llm::Usage) -> Self {
-        Self::reported(usage.prompt_tokens, usage.completion_tokens)
+        let tokens = Self::reported(usage.prompt_tokens, usage.completion_tokens);
+        if usage.is_estimated() {
+            tokens.estimated()
+        } else {
+            tokens
+        }
     }
 
     /// Input plus output.

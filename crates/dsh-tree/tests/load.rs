@@ -310,10 +310,6 @@ fn a_transcript_the_agent_loop_writes_loads() {
     assert_eq!(tree.root.turns[0].answer_bytes, Some(3));
     assert_eq!(
         tree.root.tokens,
-        Some(dsh_tree::Tokens::from_usage(&Usage {
-            prompt_tokens: 100,
-            completion_tokens: 20,
-            total_tokens: 120
-        }))
+        Some(dsh_tree::Tokens::from_usage(&Usage::reported(100, 20)))
     );
 }
