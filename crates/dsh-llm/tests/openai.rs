@@ -866,11 +866,7 @@ async fn an_empty_200_answered_whole_becomes_the_same_events() {
             ChatEvent::TextDelta("Here.".into()),
             ChatEvent::ToolCall(ToolCall::new("call_a", "lookup", r#"{"key":"x"}"#)),
             ChatEvent::Finish(FinishReason::ToolCalls),
-            ChatEvent::Usage(Usage {
-                prompt_tokens: 9,
-                completion_tokens: 3,
-                total_tokens: 12
-            }),
+            ChatEvent::Usage(Usage::reported(9, 3)),
         ]
     );
     assert_eq!(server.count(), 2);

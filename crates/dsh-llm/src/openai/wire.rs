@@ -533,11 +533,7 @@ mod tests {
                 ChatEvent::TextDelta("Looking.".into()),
                 ChatEvent::ToolCall(ToolCall::new("call_a", "lookup", r#"{"key":"x"}"#)),
                 ChatEvent::Finish(FinishReason::ToolCalls),
-                ChatEvent::Usage(Usage {
-                    prompt_tokens: 12,
-                    completion_tokens: 5,
-                    total_tokens: 17
-                }),
+                ChatEvent::Usage(Usage::reported(12, 5)),
             ]
         );
         assert!(asm.finished());
