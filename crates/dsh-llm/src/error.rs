@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::stream_cut::StreamCut;
 use crate::wording;
 
 /// Everything that can go wrong when talking to a chat model (real or scripted).
@@ -145,20 +146,6 @@ impl LlmError {
             _ => false,
         }
     }
-}
-
-/// How a stream ended before the model reported that it had finished
-/// ([`LlmError::StreamEnded`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StreamCut {
-    /// `data: [DONE]` arrived, and no finish reason before it.
-    Done,
-    /// The server ended its answer (closed the stream, or sent a whole
-    /// answer) without a finish reason.
-    Closed,
-    /// The connection failed mid-stream; the transport's error.
-    Broken(String),
 }
 
 /// A request the server refused because it does not fit the model's

@@ -7,9 +7,10 @@ mod model;
 pub mod openai;
 mod refusal;
 pub mod scripted;
+mod stream_cut;
 mod wording;
 
-pub use error::{ContextRefusal, LlmError, StreamCut};
+pub use error::{ContextRefusal, LlmError};
 pub use message::{Message, Role, ToolCall, ToolDefinition};
 pub use model::{
     ChatEvent, ChatModel, ChatRequest, ChatResponse, ChatStream, Counted, FinishReason, Usage, collect_response,
@@ -17,4 +18,5 @@ pub use model::{
 };
 pub use openai::{OpenAiChatModel, OpenAiConfig};
 pub use scripted::{BUILTIN_SCRIPT, ScriptedModel};
+pub use stream_cut::StreamCut;
 pub use tokio_util::sync::CancellationToken;

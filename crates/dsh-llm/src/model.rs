@@ -8,8 +8,9 @@ use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{LlmError, StreamCut};
+use crate::error::LlmError;
 use crate::message::{Message, ToolCall, ToolDefinition};
+use crate::stream_cut::StreamCut;
 
 /// One call to a chat model: the conversation so far and the tools on offer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dsh_tools::budget::ResultPolicy;
+use dsh_tools::ResultPolicy;
 
 /// How servers are started and released.
 #[derive(Clone, Debug, PartialEq, Eq)]

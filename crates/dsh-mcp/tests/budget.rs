@@ -11,7 +11,8 @@ use dsh_subagent_testing::budget::{noticed_task_id, read_back};
 use dsh_tasks::wording::{MCP_RESULT_KIND, TASK_OUTPUT};
 use dsh_tasks::{TaskRegistry, TextStore};
 use dsh_tool_tasks::{TaskShelf, TaskToolsPlugin};
-use dsh_tools::budget::{PagedRead, ResultPolicy, Shown};
+use dsh_tools::ResultPolicy;
+use dsh_tools::budget::{PagedRead, Shown};
 use dsh_tools::{AgentRef, CancellationToken, ResultBudget, ToolExecution, ToolRegistry};
 use serde_json::json;
 

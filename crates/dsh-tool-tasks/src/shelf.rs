@@ -2,8 +2,9 @@
 //! read page by page with `task_output`.
 
 use dsh_tasks::{Output, Recorded, TaskRegistry, TaskSpec, wording};
-use dsh_tools::budget::{KeptResult, PagedRead, ResultShelf};
+use dsh_tools::budget::PagedRead;
 use dsh_tools::{AgentRef, ToolRegistry};
+use dsh_tools::{KeptResult, ResultShelf};
 
 /// Keeps a result its budget cut as a finished task of the caller, of the
 /// given kind (`mcp` for the tools mounted from MCP servers: `mcp-1`, …),

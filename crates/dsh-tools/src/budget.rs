@@ -38,10 +38,6 @@ use std::num::NonZeroU64;
 
 use crate::wording;
 
-mod shelf;
-
-pub use shelf::{KeptResult, ResultPolicy, ResultShelf};
-
 /// How many bytes of text count as one token (the estimate Codex uses too):
 /// what a budget in tokens allows, and how a request's size is estimated.
 pub const BYTES_PER_TOKEN: u64 = 4;

@@ -6,6 +6,7 @@ pub mod budget;
 mod code;
 mod registry;
 mod schema;
+mod shelf;
 mod tool;
 pub mod trace;
 pub mod wording;
@@ -20,4 +21,5 @@ pub use registry::{
     execute, panic_message,
 };
 pub use schema::parameters_schema;
+pub use shelf::{KeptResult, ResultPolicy, ResultShelf};
 pub use tool::{INVALID_ARGUMENTS, Tool, ToolError, ToolExecution, ToolOutput, ToolResult, json_kind};

@@ -6,8 +6,8 @@
 use std::sync::{Mutex, PoisonError};
 
 use dsh_mcp::{ClientOptions, McpMount, McpServerSpec, McpStartError};
+use dsh_tools::ResultPolicy;
 use dsh_tools::ToolRegistry;
-use dsh_tools::budget::ResultPolicy;
 
 use crate::cli::AgentArgs;
 use crate::config::Config;

@@ -12,7 +12,7 @@ use dsh_mcp::ClientOptions;
 use dsh_subagent::{SubagentEvent, Subscription};
 use dsh_tasks::TaskRegistry;
 use dsh_tool_tasks::TaskShelf;
-use dsh_tools::budget::ResultPolicy;
+use dsh_tools::ResultPolicy;
 use dsh_tools::{AgentId, ToolRegistry};
 
 use crate::cli::AgentArgs;

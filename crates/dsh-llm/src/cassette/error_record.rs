@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ContextRefusal, LlmError, StreamCut};
+use crate::error::{ContextRefusal, LlmError};
+use crate::stream_cut::StreamCut;
 use crate::wording;
 
 /// [`LlmError`], variant by variant, in a form that reads and writes as JSON.

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{PagedRead, ResultBudget, head_and_tail};
+use crate::budget::{PagedRead, ResultBudget, head_and_tail};
 use crate::{AgentRef, ToolError, ToolOutput, wording};
 
 /// A result too long for its budget, handed whole to a [`ResultShelf`].
@@ -41,7 +41,7 @@ pub trait ResultShelf: Send + Sync {
 /// A tool's result budget, and where a result it cuts is kept.
 ///
 /// ```
-/// use dsh_tools::budget::ResultPolicy;
+/// use dsh_tools::ResultPolicy;
 /// use dsh_tools::{ResultBudget, ToolOutput};
 /// let policy = ResultPolicy::new(ResultBudget::MIN);
 /// let cut = policy.within(Ok(ToolOutput::text("x".repeat(5_000))), None, "mcp__files__read").unwrap();
