@@ -5,6 +5,7 @@ mod error;
 mod message;
 mod model;
 pub mod openai;
+mod price;
 mod refusal;
 pub mod scripted;
 mod stream_cut;
@@ -17,6 +18,7 @@ pub use model::{
     collect_response_with, complete,
 };
 pub use openai::{OpenAiChatModel, OpenAiConfig};
+pub use price::{Cost, Price, PriceError, PriceKey};
 pub use scripted::{BUILTIN_SCRIPT, ScriptedModel};
 pub use stream_cut::StreamCut;
 pub use tokio_util::sync::CancellationToken;

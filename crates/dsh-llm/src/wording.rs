@@ -507,3 +507,10 @@ pub(crate) const LOG_BUILTIN_INVALID: &str = "the built-in script is invalid";
 
 /// Log line: a rule matched (its index and name are fields).
 pub(crate) const LOG_RULE_MATCHED: &str = "scripted rule matched";
+
+// ---- Price ----
+
+/// [`PriceError`](crate::PriceError): a price that is not a number, or is negative.
+pub(crate) fn bad_price(key: &str, value: f64) -> String {
+    format!("the {key} price must be a number, zero or more, per million tokens (got {value})")
+}

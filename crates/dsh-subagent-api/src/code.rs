@@ -46,11 +46,13 @@ pub enum ErrorCode {
     ChildLimit,
     /// `TOKEN_BUDGET_SPENT`: a token budget the child would spend from is spent; nothing started.
     TokenBudgetSpent,
+    /// `COST_BUDGET_SPENT`: the delegation tree's money budget is spent; nothing started.
+    CostBudgetSpent,
 }
 
 impl ErrorCode {
     /// Every code.
-    const ALL: [Self; 19] = [
+    const ALL: [Self; 20] = [
         Self::NoProvider,
         Self::DuplicateProvider,
         Self::UnsupportedCapability,
@@ -70,6 +72,7 @@ impl ErrorCode {
         Self::QueueFull,
         Self::ChildLimit,
         Self::TokenBudgetSpent,
+        Self::CostBudgetSpent,
     ];
 
     /// The code whose text is `text`, if the seam has one.
@@ -99,6 +102,7 @@ impl ErrorCode {
             Self::QueueFull => "QUEUE_FULL",
             Self::ChildLimit => "CHILD_LIMIT",
             Self::TokenBudgetSpent => "TOKEN_BUDGET_SPENT",
+            Self::CostBudgetSpent => "COST_BUDGET_SPENT",
         }
     }
 }

@@ -95,6 +95,18 @@ pub enum SubagentError {
         /// The tokens it allows.
         limit: u64,
     },
+    /// The delegation tree's money budget is spent (`COST_BUDGET_SPENT`):
+    /// the child was not started. Amounts are in billionths of the unit
+    /// the models' prices are given in.
+    #[error("{}", wording::cost_budget_spent(*spent, *limit, *estimated))]
+    CostBudgetSpent {
+        /// What the tree spent.
+        spent: u64,
+        /// What it allows.
+        limit: u64,
+        /// Whether some of what it spent was priced from estimated tokens.
+        estimated: bool,
+    },
     /// Any other failure a provider or the runtime reports.
     #[error("{message}")]
     Failed {
@@ -153,6 +165,7 @@ impl SubagentError {
             Self::QueueFull { .. } => ErrorCode::QueueFull,
             Self::ChildLimit { .. } => ErrorCode::ChildLimit,
             Self::TokenBudgetSpent { .. } => ErrorCode::TokenBudgetSpent,
+            Self::CostBudgetSpent { .. } => ErrorCode::CostBudgetSpent,
             Self::Failed { code: Some(code), .. } => match ErrorCode::from_text(code) {
                 Some(code) => code,
                 None => return SubagentCode::Provider(code),

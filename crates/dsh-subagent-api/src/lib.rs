@@ -26,7 +26,7 @@ pub use continuation::{
 };
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
 pub use error::SubagentError;
-pub use lineage::{BudgetScope, Lineage, TokenBudget};
+pub use lineage::{BudgetScope, CostBudget, Lineage, TokenBudget};
 pub use provider::SubagentProvider;
 pub use request::{AgentOptions, ChildSettings, Provenance, RunMode, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, bound_diagnostic};

@@ -1,5 +1,6 @@
 //! Where an agent sits in its delegation tree: the deadline and the token
-//! budget it inherits, and its place in the tree's admission gate.
+//! and money budgets it inherits, and its place in the tree's admission
+//! gate.
 //!
 //! The service computes a child's lineage when it admits the child and hands
 //! it to the provider on [`StartRequest::lineage`](crate::StartRequest::lineage).
@@ -12,7 +13,7 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use tokio::time::Instant;
 
@@ -29,6 +30,7 @@ pub struct Lineage(Option<Arc<Parts>>);
 struct Parts {
     deadline: Option<Instant>,
     budget: Option<Arc<TokenBudget>>,
+    cost_budget: Option<Arc<CostBudget>>,
     admission: Option<Arc<dyn Any + Send + Sync>>,
 }
 
@@ -70,6 +72,27 @@ impl Lineage {
         self.parts()?.budget.as_ref()
     }
 
+    /// Sets the money budget of the agent's tree, which it and every agent
+    /// below it spend from.
+    #[must_use]
+    pub fn with_cost_budget(self, budget: Arc<CostBudget>) -> Self {
+        self.edit(|parts| parts.cost_budget = Some(budget))
+    }
+
+    /// The money budget of the agent's tree, when one is set.
+    pub fn cost_budget(&self) -> Option<&Arc<CostBudget>> {
+        self.parts()?.cost_budget.as_ref()
+    }
+
+    /// Records what one of the agent's model calls cost, in billionths of
+    /// its price's unit, on its tree's money budget; `estimated` when the
+    /// tokens it was priced from were. Nothing happens without a budget.
+    pub fn spend_cost(&self, nanos: u64, estimated: bool) {
+        if let Some(budget) = self.cost_budget() {
+            budget.spend(nanos, estimated);
+        }
+    }
+
     /// Sets the agent's place in its tree's admission gate. Opaque here: the
     /// service that admits children sets and reads it; providers pass it on.
     #[must_use]
@@ -102,6 +125,7 @@ impl fmt::Debug for Lineage {
         f.debug_struct("Lineage")
             .field("deadline", &self.deadline())
             .field("budget", &self.budget())
+            .field("cost_budget", &self.cost_budget())
             .field("in_tree", &self.parts().is_some_and(|parts| parts.admission.is_some()))
             .finish()
     }
@@ -197,6 +221,78 @@ impl TokenBudget {
     }
 }
 
+/// A money budget: what a whole delegation tree may spend on model calls,
+/// in billionths of the unit its models' prices are given in (the unit of
+/// `dsh_llm::Cost::nanos`; this crate knows no price). Every agent of the
+/// tree spends what each of its model calls cost, an estimate too where
+/// the server reported no usage, so a child may spend at most what the
+/// tree has left. Once it is spent, no new child starts and the running
+/// agents stop before their next model call.
+///
+/// ```
+/// use dsh_subagent_api::CostBudget;
+/// let budget = CostBudget::new(1_000);
+/// budget.spend(600, false);
+/// assert_eq!((budget.remaining(), budget.is_spent()), (400, false));
+/// budget.spend(400, true);
+/// assert!(budget.is_spent() && budget.is_estimated());
+/// ```
+#[derive(Debug)]
+pub struct CostBudget {
+    limit: u64,
+    spent: AtomicU64,
+    estimated: AtomicBool,
+}
+
+impl CostBudget {
+    /// A budget of `limit` billionths of a unit.
+    pub fn new(limit: u64) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            spent: AtomicU64::new(0),
+            estimated: AtomicBool::new(false),
+        })
+    }
+
+    /// What it allows, in billionths of a unit.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// What was spent from it so far, in billionths of a unit.
+    pub fn spent(&self) -> u64 {
+        self.spent.load(Ordering::Relaxed)
+    }
+
+    /// Whether some of what was spent was priced from estimated tokens.
+    pub fn is_estimated(&self) -> bool {
+        self.estimated.load(Ordering::Relaxed)
+    }
+
+    /// Records `nanos` spent; `estimated` when priced from estimated tokens.
+    pub fn spend(&self, nanos: u64, estimated: bool) {
+        // Saturating: a sum past u64 is spent all the same.
+        let _ = self
+            .spent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |spent| {
+                Some(spent.saturating_add(nanos))
+            });
+        if estimated {
+            self.estimated.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// What may still be spent.
+    pub fn remaining(&self) -> u64 {
+        self.limit.saturating_sub(self.spent())
+    }
+
+    /// Whether all of it is spent.
+    pub fn is_spent(&self) -> bool {
+        self.spent() >= self.limit
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +308,22 @@ mod tests {
         assert!(lineage.spent_budget().is_none());
         lineage.spend(40);
         assert_eq!(lineage.spent_budget().map(TokenBudget::scope), Some(BudgetScope::Tree));
+    }
+
+    #[test]
+    fn a_cost_budget_is_shared_by_the_tree_and_remembers_an_estimate() {
+        let budget = CostBudget::new(100);
+        let parent = Lineage::new().with_cost_budget(budget.clone());
+        let child = Lineage::new().with_cost_budget(budget.clone());
+        parent.spend_cost(60, false);
+        assert!(!budget.is_estimated());
+        child.spend_cost(30, true);
+        assert_eq!((budget.spent(), budget.remaining(), budget.is_spent()), (90, 10, false));
+        assert!(budget.is_estimated());
+        child.spend_cost(u64::MAX, false);
+        assert_eq!(budget.spent(), u64::MAX, "a sum saturates");
+        assert!(budget.is_spent());
+        Lineage::new().spend_cost(5, false);
     }
 
     #[test]

@@ -123,3 +123,24 @@ pub(crate) fn token_budget_spent(scope: crate::BudgetScope, spent: u64, limit: u
         "subagent not started: {whose} is spent ({spent} of {limit} tokens). Finish the task with the results you have; do not retry."
     )
 }
+
+/// The tree's money budget is spent. Amounts are billionths of a unit,
+/// shown in units with as many decimals as they need.
+pub(crate) fn cost_budget_spent(spent: u64, limit: u64, estimated: bool) -> String {
+    let estimated = if estimated { ", partly estimated" } else { "" };
+    format!(
+        "subagent not started: this delegation tree's cost budget is spent ({} of {}{estimated}). Finish the task with the results you have; do not retry.",
+        units(spent),
+        units(limit)
+    )
+}
+
+/// Billionths of a unit as units, without trailing zeros: `0.5`, `2`.
+pub(crate) fn units(nanos: u64) -> String {
+    let (whole, fraction) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
+    if fraction == 0 {
+        return whole.to_string();
+    }
+    let digits = format!("{fraction:09}");
+    format!("{whole}.{}", digits.trim_end_matches('0'))
+}

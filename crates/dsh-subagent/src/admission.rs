@@ -17,8 +17,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, BudgetScope, CancellationToken, Lineage, RunMode, StopReason, SubagentError, SubagentRun,
-    TokenBudget,
+    AgentId, AgentRef, BudgetScope, CancellationToken, CostBudget, Lineage, RunMode, StopReason, SubagentError,
+    SubagentRun, TokenBudget,
 };
 use dsh_tasks::TextStore;
 use tokio::time::Instant;
@@ -57,6 +57,8 @@ pub(crate) struct Reservation {
     demand: Demand,
     parent_deadline: Option<Instant>,
     parent_budget: Option<Arc<TokenBudget>>,
+    /// The tree's money budget, which the child spends from too.
+    cost_budget: Option<Arc<CostBudget>>,
     /// The parent's place in its tree, when it has one: passed on to a
     /// child that gets no slot (its tree has no limits), so that the
     /// child's own outputs are kept with its tree's.
@@ -93,13 +95,17 @@ pub struct DelegationTree {
 
 impl DelegationTree {
     /// The lineage of the tree's top-level agent: its place at the root of
-    /// the gate, and the tree's token budget, when the limits set one.
+    /// the gate, and the tree's token and money budgets, when the limits
+    /// set them.
     pub fn lineage(&self) -> Lineage {
-        let lineage = Lineage::new().with_admission(self.root.clone());
-        match self.root.tree_budget() {
-            Some(budget) => lineage.with_budget(budget.clone()),
-            None => lineage,
+        let mut lineage = Lineage::new().with_admission(self.root.clone());
+        if let Some(budget) = self.root.tree_budget() {
+            lineage = lineage.with_budget(budget.clone());
         }
+        if let Some(budget) = self.root.cost_budget() {
+            lineage = lineage.with_cost_budget(budget.clone());
+        }
+        lineage
     }
 }
 
@@ -190,6 +196,19 @@ impl Admission {
             trace::refused(&error);
             return Err(error);
         }
+        let cost_budget = lineage
+            .cost_budget()
+            .cloned()
+            .or_else(|| node.as_ref().and_then(|node| node.cost_budget().cloned()));
+        if let Some(spent) = cost_budget.as_deref().filter(|budget| budget.is_spent()) {
+            let error = SubagentError::CostBudgetSpent {
+                spent: spent.spent(),
+                limit: spent.limit(),
+                estimated: spent.is_estimated(),
+            };
+            trace::refused(&error);
+            return Err(error);
+        }
         let ticket = node
             .map(|node| node.reserve(demand.counts, demand.mode))
             .transpose()
@@ -199,6 +218,7 @@ impl Admission {
             demand,
             parent_deadline: lineage.deadline(),
             parent_budget,
+            cost_budget,
             tree,
         })
     }
@@ -323,6 +343,7 @@ impl Reservation {
             demand,
             parent_deadline,
             parent_budget,
+            cost_budget,
             tree,
         } = self;
         let (slot, run_id) = match (waited, ticket) {
@@ -345,6 +366,9 @@ impl Reservation {
         }
         if let Some(budget) = budget {
             lineage = lineage.with_budget(budget);
+        }
+        if let Some(budget) = cost_budget {
+            lineage = lineage.with_cost_budget(budget);
         }
         match (&slot, tree) {
             (Some(slot), _) => lineage = lineage.with_admission(slot.node().clone()),

@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use dsh_subagent_api::{BudgetScope, RunMode, SubagentError, TokenBudget};
+use dsh_subagent_api::{BudgetScope, CostBudget, RunMode, SubagentError, TokenBudget};
 use dsh_tasks::TextStore;
 use tokio::sync::oneshot;
 
@@ -35,6 +35,7 @@ use crate::Limits;
 pub(crate) struct Tree {
     limits: Limits,
     budget: Option<Arc<TokenBudget>>,
+    cost_budget: Option<Arc<CostBudget>>,
     state: Mutex<TreeState>,
     /// Where the tree's outputs are kept for paged reads: its service's
     /// store ([`Limits::with_kept_output`]), else the process's.
@@ -106,6 +107,7 @@ impl Node {
             budget: limits
                 .token_budget()
                 .map(|limit| TokenBudget::new(BudgetScope::Tree, limit, None)),
+            cost_budget: limits.cost_budget().map(CostBudget::new),
             state: Mutex::new(TreeState::default()),
             texts,
         });
@@ -129,6 +131,11 @@ impl Node {
     /// The tree's own budget, when it has one.
     pub(crate) fn tree_budget(&self) -> Option<&Arc<TokenBudget>> {
         self.tree.budget.as_ref()
+    }
+
+    /// The tree's money budget, when it has one.
+    pub(crate) fn cost_budget(&self) -> Option<&Arc<CostBudget>> {
+        self.tree.cost_budget.as_ref()
     }
 
     /// The store of the tree's kept outputs.

@@ -1,6 +1,6 @@
 //! The limits of a delegation tree: how many children run at once, how many
 //! calls may wait for a slot, how many children the tree may start, and how
-//! many tokens it may spend.
+//! many tokens and how much money it may spend.
 
 use std::num::NonZeroUsize;
 
@@ -28,6 +28,7 @@ pub struct Limits {
     max_queued: Option<usize>,
     max_children: Option<usize>,
     token_budget: Option<u64>,
+    cost_budget: Option<u64>,
     kept_output: Option<usize>,
 }
 
@@ -46,6 +47,7 @@ impl Limits {
             max_queued: None,
             max_children: None,
             token_budget: None,
+            cost_budget: None,
             kept_output: None,
         }
     }
@@ -106,6 +108,25 @@ impl Limits {
         self
     }
 
+    /// The money a whole tree may spend, in billionths of the unit its
+    /// models' prices are given in (`dsh_llm::Cost::nanos` of the amount),
+    /// its top-level agent's own model calls included when that agent
+    /// spends from its tree. Every agent of the tree must know its model's
+    /// price: `dsh-agent` refuses to build one that does not, and a harness
+    /// refuses a provider whose children report no usage, since what they
+    /// spend could never be priced.
+    #[must_use]
+    pub const fn with_cost_budget(mut self, nanos: u64) -> Self {
+        self.cost_budget = Some(nanos);
+        self
+    }
+
+    /// The money a tree may spend, in billionths of a unit, when bounded
+    /// ([`Limits::with_cost_budget`]).
+    pub const fn cost_budget(&self) -> Option<u64> {
+        self.cost_budget
+    }
+
     /// The bytes of outputs the service keeps in a store of its own, when
     /// set ([`Limits::with_kept_output`]); `None`: the process's store.
     pub const fn kept_output(&self) -> Option<usize> {
@@ -142,5 +163,6 @@ impl Limits {
             && self.max_queued.is_none()
             && self.max_children.is_none()
             && self.token_budget.is_none()
+            && self.cost_budget.is_none()
     }
 }

@@ -65,12 +65,13 @@ pub(crate) fn withdrawn(waited: std::time::Duration) {
 }
 
 /// A limit refused the start: the limit (`max_queued`, `max_children`,
-/// `token_budget`) is its `error.type`.
+/// `token_budget`, `cost_budget`) is its `error.type`.
 pub(crate) fn refused(error: &SubagentError) {
     let limit = match error {
         SubagentError::QueueFull { .. } => "max_queued",
         SubagentError::ChildLimit { .. } => "max_children",
         SubagentError::TokenBudgetSpent { .. } => "token_budget",
+        SubagentError::CostBudgetSpent { .. } => "cost_budget",
         other => other.code().as_str(),
     };
     tracing::event!(

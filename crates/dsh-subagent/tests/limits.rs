@@ -573,6 +573,41 @@ async fn a_spent_budget_refuses_the_start_naming_whose_budget_it_was() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_spent_cost_budget_refuses_the_start_and_every_child_spends_from_it() {
+    // 0.5 units, in billionths.
+    let (service, stats, _registration) =
+        counting_service(Limits::none().with_cost_budget(500_000_000), Duration::from_millis(1));
+    let tree = service.open_tree();
+    let lineage = tree.lineage();
+    let parent = AgentRef::new("root").with_lineage(lineage.clone());
+    call(&service, labelled("before", &parent, &CancellationToken::new()))
+        .await
+        .unwrap();
+    let child = stats.lineages.lock().unwrap()[0].clone();
+    let budget = child.cost_budget().unwrap();
+    assert!(Arc::ptr_eq(budget, lineage.cost_budget().unwrap()), "a child spends from its tree's budget");
+    child.spend_cost(200_000_000, true);
+    assert_eq!(budget.remaining(), 300_000_000, "what a child may spend is what the tree has left");
+    lineage.spend_cost(300_000_000, false);
+    let refused = service
+        .start("counting", labelled("after", &parent, &CancellationToken::new()))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), "COST_BUDGET_SPENT");
+    assert!(matches!(
+        refused,
+        SubagentError::CostBudgetSpent {
+            spent: 500_000_000,
+            limit: 500_000_000,
+            estimated: true
+        }
+    ));
+    insta::assert_snapshot!("tree_cost_budget_spent", refused.to_string());
+    assert_eq!(stats.started(), ["before"]);
+    stats.assert_each_released_once();
+}
+
+#[tokio::test(start_paused = true)]
 async fn background_calls_are_queued_or_refused_when_they_are_made() {
     let (service, stats, _registration) = counting_service(
         Limits::none().with_max_concurrent(1).with_max_queued(1),

@@ -63,6 +63,7 @@ fn default_subagents(with_send_message: bool, surface: Surface) -> Vec<Subagent>
         .map(|(provider, tool)| Subagent {
             provider,
             tool: policy(tool),
+            price: None,
         })
         .collect()
 }
@@ -192,7 +193,7 @@ impl MountedHarness {
             withheld,
             observer,
         };
-        for Subagent { provider, mut tool } in subagents {
+        for Subagent { provider, mut tool, .. } in subagents {
             let provider: Arc<dyn SubagentProvider> = match provider {
                 Provider::Spawn => spawn.clone(),
                 Provider::Fork => fork.clone(),

@@ -58,6 +58,8 @@ pub(crate) struct RawLimits {
     pub(crate) max_queued: Option<Spanned<RawCount>>,
     pub(crate) max_children: Option<Spanned<RawCount>>,
     pub(crate) token_budget: Option<Spanned<RawCount>>,
+    /// The money one tree may spend, in the unit its prices are given in.
+    pub(crate) cost_budget: Option<Spanned<f64>>,
     /// The most of a delegation output the model reads, in tokens.
     pub(crate) result_budget: Option<Spanned<RawCount>>,
 }
@@ -117,6 +119,18 @@ pub(crate) struct RawModel {
     pub(crate) api_key_env: Option<Spanned<String>>,
     /// The model's context window, in tokens.
     pub(crate) context_window: Option<Spanned<RawCount>>,
+    /// What the model's tokens cost.
+    pub(crate) price: Option<Spanned<RawPrice>>,
+}
+
+/// `price = { input = …, output = …, cached_input = … }`: a model's price
+/// per million tokens; checked once read.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPrice {
+    pub(crate) input: Spanned<f64>,
+    pub(crate) output: Spanned<f64>,
+    pub(crate) cached_input: Option<Spanned<f64>>,
 }
 
 /// Which provider a `[[subagents]]` entry delegates to.
@@ -260,6 +274,8 @@ pub(crate) struct RawAgentOptions {
     pub(crate) model: Option<String>,
     /// The context window of the children's model, in tokens.
     pub(crate) context_window: Option<Spanned<RawCount>>,
+    /// What the children's model's tokens cost.
+    pub(crate) price: Option<Spanned<RawPrice>>,
 }
 
 /// `tool_filter`: which tools the children see.

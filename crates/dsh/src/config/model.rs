@@ -1,15 +1,17 @@
-//! `[model]`: the parent's endpoint, model, key variable and context window.
+//! `[model]`: the parent's endpoint, model, key variable, context window
+//! and price.
 
 use dsh_agent::ContextWindow;
+use dsh_llm::{Price, PriceError, PriceKey};
 use toml::Spanned;
 
-use super::file::{RawCount, RawModel};
+use super::file::{RawCount, RawModel, RawPrice};
 use super::{At, ConfigFileError, non_empty, variable_name};
 use crate::wording;
 
 /// `[model]`: each key, when set, overrides the matching `DSH_*` variable;
 /// command-line flags override the file.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct ModelConfig {
     /// The OpenAI-compatible endpoint.
     pub(crate) base_url: Option<String>,
@@ -20,6 +22,8 @@ pub(crate) struct ModelConfig {
     /// The model's context window (over `DSH_CONTEXT_WINDOW`; under
     /// `--context-window`).
     pub(crate) context_window: Option<ContextWindow>,
+    /// What the parent's model's tokens cost, per million.
+    pub(crate) price: Option<Price>,
 }
 
 /// `[model]` checked: no empty value, a key variable that can name one, a
@@ -46,7 +50,29 @@ pub(super) fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, C
             .context_window
             .map(|window| context_window(window, "model.context_window", at))
             .transpose()?,
+        price: raw.price.map(|value| price(value, "model.price", at)).transpose()?,
     })
+}
+
+/// A `price` (of `[model]` or a subagent's `agent_options`): each of its
+/// prices a number, zero or more; `key` names the table, and an error the
+/// price in it that is wrong.
+pub(super) fn price(value: Spanned<RawPrice>, key: &str, at: &At<'_>) -> Result<Price, ConfigFileError> {
+    let raw = value.into_inner();
+    let refused = |error: PriceError, span| at(Some(span), format!("{key}.{}", error.key.as_str()), error.to_string());
+    let price = Price::new(*raw.input.get_ref(), *raw.output.get_ref()).map_err(|error| {
+        let span = match error.key {
+            PriceKey::Input => raw.input.span(),
+            PriceKey::Output | PriceKey::CachedInput => raw.output.span(),
+        };
+        refused(error, span)
+    })?;
+    match raw.cached_input {
+        Some(cached) => price
+            .with_cached_input(*cached.get_ref())
+            .map_err(|error| refused(error, cached.span())),
+        None => Ok(price),
+    }
 }
 
 /// A `context_window` (of `[model]` or a subagent's `agent_options`): at

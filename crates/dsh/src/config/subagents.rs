@@ -19,7 +19,7 @@ use super::file::{
     RawToolFilter,
 };
 use super::limits::result_budget;
-use super::model::context_window;
+use super::model::{context_window, price};
 use super::{At, ConfigFileError, non_empty, variable_name};
 use crate::wording;
 
@@ -30,6 +30,9 @@ pub(crate) struct Subagent {
     pub(crate) provider: Provider,
     /// The tool's configuration (its `provider` is the registered provider's name).
     pub(crate) tool: SubagentToolConfig,
+    /// What its children's model's tokens cost (`agent_options.price`),
+    /// when given: an in-process child's only, whose loop this dsh runs.
+    pub(crate) price: Option<dsh_llm::Price>,
 }
 
 /// The provider behind one delegation tool.
@@ -163,7 +166,7 @@ fn resolve_subagent(
     };
     let tool = SubagentToolConfig::new(provider_name).tool_name(tool_name);
     let tool = entry.persona(raw.persona.take(), tool)?;
-    let tool = entry.agent_options(raw.agent_options.take(), tool)?;
+    let (tool, price) = entry.agent_options(raw.agent_options.take(), tool)?;
     let (tool, filter_span) = entry.tool_filter(raw.tool_filter.take(), tool)?;
     let (tool, depth_span) = entry.max_depth(raw.max_depth.take(), tool)?;
     let tool = match raw.enable_run_in_background {
@@ -178,7 +181,7 @@ fn resolve_subagent(
     };
     entry.validate(&tool, [depth_span, filter_span.clone()], name_span.clone())?;
     Ok(Located {
-        subagent: Subagent { provider, tool },
+        subagent: Subagent { provider, tool, price },
         name_span,
         filter_span,
     })
@@ -222,14 +225,15 @@ impl Entry<'_, '_> {
         Ok(tool.persona(non_empty(persona, &self.key("persona"), self.at)?))
     }
 
-    /// `agent_options`: the children's model and context window (the
-    /// window only for an in-process child, whose loop this dsh runs).
+    /// `agent_options`: the children's model, context window and price (the
+    /// window and the price only for an in-process child, whose loop this
+    /// dsh runs).
     fn agent_options(
         &self,
         options: Option<Spanned<RawAgentOptions>>,
         tool: SubagentToolConfig,
-    ) -> Result<SubagentToolConfig, ConfigFileError> {
-        let Some(options) = options else { return Ok(tool) };
+    ) -> Result<(SubagentToolConfig, Option<dsh_llm::Price>), ConfigFileError> {
+        let Some(options) = options else { return Ok((tool, None)) };
         let options = options.into_inner();
         let mut agent_options = AgentOptions::new();
         if let Some(model) = options.model {
@@ -246,7 +250,18 @@ impl Entry<'_, '_> {
             }
             agent_options = agent_options.with_context_window(context_window(window, &key, self.at)?.tokens());
         }
-        Ok(tool.agent_options(agent_options))
+        let price = match options.price {
+            Some(value) if self.kind == ProviderKind::Acp => {
+                return Err((self.at)(
+                    Some(value.span()),
+                    self.key("agent_options.price"),
+                    wording::CONFIG_ACP_PRICE.to_owned(),
+                ));
+            }
+            Some(value) => Some(price(value, &self.key("agent_options.price"), self.at)?),
+            None => None,
+        };
+        Ok((tool.agent_options(agent_options), price))
     }
 
     /// `tool_filter`: only for a provider that filters; and where it is.

@@ -61,6 +61,9 @@ pub(crate) fn config_unsupported(key: &str, provider: &str) -> String {
 /// other process's.
 pub(crate) const CONFIG_ACP_CONTEXT_WINDOW: &str = "an ACP child runs its own agent loop in its own process, with its own model: set its context window in that agent's configuration (for dsh, `[model] context_window` in the child's dsh.toml, or DSH_CONTEXT_WINDOW passed through this entry's `env`)";
 
+/// `agent_options.price` on an ACP entry: its child reports no usage to price.
+pub(crate) const CONFIG_ACP_PRICE: &str = "an ACP child runs its own agent loop in its own process and reports no usage to this dsh, so there is nothing here to price: give its price in that agent's configuration (for dsh, `[model] price` in the child's dsh.toml)";
+
 /// `DSH_CONTEXT_WINDOW` (or `--context-window`) that is not a window.
 pub(crate) fn context_window_invalid(source: &str, value: &str, why: &dyn Display) -> String {
     format!("dsh: {source}={value:?} is not a context window: {why}")
