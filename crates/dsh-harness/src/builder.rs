@@ -111,10 +111,13 @@ impl HarnessBuilder {
 
     /// Bounds every delegation tree of the harness (a top-level agent and
     /// everything below it): children running at once, calls waiting for a
-    /// slot, children started, tokens spent. [`Limits::none`] unless set
-    /// (the library's default is no limit; `dsh` sets its own). A tree
-    /// token budget needs every provider to report usage
-    /// ([`BuildError::TreeBudgetUnsupported`]).
+    /// slot, children started, tokens and money spent. [`Limits::none`]
+    /// unless set (the library's default is no limit; `dsh` sets its own).
+    /// A tree token or cost budget needs every provider to report usage
+    /// ([`BuildError::TreeBudgetUnsupported`],
+    /// [`BuildError::TreeCostBudgetUnsupported`]); a cost budget also needs
+    /// every agent of the tree to know its model's price, which the agent
+    /// loop checks when it builds one.
     /// Give each top-level agent its own tree ([`Harness::open_tree`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.assembly.limits = limits;
@@ -147,9 +150,9 @@ impl HarnessBuilder {
     /// one tool per name; then for each tool, that its background calls
     /// have somewhere to run, that its provider can honour its `maxDepth`,
     /// persona, tool filter and token budget, and that its filter names
-    /// mounted tools; last, when the limits set a tree token budget, that
-    /// every provider reports its children's usage (the `tokenBudget`
-    /// capability), so the budget is kept.
+    /// mounted tools; last, when the limits set a tree token or cost
+    /// budget, that every provider reports its children's usage (the
+    /// `tokenBudget` capability), so the budget is kept.
     pub fn build(self) -> Result<Harness, BuildError> {
         let providers = check::check(&self.assembly)?;
         Harness::mount(self.assembly, providers)

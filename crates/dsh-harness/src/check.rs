@@ -39,20 +39,24 @@ pub(crate) fn check(assembly: &Assembly) -> Result<Vec<Arc<dyn SubagentProvider>
 /// from it, and the budget would be accepted and never enforced. Every
 /// provider counts, a provider given without a tool included: a child it
 /// starts (a continued one, for one) belongs to a tree too.
+///
+/// A tree cost budget is spent by what those same reports cost, so it needs
+/// the same of every provider.
 fn tree_budget(assembly: &Assembly, providers: &[Arc<dyn SubagentProvider>]) -> Result<(), BuildError> {
-    let Some(limit) = assembly.limits.token_budget() else {
-        return Ok(());
-    };
-    match providers
+    let Some(unmetered) = providers
         .iter()
         .find(|provider| !provider.capabilities().supports(Capability::TokenBudget))
-    {
-        Some(provider) => Err(BuildError::TreeBudgetUnsupported {
-            provider: provider.name().to_owned(),
-            limit,
-        }),
-        None => Ok(()),
+    else {
+        return Ok(());
+    };
+    let provider = unmetered.name().to_owned();
+    if let Some(limit) = assembly.limits.token_budget() {
+        return Err(BuildError::TreeBudgetUnsupported { provider, limit });
     }
+    if assembly.limits.cost_budget().is_some() {
+        return Err(BuildError::TreeCostBudgetUnsupported { provider });
+    }
+    Ok(())
 }
 
 /// One provider per name: the same instance given twice is registered once.

@@ -32,6 +32,8 @@ pub enum BuildErrorCode {
     ToolNotRegistered,
     /// `TREE_BUDGET_UNSUPPORTED`: the limits set a tree token budget, and a provider of the harness reports no usage to spend from it.
     TreeBudgetUnsupported,
+    /// `TREE_COST_BUDGET_UNSUPPORTED`: the limits set a tree cost budget, and a provider of the harness reports no usage to price.
+    TreeCostBudgetUnsupported,
 }
 
 impl BuildErrorCode {
@@ -48,6 +50,7 @@ impl BuildErrorCode {
             Self::InvalidToolConfig => "INVALID_TOOL_CONFIG",
             Self::ToolNotRegistered => "TOOL_NOT_REGISTERED",
             Self::TreeBudgetUnsupported => "TREE_BUDGET_UNSUPPORTED",
+            Self::TreeCostBudgetUnsupported => "TREE_COST_BUDGET_UNSUPPORTED",
         }
     }
 }

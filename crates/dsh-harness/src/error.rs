@@ -87,6 +87,15 @@ pub enum BuildError {
         /// The tree's token budget.
         limit: u64,
     },
+    /// The limits set a tree cost budget, and this provider lacks the
+    /// `tokenBudget` capability: its children report no usage, so what
+    /// they spend could never be priced and the budget would never be
+    /// enforced for them.
+    #[error("{}", wording::tree_cost_budget_unsupported(provider))]
+    TreeCostBudgetUnsupported {
+        /// The provider's name.
+        provider: String,
+    },
     /// The `subagent` tool refused its configuration (an invalid value, or a
     /// numeric `maxDepth` its provider cannot enforce), in its own words.
     #[error(transparent)]
@@ -113,6 +122,7 @@ impl BuildError {
             Self::ProviderMismatch { .. } => BuildErrorCode::ProviderMismatch,
             Self::UnsupportedCapability { .. } => BuildErrorCode::UnsupportedCapability,
             Self::TreeBudgetUnsupported { .. } => BuildErrorCode::TreeBudgetUnsupported,
+            Self::TreeCostBudgetUnsupported { .. } => BuildErrorCode::TreeCostBudgetUnsupported,
             Self::Tool(_) => BuildErrorCode::InvalidToolConfig,
             Self::Registry(_) => BuildErrorCode::ToolNotRegistered,
             Self::Provider(error) => return BuildCode::Service(error.code()),

@@ -63,6 +63,13 @@ pub(crate) fn tree_budget_unsupported(provider: &str, limit: u64) -> String {
     )
 }
 
+/// A tree cost budget over a provider whose children report no usage.
+pub(crate) fn tree_cost_budget_unsupported(provider: &str) -> String {
+    format!(
+        "dsh-harness: the limits set a tree cost budget, which provider \"{provider}\" cannot honour (no tokenBudget capability: its children report no usage, so what they spend could never be priced) — remove the cost budget from the limits, or leave this provider out of the harness"
+    )
+}
+
 /// The tool registry refused a tool of the harness's own.
 pub(crate) fn tool_not_registered(error: &dsh_tools::RegistryError) -> String {
     format!("dsh-harness: {error}")

@@ -213,6 +213,16 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
                 limit: 100_000,
             },
         ),
+        (
+            "a tree cost budget over a provider that reports no usage",
+            HarnessBuilder::new()
+                .subagent(SubagentToolConfig::new("spawn"), spawn())
+                .provider(ScriptedProvider::builder("remote").capabilities(limited()).build())
+                .limits(Limits::none().with_cost_budget(2_000_000_000)),
+            BuildError::TreeCostBudgetUnsupported {
+                provider: "remote".into(),
+            },
+        ),
     ]
 }
 
@@ -268,6 +278,7 @@ fn the_codes_are_the_documented_symbols() {
             BuildErrorCode::InvalidToolConfig,
             BuildErrorCode::InvalidToolConfig,
             BuildErrorCode::TreeBudgetUnsupported,
+            BuildErrorCode::TreeCostBudgetUnsupported,
         ]
     );
 }
