@@ -11,7 +11,7 @@ use dsh_subagent_api::{Lineage, ToolFilter};
 use dsh_tools::{AgentId, AgentRef};
 
 use crate::transcript::{StartRecord, TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
-use crate::usage::{UsageTotals, add_reported};
+use crate::usage::{Priced, UsageTotals, add_reported};
 use crate::{AgentInfo, AgentRuntime, ContextWindow, ToolView};
 
 mod guard;
@@ -105,6 +105,13 @@ pub enum AgentError {
         id: AgentId,
         /// The cause.
         source: std::io::Error,
+    },
+    /// The agent's tree has a money budget, and its model has no price
+    /// ([`AgentRuntime::with_price`]): what it spends could never be counted.
+    #[error("{}", crate::wording::unpriced_model(model))]
+    Unpriced {
+        /// The model without a price.
+        model: String,
     },
 }
 
@@ -288,6 +295,9 @@ impl AgentBuilder {
             .model_override
             .clone()
             .unwrap_or_else(|| self.runtime.model().model_name().to_owned());
+        if self.lineage.cost_budget().is_some() && self.runtime.price(&model).is_none() {
+            return Err(AgentError::Unpriced { model });
+        }
         let info = AgentInfo {
             id: id.clone(),
             parent: self.parent.take(),
@@ -466,7 +476,8 @@ impl Agent {
         self.lock().history.clone()
     }
 
-    /// Tokens spent by this agent and by its children.
+    /// Tokens spent by this agent and by its children, and what they cost
+    /// where their prices are known.
     pub fn usage(&self) -> UsageTotals {
         self.lock().usage
     }
@@ -475,6 +486,14 @@ impl Agent {
     pub fn add_child_usage(&self, usage: Usage) {
         let mut state = self.lock();
         state.usage.children = add_reported(state.usage.children, Some(usage));
+    }
+
+    /// Adds a finished child's total cost ([`UsageTotals::total_cost`]) to
+    /// this agent's children cost: [`Priced::Unknown`] for a child whose
+    /// tokens, or some of its children's, have no price.
+    pub fn add_child_cost(&self, cost: Priced) {
+        let mut state = self.lock();
+        state.usage.children_cost = state.usage.children_cost.add(cost);
     }
 
     /// Its transcript file, when transcripts are kept.

@@ -302,6 +302,7 @@ fn publish(
         if let Some(spent) = child.usage().total() {
             parent.add_child_usage(spent);
         }
+        parent.add_child_cost(child.usage().total_cost());
         let answer = match outcome.stop {
             AgentStop::Completed => child.transcript_path().and_then(TranscriptAnswer::of_last_run),
             _ => None,
@@ -371,7 +372,9 @@ fn result_of(outcome: RunOutcome) -> SubagentResult {
     };
     match outcome.stop {
         AgentStop::Completed => SubagentResult::new(StopReason::Completed, output),
-        AgentStop::MaxTokens | AgentStop::TokenBudget(_) => SubagentResult::new(StopReason::MaxTokens, output),
+        AgentStop::MaxTokens | AgentStop::TokenBudget(_) | AgentStop::CostBudget(_) => {
+            SubagentResult::new(StopReason::MaxTokens, output)
+        }
         AgentStop::Refusal => SubagentResult::new(StopReason::Refusal, output),
         AgentStop::Cancelled => SubagentResult::new(StopReason::Aborted, output),
         AgentStop::MaxTurns(limit) => {

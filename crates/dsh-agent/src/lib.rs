@@ -33,4 +33,4 @@ pub use runtime::AgentRuntime;
 pub use store::JsonlChildStore;
 pub use tools::{ToolView, UnknownFilterTool};
 pub use trace::CAPTURE_CONTENT_ENV;
-pub use usage::{UsageTotals, add_reported};
+pub use usage::{Priced, UsageTotals, add_reported};

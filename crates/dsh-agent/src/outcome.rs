@@ -5,7 +5,7 @@ use std::fmt;
 use dsh_llm::Usage;
 use serde::{Deserialize, Serialize};
 
-use crate::ContextStop;
+use crate::{ContextStop, Priced};
 use crate::wording::stop;
 
 /// Why a run stopped.
@@ -34,6 +34,9 @@ pub enum AgentStop {
     /// ancestor's, or the tree's) of this many tokens was spent before the
     /// next model call.
     TokenBudget(u64),
+    /// The money budget of the agent's delegation tree, of this many
+    /// billionths of its prices' unit, was spent before the next model call.
+    CostBudget(u64),
     /// No request that fits the model's context window could be made: the
     /// loop's estimate said so before sending, or the server refused it and
     /// a refit did not help (or it named no window to refit to). Never
@@ -52,6 +55,7 @@ impl fmt::Display for AgentStop {
             Self::Error(message) => f.write_str(&stop::error(message)),
             Self::AnswerCut(message) => f.write_str(&stop::answer_cut(message)),
             Self::TokenBudget(limit) => f.write_str(&stop::token_budget(*limit)),
+            Self::CostBudget(limit) => f.write_str(&stop::cost_budget(*limit)),
             Self::ContextWindow(context) => f.write_str(&stop::context_window(&context.line())),
         }
     }
@@ -70,4 +74,7 @@ pub struct RunOutcome {
     /// a server left some count out ([`Usage::is_estimated`]); `None` when
     /// it made none.
     pub usage: Option<Usage>,
+    /// What this run's own model calls cost, where their model's price is
+    /// known ([`AgentRuntime::with_price`](crate::AgentRuntime::with_price)).
+    pub cost: Priced,
 }

@@ -1,9 +1,11 @@
-//! What an agent tree shares: the model, the tools, the data directory, the observer.
+//! What an agent tree shares: the model, the tools, the data directory, the
+//! observer, the models' prices.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_llm::ChatModel;
+use dsh_llm::{ChatModel, Price};
 use dsh_tools::ToolRegistry;
 
 use crate::context::Learned;
@@ -14,7 +16,8 @@ use crate::{AgentObserver, ContextWindow, NoticeSource};
 /// Children inherit it: the same model client (a child may name another
 /// model on it), the same tool registry (seen through the child's own
 /// filter), the same data directory for transcripts, the same observer, the
-/// same notice source, the same context window for the client's model, and
+/// same notice source, the same context window for the client's model, the
+/// same prices of models, and
 /// what the client's server taught about each model: the window its latest
 /// refusal named, and how it counts tokens (learned by one agent, known to
 /// all; a runtime made with [`AgentRuntime::new`] shares nothing of it with
@@ -27,6 +30,7 @@ pub struct AgentRuntime {
     observer: Option<Arc<dyn AgentObserver>>,
     notices: Option<Arc<dyn NoticeSource>>,
     context_window: Option<ContextWindow>,
+    prices: Arc<BTreeMap<String, Price>>,
     learned: Arc<Learned>,
 }
 
@@ -40,6 +44,7 @@ impl AgentRuntime {
             observer: None,
             notices: None,
             context_window: None,
+            prices: Arc::default(),
             learned: Arc::default(),
         }
     }
@@ -85,6 +90,22 @@ impl AgentRuntime {
     pub fn with_context_window(mut self, window: ContextWindow) -> Self {
         self.context_window = Some(window);
         self
+    }
+
+    /// Sets what `model`'s tokens cost: every agent that uses that model
+    /// counts what each of its calls costs, shows it beside its tokens and
+    /// spends it from its tree's money budget. A model without a price has
+    /// no cost (never a made-up one), and an agent of it cannot be built
+    /// in a tree with a money budget.
+    #[must_use]
+    pub fn with_price(mut self, model: impl Into<String>, price: Price) -> Self {
+        Arc::make_mut(&mut self.prices).insert(model.into(), price);
+        self
+    }
+
+    /// What `model`'s tokens cost, when its price is known.
+    pub fn price(&self, model: &str) -> Option<Price> {
+        self.prices.get(model).copied()
     }
 
     /// The context window of the client's own model, when one is set.

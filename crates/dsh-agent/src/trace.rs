@@ -43,6 +43,7 @@ pub(crate) fn invoke_agent(parent: Option<&Span>, info: &AgentInfo, provider: &s
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         dsh.usage.estimated = Empty,
+        dsh.cost = Empty,
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         "error.type" = Empty,
@@ -66,6 +67,7 @@ pub(crate) fn chat(model: &str, provider: &str, max_tokens: Option<u64>) -> Span
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         dsh.usage.estimated = Empty,
+        dsh.cost = Empty,
         "error.type" = Empty,
     )
 }
@@ -82,6 +84,13 @@ pub(crate) fn record_response(span: &Span, response: &ChatResponse, spent: Usage
 /// Records token usage on a span, as ints; a usage with an estimate in it
 /// is marked `dsh.usage.estimated = true` (the counts stay ints, as the
 /// conventions type them).
+/// Records what a call or a run cost on its span (`dsh.cost`, in the unit
+/// of the model's price); estimated when its usage is, which
+/// `dsh.usage.estimated` says.
+pub(crate) fn record_cost(span: &Span, cost: dsh_llm::Cost) {
+    span.record("dsh.cost", cost.amount());
+}
+
 pub(crate) fn record_usage(span: &Span, usage: Usage) {
     span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
     span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
@@ -129,6 +138,8 @@ enum ErrorType {
     MaxTurns,
     /// `TOKEN_BUDGET_SPENT`: the run spent its token budget (the seam's code).
     TokenBudgetSpent,
+    /// `COST_BUDGET_SPENT`: the run's tree spent its money budget (the seam's code).
+    CostBudgetSpent,
     /// `CONTEXT_WINDOW`: no request fitting the context window could be
     /// made (this crate's code).
     ContextWindow,
@@ -152,6 +163,7 @@ impl ErrorType {
             Self::Refusal => "REFUSAL",
             Self::MaxTurns => "MAX_TURNS",
             Self::TokenBudgetSpent => dsh_subagent_api::ErrorCode::TokenBudgetSpent.as_str(),
+            Self::CostBudgetSpent => dsh_subagent_api::ErrorCode::CostBudgetSpent.as_str(),
             Self::ContextWindow => crate::ErrorCode::ContextWindow.as_str(),
         }
     }
@@ -184,6 +196,7 @@ impl ErrorType {
             AgentStop::Error(_) => Self::ModelError,
             AgentStop::AnswerCut(_) => Self::ModelStreamEnded,
             AgentStop::TokenBudget(_) => Self::TokenBudgetSpent,
+            AgentStop::CostBudget(_) => Self::CostBudgetSpent,
             AgentStop::ContextWindow(_) => Self::ContextWindow,
         })
     }

@@ -1,6 +1,6 @@
-//! Token usage, per agent and summed over its children.
+//! Token usage, per agent and summed over its children, and what it cost.
 
-use dsh_llm::{Counted, Usage};
+use dsh_llm::{Cost, Counted, Price, Usage};
 use serde::{Deserialize, Serialize};
 
 /// What an agent has spent: its own model calls, and its children's totals.
@@ -15,12 +15,67 @@ pub struct UsageTotals {
     pub own: Option<Usage>,
     /// Tokens of every child it delegated to, recursively.
     pub children: Option<Usage>,
+    /// What its own model calls cost.
+    #[serde(default)]
+    pub own_cost: Priced,
+    /// What its children's model calls cost, recursively.
+    #[serde(default)]
+    pub children_cost: Priced,
 }
 
 impl UsageTotals {
     /// Own plus children; `None` when neither was reported.
     pub fn total(&self) -> Option<Usage> {
         add_reported(self.own, self.children)
+    }
+
+    /// What own and children's calls cost together.
+    pub fn total_cost(&self) -> Priced {
+        self.own_cost.add(self.children_cost)
+    }
+}
+
+/// What some model calls cost, as far as their prices are known: a cost
+/// is shown only where every call was priced, never a made-up one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Priced {
+    /// No model call was counted.
+    #[default]
+    Nothing,
+    /// Every counted call was priced: their sum, marked estimated when
+    /// some of their tokens were.
+    Known(Cost),
+    /// Some counted call's model has no price.
+    Unknown,
+}
+
+impl Priced {
+    /// What one call that spent `usage` cost at `price`, when known.
+    pub fn of(usage: &Usage, price: Option<Price>) -> Self {
+        match price {
+            Some(price) => Self::Known(price.cost(usage)),
+            None => Self::Unknown,
+        }
+    }
+
+    /// The sum of two: unknown when either is.
+    #[must_use]
+    pub fn add(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::Unknown, _) | (_, Self::Unknown) => Self::Unknown,
+            (Self::Known(a), Self::Known(b)) => Self::Known(a.add(b)),
+            (Self::Known(cost), Self::Nothing) | (Self::Nothing, Self::Known(cost)) => Self::Known(cost),
+            (Self::Nothing, Self::Nothing) => Self::Nothing,
+        }
+    }
+
+    /// The cost, when every call was priced and there was one.
+    pub fn known(self) -> Option<Cost> {
+        match self {
+            Self::Known(cost) => Some(cost),
+            Self::Nothing | Self::Unknown => None,
+        }
     }
 }
 
@@ -116,6 +171,20 @@ mod tests {
             completed(Some(Usage::reported(90, 0)), || 100, || 0),
             Usage::reported(90, 0)
         );
+    }
+
+    #[test]
+    fn a_cost_is_known_only_where_every_call_was_priced() {
+        let price = Price::new(1.0, 2.0).ok();
+        let call = Priced::of(&Usage::reported(1_000_000, 0), price);
+        assert_eq!(call.known().map(|cost| cost.to_string()).as_deref(), Some("1"));
+        assert_eq!(call.add(Priced::Nothing), call);
+        assert_eq!(Priced::Nothing.add(Priced::Nothing), Priced::Nothing);
+        let unpriced = Priced::of(&Usage::reported(10, 10), None);
+        assert_eq!(call.add(unpriced), Priced::Unknown);
+        assert_eq!(call.add(unpriced).known(), None);
+        let guess = Priced::of(&completed(None, || 500_000, || 0), price);
+        assert_eq!(call.add(guess).known().map(|cost| (cost.to_string(), cost.is_estimated())), Some(("1.5".to_owned(), true)));
     }
 
     #[test]

@@ -138,6 +138,13 @@ pub(crate) const AGENT_NOT_RUNNING: &str = "the agent is not running";
 /// [`SteerRefused::TurnClosed`](crate::SteerRefused::TurnClosed).
 pub(crate) const AGENT_TURN_CLOSED: &str = "the agent's turn has already closed";
 
+/// An agent of a tree with a money budget, whose model has no price.
+pub(crate) fn unpriced_model(model: &str) -> String {
+    format!(
+        "model {model:?} has no price, and this agent's delegation tree has a cost budget: what it spends could never be counted (give the model a price on the runtime)"
+    )
+}
+
 /// An agent whose transcript file could not be created.
 pub(crate) fn transcript_not_created(id: &dyn std::fmt::Display, error: &dyn std::fmt::Display) -> String {
     format!("cannot create the transcript for agent {id}: {error}")
@@ -216,6 +223,12 @@ pub(crate) mod stop {
     /// A token budget was spent before the next model call.
     pub(crate) fn token_budget(limit: u64) -> String {
         format!("token budget of {limit} tokens spent")
+    }
+
+    /// The tree's money budget was spent before the next model call.
+    pub(crate) fn cost_budget(limit: u64) -> String {
+        let limit = dsh_llm::Cost::from_nanos(limit);
+        format!("cost budget of {limit} spent")
     }
 
     /// No request fits the context window: the stop reason, then the line.

@@ -148,6 +148,14 @@ impl Cost {
         }
     }
 
+    /// A cost of `nanos` billionths of a unit, from the server's counts.
+    pub const fn from_nanos(nanos: u64) -> Self {
+        Self {
+            nanos,
+            counted: Counted::Reported,
+        }
+    }
+
     /// The cost in billionths of its unit.
     pub const fn nanos(&self) -> u64 {
         self.nanos

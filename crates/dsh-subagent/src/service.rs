@@ -111,7 +111,7 @@ impl SubagentService {
     ///
     /// Fails with `DUPLICATE_PROVIDER` when the name is taken, and with
     /// `UNSUPPORTED_CAPABILITY` (`tokenBudget`) when the limits set a tree
-    /// token budget and the provider lacks that capability: its children
+    /// token or cost budget and the provider lacks that capability: its children
     /// report no usage, so what they spend would never be counted and the
     /// budget never enforced. A harness refuses such a provider when it is
     /// built; this refuses one registered later the same way. When a
@@ -122,7 +122,8 @@ impl SubagentService {
         provider: Arc<dyn SubagentProvider>,
     ) -> Result<ProviderRegistration, SubagentError> {
         let name = provider.name().to_owned();
-        if self.limits().token_budget().is_some() && !provider.capabilities().supports(Capability::TokenBudget) {
+        let budgeted = self.limits().token_budget().is_some() || self.limits().cost_budget().is_some();
+        if budgeted && !provider.capabilities().supports(Capability::TokenBudget) {
             return Err(SubagentError::UnsupportedCapability {
                 provider: name,
                 capability: Capability::TokenBudget,

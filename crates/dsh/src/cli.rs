@@ -132,6 +132,13 @@ pub(crate) struct AgentArgs {
     /// else none). Refused with an ACP tool: its children report no usage.
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) token_budget: Option<u64>,
+    /// The money one tree may spend, in the unit its models' prices are
+    /// given in (`price` in dsh.toml), its top-level agent's own model calls
+    /// and estimated usage included (default: `[limits].cost_budget`, else
+    /// none). Every model of the tree needs a price; refused with an ACP
+    /// tool: its children report no usage.
+    #[arg(long, value_name = "AMOUNT", value_parser = parse_cost_budget)]
+    pub(crate) cost_budget: Option<dsh_llm::Cost>,
     /// The parent model's context window, in tokens: every request is
     /// fitted into it, less a reserve for the answer (default:
     /// `[model].context_window` in dsh.toml, else $DSH_CONTEXT_WINDOW, else
@@ -176,6 +183,7 @@ impl AgentArgs {
             max_queued: None,
             max_children: None,
             token_budget: None,
+            cost_budget: None,
             context_window: None,
             result_budget: None,
             record: None,
@@ -193,9 +201,19 @@ impl AgentArgs {
             max_queued: self.max_queued,
             max_children: self.max_children,
             token_budget: self.token_budget,
+            cost_budget: self.cost_budget,
             result_budget: self.result_budget,
         }
     }
+}
+
+fn parse_cost_budget(text: &str) -> Result<dsh_llm::Cost, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|amount| *amount > 0.0)
+        .and_then(dsh_llm::Cost::from_amount)
+        .ok_or_else(|| crate::wording::COST_BUDGET_NOT_AN_AMOUNT.to_owned())
 }
 
 fn parse_mcp_server(text: &str) -> Result<dsh_mcp::McpServerSpec, String> {

@@ -12,6 +12,7 @@ mod mcp_mounts;
 mod mcp_server;
 mod model;
 mod observe;
+mod prices;
 mod progress;
 mod resume;
 mod retention;

@@ -165,6 +165,7 @@ mod tests {
             model: Some("file-model".into()),
             api_key_env: None,
             context_window: None,
+            price: None,
         };
         let env = [("DSH_BASE_URL", "http://127.0.0.1:8/v1"), ("DSH_MODEL", "env-model")];
         assert_eq!(

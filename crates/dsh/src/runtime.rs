@@ -128,6 +128,7 @@ impl SharedRuntime {
         if let Some(dir) = data_dir {
             runtime = runtime.with_data_dir(dir);
         }
+        let runtime = crate::prices::priced(runtime, config, limits.cost_budget().is_some())?;
         Ok(Self {
             banner,
             recorder,

@@ -309,15 +309,27 @@ pub(crate) fn tokens(usage: Option<dsh_llm::Usage>) -> String {
     }
 }
 
+/// Tokens and, where every call's price is known, what they cost:
+/// `N tokens, cost X`, the cost marked `(estimated)` when priced from
+/// estimated tokens; tokens alone otherwise (never a made-up price).
+pub(crate) fn tokens_and_cost(usage: Option<dsh_llm::Usage>, cost: dsh_agent::Priced) -> String {
+    match cost.known() {
+        Some(cost) if cost.is_estimated() => format!("{}, cost {cost} (estimated)", tokens(usage)),
+        Some(cost) => format!("{}, cost {cost}", tokens(usage)),
+        None => tokens(usage),
+    }
+}
+
 /// The parent's usage line at the end of `dsh run`: its own model calls and
-/// its children's, separately and in total; then how many delegation calls
-/// waited for a slot, and how long in all, when any did.
+/// its children's, separately and in total, each with its cost where the
+/// prices are known; then how many delegation calls waited for a slot, and
+/// how long in all, when any did.
 pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals, waited_calls: usize, waited: std::time::Duration) -> String {
     let mut line = format!(
         "dsh: own model calls: {} · children: {} · total: {}",
-        tokens(usage.own),
-        tokens(usage.children),
-        tokens(usage.total())
+        tokens_and_cost(usage.own, usage.own_cost),
+        tokens_and_cost(usage.children, usage.children_cost),
+        tokens_and_cost(usage.total(), usage.total_cost())
     );
     // Only when the limits made some call wait.
     if waited_calls > 0 {

@@ -13,7 +13,7 @@ use crate::context::{Anchor, Estimate};
 use crate::trace;
 use crate::transcript::{TranscriptEntry, TurnTimes, now_ms};
 use crate::usage::{add_reported, completed, since};
-use crate::{AgentStop, RunOutcome};
+use crate::{AgentStop, Priced, RunOutcome};
 
 /// A run in progress: its turn, and what it counts.
 struct Run {
@@ -23,6 +23,8 @@ struct Run {
     steps: u32,
     /// Tokens its own model calls reported.
     usage: Option<Usage>,
+    /// What its own model calls cost, where their model's price is known.
+    cost: Priced,
     /// The agent's children's tokens when the run began.
     children_before: Option<Usage>,
     /// When it began and how long its start waited; when each model call ended.
@@ -75,6 +77,9 @@ impl Agent {
         if let Some(usage) = outcome.usage {
             trace::record_usage(&span, usage);
         }
+        if let Some(cost) = outcome.cost.known() {
+            trace::record_cost(&span, cost);
+        }
         trace::record_stop(&span, &outcome.stop);
         trace::record_content(&span, "gen_ai.output.messages", "assistant", &outcome.text);
         outcome
@@ -122,6 +127,7 @@ impl Agent {
             turn,
             steps: 0,
             usage: None,
+            cost: Priced::Nothing,
             children_before: self.lock().usage.children,
             times,
         }
@@ -136,8 +142,11 @@ impl Agent {
         if steps >= self.inner.max_turns {
             return Some(AgentStop::MaxTurns(self.inner.max_turns));
         }
-        let spent = self.inner.lineage.spent_budget()?;
-        Some(AgentStop::TokenBudget(spent.limit()))
+        if let Some(spent) = self.inner.lineage.spent_budget() {
+            return Some(AgentStop::TokenBudget(spent.limit()));
+        }
+        let budget = self.inner.lineage.cost_budget().filter(|budget| budget.is_spent())?;
+        Some(AgentStop::CostBudget(budget.limit()))
     }
 
     /// Sends the conversation so far plus `turn`, its round of results
@@ -189,10 +198,16 @@ impl Agent {
         run.turn.round = None;
         self.record_turn(&mut run.turn);
         self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
+        let cost = Priced::of(&spent, self.inner.runtime.price(&self.inner.info.model));
+        if let Some(cost) = cost.known() {
+            self.inner.lineage.spend_cost(cost.nanos(), cost.is_estimated());
+        }
         run.usage = add_reported(run.usage, Some(spent));
+        run.cost = run.cost.add(cost);
         {
             let mut state = self.lock();
             state.usage.own = add_reported(state.usage.own, Some(spent));
+            state.usage.own_cost = state.usage.own_cost.add(cost);
         }
         // Only the server's own count anchors and teaches the estimate.
         if let Some(reported) = response.usage {
@@ -242,6 +257,7 @@ impl Agent {
             mut turn,
             steps,
             usage,
+            cost,
             children_before,
             mut times,
         } = run;
@@ -286,6 +302,7 @@ impl Agent {
             text,
             steps,
             usage,
+            cost,
         }
     }
 
@@ -322,7 +339,12 @@ impl Agent {
                 (response, spent)
             });
         match &result {
-            Ok((response, spent)) => trace::record_response(&chat, response, *spent),
+            Ok((response, spent)) => {
+                trace::record_response(&chat, response, *spent);
+                if let Some(price) = self.inner.runtime.price(&self.inner.info.model) {
+                    trace::record_cost(&chat, price.cost(spent));
+                }
+            }
             Err(error) => trace::record_llm_error(&chat, error),
         }
         result

@@ -54,7 +54,7 @@ impl PromptClient for Connection {
 pub(super) fn stop_reason(stop: &AgentStop) -> Result<StopReason, acp::Error> {
     match stop {
         AgentStop::Completed => Ok(StopReason::EndTurn),
-        AgentStop::MaxTokens | AgentStop::TokenBudget(_) => Ok(StopReason::MaxTokens),
+        AgentStop::MaxTokens | AgentStop::TokenBudget(_) | AgentStop::CostBudget(_) => Ok(StopReason::MaxTokens),
         AgentStop::MaxTurns(_) => Ok(StopReason::MaxTurnRequests),
         AgentStop::Refusal => Ok(StopReason::Refusal),
         AgentStop::Cancelled => Ok(StopReason::Cancelled),

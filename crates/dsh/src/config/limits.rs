@@ -21,6 +21,8 @@ pub(crate) struct LimitsConfig {
     pub(crate) max_children: Option<u64>,
     /// Tokens one tree may spend, its top-level agent's own included.
     pub(crate) token_budget: Option<u64>,
+    /// Money one tree may spend, its top-level agent's own included.
+    pub(crate) cost_budget: Option<dsh_llm::Cost>,
     /// The most of a delegation output the model reads, in tokens (at
     /// least [`ResultBudget::MIN`]), for every tool without its own.
     pub(crate) result_budget: Option<u64>,
@@ -55,10 +57,19 @@ impl LimitsConfig {
                     .or(self.max_children)
                     .unwrap_or(Self::DEFAULT_MAX_CHILDREN),
             ));
-        match flags.token_budget.or(self.token_budget) {
+        let limits = match flags.token_budget.or(self.token_budget) {
             Some(tokens) => limits.with_token_budget(tokens),
             None => limits,
+        };
+        match self.cost_budget(flags) {
+            Some(cost) => limits.with_cost_budget(cost.nanos()),
+            None => limits,
         }
+    }
+
+    /// The tree's money budget: `flags` over `self` (the file); none by default.
+    pub(crate) fn cost_budget(&self, flags: &LimitsConfig) -> Option<dsh_llm::Cost> {
+        flags.cost_budget.or(self.cost_budget)
     }
 
     /// The result budget: `flags` over `self` (the file) over the default
@@ -74,7 +85,8 @@ impl LimitsConfig {
 }
 
 /// `[limits]`: `max_concurrent`, `max_children` and `token_budget` must be
-/// at least 1 (a tree that may run or start nothing would only refuse);
+/// at least 1 (a tree that may run or start nothing would only refuse),
+/// `cost_budget` a number greater than zero;
 /// `max_queued = 0` refuses every call past `max_concurrent` at once.
 pub(super) fn resolve_limits(raw: RawLimits, at: &At<'_>) -> Result<LimitsConfig, ConfigFileError> {
     let positive = |value: Option<Spanned<RawCount>>, name: &str| match value {
@@ -94,8 +106,23 @@ pub(super) fn resolve_limits(raw: RawLimits, at: &At<'_>) -> Result<LimitsConfig
         max_queued: raw.max_queued.map(|value| value.into_inner().0),
         max_children: positive(raw.max_children, "max_children")?,
         token_budget: positive(raw.token_budget, "token_budget")?,
+        cost_budget: raw.cost_budget.map(|value| cost_budget(value, at)).transpose()?,
         result_budget: result_budget.map(ResultBudget::tokens),
     })
+}
+
+/// `cost_budget`: an amount greater than zero, in the unit of the prices.
+fn cost_budget(value: Spanned<f64>, at: &At<'_>) -> Result<dsh_llm::Cost, ConfigFileError> {
+    Some(*value.get_ref())
+        .filter(|amount| *amount > 0.0)
+        .and_then(dsh_llm::Cost::from_amount)
+        .ok_or_else(|| {
+            at(
+                Some(value.span()),
+                "limits.cost_budget".to_owned(),
+                wording::COST_BUDGET_NOT_AN_AMOUNT.to_owned(),
+            )
+        })
 }
 
 /// A result budget as written: a count of tokens, at least

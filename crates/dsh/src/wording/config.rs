@@ -61,6 +61,30 @@ pub(crate) fn config_unsupported(key: &str, provider: &str) -> String {
 /// other process's.
 pub(crate) const CONFIG_ACP_CONTEXT_WINDOW: &str = "an ACP child runs its own agent loop in its own process, with its own model: set its context window in that agent's configuration (for dsh, `[model] context_window` in the child's dsh.toml, or DSH_CONTEXT_WINDOW passed through this entry's `env`)";
 
+/// Whose model a cost budget needs the price of: the parent's.
+pub(crate) const PRICE_NEEDED_PARENT: &str = "the parent's model (set `[model] price` in dsh.toml)";
+
+/// Whose model a cost budget needs the price of: a tool's children's.
+pub(crate) fn price_needed_tool(index: usize, tool: &str) -> String {
+    format!("the model of the children of `{tool}` (set `subagents[{index}].agent_options.price` in dsh.toml)")
+}
+
+/// A cost budget over a tree with a model of no price: what it spends
+/// could never be counted, so nothing starts.
+pub(crate) fn cost_budget_unpriced(model: &str, whose: &str) -> String {
+    format!(
+        "dsh: a cost budget needs the price of every model of the tree, and {model:?}, {whose}, has none: what it spends could never be counted"
+    )
+}
+
+/// One model given two different prices.
+pub(crate) fn price_given_twice(model: &str, first: &str, second: &str) -> String {
+    format!("dsh: model {model:?} has two different prices, `{first}` and `{second}`: give it one")
+}
+
+/// A `cost_budget` (or `--cost-budget`) that is no amount of money.
+pub(crate) const COST_BUDGET_NOT_AN_AMOUNT: &str = "a cost budget must be a number greater than zero, in the unit the models' prices are given in (leave it out for no cost budget)";
+
 /// `agent_options.price` on an ACP entry: its child reports no usage to price.
 pub(crate) const CONFIG_ACP_PRICE: &str = "an ACP child runs its own agent loop in its own process and reports no usage to this dsh, so there is nothing here to price: give its price in that agent's configuration (for dsh, `[model] price` in the child's dsh.toml)";
 
