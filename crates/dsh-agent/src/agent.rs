@@ -493,7 +493,7 @@ impl Agent {
     /// tokens, or some of its children's, have no price.
     pub fn add_child_cost(&self, cost: Priced) {
         let mut state = self.lock();
-        state.usage.children_cost = state.usage.children_cost.add(cost);
+        state.usage.children_cost = state.usage.children_cost + cost;
     }
 
     /// Its transcript file, when transcripts are kept.

@@ -5,8 +5,8 @@ use std::fmt;
 use dsh_llm::Usage;
 use serde::{Deserialize, Serialize};
 
-use crate::{ContextStop, Priced};
 use crate::wording::stop;
+use crate::{ContextStop, Priced};
 
 /// Why a run stopped.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -31,7 +31,21 @@ impl UsageTotals {
 
     /// What own and children's calls cost together.
     pub fn total_cost(&self) -> Priced {
-        self.own_cost.add(self.children_cost)
+        self.own_cost + self.children_cost
+    }
+}
+
+/// The sum of two: unknown when either is.
+impl std::ops::Add for Priced {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        match (self, other) {
+            (Self::Unknown, _) | (_, Self::Unknown) => Self::Unknown,
+            (Self::Known(a), Self::Known(b)) => Self::Known(a + b),
+            (Self::Known(cost), Self::Nothing) | (Self::Nothing, Self::Known(cost)) => Self::Known(cost),
+            (Self::Nothing, Self::Nothing) => Self::Nothing,
+        }
     }
 }
 
@@ -56,17 +70,6 @@ impl Priced {
         match price {
             Some(price) => Self::Known(price.cost(usage)),
             None => Self::Unknown,
-        }
-    }
-
-    /// The sum of two: unknown when either is.
-    #[must_use]
-    pub fn add(self, other: Self) -> Self {
-        match (self, other) {
-            (Self::Unknown, _) | (_, Self::Unknown) => Self::Unknown,
-            (Self::Known(a), Self::Known(b)) => Self::Known(a.add(b)),
-            (Self::Known(cost), Self::Nothing) | (Self::Nothing, Self::Known(cost)) => Self::Known(cost),
-            (Self::Nothing, Self::Nothing) => Self::Nothing,
         }
     }
 
@@ -178,13 +181,18 @@ mod tests {
         let price = Price::new(1.0, 2.0).ok();
         let call = Priced::of(&Usage::reported(1_000_000, 0), price);
         assert_eq!(call.known().map(|cost| cost.to_string()).as_deref(), Some("1"));
-        assert_eq!(call.add(Priced::Nothing), call);
-        assert_eq!(Priced::Nothing.add(Priced::Nothing), Priced::Nothing);
+        assert_eq!(call + Priced::Nothing, call);
+        assert_eq!(Priced::Nothing + Priced::Nothing, Priced::Nothing);
         let unpriced = Priced::of(&Usage::reported(10, 10), None);
-        assert_eq!(call.add(unpriced), Priced::Unknown);
-        assert_eq!(call.add(unpriced).known(), None);
+        assert_eq!(call + unpriced, Priced::Unknown);
+        assert_eq!((call + unpriced).known(), None);
         let guess = Priced::of(&completed(None, || 500_000, || 0), price);
-        assert_eq!(call.add(guess).known().map(|cost| (cost.to_string(), cost.is_estimated())), Some(("1.5".to_owned(), true)));
+        assert_eq!(
+            (call + guess)
+                .known()
+                .map(|cost| (cost.to_string(), cost.is_estimated())),
+            Some(("1.5".to_owned(), true))
+        );
     }
 
     #[test]

@@ -177,21 +177,24 @@ impl Cost {
         matches!(self.counted, Counted::Estimated)
     }
 
-    /// The sum of two costs (saturating), estimated when either was.
-    #[must_use]
-    pub const fn add(self, other: Self) -> Self {
-        Self {
-            nanos: self.nanos.saturating_add(other.nanos),
-            counted: self.counted.and(other.counted),
-        }
-    }
-
     /// The sum of two costs either of which may be unknown: `None` only
     /// when both are.
     pub fn add_known(a: Option<Self>, b: Option<Self>) -> Option<Self> {
         match (a, b) {
-            (Some(a), Some(b)) => Some(a.add(b)),
+            (Some(a), Some(b)) => Some(a + b),
             (one, None) | (None, one) => one,
+        }
+    }
+}
+
+/// The sum of two costs (saturating), estimated when either was.
+impl std::ops::Add for Cost {
+    type Output = Self;
+
+    fn add(self, other: Self) -> Self {
+        Self {
+            nanos: self.nanos.saturating_add(other.nanos),
+            counted: self.counted.and(other.counted),
         }
     }
 }
@@ -229,7 +232,11 @@ mod tests {
         // 1000 × 0.27 / 1e6 + 100 × 1.10 / 1e6 = 0.00027 + 0.00011
         assert_eq!(cost.nanos(), 380_000);
         assert_eq!(cost.to_string(), "0.00038");
-        assert_eq!(price.cost(&Usage::reported(3, 0)).nanos(), 810, "a few tokens still cost something");
+        assert_eq!(
+            price.cost(&Usage::reported(3, 0)).nanos(),
+            810,
+            "a few tokens still cost something"
+        );
         let free = Price::new(0.0, 0.0).unwrap();
         assert_eq!(free.cost(&Usage::reported(1_000_000, 1_000_000)), Cost::ZERO);
     }
@@ -242,7 +249,7 @@ mod tests {
         assert_eq!(guess.amount(), 1.0);
         let known = price.cost(&Usage::reported(0, 250_000));
         assert!(!known.is_estimated());
-        let sum = guess.add(known);
+        let sum = guess + known;
         assert_eq!((sum.to_string(), sum.is_estimated()), ("3".to_owned(), true));
         assert_eq!(Cost::add_known(None, Some(known)), Some(known));
         assert_eq!(Cost::add_known(None, None), None);

@@ -272,11 +272,9 @@ impl CostBudget {
     /// Records `nanos` spent; `estimated` when priced from estimated tokens.
     pub fn spend(&self, nanos: u64, estimated: bool) {
         // Saturating: a sum past u64 is spent all the same.
-        let _ = self
-            .spent
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |spent| {
-                Some(spent.saturating_add(nanos))
-            });
+        let _ = self.spent.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |spent| {
+            Some(spent.saturating_add(nanos))
+        });
         if estimated {
             self.estimated.store(true, Ordering::Relaxed);
         }

@@ -585,9 +585,16 @@ async fn a_spent_cost_budget_refuses_the_start_and_every_child_spends_from_it() 
         .unwrap();
     let child = stats.lineages.lock().unwrap()[0].clone();
     let budget = child.cost_budget().unwrap();
-    assert!(Arc::ptr_eq(budget, lineage.cost_budget().unwrap()), "a child spends from its tree's budget");
+    assert!(
+        Arc::ptr_eq(budget, lineage.cost_budget().unwrap()),
+        "a child spends from its tree's budget"
+    );
     child.spend_cost(200_000_000, true);
-    assert_eq!(budget.remaining(), 300_000_000, "what a child may spend is what the tree has left");
+    assert_eq!(
+        budget.remaining(),
+        300_000_000,
+        "what a child may spend is what the tree has left"
+    );
     lineage.spend_cost(300_000_000, false);
     let refused = service
         .start("counting", labelled("after", &parent, &CancellationToken::new()))

@@ -21,7 +21,11 @@ struct Priced {
 /// differently is refused naming both keys; with a cost budget, so is a
 /// model of the tree without a price (the parent's, or an in-process
 /// tool's children's), since what it spends could never be counted.
-pub(crate) fn priced(runtime: AgentRuntime, config: Option<&Config>, cost_budget: bool) -> Result<AgentRuntime, Failure> {
+pub(crate) fn priced(
+    runtime: AgentRuntime,
+    config: Option<&Config>,
+    cost_budget: bool,
+) -> Result<AgentRuntime, Failure> {
     let parent = runtime.model().model_name().to_owned();
     let mut prices: Vec<Priced> = Vec::new();
     let mut needed = vec![(parent.clone(), wording::PRICE_NEEDED_PARENT.to_owned())];
@@ -41,7 +45,10 @@ pub(crate) fn priced(runtime: AgentRuntime, config: Option<&Config>, cost_budget
                 .and_then(|options| options.model.clone())
                 .unwrap_or_else(|| parent.clone());
             if !matches!(subagent.provider, Provider::Acp(_)) {
-                needed.push((model.clone(), wording::price_needed_tool(index, &subagent.tool.tool_name)));
+                needed.push((
+                    model.clone(),
+                    wording::price_needed_tool(index, &subagent.tool.tool_name),
+                ));
             }
             if let Some(price) = subagent.price {
                 let key = format!("subagents[{index}].agent_options.price");

@@ -169,8 +169,14 @@ fn estimated_usage_gives_estimated_costs_that_spend_the_budget() {
     let config = "[model]\nprice = { input = 1000000, output = 1000000 }\n[limits]\ncost_budget = 1\n";
     let (code, stderr, _dir, transcript) = run(&base_url, config, &[]);
     assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.ends_with("dsh: the run did not finish: cost budget of 1 spent\n"), "{stderr}");
-    assert!(transcript.contains(", partly estimated). Finish the task"), "{transcript}");
+    assert!(
+        stderr.ends_with("dsh: the run did not finish: cost budget of 1 spent\n"),
+        "{stderr}"
+    );
+    assert!(
+        transcript.contains(", partly estimated). Finish the task"),
+        "{transcript}"
+    );
     let usage = stderr
         .lines()
         .find(|line| line.starts_with("dsh: own model calls: "))

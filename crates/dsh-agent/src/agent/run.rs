@@ -203,11 +203,11 @@ impl Agent {
             self.inner.lineage.spend_cost(cost.nanos(), cost.is_estimated());
         }
         run.usage = add_reported(run.usage, Some(spent));
-        run.cost = run.cost.add(cost);
+        run.cost = run.cost + cost;
         {
             let mut state = self.lock();
             state.usage.own = add_reported(state.usage.own, Some(spent));
-            state.usage.own_cost = state.usage.own_cost.add(cost);
+            state.usage.own_cost = state.usage.own_cost + cost;
         }
         // Only the server's own count anchors and teaches the estimate.
         if let Some(reported) = response.usage {

@@ -233,7 +233,9 @@ impl Entry<'_, '_> {
         options: Option<Spanned<RawAgentOptions>>,
         tool: SubagentToolConfig,
     ) -> Result<(SubagentToolConfig, Option<dsh_llm::Price>), ConfigFileError> {
-        let Some(options) = options else { return Ok((tool, None)) };
+        let Some(options) = options else {
+            return Ok((tool, None));
+        };
         let options = options.into_inner();
         let mut agent_options = AgentOptions::new();
         if let Some(model) = options.model {

@@ -503,29 +503,54 @@ fn prices_and_a_cost_budget_are_read_per_million_tokens_and_in_units() {
     )
     .unwrap();
     let price = config.model.price.unwrap();
-    assert_eq!((price.input(), price.output(), price.cached_input()), (0.27, 1.1, Some(0.07)));
+    assert_eq!(
+        (price.input(), price.output(), price.cached_input()),
+        (0.27, 1.1, Some(0.07))
+    );
     let child = config.subagents[0].price.unwrap();
     assert_eq!((child.input(), child.output(), child.cached_input()), (1.0, 2.0, None));
     let none = LimitsConfig::default();
-    assert_eq!(config.limits.cost_budget(&none).map(|cost| cost.nanos()), Some(2_500_000_000));
+    assert_eq!(
+        config.limits.cost_budget(&none).map(|cost| cost.nanos()),
+        Some(2_500_000_000)
+    );
     assert_eq!(config.limits.resolve(&none).cost_budget(), Some(2_500_000_000));
     let flags = LimitsConfig {
         cost_budget: dsh_llm::Cost::from_amount(0.5),
         ..LimitsConfig::default()
     };
-    assert_eq!(config.limits.resolve(&flags).cost_budget(), Some(500_000_000), "the flag wins");
+    assert_eq!(
+        config.limits.resolve(&flags).cost_budget(),
+        Some(500_000_000),
+        "the flag wins"
+    );
     assert_eq!(check("").unwrap().limits.resolve(&none).cost_budget(), None);
 }
 
 #[test]
 fn prices_and_cost_budgets_that_are_no_amount_are_refused_at_their_key() {
     let cases: &[(&str, &str)] = &[
-        ("a negative input price", "[model]\nprice = { input = -0.5, output = 1 }\n"),
-        ("an output price that is not a number", "[model]\nprice = { input = 1, output = nan }\n"),
-        ("an infinite cached price", "[model]\nprice = { input = 1, output = 1, cached_input = inf }\n"),
-        ("a price that is text", "[model]\nprice = { input = \"cheap\", output = 1 }\n"),
+        (
+            "a negative input price",
+            "[model]\nprice = { input = -0.5, output = 1 }\n",
+        ),
+        (
+            "an output price that is not a number",
+            "[model]\nprice = { input = 1, output = nan }\n",
+        ),
+        (
+            "an infinite cached price",
+            "[model]\nprice = { input = 1, output = 1, cached_input = inf }\n",
+        ),
+        (
+            "a price that is text",
+            "[model]\nprice = { input = \"cheap\", output = 1 }\n",
+        ),
         ("a price without its output", "[model]\nprice = { input = 1 }\n"),
-        ("an unknown price key", "[model]\nprice = { input = 1, output = 1, cache = 1 }\n"),
+        (
+            "an unknown price key",
+            "[model]\nprice = { input = 1, output = 1, cache = 1 }\n",
+        ),
         (
             "a negative child price",
             "[[subagents]]\nprovider = \"spawn\"\nagent_options = { price = { input = 1, output = -1 } }\n",
