@@ -91,6 +91,7 @@ mod tests {
             steps: 1,
             usage: None,
             children_usage: None,
+            cost: None,
             times: None,
         }
     }

@@ -95,6 +95,11 @@ pub enum TranscriptEntry {
         /// Tokens its children spent during the run; absent when none was reported.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         children_usage: Option<Usage>,
+        /// What the run's own model calls cost, when every one of them was
+        /// priced (`"counted":"estimated"` when priced from estimated
+        /// tokens); absent without a price, or in older transcripts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<dsh_llm::Cost>,
         /// When the run waited, began, called its model and ended, and how
         /// long its answer was; absent in older transcripts.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -30,6 +30,7 @@ fn write(data_dir: &Path, id: &str) -> std::path::PathBuf {
             steps: 1,
             usage: None,
             children_usage: None,
+            cost: None,
             times: None,
         })
         .unwrap();

@@ -156,6 +156,13 @@ impl Cost {
         }
     }
 
+    /// The same cost, marked as `counted`.
+    #[must_use]
+    pub const fn with_counted(mut self, counted: Counted) -> Self {
+        self.counted = counted;
+        self
+    }
+
     /// The cost in billionths of its unit.
     pub const fn nanos(&self) -> u64 {
         self.nanos

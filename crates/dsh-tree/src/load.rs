@@ -18,7 +18,7 @@ use dsh_agent::transcript::{
 use dsh_llm::Message;
 use dsh_subagent_api::AgentId;
 
-use crate::node::{Ending, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
+use crate::node::{Cost, Ending, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
 use crate::wording;
 
 /// How many levels below the root are shown; deeper children are reported
@@ -375,6 +375,7 @@ fn turns(transcript: &Transcript) -> Vec<Turn> {
                 stop,
                 steps,
                 usage,
+                cost,
                 times,
                 ..
             } => {
@@ -383,6 +384,7 @@ fn turns(transcript: &Transcript) -> Vec<Turn> {
                     ending: Ending::from_stop(stop),
                     model_calls: *steps,
                     tokens: usage.as_ref().map(Tokens::from_usage),
+                    cost: cost.map(Cost::from),
                     ..Turn::default()
                 };
                 if let Some(times) = times {

@@ -156,6 +156,9 @@ impl Node {
     /// Sets [`tokens`](Self::tokens) from the turns, and
     /// [`subtree_tokens`](Self::subtree_tokens) from them and the
     /// children's (whose own totals must be set already).
+    ///
+    /// Its [`cost`](Self::cost) and [`subtree_cost`](Self::subtree_cost)
+    /// too, each only where every part that spent tokens has a cost.
     pub fn total(&mut self) {
         self.tokens = self
             .turns
@@ -165,6 +168,12 @@ impl Node {
             .children
             .iter()
             .fold(self.tokens, |total, child| Tokens::add(total, child.subtree_tokens));
+        self.cost = Cost::of_parts(self.turns.iter().map(|turn| (turn.tokens.as_ref(), turn.cost)));
+        let children = self
+            .children
+            .iter()
+            .map(|child| (child.subtree_tokens.as_ref(), child.subtree_cost));
+        self.subtree_cost = Cost::of_parts(std::iter::once((self.tokens.as_ref(), self.cost)).chain(children));
     }
 }
 
@@ -212,6 +221,8 @@ pub struct Turn {
     pub calls_at_ms: Vec<u64>,
     /// The tokens of its model calls, when any reported them.
     pub tokens: Option<Tokens>,
+    /// What its model calls cost, where their model's price is known.
+    pub cost: Option<Cost>,
     /// The size of its final answer, in bytes.
     pub answer_bytes: Option<u64>,
 }
@@ -384,7 +395,9 @@ impl Tokens {
     }
 }
 
-/// What tokens cost, in the currency their price is given in.
+/// What tokens cost, in the currency their price is given in: a
+/// [`dsh_llm::Cost`] as the tree shows it (`{"amount", "estimated"}`),
+/// summed exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Cost {
@@ -392,12 +405,52 @@ pub struct Cost {
     pub amount: f64,
     /// Whether it is priced from estimated tokens.
     pub estimated: bool,
+    /// The cost itself, which sums exactly.
+    #[serde(skip)]
+    exact: dsh_llm::Cost,
 }
 
 impl Cost {
-    /// A cost of `amount`.
+    /// A cost of `amount` (to a billionth; a negative or not-a-number
+    /// amount is zero).
     pub fn new(amount: f64, estimated: bool) -> Self {
-        Self { amount, estimated }
+        let exact = dsh_llm::Cost::from_amount(amount).unwrap_or_default();
+        let counted = if estimated {
+            dsh_llm::Counted::Estimated
+        } else {
+            dsh_llm::Counted::Reported
+        };
+        Self::from(dsh_llm::Cost::from_nanos(exact.nanos()).with_counted(counted))
+    }
+
+    /// The cost, exact to a billionth of its unit.
+    pub fn exact(&self) -> dsh_llm::Cost {
+        self.exact
+    }
+
+    /// What `parts` cost together, each a count of tokens and its cost:
+    /// `None` when some part spent tokens without a known cost (never a
+    /// made-up price), or none had a cost.
+    pub fn of_parts<'a>(parts: impl IntoIterator<Item = (Option<&'a Tokens>, Option<Cost>)>) -> Option<Self> {
+        let mut total: Option<dsh_llm::Cost> = None;
+        for (tokens, cost) in parts {
+            match (tokens, cost) {
+                (_, Some(cost)) => total = Some(total.map_or(cost.exact, |sum| sum + cost.exact)),
+                (Some(_), None) => return None,
+                (None, None) => {}
+            }
+        }
+        total.map(Self::from)
+    }
+}
+
+impl From<dsh_llm::Cost> for Cost {
+    fn from(exact: dsh_llm::Cost) -> Self {
+        Self {
+            amount: exact.amount(),
+            estimated: exact.is_estimated(),
+            exact,
+        }
     }
 }
 

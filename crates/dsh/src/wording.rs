@@ -431,6 +431,19 @@ pub(crate) mod tree {
         format!("subtree {}", self::tokens(tokens))
     }
 
+    /// `cost 0.0042`, `(estimated)` after one priced from estimated
+    /// tokens; in the unit of the model's price.
+    pub(crate) fn cost(cost: &dsh_tree::Cost) -> String {
+        let mark = if cost.estimated { " (estimated)" } else { "" };
+        format!("cost {}{mark}", cost.exact())
+    }
+
+    /// `subtree cost …`, shown beside the subtree's tokens when every
+    /// model of the subtree was priced.
+    pub(crate) fn subtree_cost(cost: &dsh_tree::Cost) -> String {
+        format!("subtree {}", self::cost(cost))
+    }
+
     /// `usage not reported`, for a node that ran with no usage reported.
     pub(crate) const NO_USAGE: &str = "usage not reported";
 

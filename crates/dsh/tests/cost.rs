@@ -142,12 +142,13 @@ fn a_tree_out_of_its_cost_budget_refuses_the_next_delegation_and_stops() {
         (format!("{PRICED}[limits]\ncost_budget = 3\n"), vec![]),
         (PRICED.to_owned(), vec!["--cost-budget", "3"]),
     ] {
-        let (code, stderr, _dir, transcript) = run(&base_url, &config, &args);
+        let (code, stderr, dir, transcript) = run(&base_url, &config, &args);
         assert_eq!(code, Some(1), "{stderr}");
         assert!(
             stderr.ends_with("dsh: the run did not finish: cost budget of 3 spent\n"),
             "{stderr}"
         );
+        tree_shows_cost(dir.path());
         assert_eq!(stderr.matches(" started (").count(), 1, "one child started:\n{stderr}");
         assert_eq!(transcript.matches(REFUSED).count(), 1, "{transcript}");
         assert!(
@@ -159,6 +160,29 @@ fn a_tree_out_of_its_cost_budget_refuses_the_next_delegation_and_stops() {
     }
 }
 
+/// `dsh tree` after that run: the parent's own cost (two calls) and its
+/// subtree's, the child's own, as text and as JSON.
+fn tree_shows_cost(dir: &std::path::Path) {
+    let text = common::dsh(dir, &["tree"]);
+    assert!(text.status.success(), "{}", String::from_utf8_lossy(&text.stderr));
+    let text = String::from_utf8(text.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].contains(" · tokens 2000 in, 200 out · cost 2.2 · subtree 3000 in, 300 out · subtree cost 3.3"),
+        "{text}"
+    );
+    assert!(lines[1].contains(" · tokens 1000 in, 100 out · cost 1.1"), "{text}");
+    let json = common::dsh(dir, &["tree", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let root = &json["root"];
+    assert_eq!(root["cost"], json!({"amount": 2.2, "estimated": false}));
+    assert_eq!(root["subtree_cost"], json!({"amount": 3.3, "estimated": false}));
+    assert_eq!(root["turns"][0]["cost"], json!({"amount": 2.2, "estimated": false}));
+    let child = &root["children"][0];
+    assert_eq!(child["cost"], json!({"amount": 1.1, "estimated": false}));
+    assert_eq!(child["subtree_cost"], child["cost"]);
+}
+
 /// A server that reports no usage: each call's tokens are estimated, so
 /// are their costs, and the budget spends the estimates: the refusal says
 /// the spend was partly estimated, and the usage line marks each cost.
@@ -167,8 +191,12 @@ fn estimated_usage_gives_estimated_costs_that_spend_the_budget() {
     let base_url = server(Reports::Nothing);
     // 1,000,000 units per million tokens: one unit a token.
     let config = "[model]\nprice = { input = 1000000, output = 1000000 }\n[limits]\ncost_budget = 1\n";
-    let (code, stderr, _dir, transcript) = run(&base_url, config, &[]);
+    let (code, stderr, dir, transcript) = run(&base_url, config, &[]);
     assert_eq!(code, Some(1), "{stderr}");
+    let json = common::dsh(dir.path(), &["tree", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["root"]["cost"]["estimated"], true, "{json}");
+    assert_eq!(json["root"]["subtree_cost"]["estimated"], true, "{json}");
     assert!(
         stderr.ends_with("dsh: the run did not finish: cost budget of 1 spent\n"),
         "{stderr}"
@@ -192,12 +220,18 @@ fn estimated_usage_gives_estimated_costs_that_spend_the_budget() {
 #[test]
 fn no_price_shows_tokens_only_and_a_budget_without_one_is_refused() {
     let base_url = server(Reports::Usage);
-    let (_, stderr, _dir, _) = run(&base_url, "", &["--max-turns", "2"]);
+    let (_, stderr, dir, _) = run(&base_url, "", &["--max-turns", "2"]);
     let usage = stderr
         .lines()
         .find(|line| line.starts_with("dsh: own model calls: "))
         .unwrap_or_else(|| panic!("no usage line:\n{stderr}"));
     assert!(!usage.contains("cost"), "{usage}");
+    let tree = common::dsh(dir.path(), &["tree"]);
+    let tree = String::from_utf8(tree.stdout).unwrap();
+    assert!(tree.contains(" · tokens ") && !tree.contains("cost"), "{tree}");
+    let json = common::dsh(dir.path(), &["tree", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!((&json["root"]["cost"], &json["root"]["subtree_cost"]), (&Value::Null, &Value::Null));
 
     let (code, stderr, _dir, _) = run(&base_url, "", &["--cost-budget", "5"]);
     assert_eq!(code, Some(2), "{stderr}");

@@ -290,6 +290,7 @@ impl Agent {
             steps,
             usage,
             children_usage,
+            cost: cost.known(),
             times: Some(times),
         });
         if let Some(transcript) = &self.inner.transcript

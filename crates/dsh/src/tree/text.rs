@@ -82,11 +82,17 @@ fn summary(node: &Node, now_ms: u64) -> Vec<String> {
         None if node.model_calls() > 0 => parts.push(words::NO_USAGE.to_owned()),
         None => {}
     }
+    if let Some(cost) = &node.cost {
+        parts.push(words::cost(cost));
+    }
     if let Some(subtree) = &node.subtree_tokens
         && !node.children.is_empty()
         && Some(subtree) != node.tokens.as_ref()
     {
         parts.push(words::subtree_tokens(subtree));
+        if let Some(cost) = &node.subtree_cost {
+            parts.push(words::subtree_cost(cost));
+        }
     }
     if let Some(result) = &node.result
         && let Some(text) = words::result(result.full_bytes, result.shown_bytes, result.cut)
@@ -111,6 +117,9 @@ fn turn_parts(turn: &Turn, now_ms: u64) -> Vec<String> {
     parts.push(words::model_calls(turn.model_calls));
     if let Some(tokens) = &turn.tokens {
         parts.push(words::own_tokens(tokens));
+    }
+    if let Some(cost) = &turn.cost {
+        parts.push(words::cost(cost));
     }
     parts
 }
