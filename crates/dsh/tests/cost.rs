@@ -231,7 +231,10 @@ fn no_price_shows_tokens_only_and_a_budget_without_one_is_refused() {
     assert!(tree.contains(" · tokens ") && !tree.contains("cost"), "{tree}");
     let json = common::dsh(dir.path(), &["tree", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!((&json["root"]["cost"], &json["root"]["subtree_cost"]), (&Value::Null, &Value::Null));
+    assert_eq!(
+        (&json["root"]["cost"], &json["root"]["subtree_cost"]),
+        (&Value::Null, &Value::Null)
+    );
 
     let (code, stderr, _dir, _) = run(&base_url, "", &["--cost-budget", "5"]);
     assert_eq!(code, Some(2), "{stderr}");
