@@ -248,7 +248,7 @@ fn bad_limits_exit_2_naming_the_key() {
         ),
         (
             "[limits]\nmax_parallel = 4\n",
-            "dsh: dsh.toml:2:1: limits.max_parallel: unknown field `max_parallel`, expected one of `max_concurrent`, `max_queued`, `max_children`, `token_budget`, `result_budget`\n",
+            "dsh: dsh.toml:2:1: limits.max_parallel: unknown field `max_parallel`, expected one of `max_concurrent`, `max_queued`, `max_children`, `token_budget`, `cost_budget`, `result_budget`\n",
         ),
     ] {
         std::fs::write(dir.path().join("dsh.toml"), file).unwrap();
