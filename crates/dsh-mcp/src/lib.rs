@@ -1,27 +1,19 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
-mod call_progress;
 mod client;
-mod client_error;
 mod code;
-mod http;
-mod options;
-mod process;
-mod screen;
 mod server;
-mod spec;
-mod stdio;
 pub mod wording;
 
-pub use call_progress::CallProgress;
-pub use client::McpMount;
-pub use client_error::{HandshakeStep, McpReleaseError, McpStartError, StartFailure};
+pub use client::error::{HandshakeStep, McpReleaseError, McpStartError, StartFailure};
+pub use client::mount::McpMount;
+pub use client::options::ClientOptions;
+pub use client::spec::{McpEndpoint, McpServerSpec, NAME_SEPARATOR, RemoteServer, SpecError, TOOL_PREFIX};
 pub use code::ErrorCode;
-pub use http::server::{HttpServeOptions, MCP_PATH, SessionAgents};
-pub use options::ClientOptions;
-pub use server::{CallEnd, MIN_TOKEN_BYTES, McpServeError, McpToolServer};
-pub use spec::{McpEndpoint, McpServerSpec, NAME_SEPARATOR, RemoteServer, SpecError, TOOL_PREFIX};
+pub use server::call_progress::CallProgress;
+pub use server::http::options::{HttpServeOptions, MCP_PATH, SessionAgents};
+pub use server::tool_server::{CallEnd, MIN_TOKEN_BYTES, McpServeError, McpToolServer};
 
 /// A cause from a library below this crate (the MCP SDK, the HTTP server),
 /// kept whole for [`std::error::Error::source`] without naming its type in

@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::screen::{self, Kind, Refusal};
+use crate::server::screen::{self, Kind, Refusal};
 use crate::wording;
 
 /// The longest line read: 16 MiB (what rmcp's own stdio transport takes,

@@ -25,12 +25,12 @@ use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tower_service::Service as _;
 
-use crate::http::guard::{Guard, Refused};
-use crate::http::reply::{self, Body};
-use crate::http::server::MCP_PATH;
-use crate::http::sessions::{Opening, Sessions};
-use crate::screen::{self, Kind, Refusal};
-use crate::server::Session;
+use crate::server::http::guard::{Guard, Refused};
+use crate::server::http::options::MCP_PATH;
+use crate::server::http::reply::{self, Body};
+use crate::server::http::sessions::{Opening, Sessions};
+use crate::server::screen::{self, Kind, Refusal};
+use crate::server::tool_server::Session;
 use crate::wording;
 
 /// The largest request body read (as rmcp's own limit).

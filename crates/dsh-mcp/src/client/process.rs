@@ -12,7 +12,7 @@ use std::time::Duration;
 use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, SpawnError, TeardownError};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::options::ClientOptions;
+use crate::client::options::ClientOptions;
 use crate::wording;
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).

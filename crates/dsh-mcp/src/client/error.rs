@@ -71,7 +71,7 @@ pub enum StartFailure {
         header: String,
     },
     /// The HTTP client could not be built.
-    #[error("{}", crate::http::client::describe(source.as_ref()))]
+    #[error("{}", crate::client::http::describe(source.as_ref()))]
     HttpClient {
         /// The HTTP client's error.
         source: BoxedCause,

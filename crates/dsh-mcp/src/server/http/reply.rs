@@ -12,7 +12,7 @@ use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::{Response, StatusCode};
 use serde_json::Value;
 
-use crate::screen::{self, Refusal};
+use crate::server::screen::{self, Refusal};
 
 /// A response body.
 pub(crate) type Body = BoxBody<Bytes, Infallible>;

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::http::client::HttpClient;
+use crate::client::http::HttpClient;
 use crate::{
     CallProgress, ClientOptions, HttpServeOptions, McpMount, McpServeError, McpServerSpec, McpToolServer, RemoteServer,
     SessionAgents, StartFailure,

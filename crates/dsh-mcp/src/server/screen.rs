@@ -2,7 +2,7 @@
 //! served (not JSON, not a JSON-RPC message, an `initialize` whose params
 //! are wrong, too large) is refused in JSON-RPC's own shape, with the
 //! request's `id` whenever it could be read. Both transports use it: stdio
-//! ([`crate::stdio`]) and Streamable HTTP ([`crate::http::front`]).
+//! ([`crate::server::stdio`]) and Streamable HTTP ([`crate::server::http::front`]).
 
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest, ConstString, InitializeRequestParams, InitializeResultMethod};
 use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};

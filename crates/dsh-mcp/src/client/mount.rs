@@ -19,9 +19,9 @@ use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 
-use crate::client_error::{HandshakeStep, McpReleaseError, McpStartError, StartFailure};
-use crate::http::client::{Failure, HttpClient};
-use crate::process::ServerProcess;
+use crate::client::error::{HandshakeStep, McpReleaseError, McpStartError, StartFailure};
+use crate::client::http::{Failure, HttpClient};
+use crate::client::process::ServerProcess;
 use crate::{BoxedCause, ClientOptions, ErrorCode, McpEndpoint, McpServerSpec, RemoteServer, wording};
 
 /// How long to wait, after the connection breaks, for the server's exit

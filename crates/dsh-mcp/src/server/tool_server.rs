@@ -1,6 +1,6 @@
 //! The server half, and its rmcp adapter: serve the tools of a
 //! [`ToolRegistry`] over MCP, one calling agent per session (stdio here,
-//! Streamable HTTP in [`crate::http::server`]).
+//! Streamable HTTP in [`crate::server::http`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,9 +21,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::task::TaskTracker;
 
-use crate::call_progress::{CALL_PROGRESS, CallProgress};
+use crate::server::call_progress::{CALL_PROGRESS, CallProgress};
+use crate::server::{screen, stdio};
 use crate::{BoxedCause, wording};
-use crate::{screen, stdio};
 
 /// The shortest bearer token [`McpToolServer::serve_http`] accepts: 32
 /// bytes (256 bits when random).
@@ -146,7 +146,7 @@ impl McpToolServer {
             state: state.clone(),
             on_drop: None,
         };
-        // We read and write the lines ourselves (see `crate::stdio`): every
+        // We read and write the lines ourselves (see `crate::server::stdio`): every
         // message is screened, and the end of input cancels the calls at once.
         let transport = stdio::transport(read, write, state.cancel.clone());
         let writer = transport.writer;

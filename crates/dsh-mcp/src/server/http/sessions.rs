@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
 
-use crate::http::server::SessionAgents;
-use crate::server::{EndOnDrop, SessionState, WIND_DOWN};
+use crate::server::http::options::SessionAgents;
+use crate::server::tool_server::{EndOnDrop, SessionState, WIND_DOWN};
 use crate::wording;
 
 tokio::task_local! {
