@@ -17,7 +17,7 @@ pub const MCP_PATH: &str = "/mcp";
 /// How long a client may take to send a request's body, by default.
 const BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How [`McpToolServer::serve_http`] serves.
+/// How [`McpToolServer::serve_http`](crate::McpToolServer::serve_http) serves.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HttpServeOptions {

@@ -53,7 +53,7 @@ impl McpToolServer {
     /// `Origin` gets 403. A refused request has no effect. Refuses to start
     /// on an address beyond loopback without
     /// [`HttpServeOptions::bearer_token`], or with a token shorter than
-    /// [`MIN_TOKEN_BYTES`].
+    /// [`MIN_TOKEN_BYTES`](crate::MIN_TOKEN_BYTES).
     pub async fn serve_http(
         &self,
         listener: TcpListener,
