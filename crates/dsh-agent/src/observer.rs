@@ -4,6 +4,8 @@
 use dsh_llm::{ToolCall, Usage};
 use dsh_tools::{AgentId, ToolResult};
 
+use crate::Priced;
+
 /// Receives what happens inside the runs of every agent of a runtime,
 /// parents and in-process children: streamed text, model calls, tool calls.
 ///
@@ -19,8 +21,9 @@ pub trait AgentObserver: Send + Sync + 'static {
     /// a model call that is then cancelled or fails have been reported too.
     fn text_delta(&self, _agent: &AgentId, _delta: &str) {}
     /// An agent finished one model call; `steps` counts them in this run,
-    /// and `usage` is what they spent (marked when estimated).
-    fn step_finished(&self, _agent: &AgentId, _steps: u32, _usage: Option<Usage>) {}
+    /// `usage` is what they spent (marked when estimated), and `cost` what
+    /// that cost where its model's price is known.
+    fn step_finished(&self, _agent: &AgentId, _steps: u32, _usage: Option<Usage>, _cost: Priced) {}
     /// An agent is about to run a tool call the model made. Every start is
     /// followed by exactly one [`tool_call_finished`](Self::tool_call_finished)
     /// for the same call, also when the run is cancelled.

@@ -4,14 +4,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use dsh_agent::{Agent, AgentObserver, AgentRuntime, AgentStop};
-use dsh_llm::{ScriptedModel, ToolCall, Usage};
+use dsh_agent::{Agent, AgentObserver, AgentRuntime, AgentStop, Priced};
+use dsh_llm::{Price, ScriptedModel, ToolCall, Usage};
 use dsh_tools::{AgentId, CancellationToken, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry, ToolResult};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 #[derive(Default)]
-struct Recorder(Mutex<Vec<String>>);
+/// The events in order, and the cost each step reported.
+struct Recorder(Mutex<Vec<String>>, Mutex<Vec<Priced>>);
 
 impl Recorder {
     fn push(&self, event: String) {
@@ -26,8 +27,9 @@ impl AgentObserver for Recorder {
     fn text_delta(&self, _agent: &AgentId, delta: &str) {
         self.push(format!("delta {delta:?}"));
     }
-    fn step_finished(&self, _agent: &AgentId, steps: u32, _usage: Option<Usage>) {
+    fn step_finished(&self, _agent: &AgentId, steps: u32, _usage: Option<Usage>, cost: Priced) {
         self.push(format!("step {steps}"));
+        self.1.lock().unwrap().push(cost);
     }
     fn tool_call_started(&self, _agent: &AgentId, call: &ToolCall) {
         self.push(format!("start {} {} {}", call.id, call.name, call.arguments));
@@ -60,6 +62,11 @@ impl Tool for Echo {
 }
 
 fn agent(script: Value, recorder: Arc<Recorder>) -> Agent {
+    agent_priced(script, recorder, None)
+}
+
+/// An agent of the scripted model, at `price` when one is given.
+fn agent_priced(script: Value, recorder: Arc<Recorder>, price: Option<Price>) -> Agent {
     let tools = ToolRegistry::new();
     std::mem::forget(
         tools
@@ -69,7 +76,10 @@ fn agent(script: Value, recorder: Arc<Recorder>) -> Agent {
             .unwrap(),
     );
     let model = ScriptedModel::from_json_str(&script.to_string()).unwrap();
-    let runtime = AgentRuntime::new(Arc::new(model), tools).with_observer(recorder);
+    let mut runtime = AgentRuntime::new(Arc::new(model), tools).with_observer(recorder);
+    if let Some(price) = price {
+        runtime = runtime.with_price("scripted", price);
+    }
     Agent::builder(Arc::new(runtime)).build().unwrap()
 }
 
@@ -146,4 +156,36 @@ async fn text_streamed_before_a_cancellation_was_reported() {
     // The run's end is its outcome (above); the cancelled model call never
     // finished a step.
     assert!(!events.iter().any(|event| event.starts_with("step ")), "{events:?}");
+}
+
+/// Each step reports what the run's calls cost so far where the model has
+/// a price, rising with every call; without a price, that it is unknown.
+#[tokio::test]
+async fn each_step_reports_the_runs_cost_so_far_where_a_price_is_known() {
+    let script = json!({"rules": [
+        {"when": {"last_message": "user"}, "reply": {"text": "Let me check.", "tool_calls": [
+            {"name": "echo", "arguments": {"say": "hi"}}
+        ]}},
+        {"when": {"last_message": "tool"}, "reply": {"text": "All done."}}
+    ]});
+    let recorder = Arc::new(Recorder::default());
+    let price = Price::new(1_000_000.0, 1_000_000.0).unwrap();
+    let priced = agent_priced(script.clone(), recorder.clone(), Some(price));
+    assert_eq!(priced.info().model, "scripted");
+    priced.run("go", &CancellationToken::new()).await;
+    let costs: Vec<u64> = recorder
+        .1
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|cost| cost.known().unwrap().nanos())
+        .collect();
+    assert_eq!(costs.len(), 2, "{costs:?}");
+    assert!(0 < costs[0] && costs[0] < costs[1], "{costs:?}");
+    let usage = priced.usage();
+    assert_eq!(usage.own_cost.known().unwrap().nanos(), costs[1]);
+
+    let recorder = Arc::new(Recorder::default());
+    agent(script, recorder.clone()).run("go", &CancellationToken::new()).await;
+    assert_eq!(*recorder.1.lock().unwrap(), [Priced::Unknown, Priced::Unknown]);
 }

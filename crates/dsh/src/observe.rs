@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use dsh_agent::AgentObserver;
+use dsh_agent::{AgentObserver, Priced};
 use dsh_llm::{ToolCall, Usage};
 use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_subagent_acp::{ChildUpdate, Status};
@@ -93,9 +93,9 @@ impl AgentObserver for Tee {
         self.1.text_delta(agent, delta);
     }
 
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
-        self.0.step_finished(agent, steps, usage);
-        self.1.step_finished(agent, steps, usage);
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>, cost: Priced) {
+        self.0.step_finished(agent, steps, usage, cost);
+        self.1.step_finished(agent, steps, usage, cost);
     }
 
     fn tool_call_started(&self, agent: &AgentId, call: &ToolCall) {
@@ -117,6 +117,8 @@ pub(crate) struct Calls {
     pub(crate) steps: u32,
     /// Their usage, when the model reported it.
     pub(crate) usage: Option<Usage>,
+    /// What they cost, where their model's price is known.
+    pub(crate) cost: Priced,
 }
 
 /// The model calls of in-process agents' current runs, by agent id: recorded
@@ -128,11 +130,11 @@ pub(crate) struct ModelCalls(Mutex<HashMap<AgentId, Calls>>);
 
 impl ModelCalls {
     /// Records an agent's model calls so far in its current run.
-    pub(crate) fn record(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
+    pub(crate) fn record(&self, agent: &AgentId, steps: u32, usage: Option<Usage>, cost: Priced) {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(agent.clone(), Calls { steps, usage });
+            .insert(agent.clone(), Calls { steps, usage, cost });
     }
 
     /// Takes what was recorded for the run of the agent with this id; `None`
@@ -152,7 +154,7 @@ impl ModelCalls {
 pub(crate) fn child_summary(end: &RunEndInfo, calls: Option<Calls>, activity: Option<Activity>) -> String {
     wording::child_summary(
         &wording::child_stop(end),
-        calls.map(|calls| (calls.steps, calls.usage)),
+        calls.map(|calls| (calls.steps, calls.usage, calls.cost)),
         activity.map_or(0, |activity| activity.tool_calls),
     )
 }
@@ -250,9 +252,16 @@ mod tests {
     fn the_last_report_of_a_run_is_taken_once() {
         let calls = ModelCalls::default();
         let agent = AgentId::new("kid");
-        calls.record(&agent, 1, None);
-        calls.record(&agent, 2, None);
-        assert_eq!(calls.take("kid"), Some(Calls { steps: 2, usage: None }));
+        calls.record(&agent, 1, None, Priced::Nothing);
+        calls.record(&agent, 2, None, Priced::Nothing);
+        assert_eq!(
+            calls.take("kid"),
+            Some(Calls {
+                steps: 2,
+                usage: None,
+                cost: Priced::Nothing
+            })
+        );
         assert_eq!(calls.take("kid"), None);
         assert_eq!(calls.take("acp-1"), None, "never reported");
     }

@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use dsh_agent::AgentObserver;
+use dsh_agent::{AgentObserver, Priced};
 use dsh_llm::Usage;
 use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
 use dsh_tools::AgentId;
@@ -258,8 +258,8 @@ impl TreeObserver for Progress {
 }
 
 impl AgentObserver for Progress {
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
-        self.calls.record(agent, steps, usage);
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>, cost: Priced) {
+        self.calls.record(agent, steps, usage, cost);
         let state = self.lock();
         let bar = state
             .running
@@ -267,7 +267,7 @@ impl AgentObserver for Progress {
             .find(|child| child.id == agent.as_str())
             .and_then(|child| child.bar.as_ref());
         if let Some(bar) = bar {
-            bar.set_message(wording::model_calls(steps, usage));
+            bar.set_message(wording::model_calls(steps, usage, cost));
         }
     }
 }
@@ -394,7 +394,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_in_process_childs_model_calls_join_its_end_and_each_child_is_listed_once() {
+    async fn an_in_process_childs_model_calls_and_their_cost_join_its_end_and_each_child_is_listed_once() {
         let service = SubagentService::new();
         let _local = service
             .register_provider(ScriptedProvider::builder("local").build())
@@ -402,12 +402,13 @@ mod tests {
         let (progress, printed, _subscription) = lines(&service);
         let child = AgentId::new("scripted-subagent:local:parent");
         // Reported before the start is announced, as an in-process child may.
-        progress.step_finished(&child, 1, None);
+        progress.step_finished(&child, 1, None, Priced::Nothing);
         let usage = Usage {
             total_tokens: 12,
             ..Usage::default()
         };
-        progress.step_finished(&child, 2, Some(usage));
+        let cost = Priced::Known(dsh_llm::Cost::from_nanos(1_200_000));
+        progress.step_finished(&child, 2, Some(usage), cost);
         delegate(&service, "local", AgentRef::new("parent").with_depth(1), "nested").await;
         // The same child again (a continued child keeps its id).
         delegate(&service, "local", AgentRef::new("parent").with_depth(1), "nested").await;
@@ -415,7 +416,7 @@ mod tests {
             timeless(&printed),
             [
                 "  ↳ subagent \"nested\" started (scripted-subagent:local:parent, local)",
-                "↳ subagent \"nested\" completed · 2 model calls · 12 tokens",
+                "↳ subagent \"nested\" completed · 2 model calls · 12 tokens, cost 0.0012",
                 "  ↳ subagent \"nested\" started (scripted-subagent:local:parent, local)",
                 "↳ subagent \"nested\" completed",
             ]

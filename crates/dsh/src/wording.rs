@@ -208,9 +208,13 @@ pub(crate) fn size(bytes: u64) -> String {
 /// usage) when the agent loop reported them (an in-process child), or the
 /// tool calls it reported (an ACP child, whose model calls are not known
 /// here).
-pub(crate) fn child_summary(stop: &str, calls: Option<(u32, Option<dsh_llm::Usage>)>, tool_calls: u32) -> String {
+pub(crate) fn child_summary(
+    stop: &str,
+    calls: Option<(u32, Option<dsh_llm::Usage>, dsh_agent::Priced)>,
+    tool_calls: u32,
+) -> String {
     match calls {
-        Some((steps, usage)) => format!("{stop} · {}", model_calls(steps, usage)),
+        Some((steps, usage, cost)) => format!("{stop} · {}", model_calls(steps, usage, cost)),
         None if tool_calls > 0 => format!(
             "{stop} · {tool_calls} tool call{}",
             if tool_calls == 1 { "" } else { "s" }
@@ -235,8 +239,8 @@ pub(crate) fn acp_child_started(label: &str, provider: &str) -> String {
 }
 
 /// A child under an ACP delegation call finished a model call.
-pub(crate) fn acp_child_step(label: &str, steps: u32, usage: Option<dsh_llm::Usage>) -> String {
-    format!("{label}: working · {}", model_calls(steps, usage))
+pub(crate) fn acp_child_step(label: &str, steps: u32, usage: Option<dsh_llm::Usage>, cost: dsh_agent::Priced) -> String {
+    format!("{label}: working · {}", model_calls(steps, usage, cost))
 }
 
 /// A child under an ACP delegation call is calling a tool.
@@ -279,11 +283,11 @@ pub(crate) fn acp_child_finished(label: &str, summary: &str) -> String {
 }
 
 /// An agent's model calls in its current run, and their tokens.
-pub(crate) fn model_calls(steps: u32, usage: Option<dsh_llm::Usage>) -> String {
+pub(crate) fn model_calls(steps: u32, usage: Option<dsh_llm::Usage>, cost: dsh_agent::Priced) -> String {
     format!(
         "{steps} model call{} · {}",
         if steps == 1 { "" } else { "s" },
-        tokens(usage)
+        tokens_and_cost(usage, cost)
     )
 }
 

@@ -150,6 +150,11 @@ fn a_tree_out_of_its_cost_budget_refuses_the_next_delegation_and_stops() {
         );
         tree_shows_cost(dir.path());
         assert_eq!(stderr.matches(" started (").count(), 1, "one child started:\n{stderr}");
+        // The child's progress line prices its one call.
+        assert!(
+            stderr.contains("↳ subagent \"part 2\" completed · 1 model call · 1100 tokens, cost 1.1 · "),
+            "{stderr}"
+        );
         assert_eq!(transcript.matches(REFUSED).count(), 1, "{transcript}");
         assert!(
             stderr.contains(

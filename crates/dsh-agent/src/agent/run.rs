@@ -214,7 +214,7 @@ impl Agent {
             self.counted(sent, reported.prompt_tokens);
         }
         if let Some(observer) = self.inner.runtime.observer() {
-            observer.step_finished(self.id(), run.steps, run.usage);
+            observer.step_finished(self.id(), run.steps, run.usage, run.cost);
         }
         run.turn.messages.push(response.to_message());
         self.record_turn(&mut run.turn);

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use dsh_agent::AgentObserver;
+use dsh_agent::{AgentObserver, Priced};
 use dsh_llm::{ToolCall, Usage};
 use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
 use dsh_tools::{AgentId, ToolResult};
@@ -359,13 +359,13 @@ impl TreeObserver for Streams {
 }
 
 impl AgentObserver for Streams {
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>, cost: Priced) {
         // A session's own agent is no service run, so nothing would ever take
         // its record: only children's model calls are kept for their end line.
         if !self.lock().open.contains_key(agent) {
-            self.calls.record(agent, steps, usage);
+            self.calls.record(agent, steps, usage, cost);
         }
-        self.child_line(agent, |label| wording::acp_child_step(label, steps, usage));
+        self.child_line(agent, |label| wording::acp_child_step(label, steps, usage, cost));
     }
 
     fn text_delta(&self, agent: &AgentId, delta: &str) {
@@ -542,7 +542,7 @@ mod tests {
         // An in-process child may finish a model call before its start is
         // announced: it counts at its end.
         let kid_a = AgentId::new("scripted-subagent:alpha:root");
-        streams.step_finished(&kid_a, 1, None);
+        streams.step_finished(&kid_a, 1, None, Priced::Nothing);
         let run_a = start(&service, "root", "alpha").await;
         // A grandchild reports under its parent's call.
         let grandkid = start(&service, kid_a.as_str(), "deeper").await;

@@ -15,7 +15,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use dsh_agent::AgentObserver;
+use dsh_agent::{AgentObserver, Priced};
 use dsh_llm::{ToolCall, Usage};
 use dsh_mcp::CallProgress;
 use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
@@ -30,7 +30,11 @@ const EARLY_LIMIT: usize = 256;
 /// Something an agent did that the agent loop reported.
 #[derive(Clone, Debug)]
 enum Work {
-    ModelCall { steps: u32, usage: Option<Usage> },
+    ModelCall {
+        steps: u32,
+        usage: Option<Usage>,
+        cost: Priced,
+    },
     ToolCall { tool: String },
 }
 
@@ -84,7 +88,9 @@ impl CallReports {
 
 fn report(reporting: &Reporting, work: &Work) {
     let text = match work {
-        Work::ModelCall { steps, usage } => wording::mcp_child_model_call(&reporting.label, *steps, *usage),
+        Work::ModelCall { steps, usage, cost } => {
+            wording::mcp_child_model_call(&reporting.label, *steps, *usage, *cost)
+        }
         Work::ToolCall { tool } => wording::mcp_child_tool(&reporting.label, tool),
     };
     reporting.progress.report(text);
@@ -155,9 +161,9 @@ impl TreeObserver for CallReports {
 }
 
 impl AgentObserver for CallReports {
-    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>) {
-        self.calls.record(agent, steps, usage);
-        self.worked(agent, Work::ModelCall { steps, usage });
+    fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>, cost: Priced) {
+        self.calls.record(agent, steps, usage, cost);
+        self.worked(agent, Work::ModelCall { steps, usage, cost });
     }
 
     fn tool_call_started(&self, agent: &AgentId, call: &ToolCall) {
@@ -231,7 +237,7 @@ mod tests {
                     });
                 }
                 let child = AgentId::new(format!("scripted-subagent:child:{}", parent.id()));
-                self.reports.step_finished(&child, 1, None);
+                self.reports.step_finished(&child, 1, None, Priced::Nothing);
                 let mut request = StartRequest::text("task", parent, CancellationToken::new());
                 request.label = Some("look it up".to_owned());
                 let mut run = self.service.start("child", request).await.unwrap();
@@ -245,7 +251,7 @@ mod tests {
                     total_tokens: 42,
                     ..Usage::default()
                 };
-                self.reports.step_finished(&child, 2, Some(usage));
+                self.reports.step_finished(&child, 2, Some(usage), Priced::Nothing);
                 let result = run.result().await.unwrap();
                 run.dispose().await.unwrap();
                 Ok(ToolOutput::text(format!("{:?}", result.stop_reason)))
@@ -372,7 +378,7 @@ mod tests {
             listener.child_event(event);
             Ok(())
         }));
-        reports.step_finished(&AgentId::new("scripted-subagent:child:p"), 1, None);
+        reports.step_finished(&AgentId::new("scripted-subagent:child:p"), 1, None, Priced::Nothing);
         let mut run = service
             .start(
                 "child",

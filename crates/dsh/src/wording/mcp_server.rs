@@ -57,8 +57,13 @@ pub(crate) fn mcp_child_started(label: &str, provider: &str, id: &str) -> String
 }
 
 /// Progress of an MCP call: its child finished a model call.
-pub(crate) fn mcp_child_model_call(label: &str, steps: u32, usage: Option<dsh_llm::Usage>) -> String {
-    format!("subagent \"{label}\" working · {}", super::model_calls(steps, usage))
+pub(crate) fn mcp_child_model_call(
+    label: &str,
+    steps: u32,
+    usage: Option<dsh_llm::Usage>,
+    cost: dsh_agent::Priced,
+) -> String {
+    format!("subagent \"{label}\" working · {}", super::model_calls(steps, usage, cost))
 }
 
 /// Progress of an MCP call: its child is calling a tool.
