@@ -186,6 +186,8 @@ async fn each_step_reports_the_runs_cost_so_far_where_a_price_is_known() {
     assert_eq!(usage.own_cost.known().unwrap().nanos(), costs[1]);
 
     let recorder = Arc::new(Recorder::default());
-    agent(script, recorder.clone()).run("go", &CancellationToken::new()).await;
+    agent(script, recorder.clone())
+        .run("go", &CancellationToken::new())
+        .await;
     assert_eq!(*recorder.1.lock().unwrap(), [Priced::Unknown, Priced::Unknown]);
 }

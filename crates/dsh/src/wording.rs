@@ -239,7 +239,12 @@ pub(crate) fn acp_child_started(label: &str, provider: &str) -> String {
 }
 
 /// A child under an ACP delegation call finished a model call.
-pub(crate) fn acp_child_step(label: &str, steps: u32, usage: Option<dsh_llm::Usage>, cost: dsh_agent::Priced) -> String {
+pub(crate) fn acp_child_step(
+    label: &str,
+    steps: u32,
+    usage: Option<dsh_llm::Usage>,
+    cost: dsh_agent::Priced,
+) -> String {
     format!("{label}: working · {}", model_calls(steps, usage, cost))
 }
 

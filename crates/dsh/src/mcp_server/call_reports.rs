@@ -35,7 +35,9 @@ enum Work {
         usage: Option<Usage>,
         cost: Priced,
     },
-    ToolCall { tool: String },
+    ToolCall {
+        tool: String,
+    },
 }
 
 /// A child reporting to a call.

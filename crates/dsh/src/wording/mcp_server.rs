@@ -63,7 +63,10 @@ pub(crate) fn mcp_child_model_call(
     usage: Option<dsh_llm::Usage>,
     cost: dsh_agent::Priced,
 ) -> String {
-    format!("subagent \"{label}\" working · {}", super::model_calls(steps, usage, cost))
+    format!(
+        "subagent \"{label}\" working · {}",
+        super::model_calls(steps, usage, cost)
+    )
 }
 
 /// Progress of an MCP call: its child is calling a tool.
