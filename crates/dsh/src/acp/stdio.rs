@@ -7,7 +7,7 @@
 //! flush to its blocking thread pool and wait for it: a prompt's stream of
 //! `session/update`s (one write and one flush each) paid two thread hops per
 //! update, which was most of the time `dsh acp` took to answer a short
-//! prompt (`docs/benchmarks.md`). When stdin or stdout is not a pipe (a
+//! prompt (`CHANGELOG.md`). When stdin or stdout is not a pipe (a
 //! terminal, a file, a socket), or stdout's pipe is also stderr's (whose
 //! writes must never fail with "would block"), that stream keeps tokio's
 //! stdio.
