@@ -13,7 +13,7 @@ use dsh_agent::transcript::now_ms;
 use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_subagent_api::StopReason;
 
-use crate::node::{Ending, Node, Place, ResultSize, Tokens, Tree, Turn};
+use crate::node::{Cost, Ending, Node, Place, ResultSize, Tokens, Tree, Turn};
 
 /// The tree of one top-level agent as its events arrive. Cheap to feed:
 /// each event is a few map operations under one lock.
@@ -90,14 +90,16 @@ impl LiveTree {
     }
 
     /// An in-process agent finished a model call: `steps` calls so far in
-    /// its current run, which spent `tokens` in all (when reported).
-    pub fn model_call(&self, agent: &str, steps: u32, tokens: Option<Tokens>) {
+    /// its current run, which spent `tokens` in all (when reported) and
+    /// cost `cost` (where its model's price is known).
+    pub fn model_call(&self, agent: &str, steps: u32, tokens: Option<Tokens>, cost: Option<Cost>) {
         let mut state = self.lock();
         let Some(turn) = state.nodes.get_mut(agent).and_then(|live| live.node.turns.last_mut()) else {
             return;
         };
         turn.model_calls = steps;
         turn.tokens = tokens;
+        turn.cost = cost;
         turn.calls_at_ms.push(now_ms());
     }
 

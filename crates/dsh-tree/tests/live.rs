@@ -8,7 +8,7 @@ use std::sync::Arc;
 use dsh_subagent::{Limits, SubagentEvent, SubagentService};
 use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason};
 use dsh_subagent_testing::scripted::ScriptedProvider;
-use dsh_tree::{Ending, LiveTree, Tokens};
+use dsh_tree::{Cost, Ending, LiveTree, Tokens};
 
 fn follow(service: &SubagentService, tree: &Arc<LiveTree>) -> dsh_subagent::Subscription {
     let tree = tree.clone();
@@ -68,7 +68,12 @@ async fn children_appear_wait_run_and_end_under_their_parent() {
         .unwrap();
     assert_eq!(snapshot.root.children[1].ending(), Some(&Ending::Queued));
     assert_eq!(snapshot.root.children[1].label.as_deref(), Some("second"));
-    tree.model_call("scripted-subagent:local:parent", 1, Some(Tokens::reported(10, 2)));
+    tree.model_call(
+        "scripted-subagent:local:parent",
+        1,
+        Some(Tokens::reported(10, 2)),
+        Some(Cost::new(0.5, false)),
+    );
     first.result().await.unwrap();
     first.dispose().await.unwrap();
     second.await.unwrap();
@@ -100,4 +105,7 @@ async fn children_appear_wait_run_and_end_under_their_parent() {
     assert_eq!(second.provider.as_deref(), Some("failing"));
     assert_eq!(root.children[0].tokens, Some(Tokens::reported(10, 2)));
     assert_eq!(root.subtree_tokens, Some(Tokens::reported(10, 2)));
+    assert_eq!(root.children[0].cost, Some(Cost::new(0.5, false)));
+    // The second child spent nothing, so the subtree's cost is known.
+    assert_eq!(root.subtree_cost, Some(Cost::new(0.5, false)));
 }

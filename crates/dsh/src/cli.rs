@@ -312,6 +312,10 @@ pub(crate) struct RunArgs {
     /// Hide the live progress of children.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+    /// On a terminal, print one line per child start and end (as through a
+    /// pipe) instead of redrawing the tree in place.
+    #[arg(long)]
+    pub(crate) plain: bool,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
 }

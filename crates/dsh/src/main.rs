@@ -7,6 +7,7 @@ mod config;
 mod config_check;
 mod failure;
 mod harness;
+mod live;
 mod loop_guard;
 mod mcp_mounts;
 mod mcp_server;

@@ -37,15 +37,7 @@ pub(crate) trait TreeObserver: AgentObserver {
     /// A service event, handed to the method for its kind; other events
     /// are not shown.
     fn child_event(&self, event: &SubagentEvent) {
-        match event {
-            SubagentEvent::RunQueued(queued) => self.run_queued(queued),
-            SubagentEvent::RunAdmitted(wait) => self.run_admitted(wait),
-            SubagentEvent::RunWithdrawn(wait) => self.run_withdrawn(wait),
-            SubagentEvent::RunStarted(run) => self.run_started(run),
-            SubagentEvent::RunEnded(end) => self.run_ended(end),
-            SubagentEvent::ResultCut(cut) => self.result_cut(cut),
-            _ => {}
-        }
+        dispatch(self, event);
     }
 
     /// A delegation waits for a slot of its tree.
@@ -69,6 +61,21 @@ pub(crate) trait TreeObserver: AgentObserver {
     /// An ACP child's report while it works; `run` is its run id (as in the
     /// run events). It may come before the run's start is announced.
     fn acp_child_update(&self, _run: &str, _update: &ChildUpdate) {}
+}
+
+/// Hands a service event to `observer`'s method for its kind (what
+/// [`TreeObserver::child_event`] does unless an observer takes the event
+/// whole first); other events are not shown.
+pub(crate) fn dispatch<O: TreeObserver + ?Sized>(observer: &O, event: &SubagentEvent) {
+    match event {
+        SubagentEvent::RunQueued(queued) => observer.run_queued(queued),
+        SubagentEvent::RunAdmitted(wait) => observer.run_admitted(wait),
+        SubagentEvent::RunWithdrawn(wait) => observer.run_withdrawn(wait),
+        SubagentEvent::RunStarted(run) => observer.run_started(run),
+        SubagentEvent::RunEnded(end) => observer.run_ended(end),
+        SubagentEvent::ResultCut(cut) => observer.result_cut(cut),
+        _ => {}
+    }
 }
 
 /// Two observers, in order: each hears every report (the stderr progress,

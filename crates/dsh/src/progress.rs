@@ -16,12 +16,13 @@ use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
 use dsh_tools::AgentId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+use crate::live::LiveView;
 use crate::observe::{self, ChildActivity, ModelCalls, TreeObserver};
 use crate::wording;
 
 /// Shows each child as it works (label, elapsed time, model calls, tokens):
-/// progress bars on a terminal, one line per start and end otherwise, or
-/// nothing when quiet. Remembers which children ran, for `dsh run`'s
+/// progress bars on a terminal (`dsh run`'s redrawn tree, [`crate::live`]),
+/// one line per start and end otherwise, or nothing when quiet. Remembers which children ran, for `dsh run`'s
 /// summary, only when asked ([`Progress::listing_children`]): a long
 /// `dsh mcp` or `dsh acp` session would otherwise keep an id per child.
 pub(crate) struct Progress {
@@ -37,6 +38,8 @@ enum Display {
     /// One line per start and end, handed to this sink (stderr in `dsh`).
     Lines(Box<dyn Fn(String) + Send + Sync>),
     Bars(MultiProgress),
+    /// `dsh run` on a terminal: the whole tree, redrawn in place.
+    Tree(LiveView),
 }
 
 #[derive(Default)]
@@ -88,6 +91,37 @@ impl Progress {
         Self::with_display(display)
     }
 
+    /// `dsh run`'s progress: on a terminal, the tree redrawn in place
+    /// ([`start_tree`](Self::start_tree) names its root), unless `plain`
+    /// asks for the lines a pipe gets; nothing when `quiet`.
+    pub(crate) fn for_run(quiet: bool, plain: bool) -> Self {
+        if quiet || plain || !std::io::stderr().is_terminal() {
+            let display = if quiet {
+                Display::Quiet
+            } else {
+                Display::Lines(Box::new(|line| eprintln!("{line}")))
+            };
+            return Self::with_display(display);
+        }
+        Self::with_display(Display::Tree(LiveView::default()))
+    }
+
+    /// Starts the redrawn tree of top-level agent `root` (its label and
+    /// model); nothing unless this is `dsh run` on a terminal.
+    pub(crate) fn start_tree(&self, root: &str, label: &str, model: &str) {
+        if let Display::Tree(view) = &self.display {
+            view.start(root, label, model);
+        }
+    }
+
+    /// The top-level agent's run ended with `stop`: the redrawn tree, if
+    /// any, draws its last frame (the whole tree) and stays on the screen.
+    pub(crate) fn finish_tree(&self, stop: &str) {
+        if let Display::Tree(view) = &self.display {
+            view.finish(stop);
+        }
+    }
+
     fn with_display(display: Display) -> Self {
         Self {
             display,
@@ -136,11 +170,20 @@ impl Progress {
 }
 
 impl TreeObserver for Progress {
+    fn child_event(&self, event: &dsh_subagent::SubagentEvent) {
+        if let Display::Tree(view) = &self.display
+            && let Some(tree) = view.tree()
+        {
+            tree.event(event);
+        }
+        observe::dispatch(self, event);
+    }
+
     fn run_queued(&self, queued: &QueuedInfo) {
         let label = queued.label.clone().unwrap_or_else(|| queued.provider.clone());
         let indent = "  ".repeat(queued.depth.saturating_sub(1) as usize);
         let bar = match &self.display {
-            Display::Quiet => None,
+            Display::Quiet | Display::Tree(_) => None,
             Display::Lines(sink) => {
                 sink(wording::child_queued(&indent, &label, queued.ahead));
                 None
@@ -176,7 +219,7 @@ impl TreeObserver for Progress {
         let label = run.label.clone().unwrap_or_else(|| run.id.clone());
         let indent = "  ".repeat(run.depth.saturating_sub(1) as usize);
         let bar = match &self.display {
-            Display::Quiet => None,
+            Display::Quiet | Display::Tree(_) => None,
             Display::Lines(sink) => {
                 sink(wording::child_started(&indent, &label, &run.id, &run.provider));
                 None
@@ -233,7 +276,8 @@ impl TreeObserver for Progress {
             cut.task_id.as_deref(),
         );
         match &self.display {
-            Display::Quiet => {}
+            // The tree shows the cut on the child's line.
+            Display::Quiet | Display::Tree(_) => {}
             Display::Lines(sink) => sink(line),
             Display::Bars(bars) => {
                 let _ = bars.println(line);
@@ -260,6 +304,12 @@ impl TreeObserver for Progress {
 impl AgentObserver for Progress {
     fn step_finished(&self, agent: &AgentId, steps: u32, usage: Option<Usage>, cost: Priced) {
         self.calls.record(agent, steps, usage, cost);
+        if let Display::Tree(view) = &self.display
+            && let Some(tree) = view.tree()
+        {
+            let tokens = usage.as_ref().map(dsh_tree::Tokens::from_usage);
+            tree.model_call(agent.as_str(), steps, tokens, cost.known().map(dsh_tree::Cost::from));
+        }
         let state = self.lock();
         let bar = state
             .running

@@ -16,7 +16,7 @@ use crate::wording;
 pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
     // The summary names the children's transcripts.
-    let progress = Arc::new(Progress::new(args.quiet).listing_children());
+    let progress = Arc::new(Progress::for_run(args.quiet, args.plain).listing_children());
     let mut shared = SharedRuntime::new(
         &args.agent,
         config.as_ref(),
@@ -39,6 +39,9 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     if !args.quiet {
         eprintln!("{}", shared.banner);
     }
+    let info = parent.info();
+    let label = info.label.as_deref().unwrap_or(wording::RUN_LABEL);
+    progress.start_tree(info.id.as_str(), label, &info.model);
 
     let cancel = CancellationToken::new();
     let on_interrupt = cancel.clone();
@@ -48,6 +51,7 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
         }
     });
     let outcome = parent.run(task, &cancel).await;
+    progress.finish_tree(&outcome.stop.to_string());
     // Nothing the parent started outlives it: background children still
     // running are killed and released before dsh exits.
     shared.tasks().dispose_owner(parent.id(), wording::RUN_FINISHED).await;

@@ -244,9 +244,13 @@ impl SharedRuntime {
         if let Some(system_prompt) = saved.system_prompt {
             builder = builder.system_prompt(system_prompt);
         }
-        let agent = builder
-            .build()
-            .map_err(|error| ResumeError::Failed(Failure::internal(error.to_string())))?;
+        let agent = builder.build().map_err(|error| match error {
+            // Bad input, not a fault: a model the cost budget cannot count.
+            dsh_agent::AgentError::Unpriced { model } => ResumeError::Failed(Failure::usage(
+                wording::cost_budget_unpriced(&model, wording::PRICE_NEEDED_RESUMED),
+            )),
+            error => ResumeError::Failed(Failure::internal(error.to_string())),
+        })?;
         Ok((agent, saved.repairs))
     }
 }

@@ -352,6 +352,12 @@ pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals, waited_calls: usize, wa
     line
 }
 
+/// `dsh run`'s live tree, taller than the terminal: how many of its lines
+/// (below the root, above the last ones) are not shown.
+pub(crate) fn live_hidden(lines: usize) -> String {
+    format!("… {lines} lines not shown")
+}
+
 /// `dsh tree`: the texts of one node's lines (see `crate::tree::text`).
 pub(crate) mod tree {
     use dsh_tree::{Ending, Node, Place, Tokens};

@@ -261,3 +261,37 @@ fn no_price_shows_tokens_only_and_a_budget_without_one_is_refused() {
     let (code, stderr, _dir, _) = run(&base_url, "", &["--cost-budget", "-2"]);
     assert_eq!(code, Some(2), "{stderr}");
 }
+
+/// A resumed parent runs on the model its transcript names, which
+/// `[model] price` does not price (that prices today's model): under a
+/// cost budget the resume is refused as bad input naming that model and
+/// what would price it, before anything starts.
+#[test]
+fn a_resumed_parent_whose_model_has_no_price_is_refused_under_a_cost_budget() {
+    let base_url = server(Reports::Usage);
+    let (_, stderr, dir, _) = run(&base_url, "", &["--max-turns", "1"]);
+    let parent = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("dsh: transcripts in .dsh/agents: "))
+        .and_then(|rest| rest.split(" (parent)").next())
+        .unwrap_or_else(|| panic!("no transcripts line:\n{stderr}"))
+        .to_owned();
+    std::fs::write(dir.path().join("dsh.toml"), PRICED).unwrap();
+    let output = Command::new(common::DSH)
+        .args(["run", "--resume", &parent, "--cost-budget", "5", "Go on."])
+        .current_dir(dir.path())
+        .env("DSH_BASE_URL", &base_url)
+        .env("DSH_API_KEY", "sk-test")
+        .env("DSH_MODEL", "priced-model")
+        .env_remove("DSH_CONTEXT_WINDOW")
+        .env_remove("DSH_LOG")
+        .env_remove("DSH_PARENT_CONFIGS")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "dsh: a cost budget needs the price of every model of the tree, and \"test-model\", the resumed parent's model, from its transcript (run it on a model with a price: `--model`, or `[model] model` and `price` in dsh.toml), has none: what it spends could never be counted\n"
+    );
+}

@@ -192,6 +192,10 @@ fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
     }
     // Message text is opt-in: not recorded by default.
     assert!(!parent.attributes.contains_key("gen_ai.input.messages"));
+    // No price, no cost: never a made-up one.
+    for span in chats.iter().copied().chain([parent, child]) {
+        assert!(!span.attributes.contains_key("dsh.cost"), "{span:#?}");
+    }
 
     // The lifecycle, as events on the execute_tool span.
     let events: Vec<&str> = tool.events.iter().map(|(name, _)| name.as_str()).collect();
@@ -532,4 +536,55 @@ fn a_cut_result_records_its_full_and_shown_size_and_the_run_shows_it_on_stderr()
         "{}",
         text(&refused.stderr)
     );
+}
+
+/// With a price (`[model] price`), every chat span carries its call's cost
+/// as a float, `dsh.cost`, and each run's invoke_agent span the sum of its
+/// own calls' (a child's calls are its own run's, not its parent's).
+#[test]
+fn priced_model_calls_and_runs_carry_their_cost_as_a_float() {
+    let dir = tempfile::tempdir().unwrap();
+    // One unit a token.
+    std::fs::write(
+        dir.path().join("dsh.toml"),
+        "[model]\nprice = { input = 1000000, output = 1000000 }\n",
+    )
+    .unwrap();
+    let receiver = Receiver::start();
+    let output = dsh(
+        dir.path(),
+        &["run", "Summarize the README."],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let spans = receiver.spans();
+    let cost = |span: &Span| match span.typed.get("dsh.cost") {
+        Some(Typed::Double(cost)) => *cost,
+        other => panic!("dsh.cost = {other:?} on {span:#?}"),
+    };
+    let tokens = |span: &Span| -> f64 {
+        ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"]
+            .iter()
+            .map(|key| match span.typed[*key] {
+                Typed::Int(count) => count as f64,
+                _ => 0.0,
+            })
+            .sum()
+    };
+    let parent = one(&spans, "invoke_agent dsh run");
+    let child = one(&spans, "invoke_agent Summarize the README.");
+    for run in [parent, child] {
+        let chats: Vec<&Span> = named(&spans, "chat scripted")
+            .into_iter()
+            .filter(|chat| chat.parent == run.span_id)
+            .collect();
+        assert!(!chats.is_empty(), "{:#?}", names(&spans));
+        for chat in &chats {
+            assert!(cost(chat) > 0.0, "{chat:#?}");
+            assert!((cost(chat) - tokens(chat)).abs() < 1e-6, "{chat:#?}");
+        }
+        let sum: f64 = chats.iter().map(|chat| cost(chat)).sum();
+        assert!((cost(run) - sum).abs() < 1e-6, "{} != {sum}", cost(run));
+        assert!((cost(run) - tokens(run)).abs() < 1e-6, "{run:#?}");
+    }
 }

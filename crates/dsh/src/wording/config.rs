@@ -64,6 +64,11 @@ pub(crate) const CONFIG_ACP_CONTEXT_WINDOW: &str = "an ACP child runs its own ag
 /// Whose model a cost budget needs the price of: the parent's.
 pub(crate) const PRICE_NEEDED_PARENT: &str = "the parent's model (set `[model] price` in dsh.toml)";
 
+/// Whose model a cost budget needs the price of: a resumed parent's, which
+/// its transcript names and `[model] price` does not price (that prices
+/// today's model).
+pub(crate) const PRICE_NEEDED_RESUMED: &str = "the resumed parent's model, from its transcript (run it on a model with a price: `--model`, or `[model] model` and `price` in dsh.toml)";
+
 /// Whose model a cost budget needs the price of: a tool's children's.
 pub(crate) fn price_needed_tool(index: usize, tool: &str) -> String {
     format!("the model of the children of `{tool}` (set `subagents[{index}].agent_options.price` in dsh.toml)")
