@@ -237,7 +237,9 @@ async fn servers_that_cannot_start_name_themselves_and_the_cause() {
 async fn dropping_the_mount_releases_the_whole_process_group() {
     let (_dir, log) = temp_log();
     let tools = ToolRegistry::new();
-    let options = ClientOptions::default().release_graces(Duration::from_millis(200), Duration::from_millis(200));
+    let options = ClientOptions::default()
+        .eof_grace(Duration::from_millis(200))
+        .term_grace(Duration::from_millis(200));
     let mount = McpMount::start(&spec("t", &log, &["--grandchild"]), &tools, &options)
         .await
         .unwrap();

@@ -73,7 +73,7 @@ async fn released_in_time(words: &[&str], rungs: u32) -> Pid {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
     let tools = ToolRegistry::new();
-    let options = ClientOptions::default().release_graces(GRACE, GRACE);
+    let options = ClientOptions::default().eof_grace(GRACE).term_grace(GRACE);
     let mount = McpMount::start(&spec(&log, words), &tools, &options).await.unwrap();
     let pgid = server_pid(&log);
     let began = Instant::now();

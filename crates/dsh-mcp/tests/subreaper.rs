@@ -57,7 +57,7 @@ async fn released_with_its_grandchild(flags: &[&str]) {
     words.extend(flags.iter().chain(&["--grandchild"]).map(|flag| (*flag).to_owned()));
     let spec = McpServerSpec::from_words("leaky", &words).unwrap();
     let tools = ToolRegistry::new();
-    let options = ClientOptions::default().release_graces(GRACE, GRACE);
+    let options = ClientOptions::default().eof_grace(GRACE).term_grace(GRACE);
     let mount = McpMount::start(&spec, &tools, &options).await.unwrap();
     let (pgid, grandchild) = (logged_pid(&log, "pid"), logged_pid(&log, "grandchild"));
     let began = Instant::now();

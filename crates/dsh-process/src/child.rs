@@ -13,7 +13,9 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
-use crate::{Environment, ExitInfo, ProcessGroup, StderrTail, wording};
+use crate::{
+    DEFAULT_EOF_GRACE, DEFAULT_TERM_GRACE, Environment, ExitInfo, Ladder, Launch, ProcessGroup, StderrTail, wording,
+};
 
 /// How many bytes of stderr a child keeps by default
 /// ([`ChildSpec::stderr_tail_bytes`]).
@@ -23,16 +25,13 @@ pub const DEFAULT_STDERR_TAIL_BYTES: usize = 1024;
 /// whitespace trimmed), for the caller's log.
 type StderrLog = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// What to run: the program, its arguments, where its environment comes
-/// from, its working directory, and how much of its stderr to keep.
+/// What to run: the program, its arguments, how it is launched and
+/// released ([`Launch`]), and how much of its stderr to keep.
 #[derive(Clone)]
 pub struct ChildSpec {
     program: OsString,
     args: Vec<OsString>,
-    environment: Environment,
-    set: Vec<(OsString, OsString)>,
-    withheld: Vec<OsString>,
-    cwd: Option<PathBuf>,
+    launch: Launch,
     stderr_tail_bytes: usize,
     stderr_log: Option<StderrLog>,
 }
@@ -42,10 +41,11 @@ impl fmt::Debug for ChildSpec {
         f.debug_struct("ChildSpec")
             .field("program", &self.program)
             .field("args", &self.args)
-            .field("environment", &self.environment)
-            .field("set", &self.set.iter().map(|(key, _)| key).collect::<Vec<_>>())
-            .field("withheld", &self.withheld)
-            .field("cwd", &self.cwd)
+            .field("environment", &self.launch.environment)
+            .field("set", &self.launch.env.iter().map(|(key, _)| key).collect::<Vec<_>>())
+            .field("withheld", &self.launch.withheld_env)
+            .field("cwd", &self.launch.cwd)
+            .field("teardown", &self.launch.teardown)
             .field("stderr_tail_bytes", &self.stderr_tail_bytes)
             .finish_non_exhaustive()
     }
@@ -53,15 +53,17 @@ impl fmt::Debug for ChildSpec {
 
 impl ChildSpec {
     /// Runs `program` with no arguments, the parent's environment
-    /// ([`Environment::Inherited`]) and the parent's working directory.
+    /// ([`Environment::Inherited`]) and the parent's working directory, torn
+    /// down on the default graces ([`DEFAULT_EOF_GRACE`],
+    /// [`DEFAULT_TERM_GRACE`], [`DEFAULT_KILL_WAIT`]).
     pub fn new(program: impl Into<OsString>) -> Self {
         Self {
             program: program.into(),
             args: Vec::new(),
-            environment: Environment::Inherited,
-            set: Vec::new(),
-            withheld: Vec::new(),
-            cwd: None,
+            launch: Launch::new(
+                Environment::Inherited,
+                Ladder::new(DEFAULT_EOF_GRACE, DEFAULT_TERM_GRACE),
+            ),
             stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
             stderr_log: None,
         }
@@ -78,34 +80,40 @@ impl ChildSpec {
         self
     }
 
-    /// Where the environment comes from (default [`Environment::Inherited`]).
+    /// How the child is launched and released: its environment, working
+    /// directory and teardown graces, all at once.
+    #[must_use]
+    pub fn launch(mut self, launch: Launch) -> Self {
+        self.launch = launch;
+        self
+    }
+
+    /// Where the environment comes from ([`Launch::environment`]).
     #[must_use]
     pub fn environment(mut self, environment: Environment) -> Self {
-        self.environment = environment;
+        self.launch.environment = environment;
         self
     }
 
-    /// Sets one variable explicitly, on top of the policy's (it wins).
+    /// Sets one variable explicitly, on top of the policy's (it wins; see
+    /// [`Launch::env`]).
     #[must_use]
-    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
-        self.set.push((key.into(), value.into()));
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.launch = self.launch.env(key, value);
         self
     }
 
-    /// Withholds one of the parent's variables: the child never gets it
-    /// from the parent, whatever the policy (a secret such as the token
-    /// that guards this process's own server). An explicit
-    /// [`ChildSpec::env`] entry of that name is still set.
+    /// Withholds one of the parent's variables (see [`Launch::withheld_env`]).
     #[must_use]
-    pub fn withhold_env(mut self, key: impl Into<OsString>) -> Self {
-        self.withheld.push(key.into());
+    pub fn withhold_env(mut self, key: impl Into<String>) -> Self {
+        self.launch = self.launch.withhold_env(key);
         self
     }
 
     /// The working directory (default: the parent's).
     #[must_use]
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
+        self.launch = self.launch.cwd(cwd);
         self
     }
 
@@ -129,9 +137,9 @@ impl ChildSpec {
     /// The variables the child starts with: the policy's, read from this
     /// process's environment, less the withheld ones, then the explicit ones.
     pub fn child_env(&self) -> BTreeMap<OsString, OsString> {
-        self.environment.resolve(
-            &self.set,
-            &self.withheld,
+        self.launch.environment.resolve(
+            &self.launch.env,
+            &self.launch.withheld_env,
             |name| std::env::var_os(name),
             || std::env::vars_os().collect(),
         )
@@ -143,16 +151,16 @@ impl ChildSpec {
     pub fn spawn(&self) -> Result<(Child, Pipes), SpawnError> {
         let mut command = Command::new(&self.program);
         command.args(&self.args);
-        match &self.environment {
+        match &self.launch.environment {
             Environment::Inherited => {
-                for name in &self.withheld {
+                for name in &self.launch.withheld_env {
                     command.env_remove(name);
                 }
-                command.envs(self.set.iter().cloned())
+                command.envs(self.launch.env.iter().cloned())
             }
             Environment::Scrubbed { .. } => command.env_clear().envs(self.child_env()),
         };
-        if let Some(cwd) = &self.cwd {
+        if let Some(cwd) = &self.launch.cwd {
             command.current_dir(cwd);
         }
         command

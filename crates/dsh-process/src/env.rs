@@ -10,9 +10,9 @@ pub const BASE_ENV: &[&str] = &[
 ];
 
 /// Where a child's environment comes from. Withheld names
-/// ([`ChildSpec::withhold_env`](crate::ChildSpec::withhold_env)) are removed from
+/// ([`Launch::withheld_env`](crate::Launch::withheld_env)) are removed from
 /// what it takes of the parent's under either policy; explicit entries
-/// ([`ChildSpec::env`](crate::ChildSpec::env)) are then added on top, and win.
+/// ([`Launch::env`](crate::Launch::env)) are then added on top, and win.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Environment {
     /// The parent's whole environment: for a program that is the user's own
@@ -35,8 +35,8 @@ impl Environment {
     /// asks for it).
     pub(crate) fn resolve(
         &self,
-        set: &[(OsString, OsString)],
-        withheld: &[OsString],
+        set: &[(String, String)],
+        withheld: &[String],
         lookup: impl Fn(&str) -> Option<OsString>,
         all: impl FnOnce() -> Vec<(OsString, OsString)>,
     ) -> BTreeMap<OsString, OsString> {
@@ -52,9 +52,12 @@ impl Environment {
             }
         }
         for name in withheld {
-            env.remove(name);
+            env.remove(std::ffi::OsStr::new(name));
         }
-        env.extend(set.iter().cloned());
+        env.extend(
+            set.iter()
+                .map(|(key, value)| (OsString::from(key), OsString::from(value))),
+        );
         env
     }
 }
@@ -110,7 +113,7 @@ mod tests {
 
     #[test]
     fn a_withheld_name_is_taken_from_the_parent_under_neither_policy() {
-        let withheld = [OsString::from("DSH_API_KEY")];
+        let withheld = [String::from("DSH_API_KEY")];
         let inherited = Environment::Inherited.resolve(&[], &withheld, parent, everything);
         assert_eq!(
             keys(&inherited),

@@ -21,6 +21,14 @@ const FIRST_POLL: Duration = Duration::from_micros(250);
 /// gone.
 pub const DEFAULT_KILL_WAIT: Duration = Duration::from_millis(1000);
 
+/// How long a child may take to exit after its stdin closed, by default
+/// ([`ChildSpec::new`](crate::ChildSpec::new)).
+pub const DEFAULT_EOF_GRACE: Duration = Duration::from_millis(500);
+
+/// How long a group may take to exit after SIGTERM, by default
+/// ([`ChildSpec::new`](crate::ChildSpec::new)).
+pub const DEFAULT_TERM_GRACE: Duration = Duration::from_millis(1500);
+
 /// The graces of the teardown ladder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -3,12 +3,14 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use dsh_process::{Environment, Ladder, Launch};
+
 use crate::wording;
 
 /// How long the group may take to vanish after SIGKILL before release reports
 /// failure. SIGKILL cannot be caught; only a process stuck in the kernel
 /// (uninterruptible sleep) outlives it, and zombies count as gone.
-pub(crate) const KILL_WAIT: Duration = Duration::from_millis(1000);
+const KILL_WAIT: Duration = Duration::from_millis(1000);
 
 /// The default provider name.
 pub const DEFAULT_NAME: &str = "acp";
@@ -76,9 +78,9 @@ pub enum AcpAuth {
 ///     .env("DSH_MODEL", "deepseek-chat")
 ///     .inherit_env("DSH_API_KEY")
 ///     .permission(PermissionPolicy::AllowFirst)
-///     .dispose_eof_grace(Duration::from_millis(300));
+///     .eof_grace(Duration::from_millis(300));
 /// assert_eq!(config.args, ["acp", "--quiet"]);
-/// assert_eq!(config.dispose_term_grace, Duration::from_millis(1500));
+/// assert_eq!(config.launch.teardown.term_grace, Duration::from_millis(1500));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -89,19 +91,12 @@ pub struct AcpConfig {
     pub command: PathBuf,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Variables set for the child, on top of the scrubbed base
-    /// ([`BASE_ENV`](crate::BASE_ENV)); they win over inherited values.
-    pub env: Vec<(String, String)>,
-    /// Names of parent variables passed through as they are (e.g. an API key
-    /// the child needs). Nothing else of the parent's environment reaches the child.
-    pub inherit_env: Vec<String>,
-    /// Names of parent variables the child never gets, even when
-    /// [`AcpConfig::inherit_env`] names them (a secret such as the token
-    /// that guards the parent's own server).
-    pub withheld_env: Vec<String>,
-    /// The child's working directory, also sent in `session/new`; `None`
-    /// means the parent process's working directory at start.
-    pub cwd: Option<PathBuf>,
+    /// How the child is launched and released: its environment (scrubbed:
+    /// [`BASE_ENV`](crate::BASE_ENV), the names passed on, less the withheld
+    /// ones, then the variables set), its working directory (also sent in
+    /// `session/new`; `None` means the parent process's working directory at
+    /// start), and the graces of its teardown at dispose.
+    pub launch: Launch,
     /// The answer to permission requests.
     pub permission: PermissionPolicy,
     /// The authentication method to ask the child for.
@@ -115,10 +110,6 @@ pub struct AcpConfig {
     /// After a cancellation, how long to wait for the child to end the turn
     /// (`cancelled`) before the run settles `aborted` without it.
     pub cancel_grace: Duration,
-    /// At dispose: how long the child may take to exit after its stdin closes.
-    pub dispose_eof_grace: Duration,
-    /// At dispose: how long the group may take to exit after SIGTERM, before SIGKILL.
-    pub dispose_term_grace: Duration,
     /// The most answer text collected; a child that streams more fails the run.
     pub max_output_bytes: usize,
     /// The longest protocol line read from the child; a longer one fails the run.
@@ -147,17 +138,15 @@ impl AcpConfig {
             name: DEFAULT_NAME.to_owned(),
             command: command.into(),
             args: Vec::new(),
-            env: Vec::new(),
-            inherit_env: Vec::new(),
-            withheld_env: Vec::new(),
-            cwd: None,
+            launch: Launch::new(
+                Environment::Scrubbed { pass: Vec::new() },
+                Ladder::new(Duration::from_millis(500), Duration::from_millis(1500)).kill_wait(KILL_WAIT),
+            ),
             permission: PermissionPolicy::Reject,
             auth: AcpAuth::None,
             startup_timeout: Duration::from_secs(60),
             turn_timeout: None,
             cancel_grace: Duration::from_millis(1000),
-            dispose_eof_grace: Duration::from_millis(500),
-            dispose_term_grace: Duration::from_millis(1500),
             max_output_bytes: 1 << 20,
             max_line_bytes: 4 << 20,
         }
@@ -181,32 +170,33 @@ impl AcpConfig {
         self
     }
 
-    /// Sets one variable for the child.
+    /// Sets one variable for the child ([`Launch::env`]).
     #[must_use]
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.env.push((key.into(), value.into()));
+        self.launch = self.launch.env(key, value);
         self
     }
 
-    /// Passes one parent variable through, when the parent has it.
+    /// Passes one parent variable through, when the parent has it
+    /// ([`Launch::inherit_env`]).
     #[must_use]
     pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
-        self.inherit_env.push(name.into());
+        self.launch = self.launch.inherit_env(name);
         self
     }
 
-    /// Withholds one parent variable from the child (see
-    /// [`AcpConfig::withheld_env`]).
+    /// Withholds one parent variable from the child, even when
+    /// [`AcpConfig::inherit_env`] names it ([`Launch::withheld_env`]).
     #[must_use]
     pub fn withhold_env(mut self, name: impl Into<String>) -> Self {
-        self.withheld_env.push(name.into());
+        self.launch = self.launch.withhold_env(name);
         self
     }
 
-    /// Sets the working directory.
+    /// Sets the working directory ([`Launch::cwd`]).
     #[must_use]
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
+        self.launch = self.launch.cwd(cwd);
         self
     }
 
@@ -245,17 +235,19 @@ impl AcpConfig {
         self
     }
 
-    /// Sets the stdin-EOF grace of dispose.
+    /// Sets how long the child may take to exit after its stdin closes, at
+    /// dispose ([`Launch::eof_grace`]).
     #[must_use]
-    pub fn dispose_eof_grace(mut self, grace: Duration) -> Self {
-        self.dispose_eof_grace = grace;
+    pub fn eof_grace(mut self, grace: Duration) -> Self {
+        self.launch = self.launch.eof_grace(grace);
         self
     }
 
-    /// Sets the SIGTERM grace of dispose.
+    /// Sets how long the group may take to exit after SIGTERM, before
+    /// SIGKILL, at dispose ([`Launch::term_grace`]).
     #[must_use]
-    pub fn dispose_term_grace(mut self, grace: Duration) -> Self {
-        self.dispose_term_grace = grace;
+    pub fn term_grace(mut self, grace: Duration) -> Self {
+        self.launch = self.launch.term_grace(grace);
         self
     }
 
@@ -281,7 +273,7 @@ impl AcpConfig {
     /// `subagent` tool gives 5 s), or a cancelled call reports that the child
     /// may still be running. The defaults add up to 4 s.
     pub fn release_budget(&self) -> Duration {
-        self.cancel_grace + self.dispose_eof_grace + self.dispose_term_grace + KILL_WAIT
+        self.cancel_grace + self.launch.teardown.budget()
     }
 
     /// Checks what the builder cannot: a command, an absolute-or-relative
@@ -290,7 +282,7 @@ impl AcpConfig {
         if self.command.as_os_str().is_empty() {
             return Err(InvalidConfig::new(wording::COMMAND_EMPTY.to_owned()));
         }
-        if let Some(cwd) = &self.cwd {
+        if let Some(cwd) = &self.launch.cwd {
             if cwd.as_os_str().is_empty() {
                 return Err(InvalidConfig::new(wording::CWD_EMPTY.to_owned()));
             }
@@ -298,7 +290,7 @@ impl AcpConfig {
                 return Err(InvalidConfig::new(wording::cwd_not_a_directory(cwd)));
             }
         }
-        for (key, _) in &self.env {
+        for (key, _) in &self.launch.env {
             if key.is_empty() || key.contains('=') || key.contains('\0') {
                 return Err(InvalidConfig::new(wording::env_name_impossible(key)));
             }
@@ -344,8 +336,8 @@ mod tests {
         assert_eq!(config.auth, AcpAuth::None);
         assert_eq!(config.turn_timeout, None);
         assert_eq!(config.cancel_grace, Duration::from_millis(1000));
-        assert_eq!(config.dispose_eof_grace, Duration::from_millis(500));
-        assert_eq!(config.dispose_term_grace, Duration::from_millis(1500));
+        assert_eq!(config.launch.teardown.eof_grace, Duration::from_millis(500));
+        assert_eq!(config.launch.teardown.term_grace, Duration::from_millis(1500));
         assert_eq!(config.release_budget(), Duration::from_millis(4000));
         assert_eq!(config.validate(), Ok(()));
     }

@@ -15,5 +15,5 @@ mod wording;
 pub use child_update::{ChildUpdate, ProgressSink, Status};
 pub use code::ErrorCode;
 pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, InvalidConfig, PermissionPolicy};
-pub use dsh_process::BASE_ENV;
+pub use dsh_process::{BASE_ENV, Environment, Ladder, Launch};
 pub use provider::AcpProvider;

@@ -7,10 +7,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, Pipes, SpawnError, Teardown, TeardownError};
+use dsh_process::{Child, ChildSpec, ExitInfo, Ladder, Pipes, SpawnError, Teardown, TeardownError};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{AcpConfig, KILL_WAIT};
+use crate::config::AcpConfig;
 use crate::wording;
 
 /// How many bytes of the child's stderr a diagnostic may quote (the tail).
@@ -20,21 +20,11 @@ const STDERR_TAIL_BYTES: usize = 1024;
 /// inherited names from the parent (less the withheld ones), then the explicit entries; the child's
 /// stderr logged under `dsh_subagent_acp::child_stderr`.
 pub(crate) fn spec(config: &AcpConfig, cwd: &Path) -> ChildSpec {
-    let mut spec = ChildSpec::new(&config.command)
+    ChildSpec::new(&config.command)
         .args(&config.args)
-        .environment(Environment::Scrubbed {
-            pass: config.inherit_env.clone(),
-        })
-        .cwd(cwd)
+        .launch(config.launch.clone().cwd(cwd))
         .stderr_tail_bytes(STDERR_TAIL_BYTES)
-        .log_stderr(|text| tracing::debug!(target: "dsh_subagent_acp::child_stderr", "{text}"));
-    for name in &config.withheld_env {
-        spec = spec.withhold_env(name);
-    }
-    for (key, value) in &config.env {
-        spec = spec.env(key, value);
-    }
-    spec
+        .log_stderr(|text| tracing::debug!(target: "dsh_subagent_acp::child_stderr", "{text}"))
 }
 
 /// A running child, and the switch that closes its stdin.
@@ -91,13 +81,13 @@ impl ChildProcess {
         self.child.stderr_tail_after_close(limit).await.text()
     }
 
-    /// Closes stdin and waits `eof_grace`; then SIGTERMs the group and waits
-    /// `term_grace`; then SIGKILLs it. Returns once the whole group is gone
-    /// (zombies left to another reaper count as gone; our own are reaped).
-    pub(crate) async fn teardown(&self, eof_grace: Duration, term_grace: Duration) -> Result<Teardown, String> {
+    /// Closes stdin and waits the ladder's `eof_grace`; then SIGTERMs the
+    /// group and waits its `term_grace`; then SIGKILLs it. Returns once the
+    /// whole group is gone (zombies left to another reaper count as gone; our
+    /// own are reaped).
+    pub(crate) async fn teardown(&self, ladder: &Ladder) -> Result<Teardown, String> {
         self.close_stdin.cancel();
-        let ladder = Ladder::new(eof_grace, term_grace).kill_wait(KILL_WAIT);
-        self.child.teardown(&ladder).await.map_err(|error| match error {
+        self.child.teardown(ladder).await.map_err(|error| match error {
             TeardownError::Signal { group, error } => wording::cannot_signal(&group, &error),
             TeardownError::SurvivedKill { group, waited } => wording::survived_kill(&group, waited),
             _ => error.to_string(),

@@ -113,7 +113,7 @@ async fn start(
     }
     // Known from the start: the child's reports carry it.
     let id = format!("acp-{}", uuid::Uuid::new_v4());
-    let cwd: PathBuf = match &config.cwd {
+    let cwd: PathBuf = match &config.launch.cwd {
         Some(cwd) => cwd.clone(),
         None => std::env::current_dir()
             .map_err(|error| SubagentError::failed_with_code(wording::no_cwd(&error), crate::ErrorCode::NoCwd))?,
@@ -273,9 +273,7 @@ fn published_run(id: String, handle: JoinHandle<Result<Ended, Broken>>, publishe
         run_cancel.cancel();
         let conversation_end = config.cancel_grace + Duration::from_secs(1);
         let _ = tokio::time::timeout(conversation_end, done.wait_for(|done| *done)).await;
-        let torn = process
-            .teardown(config.dispose_eof_grace, config.dispose_term_grace)
-            .await;
+        let torn = process.teardown(&config.launch.teardown).await;
         tracing::debug!(pgid = process.group_id(), ?torn, "{}", wording::LOG_CHILD_RELEASED);
         torn.map(|_| ())
             .map_err(|error| SubagentError::failed_with_code(error, crate::ErrorCode::TeardownFailed))
@@ -292,7 +290,7 @@ async fn release_failed_start(process: &ChildProcess, config: &AcpConfig, cancel
     tokio::select! {
         biased;
         () = cancel.cancelled() => process.kill(),
-        torn = process.teardown(config.dispose_eof_grace, config.dispose_term_grace) => {
+        torn = process.teardown(&config.launch.teardown) => {
             if let Err(teardown) = torn {
                 tracing::warn!("{teardown}");
             }

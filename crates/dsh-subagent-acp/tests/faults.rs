@@ -27,8 +27,8 @@ fn config(dir: &Path, mode: &str) -> AcpConfig {
         .cwd(dir)
         .startup_timeout(Duration::from_secs(10))
         .cancel_grace(Duration::from_millis(300))
-        .dispose_eof_grace(Duration::from_millis(500))
-        .dispose_term_grace(Duration::from_millis(500))
+        .eof_grace(Duration::from_millis(500))
+        .term_grace(Duration::from_millis(500))
 }
 
 fn pid_file(dir: &Path) -> PathBuf {

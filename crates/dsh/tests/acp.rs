@@ -43,8 +43,8 @@ fn config(dir: &Path, extra: &[&str]) -> AcpConfig {
         .cwd(dir)
         .startup_timeout(Duration::from_secs(30))
         .cancel_grace(Duration::from_secs(5))
-        .dispose_eof_grace(Duration::from_secs(5))
-        .dispose_term_grace(Duration::from_secs(2))
+        .eof_grace(Duration::from_secs(5))
+        .term_grace(Duration::from_secs(2))
 }
 
 fn groups(dir: &Path) -> Vec<Pid> {

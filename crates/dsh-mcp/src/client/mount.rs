@@ -77,7 +77,7 @@ impl Connection {
             let _ = service.cancel().await;
         }
         match &self.backend {
-            Backend::Process(process) => process.teardown(self.options.eof_grace, self.options.term_grace).await,
+            Backend::Process(process) => process.teardown(&self.options.launch.teardown).await,
             Backend::Remote { .. } => Ok(()),
         }
     }
@@ -153,7 +153,7 @@ async fn start_process(
         }
         Ok(Err(error)) => Err(startup_failure(&process, HandshakeStep::Initialize, error).await),
         Err(_elapsed) => {
-            let _ = process.teardown(Duration::ZERO, Duration::ZERO).await;
+            let _ = process.kill().await;
             Err(StartFailure::TimedOut {
                 timeout: options.startup_timeout,
             })
@@ -382,7 +382,7 @@ async fn startup_failure(process: &ServerProcess, step: HandshakeStep, source: B
         },
         None => StartFailure::Handshake { step, source },
     };
-    let _ = process.teardown(Duration::ZERO, Duration::ZERO).await;
+    let _ = process.kill().await;
     cause
 }
 

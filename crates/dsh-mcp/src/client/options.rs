@@ -4,7 +4,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use dsh_process::{Environment, Ladder, Launch};
 use dsh_tools::ResultPolicy;
+
+/// How long the group may take to vanish after SIGKILL.
+pub(crate) const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// How servers are started and released.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -12,20 +16,15 @@ use dsh_tools::ResultPolicy;
 pub struct ClientOptions {
     /// How long `initialize` and `tools/list` together may take (default 30 s).
     pub startup_timeout: Duration,
-    /// At release: how long the server may take to exit after its stdin closes (default 2 s).
-    pub eof_grace: Duration,
-    /// At release: how long the group may take to exit after SIGTERM, before SIGKILL (default 2 s).
-    pub term_grace: Duration,
-    /// Variables set for a server started as a process, on top of the
-    /// environment it inherits (default none); they win over inherited values.
-    pub env: Vec<(String, String)>,
-    /// Variables of ours a server started as a process never inherits
-    /// (default none): secrets that are not its business, such as the
-    /// token that guards our own server.
-    pub withheld_env: Vec<String>,
-    /// The working directory of a server started as a process (default:
-    /// ours).
-    pub cwd: Option<PathBuf>,
+    /// How a server started as a process is launched and released: it
+    /// inherits our environment less [`Launch::withheld_env`] (default none:
+    /// secrets that are not its business, such as the token that guards our
+    /// own server), with [`Launch::env`] on top (default none; they win); it
+    /// runs in [`Launch::cwd`] (default: ours); at release it may take
+    /// [`Ladder::eof_grace`] to exit after its stdin closes and
+    /// [`Ladder::term_grace`] after SIGTERM, before SIGKILL (default 2 s
+    /// each), and 5 s to vanish after SIGKILL.
+    pub launch: Launch,
     /// The result budget of every tool mounted, and where a result it cuts
     /// is kept for paged reads (default: 8,000 tokens, nothing kept).
     pub results: ResultPolicy,
@@ -35,11 +34,10 @@ impl Default for ClientOptions {
     fn default() -> Self {
         Self {
             startup_timeout: Duration::from_secs(30),
-            eof_grace: Duration::from_secs(2),
-            term_grace: Duration::from_secs(2),
-            env: Vec::new(),
-            withheld_env: Vec::new(),
-            cwd: None,
+            launch: Launch::new(
+                Environment::Inherited,
+                Ladder::new(Duration::from_secs(2), Duration::from_secs(2)).kill_wait(KILL_WAIT),
+            ),
             results: ResultPolicy::default(),
         }
     }
@@ -53,25 +51,25 @@ impl ClientOptions {
         self
     }
 
-    /// Sets one variable for the server's process (see [`ClientOptions::env`]).
+    /// Sets one variable for the server's process ([`Launch::env`]).
     #[must_use]
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.env.push((key.into(), value.into()));
+        self.launch = self.launch.env(key, value);
         self
     }
 
-    /// Withholds one of our variables from the server's process (see
-    /// [`ClientOptions::withheld_env`]).
+    /// Withholds one of our variables from the server's process
+    /// ([`Launch::withheld_env`]).
     #[must_use]
     pub fn withhold_env(mut self, key: impl Into<String>) -> Self {
-        self.withheld_env.push(key.into());
+        self.launch = self.launch.withhold_env(key);
         self
     }
 
-    /// Sets the working directory of the server's process.
+    /// Sets the working directory of the server's process ([`Launch::cwd`]).
     #[must_use]
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
+        self.launch = self.launch.cwd(cwd);
         self
     }
 
@@ -83,11 +81,19 @@ impl ClientOptions {
         self
     }
 
-    /// Sets both release graces.
+    /// Sets how long the server may take to exit after its stdin closes, at
+    /// release ([`Launch::eof_grace`]).
     #[must_use]
-    pub fn release_graces(mut self, eof: Duration, term: Duration) -> Self {
-        self.eof_grace = eof;
-        self.term_grace = term;
+    pub fn eof_grace(mut self, grace: Duration) -> Self {
+        self.launch = self.launch.eof_grace(grace);
+        self
+    }
+
+    /// Sets how long the group may take to exit after SIGTERM, before
+    /// SIGKILL, at release ([`Launch::term_grace`]).
+    #[must_use]
+    pub fn term_grace(mut self, grace: Duration) -> Self {
+        self.launch = self.launch.term_grace(grace);
         self
     }
 }

@@ -9,10 +9,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use dsh_process::{Child, ChildSpec, Environment, ExitInfo, Ladder, SpawnError, TeardownError};
+use dsh_process::{Child, ChildSpec, ExitInfo, Ladder, SpawnError, TeardownError};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::client::options::ClientOptions;
+use crate::client::options::{ClientOptions, KILL_WAIT};
 use crate::wording;
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
@@ -21,9 +21,6 @@ const STDERR_TAIL_BYTES: usize = 512;
 /// How long a description of an ended process waits for its stderr to
 /// close (a grandchild may hold it open).
 const STDERR_CLOSE_WAIT: Duration = Duration::from_millis(500);
-
-/// How long the group may take to vanish after SIGKILL.
-const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// A running server process.
 pub(crate) struct ServerProcess {
@@ -42,17 +39,9 @@ impl ServerProcess {
         options: &ClientOptions,
     ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
         let server = name.to_owned();
-        let mut child = ChildSpec::new(program).args(args).environment(Environment::Inherited);
-        for key in &options.withheld_env {
-            child = child.withhold_env(key);
-        }
-        for (key, value) in &options.env {
-            child = child.env(key, value);
-        }
-        if let Some(cwd) = &options.cwd {
-            child = child.cwd(cwd);
-        }
-        let (child, pipes) = child
+        let (child, pipes) = ChildSpec::new(program)
+            .args(args)
+            .launch(options.launch.clone())
             .stderr_tail_bytes(STDERR_TAIL_BYTES)
             .log_stderr(move |text| tracing::debug!(target: "dsh_mcp::server_stderr", server = %server, "{text}"))
             .spawn()
@@ -90,11 +79,18 @@ impl ServerProcess {
         }
     }
 
-    /// With stdin already closed: waits `eof_grace`, then SIGTERMs the group
-    /// and waits `term_grace`, then SIGKILLs it. Returns once the direct
-    /// process is reaped and nothing of the group still runs.
-    pub(crate) async fn teardown(&self, eof_grace: Duration, term_grace: Duration) -> Result<(), TeardownError> {
-        let ladder = Ladder::new(eof_grace, term_grace).kill_wait(KILL_WAIT);
-        self.child.teardown(&ladder).await.map(drop)
+    /// With stdin already closed: waits the ladder's `eof_grace`, then
+    /// SIGTERMs the group and waits its `term_grace`, then SIGKILLs it.
+    /// Returns once the direct process is reaped and nothing of the group
+    /// still runs.
+    pub(crate) async fn teardown(&self, ladder: &Ladder) -> Result<(), TeardownError> {
+        self.child.teardown(ladder).await.map(drop)
+    }
+
+    /// Tears the group down without a grace (a server that failed to
+    /// start): SIGKILL at once, once stdin is closed.
+    pub(crate) async fn kill(&self) -> Result<(), TeardownError> {
+        self.teardown(&Ladder::new(Duration::ZERO, Duration::ZERO).kill_wait(KILL_WAIT))
+            .await
     }
 }

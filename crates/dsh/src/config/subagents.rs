@@ -459,10 +459,10 @@ impl AcpEntry<'_, '_> {
             config = config.cancel_grace(Duration::from_millis(*grace.get_ref()));
         }
         if let Some(grace) = &raw.dispose_eof_grace_ms {
-            config = config.dispose_eof_grace(Duration::from_millis(*grace.get_ref()));
+            config = config.eof_grace(Duration::from_millis(*grace.get_ref()));
         }
         if let Some(grace) = &raw.dispose_term_grace_ms {
-            config = config.dispose_term_grace(Duration::from_millis(*grace.get_ref()));
+            config = config.term_grace(Duration::from_millis(*grace.get_ref()));
         }
         if config.release_budget() > RELEASE_GRACE
             && let Some((name, grace)) = graces
@@ -473,8 +473,8 @@ impl AcpEntry<'_, '_> {
             let fixed = config
                 .clone()
                 .cancel_grace(zero)
-                .dispose_eof_grace(zero)
-                .dispose_term_grace(zero)
+                .eof_grace(zero)
+                .term_grace(zero)
                 .release_budget();
             return Err((self.at)(
                 Some(grace.span()),

@@ -152,14 +152,19 @@ result_budget = 16000
     assert_eq!(acp.tool.max_depth, Some(MaxDepth::ProviderManaged));
     assert_eq!(acp_config.command, PathBuf::from("dsh"));
     assert_eq!(acp_config.args, ["acp", "--quiet"]);
-    assert_eq!(acp_config.inherit_env, ["DSH_API_KEY"]);
-    assert_eq!(acp_config.cwd.as_deref(), Some(dir.path().join(".").as_path()));
+    assert_eq!(
+        acp_config.launch.environment,
+        dsh_subagent_acp::Environment::Scrubbed {
+            pass: vec!["DSH_API_KEY".to_owned()]
+        }
+    );
+    assert_eq!(acp_config.launch.cwd.as_deref(), Some(dir.path().join(".").as_path()));
     assert_eq!(acp_config.permission, dsh_subagent_acp::PermissionPolicy::AllowFirst);
     assert_eq!(acp_config.auth, dsh_subagent_acp::AcpAuth::Method("api-key".into()));
     assert_eq!(acp_config.turn_timeout, Some(Duration::from_secs(600)));
     assert_eq!(acp_config.cancel_grace, Duration::from_millis(1000));
-    assert_eq!(acp_config.dispose_eof_grace, Duration::from_millis(500));
-    assert_eq!(acp_config.dispose_term_grace, Duration::from_millis(700));
+    assert_eq!(acp_config.launch.teardown.eof_grace, Duration::from_millis(500));
+    assert_eq!(acp_config.launch.teardown.term_grace, Duration::from_millis(700));
     let docs = dsh_mcp::RemoteServer::new("https://mcp.example.com/mcp")
         .and_then(|server| server.header("X-Team", "agents"))
         .and_then(|server| server.bearer_token_env("DOCS_TOKEN"))
