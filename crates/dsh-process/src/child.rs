@@ -55,7 +55,7 @@ impl ChildSpec {
     /// Runs `program` with no arguments, the parent's environment
     /// ([`Environment::Inherited`]) and the parent's working directory, torn
     /// down on the default graces ([`DEFAULT_EOF_GRACE`],
-    /// [`DEFAULT_TERM_GRACE`], [`DEFAULT_KILL_WAIT`]).
+    /// [`DEFAULT_TERM_GRACE`], [`DEFAULT_KILL_WAIT`](crate::DEFAULT_KILL_WAIT)).
     pub fn new(program: impl Into<OsString>) -> Self {
         Self {
             program: program.into(),

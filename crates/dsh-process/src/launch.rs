@@ -1,10 +1,62 @@
 //! How a process is launched and released, apart from which program: the
-//! one description the MCP client and the ACP provider both keep.
+//! one description the MCP client and the ACP provider both keep, with the
+//! graces of its teardown ladder.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::{Environment, Ladder};
+use crate::Environment;
+
+/// How long the group may take to vanish after SIGKILL by default
+/// ([`Ladder::kill_wait`]). SIGKILL cannot be caught; only a process stuck
+/// in the kernel (uninterruptible sleep) outlives it, and zombies count as
+/// gone.
+pub const DEFAULT_KILL_WAIT: Duration = Duration::from_millis(1000);
+
+/// How long a child may take to exit after its stdin closed, by default
+/// ([`ChildSpec::new`](crate::ChildSpec::new)).
+pub const DEFAULT_EOF_GRACE: Duration = Duration::from_millis(500);
+
+/// How long a group may take to exit after SIGTERM, by default
+/// ([`ChildSpec::new`](crate::ChildSpec::new)).
+pub const DEFAULT_TERM_GRACE: Duration = Duration::from_millis(1500);
+
+/// The graces of the teardown ladder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ladder {
+    /// How long the child may take to exit after its stdin closed.
+    pub eof_grace: Duration,
+    /// How long the group may take to exit after SIGTERM, before SIGKILL.
+    pub term_grace: Duration,
+    /// How long the group may take to vanish after SIGKILL before the
+    /// teardown fails.
+    pub kill_wait: Duration,
+}
+
+impl Ladder {
+    /// A ladder with these graces and the default wait after SIGKILL
+    /// ([`DEFAULT_KILL_WAIT`]).
+    pub fn new(eof_grace: Duration, term_grace: Duration) -> Self {
+        Self {
+            eof_grace,
+            term_grace,
+            kill_wait: DEFAULT_KILL_WAIT,
+        }
+    }
+
+    /// Sets [`Ladder::kill_wait`].
+    #[must_use]
+    pub fn kill_wait(mut self, wait: Duration) -> Self {
+        self.kill_wait = wait;
+        self
+    }
+
+    /// The longest a teardown on this ladder takes.
+    pub fn budget(&self) -> Duration {
+        self.eof_grace + self.term_grace + self.kill_wait
+    }
+}
 
 /// How a process is launched and released: where its environment comes
 /// from, the variables set and withheld, its working directory, and the

@@ -14,6 +14,6 @@ pub use child::{Child, ChildSpec, DEFAULT_STDERR_TAIL_BYTES, Pipes, SpawnError};
 pub use env::{BASE_ENV, Environment};
 pub use exit::ExitInfo;
 pub use group::{ProcessGroup, SignalError};
-pub use launch::Launch;
+pub use launch::{DEFAULT_EOF_GRACE, DEFAULT_KILL_WAIT, DEFAULT_TERM_GRACE, Ladder, Launch};
 pub use stderr::{StderrTail, strip_escapes};
-pub use teardown::{DEFAULT_EOF_GRACE, DEFAULT_KILL_WAIT, DEFAULT_TERM_GRACE, Ladder, Teardown, TeardownError};
+pub use teardown::{Teardown, TeardownError};
