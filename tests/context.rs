@@ -1,4 +1,4 @@
-//! End to end: the context guard with real delegations. Four children
+//! End to end: the context fit with real delegations. Four children
 //! started in one message each answer 2 MB, and the parent's next request
 //! still fits a 24,000-token window; a child that cannot fit its own window
 //! gives its parent the pinned `subagent` error with its partial output.

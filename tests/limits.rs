@@ -107,7 +107,7 @@ async fn spending_counts_up_the_tree() {
         .unwrap();
     let outcome = parent.run("What is the code word?", &CancellationToken::new()).await;
     assert_eq!(outcome.stop, AgentStop::Completed);
-    let spent = lineage.budget().unwrap().spent();
+    let spent = lineage.token_budget().unwrap().spent();
     let usage = parent.usage().total().unwrap();
     assert_eq!(
         spent,

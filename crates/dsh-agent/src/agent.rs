@@ -1,7 +1,7 @@
 //! The agent: its place in a delegation tree, its conversation, limits and
 //! transcript, and the builder that makes one. One run of its loop (model →
 //! tool calls → tool results → model, until a final answer, a limit, or
-//! cancellation) is in [`run`]; fitting it to a context window in [`guard`].
+//! cancellation) is in [`run`]; fitting it to a context window in [`fit`].
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -14,10 +14,10 @@ use crate::transcript::{StartRecord, TRANSCRIPT_VERSION, TranscriptEntry, Transc
 use crate::usage::{Priced, UsageTotals, add_reported};
 use crate::{AgentInfo, AgentRuntime, ContextWindow, ToolView};
 
-mod guard;
+mod fit;
 mod run;
 
-use guard::ContextState;
+use fit::ContextState;
 
 /// The default limit of model calls per run.
 pub const DEFAULT_MAX_TURNS: u32 = 16;

@@ -1,5 +1,5 @@
-//! The context guard: how the agent loop keeps each request within its
-//! model's context window (see "The context guard" in `docs/design.md`).
+//! The context fit: how the agent loop keeps each request within its
+//! model's context window (see "The context fit" in `docs/design.md`).
 //!
 //! The loop knows a window when one is configured (on the agent, or on the
 //! runtime for its model) or learned from a server's refusal that named it

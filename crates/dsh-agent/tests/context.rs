@@ -1,4 +1,4 @@
-//! The context guard in the agent loop: a window configured or learned from
+//! The context fit in the agent loop: a window configured or learned from
 //! a refusal, one turn's results fitted into it, and the typed stop when
 //! nothing fits. The model here counts a request's tokens at four bytes of
 //! its body, as sent, and refuses one over its window the way OpenAI does.
@@ -433,7 +433,7 @@ async fn a_token_budget_caps_each_requests_max_tokens_at_what_it_has_left() {
     tree.spend(70_000);
     let agent = Agent::builder(runtime(model.clone(), 10, dir.path()))
         .max_tokens(Some(40_000))
-        .lineage(Lineage::new().with_budget(child))
+        .lineage(Lineage::new().with_token_budget(child))
         .build()
         .unwrap();
     agent.run("Do one thing.", &CancellationToken::new()).await;
@@ -452,7 +452,7 @@ async fn a_token_budget_caps_each_requests_max_tokens_at_what_it_has_left() {
         let dir = tempfile::tempdir().unwrap();
         let model = WindowedModel::new(1_000_000, Refuses::NamingTheWindow, 0);
         let agent = Agent::builder(runtime(model.clone(), 10, dir.path()))
-            .lineage(Lineage::new().with_budget(TokenBudget::new(BudgetScope::Child, budget, None)))
+            .lineage(Lineage::new().with_token_budget(TokenBudget::new(BudgetScope::Child, budget, None)))
             .build()
             .unwrap();
         agent.run("Answer.", &CancellationToken::new()).await;

@@ -234,7 +234,7 @@ async fn a_token_budget_spends_the_estimate_and_stops_the_run() {
         let agent = Agent::builder(runtime(&server, dir.path()))
             .system_prompt("Call echo until told to stop.")
             .max_turns(50)
-            .lineage(Lineage::new().with_budget(budget.clone()))
+            .lineage(Lineage::new().with_token_budget(budget.clone()))
             .build()
             .unwrap();
         let outcome = agent.run("Go.", &CancellationToken::new()).await;

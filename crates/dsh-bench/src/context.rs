@@ -1,4 +1,4 @@
-//! The context guard: what fitting one turn of 100 tool results into the
+//! The context fit: what fitting one turn of 100 tool results into the
 //! room a context window leaves costs the agent loop
 //! ([`dsh_agent::fit_tool_results`]: the sizes of the JSON-escaped texts,
 //! the water-filling shares, and each large result cut to its head, its

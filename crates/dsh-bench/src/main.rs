@@ -5,7 +5,7 @@
 //! unset, the bench builds it with `cargo build -p dsh` when started by Cargo.
 //!
 //! `--only limits` prints only the bounded-delegation rows, `--only context`
-//! only the context guard's, `--only answer` only the long answer's.
+//! only the context fit's, `--only answer` only the long answer's.
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
@@ -65,7 +65,7 @@ fn run(plan: Plan) -> ExitCode {
     }
 }
 
-/// Only the context guard's rows.
+/// Only the context fit's rows.
 fn run_context(plan: &Plan) -> ExitCode {
     let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
         rows.extend(dsh_bench::context::rows(plan, flavor)?);

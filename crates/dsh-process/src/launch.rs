@@ -53,7 +53,7 @@ impl Ladder {
     }
 
     /// The longest a teardown on this ladder takes.
-    pub fn budget(&self) -> Duration {
+    pub fn longest(&self) -> Duration {
         self.eof_grace + self.term_grace + self.kill_wait
     }
 }

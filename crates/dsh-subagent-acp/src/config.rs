@@ -65,7 +65,7 @@ pub enum AcpAuth {
 /// and 4 MiB per protocol line.
 ///
 /// The graces are chosen so that a cancelled delegation is over well inside
-/// the `subagent` tool's release grace (5 s): [`AcpConfig::release_budget`]
+/// the `subagent` tool's release grace (5 s): [`AcpConfig::longest_release`]
 /// adds them up. Agent products rarely exit when their stdin closes, so the
 /// stdin-EOF grace is short; they do exit on SIGTERM.
 ///
@@ -272,8 +272,8 @@ impl AcpConfig {
     /// Keep it under the release grace of whatever awaits the release (the
     /// `subagent` tool gives 5 s), or a cancelled call reports that the child
     /// may still be running. The defaults add up to 4 s.
-    pub fn release_budget(&self) -> Duration {
-        self.cancel_grace + self.launch.teardown.budget()
+    pub fn longest_release(&self) -> Duration {
+        self.cancel_grace + self.launch.teardown.longest()
     }
 
     /// Checks what the builder cannot: a command, an absolute-or-relative
@@ -338,7 +338,7 @@ mod tests {
         assert_eq!(config.cancel_grace, Duration::from_millis(1000));
         assert_eq!(config.launch.teardown.eof_grace, Duration::from_millis(500));
         assert_eq!(config.launch.teardown.term_grace, Duration::from_millis(1500));
-        assert_eq!(config.release_budget(), Duration::from_millis(4000));
+        assert_eq!(config.longest_release(), Duration::from_millis(4000));
         assert_eq!(config.validate(), Ok(()));
     }
 

@@ -98,9 +98,9 @@ const CANCEL_BOUND: Duration = Duration::from_millis(2000);
 fn the_default_ladder_fits_inside_the_tools_release_grace() {
     let config = AcpConfig::new("agent");
     assert!(
-        config.release_budget() + Duration::from_millis(500) < dsh_tool_subagent::RELEASE_GRACE,
+        config.longest_release() + Duration::from_millis(500) < dsh_tool_subagent::RELEASE_GRACE,
         "{:?}",
-        config.release_budget()
+        config.longest_release()
     );
 }
 

@@ -62,13 +62,13 @@ impl Lineage {
 
     /// Sets the innermost token budget the agent spends from.
     #[must_use]
-    pub fn with_budget(self, budget: Arc<TokenBudget>) -> Self {
+    pub fn with_token_budget(self, budget: Arc<TokenBudget>) -> Self {
         self.edit(|parts| parts.budget = Some(budget))
     }
 
     /// The innermost token budget the agent spends from (its chain reaches
     /// every enclosing budget), when one is set.
-    pub fn budget(&self) -> Option<&Arc<TokenBudget>> {
+    pub fn token_budget(&self) -> Option<&Arc<TokenBudget>> {
         self.parts()?.budget.as_ref()
     }
 
@@ -108,7 +108,7 @@ impl Lineage {
     /// Records `tokens` spent by the agent's model calls on every budget of
     /// its chain. Nothing happens without a budget.
     pub fn spend(&self, tokens: u64) {
-        if let Some(budget) = self.budget() {
+        if let Some(budget) = self.token_budget() {
             budget.spend(tokens);
         }
     }
@@ -116,7 +116,7 @@ impl Lineage {
     /// The first budget of the chain that is spent, innermost first: what
     /// stops the agent before its next model call.
     pub fn spent_budget(&self) -> Option<&TokenBudget> {
-        self.budget()?.spent_budget()
+        self.token_budget()?.spent_budget()
     }
 }
 
@@ -124,7 +124,7 @@ impl fmt::Debug for Lineage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lineage")
             .field("deadline", &self.deadline())
-            .field("budget", &self.budget())
+            .field("budget", &self.token_budget())
             .field("cost_budget", &self.cost_budget())
             .field("in_tree", &self.parts().is_some_and(|parts| parts.admission.is_some()))
             .finish()
@@ -300,7 +300,7 @@ mod tests {
         let tree = TokenBudget::new(BudgetScope::Tree, 100, None);
         let child = TokenBudget::new(BudgetScope::Child, 500, Some(tree.clone()));
         assert_eq!(child.remaining(), 100, "the tree's budget is the smaller");
-        let lineage = Lineage::new().with_budget(child.clone());
+        let lineage = Lineage::new().with_token_budget(child.clone());
         lineage.spend(60);
         assert_eq!((child.spent(), tree.spent()), (60, 60));
         assert!(lineage.spent_budget().is_none());

@@ -100,7 +100,7 @@ impl DelegationTree {
     pub fn lineage(&self) -> Lineage {
         let mut lineage = Lineage::new().with_admission(self.root.clone());
         if let Some(budget) = self.root.tree_budget() {
-            lineage = lineage.with_budget(budget.clone());
+            lineage = lineage.with_token_budget(budget.clone());
         }
         if let Some(budget) = self.root.cost_budget() {
             lineage = lineage.with_cost_budget(budget.clone());
@@ -184,7 +184,7 @@ impl Admission {
         let tree = lineage.admission::<Node>();
         let node = tree.clone().or_else(|| self.default_root()).filter(|node| node.gates());
         let parent_budget = lineage
-            .budget()
+            .token_budget()
             .cloned()
             .or_else(|| node.as_ref().and_then(|node| node.tree_budget().cloned()));
         if let Some(spent) = parent_budget.as_deref().and_then(TokenBudget::spent_budget) {
@@ -365,7 +365,7 @@ impl Reservation {
             lineage = lineage.with_deadline(deadline);
         }
         if let Some(budget) = budget {
-            lineage = lineage.with_budget(budget);
+            lineage = lineage.with_token_budget(budget);
         }
         if let Some(budget) = cost_budget {
             lineage = lineage.with_cost_budget(budget);

@@ -208,7 +208,7 @@ impl SubagentToolConfig {
     }
 
     /// The result budget in force: the configured one, else the default.
-    pub fn budget(&self) -> ResultBudget {
+    pub fn result_budget_or_default(&self) -> ResultBudget {
         self.result_budget.unwrap_or_default()
     }
 

@@ -67,8 +67,8 @@ impl ResultPolicy {
         self
     }
 
-    /// The budget.
-    pub fn budget(&self) -> ResultBudget {
+    /// The result budget.
+    pub fn result_budget(&self) -> ResultBudget {
         self.budget
     }
 

@@ -19,7 +19,7 @@ use dsh_tools::{ResultBudget, ToolRegistry};
 use crate::config::{Config, Provider, Subagent};
 use crate::failure::Failure;
 use crate::observe::TreeObserver;
-use crate::{loop_guard, wording};
+use crate::{self_mount, wording};
 
 /// Which delegation tools the parent gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,7 +107,7 @@ fn leave_out(tool: &mut SubagentToolConfig, absent: &[String]) {
     }
 }
 
-/// What every ACP provider of the harness is built with: the loop guard's
+/// What every ACP provider of the harness is built with: the self-mount check's
 /// marker, the variables of ours it never passes on, and where its
 /// children's reports go.
 struct AcpSetup<'a> {
@@ -188,8 +188,8 @@ impl MountedHarness {
             .result_budget(result_budget)
             .later_tools(dsh_mcp::TOOL_PREFIX);
         let acp = AcpSetup {
-            // Every child process carries the loop guard's marker.
-            child_env: loop_guard::child_env(config),
+            // Every child process carries the self-mount check's marker.
+            child_env: self_mount::child_env(config),
             withheld,
             observer,
         };

@@ -12,7 +12,7 @@ use dsh_tools::ToolRegistry;
 use crate::cli::AgentArgs;
 use crate::config::Config;
 use crate::failure::Failure;
-use crate::{loop_guard, wording};
+use crate::{self_mount, wording};
 
 /// MCP servers started together, their tools mounted: all of them or none
 /// ([`mount`](Self::mount)), released together ([`release`](Self::release)).
@@ -58,7 +58,7 @@ impl McpMounts {
 pub(crate) struct SharedMcpServers {
     pending: Vec<McpServerSpec>,
     mounted: Mutex<McpMounts>,
-    /// How they are started: with the loop guard's marker, without the
+    /// How they are started: with the self-mount check's marker, without the
     /// withheld variables, their results within the budget.
     options: ClientOptions,
 }
@@ -69,7 +69,7 @@ impl SharedMcpServers {
     pub(crate) fn new(args: &AgentArgs, config: Option<&Config>, withheld: &[String], results: ResultPolicy) -> Self {
         let mut pending = args.mcp_servers.clone();
         pending.extend(config.into_iter().flat_map(|config| config.mcp_servers.iter().cloned()));
-        let options = loop_guard::child_env(config)
+        let options = self_mount::child_env(config)
             .into_iter()
             .fold(ClientOptions::default(), |options, (key, value)| {
                 options.env(key, value)
@@ -85,7 +85,7 @@ impl SharedMcpServers {
         }
     }
 
-    /// How MCP servers are started (with the loop guard's marker, without
+    /// How MCP servers are started (with the self-mount check's marker, without
     /// the withheld variables); for the servers an ACP client hands a
     /// session, too.
     pub(crate) fn options(&self) -> &ClientOptions {

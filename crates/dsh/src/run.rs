@@ -14,7 +14,7 @@ use crate::wording;
 
 /// Runs `task` (read and checked from the arguments, [`crate::task_input`]).
 pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
-    let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
+    let config = crate::self_mount::load_for_mounting(args.agent.config.as_deref())?;
     // The summary names the children's transcripts.
     let progress = Arc::new(Progress::for_run(args.quiet, args.plain).listing_children());
     let mut shared = SharedRuntime::new(

@@ -187,7 +187,7 @@ impl SharedRuntime {
         self.mounted.delegation_tools()
     }
 
-    /// How MCP servers are started (with the loop guard's marker); for the
+    /// How MCP servers are started (with the self-mount check's marker); for the
     /// servers an ACP client hands a session, too.
     pub(crate) fn mcp_options(&self) -> &ClientOptions {
         self.mcp.options()

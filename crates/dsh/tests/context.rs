@@ -1,4 +1,4 @@
-//! The context guard end to end, through the real `dsh` binary: a parent
+//! The context fit end to end, through the real `dsh` binary: a parent
 //! starts four children in parallel, each answers 2 MB, and the parent's
 //! next request must fit a 24,000-token window. The model is a local
 //! OpenAI-compatible server (plain HTTP/1.1 and server-sent events on

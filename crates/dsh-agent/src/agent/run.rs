@@ -7,7 +7,7 @@ use dsh_subagent_api::SpanOrigin;
 use dsh_tools::{CancellationToken, ToolExecution, ToolResult};
 use tracing::Instrument;
 
-use super::guard::{Round, Sent, Turn};
+use super::fit::{Round, Sent, Turn};
 use super::{Agent, Phase};
 use crate::context::{Anchor, Estimate};
 use crate::trace;
@@ -413,7 +413,11 @@ impl Agent {
         }
         messages.extend(history);
         messages.extend(turn.iter().cloned());
-        let left = self.inner.lineage.budget().map(|budget| budget.remaining().max(1));
+        let left = self
+            .inner
+            .lineage
+            .token_budget()
+            .map(|budget| budget.remaining().max(1));
         let max_tokens = budget_cap(self.inner.max_tokens, left);
         ChatRequest {
             messages,

@@ -325,7 +325,7 @@ fn next_offset(text: &str) -> Option<u64> {
 }
 
 /// Follows the notices from `offset` with pages of `allowance` bytes, each
-/// cut again to `recut` bytes when that is smaller (as a context guard
+/// cut again to `recut` bytes when that is smaller (as a context fit
 /// does): the characters read, in order, and how many reads it took.
 fn follow(text: &str, mut offset: u64, allowance: usize, recut: Option<usize>) -> (String, usize) {
     let mut read_back = String::new();

@@ -256,7 +256,7 @@ impl Server {
 /// the shared runtime meanwhile ([`build`]), and serves the connection until
 /// it ends; then every session ends and the MCP servers go.
 pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
-    let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
+    let config = crate::self_mount::load_for_mounting(args.agent.config.as_deref())?;
     let progress = Arc::new(Progress::new(args.quiet));
     let delegation_tools = crate::harness::delegation_tool_names(config.as_ref());
     let streams = Arc::new(Streams::new(delegation_tools));

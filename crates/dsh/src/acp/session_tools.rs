@@ -108,7 +108,7 @@ impl SessionTools {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|error| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()))?;
         let mut mounts = McpMounts::default();
-        // The loop guard's marker (the shared runtime's options), then the client's
+        // The self-mount check's marker (the shared runtime's options), then the client's
         // own variables.
         let servers = servers.into_iter().map(|server| {
             let options = server

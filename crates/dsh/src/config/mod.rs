@@ -55,7 +55,7 @@ pub(crate) struct Config {
     pub(crate) limits: LimitsConfig,
     /// `[data]`: the bounds on the transcripts kept, over dsh's defaults.
     pub(crate) data: crate::retention::DataPolicy,
-    /// The text's [`fingerprint`], for the loop guard ([`crate::loop_guard`]).
+    /// The text's [`fingerprint`], for the self-mount check ([`crate::self_mount`]).
     pub(crate) fingerprint: String,
 }
 
@@ -128,8 +128,8 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
     })
 }
 
-/// The fingerprint of a configuration file's text, by which the loop
-/// guard ([`crate::loop_guard`]) knows a file an ancestor loaded: the
+/// The fingerprint of a configuration file's text, by which the self-mount
+/// check ([`crate::self_mount`]) knows a file an ancestor loaded: the
 /// 64-bit FNV-1a hash of its bytes, in 16 hex digits.
 pub(crate) fn fingerprint(text: &str) -> String {
     const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;

@@ -464,7 +464,7 @@ impl AcpEntry<'_, '_> {
         if let Some(grace) = &raw.dispose_term_grace_ms {
             config = config.term_grace(Duration::from_millis(*grace.get_ref()));
         }
-        if config.release_budget() > RELEASE_GRACE
+        if config.longest_release() > RELEASE_GRACE
             && let Some((name, grace)) = graces
                 .iter()
                 .find_map(|(name, grace)| grace.as_ref().map(|grace| (name, grace)))
@@ -475,11 +475,11 @@ impl AcpEntry<'_, '_> {
                 .cancel_grace(zero)
                 .eof_grace(zero)
                 .term_grace(zero)
-                .release_budget();
+                .longest_release();
             return Err((self.at)(
                 Some(grace.span()),
                 self.key(name),
-                wording::config_graces_too_long(config.release_budget(), fixed, RELEASE_GRACE),
+                wording::config_graces_too_long(config.longest_release(), fixed, RELEASE_GRACE),
             ));
         }
         Ok(config)

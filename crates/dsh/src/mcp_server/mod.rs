@@ -46,7 +46,7 @@ use crate::runtime::SharedRuntime;
 use crate::wording;
 
 pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
-    let config = crate::loop_guard::load_for_mounting(args.agent.config.as_deref())?;
+    let config = crate::self_mount::load_for_mounting(args.agent.config.as_deref())?;
     // Over HTTP the port is taken (and the token read) before anything starts.
     let http = match args.listen {
         Some(address) => Some(listen(&args, address).await?),

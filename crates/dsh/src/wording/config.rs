@@ -197,7 +197,7 @@ pub(crate) fn config_unknown_filter_tool(name: &str, known: &[&str]) -> String {
     )
 }
 
-/// The loop guard's refusal: this `dsh` was started (as an ACP child or an
+/// The self-mount check's refusal: this `dsh` was started (as an ACP child or an
 /// MCP server) by a `dsh` that loaded the same configuration.
 pub(crate) fn started_by_own_config(path: &Path) -> String {
     format!(

@@ -22,7 +22,7 @@ pub const GUARD: Duration = Duration::from_secs(60);
 pub const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
 /// Runs the binary in `dir` with `args` and waits for it, offline: no model
-/// endpoint, key or log filter from the environment, and no loop-guard
+/// endpoint, key or log filter from the environment, and no self-mount
 /// marker from a `dsh` that may be running the tests.
 pub fn dsh(dir: &Path, args: &[&str]) -> std::process::Output {
     let mut command = Command::new(DSH);

@@ -2,7 +2,7 @@
 //! effect, in this order:
 //!
 //! 1. only `/mcp` is served (404);
-//! 2. the bearer token, then `Host`, then `Origin` ([`Guard`]: 401, 400, 403);
+//! 2. the bearer token, then `Host`, then `Origin` ([`AccessCheck`]: 401, 400, 403);
 //! 3. a `POST` body is read whole, within a deadline (408) and a size (413),
 //!    and screened ([`screen`]: not JSON 400 `-32700`, not a message 400
 //!    `-32600`, an `initialize` with wrong params `-32602`);
@@ -25,7 +25,7 @@ use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tower_service::Service as _;
 
-use crate::server::http::guard::{Guard, Refused};
+use crate::server::http::access::{AccessCheck, Refused};
 use crate::server::http::options::MCP_PATH;
 use crate::server::http::reply::{self, Body};
 use crate::server::http::sessions::{Opening, Sessions};
@@ -43,7 +43,7 @@ pub(crate) type Inner = StreamableHttpService<Session, LocalSessionManager>;
 pub(crate) struct Front {
     pub(crate) inner: Inner,
     pub(crate) sessions: Arc<Sessions>,
-    pub(crate) guard: Arc<Guard>,
+    pub(crate) access: Arc<AccessCheck>,
     /// How long a request body may take to arrive.
     pub(crate) body_timeout: Duration,
 }
@@ -70,7 +70,7 @@ impl Front {
                 None,
             );
         }
-        if let Err(refused) = self.guard.check(request.headers()) {
+        if let Err(refused) = self.access.check(request.headers()) {
             return refusal(&refused);
         }
         match *request.method() {

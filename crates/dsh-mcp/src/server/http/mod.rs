@@ -2,8 +2,8 @@
 //! our [`front`]: its options ([`options`]) come first, so the front and the
 //! sessions read them without reading the serving loop.
 
+mod access;
 pub(crate) mod front;
-mod guard;
 pub(crate) mod options;
 mod reply;
 pub(crate) mod serve;

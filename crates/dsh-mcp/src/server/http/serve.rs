@@ -28,8 +28,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use tokio::net::TcpListener;
 use tokio_util::task::TaskTracker;
 
+use crate::server::http::access::{AccessCheck, LOOPBACK_ORIGINS, Reach};
 use crate::server::http::front::{Front, Inner, MAX_BODY_BYTES};
-use crate::server::http::guard::{Guard, LOOPBACK_ORIGINS, Reach};
 use crate::server::http::options::{HttpServeOptions, SessionAgents};
 use crate::server::http::sessions::{EndWith, Sessions};
 use crate::server::tool_server::{McpServeError, McpToolServer, Session};
@@ -68,7 +68,7 @@ impl McpToolServer {
         let front = Front {
             inner: rmcp_service(self, &options, &sessions, reach, &shutdown),
             sessions: sessions.clone(),
-            guard: Arc::new(Guard::new(
+            access: Arc::new(AccessCheck::new(
                 options.bearer_token.as_deref(),
                 reach,
                 &options.allowed_hosts,
@@ -115,7 +115,7 @@ fn is_transient(error: &std::io::Error) -> bool {
 
 /// rmcp's service, configured: sessions (idle ones end), one handler per
 /// session with its own agent, and its own `Host` and `Origin` validation
-/// as a second line behind [`Guard`]'s (configured alike; every request
+/// as a second line behind [`AccessCheck`]'s (configured alike; every request
 /// that reaches it has passed ours).
 fn rmcp_service(
     server: &McpToolServer,

@@ -1,4 +1,4 @@
-//! The self-mount loop guard: a `dsh` started by a `dsh` (as an ACP child or
+//! The self-mount check: a `dsh` started by a `dsh` (as an ACP child or
 //! an MCP server) in its parent's directory refuses to mount the parent's
 //! `dsh.toml` again, with exit 2 and a message saying how to give it its own
 //! configuration. Offline: scripted models.
@@ -119,7 +119,7 @@ fn a_dsh_whose_configuration_an_ancestor_loaded_exits_2() {
     // same file and an identical copy are refused, another file is not.
     let mut command = Command::new(DSH);
     let fingerprint = {
-        // 64-bit FNV-1a, as the guard computes it.
+        // 64-bit FNV-1a, as the self-mount check computes it.
         let hash = "[model]\nmodel = \"m\"\n"
             .bytes()
             .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {

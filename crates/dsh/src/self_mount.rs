@@ -1,4 +1,4 @@
-//! The self-mount loop guard: a `dsh` started by a `dsh` refuses to mount
+//! The self-mount check: a `dsh` started by a `dsh` refuses to mount
 //! the configuration that started it.
 //!
 //! A `dsh acp` child started in its parent's directory, or a `dsh mcp`

@@ -1,7 +1,7 @@
-//! The context guard's part of the agent loop: the turn whose last round
+//! The context fit's part of the agent loop: the turn whose last round
 //! of tool results waits for its answer before it is recorded, the estimate
 //! and room of a request, the fit of a round, and what a refusal for length
-//! changes (see "The context guard" in `docs/design.md`).
+//! changes (see "The context fit" in `docs/design.md`).
 
 use dsh_llm::{ChatRequest, ContextRefusal, Message, ToolCall};
 use dsh_tools::ToolResult;
@@ -10,7 +10,7 @@ use super::Agent;
 use crate::context::{Anchor, Density, Estimate, Room, fit_results, reserve};
 use crate::{ContextStop, CountedBy, FoundBy, trace, wording};
 
-/// What the context guard knows of the conversation: the last request the
+/// What the context fit knows of the conversation: the last request the
 /// server counted. How the server counts is the runtime's, per model.
 #[derive(Clone, Copy, Default)]
 pub(super) struct ContextState {

@@ -42,7 +42,7 @@ impl Refused {
 
 /// What a server accepts.
 #[derive(Clone, Debug)]
-pub(crate) struct Guard {
+pub(crate) struct AccessCheck {
     token: Option<String>,
     /// Empty: any host (beyond loopback, without `--allowed-host`).
     hosts: Vec<Allowed>,
@@ -83,7 +83,7 @@ impl Reach {
     }
 }
 
-impl Guard {
+impl AccessCheck {
     /// The gate of a server: its token, the hosts it accepts (on loopback
     /// the loopback ones besides `hosts`; beyond it, any when `hosts` is
     /// empty) and the origins (the loopback ones besides `origins`).
@@ -264,8 +264,8 @@ mod tests {
         map
     }
 
-    fn loopback() -> Guard {
-        Guard::new(
+    fn loopback() -> AccessCheck {
+        AccessCheck::new(
             None,
             Reach::Loopback,
             &["mcp.example.com".to_owned(), "pinned.example:8443".to_owned()],
@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn hosts_on_loopback_are_the_loopback_names_and_the_listed_ones() {
-        let guard = loopback();
+        let access = loopback();
         for host in [
             "localhost:8080",
             "127.0.0.1:1",
@@ -284,7 +284,7 @@ mod tests {
             "mcp.example.com:1234",
             "pinned.example:8443",
         ] {
-            assert_eq!(guard.check(&headers(&[("host", host)])), Ok(()), "{host}");
+            assert_eq!(access.check(&headers(&[("host", host)])), Ok(()), "{host}");
         }
         for (host, refused) in [
             ("evil.example.com", Refused::HostNotAllowed),
@@ -292,21 +292,21 @@ mod tests {
             ("pinned.example:8444", Refused::HostNotAllowed),
             ("not a host", Refused::BadHost),
         ] {
-            assert_eq!(guard.check(&headers(&[("host", host)])), Err(refused), "{host}");
+            assert_eq!(access.check(&headers(&[("host", host)])), Err(refused), "{host}");
         }
-        assert_eq!(guard.check(&headers(&[])), Err(Refused::BadHost));
+        assert_eq!(access.check(&headers(&[])), Err(Refused::BadHost));
         assert_eq!(
-            guard.check(&headers(&[("host", "localhost"), ("host", "evil.example.com")])),
+            access.check(&headers(&[("host", "localhost"), ("host", "evil.example.com")])),
             Err(Refused::BadHost)
         );
         // Beyond loopback with no list: any host (the token guards the server).
-        let open = Guard::new(None, Reach::Beyond, &[], &[]);
+        let open = AccessCheck::new(None, Reach::Beyond, &[], &[]);
         assert_eq!(open.check(&headers(&[("host", "anything.example:1")])), Ok(()));
     }
 
     #[test]
     fn origins_are_the_loopback_pages_and_the_listed_ones() {
-        let guard = loopback();
+        let access = loopback();
         for origin in [
             "http://localhost:3000",
             "http://127.0.0.1",
@@ -316,7 +316,7 @@ mod tests {
             "http://dev.example:9999",
         ] {
             let request = headers(&[("host", "localhost"), ("origin", origin)]);
-            assert_eq!(guard.check(&request), Ok(()), "{origin}");
+            assert_eq!(access.check(&request), Ok(()), "{origin}");
         }
         for origin in [
             "http://evil.example.com",
@@ -327,20 +327,20 @@ mod tests {
             "not an origin",
         ] {
             let request = headers(&[("host", "localhost"), ("origin", origin)]);
-            assert_eq!(guard.check(&request), Err(Refused::OriginNotAllowed), "{origin}");
+            assert_eq!(access.check(&request), Err(Refused::OriginNotAllowed), "{origin}");
         }
     }
 
     #[test]
     fn the_token_is_a_bearer_token_whatever_the_case_of_the_scheme() {
-        let guard = Guard::new(Some("0123456789abcdef0123456789abcdef"), Reach::Loopback, &[], &[]);
+        let access = AccessCheck::new(Some("0123456789abcdef0123456789abcdef"), Reach::Loopback, &[], &[]);
         let with = |authorization: &str| headers(&[("host", "localhost"), ("authorization", authorization)]);
         for accepted in [
             "Bearer 0123456789abcdef0123456789abcdef",
             "bearer 0123456789abcdef0123456789abcdef",
             "BEARER  0123456789abcdef0123456789abcdef ",
         ] {
-            assert_eq!(guard.check(&with(accepted)), Ok(()), "{accepted}");
+            assert_eq!(access.check(&with(accepted)), Ok(()), "{accepted}");
         }
         for refused in [
             "Bearer 0123456789abcdef0123456789abcdeF",
@@ -349,10 +349,10 @@ mod tests {
             "0123456789abcdef0123456789abcdef",
             "Bearer",
         ] {
-            assert_eq!(guard.check(&with(refused)), Err(Refused::Unauthorized), "{refused}");
+            assert_eq!(access.check(&with(refused)), Err(Refused::Unauthorized), "{refused}");
         }
         // The token is checked first: a request without it learns nothing else.
         let evil = headers(&[("host", "evil.example.com")]);
-        assert_eq!(guard.check(&evil), Err(Refused::Unauthorized));
+        assert_eq!(access.check(&evil), Err(Refused::Unauthorized));
     }
 }
