@@ -292,6 +292,11 @@ pub(crate) fn cassette_only_partial(partial: &Path) -> String {
 /// The reason of an unfinished cassette without its closing line.
 pub(crate) const CASSETTE_NO_FINISH: &str = "it has no closing line (the run that recorded it stopped before it ended)";
 
+/// Why a cassette whose run was interrupted is not replayed.
+pub(crate) fn cassette_interrupted(reason: &str, exchanges: usize) -> String {
+    format!("the run that recorded it was interrupted ({reason}) after {exchanges} whole exchanges")
+}
+
 /// A line that does not read as JSON of a cassette line.
 pub(crate) fn cassette_json_error(message: &str, column: usize) -> String {
     format!("{message} (column {column})")
@@ -440,6 +445,12 @@ pub(crate) fn answer_finish(reason: &str) -> String {
 pub(crate) fn answer_cut(error: &str) -> String {
     format!(" [cut: {error}]")
 }
+
+/// An answer in short: why a stream counts as cut when `[DONE]` came first.
+pub(crate) const ANSWER_CUT_BY_DONE: &str = "[DONE] before a finish reason";
+
+/// An answer in short: why a stream counts as cut when the body ended first.
+pub(crate) const ANSWER_CUT_BY_END: &str = "the body ended before a finish reason";
 
 /// An answer in short: no answer, or an error.
 pub(crate) const ANSWER_FAILED: &str = " [failed]";

@@ -379,3 +379,112 @@ async fn two_recordings_into_one_file_and_an_unwritable_one_are_refused() {
     assert!(matches!(err, CassetteError::MixedLevels { .. }), "{err}");
     recorder.finish().unwrap();
 }
+
+#[tokio::test]
+async fn the_summary_counts_only_a_finish_reason_as_complete() {
+    let whole = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "whole"},
+        "finish_reason": "stop"}]});
+    let (base_url, count) = serve(vec![
+        // 1: [DONE] after the answer began but before a finish reason: a
+        // cut, sent again by the client (nothing reached the caller), and
+        // answered.
+        Reply::Sse {
+            pieces: vec![
+                data(json!({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": null}]})),
+                DONE.into(),
+            ],
+            cut: false,
+        },
+        Reply::Sse {
+            pieces: vec![text_chunk("all"), finish_chunk("stop"), DONE.into()],
+            cut: false,
+        },
+        // 2: [DONE] alone (a refusal inside a 200: an error), then the
+        // whole answer to the same request asked without streaming.
+        Reply::Sse {
+            pieces: vec![DONE.into()],
+            cut: false,
+        },
+        Reply::Status {
+            status: 200,
+            headers: vec![("content-type", "application/json")],
+            body: whole.to_string(),
+        },
+    ])
+    .await;
+    let dir = temp_dir();
+    let file = dir.path().join("summary.jsonl");
+    let recorder = Recorder::create(&file).unwrap();
+    let live = client(&base_url).recorded(&recorder).unwrap();
+    assert_eq!(call(&live, "retry me").await.unwrap().text, "all");
+    assert_eq!(call(&live, "say nothing").await.unwrap().text, "whole");
+    assert_eq!(recorder.finish().unwrap(), 4);
+    assert_eq!(count.load(Ordering::SeqCst), 4);
+
+    let summary = Cassette::load(&file).unwrap().summary();
+    assert_eq!(
+        (summary.exchanges, summary.cut_streams, summary.errors, summary.dropped),
+        (4, 1, 1, 0),
+        "{summary}"
+    );
+}
+
+#[tokio::test]
+async fn an_interrupted_recording_is_kept_and_refused_by_replay_with_why() {
+    let dir = temp_dir();
+    let file = dir.path().join("stopped.jsonl");
+    let recorder = Recorder::create(&file).unwrap();
+    let live = RecordingModel::new(ScriptedModel::builtin(), &recorder).unwrap();
+    call(&live, "hello").await.unwrap();
+    assert_eq!(recorder.interrupt("SIGINT").unwrap(), 1);
+    assert!(!Path::new(&format!("{}.recording", file.display())).exists());
+    let last = std::fs::read_to_string(&file).unwrap().lines().last().unwrap().to_owned();
+    assert_eq!(last, r#"{"kind":"interrupted","exchanges":1,"reason":"SIGINT"}"#);
+
+    // Replay refuses it, saying why; looking at it still works.
+    let err = Cassette::load(&file).unwrap_err();
+    assert!(matches!(err, CassetteError::Unfinished { .. }), "{err}");
+    let text = err.to_string().replace(&dir.path().display().to_string(), "<dir>");
+    assert_eq!(
+        text,
+        "<dir>/stopped.jsonl: the cassette is unfinished, so it is not replayed: the run that recorded it was interrupted (SIGINT) after 1 whole exchanges; record it again"
+    );
+    let inspected = Cassette::inspect(&file).unwrap();
+    assert_eq!(inspected.interrupted(), Some("SIGINT"));
+    assert_eq!(inspected.summary().exchanges, 1);
+    assert_eq!(Cassette::load(&recorded_whole(dir.path()).await).unwrap().interrupted(), None);
+}
+
+/// A whole recording of one exchange, in `dir`.
+async fn recorded_whole(dir: &Path) -> PathBuf {
+    let file = dir.join("whole.jsonl");
+    let recorder = Recorder::create(&file).unwrap();
+    let live = RecordingModel::new(ScriptedModel::builtin(), &recorder).unwrap();
+    call(&live, "hello").await.unwrap();
+    recorder.finish().unwrap();
+    file
+}
+
+#[tokio::test]
+async fn a_recorder_dropped_unclosed_never_leaves_a_whole_cassette() {
+    let dir = temp_dir();
+    // With an exchange: FILE.recording without its closing line.
+    let file = dir.path().join("dropped.jsonl");
+    let recorder = Recorder::create(&file).unwrap();
+    let live = RecordingModel::new(ScriptedModel::builtin(), &recorder).unwrap();
+    call(&live, "hello").await.unwrap();
+    drop((live, recorder));
+    assert!(!file.exists());
+    let partial = PathBuf::from(format!("{}.recording", file.display()));
+    let kept = std::fs::read_to_string(&partial).unwrap();
+    assert!(kept.lines().last().unwrap().contains(r#""kind":"end""#), "{kept}");
+    let err = Cassette::load(&file).unwrap_err();
+    assert!(matches!(err, CassetteError::Unfinished { .. }), "{err}");
+
+    // With none: nothing is left, so the next recording is not refused.
+    let empty = dir.path().join("empty.jsonl");
+    drop(Recorder::create(&empty).unwrap());
+    assert!(!Path::new(&format!("{}.recording", empty.display())).exists());
+    Recorder::create(&empty).unwrap().finish().unwrap();
+    assert!(Cassette::load(&empty).unwrap().is_empty());
+}

@@ -836,6 +836,21 @@ async fn an_empty_200_is_asked_again_without_streaming_and_its_refusal_read() {
     assert_eq!(requests[1].body["stream"], false);
     assert!(requests[1].body.get("stream_options").is_none());
     assert_eq!(requests[1].body["messages"], requests[0].body["messages"]);
+    // Each asks for what it says it wants: a stream, then one JSON answer.
+    assert_eq!(accept(&requests[0]), "text/event-stream", "{}", requests[0].head);
+    assert_eq!(accept(&requests[1]), "application/json", "{}", requests[1].head);
+}
+
+/// The `Accept` header a request was sent with.
+fn accept(request: &Captured) -> String {
+    request
+        .head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("accept").then(|| value.trim().to_owned())
+        })
+        .unwrap_or_default()
 }
 
 #[tokio::test]

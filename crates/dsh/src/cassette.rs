@@ -9,13 +9,20 @@ use crate::wording;
 
 /// Runs one `dsh cassette` command.
 pub(crate) fn run(command: &CassetteCommand) -> Result<(), Failure> {
-    let load = |path| Cassette::load(path).map_err(|error| Failure::usage(error.to_string()));
+    // A recording whose run was interrupted is looked at too (replay
+    // refuses it).
+    let load = |path| Cassette::inspect(path).map_err(|error| Failure::usage(error.to_string()));
     match command {
         CassetteCommand::Show { file } => {
             let cassette = load(file)?;
             println!(
                 "{}",
-                wording::cassette_show(file, cassette.level().as_str(), &cassette.summary())
+                wording::cassette_show(
+                    file,
+                    cassette.level().as_str(),
+                    cassette.interrupted(),
+                    &cassette.summary()
+                )
             );
             Ok(())
         }

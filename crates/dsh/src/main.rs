@@ -19,6 +19,7 @@ mod retention;
 mod run;
 mod runtime;
 mod self_mount;
+mod signal;
 mod task_input;
 mod telemetry;
 mod transcript;
@@ -54,17 +55,19 @@ fn main() -> ExitCode {
         // children, and starts (and ends) faster without worker threads to
         // start and join; an ACP client starts one per child it delegates to.
         cli::Command::Acp(args) => match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(runtime) => runtime.block_on(async {
-                // Ctrl-C ends the server cleanly, so its spans are flushed.
-                tokio::select! {
-                    served = acp::serve(args) => served,
-                    _ = tokio::signal::ctrl_c() => Err(Failure::interrupted(wording::INTERRUPTED)),
-                }
-            }),
+            // SIGINT and SIGTERM end the server cleanly (acp::serve), so its
+            // spans are flushed and its recording closed.
+            Ok(runtime) => runtime.block_on(acp::serve(args)),
             Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
         },
         cli::Command::Mcp(args) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-            Ok(runtime) => runtime.block_on(mcp_server::serve(args)),
+            Ok(runtime) => {
+                let served = runtime.block_on(mcp_server::serve(args));
+                // Stdin's read, still blocked when a signal ended the
+                // session, is not waited for.
+                runtime.shutdown_background();
+                served
+            }
             Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
         },
     };

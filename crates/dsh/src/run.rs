@@ -1,6 +1,6 @@
 //! `dsh run`: a parent agent (new, or resumed) with the delegation tools.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use dsh_agent::AgentStop;
 use dsh_tools::CancellationToken;
@@ -36,6 +36,18 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     };
     // After the parent is found: an unknown id starts no server.
     shared.mount_mcp_servers().await?;
+    // SIGINT or SIGTERM cancels the run, which then ends cleanly: its
+    // children released, its recording closed as interrupted. Caught from
+    // here on, before the banner says the run began.
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    let stopped = Arc::new(OnceLock::new());
+    let stopped_by = stopped.clone();
+    let stop = crate::signal::stopped();
+    tokio::spawn(async move {
+        let _ = stopped_by.set(stop.await);
+        on_interrupt.cancel();
+    });
     if !args.quiet {
         eprintln!("{}", shared.banner);
     }
@@ -43,13 +55,6 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     let label = info.label.as_deref().unwrap_or(wording::RUN_LABEL);
     progress.start_tree(info.id.as_str(), label, &info.model);
 
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
     let outcome = parent.run(task, &cancel).await;
     progress.finish_tree(&outcome.stop.to_string());
     // Nothing the parent started outlives it: background children still
@@ -61,7 +66,7 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     if let Some(retention) = shared.retention() {
         retention.sweep().await;
     }
-    let recorded = shared.finish_recording(args.quiet);
+    let recorded = shared.finish_recording(args.quiet, stopped.get().copied());
 
     if !args.quiet {
         let children = progress.children();

@@ -23,6 +23,7 @@ use crate::mcp_mounts::SharedMcpServers;
 use crate::observe::TreeObserver;
 use crate::resume::ResumeError;
 use crate::retention::Retention;
+use crate::signal::Stop;
 use crate::{model, resume, wording};
 
 /// A model, a runtime with the delegation tools mounted, the MCP servers to
@@ -143,14 +144,26 @@ impl SharedRuntime {
     }
 
     /// Ends the recording (`--record`), if there is one: the cassette is
-    /// closed and takes its name; says so on stderr unless `quiet`.
-    pub(crate) fn finish_recording(&self, quiet: bool) -> Result<(), Failure> {
+    /// closed and takes its name; says so on stderr unless `quiet`. A run
+    /// stopped by a signal (`interrupted`) closes it as interrupted, so
+    /// replay refuses it and says why.
+    pub(crate) fn finish_recording(&self, quiet: bool, interrupted: Option<Stop>) -> Result<(), Failure> {
         let Some(recorder) = &self.recorder else {
             return Ok(());
         };
-        let exchanges = recorder.finish().map_err(|error| Failure::failed(error.to_string()))?;
+        let closed = match interrupted {
+            None => recorder.finish(),
+            Some(stop) => recorder.interrupt(stop.name()),
+        };
+        let exchanges = closed.map_err(|error| Failure::failed(error.to_string()))?;
         if !quiet {
-            eprintln!("{}", wording::recorded(recorder.file(), exchanges));
+            match interrupted {
+                None => eprintln!("{}", wording::recorded(recorder.file(), exchanges)),
+                Some(stop) => eprintln!(
+                    "{}",
+                    wording::recorded_interrupted(recorder.file(), exchanges, stop.name())
+                ),
+            }
         }
         Ok(())
     }

@@ -60,9 +60,28 @@ pub(crate) fn recorded(path: &std::path::Path, exchanges: u64) -> String {
     format!("dsh: recorded {exchanges} model exchanges into {}", path.display())
 }
 
+/// The last stderr line of a recording run stopped by a signal.
+pub(crate) fn recorded_interrupted(path: &std::path::Path, exchanges: u64, signal: &str) -> String {
+    format!(
+        "dsh: recorded {exchanges} model exchanges into {}, interrupted by {signal}: replay refuses it",
+        path.display()
+    )
+}
+
 /// `dsh cassette show`: the first line.
-pub(crate) fn cassette_show(path: &std::path::Path, level: &str, summary: &dyn std::fmt::Display) -> String {
-    format!("{} ({level} level): {summary}", path.display())
+pub(crate) fn cassette_show(
+    path: &std::path::Path,
+    level: &str,
+    interrupted: Option<&str>,
+    summary: &dyn std::fmt::Display,
+) -> String {
+    match interrupted {
+        None => format!("{} ({level} level): {summary}", path.display()),
+        Some(reason) => format!(
+            "{} ({level} level; interrupted by {reason}, so replay refuses it): {summary}",
+            path.display()
+        ),
+    }
 }
 
 /// `dsh cassette diff`: two recordings that agree.

@@ -105,3 +105,129 @@ fn bad_cassettes_and_busy_files_are_refused_before_the_run() {
     let timing = dsh(dir.path(), &["run", "--replay-timing", TASK]);
     assert_eq!(timing.status.code(), Some(2), "--replay-timing needs --replay");
 }
+
+/// The parent delegates at once; its child answers slowly (a minute a word).
+const SLOW_CHILD: &str = r#"{"rules": [
+  {"when": {"tool_offered": "subagent", "last_message": "user"},
+   "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "slow", "prompt": "take your time"}}]}},
+  {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "never finished in time", "delay_ms": 60000}},
+  {"when": {}, "reply": {"text": "done"}}
+]}"#;
+
+/// Waits (a minute at most) until `ready` holds.
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &std::process::Child, signal: nix::sys::signal::Signal) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, signal).unwrap();
+}
+
+#[test]
+fn a_run_stopped_by_a_signal_keeps_its_recording_marked_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("script.json"), SLOW_CHILD).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_dsh"));
+    command
+        .args(["run", "--script", "script.json", "--record", "run.jsonl", "go"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for key in ["DSH_BASE_URL", "DSH_API_KEY", "DSH_MODEL", "DSH_LOG"] {
+        command.env_remove(key);
+    }
+    let child = command.spawn().unwrap();
+    // The parent's first exchange is on disk (whole exchanges are written
+    // as they end); its child's is under way.
+    let partial = dir.path().join("run.jsonl.recording");
+    wait_for("the parent's exchange", || {
+        std::fs::read_to_string(&partial).is_ok_and(|text| text.contains(r#""kind":"end""#))
+    });
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let output = child.wait_with_output().unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("dsh: recorded 2 model exchanges into run.jsonl, interrupted by SIGINT: replay refuses it"),
+        "the parent's whole exchange and the child's, cut short: {stderr}"
+    );
+    assert!(!partial.exists());
+    let recorded = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
+    assert_eq!(
+        recorded.lines().last().unwrap(),
+        r#"{"kind":"interrupted","exchanges":2,"reason":"SIGINT"}"#
+    );
+
+    let replay = dsh(dir.path(), &["run", "--replay", "run.jsonl", "go"]);
+    assert_eq!(replay.status.code(), Some(2));
+    assert_eq!(
+        text(&replay.stderr),
+        "run.jsonl: the cassette is unfinished, so it is not replayed: the run that recorded it was interrupted (SIGINT) after 2 whole exchanges; record it again\n"
+    );
+    let show = dsh(dir.path(), &["cassette", "show", "run.jsonl"]);
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    assert!(
+        text(&show.stdout).starts_with(
+            "run.jsonl (events level; interrupted by SIGINT, so replay refuses it): 2 exchanges, 2 agents;"
+        ),
+        "{}",
+        text(&show.stdout)
+    );
+    // Recording into the same name again is not refused.
+    let again = dsh(dir.path(), &["run", "-q", "--record", "run.jsonl", TASK]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+}
+
+#[test]
+fn acp_and_mcp_stopped_by_a_signal_close_their_recordings_as_interrupted() {
+    use std::io::{BufRead, BufReader};
+    for (command, stop) in [
+        ("acp", nix::sys::signal::Signal::SIGTERM),
+        ("mcp", nix::sys::signal::Signal::SIGINT),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut process = Command::new(env!("CARGO_BIN_EXE_dsh"));
+        process
+            .args([command, "--record", "served.jsonl"])
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        if command == "mcp" {
+            process.args(["--data-dir", "data"]);
+        }
+        for key in ["DSH_BASE_URL", "DSH_API_KEY", "DSH_MODEL", "DSH_LOG"] {
+            process.env_remove(key);
+        }
+        let mut child = process.spawn().unwrap();
+        // The banner: the model (and its recording) is ready.
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut banner = String::new();
+        stderr.read_line(&mut banner).unwrap();
+        assert!(banner.starts_with("dsh: using"), "{command}: {banner}");
+        signal(&child, stop);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{command}: {rest}");
+        let name = if command == "acp" { "SIGTERM" } else { "SIGINT" };
+        assert!(
+            rest.contains(&format!(
+                "dsh: recorded 0 model exchanges into served.jsonl, interrupted by {name}"
+            )),
+            "{command}: {rest}"
+        );
+        let recorded = std::fs::read_to_string(dir.path().join("served.jsonl")).unwrap();
+        assert_eq!(
+            recorded.lines().last().unwrap(),
+            format!(r#"{{"kind":"interrupted","exchanges":0,"reason":"{name}"}}"#),
+            "{command}"
+        );
+        assert!(!dir.path().join("served.jsonl.recording").exists(), "{command}");
+    }
+}

@@ -86,6 +86,10 @@ pub(crate) enum Line {
     End { id: u64, t_ms: u64, outcome: Outcome },
     /// The last line: the recording ended and is whole.
     Finish { exchanges: u64 },
+    /// The last line of a recording stopped before its run ended (a
+    /// signal, or the harness gave up): what ended before is kept, and
+    /// replay refuses it with the reason.
+    Interrupted { exchanges: u64, reason: String },
 }
 
 /// How an exchange ended.

@@ -50,6 +50,9 @@ pub(crate) struct Head {
 pub(crate) struct Contents {
     pub(crate) level: Level,
     pub(crate) exchanges: Vec<Exchange>,
+    /// Why its run was stopped before it ended, when it was
+    /// ([`Recorder::interrupt`](super::Recorder::interrupt)).
+    pub(crate) interrupted: Option<String>,
 }
 
 /// Reads and checks `file`.
@@ -93,6 +96,7 @@ pub(crate) fn load(file: &Path) -> Result<Contents, CassetteError> {
     let mut open: HashMap<u64, Exchange> = HashMap::new();
     let mut done: Vec<Exchange> = Vec::new();
     let mut finished = false;
+    let mut interrupted = None;
     for (index, text) in lines.iter().enumerate().skip(1) {
         let number = index + 1;
         if finished {
@@ -177,12 +181,15 @@ pub(crate) fn load(file: &Path) -> Result<Contents, CassetteError> {
                 whole.end = (t_ms, outcome);
                 done.push(whole);
             }
-            Line::Finish { exchanges } => {
+            Line::Finish { exchanges } | Line::Interrupted { exchanges, .. } => {
                 if let Some(id) = open.keys().min() {
                     return Err(corrupt(number, wording::cassette_open_exchange(*id)));
                 }
                 if exchanges != done.len() as u64 {
                     return Err(corrupt(number, wording::cassette_count(exchanges, done.len())));
+                }
+                if let Line::Interrupted { reason, .. } = line {
+                    interrupted = Some(reason);
                 }
                 finished = true;
             }
@@ -195,7 +202,11 @@ pub(crate) fn load(file: &Path) -> Result<Contents, CassetteError> {
         });
     }
     done.sort_by_key(|exchange| exchange.id);
-    Ok(Contents { level, exchanges: done })
+    Ok(Contents {
+        level,
+        exchanges: done,
+        interrupted,
+    })
 }
 
 /// The level the header names, after checking format and version.

@@ -42,10 +42,33 @@ struct Shared {
     writer: Mutex<Option<JoinHandle<Result<u64, CassetteError>>>>,
 }
 
+impl Drop for Shared {
+    /// The last clone is gone without [`Recorder::finish`] or
+    /// [`Recorder::interrupt`]: the writer ends what it has (an unfinished
+    /// `FILE.recording`, or none when no exchange was recorded) before the
+    /// drop returns.
+    fn drop(&mut self) {
+        drop(self.sender.get_mut().unwrap_or_else(PoisonError::into_inner).take());
+        if let Some(handle) = self.writer.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = handle.join();
+        }
+    }
+}
+
 /// What the writer thread is sent.
 enum Message {
     Header(Level),
     Exchange(Vec<Line>),
+    /// The last message: how the recording ends.
+    Close(Closing),
+}
+
+/// How a recording ends.
+enum Closing {
+    /// Its run ended: the cassette is whole.
+    Finish,
+    /// Its run was stopped early, for this reason: replay refuses it.
+    Interrupted(String),
 }
 
 impl Recorder {
@@ -166,12 +189,33 @@ impl Recorder {
     /// many exchanges it holds. On an error the unfinished `FILE.recording`
     /// stays for inspection (replay refuses it). Exchanges still running
     /// are not recorded; a second call returns 0.
+    ///
+    /// A recorder dropped without [`finish`](Self::finish) or
+    /// [`interrupt`](Self::interrupt) leaves `FILE.recording` without a
+    /// closing line (unfinished, refused by replay), or no file at all when
+    /// it recorded no exchange.
     pub fn finish(&self) -> Result<u64, CassetteError> {
+        self.close(Closing::Finish)
+    }
+
+    /// Ends a recording whose run was stopped before it ended (a signal,
+    /// a run given up): like [`finish`](Self::finish), the exchanges that
+    /// ended are written and the file takes its cassette name, but its
+    /// closing line says it was interrupted and why, so replay refuses it
+    /// with that reason ([`Cassette::inspect`](super::Cassette::inspect)
+    /// still reads it). Returns how many exchanges it holds.
+    pub fn interrupt(&self, reason: impl Into<String>) -> Result<u64, CassetteError> {
+        self.close(Closing::Interrupted(reason.into()))
+    }
+
+    fn close(&self, closing: Closing) -> Result<u64, CassetteError> {
         self.shared.level.get_or_init(|| {
             self.send(Message::Header(Level::Events));
             Level::Events
         });
-        drop(self.shared.sender.lock().unwrap_or_else(PoisonError::into_inner).take());
+        if let Some(sender) = self.shared.sender.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = sender.send(Message::Close(closing));
+        }
         let writer = self.shared.writer.lock().unwrap_or_else(PoisonError::into_inner).take();
         match writer {
             None => Ok(0),
@@ -289,6 +333,7 @@ fn write_all(
             *error = Some(err);
         }
     };
+    let mut closing = None;
     for message in receiver {
         match message {
             Message::Header(level) => {
@@ -312,9 +357,27 @@ fn write_all(
                     error = Some(err);
                 }
             }
+            Message::Close(how) => {
+                closing = Some(how);
+                break;
+            }
         }
     }
-    put(&mut out, &Line::Finish { exchanges }, &mut error);
+    let last = match closing {
+        Some(Closing::Finish) => Line::Finish { exchanges },
+        Some(Closing::Interrupted(reason)) => Line::Interrupted { exchanges, reason },
+        // Dropped without an ending: the file stays unfinished, or goes
+        // when it holds no exchange (nothing was recorded).
+        None => {
+            let _ = out.flush();
+            drop(out);
+            if rename && exchanges == 0 {
+                let _ = std::fs::remove_file(partial);
+            }
+            return Ok(exchanges);
+        }
+    };
+    put(&mut out, &last, &mut error);
     if let Some(err) = error {
         return Err(failed(err));
     }

@@ -38,6 +38,8 @@ pub struct Cassette {
     file: PathBuf,
     level: Level,
     exchanges: Vec<Exchange>,
+    /// Why its run was stopped before it ended, if it was.
+    interrupted: Option<String>,
     /// Each exchange's agent and request number within that agent.
     places: Vec<(usize, usize)>,
     /// Each exchange's canonical request.
@@ -47,9 +49,26 @@ pub struct Cassette {
 }
 
 impl Cassette {
-    /// Reads `file`; any fault (unreadable, torn, corrupt, unknown version,
-    /// unfinished) is an error naming the file and line.
+    /// Reads `file` to replay it; any fault (unreadable, torn, corrupt,
+    /// unknown version, unfinished, interrupted) is an error naming the
+    /// file and line.
     pub fn load(file: impl AsRef<Path>) -> Result<Arc<Cassette>, CassetteError> {
+        let cassette = Cassette::inspect(file)?;
+        match &cassette.interrupted {
+            Some(reason) => Err(CassetteError::Unfinished {
+                file: cassette.file.clone(),
+                reason: wording::cassette_interrupted(reason, cassette.len()),
+            }),
+            None => Ok(cassette),
+        }
+    }
+
+    /// Reads `file` to look at it ([`summary`](Self::summary),
+    /// [`diff`](Self::diff)): like [`load`](Self::load), but a recording
+    /// whose run was interrupted ([`Recorder::interrupt`](super::Recorder::interrupt))
+    /// is read too, with what ended before ([`interrupted`](Self::interrupted)
+    /// says why). Replay takes only what [`load`](Self::load) gives.
+    pub fn inspect(file: impl AsRef<Path>) -> Result<Arc<Cassette>, CassetteError> {
         let file = file.as_ref().to_path_buf();
         let contents = load(&file)?;
         let keys: Vec<Value> = contents
@@ -66,10 +85,17 @@ impl Cassette {
             file,
             level: contents.level,
             exchanges: contents.exchanges,
+            interrupted: contents.interrupted,
             places,
             keys,
             index: Mutex::new(index),
         }))
+    }
+
+    /// Why the run that recorded it was stopped before it ended, if it was
+    /// (only a cassette read with [`inspect`](Self::inspect) can say so).
+    pub fn interrupted(&self) -> Option<&str> {
+        self.interrupted.as_deref()
     }
 
     /// The file it was read from.

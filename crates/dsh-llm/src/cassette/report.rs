@@ -27,10 +27,12 @@ pub struct Summary {
     /// Completion tokens the answers reported.
     pub completion_tokens: u64,
     /// Exchanges that ended in an error: an HTTP status of 400 or more, a
-    /// failed connection, a model's error, or an answer that ended without
-    /// saying it was complete (an empty 200).
+    /// failed connection, a model's error, or an answer that said nothing
+    /// (an empty 200, or `[DONE]` alone).
     pub errors: usize,
-    /// Streams that stopped before their end (cut by the server or the network).
+    /// Answers that stopped after they began but before their finish
+    /// reason: cut by the network, or by the server (`[DONE]` or the
+    /// body's end too early). Only a finish reason makes an answer whole.
     pub cut_streams: usize,
     /// Exchanges the client stopped reading before the answer said it was
     /// complete (cancelled, or its timeout fired).
@@ -161,18 +163,11 @@ impl Cassette {
             let answer = Answer::of(exchange);
             summary.prompt_tokens += answer.prompt_tokens;
             summary.completion_tokens += answer.completion_tokens;
-            match &exchange.end.1 {
-                Outcome::Cut(_) => summary.cut_streams += 1,
-                Outcome::Dropped if answer.finished => {}
-                Outcome::Dropped => summary.dropped += 1,
-                Outcome::Failed(_) | Outcome::Error(_) => summary.errors += 1,
-                Outcome::Complete if exchange.answer.head.as_ref().is_some_and(|head| head.status >= 400) => {
-                    summary.errors += 1;
-                }
-                // A body that ended without the answer saying it was complete
-                // (an empty 200, a stream without a finish reason).
-                Outcome::Complete if !answer.finished => summary.errors += 1,
-                Outcome::Complete => {}
+            match answer.ending {
+                Ending::Finished => {}
+                Ending::Cut => summary.cut_streams += 1,
+                Ending::Error => summary.errors += 1,
+                Ending::Dropped => summary.dropped += 1,
             }
         }
         summary
@@ -307,30 +302,50 @@ fn task(body: &Value) -> String {
     truncate(&text.replace('\n', " "), 60)
 }
 
-/// What an answer said, read from its events or its SSE body: the text,
-/// tool calls, finish reason or ending, and the usage it reported.
+/// What an answer said, read from its events or its body: the text, tool
+/// calls, finish reason or ending, and the usage it reported.
 struct Answer {
     text: String,
-    /// Whether the answer said it was complete (a finish reason, `[DONE]`).
-    finished: bool,
+    /// How it ended.
+    ending: Ending,
     prompt_tokens: u64,
     completion_tokens: u64,
+}
+
+/// How a recorded answer ended, as the client reads it: only a finish
+/// reason makes an answer complete; `[DONE]` or the body's end before one
+/// is a cut stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// A finish reason arrived: the answer is whole.
+    Finished,
+    /// The stream stopped after some of the answer but before its finish
+    /// reason (`[DONE]` too early, the body's end, a transport error).
+    Cut,
+    /// An error: a failure status, no answer at all, the model's error, or
+    /// a body that said nothing (an empty 200).
+    Error,
+    /// The client stopped reading before the answer ended.
+    Dropped,
 }
 
 impl Answer {
     fn of(exchange: &Exchange) -> Answer {
         let mut answer = Answer {
             text: String::new(),
-            finished: false,
+            ending: Ending::Dropped,
             prompt_tokens: 0,
             completion_tokens: 0,
         };
-        if let Some(head) = &exchange.answer.head
-            && head.status >= 300
-        {
-            answer.text = wording::answer_status(head.status);
+        let mut finished = false;
+        let status = exchange.answer.head.as_ref().map(|head| head.status);
+        if let Some(status) = status.filter(|status| *status >= 300) {
+            answer.text = wording::answer_status(status);
         }
+        // Whether the answer carried anything but `[DONE]`.
+        let mut heard = false;
         for (_, event) in &exchange.answer.events {
+            heard = true;
             match event {
                 ChatEvent::TextDelta(text) => answer.text.push_str(text),
                 ChatEvent::ToolCall(call) => answer
@@ -338,7 +353,7 @@ impl Answer {
                     .push_str(&wording::answer_tool_call(&call.name, &call.arguments)),
                 ChatEvent::Usage(usage) => answer.usage(usage.prompt_tokens, usage.completion_tokens),
                 ChatEvent::Finish(reason) => {
-                    answer.finished = true;
+                    finished = true;
                     answer.text.push_str(&wording::answer_finish(reason.as_str()));
                 }
             }
@@ -349,25 +364,60 @@ impl Answer {
             .iter()
             .flat_map(|(_, bytes)| bytes.to_vec())
             .collect();
-        for line in String::from_utf8_lossy(&body).lines() {
+        let body = String::from_utf8_lossy(&body);
+        let mut done = false;
+        let mut streamed = false;
+        for line in body.lines() {
             let Some(data) = line.strip_prefix("data:").map(str::trim) else {
                 continue;
             };
+            streamed = true;
             if data == "[DONE]" {
-                answer.finished = true;
+                done = true;
+                continue;
             }
+            heard = true;
             let Ok(chunk) = serde_json::from_str::<Value>(data) else {
                 continue;
             };
-            answer.chunk(&chunk);
+            finished |= answer.chunk(&chunk);
         }
-        match &exchange.end.1 {
-            Outcome::Complete => {}
-            Outcome::Cut(error) => answer.text.push_str(&wording::answer_cut(error)),
-            Outcome::Failed(_) | Outcome::Error(_) => answer.text.push_str(wording::ANSWER_FAILED),
+        // A whole (not streamed) answer is one JSON completion.
+        if !streamed
+            && status.is_some_and(|status| status < 300)
+            && let Ok(whole) = serde_json::from_str::<Value>(&body)
+        {
+            heard = true;
+            finished |= answer.chunk(&whole);
+        }
+        let failed_status = status.is_some_and(|status| status >= 400);
+        answer.ending = match &exchange.end.1 {
+            Outcome::Failed(_) | Outcome::Error(_) => Ending::Error,
+            _ if failed_status => Ending::Error,
+            Outcome::Cut(error) => {
+                answer.text.push_str(&wording::answer_cut(error));
+                Ending::Cut
+            }
             // A client stops reading once the answer said it was complete.
-            Outcome::Dropped if answer.finished => {}
-            Outcome::Dropped => answer.text.push_str(wording::ANSWER_DROPPED),
+            _ if finished => Ending::Finished,
+            Outcome::Dropped if !done => Ending::Dropped,
+            // `[DONE]` or the body's end before a finish reason: with
+            // nothing said, a refusal inside a 200; after something, a cut.
+            _ if !heard => Ending::Error,
+            _ => {
+                let how = if done {
+                    wording::ANSWER_CUT_BY_DONE
+                } else {
+                    wording::ANSWER_CUT_BY_END
+                };
+                answer.text.push_str(&wording::answer_cut(how));
+                Ending::Cut
+            }
+        };
+        match answer.ending {
+            Ending::Error if !failed_status => answer.text.push_str(wording::ANSWER_FAILED),
+            Ending::Dropped => answer.text.push_str(wording::ANSWER_DROPPED),
+            _ => {}
         }
         answer
     }
@@ -377,9 +427,11 @@ impl Answer {
         self.completion_tokens += completion;
     }
 
-    /// One SSE chunk of the chat-completions stream (fields read loosely:
-    /// this is a summary, the client's own parser is elsewhere).
-    fn chunk(&mut self, chunk: &Value) {
+    /// One SSE chunk of the chat-completions stream, or a whole completion
+    /// (fields read loosely: this is a summary, the client's own parser is
+    /// elsewhere); whether it carried a finish reason.
+    fn chunk(&mut self, chunk: &Value) -> bool {
+        let mut finished = false;
         if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
             let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
             self.usage(count("prompt_tokens"), count("completion_tokens"));
@@ -406,9 +458,10 @@ impl Answer {
                     .push_str(&wording::answer_tool_call(part("name"), part("arguments")));
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finished = true;
+                finished = true;
                 self.text.push_str(&wording::answer_finish(reason));
             }
         }
+        finished
     }
 }

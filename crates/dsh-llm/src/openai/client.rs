@@ -221,7 +221,7 @@ impl Run {
                     Delivery::Streamed => self.body.clone(),
                     Delivery::Whole => self.whole.clone(),
                 };
-                let answer = match open(&self.inner, body, &self.cancel, &mut self.sends).await {
+                let answer = match open(&self.inner, body, delivery, &self.cancel, &mut self.sends).await {
                     Ok(answer) => answer,
                     Err(err) => return self.fail(err),
                 };
@@ -404,6 +404,7 @@ impl Run {
 async fn open(
     inner: &Inner,
     body: String,
+    delivery: Delivery,
     cancel: &CancellationToken,
     sends: &mut Sends,
 ) -> Result<HttpAnswer, LlmError> {
@@ -414,7 +415,7 @@ async fn open(
         let (err, retry_after) = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(LlmError::Cancelled),
-            result = attempt(inner, body.clone()) => match result {
+            result = attempt(inner, body.clone(), delivery) => match result {
                 Ok(response) => return Ok(response),
                 Err(failure) => failure,
             },
@@ -434,11 +435,16 @@ async fn open(
 }
 
 /// One attempt: a 2xx response, or the error and the server's `Retry-After`.
-async fn attempt(inner: &Inner, body: String) -> Result<HttpAnswer, (LlmError, Option<Duration>)> {
+async fn attempt(
+    inner: &Inner,
+    body: String,
+    delivery: Delivery,
+) -> Result<HttpAnswer, (LlmError, Option<Duration>)> {
     let config = &inner.config;
     let request = HttpRequest {
         url: inner.url.clone(),
         body,
+        delivery,
     };
     let response = match tokio::time::timeout(config.request_timeout, inner.transport.send(request)).await {
         Err(_) => {

@@ -14,6 +14,8 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 
+use super::wire::Delivery;
+
 /// Response headers the client reads or a recording keeps (lowercase); no
 /// other header is passed up, so none can leak into a cassette.
 const KEPT_HEADERS: &[&str] = &["content-type", "retry-after"];
@@ -26,6 +28,8 @@ pub(crate) struct HttpRequest {
     pub(crate) url: String,
     /// The JSON body, as sent.
     pub(crate) body: String,
+    /// How the body asks for its answer: what the request accepts.
+    pub(crate) delivery: Delivery,
 }
 
 /// The answer to an [`HttpRequest`]: its head, and its body still to read.
@@ -90,7 +94,7 @@ impl Transport for Network {
             .client
             .post(&request.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .header(reqwest::header::ACCEPT, accept(request.delivery))
             .body(request.body);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
@@ -117,6 +121,15 @@ impl Transport for Network {
                 ),
             })
         })
+    }
+}
+
+/// The `Accept` header of a request delivered as `delivery`: a stream
+/// asks for server-sent events, a whole answer for JSON.
+fn accept(delivery: Delivery) -> &'static str {
+    match delivery {
+        Delivery::Streamed => "text/event-stream",
+        Delivery::Whole => "application/json",
     }
 }
 

@@ -271,6 +271,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     // request: the client reads that answer and sends `session/new`
     // meanwhile, which waits for the runtime ([`RuntimeHandle`]).
     let (publish, built) = tokio::sync::watch::channel(None);
+    let built_now = built.clone();
     let build = async {
         let _ = tokio::time::timeout(BUILD_WAIT, answered.notified()).await;
         let shared = build(&args, config.as_ref(), observer).await?;
@@ -290,23 +291,35 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     // A build that fails ends dsh at once (exit 2, as before any answer); a
     // connection that ends first (stdin closed) still gets its runtime built,
     // so a configured MCP server that cannot start is reported either way.
-    let (served, at_exit) = {
+    let serving = async {
         tokio::pin!(served, build);
         tokio::select! {
             built = &mut build => {
                 let shared = built?;
-                (served.await, shared)
+                Ok::<_, Failure>((served.await, shared))
             }
             served = &mut served => {
                 answered.notify_one();
-                (served, build.await?)
+                Ok((served, build.await?))
             }
+        }
+    };
+    // SIGINT or SIGTERM ends the server at once, its recording closed as
+    // interrupted (the connection's end is its normal end).
+    let (served, at_exit) = tokio::select! {
+        served = serving => served?,
+        stop = crate::signal::stopped() => {
+            let shared = built_now.borrow().clone();
+            if let Some(shared) = shared {
+                shared.finish_recording(args.quiet, Some(stop))?;
+            }
+            return Err(Failure::interrupted(wording::INTERRUPTED));
         }
     };
     drop(blocking);
     server.end(&at_exit).await;
     at_exit.release_mcp_servers().await;
-    at_exit.finish_recording(args.quiet)?;
+    at_exit.finish_recording(args.quiet, None)?;
     served.map_err(|error| Failure::failed(wording::acp_connection_failed(&error)))
 }
 

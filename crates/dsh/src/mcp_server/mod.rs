@@ -46,6 +46,8 @@ use crate::runtime::SharedRuntime;
 use crate::wording;
 
 pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
+    // SIGINT and SIGTERM are caught from the start (not killing dsh).
+    let stop = crate::signal::stopped();
     let config = crate::self_mount::load_for_mounting(args.agent.config.as_deref())?;
     // Over HTTP the port is taken (and the token read) before anything starts.
     let http = match args.listen {
@@ -86,12 +88,21 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
             }
         });
     let shared = Arc::new(shared);
+    // On stdio the session ends when stdin closes: a signal interrupts it
+    // (and its recording). Over HTTP a signal is how the server is stopped.
+    let mut interrupted = None;
     let served = match http {
-        None => serve_stdio(&shared, &server).await,
-        Some((listener, options)) => serve_http(&shared, &server, listener, options).await,
+        None => tokio::select! {
+            served = serve_stdio(&shared, &server) => served,
+            stop = stop => {
+                interrupted = Some(stop);
+                Err(Failure::interrupted(wording::INTERRUPTED))
+            }
+        },
+        Some((listener, options)) => serve_http(&shared, &server, listener, options, stop).await,
     };
     shared.release_mcp_servers().await;
-    shared.finish_recording(args.quiet)?;
+    shared.finish_recording(args.quiet, interrupted)?;
     served
 }
 
@@ -184,6 +195,7 @@ async fn serve_http(
     server: &McpToolServer,
     listener: TcpListener,
     options: HttpServeOptions,
+    stop: impl Future<Output = crate::signal::Stop> + Send + 'static,
 ) -> Result<(), Failure> {
     let address = listener
         .local_addr()
@@ -191,7 +203,7 @@ async fn serve_http(
     let shutdown = CancellationToken::new();
     let on_signal = shutdown.clone();
     tokio::spawn(async move {
-        stop_signal().await;
+        stop.await;
         on_signal.cancel();
     });
     // Always shown (even with --quiet): with port 0 it is how a caller
@@ -205,23 +217,6 @@ async fn serve_http(
         .serve_http(listener, options, agents, shutdown)
         .await
         .map_err(|error| Failure::failed(wording::mcp_failed(&error)))
-}
-
-/// Resolves at SIGINT or SIGTERM.
-async fn stop_signal() {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    let terminated = async {
-        match terminate.as_mut() {
-            Some(terminate) => {
-                terminate.recv().await;
-            }
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminated => {}
-    }
 }
 
 /// The parent agent of each HTTP session: made when the session opens, and
