@@ -438,7 +438,12 @@ async fn an_interrupted_recording_is_kept_and_refused_by_replay_with_why() {
     call(&live, "hello").await.unwrap();
     assert_eq!(recorder.interrupt("SIGINT").unwrap(), 1);
     assert!(!Path::new(&format!("{}.recording", file.display())).exists());
-    let last = std::fs::read_to_string(&file).unwrap().lines().last().unwrap().to_owned();
+    let last = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .to_owned();
     assert_eq!(last, r#"{"kind":"interrupted","exchanges":1,"reason":"SIGINT"}"#);
 
     // Replay refuses it, saying why; looking at it still works.
@@ -452,7 +457,10 @@ async fn an_interrupted_recording_is_kept_and_refused_by_replay_with_why() {
     let inspected = Cassette::inspect(&file).unwrap();
     assert_eq!(inspected.interrupted(), Some("SIGINT"));
     assert_eq!(inspected.summary().exchanges, 1);
-    assert_eq!(Cassette::load(&recorded_whole(dir.path()).await).unwrap().interrupted(), None);
+    assert_eq!(
+        Cassette::load(&recorded_whole(dir.path()).await).unwrap().interrupted(),
+        None
+    );
 }
 
 /// A whole recording of one exchange, in `dir`.

@@ -435,11 +435,7 @@ async fn open(
 }
 
 /// One attempt: a 2xx response, or the error and the server's `Retry-After`.
-async fn attempt(
-    inner: &Inner,
-    body: String,
-    delivery: Delivery,
-) -> Result<HttpAnswer, (LlmError, Option<Duration>)> {
+async fn attempt(inner: &Inner, body: String, delivery: Delivery) -> Result<HttpAnswer, (LlmError, Option<Duration>)> {
     let config = &inner.config;
     let request = HttpRequest {
         url: inner.url.clone(),
