@@ -294,7 +294,7 @@ pub(crate) const CASSETTE_NO_FINISH: &str = "it has no closing line (the run tha
 
 /// Why a cassette whose run was interrupted is not replayed.
 pub(crate) fn cassette_interrupted(reason: &str, exchanges: usize) -> String {
-    format!("the run that recorded it was interrupted ({reason}) after {exchanges} whole exchanges")
+    format!("the run that recorded it was interrupted ({reason}) after {exchanges} exchanges")
 }
 
 /// A line that does not read as JSON of a cassette line.

@@ -452,7 +452,7 @@ async fn an_interrupted_recording_is_kept_and_refused_by_replay_with_why() {
     let text = err.to_string().replace(&dir.path().display().to_string(), "<dir>");
     assert_eq!(
         text,
-        "<dir>/stopped.jsonl: the cassette is unfinished, so it is not replayed: the run that recorded it was interrupted (SIGINT) after 1 whole exchanges; record it again"
+        "<dir>/stopped.jsonl: the cassette is unfinished, so it is not replayed: the run that recorded it was interrupted (SIGINT) after 1 exchanges; record it again"
     );
     let inspected = Cassette::inspect(&file).unwrap();
     assert_eq!(inspected.interrupted(), Some("SIGINT"));
