@@ -156,7 +156,11 @@ fn a_run_stopped_by_a_signal_keeps_its_recording_marked_interrupted() {
     // The parent's whole exchange, and the child's cut short (as dropped)
     // when the signal found it under way.
     let recorded = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
-    let exchanges = if recorded.contains(r#""outcome":"dropped""#) { 2 } else { 1 };
+    let exchanges = if recorded.contains(r#""outcome":"dropped""#) {
+        2
+    } else {
+        1
+    };
     assert_eq!(
         recorded.lines().last().unwrap(),
         format!(r#"{{"kind":"interrupted","exchanges":{exchanges},"reason":"SIGINT"}}"#)
