@@ -1,37 +1,23 @@
 //! Stable error codes.
 
-/// The stable codes of the errors a mounted MCP tool returns: importable,
-/// matchable, and what [`ToolError::code`](dsh_tools::ToolError::code)
-/// returns as text. The text of a code never changes; the table of every
-/// code is in `docs/errors.md`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// `MCP_TOOL_ERROR`: the MCP server itself returned an error result
-    /// (`isError: true`).
-    ToolError,
-    /// `MCP_SERVER_GONE`: the server is no longer running, or exited during
-    /// the call.
-    ServerGone,
-    /// `MCP_CALL_FAILED`: the server answered the call with a protocol error.
-    CallFailed,
-    /// `MCP_CALL_CANCELLED`: the call was cancelled by its caller.
-    CallCancelled,
-}
-
-impl ErrorCode {
-    /// The code as text, e.g. `MCP_TOOL_ERROR`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::ToolError => "MCP_TOOL_ERROR",
-            Self::ServerGone => "MCP_SERVER_GONE",
-            Self::CallFailed => "MCP_CALL_FAILED",
-            Self::CallCancelled => "MCP_CALL_CANCELLED",
-        }
+dsh_tools::error_codes! {
+    /// The stable codes of the errors a mounted MCP tool returns: importable,
+    /// matchable, and what [`ToolError::code`](dsh_tools::ToolError::code)
+    /// returns as text. The text of a code never changes; the table of every
+    /// code is in `docs/errors.md`.
+    pub enum ErrorCode {
+        /// `MCP_TOOL_ERROR`: the MCP server itself returned an error result
+        /// (`isError: true`).
+        ToolError => "MCP_TOOL_ERROR",
+        /// `MCP_SERVER_GONE`: the server is no longer running, or exited during
+        /// the call.
+        ServerGone => "MCP_SERVER_GONE",
+        /// `MCP_CALL_FAILED`: the server answered the call with a protocol error.
+        CallFailed => "MCP_CALL_FAILED",
+        /// `MCP_CALL_CANCELLED`: the call was cancelled by its caller.
+        CallCancelled => "MCP_CALL_CANCELLED",
     }
 }
-
-dsh_tools::error_code_text!(ErrorCode);
 
 #[cfg(test)]
 mod tests {

@@ -1,113 +1,57 @@
 //! Stable error codes.
 
-/// The stable codes of subagent errors (the service's, the providers' and the
-/// control service's): importable, matchable, and what `code()` returns as
-/// text. The text of a code never changes; the table of every code is in
-/// `docs/errors.md`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// `NO_PROVIDER`: no provider is registered under the name.
-    NoProvider,
-    /// `DUPLICATE_PROVIDER`: a provider of that name is already registered.
-    DuplicateProvider,
-    /// `UNSUPPORTED_CAPABILITY`: the request sets a field its provider cannot honour.
-    UnsupportedCapability,
-    /// `INVALID_MAX_DEPTH`: `maxDepth` is not a non-negative safe integer.
-    InvalidMaxDepth,
-    /// `INVALID_OUTPUT_SCHEMA`: the output schema is not an object schema.
-    InvalidOutputSchema,
-    /// `INVALID_DEPTH`: the parent's depth is invalid, or the child's would overflow.
-    InvalidDepth,
-    /// `DEPTH_EXCEEDED`: the child would be deeper than `maxDepth`.
-    DepthExceeded,
-    /// `ABORTED`: the start was cancelled before a child was published.
-    Aborted,
-    /// `ROLLBACK_FAILED`: a failed start could not release what it had created.
-    RollbackFailed,
-    /// `FAILED`: the provider failed without a code of its own.
-    Failed,
-    /// `NOT_DELIVERED`: a message to a continuable child was refused.
-    NotDelivered,
-    /// `NOT_RESUMABLE`: the child cannot be continued (unknown, no descriptor, or its provider cannot resume).
-    NotResumable,
-    /// `UNAUTHORIZED`: the child belongs to another agent.
-    Unauthorized,
-    /// `OWNERSHIP_CONFLICT`: the child is already owned by another activation or registry.
-    OwnershipConflict,
-    /// `PERSISTENCE_UNAVAILABLE`: continuable children need a durable store, and none is configured.
-    PersistenceUnavailable,
-    /// `RELEASE_ABANDONED`: a run's release did not finish within the grace
-    /// after a cancellation, and its holder stopped waiting.
-    ReleaseAbandoned,
-    /// `QUEUE_FULL`: the delegation tree's queue of calls waiting for a slot is full; nothing started.
-    QueueFull,
-    /// `CHILD_LIMIT`: the delegation tree has started as many children as it may; nothing started.
-    ChildLimit,
-    /// `TOKEN_BUDGET_SPENT`: a token budget the child would spend from is spent; nothing started.
-    TokenBudgetSpent,
-    /// `COST_BUDGET_SPENT`: the delegation tree's money budget is spent; nothing started.
-    CostBudgetSpent,
-}
+use std::fmt;
+use std::hash::Hash;
 
-impl ErrorCode {
-    /// Every code.
-    const ALL: [Self; 20] = [
-        Self::NoProvider,
-        Self::DuplicateProvider,
-        Self::UnsupportedCapability,
-        Self::InvalidMaxDepth,
-        Self::InvalidOutputSchema,
-        Self::InvalidDepth,
-        Self::DepthExceeded,
-        Self::Aborted,
-        Self::RollbackFailed,
-        Self::Failed,
-        Self::NotDelivered,
-        Self::NotResumable,
-        Self::Unauthorized,
-        Self::OwnershipConflict,
-        Self::PersistenceUnavailable,
-        Self::ReleaseAbandoned,
-        Self::QueueFull,
-        Self::ChildLimit,
-        Self::TokenBudgetSpent,
-        Self::CostBudgetSpent,
-    ];
-
-    /// The code whose text is `text`, if the seam has one.
-    pub(crate) fn from_text(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|code| code.as_str() == text)
-    }
-
-    /// The code as text, e.g. `NO_PROVIDER`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::NoProvider => "NO_PROVIDER",
-            Self::DuplicateProvider => "DUPLICATE_PROVIDER",
-            Self::UnsupportedCapability => "UNSUPPORTED_CAPABILITY",
-            Self::InvalidMaxDepth => "INVALID_MAX_DEPTH",
-            Self::InvalidOutputSchema => "INVALID_OUTPUT_SCHEMA",
-            Self::InvalidDepth => "INVALID_DEPTH",
-            Self::DepthExceeded => "DEPTH_EXCEEDED",
-            Self::Aborted => "ABORTED",
-            Self::RollbackFailed => "ROLLBACK_FAILED",
-            Self::Failed => "FAILED",
-            Self::NotDelivered => "NOT_DELIVERED",
-            Self::NotResumable => "NOT_RESUMABLE",
-            Self::Unauthorized => "UNAUTHORIZED",
-            Self::OwnershipConflict => "OWNERSHIP_CONFLICT",
-            Self::PersistenceUnavailable => "PERSISTENCE_UNAVAILABLE",
-            Self::ReleaseAbandoned => "RELEASE_ABANDONED",
-            Self::QueueFull => "QUEUE_FULL",
-            Self::ChildLimit => "CHILD_LIMIT",
-            Self::TokenBudgetSpent => "TOKEN_BUDGET_SPENT",
-            Self::CostBudgetSpent => "COST_BUDGET_SPENT",
-        }
+crate::error_codes! {
+    /// The stable codes of subagent errors (the service's, the providers' and the
+    /// control service's): importable, matchable, and what `code()` returns as
+    /// text. The text of a code never changes; the table of every code is in
+    /// `docs/errors.md`.
+    pub enum ErrorCode {
+        /// `NO_PROVIDER`: no provider is registered under the name.
+        NoProvider => "NO_PROVIDER",
+        /// `DUPLICATE_PROVIDER`: a provider of that name is already registered.
+        DuplicateProvider => "DUPLICATE_PROVIDER",
+        /// `UNSUPPORTED_CAPABILITY`: the request sets a field its provider cannot honour.
+        UnsupportedCapability => "UNSUPPORTED_CAPABILITY",
+        /// `INVALID_MAX_DEPTH`: `maxDepth` is not a non-negative safe integer.
+        InvalidMaxDepth => "INVALID_MAX_DEPTH",
+        /// `INVALID_OUTPUT_SCHEMA`: the output schema is not an object schema.
+        InvalidOutputSchema => "INVALID_OUTPUT_SCHEMA",
+        /// `INVALID_DEPTH`: the parent's depth is invalid, or the child's would overflow.
+        InvalidDepth => "INVALID_DEPTH",
+        /// `DEPTH_EXCEEDED`: the child would be deeper than `maxDepth`.
+        DepthExceeded => "DEPTH_EXCEEDED",
+        /// `ABORTED`: the start was cancelled before a child was published.
+        Aborted => "ABORTED",
+        /// `ROLLBACK_FAILED`: a failed start could not release what it had created.
+        RollbackFailed => "ROLLBACK_FAILED",
+        /// `FAILED`: the provider failed without a code of its own.
+        Failed => "FAILED",
+        /// `NOT_DELIVERED`: a message to a continuable child was refused.
+        NotDelivered => "NOT_DELIVERED",
+        /// `NOT_RESUMABLE`: the child cannot be continued (unknown, no descriptor, or its provider cannot resume).
+        NotResumable => "NOT_RESUMABLE",
+        /// `UNAUTHORIZED`: the child belongs to another agent.
+        Unauthorized => "UNAUTHORIZED",
+        /// `OWNERSHIP_CONFLICT`: the child is already owned by another activation or registry.
+        OwnershipConflict => "OWNERSHIP_CONFLICT",
+        /// `PERSISTENCE_UNAVAILABLE`: continuable children need a durable store, and none is configured.
+        PersistenceUnavailable => "PERSISTENCE_UNAVAILABLE",
+        /// `RELEASE_ABANDONED`: a run's release did not finish within the grace
+        /// after a cancellation, and its holder stopped waiting.
+        ReleaseAbandoned => "RELEASE_ABANDONED",
+        /// `QUEUE_FULL`: the delegation tree's queue of calls waiting for a slot is full; nothing started.
+        QueueFull => "QUEUE_FULL",
+        /// `CHILD_LIMIT`: the delegation tree has started as many children as it may; nothing started.
+        ChildLimit => "CHILD_LIMIT",
+        /// `TOKEN_BUDGET_SPENT`: a token budget the child would spend from is spent; nothing started.
+        TokenBudgetSpent => "TOKEN_BUDGET_SPENT",
+        /// `COST_BUDGET_SPENT`: the delegation tree's money budget is spent; nothing started.
+        CostBudgetSpent => "COST_BUDGET_SPENT",
     }
 }
-
-crate::error_code_text!(ErrorCode);
 
 /// The stable code of a [`SubagentError`](crate::SubagentError), typed: one
 /// of the seam's own, or the code a provider gave a failure of its own
@@ -153,6 +97,88 @@ impl From<ErrorCode> for SubagentCode<'_> {
 }
 
 crate::code_text!(SubagentCode; ErrorCode);
+
+/// One shape for every crate's error codes. Each crate that raises codes
+/// keeps its own enum of them (`ErrorCode`; `dsh-harness`'s
+/// `BuildErrorCode`), declared with [`error_codes!`], and every such enum
+/// is a `StableCode`: a `Copy`, `#[non_exhaustive]` enum whose variants each
+/// have one text that never changes, listed in [`StableCode::ALL`], read
+/// back from text with [`StableCode::from_text`], and compared equal to
+/// that text (see [`error_code_text!`]).
+pub trait StableCode: Copy + fmt::Debug + fmt::Display + Eq + Hash + Send + Sync + 'static {
+    /// Every code of this enum, in the order declared.
+    const ALL: &'static [Self];
+
+    /// The code as text, e.g. `NO_PROVIDER`.
+    fn as_str(self) -> &'static str;
+
+    /// The code whose text is `text`, if this enum has one.
+    fn from_text(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|code| code.as_str() == text)
+    }
+}
+
+/// Declares a crate's error codes in the one shape they all share
+/// ([`StableCode`]): a `Copy`, `#[non_exhaustive]` enum, each variant given
+/// with its text, with `as_str` as a `const fn` and the text conversions of
+/// [`error_code_text!`].
+///
+/// ```
+/// use dsh_subagent_api::StableCode;
+///
+/// dsh_subagent_api::error_codes! {
+///     /// My provider's codes.
+///     pub enum MyCode {
+///         /// `MY_BUSY`: the provider is busy.
+///         Busy => "MY_BUSY",
+///     }
+/// }
+/// assert_eq!(MyCode::Busy.as_str(), "MY_BUSY");
+/// assert_eq!(MyCode::from_text("MY_BUSY"), Some(MyCode::Busy));
+/// assert_eq!(MyCode::ALL, [MyCode::Busy]);
+/// assert_eq!(MyCode::Busy, "MY_BUSY");
+/// ```
+#[macro_export]
+macro_rules! error_codes {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $(
+                $(#[$variant_meta:meta])*
+                $variant:ident => $text:literal
+            ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        $vis enum $name {
+            $(
+                $(#[$variant_meta])*
+                $variant,
+            )+
+        }
+
+        impl $name {
+            /// The code as text; it never changes.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $text,)+
+                }
+            }
+        }
+
+        impl $crate::StableCode for $name {
+            const ALL: &'static [Self] = &[$(Self::$variant,)+];
+
+            fn as_str(self) -> &'static str {
+                $name::as_str(self)
+            }
+        }
+
+        $crate::error_code_text!($name);
+    };
+}
 
 /// Implements the text conversions every error-code enum shares, for a
 /// `Copy` enum with a `const fn as_str(self) -> &'static str`: `Display`,
@@ -300,7 +326,7 @@ mod tests {
     #[test]
     fn every_seam_code_reads_back_from_its_text_and_no_two_share_one() {
         let mut texts = std::collections::HashSet::new();
-        for code in ErrorCode::ALL {
+        for &code in ErrorCode::ALL {
             assert_eq!(ErrorCode::from_text(code.as_str()), Some(code));
             assert!(texts.insert(code.as_str()), "{code} twice");
         }

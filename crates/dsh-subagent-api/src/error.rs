@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use crate::{Capability, ErrorCode, SubagentCode, wording};
+use crate::{Capability, ErrorCode, StableCode, SubagentCode, wording};
 
 /// A failure to start, run or release a child.
 ///

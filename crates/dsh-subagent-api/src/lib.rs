@@ -19,7 +19,7 @@ mod wording;
 
 pub use agent::{AgentId, AgentRef};
 pub use capabilities::{Capabilities, Capability};
-pub use code::{ErrorCode, SubagentCode};
+pub use code::{ErrorCode, StableCode, SubagentCode};
 pub use content::{ContentBlock, concat_text};
 pub use continuation::{
     ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, ResumeRequest,

@@ -15,7 +15,7 @@ pub use arguments::{ArgumentWording, Arguments};
 pub use budget::{Cut, PagedRead, ResultBudget};
 pub use code::ErrorCode;
 pub use dsh_subagent_api::{AgentId, AgentRef};
-pub use dsh_subagent_api::{BoxFuture, CancellationToken, TextSource, error_code_text};
+pub use dsh_subagent_api::{BoxFuture, CancellationToken, StableCode, TextSource, error_code_text, error_codes};
 pub use registry::{
     ABORTED_BEFORE_DISPATCH, MountedTool, NameReservation, RegistryError, ToolRegistration, ToolRegistry, ToolSpec,
     execute, panic_message,
