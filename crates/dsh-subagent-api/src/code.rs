@@ -100,11 +100,11 @@ crate::code_text!(SubagentCode; ErrorCode);
 
 /// One shape for every crate's error codes. Each crate that raises codes
 /// keeps its own enum of them (`ErrorCode`; `dsh-harness`'s
-/// `BuildErrorCode`), declared with [`error_codes!`], and every such enum
+/// `BuildErrorCode`), declared with [`error_codes!`](crate::error_codes!), and every such enum
 /// is a `StableCode`: a `Copy`, `#[non_exhaustive]` enum whose variants each
 /// have one text that never changes, listed in [`StableCode::ALL`], read
 /// back from text with [`StableCode::from_text`], and compared equal to
-/// that text (see [`error_code_text!`]).
+/// that text (see [`error_code_text!`](crate::error_code_text!)).
 pub trait StableCode: Copy + fmt::Debug + fmt::Display + Eq + Hash + Send + Sync + 'static {
     /// Every code of this enum, in the order declared.
     const ALL: &'static [Self];
@@ -121,7 +121,7 @@ pub trait StableCode: Copy + fmt::Debug + fmt::Display + Eq + Hash + Send + Sync
 /// Declares a crate's error codes in the one shape they all share
 /// ([`StableCode`]): a `Copy`, `#[non_exhaustive]` enum, each variant given
 /// with its text, with `as_str` as a `const fn` and the text conversions of
-/// [`error_code_text!`].
+/// [`error_code_text!`](crate::error_code_text!).
 ///
 /// ```
 /// use dsh_subagent_api::StableCode;
