@@ -292,6 +292,27 @@ pub(crate) fn cassette_only_partial(partial: &Path) -> String {
 /// The reason of an unfinished cassette without its closing line.
 pub(crate) const CASSETTE_NO_FINISH: &str = "it has no closing line (the run that recorded it stopped before it ended)";
 
+/// A cassette with every part number taken.
+pub(crate) const CASSETTE_TOO_MANY_PARTS: &str = "every part number of the cassette is taken";
+
+/// A cassette whose part cannot be read with it.
+pub(crate) fn cassette_bad_part(file: &Path, reason: &str) -> String {
+    format!("{}: {reason}", file.display())
+}
+
+/// A part a cassette lists that is not beside it.
+pub(crate) fn cassette_part_missing(part: &Path) -> String {
+    format!("its part {} is missing", part.display())
+}
+
+/// A part of the other level.
+pub(crate) fn cassette_part_level(part: &Path, level: &str, whole: &str) -> String {
+    format!(
+        "its part {} is at the {level} level, the cassette at the {whole} level (the processes of one run record one level)",
+        part.display()
+    )
+}
+
 /// Why a cassette whose run was interrupted is not replayed.
 pub(crate) fn cassette_interrupted(reason: &str, exchanges: usize) -> String {
     format!("the run that recorded it was interrupted ({reason}) after {exchanges} exchanges")
@@ -358,7 +379,7 @@ pub(crate) fn replay_empty(file: &Path) -> String {
 /// A request with no recorded answer: the closest one and where it differs.
 pub(crate) fn replay_miss(
     file: &Path,
-    line: usize,
+    (part, line): (Option<&Path>, usize),
     agent: usize,
     request: usize,
     path: &str,
@@ -366,8 +387,12 @@ pub(crate) fn replay_miss(
     asked: Option<&str>,
 ) -> String {
     let show = |value: Option<&str>| value.unwrap_or("nothing").to_owned();
+    let place = match part {
+        None => format!("line {line}"),
+        Some(part) => format!("{} line {line}", part.display()),
+    };
     format!(
-        "{} holds no such request; the closest is agent {agent}'s request {request} (line {line}), which differs first at {path}: recorded {}, asked {}",
+        "{} holds no such request; the closest is agent {agent}'s request {request} ({place}), which differs first at {path}: recorded {}, asked {}",
         file.display(),
         show(recorded),
         show(asked)

@@ -496,3 +496,44 @@ async fn a_recorder_dropped_unclosed_never_leaves_a_whole_cassette() {
     Recorder::create(&empty).unwrap().finish().unwrap();
     assert!(Cassette::load(&empty).unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn parts_recorded_beside_a_cassette_load_with_it() {
+    let dir = temp_dir();
+    let file = dir.path().join("tree.jsonl");
+    // A part an earlier recording left goes when a new one starts.
+    std::fs::write(dir.path().join("tree.jsonl.part-7"), "stale").unwrap();
+    let whole = Recorder::create(&file).unwrap();
+    assert!(!dir.path().join("tree.jsonl.part-7").exists());
+    let parent = RecordingModel::new(ScriptedModel::builtin(), &whole).unwrap();
+    call(&parent, "the parent asks").await.unwrap();
+    // Two children, each in a part of its own.
+    for text in ["child one", "child two"] {
+        let part = Recorder::create_part(&file).unwrap();
+        let child = RecordingModel::new(ScriptedModel::builtin(), &part).unwrap();
+        call(&child, text).await.unwrap();
+        assert_eq!(part.finish().unwrap(), 1);
+    }
+    assert_eq!(whole.finish().unwrap(), 1);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        text.lines().last().unwrap(),
+        r#"{"kind":"finish","exchanges":1,"parts":["tree.jsonl.part-1","tree.jsonl.part-2"]}"#
+    );
+
+    let cassette = Cassette::load(&file).unwrap();
+    assert_eq!((cassette.len(), cassette.summary().agents.len()), (3, 3));
+    let replay = ReplayModel::new(cassette, Timing::Fast);
+    for text in ["child two", "the parent asks", "child one"] {
+        call(&replay, text).await.unwrap();
+    }
+    // A miss closest to a part's request names the part.
+    let err = call(&replay, "child twoo").await.unwrap_err().to_string();
+    assert!(err.contains("tree.jsonl.part-2 line 2"), "{err}");
+
+    // A part that is gone leaves the cassette unfinished, saying which.
+    std::fs::remove_file(dir.path().join("tree.jsonl.part-1")).unwrap();
+    let err = Cassette::load(&file).unwrap_err();
+    assert!(matches!(err, CassetteError::Unfinished { .. }), "{err}");
+    assert!(err.to_string().contains("tree.jsonl.part-1 is missing"), "{err}");
+}

@@ -25,7 +25,7 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
         None,
         limits,
         result_budget,
-        &[],
+        (&[], &[]),
     )?;
     eprintln!(
         "{}",

@@ -147,6 +147,8 @@ impl MountedHarness {
     /// `withheld` variables of ours. ACP children's reports go to
     /// `observer`, when there is one. `limits` bound every delegation tree
     /// (each top-level agent opens its own: [`MountedHarness::open_tree`]).
+    /// `env` is what it gives ACP children besides the self-mount check's marker
+    /// (the cassette they record a part of, or replay: [`crate::tape`]).
     pub(crate) fn new(
         config: Option<&Config>,
         data_dir: Option<&Path>,
@@ -154,7 +156,7 @@ impl MountedHarness {
         observer: Option<Arc<dyn TreeObserver>>,
         limits: Limits,
         result_budget: ResultBudget,
-        withheld: &[String],
+        (withheld, env): (&[String], &[(String, String)]),
     ) -> Result<Self, Failure> {
         let subagents = match config {
             Some(config) if !config.subagents.is_empty() => served(&config.subagents, surface),
@@ -189,7 +191,10 @@ impl MountedHarness {
             .later_tools(dsh_mcp::TOOL_PREFIX);
         let acp = AcpSetup {
             // Every child process carries the self-mount check's marker.
-            child_env: self_mount::child_env(config),
+            child_env: self_mount::child_env(config)
+                .into_iter()
+                .chain(env.iter().cloned())
+                .collect(),
             withheld,
             observer,
         };

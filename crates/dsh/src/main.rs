@@ -20,6 +20,7 @@ mod run;
 mod runtime;
 mod self_mount;
 mod signal;
+mod tape;
 mod task_input;
 mod telemetry;
 mod transcript;

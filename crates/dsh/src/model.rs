@@ -1,5 +1,6 @@
 //! Which model `dsh run` and `dsh acp` talk to.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use dsh_agent::ContextWindow;
@@ -70,22 +71,18 @@ pub(crate) fn context_window(
         .map_err(|error| wording::context_window_invalid(ENV_CONTEXT_WINDOW, &value, &error))
 }
 
-/// A script file wins; then an endpoint, when a base URL or key is
+/// A cassette to replay wins; then a script file; then an endpoint, when a base URL or key is
 /// configured; else the embedded scripted model. Flags win over the
 /// configuration file's `[model]`, which wins over the `DSH_*` variables;
 /// its `api_key_env` names the variable that holds the key.
 pub(crate) fn choose(
     args: &AgentArgs,
+    replay: Option<(&Path, Timing)>,
     file: &ModelConfig,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<ModelChoice, String> {
-    if let Some(path) = &args.replay {
+    if let Some((path, timing)) = replay {
         let cassette = Cassette::load(path).map_err(|error| error.to_string())?;
-        let timing = if args.replay_timing {
-            Timing::Recorded
-        } else {
-            Timing::Fast
-        };
         let banner = wording::banner_replay(path, cassette.len(), cassette.level().as_str());
         return Ok(ModelChoice {
             model: Chosen::Model(Arc::new(ReplayModel::new(cassette, timing))),
@@ -152,7 +149,7 @@ mod tests {
                 .find(|(name, _)| *name == key)
                 .map(|(_, value)| (*value).to_owned())
         };
-        match choose(args, file, lookup) {
+        match choose(args, None, file, lookup) {
             Ok(choice) => choice.banner,
             Err(error) => error,
         }

@@ -24,6 +24,7 @@ use crate::observe::TreeObserver;
 use crate::resume::ResumeError;
 use crate::retention::Retention;
 use crate::signal::Stop;
+use crate::tape::Tape;
 use crate::{model, resume, wording};
 
 /// A model, a runtime with the delegation tools mounted, the MCP servers to
@@ -75,6 +76,10 @@ impl SharedRuntime {
         let file_limits = config.map(|config| config.limits).unwrap_or_default();
         let limits = file_limits.resolve(&args.limits());
         let result_budget = file_limits.result_budget(&args.limits());
+        // Recording or replaying: ACP children record their parts of the
+        // same cassette, or replay it.
+        let tape = Tape::resolve(args, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let cassette_env: Vec<(String, String)> = tape.child_env().into_iter().collect();
         let mounted = MountedHarness::new(
             config,
             data_dir,
@@ -82,7 +87,7 @@ impl SharedRuntime {
             Some(observer.clone()),
             limits,
             result_budget,
-            withheld,
+            (withheld, &cassette_env),
         )?;
         let retention = data_dir.map(|dir| {
             let policy = config.map(|config| config.data).unwrap_or_default();
@@ -103,11 +108,9 @@ impl SharedRuntime {
                 }
                 Ok(())
             }));
-        let choice = model::choose(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
-        let recorder = match &args.record {
-            Some(path) => Some(Recorder::create(path).map_err(|error| Failure::usage(error.to_string()))?),
-            None => None,
-        };
+        let choice =
+            model::choose(args, tape.replay(), &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let recorder = tape.recorder()?;
         let banner = choice.banner.clone();
         let model = choice.model(recorder.as_ref()).map_err(Failure::usage)?;
         let window = model::context_window(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;

@@ -60,6 +60,11 @@ pub(crate) fn recorded(path: &std::path::Path, exchanges: u64) -> String {
     format!("dsh: recorded {exchanges} model exchanges into {}", path.display())
 }
 
+/// A parent's cassette variable that is none of its forms.
+pub(crate) fn cassette_env_invalid(name: &str, value: &str) -> String {
+    format!("{name} is {value:?}: it must be record:FILE, replay:FILE or replay-timing:FILE")
+}
+
 /// The last stderr line of a recording run stopped by a signal.
 pub(crate) fn recorded_interrupted(path: &std::path::Path, exchanges: u64, signal: &str) -> String {
     format!(

@@ -242,3 +242,82 @@ fn acp_and_mcp_stopped_by_a_signal_close_their_recordings_as_interrupted() {
         assert!(!dir.path().join("served.jsonl.recording").exists(), "{command}");
     }
 }
+
+/// The parent asks its ACP child (`subagent_remote`), then repeats what it heard.
+const ASKING_PARENT: &str = r#"{"rules": [
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent_remote", "arguments": {"description": "ask the remote", "prompt": "hello remote"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "Parent heard: {{last_tool_result}}"}}
+]}"#;
+
+/// The ACP child (a `dsh acp` on its own script) answers at once.
+const REMOTE_CHILD: &str = r#"{"rules": [{"when": {}, "reply": {"text": "remote says {{last_user}}"}}]}"#;
+
+#[test]
+fn an_acp_child_records_its_part_and_one_name_replays_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("parent.json"), ASKING_PARENT).unwrap();
+    std::fs::write(dir.path().join("child.json"), REMOTE_CHILD).unwrap();
+    let config = format!(
+        r#"[[subagents]]
+tool_name = "subagent_remote"
+provider = "acp"
+command = {dsh:?}
+args = ["acp", "--quiet", "--script", "child.json"]
+max_depth = "provider-managed"
+"#,
+        dsh = env!("CARGO_BIN_EXE_dsh"),
+    );
+    std::fs::write(dir.path().join("remote.toml"), config).unwrap();
+    let args = |tape: &[&'static str]| {
+        let mut args = vec!["run", "--config", "remote.toml"];
+        args.extend_from_slice(tape);
+        args.push("Ask the remote.");
+        args
+    };
+
+    let recorded = dsh(dir.path(), &args(&["--script", "parent.json", "--record", "run.jsonl"]));
+    let stderr = text(&recorded.stderr);
+    assert!(recorded.status.success(), "{stderr}");
+    let answer = text(&recorded.stdout);
+    assert!(answer.contains("remote says hello remote"), "{answer}");
+    assert!(
+        stderr.contains("dsh: recorded 2 model exchanges into run.jsonl"),
+        "the parent's two; the child's are in its part: {stderr}"
+    );
+    // The child's part, beside the cassette, listed by its closing line.
+    let part = std::fs::read_to_string(dir.path().join("run.jsonl.part-1")).unwrap();
+    assert!(
+        part.contains(r#""content":"hello remote""#),
+        "the child's request: {part}"
+    );
+    assert!(part.ends_with("{\"kind\":\"finish\",\"exchanges\":1}\n"), "{part}");
+    let whole = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
+    assert_eq!(
+        whole.lines().last().unwrap(),
+        r#"{"kind":"finish","exchanges":2,"parts":["run.jsonl.part-1"]}"#
+    );
+    let show = dsh(dir.path(), &["cassette", "show", "run.jsonl"]);
+    assert!(
+        text(&show.stdout).starts_with("run.jsonl (events level): 3 exchanges, 2 agents;"),
+        "{}",
+        text(&show.stdout)
+    );
+
+    // Replayed by name: the parent from the cassette, its ACP child too
+    // (its own script is not read: the parent's cassette answers it).
+    std::fs::write(dir.path().join("child.json"), r#"{"rules": []}"#).unwrap();
+    let replayed = dsh(dir.path(), &args(&["--replay", "run.jsonl"]));
+    assert!(replayed.status.success(), "{}", text(&replayed.stderr));
+    assert_eq!(text(&replayed.stdout), answer);
+
+    // Without its part, the cassette is not whole.
+    std::fs::remove_file(dir.path().join("run.jsonl.part-1")).unwrap();
+    let missing = dsh(dir.path(), &args(&["--replay", "run.jsonl"]));
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("its part ") && text(&missing.stderr).contains("run.jsonl.part-1 is missing"),
+        "{}",
+        text(&missing.stderr)
+    );
+}

@@ -58,6 +58,14 @@ pub enum CassetteError {
         /// Why it counts as unfinished.
         reason: String,
     },
+    /// A part the cassette lists cannot be read with it.
+    #[error("{}", wording::cassette_bad_part(file, reason))]
+    BadPart {
+        /// The cassette.
+        file: PathBuf,
+        /// What is wrong with the part.
+        reason: String,
+    },
     /// Another run is recording into this file.
     #[error("{}", wording::cassette_busy(file, partial))]
     Busy {

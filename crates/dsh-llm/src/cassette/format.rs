@@ -85,11 +85,23 @@ pub(crate) enum Line {
     /// How the exchange ended.
     End { id: u64, t_ms: u64, outcome: Outcome },
     /// The last line: the recording ended and is whole.
-    Finish { exchanges: u64 },
+    Finish {
+        exchanges: u64,
+        /// The parts other processes of the run recorded beside it
+        /// (`FILE.part-<n>`, by file name), read with it as one.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<String>,
+    },
     /// The last line of a recording stopped before its run ended (a
     /// signal, or the harness gave up): what ended before is kept, and
     /// replay refuses it with the reason.
-    Interrupted { exchanges: u64, reason: String },
+    Interrupted {
+        exchanges: u64,
+        reason: String,
+        /// As [`Line::Finish`]'s.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<String>,
+    },
 }
 
 /// How an exchange ended.

@@ -2,7 +2,7 @@
 //! closing line present; any fault is an error naming the file and line.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -17,7 +17,9 @@ use crate::wording;
 #[derive(Debug, Clone)]
 pub(crate) struct Exchange {
     pub(crate) id: u64,
-    /// The line of its request (1-based).
+    /// The part it was read from, when not the cassette itself.
+    pub(crate) part: Option<PathBuf>,
+    /// The line of its request (1-based), in its file.
     pub(crate) line: usize,
     pub(crate) model: String,
     pub(crate) url: Option<String>,
@@ -53,6 +55,42 @@ pub(crate) struct Contents {
     /// Why its run was stopped before it ended, when it was
     /// ([`Recorder::interrupt`](super::Recorder::interrupt)).
     pub(crate) interrupted: Option<String>,
+    /// The parts its closing line lists (file names beside it).
+    pub(crate) parts: Vec<String>,
+}
+
+/// Reads and checks `file` and every part it lists, as one cassette: the
+/// parts' exchanges follow its own, each numbered after the last.
+pub(crate) fn load_whole(file: &Path) -> Result<Contents, CassetteError> {
+    let mut whole = load(file)?;
+    let dir = file.parent().filter(|dir| !dir.as_os_str().is_empty());
+    for name in std::mem::take(&mut whole.parts) {
+        let part = dir.map_or_else(|| PathBuf::from(&name), |dir| dir.join(&name));
+        if !part.exists() && !super::recorder::partial_path(&part).exists() {
+            return Err(CassetteError::Unfinished {
+                file: file.to_path_buf(),
+                reason: wording::cassette_part_missing(&part),
+            });
+        }
+        // A part its process closed as interrupted (stopped by the run that
+        // recorded the whole) holds what it did before: part of the run.
+        let contents = load(&part)?;
+        if contents.level != whole.level && !contents.exchanges.is_empty() {
+            return Err(CassetteError::BadPart {
+                file: file.to_path_buf(),
+                reason: wording::cassette_part_level(&part, contents.level.as_str(), whole.level.as_str()),
+            });
+        }
+        let offset = whole.exchanges.iter().map(|exchange| exchange.id).max().unwrap_or(0);
+        whole
+            .exchanges
+            .extend(contents.exchanges.into_iter().map(|mut exchange| {
+                exchange.id += offset;
+                exchange.part = Some(part.clone());
+                exchange
+            }));
+    }
+    Ok(whole)
 }
 
 /// Reads and checks `file`.
@@ -97,6 +135,7 @@ pub(crate) fn load(file: &Path) -> Result<Contents, CassetteError> {
     let mut done: Vec<Exchange> = Vec::new();
     let mut finished = false;
     let mut interrupted = None;
+    let mut parts = Vec::new();
     for (index, text) in lines.iter().enumerate().skip(1) {
         let number = index + 1;
         if finished {
@@ -129,6 +168,7 @@ pub(crate) fn load(file: &Path) -> Result<Contents, CassetteError> {
                     id,
                     Exchange {
                         id,
+                        part: None,
                         line: number,
                         model,
                         url,
@@ -181,15 +221,22 @@ pub(crate) fn load(file: &Path) -> Result<Contents, CassetteError> {
                 whole.end = (t_ms, outcome);
                 done.push(whole);
             }
-            Line::Finish { exchanges } | Line::Interrupted { exchanges, .. } => {
+            Line::Finish { exchanges, .. } | Line::Interrupted { exchanges, .. } => {
                 if let Some(id) = open.keys().min() {
                     return Err(corrupt(number, wording::cassette_open_exchange(*id)));
                 }
                 if exchanges != done.len() as u64 {
                     return Err(corrupt(number, wording::cassette_count(exchanges, done.len())));
                 }
-                if let Line::Interrupted { reason, .. } = line {
-                    interrupted = Some(reason);
+                match line {
+                    Line::Interrupted {
+                        reason, parts: listed, ..
+                    } => {
+                        interrupted = Some(reason);
+                        parts = listed;
+                    }
+                    Line::Finish { parts: listed, .. } => parts = listed,
+                    _ => {}
                 }
                 finished = true;
             }
@@ -206,6 +253,7 @@ pub(crate) fn load(file: &Path) -> Result<Contents, CassetteError> {
         level,
         exchanges: done,
         interrupted,
+        parts,
     })
 }
 

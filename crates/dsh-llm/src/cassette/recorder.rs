@@ -84,7 +84,34 @@ impl Recorder {
             }
             Err(source) => return Err(CassetteError::Unwritable { file: partial, source }),
         };
+        remove_parts(&file);
         Ok(Recorder::start(file, partial, sink, true))
+    }
+
+    /// Starts recording one part of the cassette `whole`, which another
+    /// process of the same run records (an ACP child of the `dsh` that
+    /// records it): into the first free `FILE.part-<n>`, written as
+    /// `FILE.part-<n>.recording` and renamed when finished, like any
+    /// cassette. The whole one lists its parts when it finishes, and
+    /// [`Cassette::load`](super::Cassette::load) of `whole` reads them with it.
+    pub fn create_part(whole: impl AsRef<Path>) -> Result<Recorder, CassetteError> {
+        let whole = whole.as_ref();
+        for number in 1..=MAX_PARTS {
+            let file = part_path(whole, number);
+            if file.exists() {
+                continue;
+            }
+            let partial = partial_path(&file);
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(&partial) {
+                Ok(sink) => return Ok(Recorder::start(file, partial, sink, true)),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(source) => return Err(CassetteError::Unwritable { file: partial, source }),
+            }
+        }
+        Err(CassetteError::Unwritable {
+            file: part_path(whole, MAX_PARTS),
+            source: std::io::Error::other(wording::CASSETTE_TOO_MANY_PARTS),
+        })
     }
 
     /// Starts a recorder writing into `sink`; `rename` moves the partial
@@ -295,6 +322,60 @@ impl Drop for ExchangeLog {
     }
 }
 
+/// The most parts one cassette has.
+const MAX_PARTS: usize = 10_000;
+
+/// What a part's file name adds to its cassette's: `.part-`, then its number.
+const PART_INFIX: &str = ".part-";
+
+/// `FILE.part-<number>`.
+fn part_path(whole: &Path, number: usize) -> PathBuf {
+    let mut name = whole.as_os_str().to_owned();
+    name.push(format!("{PART_INFIX}{number}"));
+    PathBuf::from(name)
+}
+
+/// The parts beside `whole` (`FILE.part-<n>`, finished or still
+/// `.recording`), by file name, in number order.
+pub(crate) fn parts_of(whole: &Path) -> Vec<String> {
+    let (Some(dir), Some(name)) = (whole.parent(), whole.file_name().and_then(|name| name.to_str())) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{name}{PART_INFIX}");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut parts: Vec<(usize, String)> = entries
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let file = entry.file_name().into_string().ok()?;
+            let rest = file.strip_prefix(&prefix)?;
+            let number = rest.strip_suffix(RECORDING_SUFFIX).unwrap_or(rest);
+            let number: usize = number.parse().ok()?;
+            Some((number, format!("{prefix}{number}")))
+        })
+        .collect();
+    parts.sort();
+    parts.dedup();
+    parts.into_iter().map(|(_, name)| name).collect()
+}
+
+/// Removes the parts an earlier recording of `whole` left (the new
+/// recording's children write theirs afresh).
+fn remove_parts(whole: &Path) {
+    let dir = whole.parent().filter(|dir| !dir.as_os_str().is_empty());
+    for name in parts_of(whole) {
+        let part = dir.map_or_else(|| PathBuf::from(&name), |dir| dir.join(&name));
+        let _ = std::fs::remove_file(&part);
+        let _ = std::fs::remove_file(partial_path(&part));
+    }
+}
+
 /// `FILE.recording`.
 pub(crate) fn partial_path(file: &Path) -> PathBuf {
     let mut name = file.as_os_str().to_owned();
@@ -363,9 +444,15 @@ fn write_all(
             }
         }
     }
+    // The parts the run's other processes recorded beside it.
+    let parts = if rename { parts_of(file) } else { Vec::new() };
     let last = match closing {
-        Some(Closing::Finish) => Line::Finish { exchanges },
-        Some(Closing::Interrupted(reason)) => Line::Interrupted { exchanges, reason },
+        Some(Closing::Finish) => Line::Finish { exchanges, parts },
+        Some(Closing::Interrupted(reason)) => Line::Interrupted {
+            exchanges,
+            reason,
+            parts,
+        },
         // Dropped without an ending: the file stays unfinished, or goes
         // when it holds no exchange (nothing was recorded).
         None => {

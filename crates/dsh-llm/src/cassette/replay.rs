@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::error::CassetteError;
 use super::format::Level;
 use super::key::{Key, canonical, closeness, first_difference};
-use super::load::{Exchange, load};
+use super::load::{Exchange, load_whole};
 use crate::error::truncate;
 use crate::wording;
 
@@ -70,7 +70,7 @@ impl Cassette {
     /// says why). Replay takes only what [`load`](Self::load) gives.
     pub fn inspect(file: impl AsRef<Path>) -> Result<Arc<Cassette>, CassetteError> {
         let file = file.as_ref().to_path_buf();
-        let contents = load(&file)?;
+        let contents = load_whole(&file)?;
         let keys: Vec<Value> = contents
             .exchanges
             .iter()
@@ -172,12 +172,14 @@ impl Cassette {
             return wording::replay_empty(&self.file);
         };
         let (agent, request) = self.place(position);
-        let line = self.exchanges.get(position).map_or(0, |exchange| exchange.line);
+        let exchange = self.exchanges.get(position);
+        let line = exchange.map_or(0, |exchange| exchange.line);
+        let part = exchange.and_then(|exchange| exchange.part.as_deref());
         let quote = |value: Option<String>| value.map(|text| truncate(&text, 160));
         match first_difference(recorded, asked) {
             Some(difference) => wording::replay_miss(
                 &self.file,
-                line,
+                (part, line),
                 agent,
                 request,
                 &difference.path,
