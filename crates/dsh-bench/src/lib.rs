@@ -37,6 +37,7 @@
 
 pub mod acp;
 pub mod answer;
+pub mod cassette;
 pub mod context;
 mod fixture;
 pub mod limits;
@@ -251,6 +252,9 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
         if plan.in_flight > 0 {
             rows.push(answer::memory_row(flavor)?);
         }
+    }
+    for flavor in Flavor::ALL {
+        rows.extend(cassette::rows(plan, flavor, plan.in_flight > 0)?);
     }
     rows.push(catalog_row(plan.catalog_samples)?);
     if plan.acp_samples > 0 {

@@ -5,12 +5,13 @@
 //! unset, the bench builds it with `cargo build -p dsh` when started by Cargo.
 //!
 //! `--only limits` prints only the bounded-delegation rows, `--only context`
-//! only the context fit's, `--only answer` only the long answer's.
+//! only the context fit's, `--only answer` only the long answer's,
+//! `--only cassette` only the cassettes' (recording, replay, lookup).
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
-//! that measurement alone), and `--answer <bytes> <flavor>` the long
-//! answer's.
+//! that measurement alone), `--answer <bytes> <flavor>` the long
+//! answer's, and `--replay-memory <requests> <flavor>` the replay's.
 
 #![forbid(unsafe_code)]
 
@@ -28,13 +29,15 @@ fn main() -> ExitCode {
         ["--only", "limits"] => run_limits(&Plan::full()),
         ["--only", "context"] => run_context(&Plan::full()),
         ["--only", "answer"] => run_answer(&Plan::full()),
-        [mode @ ("--in-flight" | "--queued" | "--answer"), count, flavor] => {
+        ["--only", "cassette"] => run_cassette(&Plan::full()),
+        [mode @ ("--in-flight" | "--queued" | "--answer" | "--replay-memory"), count, flavor] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
             };
             let child = match *mode {
                 "--queued" => dsh_bench::limits::queued_child(count, flavor),
                 "--answer" => dsh_bench::answer::memory_child(count, flavor),
+                "--replay-memory" => dsh_bench::cassette::replay_memory_child(count, flavor),
                 _ => dsh_bench::in_flight_child(count, flavor),
             };
             match child {
@@ -69,6 +72,15 @@ fn run(plan: Plan) -> ExitCode {
 fn run_context(plan: &Plan) -> ExitCode {
     let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
         rows.extend(dsh_bench::context::rows(plan, flavor)?);
+        Ok::<_, String>(rows)
+    });
+    print_rows(rows)
+}
+
+/// Only the cassettes' rows.
+fn run_cassette(plan: &Plan) -> ExitCode {
+    let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
+        rows.extend(dsh_bench::cassette::rows(plan, flavor, true)?);
         Ok::<_, String>(rows)
     });
     print_rows(rows)
@@ -137,6 +149,6 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer|cassette]");
     ExitCode::FAILURE
 }
