@@ -66,8 +66,8 @@ impl Delegation {
         let provider = service
             .register_provider(Arc::new(SpawnProvider::new()))
             .map_err(|error| error.to_string())?;
-        let config = SubagentToolConfig::new("spawn")
-            .tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent"]));
+        let config =
+            SubagentToolConfig::new("spawn").tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent"]));
         let plugin = SubagentToolPlugin::apply(config, &service, &tools).map_err(|error| error.to_string())?;
         Ok(Self {
             runtime: Arc::new(AgentRuntime::new(model, tools)),
@@ -86,7 +86,10 @@ impl Delegation {
         let outcome = parent.run("Summarize the README.", &CancellationToken::new()).await;
         let elapsed = start.elapsed();
         if outcome.stop != AgentStop::Completed || !outcome.text.contains("The subagent finished the task") {
-            return Err(format!("the delegation did not complete: {:?} {}", outcome.stop, outcome.text));
+            return Err(format!(
+                "the delegation did not complete: {:?} {}",
+                outcome.stop, outcome.text
+            ));
         }
         Ok(elapsed)
     }
@@ -146,7 +149,9 @@ async fn record(file: &std::path::Path, count: usize) -> Result<(), String> {
     let model = RecordingModel::new(ScriptedModel::builtin(), &recorder).map_err(|error| error.to_string())?;
     let cancel = CancellationToken::new();
     for request in requests(count) {
-        complete(&model, request, &cancel).await.map_err(|error| error.to_string())?;
+        complete(&model, request, &cancel)
+            .await
+            .map_err(|error| error.to_string())?;
     }
     recorder.finish().map_err(|error| error.to_string())?;
     Ok(())
@@ -164,7 +169,9 @@ async fn ask_all(model: Arc<dyn ChatModel>, count: usize) -> Result<Duration, St
             tokio::spawn(async move {
                 let cancel = CancellationToken::new();
                 for request in mine {
-                    complete(&*model, request, &cancel).await.map_err(|error| error.to_string())?;
+                    complete(&*model, request, &cancel)
+                        .await
+                        .map_err(|error| error.to_string())?;
                 }
                 Ok::<_, String>(())
             })
@@ -229,7 +236,9 @@ pub fn replay_memory_row(flavor: Flavor) -> Result<Row, String> {
     let [baseline, peak] = child_numbers("--replay-memory", REPLAYED, flavor)?;
     let grown = peak.saturating_sub(baseline) as f64 / 1024.0;
     Ok(Row {
-        figure: format!("peak memory replaying a {REPLAYED}-request cassette, {CHILDREN} children at once (above the baseline)"),
+        figure: format!(
+            "peak memory replaying a {REPLAYED}-request cassette, {CHILDREN} children at once (above the baseline)"
+        ),
         flavor: flavor.name(),
         ours: format!("{grown:.1} MB"),
         floor: "-".to_owned(),
@@ -259,7 +268,9 @@ pub fn lookup_rows(plan: &Plan, flavor: Flavor) -> Result<Vec<Row>, String> {
             // Each a different request, spread over the whole cassette.
             for request in ask.into_iter().rev().step_by((size / samples).max(1)).take(samples) {
                 let start = Instant::now();
-                complete(&replay, request, &cancel).await.map_err(|error| error.to_string())?;
+                complete(&replay, request, &cancel)
+                    .await
+                    .map_err(|error| error.to_string())?;
                 found.push(start.elapsed());
             }
             times.push((size, micros(median(found))));
@@ -301,7 +312,11 @@ mod tests {
     fn the_cassette_rows_measure_what_they_say() {
         let rows = rows(&Plan::smoke(), Flavor::CurrentThread, false).unwrap();
         assert_eq!(rows.len(), 2 + SIZES.len());
-        assert!(rows[0].figure.starts_with("a delegation on the scripted model, recorded"));
+        assert!(
+            rows[0]
+                .figure
+                .starts_with("a delegation on the scripted model, recorded")
+        );
         assert!(rows[4].figure.contains("10000-request"), "{}", rows[4].figure);
     }
 }

@@ -30,7 +30,11 @@ fn main() -> ExitCode {
         ["--only", "context"] => run_context(&Plan::full()),
         ["--only", "answer"] => run_answer(&Plan::full()),
         ["--only", "cassette"] => run_cassette(&Plan::full()),
-        [mode @ ("--in-flight" | "--queued" | "--answer" | "--replay-memory"), count, flavor] => {
+        [
+            mode @ ("--in-flight" | "--queued" | "--answer" | "--replay-memory"),
+            count,
+            flavor,
+        ] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
             };
