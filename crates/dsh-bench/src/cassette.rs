@@ -39,7 +39,11 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(what: &str) -> Result<Self, String> {
-        let dir = std::env::temp_dir().join(format!("dsh-bench-{what}-{}", std::process::id()));
+        // One per call: figures measured at once in one process (the
+        // tests) never share one.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let number = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("dsh-bench-{what}-{}-{number}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
         Ok(Self(dir))
