@@ -14,8 +14,8 @@ mod wording;
 pub use error::{ContextRefusal, LlmError};
 pub use message::{Message, Role, ToolCall, ToolDefinition};
 pub use model::{
-    ChatEvent, ChatModel, ChatRequest, ChatResponse, ChatStream, Counted, FinishReason, Usage, collect_response,
-    collect_response_with, complete,
+    ChatEvent, ChatModel, ChatRequest, ChatResponse, ChatStream, Counted, FinishReason, PromptCount, Usage,
+    collect_response, collect_response_with, complete,
 };
 pub use openai::{OpenAiChatModel, OpenAiConfig};
 pub use price::{Cost, Price, PriceError, PriceKey};

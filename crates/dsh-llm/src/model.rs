@@ -218,6 +218,10 @@ pub enum ChatEvent {
 /// After an `Err` item the stream ends.
 pub type ChatStream = Pin<Box<dyn Stream<Item = Result<ChatEvent, LlmError>> + Send + 'static>>;
 
+/// What [`ChatModel::count_prompt`] returns: the prompt tokens the server
+/// counted, `None` when it gave no count.
+pub type PromptCount = Pin<Box<dyn Future<Output = Result<Option<u64>, LlmError>> + Send + 'static>>;
+
 /// A chat model that streams answers and may call tools.
 ///
 /// Object safe: agents hold an `Arc<dyn ChatModel>`, and one instance may
@@ -238,6 +242,16 @@ pub trait ChatModel: Send + Sync + 'static {
     /// ends, dropping any in-flight request. Dropping the stream also
     /// cancels.
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream;
+
+    /// Asks the server how many prompt tokens `request` takes, for a server
+    /// whose streamed answers never say (llama-cpp-python): the context
+    /// guard asks this before it cuts on an estimate it could not check
+    /// (see "The context guard" in `docs/design.md`). The default counts
+    /// nothing (`Ok(None)`); a refusal for length is
+    /// [`LlmError::ContextLength`], whose count the caller may read.
+    fn count_prompt(&self, _request: ChatRequest, _cancel: CancellationToken) -> PromptCount {
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
@@ -252,6 +266,10 @@ impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         (**self).stream_chat(request, cancel)
     }
+
+    fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
+        (**self).count_prompt(request, cancel)
+    }
 }
 
 impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
@@ -265,6 +283,10 @@ impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
 
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
         (**self).stream_chat(request, cancel)
+    }
+
+    fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
+        (**self).count_prompt(request, cancel)
     }
 }
 

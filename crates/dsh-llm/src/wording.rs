@@ -200,6 +200,11 @@ pub(crate) const LOG_CUT_RETRYING: &str = "chat stream cut off before the model 
 /// more without streaming to read the server's real answer.
 pub(crate) const LOG_ASKING_WHOLE: &str = "chat stream ended without any event; asking once more without streaming";
 
+/// Log line: a request sent without streaming and with `max_tokens` 1, so
+/// that a server whose streams carry no usage counts its prompt.
+pub(crate) const LOG_COUNTING: &str =
+    "asking the server to count a request's prompt tokens (not streamed, max_tokens 1)";
+
 // ---- Cassettes ----
 
 /// What a secret is written as.

@@ -36,6 +36,13 @@ enum Reply {
     },
     /// Accept and read the request, never answer.
     Silent,
+    /// 200, then `pings` comments (`: ping`), one every `every`, then these
+    /// pieces: a server that evaluates a long prompt.
+    Pinged {
+        pings: usize,
+        every: Duration,
+        pieces: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -173,6 +180,18 @@ async fn respond(mut socket: TcpStream, reply: Reply) {
         }
         Reply::Silent => {
             tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+        Reply::Pinged { pings, every, pieces } => {
+            let _ = socket.write_all(SSE_HEAD.as_bytes()).await;
+            for _ in 0..pings {
+                tokio::time::sleep(every).await;
+                let _ = write_chunk(&mut socket, ": ping\n\n").await;
+            }
+            for piece in pieces {
+                let _ = write_chunk(&mut socket, &piece).await;
+            }
+            let _ = socket.write_all(b"0\r\n\r\n").await;
+            let _ = socket.shutdown().await;
         }
     }
 }
@@ -1023,6 +1042,22 @@ async fn idle_timeout_between_chunks_is_reported() {
 }
 
 #[tokio::test]
+async fn pings_keep_a_slow_stream_alive_past_the_idle_timeout() {
+    // llama-cpp-python sends `: ping` every 15 s while it evaluates a long
+    // prompt: no event, but the server is alive. Here six pings 100 ms
+    // apart outlast an idle timeout of 300 ms, then the answer comes.
+    let server = Server::start(vec![Reply::Pinged {
+        pings: 6,
+        every: Duration::from_millis(100),
+        pieces: vec![text_chunk("late"), finish_chunk("stop"), DONE.into()],
+    }])
+    .await;
+    let model = OpenAiChatModel::new(server.config().with_idle_timeout(Duration::from_millis(300))).unwrap();
+    let response = run(&model).await.unwrap();
+    assert_eq!(response.text, "late");
+}
+
+#[tokio::test]
 async fn connection_refused_is_retried_then_reported() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -1045,4 +1080,45 @@ fn bad_base_urls_are_config_errors() {
     let model = OpenAiChatModel::new(OpenAiConfig::new().with_base_url("http://127.0.0.1:9/v1/")).unwrap();
     assert_eq!(model.url(), "http://127.0.0.1:9/v1/chat/completions");
     assert_eq!(model.model_name(), "deepseek-chat");
+}
+
+#[tokio::test]
+async fn a_count_is_asked_whole_with_one_token_and_read_from_the_usage() {
+    let completion = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"},
+        "finish_reason": "length"}], "usage": {"prompt_tokens": 1692, "completion_tokens": 1, "total_tokens": 1693}});
+    let no_usage = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "x"},
+        "finish_reason": "length"}]});
+    let server = Server::start(vec![
+        Reply::Status {
+            status: 200,
+            headers: vec![("content-type", "application/json".into())],
+            body: completion.to_string(),
+        },
+        Reply::Status {
+            status: 200,
+            headers: vec![],
+            body: no_usage.to_string(),
+        },
+        Reply::Status {
+            status: 400,
+            headers: vec![],
+            body: LLAMA_CPP_PYTHON_REFUSAL.into(),
+        },
+    ])
+    .await;
+    let model = server.model();
+    let count = || model.count_prompt(request().with_max_tokens(500), CancellationToken::new());
+    assert_eq!(count().await.unwrap(), Some(1692));
+    assert_eq!(count().await.unwrap(), None, "no usage: no count");
+    let err = count().await.unwrap_err();
+    assert!(
+        matches!(&err, LlmError::ContextLength { refusal, .. } if refusal.prompt_tokens == Some(4156)),
+        "{err:?}"
+    );
+    let requests = server.requests.lock().unwrap();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[0].body["stream"], false);
+    assert_eq!(requests[0].body["max_tokens"], 1);
+    assert!(requests[0].body.get("stream_options").is_none());
+    assert_eq!(requests[0].body["messages"][1]["content"], "hi");
 }

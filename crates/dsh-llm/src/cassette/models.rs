@@ -15,7 +15,7 @@ use super::http::Pace;
 use super::recorder::{ExchangeLog, Recorder};
 use super::replay::{Cassette, Timing};
 use crate::error::LlmError;
-use crate::model::{ChatModel, ChatRequest, ChatStream};
+use crate::model::{ChatModel, ChatRequest, ChatStream, PromptCount};
 use crate::openai::OpenAiChatModel;
 use crate::openai::wire::{Delivery, request_text};
 
@@ -85,6 +85,12 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
             },
         ))
     }
+
+    /// The wrapped model's count, not recorded: the events level records
+    /// answers, and a count is none.
+    fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
+        self.inner.count_prompt(request, cancel)
+    }
 }
 
 /// A model that answers every request from a cassette, with no network.
@@ -146,6 +152,15 @@ impl ChatModel for ReplayModel {
         match &self.via {
             Via::Http(client) => client.provider_name(),
             Via::Events => "_OTHER",
+        }
+    }
+
+    /// A cassette of the HTTP level answers the count as it was recorded;
+    /// one of the events level counts nothing.
+    fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
+        match &self.via {
+            Via::Http(client) => client.count_prompt(request, cancel),
+            Via::Events => Box::pin(std::future::ready(Ok(None))),
         }
     }
 

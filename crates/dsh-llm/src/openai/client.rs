@@ -2,18 +2,19 @@
 
 use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::config::OpenAiConfig;
 use super::transport::{Body, BodyError, HttpAnswer, HttpRequest, Network, SendError, Transport, error_chain};
-use super::wire::{Assembler, Delivery, QUOTE_LIMIT, error_message, request_text};
+use super::wire::{Assembler, Delivery, QUOTE_LIMIT, error_message, prompt_tokens, request_text};
 use crate::error::{LlmError, truncate};
-use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream};
+use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream, PromptCount};
 use crate::wording;
 use crate::{ContextRefusal, StreamCut};
 
@@ -132,6 +133,7 @@ impl ChatModel for OpenAiChatModel {
             whole: request_text(model, &request, Delivery::Whole),
             send: Some(Delivery::Streamed),
             events: None,
+            heard_bytes: Arc::new(Mutex::new(Instant::now())),
             assembler: Assembler::default(),
             pending: VecDeque::new(),
             done: false,
@@ -142,6 +144,30 @@ impl ChatModel for OpenAiChatModel {
             partial: String::new(),
         };
         Box::pin(futures::stream::unfold(run, Run::next))
+    }
+
+    /// Sends `request` once without streaming and with `max_tokens` 1, and
+    /// reads the prompt tokens of its usage: a server that never counts in
+    /// a stream (llama-cpp-python) counts a whole answer. Retried as any
+    /// request; a refusal for length is [`LlmError::ContextLength`].
+    fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
+        let inner = Arc::clone(&self.inner);
+        let body = request_text(&inner.config.model, &request.with_max_tokens(1), Delivery::Whole);
+        Box::pin(async move {
+            tracing::debug!(url = %inner.url, "{}", wording::LOG_COUNTING);
+            let answer = open(&inner, body, &cancel, &mut Sends::default()).await?;
+            let limit = inner.config.request_timeout;
+            let read = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(LlmError::Cancelled),
+                read = tokio::time::timeout(limit, read_bounded(answer.body, WHOLE_BODY_LIMIT)) => read,
+            };
+            let body = read.map_err(|_| LlmError::Timeout {
+                phase: wording::WAITING_FOR_BODY,
+                after: limit,
+            })?;
+            prompt_tokens(&body)
+        })
     }
 }
 
@@ -167,6 +193,10 @@ struct Run {
     send: Option<Delivery>,
     /// The SSE events of the response, once it started.
     events: Option<SseStream>,
+    /// When the response's body last brought bytes: a comment (a server's
+    /// `: ping` while it evaluates a long prompt) is no event, but proves
+    /// the server alive, so the idle timeout runs from it.
+    heard_bytes: Arc<Mutex<Instant>>,
     assembler: Assembler,
     pending: VecDeque<ChatEvent>,
     /// No more items after `pending`.
@@ -228,7 +258,12 @@ impl Run {
                 self.assembler = Assembler::default();
                 self.heard = false;
                 match delivery {
-                    Delivery::Streamed => self.events = Some(Box::pin(answer.body.eventsource())),
+                    Delivery::Streamed => {
+                        let heard = Arc::clone(&self.heard_bytes);
+                        *lock(&heard) = Instant::now();
+                        let body = answer.body.inspect(move |_| *lock(&heard) = Instant::now());
+                        self.events = Some(Box::pin(body.eventsource()));
+                    }
                     Delivery::Whole => {
                         if let Err(err) = self.take_whole(answer.body).await {
                             return self.fail(err);
@@ -237,12 +272,20 @@ impl Run {
                 }
                 continue;
             }
-            let events = self.events.as_mut()?;
             let idle = self.inner.config.idle_timeout;
-            let next = tokio::select! {
-                biased;
-                () = self.cancel.cancelled() => return self.fail(LlmError::Cancelled),
-                next = tokio::time::timeout(idle, events.next()) => next,
+            let heard = Arc::clone(&self.heard_bytes);
+            let events = self.events.as_mut()?;
+            // Idle is no byte for `idle`, a comment's included.
+            let next = loop {
+                let left = idle.saturating_sub(lock(&heard).elapsed());
+                let next = tokio::select! {
+                    biased;
+                    () = self.cancel.cancelled() => return self.fail(LlmError::Cancelled),
+                    next = tokio::time::timeout(left, events.next()) => next,
+                };
+                if next.is_ok() || lock(&heard).elapsed() >= idle {
+                    break next;
+                }
             };
             let cut = match next {
                 Err(_) => {
@@ -500,6 +543,11 @@ async fn attempt(inner: &Inner, body: String, delivery: Delivery) -> Result<Http
         message,
     };
     Err((err, retry_after))
+}
+
+/// The time a body last brought bytes (a poisoned lock still holds one).
+fn lock(heard: &Mutex<Instant>) -> std::sync::MutexGuard<'_, Instant> {
+    heard.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Reads at most `limit` bytes of a body.

@@ -28,7 +28,8 @@ pub struct OpenAiConfig {
     pub model: String,
     /// Limit for connecting and receiving the response headers, per attempt.
     pub request_timeout: Duration,
-    /// Limit for the gap between two chunks of a streamed body.
+    /// Limit for the gap between two chunks of a streamed body: any bytes
+    /// end a gap, a comment's (a server's `: ping`) too.
     pub idle_timeout: Duration,
     /// How many times a failed attempt (408, 409, 429, 5xx, connection
     /// error, timeout before the response) is retried; 0 disables retries.

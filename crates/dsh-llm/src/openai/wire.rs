@@ -229,6 +229,23 @@ fn json_error_message(value: &Value) -> Option<String> {
     }
 }
 
+/// The prompt tokens a whole answer's usage counted (`body`, a JSON
+/// completion); `None` when it has no usage or counts zero. An error
+/// object in it is returned as its message.
+pub(crate) fn prompt_tokens(body: &str) -> Result<Option<u64>, LlmError> {
+    let chunk: Chunk = serde_json::from_str(body).map_err(|err| LlmError::MalformedEvent {
+        message: wording::chunk_not_json(&err),
+        data: truncate(body, QUOTE_LIMIT),
+    })?;
+    if chunk.error.is_some() {
+        return Err(LlmError::StreamError(error_message(body)));
+    }
+    Ok(chunk
+        .usage
+        .map(|usage| usage.prompt_tokens)
+        .filter(|tokens| *tokens > 0))
+}
+
 #[derive(Debug, Deserialize)]
 struct Chunk {
     #[serde(default)]
