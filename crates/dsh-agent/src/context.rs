@@ -189,9 +189,26 @@ pub enum CountedBy {
 #[derive(Debug, Default)]
 pub(crate) struct Learned(Mutex<HashMap<String, Taught>>);
 
+/// Where a model's server gives its count of a request's prompt tokens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Counts {
+    /// No answer of it was read yet.
+    #[default]
+    Unknown,
+    /// In its streamed answers' usage.
+    InStreams,
+    /// Not in its streams (llama-cpp-python): the guard asks it to count a
+    /// request it would otherwise cut or stop on an unchecked estimate.
+    WhenAsked,
+    /// Neither in its streams nor when asked: the estimate stands alone.
+    Never,
+}
+
 /// What was learned about one model.
 #[derive(Clone, Debug, Default)]
 struct Taught {
+    /// Where its server counts.
+    counts: Counts,
     /// The window the latest refusal named.
     window: Option<u64>,
     /// How the server counted whole requests the loop estimated whole.
@@ -249,6 +266,29 @@ impl Learned {
         self.taught(model, |taught| taught.window.replace(tokens) != Some(tokens))
     }
 
+    /// Learns from an answer of `model`'s server whether its streams count
+    /// the prompt (`counted`). A server that did not count when asked is
+    /// not asked again.
+    pub(crate) fn answered(&self, model: &str, counted: bool) {
+        self.taught(model, |taught| {
+            taught.counts = match (counted, taught.counts) {
+                (true, _) => Counts::InStreams,
+                (false, Counts::Never) => Counts::Never,
+                (false, _) => Counts::WhenAsked,
+            };
+        });
+    }
+
+    /// Whether `model`'s server is to be asked to count: its streams do not.
+    pub(crate) fn asks_to_count(&self, model: &str) -> bool {
+        self.taught(model, |taught| taught.counts == Counts::WhenAsked)
+    }
+
+    /// `model`'s server gave no count when asked: it is not asked again.
+    pub(crate) fn never_counts(&self, model: &str) {
+        self.taught(model, |taught| taught.counts = Counts::Never);
+    }
+
     /// How `model`'s server counts against estimates of `estimate`'s kind.
     pub(crate) fn density(&self, model: &str, estimate: Estimate) -> Density {
         self.taught(model, |taught| taught.density(estimate))
@@ -298,6 +338,21 @@ impl Anchor {
             messages: request.messages.len(),
             tools: tools_bytes(&request.tools),
         }
+    }
+
+    /// The first `messages` messages of `request` (which holds more, whose
+    /// count covers them), before the server counted it.
+    pub(crate) fn prefix(request: &ChatRequest, messages: usize) -> Self {
+        Self {
+            messages: messages.min(request.messages.len()),
+            ..Self::of(request)
+        }
+    }
+
+    /// Whether its count covers the first `messages` messages of the
+    /// conversation's requests.
+    pub(crate) fn covers(self, messages: usize) -> bool {
+        self.messages >= messages
     }
 
     /// The same request, whose prompt the server counted as `tokens`; none
@@ -709,6 +764,22 @@ mod tests {
         // A bound the estimate already met teaches nothing.
         learned.learn_at_least("n", 9_000, estimate);
         assert_eq!(learned.density("n", estimate), Density::default());
+    }
+
+    #[test]
+    fn a_server_is_asked_to_count_only_while_its_streams_do_not_and_it_counts_when_asked() {
+        let learned = Learned::default();
+        assert!(!learned.asks_to_count("m"), "no answer read yet");
+        learned.answered("m", true);
+        assert!(!learned.asks_to_count("m"), "its streams count");
+        learned.answered("m", false);
+        assert!(learned.asks_to_count("m"));
+        assert!(!learned.asks_to_count("other"), "per model");
+        learned.never_counts("m");
+        learned.answered("m", false);
+        assert!(!learned.asks_to_count("m"), "it gave no count when asked");
+        learned.answered("m", true);
+        assert!(!learned.asks_to_count("m"));
     }
 
     #[test]

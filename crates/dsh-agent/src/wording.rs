@@ -292,6 +292,26 @@ pub(crate) fn context_size_estimated(tokens: u64) -> String {
     format!("about {tokens} tokens (estimated)")
 }
 
+/// Log line: the server counted `tokens` prompt tokens of a request the
+/// loop estimated at `estimate`, when asked because its streams count none.
+pub(crate) fn log_prompt_counted(tokens: u64, estimate: u64, model: &str) -> String {
+    format!("the server counted {tokens} prompt tokens where dsh estimated {estimate}, for model {model}")
+}
+
+/// Log line, at warn so that it shows by default: asked to count a request
+/// because its streams count none, `model`'s server gave no count, so the
+/// loop goes on with its estimate and does not ask again.
+pub(crate) fn log_prompt_not_counted(model: &str, why: &str) -> String {
+    format!("the server of model {model} did not count a request's prompt tokens when asked ({why}); estimating them")
+}
+
+/// Why a server asked to count gave no count: its answer had no usage.
+pub(crate) const NO_USAGE: &str = "its answer had no usage";
+
+/// Why a server asked to count gave no count: it refused the request for
+/// its length without counting it.
+pub(crate) const REFUSED_UNCOUNTED: &str = "it refused the request for its length without counting it";
+
 /// Log line, at warn so that it shows by default: a server's refusal named
 /// a context window that was not known for `model`.
 pub(crate) fn log_window_learned(window: u64, model: &str) -> String {

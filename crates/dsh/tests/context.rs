@@ -47,6 +47,18 @@ struct Counting {
     bytes_per_token: u64,
     /// What its answers' usage says of the prompt.
     usage: Usage,
+    /// Whether the tool definitions count.
+    tools: Tools,
+}
+
+/// Whether a server counts a request's tool definitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tools {
+    /// As the rest of the body.
+    Counted,
+    /// Not at all: a chat template that does not render them
+    /// (llama-cpp-python's, unless a tool is forced).
+    Left,
 }
 
 /// What the server's usage says of the prompt.
@@ -56,14 +68,17 @@ enum Usage {
     Counted,
     /// `prompt_tokens` 0.
     Zero,
-    /// No usage at all (llama-cpp-python's stream).
+    /// No usage at all, streamed or not.
     None,
+    /// No usage in a stream, its count in a whole answer (llama-cpp-python).
+    Unstreamed,
 }
 
 /// Four bytes a token, usage reported: dsh's own estimate.
 const AS_DSH_COUNTS: Counting = Counting {
     bytes_per_token: 4,
     usage: Usage::Counted,
+    tools: Tools::Counted,
 };
 
 /// One request the server saw: its tokens, whether it refused it, and
@@ -113,10 +128,14 @@ impl Server {
 /// Answers one request on `stream` (and closes it).
 fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Vec<Seen>>) {
     let Some(body) = read_request(&mut stream) else { return };
-    let tokens = (body.len() as u64).div_ceil(counting.bytes_per_token);
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return;
     };
+    let counted = match counting.tools {
+        Tools::Counted => body.len(),
+        Tools::Left => body.len() - request["tools"].to_string().len(),
+    };
+    let tokens = (counted as u64).div_ceil(counting.bytes_per_token);
     let max_tokens = request["max_tokens"].as_u64().unwrap_or(0);
     let refused = tokens + max_tokens > WINDOW;
     let streamed = request["stream"] == true;
@@ -146,6 +165,24 @@ fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Ve
         let _ = write!(
             stream,
             "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
+    if !streamed {
+        // Asked to count (`max_tokens` 1): one token of answer, and the
+        // count where this server gives one.
+        let usage = match counting.usage {
+            Usage::Counted | Usage::Unstreamed => {
+                json!({"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1})
+            }
+            Usage::Zero => json!({"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1}),
+            Usage::None => Value::Null,
+        };
+        let body = json!({"object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "length"}], "usage": usage}).to_string();
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         );
         return;
@@ -200,7 +237,7 @@ fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Ve
     let prompt_tokens = match counting.usage {
         Usage::Counted => Some(tokens),
         Usage::Zero => Some(0),
-        Usage::None => None,
+        Usage::None | Usage::Unstreamed => None,
     };
     if let Some(prompt_tokens) = prompt_tokens {
         event(
@@ -354,6 +391,7 @@ fn a_refusal_that_names_no_window_is_fitted_again_to_the_configured_one() {
         Counting {
             bytes_per_token: 3,
             usage: Usage::None,
+            tools: Tools::Counted,
         },
     );
     let (output, _dir) = run(&server, Some(WINDOW));
@@ -376,6 +414,7 @@ fn a_prompt_count_of_zero_or_none_never_leaves_the_conversation_out() {
             Counting {
                 bytes_per_token: 4,
                 usage,
+                tools: Tools::Counted,
             },
         );
         let (output, _dir) = run_prompt(&server, Some(WINDOW), &prompt);
@@ -400,6 +439,7 @@ fn a_server_that_counts_differently_is_followed_from_its_counts() {
         Counting {
             bytes_per_token: 3,
             usage: Usage::Counted,
+            tools: Tools::Counted,
         },
     );
     let (output, _dir) = run(&server, Some(WINDOW));
@@ -433,4 +473,54 @@ fn a_refusal_that_names_no_window_stops_the_run_with_its_own_line() {
         .find(|text| text.contains("\"stop\":\"context-window: "))
         .expect("the parent's transcript ends with its stop");
     assert!(parent.lines().count() > 3);
+}
+
+#[test]
+fn a_server_that_counts_only_when_not_streamed_is_asked_to_count_before_a_cut() {
+    // llama-cpp-python: no usage in a stream, its count in a whole answer,
+    // a chat template that leaves the tool definitions out, and text that
+    // counts five bytes a token (JSON-escaped prose did so live), so dsh's
+    // estimate of a whole request is far above its count. Before cutting
+    // the four results on that estimate, dsh asks the server to count the
+    // request without them, then with them cut to fit beside that count,
+    // and cuts them on what it learned: nothing is refused and the fitted
+    // request fills the usable window.
+    let window = 4_096;
+    let usable = window - window / 4;
+    let llama = Counting {
+        bytes_per_token: 5,
+        usage: Usage::Unstreamed,
+        tools: Tools::Left,
+    };
+    let server = Server::counting(Shape::LlamaCppPython, llama);
+    let (output, _dir) = run(&server, Some(window));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "4 results, heads 4, tails 4");
+    assert_eq!(server.refusals(), 0, "{:?}", server.seen());
+    let asked: Vec<Seen> = server.seen().into_iter().filter(|seen| !seen.streamed).collect();
+    assert_eq!(asked.len(), 2, "two counts, for the parent's cut: {:?}", server.seen());
+    let share = fitted(&server).tokens as f64 / usable as f64;
+    assert!((0.8..=1.0).contains(&share), "{share}: {:?}", server.seen());
+
+    // A server that counts nothing, streamed or not, is asked once; its
+    // results are then cut on the estimate alone, which counts the tool
+    // definitions this server leaves out, and not asked again.
+    let server = Server::counting(
+        Shape::LlamaCppPython,
+        Counting {
+            usage: Usage::None,
+            ..llama
+        },
+    );
+    let (output, _dir) = run(&server, Some(window));
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(server.refusals(), 0, "{:?}", server.seen());
+    let share = fitted(&server).tokens as f64 / usable as f64;
+    assert!(share < 0.8, "{share}: {:?}", server.seen());
+    assert_eq!(server.seen().iter().filter(|seen| !seen.streamed).count(), 1);
+    assert!(
+        stderr(&output).contains("did not count a request's prompt tokens when asked"),
+        "{}",
+        stderr(&output)
+    );
 }

@@ -3,8 +3,8 @@
 //! and room of a request, the fit of a round, and what a refusal for length
 //! changes (see "The context fit" in `docs/design.md`).
 
-use dsh_llm::{ChatRequest, ContextRefusal, Message, ToolCall};
-use dsh_tools::ToolResult;
+use dsh_llm::{ChatRequest, ContextRefusal, LlmError, Message, ToolCall};
+use dsh_tools::{CancellationToken, ToolResult};
 
 use super::Agent;
 use crate::context::{Anchor, Density, Estimate, Room, fit_results, reserve};
@@ -15,6 +15,9 @@ use crate::{ContextStop, CountedBy, FoundBy, trace, wording};
 #[derive(Clone, Copy, Default)]
 pub(super) struct ContextState {
     pub(super) anchor: Option<Anchor>,
+    /// The round (by where it starts in the request) whose results, cut to
+    /// fit, the server was asked to count.
+    pub(super) sampled: Option<usize>,
 }
 
 /// A request as it was sent: what it held, and how the loop estimated it.
@@ -102,6 +105,132 @@ impl Agent {
         self.lock().context.anchor = Some(anchor);
     }
 
+    /// Asks the model's server to count, when the guard would otherwise cut
+    /// a round of results or stop on an estimate that no count anchors, and
+    /// the server's streamed answers count nothing (llama-cpp-python):
+    /// without a count the estimate never learns how the server counts, and
+    /// a request is cut far below its window. With a round of results
+    /// waiting, two asks: the request up to the round, each result empty
+    /// (every call keeps its answer), whose count anchors the estimate of
+    /// the conversation from there; then the request with the results cut
+    /// to fit on that count, whose count teaches how the server counts the
+    /// text they add, so that the round is then cut on the server's count.
+    /// Without a round, the whole request. Asked once per round (a refit
+    /// after a refusal does not ask again), never again of a server that
+    /// gave no count.
+    pub(super) async fn count_when_it_matters(&self, turn: &Turn, cancel: &CancellationToken) {
+        if !self.inner.runtime.learned().asks_to_count(&self.inner.info.model) {
+            return;
+        }
+        let request = self.request(&turn.messages);
+        let estimate = self.estimate(&request);
+        if self
+            .room(&request, estimate)
+            .is_none_or(|room| room.check(estimate).is_ok())
+        {
+            return;
+        }
+        let Some(round) = &turn.round else {
+            let prefix = request.messages.len();
+            if !self.counts_up_to(prefix) {
+                self.count_prefix(request, prefix, cancel).await;
+            }
+            return;
+        };
+        let mut messages = turn.messages[..round.start].to_vec();
+        messages.extend(
+            round
+                .calls
+                .iter()
+                .map(|call| Message::tool(call.id.clone(), String::new())),
+        );
+        let empty = self.request(&messages);
+        let prefix = empty.messages.len() - round.calls.len();
+        if self.lock().context.sampled == Some(prefix) {
+            return;
+        }
+        if !self.counts_up_to(prefix) && !self.count_prefix(empty, prefix, cancel).await {
+            return;
+        }
+        let Some((estimate, room)) = self.without_round(turn, round) else {
+            return;
+        };
+        let mut results = round.results.clone();
+        fit_results(room, estimate, &round.calls, &mut results);
+        let mut messages = turn.messages.clone();
+        for (offset, (call, result)) in round.calls.iter().zip(&results).enumerate() {
+            messages[round.start + offset] = Message::tool(call.id.clone(), result.text.clone());
+        }
+        let candidate = self.request(&messages);
+        let estimate = self.estimate(&candidate);
+        self.lock().context.sampled = Some(prefix);
+        if let Some(tokens) = self.ask_count(candidate, estimate, cancel).await {
+            let model = &self.inner.info.model;
+            self.inner.runtime.learned().learn_count(model, tokens, estimate);
+        }
+    }
+
+    /// Whether the last count covers the first `messages` messages.
+    fn counts_up_to(&self, messages: usize) -> bool {
+        self.lock().context.anchor.is_some_and(|anchor| anchor.covers(messages))
+    }
+
+    /// Asks the server to count `request`, whose count covers its first
+    /// `prefix` messages: the anchor of later estimates, and a lesson for
+    /// the density. Whether it counted.
+    async fn count_prefix(&self, request: ChatRequest, prefix: usize, cancel: &CancellationToken) -> bool {
+        let estimate = self.estimate(&request);
+        let anchor = Anchor::prefix(&request, prefix);
+        let Some(tokens) = self.ask_count(request, estimate, cancel).await else {
+            return false;
+        };
+        let model = &self.inner.info.model;
+        self.inner.runtime.learned().learn_count(model, tokens, estimate);
+        if let Some(anchor) = anchor.counted(tokens) {
+            self.lock().context.anchor = Some(anchor);
+        }
+        true
+    }
+
+    /// The server's count of `request` (estimated as `estimate`), or none:
+    /// a server that gives none is not asked again (logged at warn).
+    async fn ask_count(&self, request: ChatRequest, estimate: Estimate, cancel: &CancellationToken) -> Option<u64> {
+        let model = &self.inner.info.model;
+        let count = self.inner.runtime.model().count_prompt(request, cancel.clone()).await;
+        let tokens = match count {
+            Err(LlmError::Cancelled) => return None,
+            Ok(tokens) => tokens.ok_or_else(|| wording::NO_USAGE.to_owned()),
+            Err(LlmError::ContextLength { refusal, .. }) => refusal
+                .prompt_tokens
+                .ok_or_else(|| wording::REFUSED_UNCOUNTED.to_owned()),
+            Err(error) => Err(error.to_string()),
+        };
+        match tokens {
+            Ok(tokens) => {
+                let estimated = self.estimated_tokens(estimate);
+                tracing::info!(agent = %self.id(), "{}", wording::log_prompt_counted(tokens, estimated, model));
+                Some(tokens)
+            }
+            Err(why) => {
+                self.inner.runtime.learned().never_counts(model);
+                tracing::warn!(agent = %self.id(), "{}", wording::log_prompt_not_counted(model, &why));
+                None
+            }
+        }
+    }
+
+    /// The estimate and the room of the request `turn` makes without its
+    /// `round` of results (the messages after the round kept); `None` while
+    /// no window is known.
+    fn without_round(&self, turn: &Turn, round: &Round) -> Option<(Estimate, Room)> {
+        let mut others = turn.messages[..round.start].to_vec();
+        others.extend(turn.messages[round.start + round.calls.len()..].iter().cloned());
+        let request = self.request(&others);
+        let estimate = self.estimate(&request);
+        let room = self.room(&request, estimate)?;
+        Some((estimate, room))
+    }
+
     /// Cuts the round of results waiting in `turn` so that the request that
     /// carries it, with every message after it (a notice, a steered
     /// message), fits the window; nothing happens while no window is known
@@ -111,16 +240,13 @@ impl Agent {
         if self.effective_context_window().is_none() {
             return;
         }
-        let Some(round) = &mut turn.round else { return };
+        let Some(round) = &turn.round else { return };
         // The messages after the round stay in the request: count them
         // with what the results share.
-        let mut others = turn.messages[..round.start].to_vec();
-        others.extend(turn.messages[round.start + round.calls.len()..].iter().cloned());
-        let request = self.request(&others);
-        let estimate = self.estimate(&request);
-        let Some(room) = self.room(&request, estimate) else {
+        let Some((estimate, room)) = self.without_round(turn, round) else {
             return;
         };
+        let Some(round) = &mut turn.round else { return };
         let cut = fit_results(room, estimate, &round.calls, &mut round.results);
         if cut == 0 {
             return;

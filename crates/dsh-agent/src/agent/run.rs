@@ -164,7 +164,9 @@ impl Agent {
         let mut refused = false;
         loop {
             // Fitted right before it is built: every message appended since
-            // the round's results arrived is counted.
+            // the round's results arrived is counted, on the server's count
+            // where its streams give none.
+            self.count_when_it_matters(turn, cancel).await;
             self.fit_pending(turn);
             let request = self.request(&turn.messages);
             let estimate = self.estimate(&request);
@@ -210,9 +212,12 @@ impl Agent {
             state.usage.own_cost = state.usage.own_cost + cost;
         }
         // Only the server's own count anchors and teaches the estimate.
-        if let Some(reported) = response.usage {
-            self.counted(sent, reported.prompt_tokens);
-        }
+        let reported = response.usage.map_or(0, |usage| usage.prompt_tokens);
+        self.inner
+            .runtime
+            .learned()
+            .answered(&self.inner.info.model, reported > 0);
+        self.counted(sent, reported);
         if let Some(observer) = self.inner.runtime.observer() {
             observer.step_finished(self.id(), run.steps, run.usage, run.cost);
         }
