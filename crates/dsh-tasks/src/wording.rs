@@ -69,6 +69,34 @@ pub fn status_suffix_within(task: &TaskSnapshot, bytes: usize) -> String {
     format!("\n{}", status_line(task.status, Some(&cut)))
 }
 
+/// The most characters of a status line's detail that a `task_list` line,
+/// a completion notice and `task_kill` show: they stand outside any result
+/// budget, so
+/// a failed run's diagnostic (up to 4 KB) shows there as its first line,
+/// cut at this length, and `task_output` shows the rest within its budget.
+pub const BRIEF_DETAIL_CHARS: usize = 200;
+
+/// The task's status line with its detail cut to its first line and at
+/// most [`BRIEF_DETAIL_CHARS`] characters, then [`detail_cut`] counting
+/// what was left out: how a `task_list` line, a completion notice and
+/// `task_kill` on a finished task show it.
+pub fn brief_status_line(task: &TaskSnapshot) -> String {
+    let Some(detail) = task.detail.as_deref() else {
+        return task.status_line();
+    };
+    let line = detail.lines().next().unwrap_or_default();
+    let end = line
+        .char_indices()
+        .nth(BRIEF_DETAIL_CHARS)
+        .map_or(line.len(), |(end, _)| end);
+    if end == detail.len() {
+        return task.status_line();
+    }
+    let kept = &detail[..end];
+    let omitted = detail.chars().count() - kept.chars().count();
+    status_line(task.status, Some(&format!("{kept}{}", detail_cut(omitted))))
+}
+
 /// What ends a status line's detail cut to fit `task_output`'s budget.
 pub fn detail_cut(omitted: usize) -> String {
     format!("… ({omitted} more characters not shown)")
@@ -95,25 +123,33 @@ pub fn kill_requested(id: &str) -> String {
     format!("requested cancellation of task {id}")
 }
 
-/// `task_kill` on a finished task.
+/// `task_kill` on a finished task, its status line brief
+/// ([`brief_status_line`]).
 pub fn already_finished(task: &TaskSnapshot) -> String {
-    format!("task {} had already finished {}", task.id, task.status_line())
+    format!("task {} had already finished {}", task.id, brief_status_line(task))
 }
 
-/// The notice an owner receives when one of its tasks finishes.
+/// The notice an owner receives when one of its tasks finishes, its status
+/// line brief ([`brief_status_line`]).
 pub fn completion_notice(task: &TaskSnapshot) -> String {
     format!(
         "background task {} ({}: {}) finished {}. Read its output with task_output.",
         task.id,
         task.kind,
         task.label,
-        task.status_line()
+        brief_status_line(task)
     )
 }
 
-/// One `task_list` line.
+/// One `task_list` line, its status line brief ([`brief_status_line`]).
 pub fn list_line(task: &TaskSnapshot) -> String {
-    format!("{} {} ({}: {})", task.id, task.status_line(), task.kind, task.label)
+    format!(
+        "{} {} ({}: {})",
+        task.id,
+        brief_status_line(task),
+        task.kind,
+        task.label
+    )
 }
 
 /// `task_list` with no tasks.

@@ -181,3 +181,53 @@ async fn disposing_an_owner_kills_its_tasks_waits_for_them_and_refuses_new_ones(
     assert_eq!(refused.code(), "OWNER_DISPOSED");
     tasks.dispose_owner(&other, "test over").await;
 }
+
+#[tokio::test]
+async fn a_long_diagnostic_shows_briefly_in_the_list_the_notice_and_a_kill() {
+    let tasks = TaskRegistry::new();
+    // A failed run's diagnostic, as long as a provider may give (4 KB).
+    let detail = format!("error: the child exited with status 1: {}", "stderr line\n".repeat(340));
+    let id = tasks
+        .spawn(TaskSpec::new("subagent", "broke", owner()), {
+            let detail = detail.clone();
+            |_| async move { TaskOutcome::Failed { detail } }
+        })
+        .unwrap();
+    let done = tasks.wait(&id, &owner(), None).await.unwrap();
+    let omitted = detail.chars().count() - "error: the child exited with status 1: stderr line".len();
+    let brief = format!(
+        "[status: failed, error: the child exited with status 1: stderr line… ({omitted} more characters not shown)]"
+    );
+    assert_eq!(wording::brief_status_line(&done), brief);
+    insta::assert_snapshot!(
+        tasks.take_notices(&owner()).join("\n"),
+        @"background task subagent-1 (subagent: broke) finished [status: failed, error: the child exited with status 1: stderr line… (4069 more characters not shown)]. Read its output with task_output."
+    );
+    insta::assert_snapshot!(
+        wording::task_list(&tasks.listing(&owner(), 20)),
+        @"subagent-1 [status: failed, error: the child exited with status 1: stderr line… (4069 more characters not shown)] (subagent: broke)"
+    );
+    let KillOutcome::AlreadyFinished(finished) = tasks.kill(&id, &owner(), None).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        wording::already_finished(&finished),
+        format!("task subagent-1 had already finished {brief}")
+    );
+    // A first line longer than the bound keeps its first characters.
+    let long = "x".repeat(5_000);
+    let id = tasks
+        .spawn(TaskSpec::new("subagent", "long", owner()), {
+            let long = long.clone();
+            |_| async move { TaskOutcome::Failed { detail: long } }
+        })
+        .unwrap();
+    let done = tasks.wait(&id, &owner(), None).await.unwrap();
+    assert_eq!(
+        wording::brief_status_line(&done),
+        format!(
+            "[status: failed, {}… (4800 more characters not shown)]",
+            "x".repeat(wording::BRIEF_DETAIL_CHARS)
+        )
+    );
+}
