@@ -305,6 +305,13 @@ pub(crate) fn log_prompt_not_counted(model: &str, why: &str) -> String {
     format!("the server of model {model} did not count a request's prompt tokens when asked ({why}); estimating them")
 }
 
+/// Log line, at warn so that it shows by default: asked to count, `model`'s
+/// server did not answer in time; the loop goes on with its estimate and
+/// asks again at the next round it would cut.
+pub(crate) fn log_prompt_not_counted_yet(model: &str, why: &str) -> String {
+    format!("the server of model {model} did not count a request's prompt tokens in time ({why}); estimating them")
+}
+
 /// Why a server asked to count gave no count: its answer had no usage.
 pub(crate) const NO_USAGE: &str = "its answer had no usage";
 

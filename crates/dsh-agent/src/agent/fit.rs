@@ -193,12 +193,19 @@ impl Agent {
     }
 
     /// The server's count of `request` (estimated as `estimate`), or none:
-    /// a server that gives none is not asked again (logged at warn).
+    /// a server that gives none is not asked again (logged at warn), one
+    /// that took too long is, at the next round.
     async fn ask_count(&self, request: ChatRequest, estimate: Estimate, cancel: &CancellationToken) -> Option<u64> {
         let model = &self.inner.info.model;
         let count = self.inner.runtime.model().count_prompt(request, cancel.clone()).await;
         let tokens = match count {
             Err(LlmError::Cancelled) => return None,
+            // A slow server may count later: asked again at the next round.
+            Err(error @ LlmError::Timeout { .. }) => {
+                let why = error.to_string();
+                tracing::warn!(agent = %self.id(), "{}", wording::log_prompt_not_counted_yet(model, &why));
+                return None;
+            }
             Ok(tokens) => tokens.ok_or_else(|| wording::NO_USAGE.to_owned()),
             Err(LlmError::ContextLength { refusal, .. }) => refusal
                 .prompt_tokens

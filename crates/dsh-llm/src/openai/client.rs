@@ -148,14 +148,24 @@ impl ChatModel for OpenAiChatModel {
 
     /// Sends `request` once without streaming and with `max_tokens` 1, and
     /// reads the prompt tokens of its usage: a server that never counts in
-    /// a stream (llama-cpp-python) counts a whole answer. Retried as any
-    /// request; a refusal for length is [`LlmError::ContextLength`].
+    /// a stream (llama-cpp-python) counts a whole answer. A whole answer's
+    /// headers come once the server has evaluated the prompt, so they are
+    /// awaited for `request_timeout` and `idle_timeout` together (a
+    /// stream's first token may take as long); never retried, since a
+    /// server that serves one request at a time would evaluate the prompt
+    /// again behind the one it is still evaluating. A refusal for length is
+    /// [`LlmError::ContextLength`].
     fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
         let inner = Arc::clone(&self.inner);
         let body = request_text(&inner.config.model, &request.with_max_tokens(1), Delivery::Whole);
         Box::pin(async move {
             tracing::debug!(url = %inner.url, "{}", wording::LOG_COUNTING);
-            let answer = open(&inner, body, &cancel, &mut Sends::default()).await?;
+            let within = inner.config.request_timeout.saturating_add(inner.config.idle_timeout);
+            let answer = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(LlmError::Cancelled),
+                answer = attempt(&inner, body, Delivery::Whole, within) => answer.map_err(|(err, _)| err)?,
+            };
             let limit = inner.config.request_timeout;
             let read = tokio::select! {
                 biased;
@@ -458,7 +468,7 @@ async fn open(
         let (err, retry_after) = tokio::select! {
             biased;
             () = cancel.cancelled() => return Err(LlmError::Cancelled),
-            result = attempt(inner, body.clone(), delivery) => match result {
+            result = attempt(inner, body.clone(), delivery, config.request_timeout) => match result {
                 Ok(response) => return Ok(response),
                 Err(failure) => failure,
             },
@@ -477,19 +487,25 @@ async fn open(
     }
 }
 
-/// One attempt: a 2xx response, or the error and the server's `Retry-After`.
-async fn attempt(inner: &Inner, body: String, delivery: Delivery) -> Result<HttpAnswer, (LlmError, Option<Duration>)> {
+/// One attempt, its response headers awaited for at most `within`: a 2xx
+/// response, or the error and the server's `Retry-After`.
+async fn attempt(
+    inner: &Inner,
+    body: String,
+    delivery: Delivery,
+    within: Duration,
+) -> Result<HttpAnswer, (LlmError, Option<Duration>)> {
     let config = &inner.config;
     let request = HttpRequest {
         url: inner.url.clone(),
         body,
         delivery,
     };
-    let response = match tokio::time::timeout(config.request_timeout, inner.transport.send(request)).await {
+    let response = match tokio::time::timeout(within, inner.transport.send(request)).await {
         Err(_) => {
             let err = LlmError::Timeout {
                 phase: wording::WAITING_FOR_HEADERS,
-                after: config.request_timeout,
+                after: within,
             };
             return Err((err, None));
         }
