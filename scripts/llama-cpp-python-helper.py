@@ -5,7 +5,9 @@ proxy LISTEN UPSTREAM LOG [null] [--parallel] [--long-children EOS] [--bodies DI
     streaming the answer back as it comes. The parent's first model call
     (the one request that offers the `subagent` tool before any assistant
     message) gets `tool_choice` set to `subagent`: a 135M model seldom picks
-    a tool by itself. With `null`, a tool-call-only assistant message's
+    a tool by itself. Its string parameters get a `maxLength` of 300, which
+    the server's grammar for a forced call enforces: the model's own output
+    stays within what a window of 4,096 tokens can carry. With `null`, a tool-call-only assistant message's
     `"content": ""` is sent on as `null`, the shape dsh used to send. Each
     request is logged as one JSON line to LOG, with what its answer was: the
     status, the events streamed, and whether a finish reason came.
@@ -13,7 +15,7 @@ proxy LISTEN UPSTREAM LOG [null] [--parallel] [--long-children EOS] [--bodies DI
       with its own id), so the parent starts two children at once.
     --long-children EOS: child requests get a logit bias of -100 on the
       token EOS (comma-separated ids) and, when they set none, `max_tokens`
-      2200, so a child writes until that limit: answers long enough that
+      3000, so a child writes until that limit: answers long enough that
       the parent's next request must be cut.
     --bodies DIR: each request body as sent on is written to DIR/N.json.
 
@@ -36,9 +38,26 @@ import threading
 
 FORCED = {"type": "function", "function": {"name": "subagent"}}
 # The tokens a long child answer runs to (when its request sets no limit):
-# with a parent's prompt of about 1,200 tokens, one such answer overflows a
-# 4,096-token window, and a 135M model on two busy cores writes it in minutes.
-LONG_ANSWER = 2200
+# with the parent's prompt (about 120 tokens as the server counts it: its
+# template leaves the tool definitions out), one such answer overflows the
+# 3,072 tokens a 4,096-token window leaves beside the parent's answer, and a
+# 135M model on two busy cores writes it in minutes.
+LONG_ANSWER = 3000
+# The characters each string argument of the forced call may take.
+STRING_BOUND = 300
+
+
+def bound_strings(request):
+    """Gives each string parameter of the forced tool a `maxLength`, so the
+    grammar llama-cpp-python builds from the schema ends the call's
+    arguments in time: a 135M model once filled a `description` with 4,300
+    tokens, a request no cut can shorten."""
+    for tool in request.get("tools", []):
+        if tool["function"]["name"] != FORCED["function"]["name"]:
+            continue
+        for schema in tool["function"].get("parameters", {}).get("properties", {}).values():
+            if schema.get("type") == "string":
+                schema.setdefault("maxLength", STRING_BOUND)
 
 
 def tool_call_only_contents(messages):
@@ -133,6 +152,7 @@ def proxy(listen, upstream, log_path, send_null, parallel, eos, bodies):
                 first_parent_call = parent and not any(m.get("role") == "assistant" for m in messages)
                 if first_parent_call:
                     request["tool_choice"] = FORCED
+                    bound_strings(request)
                     duplicate = parallel
                 if eos and not parent:
                     request["logit_bias"] = {str(token): -100 for token in eos}
@@ -256,17 +276,26 @@ def count(upstream, log_path, bodies, window):
         text = answer.read().decode(errors="replace")
         who = "parent" if e.get("parent") else "child"
         how = "streamed" if e.get("stream") else "not streamed"
-        reserve = e.get("max_tokens") or min(4096, window // 4)
+        # dsh's own ask for a count: not a request the model answers.
+        asked = not e.get("stream") and e.get("max_tokens") == 1
+        if asked:
+            how = "not streamed, max_tokens 1: dsh asking for a count"
+        reserve = (None if asked else e.get("max_tokens")) or min(4096, window // 4)
         usable = window - reserve
+        if answer.status == 200:
+            tokens = json.loads(text)["usage"]["prompt_tokens"]
+            counted = f"{tokens} tokens ({100 * tokens / usable:.0f} % of the usable {usable})"
+        else:
+            counted = f"refused when counted: {error_summary(text)[:160]}"
         if e["status"] is None:
-            print(f"  call {e['n']}: {'parent' if e.get('parent') else 'child'}, {len(e['roles'])} messages, {e['bytes']} bytes: no answer before the run ended")
+            print(f"  call {e['n']}: {who}, {len(e['roles'])} messages, {e['bytes']} bytes, {how}: no answer before the run ended; {counted}")
             continue
         refused = e["status"] >= 400 or (e.get("stream") and e.get("events", 0) == 0)
         refusals += refused
         if answer.status == 200:
             tokens = json.loads(text)["usage"]["prompt_tokens"]
             counted = f"{tokens} tokens ({100 * tokens / usable:.0f} % of the usable {usable})"
-            if not refused and (largest is None or tokens / usable > largest[0] / largest[1]):
+            if not refused and not asked and (largest is None or tokens / usable > largest[0] / largest[1]):
                 largest = (tokens, usable, e["n"])
         else:
             counted = f"refused when counted: {error_summary(text)[:160]}"

@@ -10,8 +10,10 @@
 # cores) and needs PyPI. Record what it prints in docs/conformance.md.
 #
 #   scripts/llama-cpp-python.sh            the round trip above (an 8,192-token window)
-#   scripts/llama-cpp-python.sh context    the context mode: a 4,096-token window with the
-#                                          server's defaults left on, and three runs:
+#   scripts/llama-cpp-python.sh context [RUN...]
+#                                          the context mode: a 4,096-token window with the
+#                                          server's defaults left on, and three runs
+#                                          (RUN: parallel, configured, learned; default all):
 #     1. two children at once (the proxy sends the forced tool call on twice): the
 #        server's default `interrupt_requests` cuts the first child's stream when the
 #        second request arrives;
@@ -75,6 +77,9 @@ PY
 say "model: $model"
 
 mode="${1:-roundtrip}"
+runs="${*:2}"
+runs="${runs:-parallel configured learned}"
+wanted() { case " $runs " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 case "$mode" in
     roundtrip) n_ctx=8192 ;;
     context) n_ctx=4096 ;;
@@ -124,7 +129,9 @@ run_dsh() {
     local name="$1"
     shift
     set +e
+    # The context guard's counts asked of the server show at info.
     env -u DSH_API_KEY DSH_BASE_URL="http://127.0.0.1:$proxy_port/v1" DSH_MODEL="SmolLM2-135M-Instruct" \
+        DSH_LOG="${DSH_LOG:-warn,rmcp=off,agent_client_protocol=error,dsh_agent::agent::guard=info}" \
         cargo run --quiet -p dsh -- run --data-dir "$work/$name/data" $config "$@" \
         > "$work/$name/stdout" 2> "$work/$name/stderr"
     echo $? > "$work/$name/status"
@@ -161,23 +168,29 @@ TOML
         say "stdout: $(wc -c < "$work/$name/stdout") bytes"
     }
 
-    say "run 1: two children at once, the server's defaults (interrupt_requests on)"
-    start_proxy parallel --parallel
-    run_dsh parallel "Use the subagent tool to find out what the capital of France is, then tell me the answer."
-    stop_proxy
-    report parallel
+    if wanted parallel; then
+        say "run 1: two children at once, the server's defaults (interrupt_requests on)"
+        start_proxy parallel --parallel
+        run_dsh parallel "Use the subagent tool to find out what the capital of France is, then tell me the answer."
+        stop_proxy
+        report parallel
+    fi
 
-    say "run 2: children whose answers must be cut, --context-window $n_ctx"
-    start_proxy configured --long-children "$eos"
-    run_dsh configured --context-window "$n_ctx" "$task"
-    stop_proxy
-    report configured
+    if wanted configured; then
+        say "run 2: children whose answers must be cut, --context-window $n_ctx"
+        start_proxy configured --long-children "$eos"
+        run_dsh configured --context-window "$n_ctx" "$task"
+        stop_proxy
+        report configured
+    fi
 
-    say "run 3: the same with no window given (learned from the server's refusal)"
-    start_proxy learned --long-children "$eos"
-    run_dsh learned "$task"
-    stop_proxy
-    report learned
+    if wanted learned; then
+        say "run 3: the same with no window given (learned from the server's refusal)"
+        start_proxy learned --long-children "$eos"
+        run_dsh learned "$task"
+        stop_proxy
+        report learned
+    fi
     passed=true
     say "logs in $work"
     trap - EXIT
