@@ -12,7 +12,7 @@ use dsh_agent::{Agent, AgentRuntime, AgentStop, ContextStop, ContextWindow, Coun
 use dsh_llm::openai::{request_bytes, tools_bytes};
 use dsh_llm::{
     CancellationToken, ChatEvent, ChatModel, ChatRequest, ChatStream, ContextRefusal, FinishReason, LlmError, Message,
-    ToolCall, Usage,
+    PromptCount, ToolCall, Usage,
 };
 use dsh_subagent_api::{BudgetScope, Lineage, TokenBudget};
 use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
@@ -41,6 +41,8 @@ enum Reports {
     Zero,
     /// No usage at all (llama-cpp-python's stream).
     Nothing,
+    /// No usage in its answers, its count when asked (llama-cpp-python).
+    WhenAsked,
 }
 
 /// A model over a window of `window` tokens: a request of more (its body's
@@ -61,6 +63,8 @@ struct WindowedModel {
     /// Every request as (its tokens, whether it was refused), and the requests.
     seen: Mutex<Vec<(u64, bool)>>,
     requests: Mutex<Vec<ChatRequest>>,
+    /// The tokens of every request it was asked to count.
+    counted: Mutex<Vec<u64>>,
 }
 
 impl WindowedModel {
@@ -83,7 +87,17 @@ impl WindowedModel {
             rounds: 1,
             seen: Mutex::default(),
             requests: Mutex::default(),
+            counted: Mutex::default(),
         }
+    }
+
+    /// `request`'s tokens as it counts them.
+    fn tokens(&self, request: &ChatRequest) -> u64 {
+        let mut bytes = request_bytes(self.model_name(), request);
+        if self.skips_tools {
+            bytes -= tools_bytes(&request.tools);
+        }
+        bytes.div_ceil(self.bytes_per_token)
     }
 
     fn refusals(&self) -> usize {
@@ -117,12 +131,15 @@ impl ChatModel for WindowedModel {
         "windowed"
     }
 
+    fn count_prompt(&self, request: ChatRequest, _cancel: CancellationToken) -> PromptCount {
+        let tokens = self.tokens(&request);
+        self.counted.lock().unwrap().push(tokens);
+        let count = (self.reports == Reports::WhenAsked).then_some(tokens);
+        Box::pin(std::future::ready(Ok(count)))
+    }
+
     fn stream_chat(&self, request: ChatRequest, _cancel: CancellationToken) -> ChatStream {
-        let mut bytes = request_bytes(self.model_name(), &request);
-        if self.skips_tools {
-            bytes -= tools_bytes(&request.tools);
-        }
-        let tokens = bytes.div_ceil(self.bytes_per_token);
+        let tokens = self.tokens(&request);
         let refused = tokens + request.max_tokens.unwrap_or(0) > self.window;
         self.seen.lock().unwrap().push((tokens, refused));
         self.requests.lock().unwrap().push(request.clone());
@@ -181,7 +198,7 @@ impl ChatModel for WindowedModel {
         let prompt_tokens = match self.reports {
             Reports::Prompt => Some(tokens),
             Reports::Zero => Some(0),
-            Reports::Nothing => None,
+            Reports::Nothing | Reports::WhenAsked => None,
         };
         if let Some(prompt_tokens) = prompt_tokens {
             events.push(Ok(ChatEvent::Usage(Usage::reported(prompt_tokens, 10))));
@@ -613,6 +630,48 @@ async fn the_estimate_follows_a_server_that_counts_differently() {
         assert_eq!(model.refusals(), 0, "{case:?}: {:?}", model.seen());
         let share = model.largest_share(4_096);
         assert!((0.9..=1.0).contains(&share), "{case:?}: {share} {:?}", model.seen());
+    }
+}
+
+#[tokio::test]
+async fn a_server_whose_answers_count_nothing_is_asked_to_count_twice_for_each_round_it_cuts() {
+    // llama-cpp-python: no usage in its answers, a template that leaves the
+    // tool definitions out, text at five bytes a token; it counts when
+    // asked. Two rounds of four large results: before each is cut, the
+    // request without the results and then the results cut to fit are
+    // counted, and each fitted request fills the window less its reserve.
+    // A server that gives no count when asked is asked once, then never,
+    // and its one round is cut on the estimate alone.
+    for (reports, rounds) in [(Reports::WhenAsked, 2), (Reports::Nothing, 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = Arc::new(WindowedModel {
+            rounds,
+            skips_tools: true,
+            reports,
+            ..WindowedModel::of(24_000, 5, Refuses::NamingTheWindow, 4)
+        });
+        let schema = json!({"type": "object", "properties": {"topic": {"type": "string", "description": "What to write about. ".repeat(500)}}});
+        let runtime = Arc::new(runtime_of(model.clone(), TWO_MB, schema, Arc::default()).with_data_dir(dir.path()));
+        let agent = Agent::builder(runtime)
+            .context_window(Some(ContextWindow::new(24_000).unwrap()))
+            .build()
+            .unwrap();
+        let outcome = agent.run("Do four things, twice.", &CancellationToken::new()).await;
+        assert_eq!(outcome.stop, AgentStop::Completed, "{:?}", model.seen());
+        assert_eq!(model.refusals(), 0, "{:?}", model.seen());
+        let asked = model.counted.lock().unwrap().clone();
+        let share = model.largest_share(4_096);
+        if reports == Reports::WhenAsked {
+            assert_eq!(asked.len(), 4, "two asks a round: {asked:?}");
+            let taken: Vec<u64> = model.seen().iter().map(|(tokens, _)| *tokens).collect();
+            for fitted in &taken[1..] {
+                let share = *fitted as f64 / (24_000 - 4_096) as f64;
+                assert!((0.9..=1.0).contains(&share), "{share}: {taken:?}");
+            }
+        } else {
+            assert_eq!(asked.len(), 1, "asked once, then never: {asked:?}");
+            assert!(share < 0.9, "{share}: {:?}", model.seen());
+        }
     }
 }
 
