@@ -74,7 +74,9 @@ pub fn status_suffix_within(task: &TaskSnapshot, bytes: usize) -> String {
 /// budget, so
 /// a failed run's diagnostic (up to 4 KB) shows there as its first line,
 /// cut at this length, and `task_output` shows the rest within its budget.
-pub const BRIEF_DETAIL_CHARS: usize = 200;
+/// A recorded failure's headline ([`recorded_failure_detail`], at most
+/// [`RECORDED_DETAIL_CHARS`] and its `…`) stays whole.
+pub const BRIEF_DETAIL_CHARS: usize = 240;
 
 /// The task's status line with its detail cut to its first line and at
 /// most [`BRIEF_DETAIL_CHARS`] characters, then [`detail_cut`] counting

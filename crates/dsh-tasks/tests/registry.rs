@@ -226,7 +226,7 @@ async fn a_long_diagnostic_shows_briefly_in_the_list_the_notice_and_a_kill() {
     assert_eq!(
         wording::brief_status_line(&done),
         format!(
-            "[status: failed, {}… (4800 more characters not shown)]",
+            "[status: failed, {}… (4760 more characters not shown)]",
             "x".repeat(wording::BRIEF_DETAIL_CHARS)
         )
     );
