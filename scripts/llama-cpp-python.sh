@@ -29,6 +29,7 @@
 #   DSH_LLAMA_VENV  where the Python packages go (default ~/.cache/dsh/venv-llama-cpp-python);
 #                   never inside the repository
 #   DSH_LLAMA_PORT  the server's port on 127.0.0.1 (default 8741; the proxy takes the next one)
+#   DSH_BIN         a dsh binary to run instead of `cargo run -p dsh` (context mode)
 #   DSH_LLAMA_SEND_NULL=1  have the proxy send a tool-call-only message's content as
 #                   `null`, the shape dsh used to send: the run then fails
 set -euo pipefail
@@ -132,14 +133,16 @@ run_dsh() {
     # The context guard's counts asked of the server show at info.
     env -u DSH_API_KEY DSH_BASE_URL="http://127.0.0.1:$proxy_port/v1" DSH_MODEL="SmolLM2-135M-Instruct" \
         DSH_LOG="${DSH_LOG:-warn,rmcp=off,agent_client_protocol=error,dsh_agent::agent::guard=info}" \
-        cargo run --quiet -p dsh -- run --data-dir "$work/$name/data" $config "$@" \
+        "${dsh[@]}" run --data-dir "$work/$name/data" $config "$@" \
         > "$work/$name/stdout" 2> "$work/$name/stderr"
     echo $? > "$work/$name/status"
     set -e
 }
 
+dsh=(cargo run --quiet -p dsh --)
+[ -n "${DSH_BIN:-}" ] && dsh=("$DSH_BIN")
 if [ "$mode" = context ]; then
-    cargo build --quiet -p dsh
+    [ -n "${DSH_BIN:-}" ] || cargo build --quiet -p dsh
     eos="$("$py" - "$model" <<'PY'
 import sys, llama_cpp
 llm = llama_cpp.Llama(model_path=sys.argv[1], vocab_only=True, verbose=False)
