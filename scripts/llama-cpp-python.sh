@@ -130,9 +130,9 @@ run_dsh() {
     local name="$1"
     shift
     set +e
-    # The context guard's counts asked of the server show at info.
+    # The context fit's asks for a count show at info.
     env -u DSH_API_KEY DSH_BASE_URL="http://127.0.0.1:$proxy_port/v1" DSH_MODEL="SmolLM2-135M-Instruct" \
-        DSH_LOG="${DSH_LOG:-warn,rmcp=off,agent_client_protocol=error,dsh_agent::agent::guard=info}" \
+        DSH_LOG="${DSH_LOG:-warn,rmcp=off,agent_client_protocol=error,dsh_agent::agent::fit=info}" \
         "${dsh[@]}" run --data-dir "$work/$name/data" $config "$@" \
         > "$work/$name/stdout" 2> "$work/$name/stderr"
     echo $? > "$work/$name/status"

@@ -197,8 +197,9 @@ enum Counts {
     Unknown,
     /// In its streamed answers' usage.
     InStreams,
-    /// Not in its streams (llama-cpp-python): the guard asks it to count a
-    /// request it would otherwise cut or stop on an unchecked estimate.
+    /// Not in its streams (llama-cpp-python): the context fit asks it to
+    /// count a request it would otherwise cut or stop on an unchecked
+    /// estimate.
     WhenAsked,
     /// Neither in its streams nor when asked: the estimate stands alone.
     Never,

@@ -245,8 +245,8 @@ pub trait ChatModel: Send + Sync + 'static {
 
     /// Asks the server how many prompt tokens `request` takes, for a server
     /// whose streamed answers never say (llama-cpp-python): the context
-    /// guard asks this before it cuts on an estimate it could not check
-    /// (see "The context guard" in `docs/design.md`). The default counts
+    /// fit asks this before it cuts on an estimate it could not check
+    /// (see "The context fit" in `docs/design.md`). The default counts
     /// nothing (`Ok(None)`); a refusal for length is
     /// [`LlmError::ContextLength`], whose count the caller may read.
     fn count_prompt(&self, _request: ChatRequest, _cancel: CancellationToken) -> PromptCount {

@@ -105,7 +105,7 @@ impl Agent {
         self.lock().context.anchor = Some(anchor);
     }
 
-    /// Asks the model's server to count, when the guard would otherwise cut
+    /// Asks the model's server to count, when the fit would otherwise cut
     /// a round of results or stop on an estimate that no count anchors, and
     /// the server's streamed answers count nothing (llama-cpp-python):
     /// without a count the estimate never learns how the server counts, and
