@@ -1115,10 +1115,7 @@ async fn a_count_is_asked_whole_with_one_token_and_read_from_the_usage() {
         matches!(&err, LlmError::ContextLength { refusal, .. } if refusal.prompt_tokens == Some(4156)),
         "{err:?}"
     );
-    let requests = server.requests.lock().unwrap();
-    assert_eq!(requests.len(), 3);
-    assert_eq!(requests[0].body["stream"], false);
-    drop(requests);
+    assert_eq!(server.count(), 3);
     // Never retried: a server that serves one request at a time would
     // evaluate the prompt again behind the one it still evaluates.
     let busy = Server::start(vec![
@@ -1138,6 +1135,7 @@ async fn a_count_is_asked_whole_with_one_token_and_read_from_the_usage() {
     assert!(matches!(err, LlmError::Http { status: 503, .. }), "{err:?}");
     assert_eq!(busy.count(), 1);
     let requests = server.requests.lock().unwrap();
+    assert_eq!(requests[0].body["stream"], false);
     assert_eq!(requests[0].body["max_tokens"], 1);
     assert!(requests[0].body.get("stream_options").is_none());
     assert_eq!(requests[0].body["messages"][1]["content"], "hi");
