@@ -102,7 +102,9 @@ mod tests {
     use super::*;
 
     fn resolve(args: &AgentArgs, value: Option<&str>) -> Result<Tape, String> {
-        Tape::resolve(args, None, |key| (key == ENV).then(|| value.map(str::to_owned)).flatten())
+        Tape::resolve(args, None, |key| {
+            (key == ENV).then(|| value.map(str::to_owned)).flatten()
+        })
     }
 
     #[test]

@@ -578,7 +578,10 @@ fn record_names_a_cassette_beside_the_file_and_refuses_what_is_not_one() {
     assert_eq!(config.record, Some(PathBuf::from("/work/project/runs/last.jsonl")));
     assert_eq!(check("").unwrap().record, None);
     let empty = error("[record]\nfile = \" \"\n");
-    assert!(empty.contains("record.file") && empty.contains("must not be empty"), "{empty}");
+    assert!(
+        empty.contains("record.file") && empty.contains("must not be empty"),
+        "{empty}"
+    );
     let directory = error("[record]\nfile = \"runs/\"\n");
     assert!(
         directory.contains("record.file") && directory.contains("is a directory"),

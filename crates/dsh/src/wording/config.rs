@@ -13,7 +13,10 @@ pub(crate) fn config_record_directory(file: &str) -> String {
 
 /// `dsh config check`: the cassette every run records into.
 pub(crate) fn config_check_record(file: &std::path::Path) -> String {
-    format!("recording: every run's model traffic into {} ([record]; --record and --replay win)", file.display())
+    format!(
+        "recording: every run's model traffic into {} ([record]; --record and --replay win)",
+        file.display()
+    )
 }
 
 /// A `provider = "acp"` entry without a command.
