@@ -33,6 +33,9 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     );
     // The limits are not in the catalog the model reads: stderr, like the verdict.
     eprintln!("{}", wording::config_check_limits(&limits));
+    if let Some(file) = config.as_ref().and_then(|config| config.record.as_deref()) {
+        eprintln!("{}", wording::config_check_record(file));
+    }
     let tools = config.iter().flat_map(|config| &config.subagents);
     for subagent in tools.filter(|s| s.tool.timeout.is_some() || s.tool.token_budget.is_some()) {
         let tool = &subagent.tool;

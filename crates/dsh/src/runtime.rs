@@ -78,7 +78,8 @@ impl SharedRuntime {
         let result_budget = file_limits.result_budget(&args.limits());
         // Recording or replaying: ACP children record their parts of the
         // same cassette, or replay it.
-        let tape = Tape::resolve(args, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let recorded_by_file = config.and_then(|config| config.record.as_deref());
+        let tape = Tape::resolve(args, recorded_by_file, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let cassette_env: Vec<(String, String)> = tape.child_env().into_iter().collect();
         let mounted = MountedHarness::new(
             config,

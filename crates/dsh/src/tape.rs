@@ -35,8 +35,12 @@ pub(crate) enum Tape {
 impl Tape {
     /// The flags (`--record`, `--replay`, `--replay-timing`) win; then the
     /// [`ENV`] a parent `dsh` gave (its value names the variable when it
-    /// is not one of the three forms).
-    pub(crate) fn resolve(args: &AgentArgs, env: impl Fn(&str) -> Option<String>) -> Result<Tape, String> {
+    /// is not one of the three forms); then `[record]` `file` of dsh.toml.
+    pub(crate) fn resolve(
+        args: &AgentArgs,
+        file: Option<&Path>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Tape, String> {
         if let Some(file) = &args.record {
             return Ok(Tape::Record(file.clone()));
         }
@@ -49,7 +53,7 @@ impl Tape {
             return Ok(Tape::Replay(file.clone(), timing));
         }
         let Some(value) = env(ENV).filter(|value| !value.is_empty()) else {
-            return Ok(Tape::Off);
+            return Ok(file.map_or(Tape::Off, |file| Tape::Record(file.to_path_buf())));
         };
         let tape = match value.split_once(':') {
             Some(("record", file)) if !file.is_empty() => Tape::RecordPart(PathBuf::from(file)),
@@ -98,7 +102,9 @@ mod tests {
     use super::*;
 
     fn resolve(args: &AgentArgs, value: Option<&str>) -> Result<Tape, String> {
-        Tape::resolve(args, |key| (key == ENV).then(|| value.map(str::to_owned)).flatten())
+        Tape::resolve(args, None, |key| {
+            (key == ENV).then(|| value.map(str::to_owned)).flatten()
+        })
     }
 
     #[test]
@@ -117,6 +123,18 @@ mod tests {
         assert_eq!(
             resolve(&args, Some("replay:/r/run.jsonl")),
             Ok(Tape::Record("own.jsonl".into()))
+        );
+        // The file's `[record]` comes last.
+        let file = Some(Path::new("/c/runs.jsonl"));
+        let none = |_: &str| None;
+        assert_eq!(
+            Tape::resolve(&AgentArgs::plain(), file, none),
+            Ok(Tape::Record("/c/runs.jsonl".into()))
+        );
+        let from_parent = |_: &str| Some("replay:/r/run.jsonl".to_owned());
+        assert_eq!(
+            Tape::resolve(&AgentArgs::plain(), file, from_parent),
+            Ok(Tape::Replay("/r/run.jsonl".into(), Timing::Fast))
         );
         let err = resolve(&AgentArgs::plain(), Some("tape:x")).unwrap_err();
         assert!(err.contains("DSH_CASSETTE") && err.contains("tape:x"), "{err}");

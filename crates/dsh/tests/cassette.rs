@@ -321,3 +321,31 @@ max_depth = "provider-managed"
         text(&missing.stderr)
     );
 }
+
+#[test]
+fn a_record_section_records_every_run_and_the_flags_win() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("runs")).unwrap();
+    std::fs::write(dir.path().join("dsh.toml"), "[record]\nfile = \"runs/last.jsonl\"\n").unwrap();
+    let run = dsh(dir.path(), &["run", TASK]);
+    let stderr = text(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains("dsh: recorded 3 model exchanges into "), "{stderr}");
+    assert!(dir.path().join("runs/last.jsonl").is_file());
+    // --replay wins over the section: the run records nothing.
+    let replayed = dsh(dir.path(), &["run", "-q", "--replay", "runs/last.jsonl", TASK]);
+    assert!(replayed.status.success(), "{}", text(&replayed.stderr));
+    assert_eq!(text(&replayed.stdout), text(&run.stdout));
+    assert!(!dir.path().join("runs/last.jsonl.recording").exists());
+    let check = dsh(dir.path(), &["config", "check"]);
+    assert!(
+        text(&check.stderr).contains("recording: every run's model traffic into "),
+        "{}",
+        text(&check.stderr)
+    );
+    // A directory is refused where it is written.
+    std::fs::write(dir.path().join("dsh.toml"), "[record]\nfile = \"runs\"\n").unwrap();
+    let bad = dsh(dir.path(), &["run", TASK]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("record.file"), "{}", text(&bad.stderr));
+}

@@ -20,6 +20,16 @@ pub(crate) struct RawConfig {
     pub(crate) limits: Option<RawLimits>,
     #[serde(default)]
     pub(crate) data: Option<RawData>,
+    #[serde(default)]
+    pub(crate) record: Option<RawRecord>,
+}
+
+/// `[record]`: record every run's model traffic into one cassette.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRecord {
+    /// The cassette, relative to the file's directory.
+    pub(crate) file: Spanned<String>,
 }
 
 /// `[data]`: how long transcripts are kept, and how much of them.

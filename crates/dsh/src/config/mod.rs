@@ -55,6 +55,9 @@ pub(crate) struct Config {
     pub(crate) limits: LimitsConfig,
     /// `[data]`: the bounds on the transcripts kept, over dsh's defaults.
     pub(crate) data: crate::retention::DataPolicy,
+    /// `[record]` `file`: the cassette every run records into (resolved
+    /// against the file's directory); `--record` and `--replay` win.
+    pub(crate) record: Option<PathBuf>,
     /// The text's [`fingerprint`], for the self-mount check ([`crate::self_mount`]).
     pub(crate) fingerprint: String,
 }
@@ -117,6 +120,7 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         .map(|data| data::resolve_data(data, &at))
         .transpose()?
         .unwrap_or_default();
+    let record = raw.record.map(|record| resolve_record(record, base, &at)).transpose()?;
     Ok(Config {
         path: path.to_owned(),
         model,
@@ -124,6 +128,7 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         mcp_servers,
         limits,
         data,
+        record,
         fingerprint: fingerprint(text),
     })
 }
@@ -172,6 +177,22 @@ fn non_empty(value: Spanned<String>, key: &str, at: &At<'_>) -> Result<String, C
         return Err(at(Some(span), key.to_owned(), wording::CONFIG_EMPTY_VALUE.to_owned()));
     }
     Ok(value)
+}
+
+/// `[record]` `file`: a cassette's path, relative to `base`; not blank,
+/// and not a directory.
+fn resolve_record(raw: file::RawRecord, base: &Path, at: &At<'_>) -> Result<PathBuf, ConfigFileError> {
+    let span = raw.file.span();
+    let file = non_empty(raw.file, "record.file", at)?;
+    let path = base.join(&file);
+    if file.ends_with('/') || path.is_dir() {
+        return Err(at(
+            Some(span),
+            "record.file".to_owned(),
+            wording::config_record_directory(&file),
+        ));
+    }
+    Ok(path)
 }
 
 /// Whether `name` can name an environment variable.

@@ -571,3 +571,24 @@ fn prices_and_cost_budgets_that_are_no_amount_are_refused_at_their_key() {
     ];
     insta::assert_snapshot!(refusals(cases));
 }
+
+#[test]
+fn record_names_a_cassette_beside_the_file_and_refuses_what_is_not_one() {
+    let config = check("[record]\nfile = \"runs/last.jsonl\"\n").unwrap();
+    assert_eq!(config.record, Some(PathBuf::from("/work/project/runs/last.jsonl")));
+    assert_eq!(check("").unwrap().record, None);
+    let empty = error("[record]\nfile = \" \"\n");
+    assert!(
+        empty.contains("record.file") && empty.contains("must not be empty"),
+        "{empty}"
+    );
+    let directory = error("[record]\nfile = \"runs/\"\n");
+    assert!(
+        directory.contains("record.file") && directory.contains("is a directory"),
+        "{directory}"
+    );
+    let unknown = error("[record]\nfile = \"a.jsonl\"\nreplay = \"b.jsonl\"\n");
+    assert!(unknown.contains("replay"), "{unknown}");
+    let missing = error("[record]\n");
+    assert!(missing.contains("file"), "{missing}");
+}

@@ -6,6 +6,19 @@ use std::path::Path;
 /// A `dsh.toml` value that must not be empty is.
 pub(crate) const CONFIG_EMPTY_VALUE: &str = "must not be empty";
 
+/// `[record]` `file` names a directory.
+pub(crate) fn config_record_directory(file: &str) -> String {
+    format!("{file:?} is a directory: name the cassette file to record into, e.g. \"runs/last.jsonl\"")
+}
+
+/// `dsh config check`: the cassette every run records into.
+pub(crate) fn config_check_record(file: &std::path::Path) -> String {
+    format!(
+        "recording: every run's model traffic into {} ([record]; --record and --replay win)",
+        file.display()
+    )
+}
+
 /// A `provider = "acp"` entry without a command.
 pub(crate) const CONFIG_ACP_NEEDS_COMMAND: &str = "provider = \"acp\" needs `command`: the ACP agent to run for each delegation (e.g. command = \"dsh\", args = [\"acp\", \"--quiet\"])";
 
