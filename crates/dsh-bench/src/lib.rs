@@ -44,6 +44,7 @@ mod memory;
 mod parts;
 mod report;
 pub mod spans;
+pub mod tree;
 
 pub use memory::in_flight_child;
 pub use report::{Flavor, Plan, Report, Row};
@@ -253,6 +254,7 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
         }
     }
     rows.push(catalog_row(plan.catalog_samples)?);
+    rows.extend(tree::rows()?);
     if plan.acp_samples > 0 {
         rows.extend(acp::rows(plan.acp_samples).unwrap_or_else(|error| vec![acp::failed_row(&error)]));
     }

@@ -5,12 +5,13 @@
 //! unset, the bench builds it with `cargo build -p dsh` when started by Cargo.
 //!
 //! `--only limits` prints only the bounded-delegation rows, `--only context`
-//! only the context fit's, `--only answer` only the long answer's.
+//! only the context fit's, `--only answer` only the long answer's,
+//! `--only tree` only `dsh tree`'s on a generated data directory.
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
 //! that measurement alone), and `--answer <bytes> <flavor>` the long
-//! answer's.
+//! answer's; `--tree <dsh>` the `dsh tree` measurement's.
 
 #![forbid(unsafe_code)]
 
@@ -28,6 +29,17 @@ fn main() -> ExitCode {
         ["--only", "limits"] => run_limits(&Plan::full()),
         ["--only", "context"] => run_context(&Plan::full()),
         ["--only", "answer"] => run_answer(&Plan::full()),
+        ["--only", "tree"] => print_rows(dsh_bench::tree::rows()),
+        ["--tree", dsh] => match dsh_bench::tree::measure_child(std::path::Path::new(dsh)) {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("dsh-bench: {error}");
+                ExitCode::FAILURE
+            }
+        },
         [mode @ ("--in-flight" | "--queued" | "--answer"), count, flavor] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
@@ -137,6 +149,6 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer|tree]");
     ExitCode::FAILURE
 }
