@@ -149,7 +149,9 @@ pub(crate) fn completed(
     Usage {
         counted: Counted::Estimated,
         // A cached count holds only beside the server's own prompt count.
-        cached_tokens: reported.cached_tokens.filter(|_| prompt_tokens == reported.prompt_tokens),
+        cached_tokens: reported
+            .cached_tokens
+            .filter(|_| prompt_tokens == reported.prompt_tokens),
         ..Usage::reported(prompt_tokens, completion_tokens)
     }
 }

@@ -50,7 +50,8 @@ impl Transcript {
             header["parent"] = json!(parent);
             header["start"] = json!({"tool": "subagent", "call_id": format!("call_{index}"), "provider": "spawn"});
         }
-        let task = json!({"type": "message", "message": {"role": "user", "content": format!("Do part {index} of the work.")}});
+        let task =
+            json!({"type": "message", "message": {"role": "user", "content": format!("Do part {index} of the work.")}});
         Self {
             lines: vec![header, task],
         }
@@ -62,7 +63,9 @@ impl Transcript {
 
     /// The run's end: `steps` model calls over `at`..`at + 2000` ms.
     fn end(&mut self, steps: u32, at: u64, answer: &str) {
-        let calls: Vec<u64> = (1..=u64::from(steps)).map(|call| at + call * 2000 / u64::from(steps)).collect();
+        let calls: Vec<u64> = (1..=u64::from(steps))
+            .map(|call| at + call * 2000 / u64::from(steps))
+            .collect();
         self.lines.push(json!({
             "type": "turn_end", "stop": "completed", "steps": steps,
             "usage": {"prompt_tokens": 1200 * steps, "completion_tokens": 150 * steps, "total_tokens": 1350 * steps},
@@ -87,7 +90,8 @@ impl Transcript {
 fn parent(transcript: &mut Transcript, children: &[String], at: u64, answer: &str) {
     let calls: Vec<Value> = (0..children.len())
         .map(|index| {
-            let arguments = json!({"description": format!("part {index}"), "prompt": format!("Do part {index} of the work.")});
+            let arguments =
+                json!({"description": format!("part {index}"), "prompt": format!("Do part {index} of the work.")});
             json!({"id": format!("call_{index}"), "name": "subagent", "arguments": arguments.to_string()})
         })
         .collect();
@@ -176,7 +180,11 @@ fn measure_in(dsh: &Path, dir: &Path, agents: &Path) -> Result<String, String> {
         let mut total = 0;
         for entry in std::fs::read_dir(agents).map_err(|error| error.to_string())? {
             let path = entry.map_err(|error| error.to_string())?.path();
-            if path.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with("shown-")) {
+            if path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("shown-"))
+            {
                 total += std::fs::read(&path).map_err(|error| error.to_string())?.len();
             }
         }

@@ -65,8 +65,10 @@ fn serve(mut stream: TcpStream, reports: Reports) {
     );
     let usage = match reports {
         Reports::Usage => Some(json!({"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100})),
-        Reports::Cached => Some(json!({"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100,
-                                       "prompt_tokens_details": {"cached_tokens": 800}})),
+        Reports::Cached => Some(
+            json!({"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100,
+                                       "prompt_tokens_details": {"cached_tokens": 800}}),
+        ),
         Reports::Nothing => None,
     };
     if let Some(usage) = usage {

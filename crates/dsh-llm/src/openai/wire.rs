@@ -662,7 +662,9 @@ mod tests {
         );
         for details in [r#""prompt_tokens_details":null"#, r#""prompt_tokens_details":{}"#] {
             let events = asm
-                .push(&format!(r#"{{"choices":[],"usage":{{"prompt_tokens":3,"completion_tokens":4,{details}}}}}"#))
+                .push(&format!(
+                    r#"{{"choices":[],"usage":{{"prompt_tokens":3,"completion_tokens":4,{details}}}}}"#
+                ))
                 .unwrap();
             assert_eq!(events, vec![ChatEvent::Usage(Usage::reported(3, 4))], "{details}");
         }
