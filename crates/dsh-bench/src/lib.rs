@@ -254,7 +254,9 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
         }
     }
     rows.push(catalog_row(plan.catalog_samples)?);
-    rows.extend(tree::rows()?);
+    if plan.tree {
+        rows.extend(tree::rows()?);
+    }
     if plan.acp_samples > 0 {
         rows.extend(acp::rows(plan.acp_samples).unwrap_or_else(|error| vec![acp::failed_row(&error)]));
     }
