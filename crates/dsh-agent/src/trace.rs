@@ -42,6 +42,7 @@ pub(crate) fn invoke_agent(parent: Option<&Span>, info: &AgentInfo, provider: &s
         gen_ai.request.model = info.model.as_str(),
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
         dsh.usage.estimated = Empty,
         dsh.cost = Empty,
         gen_ai.input.messages = Empty,
@@ -66,6 +67,7 @@ pub(crate) fn chat(model: &str, provider: &str, max_tokens: Option<u64>) -> Span
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
+        gen_ai.usage.cache_read.input_tokens = Empty,
         dsh.usage.estimated = Empty,
         dsh.cost = Empty,
         "error.type" = Empty,
@@ -81,9 +83,6 @@ pub(crate) fn record_response(span: &Span, response: &ChatResponse, spent: Usage
     record_usage(span, spent);
 }
 
-/// Records token usage on a span, as ints; a usage with an estimate in it
-/// is marked `dsh.usage.estimated = true` (the counts stay ints, as the
-/// conventions type them).
 /// Records what a call or a run cost on its span (`dsh.cost`, in the unit
 /// of the model's price); estimated when its usage is, which
 /// `dsh.usage.estimated` says.
@@ -91,9 +90,16 @@ pub(crate) fn record_cost(span: &Span, cost: dsh_llm::Cost) {
     span.record("dsh.cost", cost.amount());
 }
 
+/// Records token usage on a span, as ints (the cached input tokens where
+/// the server reported them); a usage with an estimate in it is marked
+/// `dsh.usage.estimated = true` (the counts stay ints, as the conventions
+/// type them).
 pub(crate) fn record_usage(span: &Span, usage: Usage) {
     span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
     span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
+    if let Some(cached) = usage.cached_tokens {
+        span.record("gen_ai.usage.cache_read.input_tokens", int(cached));
+    }
     if usage.is_estimated() {
         span.record("dsh.usage.estimated", true);
     }

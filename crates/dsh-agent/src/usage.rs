@@ -99,6 +99,10 @@ pub(crate) fn since(after: Option<Usage>, before: Option<Usage>) -> Option<Usage
         prompt_tokens: after.prompt_tokens.saturating_sub(before.prompt_tokens),
         completion_tokens: after.completion_tokens.saturating_sub(before.completion_tokens),
         total_tokens: after.total_tokens.saturating_sub(before.total_tokens),
+        cached_tokens: match (after.cached_tokens, before.cached_tokens) {
+            (Some(after), before) => Some(after.saturating_sub(before.unwrap_or(0))),
+            (None, _) => None,
+        },
         counted: after.counted,
     })
 }
@@ -109,6 +113,10 @@ fn add(a: Usage, b: Usage) -> Usage {
         prompt_tokens: a.prompt_tokens + b.prompt_tokens,
         completion_tokens: a.completion_tokens + b.completion_tokens,
         total_tokens: a.total_tokens + b.total_tokens,
+        cached_tokens: match (a.cached_tokens, b.cached_tokens) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        },
         counted: a.counted.and(b.counted),
     }
 }
@@ -140,6 +148,10 @@ pub(crate) fn completed(
     }
     Usage {
         counted: Counted::Estimated,
+        // A cached count holds only beside the server's own prompt count.
+        cached_tokens: reported
+            .cached_tokens
+            .filter(|_| prompt_tokens == reported.prompt_tokens),
         ..Usage::reported(prompt_tokens, completion_tokens)
     }
 }

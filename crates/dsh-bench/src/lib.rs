@@ -45,6 +45,7 @@ mod memory;
 mod parts;
 mod report;
 pub mod spans;
+pub mod tree;
 
 pub use memory::in_flight_child;
 pub use report::{Flavor, Plan, Report, Row};
@@ -257,6 +258,9 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
         rows.extend(cassette::rows(plan, flavor, plan.in_flight > 0)?);
     }
     rows.push(catalog_row(plan.catalog_samples)?);
+    if plan.tree {
+        rows.extend(tree::rows()?);
+    }
     if plan.acp_samples > 0 {
         rows.extend(acp::rows(plan.acp_samples).unwrap_or_else(|error| vec![acp::failed_row(&error)]));
     }

@@ -6,12 +6,14 @@
 //!
 //! `--only limits` prints only the bounded-delegation rows, `--only context`
 //! only the context fit's, `--only answer` only the long answer's,
-//! `--only cassette` only the cassettes' (recording, replay, lookup).
+//! `--only cassette` only the cassettes' (recording, replay, lookup),
+//! `--only tree` only `dsh tree`'s on a generated data directory.
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
 //! that measurement alone), `--answer <bytes> <flavor>` the long
-//! answer's, and `--replay-memory <requests> <flavor>` the replay's.
+//! answer's, and `--replay-memory <requests> <flavor>` the replay's;
+//! `--tree <dsh>` the `dsh tree` measurement's.
 
 #![forbid(unsafe_code)]
 
@@ -30,6 +32,17 @@ fn main() -> ExitCode {
         ["--only", "context"] => run_context(&Plan::full()),
         ["--only", "answer"] => run_answer(&Plan::full()),
         ["--only", "cassette"] => run_cassette(&Plan::full()),
+        ["--only", "tree"] => print_rows(dsh_bench::tree::rows()),
+        ["--tree", dsh] => match dsh_bench::tree::measure_child(std::path::Path::new(dsh)) {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("dsh-bench: {error}");
+                ExitCode::FAILURE
+            }
+        },
         [
             mode @ ("--in-flight" | "--queued" | "--answer" | "--replay-memory"),
             count,
@@ -153,6 +166,6 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer|cassette]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer|cassette|tree]");
     ExitCode::FAILURE
 }

@@ -56,6 +56,9 @@ pub struct Plan {
     pub catalog_samples: usize,
     /// Delegations to a `dsh acp` child measured per flavor (0: skip them).
     pub acp_samples: usize,
+    /// Whether to time `dsh tree` on a generated data directory (it runs
+    /// the `dsh` binary, as the `dsh acp` rows do).
+    pub tree: bool,
 }
 
 impl Plan {
@@ -69,6 +72,7 @@ impl Plan {
             in_flight: 100_000,
             catalog_samples: 200,
             acp_samples: 30,
+            tree: true,
         }
     }
 
@@ -82,10 +86,11 @@ impl Plan {
             in_flight: 10_000,
             catalog_samples: 20,
             acp_samples: 5,
+            tree: true,
         }
     }
 
-    /// A run small enough for a test (no memory child process).
+    /// A run small enough for a test (no memory child process, no `dsh`).
     pub fn smoke() -> Self {
         Self {
             rounds: 1,
@@ -95,6 +100,7 @@ impl Plan {
             in_flight: 0,
             catalog_samples: 1,
             acp_samples: 0,
+            tree: false,
         }
     }
 }

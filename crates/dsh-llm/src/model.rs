@@ -73,6 +73,12 @@ pub struct Usage {
     pub completion_tokens: u64,
     /// Their sum (as reported by the server).
     pub total_tokens: u64,
+    /// How many of the prompt tokens the server read from its cache
+    /// (OpenAI's `prompt_tokens_details.cached_tokens`), where it reports
+    /// them; a [`Price`](crate::Price) with a cached input price charges
+    /// those at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
     /// Whether the counts are the server's, or some are an estimate.
     /// Written only when estimated (`"counted":"estimated"`), so a usage
     /// the server reported reads as it always did.
@@ -93,8 +99,22 @@ impl Usage {
             prompt_tokens,
             completion_tokens,
             total_tokens: prompt_tokens + completion_tokens,
+            cached_tokens: None,
             counted: Counted::Reported,
         }
+    }
+
+    /// The same usage, `cached` of whose prompt tokens the server read
+    /// from its cache.
+    ///
+    /// ```
+    /// use dsh_llm::Usage;
+    /// assert_eq!(Usage::reported(1000, 10).with_cached(800).cached_tokens, Some(800));
+    /// ```
+    #[must_use]
+    pub const fn with_cached(mut self, cached: u64) -> Self {
+        self.cached_tokens = Some(cached);
+        self
     }
 
     /// Whether some of its counts are an estimate.

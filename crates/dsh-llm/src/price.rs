@@ -103,12 +103,25 @@ impl Price {
     }
 
     /// What `usage` costs at this price: its prompt tokens at the input
-    /// price, its completion tokens at the output price, marked estimated
-    /// when its counts are. [`Usage`] carries no count of cached prompt
-    /// tokens, so every prompt token is priced as input: a cost is never
-    /// below what the tokens cost.
+    /// price (those the server read from its cache at the cached input
+    /// price, when both the count and that price are known), its completion
+    /// tokens at the output price, marked estimated when its counts are.
+    ///
+    /// ```
+    /// use dsh_llm::{Price, Usage};
+    /// let price = Price::new(1.0, 4.0).unwrap().with_cached_input(0.1).unwrap();
+    /// // (200 × 1 + 800 × 0.1 + 100 × 4) per million
+    /// let cost = price.cost(&Usage::reported(1000, 100).with_cached(800));
+    /// assert_eq!(cost.amount(), 0.00068);
+    /// ```
     pub fn cost(&self, usage: &Usage) -> Cost {
-        let amount = self.input * usage.prompt_tokens as f64 + self.output * usage.completion_tokens as f64;
+        let cached = match self.cached_input {
+            Some(_) => usage.cached_tokens.unwrap_or(0).min(usage.prompt_tokens),
+            None => 0,
+        };
+        let amount = self.input * (usage.prompt_tokens - cached) as f64
+            + self.cached_input.unwrap_or(self.input) * cached as f64
+            + self.output * usage.completion_tokens as f64;
         Cost::from_per_million(amount, usage.counted)
     }
 }

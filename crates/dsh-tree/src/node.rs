@@ -364,7 +364,8 @@ impl Tokens {
     /// assert_eq!(Tokens::from_usage(&estimated), Tokens::reported(100, 20).estimated());
     /// ```
     pub fn from_usage(usage: &dsh_llm::Usage) -> Self {
-        let tokens = Self::reported(usage.prompt_tokens, usage.completion_tokens);
+        let mut tokens = Self::reported(usage.prompt_tokens, usage.completion_tokens);
+        tokens.cached = usage.cached_tokens;
         if usage.is_estimated() {
             tokens.estimated()
         } else {

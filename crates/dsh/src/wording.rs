@@ -330,13 +330,20 @@ pub(crate) fn otlp_export_failed(error: &str) -> String {
     format!("dsh: warning: some spans were not exported over OTLP: {error}")
 }
 
-/// Tokens as a person reads them: `N tokens`; `N tokens (estimated)` when
-/// some count is the loop's estimate (the server reported none, or left a
-/// count out or at zero); `usage not reported` when there is no count at
-/// all (no model call, or a child that reports none): never "0 tokens".
+/// Tokens as a person reads them: `N tokens`, `N tokens (M cached)` where
+/// the server reported prompt tokens read from its cache; `N tokens
+/// (estimated)` when some count is the loop's estimate (the server reported
+/// none, or left a count out or at zero); `usage not reported` when there
+/// is no count at all (no model call, or a child that reports none): never
+/// "0 tokens".
 pub(crate) fn tokens(usage: Option<dsh_llm::Usage>) -> String {
     match usage {
         Some(usage) if usage.is_estimated() => format!("{} tokens (estimated)", usage.total_tokens),
+        Some(dsh_llm::Usage {
+            total_tokens,
+            cached_tokens: Some(cached),
+            ..
+        }) => format!("{total_tokens} tokens ({cached} cached)"),
         Some(usage) => format!("{} tokens", usage.total_tokens),
         None => "usage not reported".to_owned(),
     }

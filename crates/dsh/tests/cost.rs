@@ -22,6 +22,9 @@ enum Reports {
     Usage,
     /// No usage at all.
     Nothing,
+    /// 1,000 prompt tokens, 800 of them read from the server's cache, and
+    /// 100 completion tokens.
+    Cached,
 }
 
 /// Starts the server on a port of its own; it lives as long as the test.
@@ -60,8 +63,15 @@ fn serve(mut stream: TcpStream, reports: Reports) {
         &mut stream,
         &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
     );
-    if reports == Reports::Usage {
-        let usage = json!({"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100});
+    let usage = match reports {
+        Reports::Usage => Some(json!({"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100})),
+        Reports::Cached => Some(
+            json!({"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100,
+                                       "prompt_tokens_details": {"cached_tokens": 800}}),
+        ),
+        Reports::Nothing => None,
+    };
+    if let Some(usage) = usage {
         event(&mut stream, &json!({"choices": [], "usage": usage}));
     }
     let _ = stream.write_all(b"data: [DONE]\n\n");
@@ -293,5 +303,40 @@ fn a_resumed_parent_whose_model_has_no_price_is_refused_under_a_cost_budget() {
     assert_eq!(
         stderr,
         "dsh: a cost budget needs the price of every model of the tree, and \"test-model\", the resumed parent's model, from its transcript (run it on a model with a price: `--model`, or `[model] model` and `price` in dsh.toml), has none: what it spends could never be counted\n"
+    );
+}
+
+/// A server that reports cached prompt tokens: a price with `cached_input`
+/// charges them at it (each call: 200 × 1000 + 800 × 100 + 100 × 1000 per
+/// million = 0.38), the usage line and `dsh tree` show the cached count,
+/// and the transcript keeps it.
+#[test]
+fn cached_prompt_tokens_are_shown_and_priced_at_the_cached_price() {
+    let base_url = server(Reports::Cached);
+    let config = "[model]\nprice = { input = 1000, output = 1000, cached_input = 100 }\n";
+    let (_, stderr, dir, transcript) = run(&base_url, config, &["--max-turns", "2"]);
+    // The parent's two calls, and its two children's.
+    assert!(
+        transcript.contains(r#""total_tokens":2200,"cached_tokens":1600}"#),
+        "{transcript}"
+    );
+    assert!(
+        stderr.contains("↳ subagent \"part 2\" completed · 1 model call · 1100 tokens (800 cached), cost 0.38 · "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("dsh: own model calls: 2200 tokens (1600 cached), cost 0.76 · "),
+        "{stderr}"
+    );
+    let tree = common::dsh(dir.path(), &["tree"]);
+    let tree = String::from_utf8(tree.stdout).unwrap();
+    let lines: Vec<&str> = tree.lines().collect();
+    assert!(
+        lines[0].contains(" · tokens 2000 in, 200 out, 1600 cached · cost 0.76 · "),
+        "{tree}"
+    );
+    assert!(
+        lines[1].contains(" · tokens 1000 in, 100 out, 800 cached · cost 0.38"),
+        "{tree}"
     );
 }

@@ -177,6 +177,7 @@ fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
     let ints = [
         "gen_ai.usage.input_tokens",
         "gen_ai.usage.output_tokens",
+        "gen_ai.usage.cache_read.input_tokens",
         "gen_ai.request.max_tokens",
     ];
     for span in chats.iter().copied().chain([parent, tool, child]) {

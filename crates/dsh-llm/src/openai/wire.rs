@@ -302,6 +302,15 @@ struct WireUsage {
     completion_tokens: u64,
     #[serde(default)]
     total_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// The breakdown of the prompt tokens; only the cached count is read.
+#[derive(Debug, Deserialize)]
+struct PromptTokensDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -373,6 +382,7 @@ impl Assembler {
                 total_tokens: usage
                     .total_tokens
                     .unwrap_or(usage.prompt_tokens + usage.completion_tokens),
+                cached_tokens: usage.prompt_tokens_details.and_then(|details| details.cached_tokens),
                 ..Usage::reported(usage.prompt_tokens, usage.completion_tokens)
             }));
         }
@@ -655,5 +665,25 @@ mod tests {
             .push(r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#)
             .unwrap();
         assert_eq!(events, vec![ChatEvent::Usage(Usage::reported(3, 4))]);
+    }
+
+    #[test]
+    fn the_cached_prompt_tokens_are_read_where_the_server_reports_them() {
+        let mut asm = Assembler::default();
+        let events = asm
+            .push(r#"{"choices":[],"usage":{"prompt_tokens":1000,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":800,"audio_tokens":0}}}"#)
+            .unwrap();
+        assert_eq!(
+            events,
+            vec![ChatEvent::Usage(Usage::reported(1000, 4).with_cached(800))]
+        );
+        for details in [r#""prompt_tokens_details":null"#, r#""prompt_tokens_details":{}"#] {
+            let events = asm
+                .push(&format!(
+                    r#"{{"choices":[],"usage":{{"prompt_tokens":3,"completion_tokens":4,{details}}}}}"#
+                ))
+                .unwrap();
+            assert_eq!(events, vec![ChatEvent::Usage(Usage::reported(3, 4))], "{details}");
+        }
     }
 }
