@@ -9,8 +9,9 @@
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
-//! that measurement alone), and `--answer <bytes> <flavor>` the long
-//! answer's.
+//! that measurement alone), `--answer <bytes> <flavor>` the long
+//! answer's, and `--answer-http <bytes>` the long answer's through `dsh run`
+//! (the `dsh` binary named by `DSH_BENCH_DSH_BIN`).
 
 #![forbid(unsafe_code)]
 
@@ -28,27 +29,35 @@ fn main() -> ExitCode {
         ["--only", "limits"] => run_limits(&Plan::full()),
         ["--only", "context"] => run_context(&Plan::full()),
         ["--only", "answer"] => run_answer(&Plan::full()),
+        ["--answer-http", bytes] => match bytes.parse::<usize>() {
+            Ok(bytes) => print_child(dsh_bench::answer_http::memory_child(bytes)),
+            Err(_) => usage(),
+        },
         [mode @ ("--in-flight" | "--queued" | "--answer"), count, flavor] => {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
             };
-            let child = match *mode {
+            print_child(match *mode {
                 "--queued" => dsh_bench::limits::queued_child(count, flavor),
                 "--answer" => dsh_bench::answer::memory_child(count, flavor),
                 _ => dsh_bench::in_flight_child(count, flavor),
-            };
-            match child {
-                Ok(line) => {
-                    println!("{line}");
-                    ExitCode::SUCCESS
-                }
-                Err(error) => {
-                    eprintln!("dsh-bench: {error}");
-                    ExitCode::FAILURE
-                }
-            }
+            })
         }
         _ => usage(),
+    }
+}
+
+/// Prints what a child mode measured, or why it could not.
+fn print_child(child: Result<String, String>) -> ExitCode {
+    match child {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("dsh-bench: {error}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -80,6 +89,10 @@ fn run_answer(plan: &Plan) -> ExitCode {
         rows.extend(dsh_bench::answer::rows(plan, flavor)?);
         rows.push(dsh_bench::answer::memory_row(flavor)?);
         Ok::<_, String>(rows)
+    });
+    let rows = rows.map(|mut rows| {
+        rows.push(dsh_bench::answer_http::memory_row_or_failed());
+        rows
     });
     print_rows(rows)
 }
