@@ -46,6 +46,22 @@ struct Inner {
     state: Mutex<State>,
     transcript: Option<TranscriptWriter>,
     run_lock: tokio::sync::Mutex<()>,
+    runs: Runs,
+}
+
+/// How many runs an agent makes, and so whether it keeps its conversation
+/// after a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Runs {
+    /// Any number: each run's turn joins the conversation the next one
+    /// continues.
+    #[default]
+    Many,
+    /// One: a child a provider starts or resumes, whose continuation is a new
+    /// agent read back from its transcript. Nothing reads its conversation
+    /// after its run, so the run's answer moves into its outcome instead of
+    /// being copied there, and a long answer is held once.
+    Once,
 }
 
 #[derive(Default)]
@@ -136,6 +152,7 @@ pub struct AgentBuilder {
     continued: bool,
     start: Option<StartRecord>,
     queued: Option<std::time::Duration>,
+    runs: Runs,
 }
 
 // By hand: local tools are shown by name.
@@ -271,6 +288,12 @@ impl AgentBuilder {
         self
     }
 
+    /// Makes an agent that runs once ([`Runs::Once`]).
+    pub(crate) fn runs_once(mut self) -> Self {
+        self.runs = Runs::Once;
+        self
+    }
+
     /// Seeds the conversation (a fork's inherited turns).
     pub fn seed(mut self, messages: Vec<Message>) -> Self {
         self.seed = messages;
@@ -373,6 +396,7 @@ impl AgentBuilder {
                 }),
                 transcript,
                 run_lock: tokio::sync::Mutex::new(()),
+                runs: self.runs,
             }),
         }
     }
@@ -400,6 +424,7 @@ impl Agent {
             continued: false,
             start: None,
             queued: None,
+            runs: Runs::Many,
         }
     }
 
@@ -525,9 +550,11 @@ impl Agent {
     }
 
     fn record_message(&self, message: &Message) {
-        self.record(&TranscriptEntry::Message {
-            message: message.clone(),
-        });
+        if let Some(transcript) = &self.inner.transcript
+            && let Err(error) = transcript.append_message(message)
+        {
+            tracing::warn!(agent = %self.id(), "{}", crate::wording::log_transcript_write_failed(&error));
+        }
     }
 
     /// Delivers `message` into the run in progress, strictly: it joins the

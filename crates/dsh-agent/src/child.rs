@@ -148,6 +148,7 @@ fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
         .clone()
         .or_else(|| parent.model_override().map(str::to_owned));
     let mut builder = Agent::builder(parent.runtime().clone())
+        .runs_once()
         .id(id)
         .parent(parent.id().clone())
         .depth(depth)
@@ -224,6 +225,7 @@ fn start(
         None => inherited_window(&parent, model.as_deref()),
     };
     let mut builder = Agent::builder(parent.runtime().clone())
+        .runs_once()
         .parent(parent.id().clone())
         .depth(depth)
         .label(request.label.clone())

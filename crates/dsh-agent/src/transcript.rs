@@ -7,7 +7,7 @@
 //! every earlier entry.
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -17,6 +17,17 @@ use serde::{Deserialize, Serialize};
 
 /// The format version written in every header.
 pub const TRANSCRIPT_VERSION: u32 = 1;
+
+/// Bytes of a transcript line written at once: a shorter line is one write.
+const LINE_BUFFER: usize = 64 * 1024;
+
+/// A [`TranscriptEntry::Message`] line over a borrowed message: the same
+/// JSON, without a copy of the message.
+#[derive(Serialize)]
+#[serde(tag = "type", rename = "message")]
+struct MessageLine<'a> {
+    message: &'a Message,
+}
 
 /// One line of a transcript.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -207,12 +218,27 @@ impl TranscriptWriter {
         &self.path
     }
 
-    /// Writes one entry as one line, in a single write.
+    /// Writes one entry as one line: in a single write when the line is
+    /// under [`LINE_BUFFER`] bytes, as nearly every line is; a longer one
+    /// (a long answer) goes out as it is serialized, so it is never held
+    /// whole beside the entry. A crash in the middle of one tears only that
+    /// last line, which [`read_transcript`] reports and a resume repairs.
     pub fn append(&self, entry: &TranscriptEntry) -> std::io::Result<()> {
-        let mut line = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
-        line.push(b'\n');
+        self.append_line(entry)
+    }
+
+    /// [`TranscriptWriter::append`] of a [`TranscriptEntry::Message`] that
+    /// borrows its message, so the message is not copied to be recorded.
+    pub(crate) fn append_message(&self, message: &Message) -> std::io::Result<()> {
+        self.append_line(&MessageLine { message })
+    }
+
+    fn append_line(&self, entry: &impl Serialize) -> std::io::Result<()> {
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        file.write_all(&line)
+        let mut line = BufWriter::with_capacity(LINE_BUFFER, &mut *file);
+        serde_json::to_writer(&mut line, entry).map_err(std::io::Error::other)?;
+        line.write_all(b"\n")?;
+        line.flush()
     }
 
     /// Flushes the file to the operating system.
@@ -472,4 +498,39 @@ pub fn read_transcript(path: &Path) -> Result<Transcript, TranscriptError> {
         diagnostic,
         torn,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_borrowed_message_line_is_the_entrys_line() {
+        let message = Message::assistant("an \"answer\"\nover two lines");
+        let borrowed = serde_json::to_string(&MessageLine { message: &message }).unwrap();
+        let owned = serde_json::to_string(&TranscriptEntry::Message { message }).unwrap();
+        assert_eq!(borrowed, owned);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_buffer_is_written_whole_between_its_neighbours() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.jsonl");
+        let writer = TranscriptWriter::open(path.clone()).unwrap();
+        let long = "é long answer line\n".repeat(3 * LINE_BUFFER / 10);
+        for message in [
+            Message::user("short"),
+            Message::assistant(long.clone()),
+            Message::user("after"),
+        ] {
+            writer.append_message(&message).unwrap();
+        }
+        writer.flush().unwrap();
+        let transcript = read_transcript(&path).unwrap();
+        assert!(transcript.diagnostic.is_none(), "{:?}", transcript.diagnostic);
+        assert_eq!(
+            transcript.messages(),
+            [Message::user("short"), Message::assistant(long), Message::user("after")]
+        );
+    }
 }

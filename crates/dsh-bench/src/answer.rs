@@ -29,7 +29,7 @@ pub const SIZES: [usize; 2] = [1_000_000, 10_000_000];
 
 /// A text of `bytes` bytes: lines of mixed ASCII and two-byte characters
 /// (so cuts must find character boundaries), marked at both ends.
-fn answer(bytes: usize) -> String {
+pub(crate) fn answer(bytes: usize) -> String {
     let line = "an answer line, with a café and a naïve résumé now and then\n";
     let mut text = String::with_capacity(bytes);
     text.push_str("HEAD ");

@@ -26,6 +26,8 @@
 //! - a 1 MB and a 10 MB answer through `subagent`, cut to the result budget
 //!   and kept whole, against one copy of the answer, and the peak memory
 //!   of delivering the 10 MB one ([`answer`]);
+//! - the peak memory of the real `dsh run` whose child answers 10 MB over a
+//!   local HTTP stream, end to end ([`answer_http`]);
 //! - one turn of 100 tool results fitted into a context window's room
 //!   ([`context`]);
 //! - one delegation to a freshly spawned `dsh acp` child against spawning the
@@ -37,6 +39,7 @@
 
 pub mod acp;
 pub mod answer;
+pub mod answer_http;
 pub mod cassette;
 pub mod context;
 mod fixture;
@@ -253,6 +256,9 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
         if plan.in_flight > 0 {
             rows.push(answer::memory_row(flavor)?);
         }
+    }
+    if plan.in_flight > 0 {
+        rows.push(answer_http::memory_row_or_failed());
     }
     for flavor in Flavor::ALL {
         rows.extend(cassette::rows(plan, flavor, plan.in_flight > 0)?);

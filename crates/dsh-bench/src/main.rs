@@ -12,8 +12,10 @@
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
 //! that measurement alone), `--answer <bytes> <flavor>` the long
-//! answer's, and `--replay-memory <requests> <flavor>` the replay's;
-//! `--tree <dsh>` the `dsh tree` measurement's.
+//! answer's, `--answer-http <bytes>` the long answer's through `dsh run`
+//! (the `dsh` binary named by `DSH_BENCH_DSH_BIN`), and
+//! `--replay-memory <requests> <flavor>` the replay's; `--tree <dsh>` the
+//! `dsh tree` measurement's.
 
 #![forbid(unsafe_code)]
 
@@ -33,15 +35,10 @@ fn main() -> ExitCode {
         ["--only", "answer"] => run_answer(&Plan::full()),
         ["--only", "cassette"] => run_cassette(&Plan::full()),
         ["--only", "tree"] => print_rows(dsh_bench::tree::rows()),
-        ["--tree", dsh] => match dsh_bench::tree::measure_child(std::path::Path::new(dsh)) {
-            Ok(line) => {
-                println!("{line}");
-                ExitCode::SUCCESS
-            }
-            Err(error) => {
-                eprintln!("dsh-bench: {error}");
-                ExitCode::FAILURE
-            }
+        ["--tree", dsh] => print_child(dsh_bench::tree::measure_child(std::path::Path::new(dsh))),
+        ["--answer-http", bytes] => match bytes.parse::<usize>() {
+            Ok(bytes) => print_child(dsh_bench::answer_http::memory_child(bytes)),
+            Err(_) => usage(),
         },
         [
             mode @ ("--in-flight" | "--queued" | "--answer" | "--replay-memory"),
@@ -51,24 +48,28 @@ fn main() -> ExitCode {
             let (Ok(count), Some(flavor)) = (count.parse::<usize>(), Flavor::parse(flavor)) else {
                 return usage();
             };
-            let child = match *mode {
+            print_child(match *mode {
                 "--queued" => dsh_bench::limits::queued_child(count, flavor),
                 "--answer" => dsh_bench::answer::memory_child(count, flavor),
                 "--replay-memory" => dsh_bench::cassette::replay_memory_child(count, flavor),
                 _ => dsh_bench::in_flight_child(count, flavor),
-            };
-            match child {
-                Ok(line) => {
-                    println!("{line}");
-                    ExitCode::SUCCESS
-                }
-                Err(error) => {
-                    eprintln!("dsh-bench: {error}");
-                    ExitCode::FAILURE
-                }
-            }
+            })
         }
         _ => usage(),
+    }
+}
+
+/// Prints what a child mode measured, or why it could not.
+fn print_child(child: Result<String, String>) -> ExitCode {
+    match child {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("dsh-bench: {error}");
+            ExitCode::FAILURE
+        }
     }
 }
 
@@ -109,6 +110,10 @@ fn run_answer(plan: &Plan) -> ExitCode {
         rows.extend(dsh_bench::answer::rows(plan, flavor)?);
         rows.push(dsh_bench::answer::memory_row(flavor)?);
         Ok::<_, String>(rows)
+    });
+    let rows = rows.map(|mut rows| {
+        rows.push(dsh_bench::answer_http::memory_row_or_failed());
+        rows
     });
     print_rows(rows)
 }

@@ -1,6 +1,8 @@
 //! The memory figures: a child process holds delegations in flight, and its
 //! peak RSS growth per delegation is read from `/proc`.
 
+use std::path::Path;
+
 use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::ResultBehavior;
 
@@ -11,14 +13,34 @@ use crate::{Flavor, Row, delegate_concurrent, yes_no};
 /// `--answer`) with `arg` on `flavor`, so that its peak RSS belongs to that
 /// one measurement, and reads the `N` numbers it prints.
 pub(crate) fn child_numbers<const N: usize>(mode: &str, arg: usize, flavor: Flavor) -> Result<[u64; N], String> {
-    let exe = std::env::current_exe().map_err(|error| error.to_string())?;
-    let output = std::process::Command::new(exe)
-        .args([mode, &arg.to_string(), flavor.name()])
-        .output()
-        .map_err(|error| error.to_string())?;
+    child_run(std::process::Command::new(current_exe()?).args([mode, &arg.to_string(), flavor.name()]))
+}
+
+/// Runs this bench again as a child with `args`, the `dsh` binary it runs
+/// named by [`DSH_BIN_ENV`](crate::acp::DSH_BIN_ENV), and reads the `N`
+/// numbers it prints.
+pub(crate) fn child_output<const N: usize>(args: &[&str], dsh: &Path) -> Result<[u64; N], String> {
+    child_run(
+        std::process::Command::new(current_exe()?)
+            .args(args)
+            .env(crate::acp::DSH_BIN_ENV, dsh),
+    )
+}
+
+fn current_exe() -> Result<std::path::PathBuf, String> {
+    std::env::current_exe().map_err(|error| error.to_string())
+}
+
+fn child_run<const N: usize>(command: &mut std::process::Command) -> Result<[u64; N], String> {
+    let output = command.output().map_err(|error| error.to_string())?;
     let text = String::from_utf8_lossy(&output.stdout);
     let numbers: Vec<u64> = text.split_whitespace().filter_map(|n| n.parse().ok()).collect();
     <[u64; N]>::try_from(numbers).map_err(|_| {
+        let mode = command
+            .get_args()
+            .next()
+            .map(|arg| arg.to_string_lossy())
+            .unwrap_or_default();
         format!(
             "the {mode} child failed: {text}{}",
             String::from_utf8_lossy(&output.stderr)

@@ -99,7 +99,10 @@ pub enum LlmError {
         /// reason, as [`collect_response`](crate::collect_response) reads it).
         attempts: u32,
         /// The answer's text that had streamed before the cut (empty when
-        /// none had).
+        /// none had). A [`ChatStream`](crate::ChatStream) leaves it empty,
+        /// since its consumer already holds every delta;
+        /// [`collect_response`](crate::collect_response) fills it in with the
+        /// text it collected.
         partial: String,
     },
 

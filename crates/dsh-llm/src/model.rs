@@ -359,7 +359,16 @@ pub async fn collect_response_with(
             item = stream.next() => item,
         };
         let Some(item) = item else { break };
-        let event = item?;
+        let event = match item {
+            Ok(event) => event,
+            // The text that streamed before the cut is the one collected here:
+            // a model's stream reports the cut without a copy of it.
+            Err(LlmError::StreamEnded { cut, attempts, partial }) => {
+                let partial = if partial.is_empty() { text } else { partial };
+                return Err(LlmError::StreamEnded { cut, attempts, partial });
+            }
+            Err(error) => return Err(error),
+        };
         on_event(&event);
         match event {
             ChatEvent::TextDelta(delta) => text.push_str(&delta),

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use dsh_subagent_api::{AgentId, StopReason, SubagentError, SubagentProvider, SubagentRun, concat_text};
+use dsh_subagent_api::{AgentId, ContentBlock, StopReason, SubagentError, SubagentProvider, SubagentRun, concat_text};
 use dsh_tools::budget::TextSize;
 use dsh_tools::panic_message;
 
@@ -350,26 +350,50 @@ impl Events {
         };
         let observer = Arc::downgrade(self);
         let run = run.map_result(move |result| async move {
-            let outcome = result.await;
+            let mut outcome = result.await;
             if let Some(events) = observer.upgrade() {
-                let (stop_reason, text, diagnostic) = match &outcome {
+                let (stop_reason, text, diagnostic) = match &mut outcome {
                     Ok(result) => (
                         result.stop_reason.clone(),
-                        concat_text(&result.output),
+                        lend_text(&mut result.output),
                         result.diagnostic.clone(),
                     ),
                     Err(_) => (StopReason::Error, String::new(), None),
                 };
-                events.notify(&SubagentEvent::RunEnded(RunEndInfo {
+                let ended = SubagentEvent::RunEnded(RunEndInfo {
                     run: end_info,
                     stop_reason,
                     last_assistant_message: (!text.is_empty()).then_some(text),
                     diagnostic,
-                }));
+                });
+                events.notify(&ended);
+                if let (Ok(result), SubagentEvent::RunEnded(end)) = (&mut outcome, ended) {
+                    give_back(&mut result.output, end.last_assistant_message);
+                }
             }
             outcome
         });
         (run, Some(run_id))
+    }
+}
+
+/// The text of a run's output for its run-ended event. An output of one
+/// text block (the usual answer) lends its text, which [`give_back`]
+/// returns once the listeners have heard it, so a long answer is not copied
+/// for the event; any other output's text is concatenated.
+fn lend_text(output: &mut [ContentBlock]) -> String {
+    match output {
+        [ContentBlock::Text { text, .. }] => std::mem::take(text),
+        blocks => concat_text(blocks),
+    }
+}
+
+/// Returns the text [`lend_text`] lent out of a one-text-block output.
+fn give_back(output: &mut [ContentBlock], lent: Option<String>) {
+    if let ([ContentBlock::Text { text, .. }], Some(lent)) = (output, lent)
+        && text.is_empty()
+    {
+        *text = lent;
     }
 }
 

@@ -57,6 +57,12 @@ async fn registers_lists_gets_starts_and_removes_providers_with_one_event_each()
     assert!(service.provider("spawn").is_none());
     fork.dispose();
     let log = log.lock().unwrap().clone();
+    // The run-ended event heard the answer the caller then read whole.
+    assert!(
+        log.iter()
+            .any(|line| line.starts_with("end ") && line.ends_with("Some(\"scripted subagent reply\")")),
+        "{log:?}"
+    );
     let provider_events: Vec<_> = log
         .iter()
         .filter(|l| l.starts_with("added") || l.starts_with("removed"))

@@ -8,7 +8,7 @@ use dsh_tools::{CancellationToken, ToolExecution, ToolResult};
 use tracing::Instrument;
 
 use super::fit::{Round, Sent, Turn};
-use super::{Agent, Phase};
+use super::{Agent, Phase, Runs};
 use crate::context::{Anchor, Estimate};
 use crate::trace;
 use crate::transcript::{TranscriptEntry, TurnTimes, now_ms};
@@ -221,15 +221,24 @@ impl Agent {
         if let Some(observer) = self.inner.runtime.observer() {
             observer.step_finished(self.id(), run.steps, run.usage, run.cost);
         }
-        run.turn.messages.push(response.to_message());
+        // The answer's text moves into the turn: a long answer is not copied.
+        let ChatResponse {
+            text,
+            tool_calls,
+            finish_reason,
+            ..
+        } = response;
+        run.turn
+            .messages
+            .push(Message::assistant_with_tool_calls(text, tool_calls.clone()));
         self.record_turn(&mut run.turn);
-        match response.finish_reason {
+        match finish_reason {
             dsh_llm::FinishReason::Length => return Next::Stop(AgentStop::MaxTokens),
             dsh_llm::FinishReason::ContentFilter => return Next::Stop(AgentStop::Refusal),
             _ => {}
         }
-        if !response.tool_calls.is_empty() {
-            return Next::CallTools(response.tool_calls);
+        if !tool_calls.is_empty() {
+            return Next::CallTools(tool_calls);
         }
         if self.close_unless_steered() {
             Next::Stop(AgentStop::Completed)
@@ -277,16 +286,20 @@ impl Agent {
         if let AgentStop::ContextWindow(context) = &stop {
             trace::record_context_stop(context);
         }
-        let turn = turn.messages;
-        let text = turn
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                Message::Assistant { content, .. } if !content.is_empty() => Some(content.clone()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        self.lock().history.extend(turn);
+        let mut turn = turn.messages;
+        let answer = turn.iter_mut().rev().find_map(|message| match message {
+            Message::Assistant { content, .. } if !content.is_empty() => Some(content),
+            _ => None,
+        });
+        let text = match self.inner.runs {
+            Runs::Many => {
+                let text = answer.cloned().unwrap_or_default();
+                self.lock().history.extend(turn);
+                text
+            }
+            // Nothing reads the conversation after the one run: its answer moves.
+            Runs::Once => answer.map(std::mem::take).unwrap_or_default(),
+        };
         let children_usage = since(self.lock().usage.children, children_before);
         times.ended_at_ms = now_ms();
         times.answer_bytes = text.len() as u64;

@@ -141,7 +141,6 @@ impl ChatModel for OpenAiChatModel {
             heard: false,
             asked_whole: false,
             yielded: false,
-            partial: String::new(),
         };
         Box::pin(futures::stream::unfold(run, Run::next))
     }
@@ -218,8 +217,6 @@ struct Run {
     asked_whole: bool,
     /// Whether any event reached the consumer.
     yielded: bool,
-    /// The text that reached the consumer.
-    partial: String,
 }
 
 /// The sends of one call: how many were made, and how many of them were
@@ -245,9 +242,6 @@ impl Run {
         loop {
             if let Some(event) = self.pending.pop_front() {
                 self.yielded = true;
-                if let ChatEvent::TextDelta(text) = &event {
-                    self.partial.push_str(text);
-                }
                 return Some((Ok(event), self));
             }
             if self.done {
@@ -427,12 +421,15 @@ impl Run {
         AfterCut::Fail(self.cut(cut))
     }
 
-    /// The error of a call cut as `cut`.
+    /// The error of a call cut as `cut`. Its `partial` is left empty: the
+    /// consumer holds every delta that reached it, and
+    /// [`collect_response`](crate::collect_response) puts its text there, so
+    /// a long answer is not kept twice while it streams.
     fn cut(&self, cut: StreamCut) -> LlmError {
         LlmError::StreamEnded {
             cut,
             attempts: self.sends.made,
-            partial: self.partial.clone(),
+            partial: String::new(),
         }
     }
 
