@@ -192,8 +192,12 @@ pub(crate) struct RawSubagent {
     pub(crate) auth: Option<Spanned<RawAuth>>,
     pub(crate) turn_timeout_ms: Option<Spanned<u64>>,
     pub(crate) cancel_grace_ms: Option<Spanned<u64>>,
-    pub(crate) dispose_eof_grace_ms: Option<Spanned<u64>>,
-    pub(crate) dispose_term_grace_ms: Option<Spanned<u64>>,
+    /// The launch's `eof_grace`; `dispose_eof_grace_ms` is its deprecated name.
+    #[serde(alias = "dispose_eof_grace_ms")]
+    pub(crate) eof_grace_ms: Option<Spanned<u64>>,
+    /// The launch's `term_grace`; `dispose_term_grace_ms` is its deprecated name.
+    #[serde(alias = "dispose_term_grace_ms")]
+    pub(crate) term_grace_ms: Option<Spanned<u64>>,
 }
 
 impl RawSubagent {
@@ -208,14 +212,8 @@ impl RawSubagent {
             ("auth", self.auth.as_ref().map(Spanned::span)),
             ("turn_timeout_ms", self.turn_timeout_ms.as_ref().map(Spanned::span)),
             ("cancel_grace_ms", self.cancel_grace_ms.as_ref().map(Spanned::span)),
-            (
-                "dispose_eof_grace_ms",
-                self.dispose_eof_grace_ms.as_ref().map(Spanned::span),
-            ),
-            (
-                "dispose_term_grace_ms",
-                self.dispose_term_grace_ms.as_ref().map(Spanned::span),
-            ),
+            ("eof_grace_ms", self.eof_grace_ms.as_ref().map(Spanned::span)),
+            ("term_grace_ms", self.term_grace_ms.as_ref().map(Spanned::span)),
         ]
         .into_iter()
         .filter_map(|(key, span)| span.map(|span| (key, span)))

@@ -452,16 +452,16 @@ impl AcpEntry<'_, '_> {
     fn graces(&self, raw: &RawSubagent, mut config: AcpConfig) -> Result<AcpConfig, ConfigFileError> {
         let graces = [
             ("cancel_grace_ms", &raw.cancel_grace_ms),
-            ("dispose_eof_grace_ms", &raw.dispose_eof_grace_ms),
-            ("dispose_term_grace_ms", &raw.dispose_term_grace_ms),
+            ("eof_grace_ms", &raw.eof_grace_ms),
+            ("term_grace_ms", &raw.term_grace_ms),
         ];
         if let Some(grace) = &raw.cancel_grace_ms {
             config = config.cancel_grace(Duration::from_millis(*grace.get_ref()));
         }
-        if let Some(grace) = &raw.dispose_eof_grace_ms {
+        if let Some(grace) = &raw.eof_grace_ms {
             config = config.eof_grace(Duration::from_millis(*grace.get_ref()));
         }
-        if let Some(grace) = &raw.dispose_term_grace_ms {
+        if let Some(grace) = &raw.term_grace_ms {
             config = config.term_grace(Duration::from_millis(*grace.get_ref()));
         }
         if config.longest_release() > RELEASE_GRACE

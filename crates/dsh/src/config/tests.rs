@@ -66,8 +66,8 @@ permission = "allow-first"
 auth = { method = "api-key" }
 turn_timeout_ms = 600000
 cancel_grace_ms = 1000
-dispose_eof_grace_ms = 500
-dispose_term_grace_ms = 700
+eof_grace_ms = 500
+term_grace_ms = 700
 max_depth = "provider-managed"
 
 [[mcp_servers]]
@@ -186,6 +186,29 @@ fn an_empty_file_configures_nothing() {
     assert!(config.mcp_servers.is_empty());
 }
 
+/// The release graces are read under the names of the launch's graces, and
+/// a file written with their deprecated names loads to the same values.
+#[test]
+fn the_graces_load_under_their_names_and_their_deprecated_ones() {
+    let acp = |graces: &str| {
+        let text = format!("[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\n{graces}");
+        let mut config = check(&text).unwrap();
+        match config.subagents.remove(0).provider {
+            Provider::Acp(acp) => acp,
+            _ => panic!("not acp"),
+        }
+    };
+    let named = acp("eof_grace_ms = 300\nterm_grace_ms = 900\n");
+    assert_eq!(named.launch.teardown.eof_grace, Duration::from_millis(300));
+    assert_eq!(named.launch.teardown.term_grace, Duration::from_millis(900));
+    let deprecated = acp("dispose_eof_grace_ms = 300\ndispose_term_grace_ms = 900\n");
+    assert_eq!(deprecated, named);
+    assert_ne!(acp(""), named, "the values above must differ from the defaults");
+    let both =
+        error("[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\neof_grace_ms = 300\ndispose_eof_grace_ms = 300\n");
+    assert!(both.contains("duplicate field `eof_grace_ms`"), "{both}");
+}
+
 /// Every refusal names the file, the line and column, the key path and the
 /// problem; the cases cover unknown keys, wrong types and contradictions.
 #[test]
@@ -237,7 +260,7 @@ fn errors_name_file_line_column_and_key() {
         ),
         (
             "graces longer than the tool waits",
-            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\ndispose_eof_grace_ms = 6000\ndispose_term_grace_ms = 3000\n",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\neof_grace_ms = 6000\nterm_grace_ms = 3000\n",
         ),
         (
             "unknown auth",

@@ -153,7 +153,7 @@ pub(crate) fn config_graces_too_long(
     grace: std::time::Duration,
 ) -> String {
     format!(
-        "a cancelled child's teardown could take {} ms (these graces plus {} ms after SIGKILL), longer than the {} ms the tool waits for it, so the call could not say whether the child was stopped; keep cancel_grace_ms + dispose_eof_grace_ms + dispose_term_grace_ms at most {} ms",
+        "a cancelled child's teardown could take {} ms (these graces plus {} ms after SIGKILL), longer than the {} ms the tool waits for it, so the call could not say whether the child was stopped; keep cancel_grace_ms + eof_grace_ms + term_grace_ms at most {} ms",
         budget.as_millis(),
         fixed.as_millis(),
         grace.as_millis(),
