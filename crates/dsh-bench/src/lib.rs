@@ -16,7 +16,8 @@
 //! - where the 10,000-concurrent row's time goes: the same calls with the
 //!   library taken out (the harness alone, then through the registry to a
 //!   tool that answers at once) and the scripted child alone, each against
-//!   the same floor (`parts`);
+//!   the same floor, and what is left of the delegation without them: the
+//!   library's own share (`parts`);
 //! - bytes per in-flight delegation: peak RSS growth (`VmHWM` minus the
 //!   `VmRSS` baseline after warm-up) with N delegations held in flight at a
 //!   [`Gate`], divided by N, in a fresh child process per flavor;
@@ -441,9 +442,20 @@ mod tests {
             "the harness alone",
             "a tool that answers at once",
             "the scripted child alone",
+            "the library's own share",
         ] {
             assert!(text.contains(figure), "{figure} missing from\n{text}");
         }
         assert!(text.contains("current-thread") && text.contains("multi-thread"));
+        for flavor in Flavor::ALL {
+            let library = report
+                .rows
+                .iter()
+                .find(|row| row.flavor == flavor.name() && row.figure.contains("the library's own share"))
+                .unwrap_or_else(|| panic!("no library row on {}:\n{text}", flavor.name()));
+            let micros = library.ours.strip_suffix(" µs").and_then(|n| n.parse::<f64>().ok());
+            assert!(micros.is_some_and(f64::is_finite), "{library:?}");
+            assert!(library.ratio.ends_with('×'), "{library:?}");
+        }
     }
 }

@@ -16,6 +16,13 @@
 //! - **the scripted child alone**: a task per call that starts the bench's
 //!   scripted child on the provider directly, takes its result and disposes
 //!   of it, answering over a oneshot.
+//!
+//! The whole delegation is measured in the same rounds, and **the library's
+//! own share** is what is left of it once the harness through the registry
+//! and the scripted child alone are taken out: both of those hold a task and
+//! a oneshot, which the delegation holds once, so the floor is added back
+//! once. It guards the library's part alone, which the delegation's row
+//! mixes with the harness's and the child's.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +34,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::{Caller, Fixture, Flavor, REPLY, Row, floor_concurrent, median, micros, ratio};
+use crate::{Caller, Fixture, Flavor, REPLY, Row, delegate_concurrent, floor_concurrent, median, micros, ratio};
 
 /// The name the tool that answers at once is registered under.
 const ANSWERS_AT_ONCE: &str = "answers_at_once";
@@ -133,7 +140,8 @@ async fn round(part: Part, fixture: &Fixture, caller: &Caller, count: usize) -> 
 }
 
 /// The rows of each part at `count` concurrent calls, `rounds` rounds each,
-/// interleaved with the floor's, each as a ratio to the floor.
+/// interleaved with the floor's and the whole delegation's, each as a ratio
+/// to the floor, then the library's own share.
 pub(crate) async fn rows(fixture: &Fixture, count: usize, rounds: usize, flavor: Flavor) -> Result<Vec<Row>, String> {
     let _registration = fixture
         .tools
@@ -143,15 +151,18 @@ pub(crate) async fn rows(fixture: &Fixture, count: usize, rounds: usize, flavor:
         .map_err(|error| error.to_string())?;
     let caller = fixture.caller();
     let mut floors = Vec::with_capacity(rounds);
+    let mut delegations = Vec::with_capacity(rounds);
     let mut parts = Part::ALL.map(|_| Vec::with_capacity(rounds));
     for _ in 0..rounds {
         floors.push(floor_concurrent(count).await);
         for (part, times) in Part::ALL.into_iter().zip(&mut parts) {
             times.push(round(part, fixture, &caller, count).await?);
         }
+        delegations.push(delegate_concurrent(&caller, count).await?);
     }
     let floor = micros(median(floors));
-    Ok(Part::ALL
+    let [_, registry, child] = parts.clone().map(|times| micros(median(times)));
+    let mut rows: Vec<Row> = Part::ALL
         .into_iter()
         .zip(parts)
         .map(|(part, times)| {
@@ -165,5 +176,33 @@ pub(crate) async fn rows(fixture: &Fixture, count: usize, rounds: usize, flavor:
                 target: "(none)".to_owned(),
             }
         })
-        .collect())
+        .collect();
+    rows.push(library_row(
+        count,
+        flavor,
+        micros(median(delegations)),
+        registry,
+        child,
+        floor,
+    ));
+    Ok(rows)
+}
+
+/// The library's own share of a delegation: the whole delegation less the
+/// harness through the registry and the scripted child alone, with the
+/// floor (a task and a oneshot, which both of those hold) added back once.
+fn library_row(count: usize, flavor: Flavor, delegation: f64, registry: f64, child: f64, floor: f64) -> Row {
+    let library = delegation - registry - child + floor;
+    Row {
+        figure: format!(
+            "… the library's own share: {count} concurrent delegations less the harness through the registry and the scripted child alone"
+        ),
+        flavor: flavor.name(),
+        ours: format!("{library:.2} µs"),
+        floor: format!("{floor:.2} µs"),
+        ratio: format!("{:.1}×", ratio(library, floor)),
+        target: format!(
+            "(none): delegation {delegation:.2} − registry {registry:.2} − child {child:.2} + floor {floor:.2} µs, the same rounds"
+        ),
+    }
 }
