@@ -119,7 +119,8 @@ impl ToolFilter {
 ///
 /// The tool that asked for the child sets [`tool`](Self::tool) and
 /// [`call_id`](Self::call_id); the service sets [`provider`](Self::provider)
-/// and [`queued`](Self::queued) when it admits the start.
+/// and [`queued`](Self::queued) when it admits the start, and
+/// [`task_id`](Self::task_id) when the child runs as a background task.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Provenance {
@@ -133,6 +134,9 @@ pub struct Provenance {
     /// How long the start waited for a slot of its tree (zero when it did
     /// not wait).
     pub queued: Duration,
+    /// The background task that runs the child (the id `task_output`
+    /// takes), when one does; set by the service that made the task.
+    pub task_id: Option<String>,
 }
 
 /// Whether the caller of a start waits for the child ([`StartRequest::mode`]).

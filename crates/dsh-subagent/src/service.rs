@@ -353,6 +353,7 @@ impl SubagentService {
         request.origin = SpanOrigin::ChildOf(span.clone());
         let spec = task::spec(label, owner, self.texts(&request.parent));
         let task_id = task::spawn(tasks, spec, span, move |control| async move {
+            request.provenance.task_id = Some(control.id().to_owned());
             let start = |cancel| async {
                 request.cancel = cancel;
                 let checked = service.checked_provider(&provider, &request)?;

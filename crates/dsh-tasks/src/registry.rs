@@ -112,6 +112,7 @@ impl TaskRegistry {
         let control = TaskControl::new();
         let entry = self.inner.lock().insert(spec, control.clone(), &self.texts)?;
         let id = lock(&entry.snapshot).id.clone();
+        control.name(&id);
         let work = producer(control);
         let inner = self.inner.clone();
         tokio::spawn(async move {

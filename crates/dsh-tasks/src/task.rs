@@ -140,6 +140,9 @@ impl TaskSpec {
 pub struct TaskControl {
     token: CancellationToken,
     reason: Arc<Mutex<Option<String>>>,
+    /// The task's id, set once the registry has numbered it (before its
+    /// producer is called).
+    id: Arc<std::sync::OnceLock<String>>,
 }
 
 impl TaskControl {
@@ -148,7 +151,19 @@ impl TaskControl {
         Self {
             token: CancellationToken::new(),
             reason: Arc::default(),
+            id: Arc::default(),
         }
+    }
+
+    /// Names the task once the registry has numbered it.
+    pub(crate) fn name(&self, id: &str) {
+        let _ = self.id.set(id.to_owned());
+    }
+
+    /// The task's id (the one `task_output` takes): what its producer
+    /// records of where the work runs.
+    pub fn id(&self) -> &str {
+        self.id.get().map_or("", String::as_str)
     }
 
     /// Kills the task: the first kill's `reason` is kept, and the token is

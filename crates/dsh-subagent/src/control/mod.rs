@@ -261,8 +261,10 @@ impl SubagentControl {
             span,
             move |activation, control| async move {
                 let checked = &checked;
+                let task_id = control.id().to_owned();
                 let start = move |kill: CancellationToken| async move {
                     let mut request = request;
+                    request.provenance.task_id = Some(task_id);
                     let caller = Caller {
                         provider: checked.name(),
                         parent: request.parent.id(),
