@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use dsh_llm::{Message, Usage};
-use dsh_subagent_api::{Lineage, ToolFilter};
+use dsh_subagent_api::{ChildLog, Lineage, RemoteChild, ToolFilter};
 use dsh_tools::{AgentId, AgentRef};
 
 use crate::transcript::{StartRecord, TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
@@ -282,7 +282,8 @@ impl AgentBuilder {
             provenance.tool.clone(),
             provenance.call_id.clone(),
             provenance.provider.clone(),
-        );
+        )
+        .with_task_id(provenance.task_id.clone());
         self.start = (!start.is_empty()).then_some(start);
         self.queued = (!provenance.queued.is_zero()).then_some(provenance.queued);
         self
@@ -528,11 +529,20 @@ impl Agent {
 
     /// A reference for tool calls made on this agent's behalf; in-process
     /// providers recover the agent from it with `handle::<Agent>()`.
+    ///
+    /// It also records in this agent's transcript (when it keeps one) the
+    /// children that run in another process ([`ChildLog`]).
     pub fn agent_ref(&self) -> AgentRef {
-        AgentRef::new(self.id().clone())
+        let agent = Arc::new(self.clone());
+        let agent_ref = AgentRef::new(self.id().clone())
             .with_depth(self.inner.info.depth)
             .with_lineage(self.inner.lineage.clone())
-            .with_handle(Arc::new(self.clone()))
+            .with_handle(agent.clone());
+        if self.inner.transcript.is_some() {
+            agent_ref.with_child_log(agent)
+        } else {
+            agent_ref
+        }
     }
 
     fn record(&self, entry: &TranscriptEntry) {
@@ -546,7 +556,10 @@ impl Agent {
     /// Records in this agent's transcript that its in-process child `child`
     /// began a run.
     pub(crate) fn record_child(&self, child: &AgentId) {
-        self.record(&TranscriptEntry::Child { id: child.clone() });
+        self.record(&TranscriptEntry::Child {
+            id: child.clone(),
+            elsewhere: None,
+        });
     }
 
     fn record_message(&self, message: &Message) {
@@ -585,6 +598,17 @@ impl Agent {
     /// only once its task first runs. The caller must start that run.
     pub(crate) fn open_turn(&self) {
         self.lock().inbox.phase = Phase::Open;
+    }
+}
+
+/// A child in another process: recorded in this agent's transcript, since
+/// it keeps none beside it.
+impl ChildLog for Agent {
+    fn remote_child(&self, id: &str, child: &RemoteChild) {
+        self.record(&TranscriptEntry::Child {
+            id: AgentId::new(id),
+            elsewhere: Some(child.clone()),
+        });
     }
 }
 

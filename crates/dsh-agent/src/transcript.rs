@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use dsh_llm::{Message, Usage};
+use dsh_subagent_api::RemoteChild;
 use dsh_tools::AgentId;
 use serde::{Deserialize, Serialize};
 
@@ -86,12 +87,20 @@ pub enum TranscriptEntry {
         /// The torn bytes (lossy UTF-8).
         torn: String,
     },
-    /// An in-process child of this agent began a run (its first, or a
-    /// continuation): its transcript is `<id>.jsonl` beside this one. A tree
-    /// view follows these entries instead of reading every transcript.
+    /// A child of this agent began a run (its first, or a continuation):
+    /// an in-process child's transcript is `<id>.jsonl` beside this one. A
+    /// tree view follows these entries instead of reading every transcript.
+    ///
+    /// A child in another process (an ACP agent) keeps no transcript here:
+    /// its entries carry what is known of it instead ([`RemoteChild`]), one
+    /// when its run is published and one when it ended.
     Child {
-        /// The child's id.
+        /// The child's id (for a child in another process, its run's id).
         id: AgentId,
+        /// What is known of a child in another process; absent for an
+        /// in-process child.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        elsewhere: Option<RemoteChild>,
     },
     /// A run ended.
     TurnEnd {
@@ -134,6 +143,10 @@ pub struct StartRecord {
     /// The registered name of the provider that ran the child.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    /// The background task that ran the child's first run (the id
+    /// `task_output` takes), when one did; absent in older transcripts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 impl StartRecord {
@@ -143,12 +156,20 @@ impl StartRecord {
             tool,
             call_id,
             provider,
+            task_id: None,
         }
+    }
+
+    /// Sets the background task that ran the child.
+    #[must_use]
+    pub fn with_task_id(mut self, task_id: Option<String>) -> Self {
+        self.task_id = task_id;
+        self
     }
 
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
-        self.tool.is_none() && self.call_id.is_none() && self.provider.is_none()
+        self.tool.is_none() && self.call_id.is_none() && self.provider.is_none() && self.task_id.is_none()
     }
 }
 
@@ -219,7 +240,7 @@ impl TranscriptWriter {
     }
 
     /// Writes one entry as one line: in a single write when the line is
-    /// under [`LINE_BUFFER`] bytes, as nearly every line is; a longer one
+    /// under 64 KiB (`LINE_BUFFER`), as nearly every line is; a longer one
     /// (a long answer) goes out as it is serialized, so it is never held
     /// whole beside the entry. A crash in the middle of one tears only that
     /// last line, which [`read_transcript`] reports and a resume repairs.

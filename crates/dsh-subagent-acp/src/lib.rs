@@ -17,3 +17,4 @@ pub use code::ErrorCode;
 pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, InvalidConfig, PermissionPolicy};
 pub use dsh_process::{BASE_ENV, Environment, Ladder, Launch};
 pub use provider::AcpProvider;
+pub use session::DATA_DIR_META;

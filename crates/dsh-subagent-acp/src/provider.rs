@@ -7,8 +7,8 @@ use std::time::Duration;
 use agent_client_protocol::v1::schema::StopReason as AcpStop;
 use dsh_process::ChildSpec;
 use dsh_subagent_api::{
-    Capabilities, ContentBlock, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
-    concat_text,
+    AgentRef, Capabilities, ContentBlock, RemoteChild, RemoteEnd, StartRequest, StopReason, SubagentError,
+    SubagentProvider, SubagentResult, SubagentRun, concat_text,
 };
 use futures::channel::oneshot;
 use futures::future::BoxFuture;
@@ -145,6 +145,7 @@ async fn start(
     });
     let task = AbortOnDrop(Some(task));
     let handle = until_published(task, published, &process, &state, &config, &request.cancel).await?;
+    let log = ParentLog::started(&request, &config, &state, &id);
     Ok(published_run(
         id,
         handle,
@@ -154,8 +155,58 @@ async fn start(
             run_cancel,
             done,
             config,
+            log,
         },
     ))
+}
+
+/// What the parent's records keep of a published child
+/// ([`AgentRef::record_remote_child`]): its start, then its end.
+struct ParentLog {
+    parent: AgentRef,
+    id: String,
+    child: RemoteChild,
+}
+
+impl ParentLog {
+    /// Records the start: how the child came about, its session, and the
+    /// data directory it named.
+    fn started(request: &StartRequest, config: &AcpConfig, state: &RunState, id: &str) -> Self {
+        let mut child = RemoteChild::new(config.name.clone(), now_ms());
+        child.tool.clone_from(&request.provenance.tool);
+        child.call_id.clone_from(&request.provenance.call_id);
+        child.label.clone_from(&request.label);
+        if let Some(opened) = state.opened() {
+            child.session = Some(opened.session);
+            child.data_dir = opened.data_dir;
+        }
+        request.parent.record_remote_child(id, &child);
+        Self {
+            parent: request.parent.clone(),
+            id: id.to_owned(),
+            child,
+        }
+    }
+
+    /// Records the end: its stop reason and its answer's size.
+    fn ended(mut self, result: &SubagentResult) {
+        self.child.at_ms = now_ms();
+        let answer_bytes = result
+            .output
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .map(|text| text.len() as u64)
+            .sum();
+        self.child.ended = Some(RemoteEnd::new(result.stop_reason.as_str(), answer_bytes));
+        self.parent.record_remote_child(&self.id, &self.child);
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch (0 before it).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// What the conversation task is given: the prompt's text, where and how the
@@ -252,6 +303,7 @@ struct Published {
     /// Set once the conversation task has ended.
     done: watch::Receiver<bool>,
     config: Arc<AcpConfig>,
+    log: ParentLog,
 }
 
 /// The run of a published conversation: its result settles once the
@@ -264,10 +316,15 @@ fn published_run(id: String, handle: JoinHandle<Result<Ended, Broken>>, publishe
         run_cancel,
         mut done,
         config,
+        log,
     } = published;
     let result = {
         let (process, run_cancel, config) = (process.clone(), run_cancel.clone(), config.clone());
-        async move { Ok(settle(handle.await, &state, &process, &run_cancel, &config).await) }
+        async move {
+            let result = settle(handle.await, &state, &process, &run_cancel, &config).await;
+            log.ended(&result);
+            Ok(result)
+        }
     };
     let dispose = move || async move {
         run_cancel.cancel();

@@ -21,7 +21,7 @@ use crate::child_update::{ProgressSink, child_update};
 use crate::config::{AcpAuth, PermissionPolicy};
 use crate::diagnostic::Stage;
 use crate::printable::printable;
-use crate::transport::{AuthOffer, Outgoing, RunState};
+use crate::transport::{AuthOffer, Opened, Outgoing, RunState};
 
 /// How a conversation ended, as far as the protocol tells.
 #[derive(Debug)]
@@ -124,6 +124,12 @@ pub(crate) fn choose_auth(auth: &AcpAuth, offers: &[AuthOffer], env_set: &[Strin
             .map(|offer| offer.id.clone())),
     }
 }
+
+/// The `_meta` key of a `session/new` answer under which an agent that
+/// keeps dsh transcripts (`dsh acp --data-dir`) names its data directory,
+/// as an absolute path: the parent records it, and its tree view reads the
+/// child's own tree there (the session id is the child's agent id).
+pub const DATA_DIR_META: &str = "dsh.dataDir";
 
 /// What one conversation needs.
 pub(crate) struct Conversation {
@@ -296,6 +302,16 @@ async fn open_session(
         .send_request(NewSessionRequest::new(cwd).meta(meta))
         .block_task()
         .await?;
+    let data_dir = session
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get(crate::DATA_DIR_META)?.as_str())
+        .filter(|dir| std::path::Path::new(dir).is_absolute())
+        .map(str::to_owned);
+    state.set_opened(Opened {
+        session: session.session_id.to_string(),
+        data_dir,
+    });
     Ok(Ok(session.session_id))
 }
 

@@ -35,6 +35,17 @@ struct Seen {
     auth_offers: Vec<AuthOffer>,
     output: String,
     session_id: Option<String>,
+    opened: Option<Opened>,
+}
+
+/// The session a child opened, and where it keeps its own records.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Opened {
+    /// The session's id.
+    pub(crate) session: String,
+    /// The data directory the child named in its `session/new` answer's
+    /// `_meta` ([`crate::DATA_DIR_META`]), when it named one.
+    pub(crate) data_dir: Option<String>,
 }
 
 /// An authentication method the child listed in its `initialize` answer,
@@ -122,6 +133,16 @@ impl RunState {
 
     pub(crate) fn set_session(&self, id: String) {
         self.seen().session_id = Some(id);
+    }
+
+    /// Records the session the child opened (before it is published).
+    pub(crate) fn set_opened(&self, opened: Opened) {
+        self.seen().opened = Some(opened);
+    }
+
+    /// The session the child opened, once it has.
+    pub(crate) fn opened(&self) -> Option<Opened> {
+        self.seen().opened.clone()
     }
 
     pub(crate) fn is_session(&self, id: &str) -> bool {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Lineage;
+use crate::{ChildLog, Lineage, RemoteChild};
 
 /// The stable identifier of an agent (its durable session id).
 ///
@@ -78,6 +78,7 @@ struct Identity {
     depth: u64,
     handle: Option<Arc<dyn Any + Send + Sync>>,
     lineage: Lineage,
+    child_log: Option<Arc<dyn ChildLog>>,
 }
 
 impl AgentRef {
@@ -88,6 +89,7 @@ impl AgentRef {
             depth: 0,
             handle: None,
             lineage: Lineage::default(),
+            child_log: None,
         }))
     }
 
@@ -111,6 +113,23 @@ impl AgentRef {
     pub fn with_lineage(mut self, lineage: Lineage) -> Self {
         Arc::make_mut(&mut self.0).lineage = lineage;
         self
+    }
+
+    /// Attaches where the agent records its children that run in another
+    /// process ([`ChildLog`]).
+    #[must_use]
+    pub fn with_child_log(mut self, log: Arc<dyn ChildLog>) -> Self {
+        Arc::make_mut(&mut self.0).child_log = Some(log);
+        self
+    }
+
+    /// Records what is known of its child `id` that runs in another
+    /// process, in the agent's records when it keeps any (a no-op
+    /// otherwise).
+    pub fn record_remote_child(&self, id: &str, child: &RemoteChild) {
+        if let Some(log) = &self.0.child_log {
+            log.remote_child(id, child);
+        }
     }
 
     /// Where the agent sits in its delegation tree.
@@ -140,6 +159,7 @@ impl fmt::Debug for AgentRef {
             .field("id", &self.0.id)
             .field("depth", &self.0.depth)
             .field("has_handle", &self.0.handle.is_some())
+            .field("has_child_log", &self.0.child_log.is_some())
             .field("lineage", &self.0.lineage)
             .finish()
     }

@@ -16,10 +16,14 @@ use dsh_agent::transcript::{
     StartRecord, Transcript, TranscriptEntry, TranscriptError, TurnTimes, read_transcript, transcript_path,
 };
 use dsh_llm::Message;
-use dsh_subagent_api::AgentId;
+use dsh_subagent_api::{AgentId, RemoteChild};
 
 use crate::node::{Cost, Ending, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
 use crate::wording;
+
+/// The tool that reads a background task's output: the parent's reads of
+/// a task from its start are what its model read of that child's result.
+const TASK_OUTPUT: &str = "task_output";
 
 /// How many levels below the root are shown; deeper children are reported
 /// as a [`Problem::TooDeep`] on the node where showing stopped.
@@ -87,11 +91,10 @@ pub fn load(data_dir: &Path, root: Option<&str>) -> Result<Tree, LoadError> {
         None => latest_top_level(&dir)?.ok_or(LoadError::NoAgents { dir: dir.clone() })?,
     };
     let mut loader = Loader {
-        data_dir,
-        headers: None,
+        headers: HashMap::new(),
         on_path: HashSet::new(),
     };
-    let mut node = loader.node(&root, None, 0);
+    let mut node = loader.node(data_dir, &root, None, 0);
     if let Some(parent) = node.parent.as_deref()
         && !transcript_path(data_dir, &AgentId::new(parent)).is_file()
     {
@@ -166,13 +169,38 @@ struct Call {
     shown_bytes: Option<u64>,
 }
 
-struct Loader<'a> {
-    data_dir: &'a Path,
-    /// Every transcript's header, by parent: read only for transcripts
-    /// that do not name their children.
-    headers: Option<HashMap<String, Vec<(u64, String)>>>,
-    /// The agents from the root down to the node being read.
-    on_path: HashSet<String>,
+/// What a parent's transcript says about its children's results: the tool
+/// calls that started them, by call id, and what its model read of each
+/// background task's output, by task id.
+#[derive(Default)]
+struct Calls {
+    by_id: HashMap<String, Call>,
+    /// The size of the last `task_output` read of each task from its
+    /// start (no offset): the read that found it finished, when it was.
+    task_reads: HashMap<String, u64>,
+}
+
+impl Calls {
+    /// The result of a child started by call `call_id`, whose first answer
+    /// had `full` bytes and which ran as task `task_id`, when it did.
+    fn result(&self, call_id: &str, full: Option<u64>, task_id: Option<&str>) -> Option<(&Call, Option<ResultSize>)> {
+        let call = self.by_id.get(call_id)?;
+        let result = if call.background {
+            let shown = task_id.and_then(|task| self.task_reads.get(task).copied());
+            (full.is_some() || shown.is_some()).then(|| ResultSize::new(full, shown))
+        } else {
+            Some(ResultSize::new(full, call.shown_bytes))
+        };
+        Some((call, result))
+    }
+}
+
+struct Loader {
+    /// Every transcript's header, by parent, per data directory: read only
+    /// for transcripts that do not name their children.
+    headers: HashMap<PathBuf, HashMap<String, Vec<(u64, String)>>>,
+    /// The transcripts from the root down to the node being read.
+    on_path: HashSet<PathBuf>,
 }
 
 /// What a transcript's header says beyond the node's own fields.
@@ -181,11 +209,19 @@ struct HeaderFacts {
     call_id: Option<String>,
 }
 
-impl Loader<'_> {
-    /// Reads agent `id` and, below it, its children. `calls` are the tool
-    /// calls of its parent's transcript, by id.
-    fn node(&mut self, id: &str, calls: Option<&HashMap<String, Call>>, level: usize) -> Loaded {
-        let path = transcript_path(self.data_dir, &AgentId::new(id));
+/// A child as its parent's transcript names it: in process (its transcript
+/// beside the parent's), or in another process, with what the parent
+/// recorded of its start and end.
+struct Named {
+    id: String,
+    elsewhere: Option<(RemoteChild, Option<RemoteChild>)>,
+}
+
+impl Loader {
+    /// Reads agent `id` under `data_dir` and, below it, its children.
+    /// `calls` are the tool calls of its parent's transcript.
+    fn node(&mut self, data_dir: &Path, id: &str, calls: Option<&Calls>, level: usize) -> Loaded {
+        let path = transcript_path(data_dir, &AgentId::new(id));
         let mut node = Node::new(
             id,
             0,
@@ -221,18 +257,18 @@ impl Loader<'_> {
             }
         };
         node.turns = turns(&transcript);
-        if let Some(call) = facts
+        let full = node.turns.first().and_then(|turn| turn.answer_bytes);
+        if let Some((call, result)) = facts
             .call_id
             .as_deref()
-            .and_then(|call_id| calls.and_then(|calls| calls.get(call_id)))
+            .and_then(|call_id| calls.and_then(|calls| calls.result(call_id, full, node.task_id.as_deref())))
         {
             node.tool = node.tool.take().or_else(|| Some(call.tool.clone()));
-            if !call.background {
-                let full = node.turns.first().and_then(|turn| turn.answer_bytes);
-                node.result = Some(ResultSize::new(full, call.shown_bytes));
-            }
+            node.result = result;
         }
-        self.children(&transcript, &mut node, level);
+        self.on_path.insert(path.clone());
+        self.children(data_dir, &transcript, &mut node, level);
+        self.on_path.remove(&path);
         node.total();
         Loaded {
             node,
@@ -242,12 +278,16 @@ impl Loader<'_> {
 
     /// Reads the children `transcript` names (or, for an older transcript
     /// that names none, those whose headers name it).
-    fn children(&mut self, transcript: &Transcript, node: &mut Node, level: usize) {
-        let mut ids = named_children(transcript);
-        if ids.is_empty() && !names_children(transcript) {
-            ids = self.children_by_header(&node.id);
+    fn children(&mut self, data_dir: &Path, transcript: &Transcript, node: &mut Node, level: usize) {
+        let mut named = named_children(transcript);
+        if named.is_empty() && !names_children(transcript) {
+            named = self
+                .children_by_header(data_dir, &node.id)
+                .into_iter()
+                .map(|id| Named { id, elsewhere: None })
+                .collect();
         }
-        if ids.is_empty() {
+        if named.is_empty() {
             return;
         }
         if level >= MAX_SHOWN_DEPTH {
@@ -255,10 +295,10 @@ impl Loader<'_> {
             return;
         }
         let calls = calls(transcript);
-        self.on_path.insert(node.id.clone());
-        for id in ids {
-            if self.on_path.contains(&id) {
-                node.problems.push(Problem::Cycle { child: id });
+        for Named { id, elsewhere } in named {
+            if let Some((start, end)) = elsewhere {
+                let child = self.remote(&id, &start, end.as_ref(), node.depth, &calls, level + 1);
+                node.children.push(child);
                 continue;
             }
             if !valid_agent_id(&id) {
@@ -267,7 +307,14 @@ impl Loader<'_> {
                 });
                 continue;
             }
-            let mut child = self.node(&id, Some(&calls), level + 1);
+            if self
+                .on_path
+                .contains(&transcript_path(data_dir, &AgentId::new(id.as_str())))
+            {
+                node.problems.push(Problem::Cycle { child: id });
+                continue;
+            }
+            let mut child = self.node(data_dir, &id, Some(&calls), level + 1);
             if let Some(parent) = child.parent.as_deref()
                 && parent != node.id
             {
@@ -276,20 +323,95 @@ impl Loader<'_> {
             }
             node.children.push(child.node);
         }
-        self.on_path.remove(&node.id);
     }
 
-    /// The agents whose headers name `parent`, oldest first (for
-    /// transcripts that do not name their children).
-    fn children_by_header(&mut self, parent: &str) -> Vec<String> {
-        let data_dir = self.data_dir;
+    /// A child that ran in another process: its own tree, read from the
+    /// data directory it named when its transcript is there; otherwise
+    /// what its parent recorded, marked as run elsewhere.
+    fn remote(
+        &mut self,
+        id: &str,
+        start: &RemoteChild,
+        end: Option<&RemoteChild>,
+        parent_depth: u64,
+        calls: &Calls,
+        level: usize,
+    ) -> Node {
+        let depth = parent_depth.saturating_add(1);
+        let ended = end.and_then(|end| end.ended.as_ref());
+        let recorded = match (&start.data_dir, &start.session) {
+            (Some(dir), Some(session)) if valid_agent_id(session) => Some((PathBuf::from(dir), session.as_str())),
+            _ => None,
+        };
+        let mut missing = None;
+        if let Some((dir, session)) = recorded {
+            let path = transcript_path(&dir, &AgentId::new(session));
+            if path.is_file() && !self.on_path.contains(&path) {
+                let mut node = self.node(&dir, session, None, level).node;
+                deepen(&mut node, depth);
+                node.tool.clone_from(&start.tool);
+                node.provider = Some(start.provider.clone());
+                node.label = start.label.clone().or(node.label);
+                let full = ended
+                    .map(|ended| ended.answer_bytes)
+                    .or_else(|| node.turns.first().and_then(|turn| turn.answer_bytes));
+                node.result = remote_result(start, full, calls);
+                return node;
+            }
+            missing = Some(path.display().to_string());
+        }
+        let ran = wording::ran_elsewhere(&start.provider, start.session.as_deref());
+        let mut node = Node::new(id, depth, Place::Elsewhere { ran });
+        node.tool.clone_from(&start.tool);
+        node.label.clone_from(&start.label);
+        node.provider = Some(start.provider.clone());
+        node.created_at_ms = Some(start.at_ms);
+        let mut turn = Turn {
+            started_at_ms: Some(start.at_ms),
+            ..Turn::default()
+        };
+        if let (Some(end), Some(ended)) = (end, ended) {
+            turn.ending = Ending::from_stop(&ended.stop);
+            turn.ended_at_ms = Some(end.at_ms);
+            turn.answer_bytes = Some(ended.answer_bytes);
+        }
+        node.turns.push(turn);
+        node.result = remote_result(start, ended.map(|ended| ended.answer_bytes), calls);
+        if let Some(path) = missing {
+            node.problems.push(Problem::Missing { path });
+        }
+        node.total();
+        node
+    }
+
+    /// The agents whose headers name `parent` under `data_dir`, oldest
+    /// first (for transcripts that do not name their children).
+    fn children_by_header(&mut self, data_dir: &Path, parent: &str) -> Vec<String> {
         let headers = self
             .headers
-            .get_or_insert_with(|| index_headers(&data_dir.join("agents")));
+            .entry(data_dir.to_owned())
+            .or_insert_with(|| index_headers(&data_dir.join("agents")));
         headers
             .get(parent)
             .map(|children| children.iter().map(|(_, id)| id.clone()).collect())
             .unwrap_or_default()
+    }
+}
+
+/// The result of a child in another process, from the call that started it.
+fn remote_result(start: &RemoteChild, full: Option<u64>, calls: &Calls) -> Option<ResultSize> {
+    let call_id = start.call_id.as_deref()?;
+    calls.result(call_id, full, None).and_then(|(_, result)| result)
+}
+
+/// Places a subtree read from another process's records below a parent of
+/// depth `depth - 1`: every depth there counts from its own top-level
+/// agent, so each is moved down by `depth`.
+fn deepen(node: &mut Node, depth: u64) {
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        node.depth = node.depth.saturating_add(depth);
+        stack.extend(node.children.iter_mut());
     }
 }
 
@@ -352,10 +474,12 @@ fn read_header(transcript: &Transcript, id: &str, node: &mut Node) -> Result<Hea
         tool,
         call_id,
         provider,
+        task_id,
         ..
     } = start;
     node.tool = tool;
     node.provider = provider;
+    node.task_id = task_id;
     Ok(HeaderFacts {
         parent: parent.as_ref().map(ToString::to_string),
         call_id,
@@ -421,18 +545,30 @@ fn apply_times(turn: &mut Turn, times: &TurnTimes) {
 }
 
 /// The children a transcript names, each once, in the order they first
-/// began.
-fn named_children(transcript: &Transcript) -> Vec<String> {
-    let mut seen = HashSet::new();
-    transcript
-        .entries
-        .iter()
-        .filter_map(|entry| match entry {
-            TranscriptEntry::Child { id } => Some(id.to_string()),
-            _ => None,
-        })
-        .filter(|id| seen.insert(id.clone()))
-        .collect()
+/// began; a child in another process with its first and last records.
+fn named_children(transcript: &Transcript) -> Vec<Named> {
+    let mut named: Vec<Named> = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for entry in &transcript.entries {
+        let TranscriptEntry::Child { id, elsewhere } = entry else {
+            continue;
+        };
+        match seen.get(id.as_str()) {
+            Some(&index) => {
+                if let (Some(record), Some((_, last))) = (elsewhere, named[index].elsewhere.as_mut()) {
+                    *last = Some(record.clone());
+                }
+            }
+            None => {
+                seen.insert(id.to_string(), named.len());
+                named.push(Named {
+                    id: id.to_string(),
+                    elsewhere: elsewhere.clone().map(|record| (record, None)),
+                });
+            }
+        }
+    }
+    named
 }
 
 /// Whether the transcript was written by a version that names children
@@ -444,19 +580,29 @@ fn names_children(transcript: &Transcript) -> bool {
         .any(|entry| matches!(entry, TranscriptEntry::TurnEnd { times: Some(_), .. }))
 }
 
-/// The tool calls of a transcript, by id: the tool, whether it ran in the
-/// background, and the size of its result.
-fn calls(transcript: &Transcript) -> HashMap<String, Call> {
-    let mut calls = HashMap::new();
+/// The tool calls of a transcript: by id, the tool, whether it ran in the
+/// background, and the size of its result; by task id, the size of the
+/// last `task_output` read of each task from its start.
+fn calls(transcript: &Transcript) -> Calls {
+    let mut calls = Calls::default();
+    // The task each `task_output` call (read from the start) asked for.
+    let mut reads: HashMap<String, String> = HashMap::new();
     for message in transcript.messages() {
         match message {
             Message::Assistant { tool_calls, .. } => {
                 for call in tool_calls {
-                    let background = serde_json::from_str::<serde_json::Value>(&call.arguments)
-                        .ok()
-                        .and_then(|arguments| arguments.get("run_in_background")?.as_bool())
+                    let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments).ok();
+                    let argument = |name: &str| arguments.as_ref().and_then(|arguments| arguments.get(name));
+                    let background = argument("run_in_background")
+                        .and_then(serde_json::Value::as_bool)
                         .unwrap_or(false);
-                    calls.insert(
+                    if call.name == TASK_OUTPUT
+                        && argument("offset").and_then(serde_json::Value::as_u64).unwrap_or(0) == 0
+                        && let Some(task) = argument("task_id").and_then(serde_json::Value::as_str)
+                    {
+                        reads.insert(call.id.clone(), task.trim().to_owned());
+                    }
+                    calls.by_id.insert(
                         call.id.clone(),
                         Call {
                             tool: call.name.clone(),
@@ -467,7 +613,10 @@ fn calls(transcript: &Transcript) -> HashMap<String, Call> {
                 }
             }
             Message::Tool { tool_call_id, content } => {
-                if let Some(call) = calls.get_mut(&tool_call_id) {
+                if let Some(task) = reads.get(&tool_call_id) {
+                    calls.task_reads.insert(task.clone(), content.len() as u64);
+                }
+                if let Some(call) = calls.by_id.get_mut(&tool_call_id) {
                     call.shown_bytes = Some(content.len() as u64);
                 }
             }

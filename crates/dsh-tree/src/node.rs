@@ -195,9 +195,10 @@ pub enum Place {
     /// Seen only in live events, in this process.
     Live,
     /// It ran in another process (an ACP agent) whose records are not
-    /// read here.
+    /// read here: what is shown is what its parent recorded.
     Elsewhere {
-        /// Where it ran, in words (its provider).
+        /// Where it ran, in words: its provider, and its session there
+        /// when known.
         ran: String,
     },
 }

@@ -56,3 +56,12 @@ pub(crate) fn unlistable(dir: &Path, error: &std::io::Error) -> String {
 pub(crate) fn other_parent(parent: &str) -> String {
     format!("its header names {parent} as its parent")
 }
+
+/// Where a child in another process ran, for [`Place::Elsewhere`](crate::Place::Elsewhere):
+/// its provider, and its session there when known.
+pub(crate) fn ran_elsewhere(provider: &str, session: Option<&str>) -> String {
+    match session {
+        Some(session) => format!("{provider}, session {session}"),
+        None => provider.to_owned(),
+    }
+}

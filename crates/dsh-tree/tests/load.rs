@@ -8,7 +8,7 @@ use std::path::Path;
 use dsh_agent::transcript::{TranscriptEntry, TranscriptWriter, transcript_path};
 use dsh_llm::{Message, ToolCall, Usage};
 use dsh_subagent_api::AgentId;
-use dsh_tree::{Ending, LoadError, Problem, load};
+use dsh_tree::{Ending, LoadError, Place, Problem, load};
 
 /// Writes a transcript's entries as lines.
 fn write(dir: &Path, id: &str, entries: &[serde_json::Value]) {
@@ -311,5 +311,256 @@ fn a_transcript_the_agent_loop_writes_loads() {
     assert_eq!(
         tree.root.tokens,
         Some(dsh_tree::Tokens::from_usage(&Usage::reported(100, 20)))
+    );
+}
+
+/// A parent that called an ACP agent's tool (`remote`, call `c9`, answered
+/// with 40 bytes) and recorded the child's start and end, naming its
+/// session and, when given, the data directory where it keeps its own
+/// transcripts.
+fn parent_of_remote(dir: &Path, data_dir: Option<&Path>) {
+    let call = Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![ToolCall {
+            id: "c9".into(),
+            name: "remote".into(),
+            arguments: r#"{"description":"ask it","prompt":"p"}"#.into(),
+        }],
+    };
+    let mut record = serde_json::json!({
+        "provider": "acp:remote", "tool": "remote", "call_id": "c9", "label": "ask it",
+        "session": "sess-1", "at_ms": 2_100,
+    });
+    if let Some(data_dir) = data_dir {
+        record["data_dir"] = data_dir.display().to_string().into();
+    }
+    let mut ended = record.clone();
+    ended["at_ms"] = 2_900.into();
+    ended["ended"] = serde_json::json!({"stop": "completed", "answer_bytes": 40});
+    write(
+        dir,
+        "root",
+        &[
+            header("root", None, "dsh run", serde_json::Value::Null),
+            serde_json::json!({"type": "message", "message": Message::user("go")}),
+            serde_json::json!({"type": "message", "message": call}),
+            serde_json::json!({"type": "child", "id": "acp-1", "elsewhere": record}),
+            serde_json::json!({"type": "child", "id": "acp-1", "elsewhere": ended}),
+            serde_json::json!({"type": "message", "message": Message::tool("c9", "y".repeat(40))}),
+            end("completed", 2_000, 3_000, 5),
+        ],
+    );
+}
+
+#[test]
+fn an_acp_child_shows_its_own_tree_from_the_data_directory_it_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    parent_of_remote(dir.path(), Some(remote.path()));
+    // The other process's records: its session's agent, and a child of it.
+    write(
+        remote.path(),
+        "sess-1",
+        &[
+            header("sess-1", None, "dsh acp", serde_json::Value::Null),
+            child("deep"),
+            end("completed", 2_200, 2_800, 40),
+        ],
+    );
+    write(
+        remote.path(),
+        "deep",
+        &[
+            header(
+                "deep",
+                Some("sess-1"),
+                "look",
+                serde_json::json!({"tool": "subagent", "call_id": "x", "provider": "spawn"}),
+            ),
+            end("completed", 2_300, 2_400, 7),
+        ],
+    );
+    let tree = load(dir.path(), Some("root")).unwrap();
+    let acp = &tree.root.children[0];
+    assert_eq!(acp.id, "sess-1");
+    assert_eq!(acp.depth, 1);
+    assert_eq!(acp.tool.as_deref(), Some("remote"));
+    assert_eq!(acp.label.as_deref(), Some("ask it"));
+    assert_eq!(acp.provider.as_deref(), Some("acp:remote"));
+    assert_eq!(
+        acp.place,
+        Place::Transcript {
+            path: transcript_path(remote.path(), &AgentId::new("sess-1"))
+                .display()
+                .to_string()
+        }
+    );
+    assert_eq!(acp.ending(), Some(&Ending::Completed));
+    let result = acp.result.unwrap();
+    assert_eq!(
+        (result.full_bytes, result.shown_bytes, result.cut),
+        (Some(40), Some(40), false)
+    );
+    assert_eq!(acp.children.len(), 1);
+    assert_eq!(acp.children[0].id, "deep");
+    assert_eq!(acp.children[0].depth, 2);
+    // Its tokens count in the parent's subtree.
+    assert_eq!(tree.root.subtree_tokens.unwrap().total(), 360);
+    assert!(tree.walk().iter().all(|(_, node)| node.problems.is_empty()));
+}
+
+#[test]
+fn an_acp_child_whose_records_cannot_be_read_says_where_it_ran() {
+    // No data directory named: what the parent recorded, run elsewhere.
+    let dir = tempfile::tempdir().unwrap();
+    parent_of_remote(dir.path(), None);
+    let tree = load(dir.path(), Some("root")).unwrap();
+    let acp = &tree.root.children[0];
+    assert_eq!(acp.id, "acp-1");
+    assert_eq!(
+        acp.place,
+        Place::Elsewhere {
+            ran: "acp:remote, session sess-1".into()
+        }
+    );
+    assert_eq!(acp.tool.as_deref(), Some("remote"));
+    assert_eq!(acp.label.as_deref(), Some("ask it"));
+    assert_eq!(acp.ending(), Some(&Ending::Completed));
+    assert_eq!(acp.running_ms(0), Some(800));
+    assert_eq!(acp.result.unwrap().full_bytes, Some(40));
+    assert!(acp.problems.is_empty());
+
+    // A data directory named, but not readable here (another host's).
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("elsewhere");
+    parent_of_remote(dir.path(), Some(&gone));
+    let tree = load(dir.path(), Some("root")).unwrap();
+    let acp = &tree.root.children[0];
+    assert!(matches!(acp.place, Place::Elsewhere { .. }), "{:?}", acp.place);
+    assert_eq!(acp.problems.len(), 1);
+    assert!(
+        acp.problems[0].to_string().starts_with("no transcript at "),
+        "{}",
+        acp.problems[0]
+    );
+}
+
+#[test]
+fn a_background_child_shows_its_task_and_what_its_parent_read_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![ToolCall {
+            id: "c1".into(),
+            name: "subagent".into(),
+            arguments: r#"{"description":"bg","prompt":"p","run_in_background":true}"#.into(),
+        }],
+    };
+    let read = |id: &str, arguments: &str| Message::Assistant {
+        content: String::new(),
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: "task_output".into(),
+            arguments: arguments.into(),
+        }],
+    };
+    let entries: Vec<serde_json::Value> = [
+        Message::user("go"),
+        start,
+        Message::tool("c1", "started background subagent task subagent-1"),
+        // Read while it ran, then once it had finished (cut), then a page.
+        read("r1", r#"{"task_id":"subagent-1"}"#),
+        Message::tool("r1", "(running)"),
+        read("r2", r#"{"task_id":"subagent-1","wait_ms":1000}"#),
+        Message::tool("r2", "z".repeat(700)),
+        read("r3", r#"{"task_id":"subagent-1","offset":700}"#),
+        Message::tool("r3", "page"),
+    ]
+    .into_iter()
+    .map(|message| serde_json::json!({"type": "message", "message": message}))
+    .collect();
+    let mut root = vec![header("root", None, "r", serde_json::Value::Null)];
+    root.extend(entries);
+    root.insert(3, child("kid"));
+    root.push(end("completed", 1_000, 5_000, 2));
+    write(dir.path(), "root", &root);
+    write(
+        dir.path(),
+        "kid",
+        &[
+            header(
+                "kid",
+                Some("root"),
+                "bg",
+                serde_json::json!({"tool": "subagent", "call_id": "c1", "provider": "spawn", "task_id": "subagent-1"}),
+            ),
+            end("completed", 1_100, 2_000, 5_000),
+        ],
+    );
+    let tree = load(dir.path(), Some("root")).unwrap();
+    let kid = &tree.root.children[0];
+    assert_eq!(kid.task_id.as_deref(), Some("subagent-1"));
+    let result = kid.result.unwrap();
+    assert_eq!(
+        (result.full_bytes, result.shown_bytes, result.cut),
+        (Some(5_000), Some(700), true)
+    );
+    let json = serde_json::to_value(&tree).unwrap();
+    assert_eq!(json["root"]["children"][0]["task_id"], "subagent-1");
+}
+
+#[test]
+fn a_cycle_in_the_headers_and_a_file_without_a_header_are_marked() {
+    // Older transcripts, found by their headers: `a` and `b` name each
+    // other as parent; `c` under `a` has no header at all.
+    let dir = tempfile::tempdir().unwrap();
+    let old_end = serde_json::json!({"type": "turn_end", "stop": "completed", "steps": 1});
+    write(
+        dir.path(),
+        "a",
+        &[header("a", Some("b"), "a", serde_json::Value::Null), old_end.clone()],
+    );
+    write(
+        dir.path(),
+        "b",
+        &[header("b", Some("a"), "b", serde_json::Value::Null), old_end.clone()],
+    );
+    write(
+        dir.path(),
+        "c",
+        &[header("c", Some("a"), "c", serde_json::Value::Null), old_end.clone()],
+    );
+    let tree = load(dir.path(), Some("a")).unwrap();
+    let ids: Vec<&str> = tree.root.children.iter().map(|child| child.id.as_str()).collect();
+    assert_eq!(ids, ["b", "c"]);
+    let b = &tree.root.children[0];
+    assert_eq!(b.problems, [Problem::Cycle { child: "a".into() }], "{:?}", b.problems);
+    assert!(tree.root.children[1].problems.is_empty());
+
+    // A file whose first line is a message, not a header.
+    write(
+        dir.path(),
+        "c",
+        &[
+            serde_json::json!({"type": "message", "message": Message::user("hi")}),
+            old_end,
+        ],
+    );
+    let tree = load(dir.path(), Some("a")).unwrap();
+    // No longer found by its header; named by id, it is foreign.
+    assert_eq!(tree.root.children.len(), 1);
+    write(
+        dir.path(),
+        "p",
+        &[
+            header("p", None, "p", serde_json::Value::Null),
+            child("c"),
+            end("completed", 1, 2, 0),
+        ],
+    );
+    let tree = load(dir.path(), Some("p")).unwrap();
+    assert_eq!(
+        tree.root.children[0].problems[0].to_string(),
+        "not this agent's transcript: its first line is not a transcript header"
     );
 }

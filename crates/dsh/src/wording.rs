@@ -526,7 +526,7 @@ pub(crate) mod tree {
     /// Where a node ran when its record is elsewhere.
     pub(crate) fn place(place: &Place) -> Option<String> {
         match place {
-            Place::Elsewhere { ran } => Some(format!("ran in {ran}; its own tree is there")),
+            Place::Elsewhere { ran } => Some(format!("ran in {ran}, whose records are not read here")),
             _ => None,
         }
     }

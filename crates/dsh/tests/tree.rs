@@ -96,3 +96,160 @@ fn dsh_tree_says_clearly_what_it_cannot_show() {
         "dsh tree: --json and --html cannot be used together\n"
     );
 }
+
+/// A background child: its task's id, and its answer in full against what
+/// the parent's model read of it through `task_output` (cut to the
+/// default result budget).
+#[test]
+fn dsh_tree_shows_a_background_childs_task_and_what_was_read_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "word ".repeat(10_000);
+    let script = serde_json::json!({"rules": [
+        {"when": {"tool_not_offered": "subagent"}, "reply": {"text": long}},
+        {"when": {"last_tool": "task_output"}, "reply": {"text": "collected"}},
+        {"when": {"last_tool": "subagent"},
+         "reply": {"tool_calls": [{"name": "task_output", "arguments": {"task_id": "subagent-1", "wait": true}}]}},
+        {"when": {"last_message": "user"},
+         "reply": {"tool_calls": [{"name": "subagent", "arguments": {"description": "in the background", "prompt": "work", "run_in_background": true}}]}}
+    ]});
+    std::fs::write(dir.path().join("bg.json"), script.to_string()).unwrap();
+    let run = dsh(dir.path(), &["run", "--quiet", "--script", "bg.json", "go"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let json = dsh(dir.path(), &["tree", "--json"]);
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let child = &json["root"]["children"][0];
+    assert_eq!(child["task_id"], "subagent-1", "{child:#}");
+    assert_eq!(child["result"]["full_bytes"], 50_000, "{child:#}");
+    assert_eq!(child["result"]["cut"], true, "{child:#}");
+    let shown = child["result"]["shown_bytes"].as_u64().unwrap();
+    assert!(shown > 1_000 && shown < 50_000, "{child:#}");
+
+    let text = dsh(dir.path(), &["tree"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    let line = text.lines().nth(1).unwrap();
+    assert!(line.contains(" · result 50 KB, "), "{text}");
+    assert!(line.ends_with(" shown (cut) · task subagent-1"), "{text}");
+}
+
+/// The parent asks two ACP children at once: `dsh acp` keeping transcripts
+/// in its own data directory (its own parent delegates once there), and
+/// `dsh acp` keeping none.
+const ACP_PARENT: &str = r#"{"rules": [
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent_remote", "arguments": {"description": "ask the remote", "prompt": "hello remote"}},
+    {"name": "subagent_blind", "arguments": {"description": "ask the blind", "prompt": "hello blind"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "both answered"}}
+]}"#;
+
+const ACP_DELEGATING_CHILD: &str = r#"{"rules": [
+  {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "looked"}},
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "look it up", "prompt": "look"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "remote done"}}
+]}"#;
+
+const ACP_PLAIN_CHILD: &str = r#"{"rules": [{"when": {}, "reply": {"text": "blind here"}}]}"#;
+
+/// An ACP child shows its own subtree, read from the data directory it
+/// named; one that keeps no transcripts says where it ran.
+#[test]
+fn dsh_tree_shows_an_acp_childs_own_tree_or_where_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let parent = write("parent.json", ACP_PARENT);
+    let remote = write("remote.json", ACP_DELEGATING_CHILD);
+    let blind = write("blind.json", ACP_PLAIN_CHILD);
+    let dsh_path = common::DSH;
+    // Not `dsh.toml`: the children run in the same directory and must not
+    // mount themselves again.
+    let config = write(
+        "parent.toml",
+        &format!(
+            r#"[[subagents]]
+tool_name = "subagent_remote"
+provider = "acp"
+command = {dsh_path:?}
+args = ["acp", "--quiet", "--data-dir", "remote-data", "--script", {remote:?}]
+max_depth = "provider-managed"
+
+[[subagents]]
+tool_name = "subagent_blind"
+provider = "acp"
+command = {dsh_path:?}
+args = ["acp", "--quiet", "--script", {blind:?}]
+max_depth = "provider-managed"
+"#
+        ),
+    );
+    let run = dsh(
+        dir.path(),
+        &["run", "--quiet", "--config", &config, "--script", &parent, "go"],
+    );
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let json = dsh(dir.path(), &["tree", "--json"]);
+    assert!(json.status.success(), "{}", String::from_utf8_lossy(&json.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let children = json["root"]["children"].as_array().unwrap();
+    assert_eq!(children.len(), 2, "{json:#}");
+    let by_tool = |tool: &str| {
+        children
+            .iter()
+            .find(|child| child["tool"] == tool)
+            .unwrap_or_else(|| panic!("no {tool} in {json:#}"))
+    };
+
+    // Read from its own data directory: the session's agent, and below it
+    // the child it started there.
+    let remote = by_tool("subagent_remote");
+    assert_eq!(remote["label"], "ask the remote");
+    assert_eq!(remote["provider"], "acp:subagent_remote");
+    assert_eq!(remote["depth"], 1);
+    assert_eq!(remote["place"]["kind"], "transcript", "{remote:#}");
+    let remote_data = dir.path().join("remote-data").canonicalize().unwrap();
+    let path = std::path::PathBuf::from(remote["place"]["path"].as_str().unwrap());
+    assert_eq!(
+        path.parent().unwrap().parent().unwrap().canonicalize().unwrap(),
+        remote_data
+    );
+    assert_eq!(
+        path.file_stem().unwrap().to_str().unwrap(),
+        remote["id"].as_str().unwrap()
+    );
+    assert_eq!(remote["turns"][0]["ending"]["state"], "completed");
+    assert_eq!(remote["turns"][0]["model_calls"], 2);
+    assert_eq!(remote["result"]["full_bytes"], "remote done".len());
+    let deep = &remote["children"][0];
+    assert_eq!(deep["label"], "look it up", "{remote:#}");
+    assert_eq!(deep["tool"], "subagent");
+    assert_eq!(deep["depth"], 2);
+    assert_eq!(deep["turns"][0]["ending"]["state"], "completed");
+
+    // Keeps no transcripts: what the parent recorded, and where it ran.
+    let blind = by_tool("subagent_blind");
+    assert_eq!(blind["label"], "ask the blind");
+    assert_eq!(blind["place"]["kind"], "elsewhere", "{blind:#}");
+    let ran = blind["place"]["ran"].as_str().unwrap();
+    assert!(ran.starts_with("acp:subagent_blind, session "), "{ran}");
+    assert!(blind["id"].as_str().unwrap().starts_with("acp-"), "{blind:#}");
+    assert_eq!(blind["turns"][0]["ending"]["state"], "completed");
+    assert_eq!(blind["result"]["full_bytes"], "blind here".len());
+    assert!(blind["problems"].as_array().unwrap().is_empty(), "{blind:#}");
+
+    let text = dsh(dir.path(), &["tree"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("subagent_remote \"ask the remote\" "), "{text}");
+    assert!(text.contains("subagent \"look it up\" "), "{text}");
+    assert!(
+        text.lines().any(|line| line
+            .trim_start_matches(['│', ' '])
+            .starts_with("ran in acp:subagent_blind, session ")),
+        "{text}"
+    );
+}

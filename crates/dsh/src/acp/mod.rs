@@ -113,6 +113,20 @@ fn origin(meta: Option<&serde_json::Map<String, serde_json::Value>>) -> SpanOrig
     }
 }
 
+/// The `_meta` of a `session/new` answer: where this process keeps its
+/// transcripts ([`dsh_subagent_acp::DATA_DIR_META`], an absolute path), so
+/// a dsh parent can show the session's own tree; none without a data
+/// directory, or when its absolute path cannot be known.
+fn records_meta(data_dir: Option<&std::path::Path>) -> Option<acp::v1::schema::Meta> {
+    let dir = std::path::absolute(data_dir?).ok()?;
+    let mut meta = acp::v1::schema::Meta::new();
+    meta.insert(
+        dsh_subagent_acp::DATA_DIR_META.to_owned(),
+        serde_json::Value::String(dir.to_str()?.to_owned()),
+    );
+    Some(meta)
+}
+
 impl Server {
     /// `initialize`: protocol v1, `loadSession` when transcripts are kept,
     /// MCP servers over HTTP too.
@@ -134,6 +148,7 @@ impl Server {
         match shared.parent_on(shared.runtime_with(tools.registry().clone()), wording::ACP_LABEL) {
             Ok(agent) => {
                 let id = agent.id().to_string();
+                let meta = records_meta(agent.runtime().data_dir());
                 let hold = shared.retention().map(|retention| retention.hold(agent.id()));
                 self.sessions.insert(
                     id.clone(),
@@ -143,7 +158,7 @@ impl Server {
                         _hold: hold,
                     },
                 );
-                Ok(NewSessionResponse::new(id))
+                Ok(NewSessionResponse::new(id).meta(meta))
             }
             Err(failure) => {
                 let mut tools = tools;

@@ -244,7 +244,7 @@ mod tests {
         │     turn 2: error: the model call failed · ran 0.5s · 1 model call
         │     ! torn transcript: line 7 cut
         └─ subagent_remote acp-1 · completed · ran 1m 19s
-              ran in acp:remote; its own tree is there
+              ran in acp:remote, whose records are not read here
         "#);
     }
 }

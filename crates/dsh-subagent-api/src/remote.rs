@@ -1,0 +1,82 @@
+//! What a parent records of a child that runs in another process (an ACP
+//! agent): such a child keeps no transcript beside its parent's, so its
+//! provider tells the parent's records what it knows ([`ChildLog`]).
+
+use serde::{Deserialize, Serialize};
+
+/// Where an agent records the children that run outside its process; an
+/// agent loop that keeps transcripts attaches one to its [`AgentRef`]
+/// ([`AgentRef::with_child_log`]), and a provider whose children run
+/// elsewhere calls it when a child starts and when it ends.
+///
+/// [`AgentRef`]: crate::AgentRef
+/// [`AgentRef::with_child_log`]: crate::AgentRef::with_child_log
+pub trait ChildLog: Send + Sync {
+    /// Records what is known of the child `id` (its run handle's id): once
+    /// when its run is published, once more, with [`RemoteChild::ended`]
+    /// set, when it has ended.
+    fn remote_child(&self, id: &str, child: &RemoteChild);
+}
+
+/// What a parent's records keep of a child in another process: how it came
+/// about, where its own records are, and how its run ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RemoteChild {
+    /// The registered name of the provider that ran it.
+    pub provider: String,
+    /// The tool whose call asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The id the model gave that call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// Its display label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Its session's id in the other process (for `dsh acp`, the id of the
+    /// agent that ran it there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The data directory where the other process keeps its transcripts,
+    /// when it said (an absolute path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<String>,
+    /// When this was recorded: its start, or its end once it ended, in
+    /// milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// How its run ended; absent while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<RemoteEnd>,
+}
+
+impl RemoteChild {
+    /// A child of `provider`, recorded at `at_ms`, nothing else known yet.
+    pub fn new(provider: impl Into<String>, at_ms: u64) -> Self {
+        Self {
+            provider: provider.into(),
+            at_ms,
+            ..Self::default()
+        }
+    }
+}
+
+/// How a child in another process ended its run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RemoteEnd {
+    /// Its stop reason ([`StopReason::as_str`](crate::StopReason::as_str)).
+    pub stop: String,
+    /// The size of the answer it gave, in bytes.
+    pub answer_bytes: u64,
+}
+
+impl RemoteEnd {
+    /// An end with this stop reason and answer size.
+    pub fn new(stop: impl Into<String>, answer_bytes: u64) -> Self {
+        Self {
+            stop: stop.into(),
+            answer_bytes,
+        }
+    }
+}
