@@ -253,3 +253,43 @@ max_depth = "provider-managed"
         "{text}"
     );
 }
+
+/// Records damaged after a run: one child's transcript gone, the other's
+/// torn mid-line. Each is marked on its node and the rest of the tree is
+/// shown, as text and as JSON; the command succeeds.
+#[test]
+fn dsh_tree_marks_damaged_records_and_shows_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = script(dir.path());
+    let run = dsh(dir.path(), &["run", "--quiet", "--script", &script, "PARENT task"]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let json = dsh(dir.path(), &["tree", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let path =
+        |index: usize| std::path::PathBuf::from(json["root"]["children"][index]["place"]["path"].as_str().unwrap());
+    let (short, long) = (dir.path().join(path(0)), dir.path().join(path(1)));
+    std::fs::remove_file(&short).unwrap();
+    let mut torn = std::fs::read_to_string(&long).unwrap();
+    torn.push_str(r#"{"type":"message","mess"#);
+    std::fs::write(&long, torn).unwrap();
+
+    let text = dsh(dir.path(), &["tree"]);
+    assert!(text.status.success(), "{}", String::from_utf8_lossy(&text.stderr));
+    let text = String::from_utf8(text.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("\"dsh run\" "), "{text}");
+    // Without its transcript, only its id (from the parent's record) is known.
+    let short_id = short.file_stem().unwrap().to_str().unwrap();
+    assert_eq!(lines[1], format!("├─ {short_id}"), "{text}");
+    assert!(lines[2].starts_with("│     ! no transcript at "), "{text}");
+    assert!(lines[3].starts_with("└─ subagent \"long one\" "), "{text}");
+    assert!(lines[3].contains(" · completed · "), "{text}");
+    assert!(lines[4].starts_with("      ! torn transcript: "), "{text}");
+
+    let json = dsh(dir.path(), &["tree", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let children = json["root"]["children"].as_array().unwrap();
+    assert_eq!(children[0]["problems"][0]["kind"], "missing");
+    assert_eq!(children[1]["problems"][0]["kind"], "torn");
+    assert_eq!(children[1]["turns"][0]["ending"]["state"], "completed");
+}
