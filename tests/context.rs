@@ -98,7 +98,7 @@ async fn four_parallel_children_of_2_mb_fit_the_parents_next_request_into_24_000
         .expect("the parent's request after its children");
     let tokens = tokens_in(request_bytes(harness.model.model_name(), next));
     assert!(
-        tokens + window.reserve(next.max_tokens) <= window.tokens(),
+        tokens + dsh_agent::answer_reserve(window.tokens(), next.max_tokens) <= window.tokens(),
         "the parent's next request is {tokens} tokens"
     );
     for result in results(next) {

@@ -217,13 +217,9 @@ fn start(
         None => None,
     };
     let model = options.model.or_else(|| parent.model_override().map(str::to_owned));
-    let context_window = match options.context_window {
-        Some(tokens) => Some(
-            ContextWindow::new(tokens)
-                .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?,
-        ),
-        None => inherited_window(&parent, model.as_deref()),
-    };
+    let context_window = options
+        .context_window
+        .or_else(|| inherited_window(&parent, model.as_deref()));
     let mut builder = Agent::builder(parent.runtime().clone())
         .runs_once()
         .parent(parent.id().clone())

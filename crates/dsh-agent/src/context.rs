@@ -11,17 +11,17 @@
 //! measured on the body as sent ([`Estimate`]) and scaled by how the
 //! model's server has counted so far ([`Density`]). The request
 //! must leave a reserve for the answer: its `max_tokens` when set, otherwise
-//! [`ContextWindow::reserve`]'s default. One turn's tool results that do
+//! [`answer_reserve`]'s default. One turn's tool results that do
 //! not fit share the room that is left ([`dsh_tools::budget::fit`]) and are
 //! cut to their shares ([`fit_results`]). When even that does not fit, the
 //! run stops with [`ContextStop`].
 
 use std::collections::HashMap;
-use std::num::NonZeroU64;
 use std::sync::{Mutex, PoisonError};
 
 use dsh_llm::openai::{content_bytes, message_bytes, request_bytes, tools_bytes};
 use dsh_llm::{ChatRequest, ToolCall};
+pub use dsh_subagent_api::ContextWindow;
 use dsh_tools::ToolResult;
 use dsh_tools::budget::{bytes_in, fit, tokens_in};
 use serde::{Deserialize, Serialize};
@@ -41,59 +41,19 @@ const ESTIMATE_SLACK: u64 = 8;
 /// text longer than its share.
 const RECUTS: usize = 3;
 
-/// A model's context window: the tokens one request (prompt and answer)
-/// may take.
+/// The tokens kept for the answer of a request with this `max_tokens` in a
+/// window of `window` tokens: its `max_tokens` when set, otherwise
+/// [`DEFAULT_ANSWER_RESERVE`] and at most a quarter of the window (a
+/// learned window may be below [`ContextWindow::MIN`]).
 ///
 /// ```
-/// use dsh_agent::ContextWindow;
-/// let window = ContextWindow::new(24_000).expect("large enough");
-/// assert_eq!(window.reserve(None), 4_096);
-/// assert_eq!(window.reserve(Some(1_000)), 1_000);
-/// assert_eq!(ContextWindow::new(2_048).map(|w| w.reserve(None)), Ok(512));
-/// assert!(ContextWindow::new(100).is_err());
+/// use dsh_agent::answer_reserve;
+/// assert_eq!(answer_reserve(24_000, None), 4_096);
+/// assert_eq!(answer_reserve(24_000, Some(1_000)), 1_000);
+/// assert_eq!(answer_reserve(2_048, None), 512);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ContextWindow(NonZeroU64);
-
-impl ContextWindow {
-    /// The smallest window: less cannot hold a system prompt, the tools'
-    /// definitions and a task.
-    pub const MIN: u64 = 1_024;
-
-    /// A window of `tokens` tokens; refused below [`ContextWindow::MIN`].
-    pub const fn new(tokens: u64) -> Result<Self, WindowTooSmall> {
-        match NonZeroU64::new(tokens) {
-            Some(tokens) if tokens.get() >= Self::MIN => Ok(Self(tokens)),
-            _ => Err(WindowTooSmall { tokens }),
-        }
-    }
-
-    /// The window in tokens.
-    pub const fn tokens(self) -> u64 {
-        self.0.get()
-    }
-
-    /// The tokens kept for the answer of a request: its `max_tokens` when
-    /// set, otherwise [`DEFAULT_ANSWER_RESERVE`] and at most a quarter of
-    /// the window.
-    pub fn reserve(self, max_tokens: Option<u64>) -> u64 {
-        reserve(self.tokens(), max_tokens)
-    }
-}
-
-/// The tokens kept for the answer of a request with this `max_tokens` in a
-/// window of `window` tokens (a learned window may be below
-/// [`ContextWindow::MIN`]).
-pub(crate) fn reserve(window: u64, max_tokens: Option<u64>) -> u64 {
+pub fn answer_reserve(window: u64, max_tokens: Option<u64>) -> u64 {
     max_tokens.unwrap_or_else(|| DEFAULT_ANSWER_RESERVE.min(window / 4))
-}
-
-/// A context window below [`ContextWindow::MIN`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", wording::window_too_small(*tokens, ContextWindow::MIN))]
-pub struct WindowTooSmall {
-    /// The refused window, in tokens.
-    pub tokens: u64,
 }
 
 /// Why a run stopped at its context window: no request that fits could be
@@ -639,7 +599,7 @@ mod tests {
         let (calls, mut results) = results(&texts);
         let room = Room {
             window: 24_000,
-            reserve: ContextWindow::new(24_000).map_or(0, |w| w.reserve(None)),
+            reserve: answer_reserve(24_000, None),
             density: Density::default(),
         };
         let base = ChatRequest::new(request_with(&calls, &[]).messages[..3].to_vec());

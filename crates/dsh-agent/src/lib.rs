@@ -23,8 +23,9 @@ pub use agent::{Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, SteerRefused
 pub use answer::TranscriptAnswer;
 pub use code::ErrorCode;
 pub use context::{
-    ContextStop, ContextWindow, CountedBy, DEFAULT_ANSWER_RESERVE, FoundBy, WindowTooSmall, fit_tool_results,
+    ContextStop, ContextWindow, CountedBy, DEFAULT_ANSWER_RESERVE, FoundBy, answer_reserve, fit_tool_results,
 };
+pub use dsh_subagent_api::InvalidContextWindow;
 pub use info::AgentInfo;
 pub use notices::NoticeSource;
 pub use observer::AgentObserver;

@@ -327,8 +327,3 @@ pub(crate) fn log_window_learned(window: u64, model: &str) -> String {
 
 /// How every context stop's line ends.
 const CONTEXT_KEPT: &str = "the run stopped and its transcript is kept";
-
-/// A context window below the smallest one.
-pub(crate) fn window_too_small(tokens: u64, minimum: u64) -> String {
-    format!("a context window must be at least {minimum} tokens, got {tokens}")
-}

@@ -14,8 +14,10 @@ mod remote;
 mod request;
 mod result;
 mod run;
+pub mod setting;
 mod steer;
 pub mod trace;
+mod window;
 mod wording;
 
 pub use agent::{AgentId, AgentRef};
@@ -35,6 +37,7 @@ pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, b
 pub use run::SubagentRun;
 pub use steer::Steerer;
 pub use trace::SpanOrigin;
+pub use window::{ContextWindow, InvalidContextWindow};
 
 /// The cancellation token that covers a child's life (re-exported from
 /// `tokio-util`, so a provider needs no dependency of its own).

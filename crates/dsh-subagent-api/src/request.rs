@@ -7,7 +7,7 @@ use crate::{AgentRef, CancellationToken, Lineage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Capability, ContentBlock, SubagentError, validate_max_depth};
+use crate::{Capability, ContentBlock, ContextWindow, SubagentError, validate_max_depth};
 
 /// Options for the child agent itself, overlaid on the parent's.
 ///
@@ -25,10 +25,11 @@ pub struct AgentOptions {
     /// The output-token budget per model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
-    /// The context window of the child's model, in tokens, when it differs
-    /// from the parent's: an agent loop fits each request into it.
+    /// The context window of the child's model, when it differs from the
+    /// parent's: an agent loop fits each request into it. Checked when
+    /// read, so a window too small is refused with the options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_window: Option<u64>,
+    pub context_window: Option<ContextWindow>,
 }
 
 /// Which tools the child may see and call.
@@ -74,10 +75,10 @@ impl AgentOptions {
         self
     }
 
-    /// Sets the context window of the child's model, in tokens.
+    /// Sets the context window of the child's model.
     #[must_use]
-    pub fn with_context_window(mut self, tokens: u64) -> Self {
-        self.context_window = Some(tokens);
+    pub fn with_context_window(mut self, window: ContextWindow) -> Self {
+        self.context_window = Some(window);
         self
     }
 }

@@ -144,3 +144,19 @@ pub(crate) fn units(nanos: u64) -> String {
     let digits = format!("{fraction:09}");
     format!("{whole}.{}", digits.trim_end_matches('0'))
 }
+
+/// What a bounded setting must be (serde's `expecting`; the refusals
+/// themselves name what was written).
+pub(crate) const EXPECTING_WHOLE_NUMBER: &str = "a whole number";
+
+/// A list given where a bounded setting was expected, as its refusal names it.
+pub(crate) const WRITTEN_LIST: &str = "a list";
+
+/// A table (a JSON object) given where a bounded setting was expected, as
+/// its refusal names it.
+pub(crate) const WRITTEN_TABLE: &str = "a table";
+
+/// The one refusal of a context window, however it was written.
+pub(crate) fn context_window_refused(written: &dyn Display, minimum: u64) -> String {
+    format!("a context window must be a whole number of tokens, at least {minimum}, such as 128000; got {written}")
+}

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use dsh_subagent_api::{AgentOptions, MAX_SAFE_INTEGER, ToolFilter};
+use dsh_subagent_api::{AgentOptions, ContextWindow, MAX_SAFE_INTEGER, ToolFilter};
 use dsh_tools::{ResultBudget, json_kind};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::wording;
@@ -239,7 +240,7 @@ impl SubagentToolConfig {
             config.tool_name = name;
         }
         config.persona = string(object, "persona")?;
-        config.agent_options = typed(object, "agentOptions")?;
+        config.agent_options = agent_options(object)?;
         config.tool_filter = typed(object, "toolFilter")?;
         config.max_depth = object.get("maxDepth").map(parse_max_depth).transpose()?;
         if let Some(enable) = object.get("enableRunInBackground") {
@@ -262,16 +263,7 @@ impl SubagentToolConfig {
                     ConfigError::Invalid(wording::config_token_budget_out_of_range(MAX_SAFE_INTEGER))
                 })?);
         }
-        if let Some(budget) = object.get("resultBudget") {
-            let invalid = || {
-                ConfigError::Invalid(wording::config_result_budget_invalid(
-                    ResultBudget::MIN.tokens(),
-                    &budget.to_string(),
-                ))
-            };
-            let tokens = budget.as_u64().ok_or_else(invalid)?;
-            config.result_budget = Some(ResultBudget::new(tokens).map_err(|_| invalid())?);
-        }
+        config.result_budget = typed(object, "resultBudget")?;
         config.validate()?;
         Ok(config)
     }
@@ -373,6 +365,23 @@ fn string(object: &Map<String, Value>, key: &str) -> Result<Option<String>, Conf
             json_kind(other),
         ))),
     }
+}
+
+/// `agentOptions`, with its `contextWindow` refused under its own key: the
+/// window checks itself as it is read, so a bad one never loads.
+fn agent_options(object: &Map<String, Value>) -> Result<Option<AgentOptions>, ConfigError> {
+    if let Some(window) = object
+        .get("agentOptions")
+        .and_then(|options| options.get("contextWindow"))
+    {
+        ContextWindow::deserialize(window).map_err(|error| {
+            ConfigError::Invalid(wording::config_key_invalid(
+                "agentOptions.contextWindow",
+                &error.to_string(),
+            ))
+        })?;
+    }
+    typed(object, "agentOptions")
 }
 
 fn typed<T: serde::de::DeserializeOwned>(object: &Map<String, Value>, key: &str) -> Result<Option<T>, ConfigError> {

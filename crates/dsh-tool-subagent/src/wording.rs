@@ -274,11 +274,6 @@ pub fn config_max_tokens_out_of_range(max: u64) -> String {
     format!("config key \"agentOptions.maxTokens\" must be an integer from 1 to {max}")
 }
 
-/// `resultBudget` is not a whole number of tokens from `min` up.
-pub fn config_result_budget_invalid(min: u64, got: &str) -> String {
-    format!("invalid config key \"resultBudget\": expected a whole number of tokens, at least {min}, got {got}")
-}
-
 /// How a failed delegation kept for paged reads shows in its task's status
 /// line: the first line of its error (the headline), at most
 /// [`RECORDED_DETAIL_CHARS`] characters, ending in `…` when cut.

@@ -76,6 +76,17 @@ fn agent_options_are_kept_verbatim_and_absent_stays_absent() {
 }
 
 #[test]
+fn a_context_window_loads_checked_and_travels_whole() {
+    let config = SubagentToolConfig::from_json(&json!({
+        "provider": "p", "agentOptions": {"contextWindow": 32000}
+    }))
+    .unwrap();
+    let options = config.agent_options.unwrap();
+    assert_eq!(options.context_window.map(|window| window.tokens()), Some(32_000));
+    assert_eq!(serde_json::to_value(options).unwrap(), json!({"contextWindow": 32000}));
+}
+
+#[test]
 fn malformed_configs_name_the_key() {
     let cases = [
         json!("spawn"),
@@ -89,6 +100,8 @@ fn malformed_configs_name_the_key() {
         json!({"provider": "p", "agentOptions": {"model": 3}}),
         json!({"provider": "p", "agentOptions": {"modle": "x"}}),
         json!({"provider": "p", "agentOptions": {"maxTokens": 0}}),
+        json!({"provider": "p", "agentOptions": {"contextWindow": 100}}),
+        json!({"provider": "p", "agentOptions": {"model": "m", "contextWindow": "128k"}}),
         json!({"provider": "p", "toolFilter": {"deny": "subagent"}}),
         json!({"provider": "p", "toolFilter": {"block": ["x"]}}),
         json!({"provider": "p", "enableRunInBackground": "no"}),

@@ -35,6 +35,10 @@
 
 use std::borrow::Cow;
 use std::num::NonZeroU64;
+use std::str::FromStr;
+
+use dsh_subagent_api::setting::{self, Bounded, Written};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::wording;
 
@@ -57,13 +61,20 @@ pub const fn bytes_in(tokens: u64) -> u64 {
 /// are not worth the notice that frames them.
 pub const SMALLEST_USEFUL_SHARE: usize = 128;
 
-/// The most a delegation output shows the model, in tokens.
+/// The most a delegation output shows the model, in tokens, at least
+/// [`ResultBudget::MIN`].
+///
+/// It checks itself wherever it is read, so a budget travels whole from a
+/// flag (`FromStr`), a configuration file or a tool's JSON configuration
+/// (`Deserialize`, as a JSON number) to the cut; every refusal reads as
+/// [`InvalidResultBudget`] says.
 ///
 /// ```
 /// use dsh_tools::ResultBudget;
 /// assert_eq!(ResultBudget::DEFAULT.tokens(), 8_000);
 /// assert_eq!(ResultBudget::DEFAULT.bytes(), 32_000);
 /// assert!(ResultBudget::new(100).is_err()); // too small to hold a notice and any text
+/// assert_eq!("2000".parse::<ResultBudget>().map(ResultBudget::tokens), Ok(2_000));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ResultBudget(NonZeroU64);
@@ -77,10 +88,10 @@ impl ResultBudget {
     pub const MIN: Self = Self(NonZeroU64::new(256).expect("256 is not zero"));
 
     /// A budget of `tokens` tokens; refused below [`ResultBudget::MIN`].
-    pub const fn new(tokens: u64) -> Result<Self, BudgetTooSmall> {
+    pub fn new(tokens: u64) -> Result<Self, InvalidResultBudget> {
         match NonZeroU64::new(tokens) {
             Some(tokens) if tokens.get() >= Self::MIN.0.get() => Ok(Self(tokens)),
-            _ => Err(BudgetTooSmall { tokens }),
+            _ => Err(InvalidResultBudget(Written::as_is(tokens))),
         }
     }
 
@@ -101,12 +112,47 @@ impl Default for ResultBudget {
     }
 }
 
-/// A result budget below [`ResultBudget::MIN`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", wording::budget_too_small(*tokens, ResultBudget::MIN.tokens()))]
-pub struct BudgetTooSmall {
-    /// The refused budget, in tokens.
-    pub tokens: u64,
+/// A value that is no result budget: not a whole number of tokens, or
+/// fewer than [`ResultBudget::MIN`]. Its text is the one refusal of a
+/// result budget, however it was written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", wording::result_budget_refused(&self.0, ResultBudget::MIN.tokens(), ResultBudget::DEFAULT.tokens()))]
+pub struct InvalidResultBudget(Written);
+
+impl Bounded for ResultBudget {
+    type Error = InvalidResultBudget;
+
+    fn from_whole(value: u64) -> Result<Self, InvalidResultBudget> {
+        Self::new(value)
+    }
+
+    fn refuse(written: Written) -> InvalidResultBudget {
+        InvalidResultBudget(written)
+    }
+
+    fn whole(&self) -> u64 {
+        self.tokens()
+    }
+}
+
+impl FromStr for ResultBudget {
+    type Err = InvalidResultBudget;
+
+    fn from_str(text: &str) -> Result<Self, InvalidResultBudget> {
+        setting::parse(text)
+    }
+}
+
+impl<'de> Deserialize<'de> for ResultBudget {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        setting::deserialize(deserializer)
+    }
+}
+
+impl Serialize for ResultBudget {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        setting::serialize(self, serializer)
+    }
 }
 
 /// The size of a text: its UTF-8 bytes and its characters.

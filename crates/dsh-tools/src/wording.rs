@@ -83,9 +83,12 @@ pub const EMPTY_NAME: &str = "a tool name must not be empty";
 
 // ---- result budgets and cuts (see `budget`) ----------------------------------
 
-/// A result budget too small to hold a notice and any text.
-pub fn budget_too_small(tokens: u64, minimum: u64) -> String {
-    format!("a result budget must be at least {minimum} tokens, got {tokens}")
+/// The one refusal of a result budget, however it was written: not a
+/// whole number of tokens, or too few to hold a notice and any text.
+pub fn result_budget_refused(written: &dyn std::fmt::Display, minimum: u64, default: u64) -> String {
+    format!(
+        "a result budget must be a whole number of tokens, at least {minimum}: room for a notice and some text at each end (leave it out for the default of {default}); got {written}"
+    )
 }
 
 /// The exact call that reads a kept text from `offset`:

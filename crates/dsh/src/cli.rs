@@ -144,14 +144,14 @@ pub(crate) struct AgentArgs {
     /// `[model].context_window` in dsh.toml, else $DSH_CONTEXT_WINDOW, else
     /// learned from the server's first refusal that names it).
     #[arg(long, value_name = "TOKENS")]
-    pub(crate) context_window: Option<u64>,
+    pub(crate) context_window: Option<dsh_agent::ContextWindow>,
     /// The most of a delegation output the model reads, in tokens of 4
     /// bytes (at least 256): a longer `subagent` result or `task_output`
     /// reads as its head and tail, and task_output pages through the rest
     /// (default: `[limits].result_budget`, else 8000; a `[[subagents]]`
     /// entry's own `result_budget` wins for its tool).
-    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(256..))]
-    pub(crate) result_budget: Option<u64>,
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) result_budget: Option<dsh_tools::ResultBudget>,
     /// Record every model exchange of the run (the parent and its
     /// in-process children) into this cassette: at the HTTP level with an
     /// endpoint, else at the events level. Written as FILE.recording and

@@ -52,10 +52,8 @@ pub(crate) fn context_window(
     file: &ModelConfig,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<ContextWindow>, String> {
-    if let Some(tokens) = args.context_window {
-        return ContextWindow::new(tokens)
-            .map(Some)
-            .map_err(|error| wording::context_window_invalid("--context-window", &tokens.to_string(), &error));
+    if let Some(window) = args.context_window {
+        return Ok(Some(window));
     }
     if file.context_window.is_some() {
         return Ok(file.context_window);
@@ -63,12 +61,10 @@ pub(crate) fn context_window(
     let Some(value) = env(ENV_CONTEXT_WINDOW).filter(|value| !value.trim().is_empty()) else {
         return Ok(None);
     };
-    let tokens = value.trim().parse::<u64>().map_err(|_| {
-        wording::context_window_invalid(ENV_CONTEXT_WINDOW, &value, &wording::CONTEXT_WINDOW_NOT_A_NUMBER)
-    })?;
-    ContextWindow::new(tokens)
+    value
+        .parse::<ContextWindow>()
         .map(Some)
-        .map_err(|error| wording::context_window_invalid(ENV_CONTEXT_WINDOW, &value, &error))
+        .map_err(|error| wording::variable_invalid(ENV_CONTEXT_WINDOW, &error))
 }
 
 /// A cassette to replay wins; then a script file; then an endpoint, when a base URL or key is
@@ -188,7 +184,7 @@ mod tests {
             ..ModelConfig::default()
         };
         let mut flagged = args(None, None);
-        flagged.context_window = Some(16_000);
+        flagged.context_window = window(16_000);
         assert_eq!(context_window(&flagged, &file, env("64000")), Ok(window(16_000)));
         assert_eq!(
             context_window(&args(None, None), &file, env("64000")),
@@ -203,11 +199,6 @@ mod tests {
         let errors = [
             context_window(&args(None, None), &none, env("lots")),
             context_window(&args(None, None), &none, env("100")),
-            {
-                let mut small = args(None, None);
-                small.context_window = Some(0);
-                context_window(&small, &none, env(""))
-            },
         ];
         let errors: Vec<String> = errors.into_iter().map(|result| result.unwrap_err()).collect();
         insta::assert_snapshot!("context_window_errors", errors.join("\n"));

@@ -7,7 +7,7 @@ use dsh_llm::{ChatRequest, ContextRefusal, LlmError, Message, ToolCall};
 use dsh_tools::{CancellationToken, ToolResult};
 
 use super::Agent;
-use crate::context::{Anchor, Density, Estimate, Room, fit_results, reserve};
+use crate::context::{Anchor, Density, Estimate, Room, answer_reserve, fit_results};
 use crate::{ContextStop, CountedBy, FoundBy, trace, wording};
 
 /// What the context fit knows of the conversation: the last request the
@@ -85,7 +85,7 @@ impl Agent {
         let window = self.effective_context_window()?;
         Some(Room {
             window,
-            reserve: reserve(window, request.max_tokens),
+            reserve: answer_reserve(window, request.max_tokens),
             density: self.density(estimate),
         })
     }
@@ -306,7 +306,7 @@ impl Agent {
         };
         let stop = ContextStop::new(
             window,
-            window.map_or(max_tokens.unwrap_or(0), |window| reserve(window, max_tokens)),
+            window.map_or(max_tokens.unwrap_or(0), |window| answer_reserve(window, max_tokens)),
             request_tokens,
             found_by,
         )

@@ -155,9 +155,34 @@ fn budgets_are_tokens_at_four_bytes_each() {
     assert_eq!(tokens_in(9), 3);
     assert_eq!(ResultBudget::new(1_000).unwrap().bytes(), 4_000);
     assert_eq!(ResultBudget::default(), ResultBudget::DEFAULT);
-    assert_eq!(ResultBudget::new(0), Err(BudgetTooSmall { tokens: 0 }));
-    assert_eq!(ResultBudget::new(255), Err(BudgetTooSmall { tokens: 255 }));
-    assert!(ResultBudget::new(256).is_ok());
+    assert!(ResultBudget::new(0).is_err());
+    assert!(ResultBudget::new(255).is_err());
+    assert_eq!(ResultBudget::new(256), Ok(ResultBudget::MIN));
+    assert_eq!(" 256 ".parse::<ResultBudget>(), Ok(ResultBudget::MIN));
+    assert_eq!(
+        serde_json::from_value::<ResultBudget>(serde_json::json!(256)).ok(),
+        Some(ResultBudget::MIN)
+    );
+    assert_eq!(
+        serde_json::to_value(ResultBudget::DEFAULT).ok(),
+        Some(serde_json::json!(8000))
+    );
+}
+
+#[test]
+fn every_reader_refuses_a_result_budget_in_one_wording() {
+    let json = |value: serde_json::Value| serde_json::from_value::<ResultBudget>(value).unwrap_err().to_string();
+    let refusals = [
+        ResultBudget::new(12).unwrap_err().to_string(),
+        "0".parse::<ResultBudget>().unwrap_err().to_string(),
+        "8k".parse::<ResultBudget>().unwrap_err().to_string(),
+        json(serde_json::json!(255)),
+        json(serde_json::json!(-1)),
+        json(serde_json::json!(300.5)),
+        json(serde_json::json!("8000")),
+        json(serde_json::json!({"tokens": 8000})),
+    ];
+    insta::assert_snapshot!("result_budget_refused", refusals.join("\n"));
 }
 
 #[test]
@@ -171,7 +196,6 @@ fn the_notices_read_as_pinned() {
     insta::assert_snapshot!("cut_notice_with_paged_read", notice(&cut));
     insta::assert_snapshot!("cut_notice_not_kept", notice(&uncut));
     insta::assert_snapshot!("page_notice", notice(&paged));
-    insta::assert_snapshot!("budget_too_small", ResultBudget::new(12).unwrap_err());
     assert!(
         cut.text.len() <= budget && cut.text.len() > budget - 16,
         "{}",

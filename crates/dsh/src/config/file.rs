@@ -70,8 +70,8 @@ pub(crate) struct RawLimits {
     pub(crate) token_budget: Option<Spanned<RawCount>>,
     /// The money one tree may spend, in the unit its prices are given in.
     pub(crate) cost_budget: Option<Spanned<f64>>,
-    /// The most of a delegation output the model reads, in tokens.
-    pub(crate) result_budget: Option<Spanned<RawCount>>,
+    /// The most of a delegation output the model reads, checked as it is read.
+    pub(crate) result_budget: Option<Spanned<dsh_tools::ResultBudget>>,
 }
 
 /// A count or a number of tokens: a non-negative integer.
@@ -127,8 +127,8 @@ pub(crate) struct RawModel {
     pub(crate) base_url: Option<Spanned<String>>,
     pub(crate) model: Option<Spanned<String>>,
     pub(crate) api_key_env: Option<Spanned<String>>,
-    /// The model's context window, in tokens.
-    pub(crate) context_window: Option<Spanned<RawCount>>,
+    /// The model's context window, checked as it is read.
+    pub(crate) context_window: Option<Spanned<dsh_agent::ContextWindow>>,
     /// What the model's tokens cost.
     pub(crate) price: Option<Spanned<RawPrice>>,
 }
@@ -181,8 +181,8 @@ pub(crate) struct RawSubagent {
     pub(crate) timeout: Option<Spanned<RawDuration>>,
     /// The tokens each child may spend, its own children's included.
     pub(crate) token_budget: Option<Spanned<RawCount>>,
-    /// The most of this tool's results the model reads, in tokens.
-    pub(crate) result_budget: Option<Spanned<RawCount>>,
+    /// The most of this tool's results the model reads, checked as it is read.
+    pub(crate) result_budget: Option<Spanned<dsh_tools::ResultBudget>>,
     // Keys of `provider = "acp"` only.
     pub(crate) command: Option<Spanned<String>>,
     pub(crate) args: Option<Spanned<Vec<String>>>,
@@ -280,8 +280,8 @@ impl<'de> Deserialize<'de> for RawAuth {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawAgentOptions {
     pub(crate) model: Option<String>,
-    /// The context window of the children's model, in tokens.
-    pub(crate) context_window: Option<Spanned<RawCount>>,
+    /// The context window of the children's model, checked as it is read.
+    pub(crate) context_window: Option<Spanned<dsh_agent::ContextWindow>>,
     /// What the children's model's tokens cost.
     pub(crate) price: Option<Spanned<RawPrice>>,
 }

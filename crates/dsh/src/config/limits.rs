@@ -23,9 +23,9 @@ pub(crate) struct LimitsConfig {
     pub(crate) token_budget: Option<u64>,
     /// Money one tree may spend, its top-level agent's own included.
     pub(crate) cost_budget: Option<dsh_llm::Cost>,
-    /// The most of a delegation output the model reads, in tokens (at
-    /// least [`ResultBudget::MIN`]), for every tool without its own.
-    pub(crate) result_budget: Option<u64>,
+    /// The most of a delegation output the model reads, for every tool
+    /// without its own.
+    pub(crate) result_budget: Option<ResultBudget>,
 }
 
 impl LimitsConfig {
@@ -73,14 +73,9 @@ impl LimitsConfig {
     }
 
     /// The result budget: `flags` over `self` (the file) over the default
-    /// of 8,000 tokens. Both were checked to be at least
-    /// [`ResultBudget::MIN`] when read.
+    /// of 8,000 tokens.
     pub(crate) fn result_budget(&self, flags: &LimitsConfig) -> ResultBudget {
-        flags
-            .result_budget
-            .or(self.result_budget)
-            .and_then(|tokens| ResultBudget::new(tokens).ok())
-            .unwrap_or_default()
+        flags.result_budget.or(self.result_budget).unwrap_or_default()
     }
 }
 
@@ -97,17 +92,13 @@ pub(super) fn resolve_limits(raw: RawLimits, at: &At<'_>) -> Result<LimitsConfig
         )),
         value => Ok(value.map(|value| value.into_inner().0)),
     };
-    let result_budget = raw
-        .result_budget
-        .map(|value| result_budget(value, "limits.result_budget".to_owned(), at))
-        .transpose()?;
     Ok(LimitsConfig {
         max_concurrent: positive(raw.max_concurrent, "max_concurrent")?,
         max_queued: raw.max_queued.map(|value| value.into_inner().0),
         max_children: positive(raw.max_children, "max_children")?,
         token_budget: positive(raw.token_budget, "token_budget")?,
         cost_budget: raw.cost_budget.map(|value| cost_budget(value, at)).transpose()?,
-        result_budget: result_budget.map(ResultBudget::tokens),
+        result_budget: raw.result_budget.map(Spanned::into_inner),
     })
 }
 
@@ -123,21 +114,4 @@ fn cost_budget(value: Spanned<f64>, at: &At<'_>) -> Result<dsh_llm::Cost, Config
                 wording::COST_BUDGET_NOT_AN_AMOUNT.to_owned(),
             )
         })
-}
-
-/// A result budget as written: a count of tokens, at least
-/// [`ResultBudget::MIN`]; `key` names it in the error.
-pub(super) fn result_budget(
-    value: Spanned<RawCount>,
-    key: String,
-    at: &At<'_>,
-) -> Result<ResultBudget, ConfigFileError> {
-    let tokens = value.get_ref().0;
-    ResultBudget::new(tokens).map_err(|_| {
-        at(
-            Some(value.span()),
-            key,
-            wording::config_result_budget_too_small(ResultBudget::MIN.tokens(), tokens),
-        )
-    })
 }

@@ -5,7 +5,7 @@ use dsh_agent::ContextWindow;
 use dsh_llm::{Price, PriceError, PriceKey};
 use toml::Spanned;
 
-use super::file::{RawCount, RawModel, RawPrice};
+use super::file::{RawModel, RawPrice};
 use super::{At, ConfigFileError, non_empty, variable_name};
 use crate::wording;
 
@@ -26,8 +26,8 @@ pub(crate) struct ModelConfig {
     pub(crate) price: Option<Price>,
 }
 
-/// `[model]` checked: no empty value, a key variable that can name one, a
-/// context window the agent loop can work in.
+/// `[model]` checked: no empty value, a key variable that can name one (the
+/// context window checked itself as it was read).
 pub(super) fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, ConfigFileError> {
     let api_key_env = match raw.api_key_env {
         Some(name) if !variable_name(name.get_ref()) => {
@@ -46,10 +46,7 @@ pub(super) fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, C
             .transpose()?,
         model: raw.model.map(|model| non_empty(model, "model.model", at)).transpose()?,
         api_key_env,
-        context_window: raw
-            .context_window
-            .map(|window| context_window(window, "model.context_window", at))
-            .transpose()?,
+        context_window: raw.context_window.map(Spanned::into_inner),
         price: raw.price.map(|value| price(value, "model.price", at)).transpose()?,
     })
 }
@@ -73,14 +70,4 @@ pub(super) fn price(value: Spanned<RawPrice>, key: &str, at: &At<'_>) -> Result<
             .map_err(|error| refused(error, cached.span())),
         None => Ok(price),
     }
-}
-
-/// A `context_window` (of `[model]` or a subagent's `agent_options`): at
-/// least [`ContextWindow::MIN`] tokens; `key` names it in the error.
-pub(super) fn context_window(
-    value: Spanned<RawCount>,
-    key: &str,
-    at: &At<'_>,
-) -> Result<ContextWindow, ConfigFileError> {
-    ContextWindow::new(value.get_ref().0).map_err(|error| at(Some(value.span()), key.to_owned(), error.to_string()))
 }

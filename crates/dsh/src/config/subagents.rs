@@ -18,8 +18,7 @@ use super::file::{
     ProviderKind, RawAgentOptions, RawAuth, RawCount, RawDuration, RawMaxDepth, RawPermission, RawSubagent,
     RawToolFilter,
 };
-use super::limits::result_budget;
-use super::model::{context_window, price};
+use super::model::price;
 use super::{At, ConfigFileError, non_empty, variable_name};
 use crate::wording;
 
@@ -176,7 +175,7 @@ fn resolve_subagent(
     let tool = entry.timeout(raw.timeout.take(), tool)?;
     let tool = entry.token_budget(raw.token_budget.take(), tool)?;
     let tool = match raw.result_budget.take() {
-        Some(budget) => tool.result_budget(result_budget(budget, entry.key("result_budget"), at)?),
+        Some(budget) => tool.result_budget(budget.into_inner()),
         None => tool,
     };
     entry.validate(&tool, [depth_span, filter_span.clone()], name_span.clone())?;
@@ -250,7 +249,7 @@ impl Entry<'_, '_> {
                     wording::CONFIG_ACP_CONTEXT_WINDOW.to_owned(),
                 ));
             }
-            agent_options = agent_options.with_context_window(context_window(window, &key, self.at)?.tokens());
+            agent_options = agent_options.with_context_window(window.into_inner());
         }
         let price = match options.price {
             Some(value) if self.kind == ProviderKind::Acp => {

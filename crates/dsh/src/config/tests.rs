@@ -116,7 +116,8 @@ result_budget = 16000
             .tool
             .agent_options
             .as_ref()
-            .and_then(|options| options.context_window),
+            .and_then(|options| options.context_window)
+            .map(dsh_agent::ContextWindow::tokens),
         Some(64_000)
     );
     assert_eq!(
@@ -141,7 +142,7 @@ result_budget = 16000
             max_children: Some(50),
             token_budget: Some(1_000_000),
             cost_budget: None,
-            result_budget: Some(16_000),
+            result_budget: ResultBudget::new(16_000).ok(),
         }
     );
     let acp = &config.subagents[2];
@@ -382,6 +383,59 @@ fn result_budgets_below_256_tokens_are_refused_where_they_are_written() {
     insta::assert_snapshot!(refusals(cases));
 }
 
+/// A bounded setting refuses a bad value in its own words, the same from
+/// its flag and from its key in the file.
+#[test]
+fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
+    use clap::Parser;
+    let cases = [
+        (
+            "--result-budget",
+            "12",
+            "limits.result_budget",
+            "[limits]\nresult_budget = 12\n",
+        ),
+        (
+            "--result-budget",
+            "8k",
+            "limits.result_budget",
+            "[limits]\nresult_budget = \"8k\"\n",
+        ),
+        (
+            "--context-window",
+            "512",
+            "model.context_window",
+            "[model]\ncontext_window = 512\n",
+        ),
+        (
+            "--context-window",
+            "128k",
+            "model.context_window",
+            "[model]\ncontext_window = \"128k\"\n",
+        ),
+    ];
+    let mut rendered = Vec::new();
+    for (flag, value, key, file) in cases {
+        let from_file = error(file);
+        let Some((_, refusal)) = from_file.split_once(&format!(": {key}: ")) else {
+            panic!("the file's error names no key: {from_file}")
+        };
+        let from_flag = match crate::cli::Cli::try_parse_from(["dsh", "run", flag, value, "go"]) {
+            Ok(cli) => panic!("accepted: {cli:?}"),
+            Err(error) => error.to_string(),
+        };
+        assert!(
+            from_flag.contains(&format!("'{flag} <TOKENS>': {refusal}\n")),
+            "{from_flag}\nsays other than\n{refusal}"
+        );
+        rendered.push(format!(
+            "{flag} {value}:\n  {}",
+            from_flag.lines().next().unwrap_or_default()
+        ));
+    }
+    insta::assert_snapshot!(rendered.join("\n"));
+}
+
 #[test]
 fn a_result_budget_flag_beats_the_file_which_beats_the_default() {
     let none = LimitsConfig::default();
@@ -389,7 +443,7 @@ fn a_result_budget_flag_beats_the_file_which_beats_the_default() {
     let file = check("[limits]\nresult_budget = 16000\n").unwrap().limits;
     assert_eq!(file.result_budget(&none).tokens(), 16_000);
     let flags = LimitsConfig {
-        result_budget: Some(300),
+        result_budget: ResultBudget::new(300).ok(),
         ..LimitsConfig::default()
     };
     assert_eq!(file.result_budget(&flags).tokens(), 300);
@@ -465,7 +519,7 @@ fn the_readme_example_is_valid() {
     assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
     assert_eq!(config.limits.max_concurrent, Some(LimitsConfig::DEFAULT_MAX_CONCURRENT));
     assert_eq!(config.limits.token_budget, Some(2_000_000));
-    assert_eq!(config.limits.result_budget, Some(ResultBudget::DEFAULT.tokens()));
+    assert_eq!(config.limits.result_budget, Some(ResultBudget::DEFAULT));
     assert_eq!(config.subagents[0].tool.timeout, Some(Duration::from_secs(600)));
     assert_eq!(
         config.subagents[0].tool.result_budget.map(ResultBudget::tokens),

@@ -106,13 +106,11 @@ pub(crate) const COST_BUDGET_NOT_AN_AMOUNT: &str = "a cost budget must be a numb
 /// `agent_options.price` on an ACP entry: its child reports no usage to price.
 pub(crate) const CONFIG_ACP_PRICE: &str = "an ACP child runs its own agent loop in its own process and reports no usage to this dsh, so there is nothing here to price: give its price in that agent's configuration (for dsh, `[model] price` in the child's dsh.toml)";
 
-/// `DSH_CONTEXT_WINDOW` (or `--context-window`) that is not a window.
-pub(crate) fn context_window_invalid(source: &str, value: &str, why: &dyn Display) -> String {
-    format!("dsh: {source}={value:?} is not a context window: {why}")
+/// A variable (`DSH_CONTEXT_WINDOW`) whose value its setting refuses, in
+/// that setting's own words.
+pub(crate) fn variable_invalid(variable: &str, refusal: &dyn Display) -> String {
+    format!("dsh: {variable}: {refusal}")
 }
-
-/// A `DSH_CONTEXT_WINDOW` that is not a number of tokens.
-pub(crate) const CONTEXT_WINDOW_NOT_A_NUMBER: &str = "write a whole number of tokens, such as 128000";
 
 /// A `tool_filter` with neither list.
 pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
@@ -121,13 +119,6 @@ pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `de
 pub(crate) const CONFIG_PAST_SAFE_INTEGER: &str = "must be at most 9007199254740991";
 
 /// A limit of `[limits]` (or a tool's `token_budget`) set to zero.
-/// A result budget below the least one ([`dsh_tools::ResultBudget::MIN`]).
-pub(crate) fn config_result_budget_too_small(minimum: u64, got: u64) -> String {
-    format!(
-        "must be at least {minimum} tokens, room for a notice and some text at each end; got {got} (leave it out for the default of 8000)"
-    )
-}
-
 pub(crate) fn config_limit_zero(key: &str) -> String {
     match key {
         "max_concurrent" => "must be at least 1: a tree that may run no child at once would only queue (leave it out for the default of 8)".to_owned(),
