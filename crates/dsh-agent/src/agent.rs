@@ -554,10 +554,12 @@ impl Agent {
     }
 
     /// Records in this agent's transcript that its in-process child `child`
-    /// began a run.
-    pub(crate) fn record_child(&self, child: &AgentId) {
+    /// began a run, started by this agent's tool call `call_id` (on its
+    /// first run).
+    pub(crate) fn record_child(&self, child: &AgentId, call_id: Option<String>) {
         self.record(&TranscriptEntry::Child {
             id: child.clone(),
+            call_id,
             elsewhere: None,
         });
     }
@@ -607,6 +609,7 @@ impl ChildLog for Agent {
     fn remote_child(&self, id: &str, child: &RemoteChild) {
         self.record(&TranscriptEntry::Child {
             id: AgentId::new(id),
+            call_id: None,
             elsewhere: Some(child.clone()),
         });
     }

@@ -175,6 +175,7 @@ fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
         &request.cancel,
         None,
         request.origin,
+        None,
     ))
 }
 
@@ -259,6 +260,7 @@ fn start(
         &request.cancel,
         captured,
         request.origin,
+        request.provenance.call_id,
     ))
 }
 
@@ -284,11 +286,12 @@ fn publish(
     cancel: &dsh_tools::CancellationToken,
     captured: Option<Captured>,
     origin: SpanOrigin,
+    call_id: Option<String>,
 ) -> SubagentRun {
     let stop = cancel.child_token();
     let run_token = stop.clone();
     let id = child.id().to_string();
-    parent.record_child(child.id());
+    parent.record_child(child.id(), call_id);
     let steerer = steerer(child.clone(), captured.clone());
     // Cancelled when the child's task has ended, however it ended.
     let ended = CancellationToken::new();

@@ -97,6 +97,12 @@ pub enum TranscriptEntry {
     Child {
         /// The child's id (for a child in another process, its run's id).
         id: AgentId,
+        /// The id of this agent's tool call that started an in-process
+        /// child, on its first entry: what a tree view shows of the child
+        /// when its own transcript cannot be read. Absent in older
+        /// transcripts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
         /// What is known of a child in another process; absent for an
         /// in-process child.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -165,6 +165,8 @@ struct Loaded {
 /// child: the tool, and the size of the result its model read.
 struct Call {
     tool: String,
+    /// The call's `description` argument: the child's label.
+    label: Option<String>,
     background: bool,
     shown_bytes: Option<u64>,
 }
@@ -214,6 +216,9 @@ struct HeaderFacts {
 /// recorded of its start and end.
 struct Named {
     id: String,
+    /// The parent's tool call that started an in-process child, when
+    /// recorded.
+    call_id: Option<String>,
     elsewhere: Option<(RemoteChild, Option<RemoteChild>)>,
 }
 
@@ -284,7 +289,11 @@ impl Loader {
             named = self
                 .children_by_header(data_dir, &node.id)
                 .into_iter()
-                .map(|id| Named { id, elsewhere: None })
+                .map(|id| Named {
+                    id,
+                    call_id: None,
+                    elsewhere: None,
+                })
                 .collect();
         }
         if named.is_empty() {
@@ -295,7 +304,7 @@ impl Loader {
             return;
         }
         let calls = calls(transcript);
-        for Named { id, elsewhere } in named {
+        for Named { id, call_id, elsewhere } in named {
             if let Some((start, end)) = elsewhere {
                 let child = self.remote(&id, &start, end.as_ref(), node.depth, &calls, level + 1);
                 node.children.push(child);
@@ -320,6 +329,15 @@ impl Loader {
             {
                 let message = wording::other_parent(parent);
                 child.node.problems.push(Problem::Foreign { message });
+            }
+            // A child whose own record could not be read: what its
+            // parent's call says of it.
+            if child.node.model.is_none()
+                && let Some(call) = call_id.as_deref().and_then(|call_id| calls.by_id.get(call_id))
+            {
+                child.node.depth = node.depth.saturating_add(1);
+                child.node.tool = Some(call.tool.clone());
+                child.node.label.clone_from(&call.label);
             }
             node.children.push(child.node);
         }
@@ -346,7 +364,20 @@ impl Loader {
         let mut missing = None;
         if let Some((dir, session)) = recorded {
             let path = transcript_path(&dir, &AgentId::new(session));
-            if path.is_file() && !self.on_path.contains(&path) {
+            if self.on_path.contains(&path) {
+                let mut node = Node::new(
+                    id,
+                    depth,
+                    Place::Elsewhere {
+                        ran: wording::ran_elsewhere(&start.provider, start.session.as_deref()),
+                    },
+                );
+                node.problems.push(Problem::Cycle {
+                    child: session.to_owned(),
+                });
+                return node;
+            }
+            if path.is_file() {
                 let mut node = self.node(&dir, session, None, level).node;
                 deepen(&mut node, depth);
                 node.tool.clone_from(&start.tool);
@@ -550,7 +581,7 @@ fn named_children(transcript: &Transcript) -> Vec<Named> {
     let mut named: Vec<Named> = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for entry in &transcript.entries {
-        let TranscriptEntry::Child { id, elsewhere } = entry else {
+        let TranscriptEntry::Child { id, call_id, elsewhere } = entry else {
             continue;
         };
         match seen.get(id.as_str()) {
@@ -563,6 +594,7 @@ fn named_children(transcript: &Transcript) -> Vec<Named> {
                 seen.insert(id.to_string(), named.len());
                 named.push(Named {
                     id: id.to_string(),
+                    call_id: call_id.clone(),
                     elsewhere: elsewhere.clone().map(|record| (record, None)),
                 });
             }
@@ -602,10 +634,14 @@ fn calls(transcript: &Transcript) -> Calls {
                     {
                         reads.insert(call.id.clone(), task.trim().to_owned());
                     }
+                    let label = argument("description")
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_owned);
                     calls.by_id.insert(
                         call.id.clone(),
                         Call {
                             tool: call.name.clone(),
+                            label,
                             background,
                             shown_bytes: None,
                         },

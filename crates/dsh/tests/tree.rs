@@ -278,9 +278,10 @@ fn dsh_tree_marks_damaged_records_and_shows_the_rest() {
     let text = String::from_utf8(text.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("\"dsh run\" "), "{text}");
-    // Without its transcript, only its id (from the parent's record) is known.
+    // Without its transcript, what the parent's call says of it: its tool
+    // and label.
     let short_id = short.file_stem().unwrap().to_str().unwrap();
-    assert_eq!(lines[1], format!("├─ {short_id}"), "{text}");
+    assert_eq!(lines[1], format!("├─ subagent \"short one\" {short_id}"), "{text}");
     assert!(lines[2].starts_with("│     ! no transcript at "), "{text}");
     assert!(lines[3].starts_with("└─ subagent \"long one\" "), "{text}");
     assert!(lines[3].contains(" · completed · "), "{text}");
@@ -290,6 +291,8 @@ fn dsh_tree_marks_damaged_records_and_shows_the_rest() {
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let children = json["root"]["children"].as_array().unwrap();
     assert_eq!(children[0]["problems"][0]["kind"], "missing");
+    assert_eq!(children[0]["depth"], 1);
+    assert_eq!(children[0]["label"], "short one");
     assert_eq!(children[1]["problems"][0]["kind"], "torn");
     assert_eq!(children[1]["turns"][0]["ending"]["state"], "completed");
 }
