@@ -2,14 +2,15 @@
 # Compares two builds of dsh-bench in one session: runs them alternately
 # (before, after, before, after, …) so both see the same machine load, then
 # prints, per figure, the median over the runs of each build's figure, floor
-# and ratio. The `dsh acp` rows are left out (no `dsh` binary is given).
+# and ratio. Each build runs the `dsh` beside its `dsh-bench` (the `dsh acp`,
+# `dsh tree` and `dsh run` rows), so copy both of each build together.
 #
 # usage: interleave.sh <before/dsh-bench> <after/dsh-bench> [runs per build, default 3] [bench args, e.g. --quick]
 #
 # Build the two binaries from two checkouts, e.g.
 #   git worktree add /tmp/before <commit>
-#   (cd /tmp/before && CARGO_TARGET_DIR=/tmp/before-target cargo build --release -p dsh-bench)
-#   cargo build --release -p dsh-bench
+#   (cd /tmp/before && CARGO_TARGET_DIR=/tmp/before-target cargo build --release -p dsh-bench -p dsh)
+#   cargo build --release -p dsh-bench -p dsh
 set -euo pipefail
 
 before=${1:?usage: interleave.sh <before-bin> <after-bin> [runs] [bench args]}
@@ -17,7 +18,7 @@ after=${2:?usage: interleave.sh <before-bin> <after-bin> [runs] [bench args]}
 runs=${3:-3}
 shift $(( $# < 3 ? $# : 3 ))
 out=$(mktemp -d)
-export DSH_BENCH_DSH_BIN=/nonexistent/dsh
+unset DSH_BENCH_DSH_BIN
 
 echo "load before: $(cat /proc/loadavg)"
 for ((i = 1; i <= runs; i++)); do
@@ -44,7 +45,7 @@ awk -F' \\| ' '
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
   FNR == 1 { build = FILENAME; sub(/.*\//, "", build); sub(/\..*/, "", build) }
-  /^\| / && $0 !~ /^\| figure/ && $0 !~ /^\|---/ && $0 !~ /ACP|acp|reference: spawn/ {
+  /^\| / && $0 !~ /^\| figure/ && $0 !~ /^\|---/ {
     figure = substr($1, 3); gsub(/ \([0-9]+ B page\)/, "", figure); key = figure " | " $2
     if (!(key in seen)) { seen[key] = 1; order[++count] = key; units[key] = unit($3) }
     ours[build, key] = ours[build, key] " " num($3)
