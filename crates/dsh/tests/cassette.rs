@@ -166,7 +166,7 @@ fn a_run_stopped_by_a_signal_keeps_its_recording_marked_interrupted() {
     }
     let child = command.spawn().unwrap();
     // The parent's first exchange is on disk (whole exchanges are written
-    // as they end); its child's starts about now.
+    // within milliseconds of their end); its child's starts about now.
     let partial = dir.path().join("run.jsonl.recording");
     wait_for("the parent's exchange", || {
         std::fs::read_to_string(&partial).is_ok_and(|text| text.contains(r#""kind":"end""#))
