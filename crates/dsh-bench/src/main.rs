@@ -6,7 +6,8 @@
 //!
 //! `--only limits` prints only the bounded-delegation rows, `--only context`
 //! only the context fit's, `--only answer` only the long answer's,
-//! `--only cassette` only the cassettes' (recording, replay, lookup),
+//! `--only cassette` only the cassettes' (recording, replay, lookup; with the
+//! load average before and after),
 //! `--only tree` only `dsh tree`'s on a generated data directory.
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
@@ -95,13 +96,22 @@ fn run_context(plan: &Plan) -> ExitCode {
     print_rows(rows)
 }
 
-/// Only the cassettes' rows.
+/// Only the cassettes' rows; the load average before and after them.
 fn run_cassette(plan: &Plan) -> ExitCode {
+    let before = load();
     let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
         rows.extend(dsh_bench::cassette::rows(plan, flavor, true)?);
         Ok::<_, String>(rows)
     });
-    print_rows(rows)
+    let code = print_rows(rows);
+    println!();
+    println!("load before: {}load after:  {}", before, load());
+    code
+}
+
+/// `/proc/loadavg`, as it reads.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg").unwrap_or_default()
 }
 
 /// Only the long answer's rows.
@@ -150,7 +160,6 @@ fn run_limits(plan: &Plan) -> ExitCode {
 
 /// Only the `dsh acp` rows; the load average before and after them.
 fn run_acp(plan: &Plan) -> ExitCode {
-    let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let before = load();
     match dsh_bench::acp::rows(plan.acp_samples) {
         Ok(rows) => {

@@ -87,6 +87,29 @@ fn bad_cassettes_and_busy_files_are_refused_before_the_run() {
         text(&busy.stderr)
     );
 
+    // A file that cannot be written: refused before the run, named.
+    let unwritable = dsh(dir.path(), &["run", "--record", "no-such-dir/run.jsonl", TASK]);
+    assert_eq!(unwritable.status.code(), Some(2));
+    assert!(
+        text(&unwritable.stderr).contains("no-such-dir/run.jsonl.recording"),
+        "{}",
+        text(&unwritable.stderr)
+    );
+    assert!(text(&unwritable.stdout).is_empty(), "nothing ran");
+
+    // A torn cassette: its name and line.
+    let whole = dsh(dir.path(), &["run", "-q", "--record", "whole.jsonl", TASK]);
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    let recorded = std::fs::read_to_string(dir.path().join("whole.jsonl")).unwrap();
+    std::fs::write(dir.path().join("torn.jsonl"), &recorded[..recorded.len() - 5]).unwrap();
+    let torn = dsh(dir.path(), &["run", "--replay", "torn.jsonl", TASK]);
+    assert_eq!(torn.status.code(), Some(2));
+    let lines = recorded.lines().count();
+    assert_eq!(
+        text(&torn.stderr),
+        format!("torn.jsonl:{lines}: the cassette is torn (it ends in the middle of this line): record it again\n")
+    );
+
     let missing = dsh(dir.path(), &["run", "--replay", "busy.jsonl", TASK]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(
@@ -143,7 +166,7 @@ fn a_run_stopped_by_a_signal_keeps_its_recording_marked_interrupted() {
     }
     let child = command.spawn().unwrap();
     // The parent's first exchange is on disk (whole exchanges are written
-    // as they end); its child's starts about now.
+    // within milliseconds of their end); its child's starts about now.
     let partial = dir.path().join("run.jsonl.recording");
     wait_for("the parent's exchange", || {
         std::fs::read_to_string(&partial).is_ok_and(|text| text.contains(r#""kind":"end""#))

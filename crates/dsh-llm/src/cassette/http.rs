@@ -73,17 +73,11 @@ pub(crate) struct Recording {
 impl Transport for Recording {
     fn send(&self, request: HttpRequest) -> BoxFuture<'static, Result<HttpAnswer, SendError>> {
         let recorder = &self.recorder;
-        let (id, at_ms) = recorder.begin();
-        let text = recorder.scrub(&request.body);
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        let line = Line::Request {
-            id,
-            at_ms,
-            model: self.model.clone(),
-            url: Some(scrub_url(&recorder.scrub(&request.url))),
-            body,
-        };
-        let mut log = ExchangeLog::begin(recorder, id, line);
+        let mut exchange = recorder.begin();
+        exchange.model.push_str(&self.model);
+        exchange.url = Some(request.url.clone());
+        exchange.body.extend_from_slice(request.body.as_bytes());
+        let mut log = ExchangeLog::begin(recorder, exchange);
         let sent = self.inner.send(request);
         Box::pin(async move {
             match sent.await {
@@ -148,7 +142,7 @@ fn tee(body: Body, log: ExchangeLog) -> Body {
 
 /// `url` without credentials: no user or password, and the value of every
 /// query parameter that names a key, token or signature replaced.
-fn scrub_url(url: &str) -> String {
+pub(crate) fn scrub_url(url: &str) -> String {
     let Ok(mut parsed) = reqwest::Url::parse(url) else {
         return url.to_owned();
     };

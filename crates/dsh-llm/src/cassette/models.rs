@@ -2,29 +2,31 @@
 //! [`ChatModel`] at the events level, and [`ReplayModel`] answers from a
 //! cassette of either level, a model like any other.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::error::CassetteError;
 use super::error_record::RecordedError;
-use super::format::{Level, Line, Outcome};
+use super::format::{Level, Outcome};
 use super::http::Pace;
 use super::recorder::{ExchangeLog, Recorder};
 use super::replay::{Cassette, Timing};
 use crate::error::LlmError;
-use crate::model::{ChatModel, ChatRequest, ChatStream, PromptCount};
+use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream, PromptCount};
 use crate::openai::OpenAiChatModel;
-use crate::openai::wire::{Delivery, request_text};
+use crate::openai::wire::{Delivery, request_text, write_request_text};
 
 /// Records every call of the model it wraps into a cassette, at the events
 /// level: the request (as the OpenAI wire JSON, so both levels share one
 /// key) and each event the model streamed, with its time.
 ///
-/// Recording never blocks the stream: lines go to the recorder's writer
-/// thread.
+/// Recording never blocks the stream: each exchange is handed, as it
+/// ends, to the recorder's writer thread, which writes it.
 #[derive(Debug, Clone)]
 pub struct RecordingModel<M> {
     inner: M,
@@ -52,44 +54,60 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
     }
 
     fn stream_chat(&self, request: ChatRequest, cancel: CancellationToken) -> ChatStream {
-        let (id, at_ms) = self.recorder.begin();
-        let text = self
-            .recorder
-            .scrub(&request_text(self.inner.model_name(), &request, Delivery::Streamed));
-        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        let line = Line::Request {
-            id,
-            at_ms,
-            model: self.inner.model_name().to_owned(),
-            url: None,
-            body,
-        };
-        let log = ExchangeLog::begin(&self.recorder, id, line);
-        let stream = self.inner.stream_chat(request, cancel);
-        Box::pin(futures::stream::unfold(
-            (stream, log),
-            |(mut stream, mut log)| async move {
-                let item = stream.next().await;
-                match &item {
-                    Some(Ok(event)) => log.push(Line::Event {
-                        id: log.id(),
-                        t_ms: log.t_ms(),
-                        event: event.clone(),
-                    }),
-                    // The caller cancelled: the model did not end this way by itself.
-                    Some(Err(LlmError::Cancelled)) => log.end(Outcome::Dropped),
-                    Some(Err(err)) => log.end(Outcome::Error(RecordedError::from(err))),
-                    None => log.end(Outcome::Complete),
-                }
-                item.map(|item| (item, (stream, log)))
-            },
-        ))
+        // The request's wire JSON is the one copy made here, into a buffer
+        // the writer handed back; the writer scrubs and writes it.
+        let mut exchange = self.recorder.begin();
+        let model = self.inner.model_name();
+        exchange.model.push_str(model);
+        write_request_text(model, &request, Delivery::Streamed, &mut exchange.body);
+        let log = ExchangeLog::begin(&self.recorder, exchange);
+        Box::pin(Heard {
+            inner: self.inner.stream_chat(request, cancel),
+            log,
+            at: None,
+        })
     }
 
     /// The wrapped model's count, not recorded: the events level records
     /// answers, and a count is none.
     fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
         self.inner.count_prompt(request, cancel)
+    }
+}
+
+/// A model's stream, each item logged as it passes.
+struct Heard {
+    inner: ChatStream,
+    log: ExchangeLog,
+    /// When the stream last had to wait for an item (milliseconds since
+    /// the exchange began): the time of every item ready at once after it,
+    /// so a burst of events shares one reading of the clock.
+    at: Option<u64>,
+}
+
+impl Stream for Heard {
+    type Item = Result<ChatEvent, LlmError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let Poll::Ready(item) = this.inner.as_mut().poll_next(cx) else {
+            this.at = None;
+            return Poll::Pending;
+        };
+        match &item {
+            Some(Ok(event)) => {
+                let t_ms = match this.at {
+                    Some(t_ms) => t_ms,
+                    None => *this.at.insert(this.log.t_ms()),
+                };
+                this.log.hear(t_ms, event);
+            }
+            // The caller cancelled: the model did not end this way by itself.
+            Some(Err(LlmError::Cancelled)) => this.log.end(Outcome::Dropped),
+            Some(Err(err)) => this.log.end(Outcome::Error(RecordedError::from(err))),
+            None => this.log.end(Outcome::Complete),
+        }
+        Poll::Ready(item)
     }
 }
 

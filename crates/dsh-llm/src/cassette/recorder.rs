@@ -1,23 +1,33 @@
-//! Writing a cassette: lines go to a writer thread through a channel that
-//! never blocks the stream being recorded; the file is written as
-//! `FILE.recording` and renamed to `FILE` only once its closing line is
-//! on disk, so a cassette either reads as whole or is refused as
-//! unfinished.
+//! Writing a cassette: each exchange is handed, as it ends, to a writer
+//! thread that turns it into lines and writes them in batches, so the
+//! stream being recorded never waits on serialization or the disk; the
+//! file is written as `FILE.recording` and renamed to `FILE` only once its
+//! closing line is on disk, so a cassette either reads as whole or is
+//! refused as unfinished.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::error::CassetteError;
 use super::format::{FORMAT, Level, Line, Outcome, VERSION};
+use crate::model::ChatEvent;
 use crate::wording;
 
 /// The suffix of a recording in progress, beside the cassette it becomes.
 pub const RECORDING_SUFFIX: &str = ".recording";
+
+/// How long the writer lets exchanges gather after the first one wakes
+/// it: one wake-up and one write per batch, not per exchange, so the
+/// stream pays no system call for most of the exchanges it records.
+const BATCH: Duration = Duration::from_millis(2);
+
+/// The writer's buffer: a batch reaches the file in writes of this size.
+const WRITE_BUFFER: usize = 64 * 1024;
 
 /// Records model exchanges into one cassette file.
 ///
@@ -37,10 +47,14 @@ struct Shared {
     started: Instant,
     next_id: AtomicU64,
     level: OnceLock<Level>,
-    secrets: RwLock<Vec<String>>,
-    sender: Mutex<Option<Sender<Message>>>,
+    secrets: Secrets,
+    queue: Arc<Queue>,
     writer: Mutex<Option<JoinHandle<Result<u64, CassetteError>>>>,
 }
+
+/// The secrets never written, shared with the writer thread, which scrubs
+/// each request as it writes it.
+type Secrets = Arc<RwLock<Vec<String>>>;
 
 impl Drop for Shared {
     /// The last clone is gone without [`Recorder::finish`] or
@@ -48,20 +62,77 @@ impl Drop for Shared {
     /// `FILE.recording`, or none when no exchange was recorded) before the
     /// drop returns.
     fn drop(&mut self) {
-        drop(self.sender.get_mut().unwrap_or_else(PoisonError::into_inner).take());
+        self.queue.end(Ending::Abandoned);
         if let Some(handle) = self.writer.get_mut().unwrap_or_else(PoisonError::into_inner).take() {
             let _ = handle.join();
         }
     }
 }
 
-/// What the writer thread is sent.
+/// What the writer thread is handed.
 enum Message {
     Header(Level),
-    Exchange(Vec<Line>),
-    /// The last message: how the recording ends.
-    Close(Closing),
+    Exchange(Exchange),
 }
+
+/// One exchange: what it asked, and its answer as it was heard. Its
+/// buffers are reused: the writer hands them back empty, so recording an
+/// exchange allocates nothing once the recording has warmed up.
+#[derive(Default)]
+pub(crate) struct Exchange {
+    pub(crate) id: u64,
+    /// Milliseconds since the recording began.
+    pub(crate) at_ms: u64,
+    /// The recorded model's default model name.
+    pub(crate) model: String,
+    /// The endpoint (HTTP level), credentials still in it: the writer
+    /// takes them out.
+    pub(crate) url: Option<String>,
+    /// The request body as sent (the OpenAI wire JSON), secrets still in
+    /// it: the writer scrubs it.
+    pub(crate) body: Vec<u8>,
+    /// The events the model streamed (events level), in order.
+    heard: Vec<Heard>,
+    /// The text of those of them that are text deltas, one after another.
+    text: String,
+    /// Its other lines (the HTTP level's status and chunks), then its end.
+    lines: Vec<Line>,
+}
+
+/// An event as the events level heard it.
+struct Heard {
+    /// Milliseconds since the exchange began.
+    t_ms: u64,
+    what: Said,
+}
+
+enum Said {
+    /// A text delta: its text is the exchange's `text` up to here.
+    Text { end: usize },
+    /// Any other event.
+    Event(ChatEvent),
+}
+
+impl Exchange {
+    /// Empties it for another exchange; `None` when its buffers grew too
+    /// large to keep.
+    fn reclaimed(mut self) -> Option<Exchange> {
+        const KEPT: usize = 1 << 20;
+        if self.body.capacity() > KEPT || self.text.capacity() > KEPT {
+            return None;
+        }
+        self.model.clear();
+        self.url = None;
+        self.body.clear();
+        self.heard.clear();
+        self.text.clear();
+        self.lines.clear();
+        Some(self)
+    }
+}
+
+/// The most emptied exchanges kept for reuse (about one batch's worth).
+const SPARE: usize = 256;
 
 /// How a recording ends.
 enum Closing {
@@ -69,6 +140,124 @@ enum Closing {
     Finish,
     /// Its run was stopped early, for this reason: replay refuses it.
     Interrupted(String),
+}
+
+/// Why the writer stops.
+enum Ending {
+    /// The recording was closed this way.
+    Closed(Closing),
+    /// The last recorder is gone without closing it.
+    Abandoned,
+}
+
+/// What the recorders hand the writer, and how it is woken.
+#[derive(Debug, Default)]
+struct Queue {
+    state: Mutex<QueueState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct QueueState {
+    pending: Vec<Message>,
+    ending: Option<Ending>,
+    /// The writer sleeps until something arrives (a recorder wakes it).
+    parked: bool,
+    /// A write failed: what arrives is dropped (the error is reported when
+    /// the recording is closed).
+    failed: bool,
+    /// Exchanges written and emptied, to be filled again.
+    spare: Vec<Exchange>,
+}
+
+impl std::fmt::Debug for QueueState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueState")
+            .field("pending", &self.pending.len())
+            .field("ended", &self.ending.is_some())
+            .field("failed", &self.failed)
+            .finish()
+    }
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Hands `message` to the writer; never blocks on it, and makes a
+    /// system call only when the writer sleeps with nothing to write.
+    fn push(&self, message: Message) {
+        let mut state = self.lock();
+        if state.ending.is_some() || state.failed {
+            return;
+        }
+        state.pending.push(message);
+        let wake = std::mem::take(&mut state.parked);
+        drop(state);
+        if wake {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Tells the writer to end (the first ending counts).
+    fn end(&self, ending: Ending) {
+        let mut state = self.lock();
+        if state.ending.is_none() {
+            state.ending = Some(ending);
+        }
+        drop(state);
+        self.wake.notify_one();
+    }
+
+    /// The writer's next batch, swapped into `batch` (empty, so the two
+    /// vectors take turns and neither grows again): waits for a message,
+    /// then lets more gather for [`BATCH`] unless the recording ends
+    /// first. Returns the ending, if it came.
+    fn next_batch(&self, batch: &mut Vec<Message>) -> Option<Ending> {
+        let mut state = self.lock();
+        while state.pending.is_empty() && state.ending.is_none() {
+            state.parked = true;
+            state = self.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
+        }
+        state.parked = false;
+        let deadline = Instant::now() + BATCH;
+        while state.ending.is_none() {
+            let Some(left) = deadline
+                .checked_duration_since(Instant::now())
+                .filter(|left| !left.is_zero())
+            else {
+                break;
+            };
+            state = self
+                .wake
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        std::mem::swap(&mut state.pending, batch);
+        state.ending.take()
+    }
+
+    /// An empty exchange to fill: one the writer handed back, or a new one.
+    fn spare(&self) -> Exchange {
+        self.lock().spare.pop().unwrap_or_default()
+    }
+
+    /// Keeps written exchanges, emptied, for reuse; empties them without
+    /// the lock, so a recorder never waits on it.
+    fn give_back(&self, written: impl Iterator<Item = Exchange>) {
+        let room = SPARE.saturating_sub(self.lock().spare.len());
+        let mut emptied: Vec<Exchange> = written.filter_map(Exchange::reclaimed).take(room).collect();
+        self.lock().spare.append(&mut emptied);
+    }
+
+    /// A write failed: drop what arrives from now on.
+    fn fail(&self) {
+        let mut state = self.lock();
+        state.failed = true;
+        state.pending = Vec::new();
+    }
 }
 
 impl Recorder {
@@ -117,11 +306,18 @@ impl Recorder {
     /// Starts a recorder writing into `sink`; `rename` moves the partial
     /// file onto the cassette's name once finished.
     fn start(file: PathBuf, partial: PathBuf, sink: impl Write + Send + 'static, rename: bool) -> Recorder {
-        let (sender, receiver) = channel();
-        let target = (file.clone(), partial.clone());
+        let queue = Arc::new(Queue::default());
+        let secrets = Secrets::default();
+        let writer = Writer {
+            queue: queue.clone(),
+            secrets: secrets.clone(),
+            file: file.clone(),
+            partial: partial.clone(),
+            rename,
+        };
         let writer = std::thread::Builder::new()
             .name("dsh-cassette".into())
-            .spawn(move || write_all(receiver, sink, &target.0, &target.1, rename));
+            .spawn(move || writer.run(sink));
         let writer = match writer {
             Ok(handle) => Some(handle),
             Err(err) => {
@@ -136,8 +332,8 @@ impl Recorder {
                 started: Instant::now(),
                 next_id: AtomicU64::new(1),
                 level: OnceLock::new(),
-                secrets: RwLock::new(Vec::new()),
-                sender: Mutex::new(Some(sender)),
+                secrets,
+                queue,
                 writer: Mutex::new(writer),
             }),
         }
@@ -164,21 +360,14 @@ impl Recorder {
 
     /// `text` with every secret replaced.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        let secrets = self.shared.secrets.read().unwrap_or_else(PoisonError::into_inner);
-        let mut text = text.to_owned();
-        for secret in secrets.iter() {
-            if text.contains(secret.as_str()) {
-                text = text.replace(secret.as_str(), wording::REDACTED);
-            }
-        }
-        text
+        scrub(&self.shared.secrets, text).into_owned()
     }
 
     /// Fixes the cassette's level on first use; a model of the other level
     /// is refused.
     pub(crate) fn claim(&self, level: Level) -> Result<(), CassetteError> {
         let recorded = *self.shared.level.get_or_init(|| {
-            self.send(Message::Header(level));
+            self.shared.queue.push(Message::Header(level));
             level
         });
         if recorded == level {
@@ -192,23 +381,12 @@ impl Recorder {
         }
     }
 
-    /// A new exchange's id and the milliseconds since the recording began.
-    pub(crate) fn begin(&self) -> (u64, u64) {
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        (id, millis(self.shared.started.elapsed()))
-    }
-
-    /// Queues one whole exchange for the file; never blocks.
-    pub(crate) fn exchange(&self, lines: Vec<Line>) {
-        self.send(Message::Exchange(lines));
-    }
-
-    fn send(&self, message: Message) {
-        let sender = self.shared.sender.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(sender) = sender.as_ref() {
-            // The writer only stops early on a failed write, which finish reports.
-            let _ = sender.send(message);
-        }
+    /// A new exchange, its id and time set, its buffers empty.
+    pub(crate) fn begin(&self) -> Exchange {
+        let mut exchange = self.shared.queue.spare();
+        exchange.id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        exchange.at_ms = millis(self.shared.started.elapsed());
+        exchange
     }
 
     /// Ends the recording: writes the closing line after every exchange
@@ -235,14 +413,14 @@ impl Recorder {
         self.close(Closing::Interrupted(reason.into()))
     }
 
+    /// Waits for the writer to write everything handed to it, then the
+    /// closing line.
     fn close(&self, closing: Closing) -> Result<u64, CassetteError> {
         self.shared.level.get_or_init(|| {
-            self.send(Message::Header(Level::Events));
+            self.shared.queue.push(Message::Header(Level::Events));
             Level::Events
         });
-        if let Some(sender) = self.shared.sender.lock().unwrap_or_else(PoisonError::into_inner).take() {
-            let _ = sender.send(Message::Close(closing));
-        }
+        self.shared.queue.end(Ending::Closed(closing));
         let writer = self.shared.writer.lock().unwrap_or_else(PoisonError::into_inner).take();
         match writer {
             None => Ok(0),
@@ -256,31 +434,39 @@ impl Recorder {
     }
 }
 
-/// The lines of one exchange while it runs; sent to the file as one block
-/// when it ends, or, if it is dropped first, with a `dropped` ending.
+/// `text` with every one of `secrets` replaced; borrowed when none occurs.
+fn scrub<'a>(secrets: &RwLock<Vec<String>>, text: &'a str) -> Cow<'a, str> {
+    let secrets = secrets.read().unwrap_or_else(PoisonError::into_inner);
+    let mut text = Cow::Borrowed(text);
+    for secret in secrets.iter() {
+        if text.contains(secret.as_str()) {
+            text = Cow::Owned(text.replace(secret.as_str(), wording::REDACTED));
+        }
+    }
+    text
+}
+
+/// One exchange while it runs; handed to the writer as one block when it
+/// ends, or, if it is dropped first, with a `dropped` ending.
 pub(crate) struct ExchangeLog {
     recorder: Recorder,
-    id: u64,
     began: Instant,
-    lines: Vec<Line>,
-    ended: bool,
+    exchange: Option<Exchange>,
 }
 
 impl ExchangeLog {
-    /// Begins an exchange with its request line (`id` from [`Recorder::begin`]).
-    pub(crate) fn begin(recorder: &Recorder, id: u64, request: Line) -> Self {
+    /// Begins `exchange` (from [`Recorder::begin`], its request filled in).
+    pub(crate) fn begin(recorder: &Recorder, exchange: Exchange) -> Self {
         ExchangeLog {
             recorder: recorder.clone(),
-            id,
             began: Instant::now(),
-            lines: vec![request],
-            ended: false,
+            exchange: Some(exchange),
         }
     }
 
     /// The exchange's id.
     pub(crate) fn id(&self) -> u64 {
-        self.id
+        self.exchange.as_ref().map_or(0, |exchange| exchange.id)
     }
 
     /// Milliseconds since the exchange began.
@@ -293,26 +479,44 @@ impl ExchangeLog {
         &self.recorder
     }
 
-    /// Adds a line of the answer.
+    /// Adds a line of the answer (HTTP level).
     pub(crate) fn push(&mut self, line: Line) {
-        if !self.ended {
-            self.lines.push(line);
+        if let Some(exchange) = &mut self.exchange {
+            exchange.lines.push(line);
         }
     }
 
-    /// Ends the exchange and queues it for the file (once).
-    pub(crate) fn end(&mut self, outcome: Outcome) {
-        if self.ended {
+    /// Adds an event the model streamed, heard `t_ms` after the exchange
+    /// began (events level): a text delta's text is copied into the
+    /// exchange's text, any other event cloned.
+    pub(crate) fn hear(&mut self, t_ms: u64, event: &ChatEvent) {
+        let Some(exchange) = &mut self.exchange else {
             return;
-        }
+        };
+        let what = match event {
+            ChatEvent::TextDelta(text) => {
+                exchange.text.push_str(text);
+                Said::Text {
+                    end: exchange.text.len(),
+                }
+            }
+            other => Said::Event(other.clone()),
+        };
+        exchange.heard.push(Heard { t_ms, what });
+    }
+
+    /// Ends the exchange and hands it to the writer (once).
+    pub(crate) fn end(&mut self, outcome: Outcome) {
+        let Some(mut exchange) = self.exchange.take() else {
+            return;
+        };
         let t_ms = self.t_ms();
-        self.lines.push(Line::End {
-            id: self.id,
+        exchange.lines.push(Line::End {
+            id: exchange.id,
             t_ms,
             outcome,
         });
-        self.ended = true;
-        self.recorder.exchange(std::mem::take(&mut self.lines));
+        self.recorder.shared.queue.push(Message::Exchange(exchange));
     }
 }
 
@@ -387,97 +591,171 @@ pub(crate) fn millis(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The writer thread: every line, then the closing one, then the rename.
-fn write_all(
-    receiver: Receiver<Message>,
-    sink: impl Write,
-    file: &Path,
-    partial: &Path,
+/// The writer thread: what the recorders hand it, turned into lines and
+/// written a batch at a time; then the closing line and the rename.
+struct Writer {
+    queue: Arc<Queue>,
+    secrets: Secrets,
+    file: PathBuf,
+    partial: PathBuf,
     rename: bool,
-) -> Result<u64, CassetteError> {
-    let failed = |source| CassetteError::Unwritable {
-        file: partial.to_path_buf(),
-        source,
-    };
-    let mut out = std::io::BufWriter::new(sink);
-    let mut exchanges = 0u64;
-    let mut error: Option<std::io::Error> = None;
-    let put = |out: &mut std::io::BufWriter<_>, line: &Line, error: &mut Option<std::io::Error>| {
-        if error.is_some() {
-            return;
-        }
-        let written = serde_json::to_writer(&mut *out, line)
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"));
-        if let Err(err) = written {
-            tracing::warn!(file = %partial.display(), error = %err, "{}", wording::LOG_CASSETTE_WRITE_FAILED);
-            *error = Some(err);
-        }
-    };
-    let mut closing = None;
-    for message in receiver {
-        match message {
-            Message::Header(level) => {
-                let header = Line::Header {
-                    format: FORMAT.to_owned(),
-                    version: VERSION,
-                    level: Some(level),
-                    recorded_by: concat!("dsh-llm ", env!("CARGO_PKG_VERSION")).to_owned(),
-                };
-                put(&mut out, &header, &mut error);
-            }
-            Message::Exchange(lines) => {
-                exchanges += 1;
-                for line in &lines {
-                    put(&mut out, line, &mut error);
-                }
-                // Whole exchanges reach the disk as they end.
-                if error.is_none()
-                    && let Err(err) = out.flush()
-                {
+}
+
+impl Writer {
+    fn run(self, sink: impl Write) -> Result<u64, CassetteError> {
+        let failed = |source| CassetteError::Unwritable {
+            file: self.partial.clone(),
+            source,
+        };
+        let mut out = std::io::BufWriter::with_capacity(WRITE_BUFFER, sink);
+        let mut exchanges = 0u64;
+        let mut error: Option<std::io::Error> = None;
+        let mut batch = Vec::new();
+        let ending = loop {
+            let ending = self.queue.next_batch(&mut batch);
+            if error.is_none() {
+                let written = batch
+                    .iter()
+                    .try_for_each(|message| match message {
+                        Message::Header(level) => write_line(&mut out, &header(*level)),
+                        Message::Exchange(exchange) => {
+                            exchanges += 1;
+                            self.write_exchange(&mut out, exchange)
+                        }
+                    })
+                    // Whole exchanges reach the file batch by batch.
+                    .and_then(|()| out.flush());
+                if let Err(err) = written {
+                    tracing::warn!(file = %self.partial.display(), error = %err, "{}", wording::LOG_CASSETTE_WRITE_FAILED);
+                    self.queue.fail();
                     error = Some(err);
                 }
             }
-            Message::Close(how) => {
-                closing = Some(how);
-                break;
+            self.queue
+                .give_back(batch.drain(..).filter_map(|message| match message {
+                    Message::Exchange(exchange) => Some(exchange),
+                    Message::Header(_) => None,
+                }));
+            if let Some(ending) = ending {
+                break ending;
+            }
+        };
+        let closing = match ending {
+            Ending::Closed(closing) => closing,
+            // Abandoned: the file stays unfinished, or goes when it holds
+            // no exchange (nothing was recorded).
+            Ending::Abandoned => {
+                let _ = out.flush();
+                drop(out);
+                if self.rename && exchanges == 0 {
+                    let _ = std::fs::remove_file(&self.partial);
+                }
+                return Ok(exchanges);
+            }
+        };
+        if let Some(err) = error {
+            return Err(failed(err));
+        }
+        // The parts the run's other processes recorded beside it.
+        let parts = if self.rename { parts_of(&self.file) } else { Vec::new() };
+        let last = match closing {
+            Closing::Finish => Line::Finish { exchanges, parts },
+            Closing::Interrupted(reason) => Line::Interrupted {
+                exchanges,
+                reason,
+                parts,
+            },
+        };
+        write_line(&mut out, &last).map_err(failed)?;
+        let sink = out.into_inner().map_err(|err| failed(err.into_error()))?;
+        drop(sink);
+        if self.rename {
+            sync(&self.partial).map_err(failed)?;
+            std::fs::rename(&self.partial, &self.file).map_err(|source| CassetteError::Unwritable {
+                file: self.file.clone(),
+                source,
+            })?;
+        }
+        Ok(exchanges)
+    }
+
+    /// An exchange's lines: its request, then its answer's.
+    fn write_exchange(&self, out: &mut impl Write, exchange: &Exchange) -> std::io::Result<()> {
+        self.write_request(out, exchange)?;
+        let mut start = 0;
+        for heard in &exchange.heard {
+            let event = match &heard.what {
+                Said::Text { end } => {
+                    let text = exchange.text.get(start..*end).unwrap_or_default().to_owned();
+                    start = *end;
+                    ChatEvent::TextDelta(text)
+                }
+                Said::Event(event) => event.clone(),
+            };
+            write_line(
+                out,
+                &Line::Event {
+                    id: exchange.id,
+                    t_ms: heard.t_ms,
+                    event,
+                },
+            )?;
+        }
+        exchange.lines.iter().try_for_each(|line| write_line(out, line))
+    }
+
+    /// The `request` line ([`Line::Request`]), secrets scrubbed; the body
+    /// goes in as it was sent when it is one line of JSON, without being
+    /// parsed into a value and written again.
+    fn write_request(&self, out: &mut impl Write, exchange: &Exchange) -> std::io::Result<()> {
+        let Exchange {
+            id,
+            at_ms,
+            model,
+            url,
+            body,
+            ..
+        } = exchange;
+        write!(out, r#"{{"kind":"request","id":{id},"at_ms":{at_ms},"model":"#)?;
+        serde_json::to_writer(&mut *out, model)?;
+        if let Some(url) = url {
+            out.write_all(br#","url":"#)?;
+            serde_json::to_writer(&mut *out, &super::http::scrub_url(&scrub(&self.secrets, url)))?;
+        }
+        out.write_all(br#","body":"#)?;
+        let body = String::from_utf8_lossy(body);
+        let body = scrub(&self.secrets, &body);
+        if is_json_line(&body) {
+            out.write_all(body.as_bytes())?;
+        } else {
+            match serde_json::from_str::<serde_json::Value>(&body) {
+                Ok(value) => serde_json::to_writer(&mut *out, &value)?,
+                Err(_) => serde_json::to_writer(&mut *out, &*body)?,
             }
         }
+        out.write_all(b"}\n")
     }
-    // The parts the run's other processes recorded beside it.
-    let parts = if rename { parts_of(file) } else { Vec::new() };
-    let last = match closing {
-        Some(Closing::Finish) => Line::Finish { exchanges, parts },
-        Some(Closing::Interrupted(reason)) => Line::Interrupted {
-            exchanges,
-            reason,
-            parts,
-        },
-        // Dropped without an ending: the file stays unfinished, or goes
-        // when it holds no exchange (nothing was recorded).
-        None => {
-            let _ = out.flush();
-            drop(out);
-            if rename && exchanges == 0 {
-                let _ = std::fs::remove_file(partial);
-            }
-            return Ok(exchanges);
-        }
-    };
-    put(&mut out, &last, &mut error);
-    if let Some(err) = error {
-        return Err(failed(err));
+}
+
+/// Whether `text` is one JSON value on one line, to be written as it is.
+fn is_json_line(text: &str) -> bool {
+    !text.contains(['\n', '\r']) && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
+/// The first line of a cassette of `level`.
+fn header(level: Level) -> Line {
+    Line::Header {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        level: Some(level),
+        recorded_by: concat!("dsh-llm ", env!("CARGO_PKG_VERSION")).to_owned(),
     }
-    let sink = out.into_inner().map_err(|err| failed(err.into_error()))?;
-    drop(sink);
-    if rename {
-        sync(partial).map_err(failed)?;
-        std::fs::rename(partial, file).map_err(|source| CassetteError::Unwritable {
-            file: file.to_path_buf(),
-            source,
-        })?;
-    }
-    Ok(exchanges)
+}
+
+/// `line` as one line of JSON.
+fn write_line(out: &mut impl Write, line: &Line) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, line)?;
+    out.write_all(b"\n")
 }
 
 fn sync(path: &Path) -> std::io::Result<()> {
@@ -506,12 +784,36 @@ mod tests {
         }
     }
 
-    fn end(id: u64) -> Vec<Line> {
-        vec![Line::End {
+    /// A file in memory that the test reads after the writer is done.
+    #[derive(Clone, Default)]
+    struct Shown(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shown {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn asked(id: u64, body: &str) -> Exchange {
+        Exchange {
             id,
+            model: "m".to_owned(),
+            body: body.as_bytes().to_vec(),
+            ..Exchange::default()
+        }
+    }
+
+    fn ended(mut exchange: Exchange) -> Message {
+        exchange.lines.push(Line::End {
+            id: exchange.id,
             t_ms: 0,
             outcome: Outcome::Complete,
-        }]
+        });
+        Message::Exchange(exchange)
     }
 
     #[test]
@@ -524,12 +826,74 @@ mod tests {
         );
         recorder.claim(Level::Events).unwrap();
         for id in 1..50 {
-            recorder.exchange(end(id));
+            recorder.shared.queue.push(ended(asked(id, "{}")));
         }
         let err = recorder.finish().unwrap_err();
         let text = err.to_string();
         assert!(text.contains("cassette.jsonl.recording"), "{text}");
         assert!(text.contains("no storage space"), "{text}");
+    }
+
+    /// A real file descriptor whose writes fail as a full disk's do.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_write_to_a_full_device_leaves_no_cassette_and_an_unfinished_recording() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("full.jsonl");
+        let partial = partial_path(&file);
+        std::fs::write(&partial, "").unwrap();
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let recorder = Recorder::start(file.clone(), partial.clone(), full, true);
+        recorder.claim(Level::Events).unwrap();
+        recorder.shared.queue.push(ended(asked(1, r#"{"messages":[]}"#)));
+        let err = recorder.finish().unwrap_err();
+        assert!(matches!(err, CassetteError::Unwritable { .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.contains(&*partial.to_string_lossy()), "{text}");
+        assert!(text.contains("No space left on device"), "{text}");
+        assert!(!file.exists());
+        let refused = super::super::Cassette::load(&file).unwrap_err();
+        assert!(matches!(refused, CassetteError::Unfinished { .. }), "{refused}");
+    }
+
+    #[test]
+    fn a_request_line_is_written_as_the_format_says_with_secrets_scrubbed() {
+        let shown = Shown::default();
+        let recorder = Recorder::start("c".into(), "c.recording".into(), shown.clone(), false);
+        recorder.redact("sk-123");
+        recorder.claim(Level::Http).unwrap();
+        let body = r#"{"model":"m","messages":[{"role":"user","content":"key sk-123 \"quoted\"\n"}],"stream":true}"#;
+        let mut http = asked(1, body);
+        http.url = Some("https://user:pw@example.com/v1/chat/completions?token=sk-123".to_owned());
+        recorder.shared.queue.push(ended(http));
+        // Bodies that are not one line of JSON: parsed and written on one
+        // line, or written as a string.
+        recorder.shared.queue.push(ended(asked(2, "{\n  \"a\": 1\n}")));
+        recorder.shared.queue.push(ended(asked(3, "not json\n")));
+        assert_eq!(recorder.finish().unwrap(), 3);
+        let text = String::from_utf8(shown.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 8, "{text}");
+        let scrubbed = body.replace("sk-123", "[redacted]");
+        let expected = Line::Request {
+            id: 1,
+            at_ms: 0,
+            model: "m".to_owned(),
+            url: Some("https://example.com/v1/chat/completions?token=%5Bredacted%5D".to_owned()),
+            body: serde_json::from_str(&scrubbed).unwrap(),
+        };
+        assert_eq!(lines[1], serde_json::to_string(&expected).unwrap());
+        assert_eq!(
+            lines[3],
+            r#"{"kind":"request","id":2,"at_ms":0,"model":"m","body":{"a":1}}"#
+        );
+        assert_eq!(
+            lines[5],
+            r#"{"kind":"request","id":3,"at_ms":0,"model":"m","body":"not json\n"}"#
+        );
+        for line in &lines {
+            serde_json::from_str::<Line>(line).unwrap();
+        }
     }
 
     #[test]
@@ -548,6 +912,7 @@ mod tests {
         recorder.redact("sk-123");
         recorder.redact("");
         assert_eq!(recorder.scrub("key sk-123 and sk-123"), "key [redacted] and [redacted]");
+        assert!(matches!(scrub(&recorder.shared.secrets, "no secret"), Cow::Borrowed(_)));
         recorder.finish().unwrap();
     }
 }

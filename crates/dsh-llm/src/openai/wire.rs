@@ -32,13 +32,15 @@ pub(crate) fn request_body(default_model: &str, request: &ChatRequest) -> Value 
 
 /// The text of the body of `request` delivered as `delivery`, as it is sent.
 pub(crate) fn request_text(default_model: &str, request: &ChatRequest, delivery: Delivery) -> String {
-    let mut body = WireBody::new(default_model, request);
-    if delivery == Delivery::Whole {
-        // `stream_options` is refused by OpenAI unless `stream` is true.
-        body.stream = false;
-        body.stream_options = None;
+    serde_json::to_string(&WireBody::delivered(default_model, request, delivery)).unwrap_or_default()
+}
+
+/// [`request_text`], appended to `out` (a buffer that is reused).
+pub(crate) fn write_request_text(default_model: &str, request: &ChatRequest, delivery: Delivery, out: &mut Vec<u8>) {
+    let start = out.len();
+    if serde_json::to_writer(&mut *out, &WireBody::delivered(default_model, request, delivery)).is_err() {
+        out.truncate(start);
     }
-    serde_json::to_string(&body).unwrap_or_default()
 }
 
 /// The bytes `request`'s body takes as it is sent to an OpenAI-compatible
@@ -101,6 +103,17 @@ impl<'a> WireBody<'a> {
             max_tokens: request.max_tokens,
             temperature: request.temperature.map(f64::from),
         }
+    }
+
+    /// The body of `request` delivered as `delivery`.
+    fn delivered(default_model: &'a str, request: &'a ChatRequest, delivery: Delivery) -> Self {
+        let mut body = Self::new(default_model, request);
+        if delivery == Delivery::Whole {
+            // `stream_options` is refused by OpenAI unless `stream` is true.
+            body.stream = false;
+            body.stream_options = None;
+        }
+        body
     }
 }
 
