@@ -29,7 +29,7 @@ pub use continuation::{
 };
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
 pub use error::SubagentError;
-pub use lineage::{BudgetScope, CostBudget, Lineage, TokenBudget};
+pub use lineage::{BudgetScope, CostBudget, InvalidTokenLimit, Lineage, TokenBudget, TokenLimit};
 pub use provider::SubagentProvider;
 pub use remote::{ChildLog, RemoteChild, RemoteEnd};
 pub use request::{AgentOptions, ChildSettings, Provenance, RunMode, StartRequest, ToolFilter};
