@@ -16,6 +16,7 @@ mod result;
 mod run;
 pub mod setting;
 mod steer;
+mod token_limit;
 pub mod trace;
 mod window;
 mod wording;
@@ -29,13 +30,14 @@ pub use continuation::{
 };
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
 pub use error::SubagentError;
-pub use lineage::{BudgetScope, CostBudget, InvalidTokenLimit, Lineage, TokenBudget, TokenLimit};
+pub use lineage::{BudgetScope, CostBudget, Lineage, TokenBudget};
 pub use provider::SubagentProvider;
 pub use remote::{ChildLog, RemoteChild, RemoteEnd};
 pub use request::{AgentOptions, ChildSettings, Provenance, RunMode, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;
+pub use token_limit::{InvalidTokenLimit, TokenLimit};
 pub use trace::SpanOrigin;
 pub use window::{ContextWindow, InvalidContextWindow};
 
