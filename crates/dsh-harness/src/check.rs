@@ -51,7 +51,10 @@ fn tree_budget(assembly: &Assembly, providers: &[Arc<dyn SubagentProvider>]) -> 
     };
     let provider = unmetered.name().to_owned();
     if let Some(limit) = assembly.limits.token_budget() {
-        return Err(BuildError::TreeBudgetUnsupported { provider, limit });
+        return Err(BuildError::TreeBudgetUnsupported {
+            provider,
+            limit: limit.tokens(),
+        });
     }
     if assembly.limits.cost_budget().is_some() {
         return Err(BuildError::TreeCostBudgetUnsupported { provider });

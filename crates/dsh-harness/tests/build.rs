@@ -207,7 +207,7 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
             HarnessBuilder::new()
                 .subagent(SubagentToolConfig::new("spawn"), spawn())
                 .provider(ScriptedProvider::builder("remote").capabilities(limited()).build())
-                .limits(Limits::none().with_token_budget(100_000)),
+                .limits(Limits::none().with_token_budget(dsh_subagent_api::TokenLimit::new(100_000).unwrap())),
             BuildError::TreeBudgetUnsupported {
                 provider: "remote".into(),
                 limit: 100_000,
@@ -311,7 +311,9 @@ fn a_refused_build_keeps_nothing() {
 /// builds.
 #[test]
 fn a_tree_token_budget_needs_every_provider_to_report_usage() {
-    let budget = Limits::none().with_max_concurrent(2).with_token_budget(5_000);
+    let budget = Limits::none()
+        .with_max_concurrent(2)
+        .with_token_budget(dsh_subagent_api::TokenLimit::new(5_000).unwrap());
     let unmetered = || {
         ScriptedProvider::builder("acp")
             .capabilities(Capabilities::NONE)

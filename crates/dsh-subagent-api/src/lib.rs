@@ -16,6 +16,7 @@ mod result;
 mod run;
 pub mod setting;
 mod steer;
+mod token_limit;
 pub mod trace;
 mod window;
 mod wording;
@@ -36,6 +37,7 @@ pub use request::{AgentOptions, ChildSettings, Provenance, RunMode, StartRequest
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;
+pub use token_limit::{InvalidTokenLimit, TokenLimit};
 pub use trace::SpanOrigin;
 pub use window::{ContextWindow, InvalidContextWindow};
 

@@ -160,3 +160,10 @@ pub(crate) const WRITTEN_TABLE: &str = "a table";
 pub(crate) fn context_window_refused(written: &dyn Display, minimum: u64) -> String {
     format!("a context window must be a whole number of tokens, at least {minimum}, such as 128000; got {written}")
 }
+
+/// The one refusal of a token budget, however it was written.
+pub(crate) fn token_limit_refused(written: &dyn Display, maximum: u64) -> String {
+    format!(
+        "a token budget must be a whole number of tokens, from 1 to {maximum} (leave it out for no token budget); got {written}"
+    )
+}

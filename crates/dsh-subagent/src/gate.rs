@@ -106,7 +106,7 @@ impl Node {
             limits,
             budget: limits
                 .token_budget()
-                .map(|limit| TokenBudget::new(BudgetScope::Tree, limit, None)),
+                .map(|limit| TokenBudget::new(BudgetScope::Tree, limit.tokens(), None)),
             cost_budget: limits.cost_budget().map(CostBudget::new),
             state: Mutex::new(TreeState::default()),
             texts,

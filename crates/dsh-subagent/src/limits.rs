@@ -4,6 +4,8 @@
 
 use std::num::NonZeroUsize;
 
+use dsh_subagent_api::TokenLimit;
+
 /// The limits of every delegation tree of a service
 /// ([`SubagentService::with_limits`](crate::SubagentService::with_limits)).
 ///
@@ -12,8 +14,8 @@ use std::num::NonZeroUsize;
 /// there were no gate.
 ///
 /// Each limit has one name, set with `with_<name>` and read with `<name>`.
-/// Counts of calls and children are `usize`, tokens are `u64`, bytes are
-/// `usize`.
+/// Counts of calls and children are `usize`, tokens a [`TokenLimit`],
+/// bytes are `usize`.
 ///
 /// ```
 /// use dsh_subagent::Limits;
@@ -27,7 +29,7 @@ pub struct Limits {
     max_concurrent: Option<NonZeroUsize>,
     max_queued: Option<usize>,
     max_children: Option<usize>,
-    token_budget: Option<u64>,
+    token_budget: Option<TokenLimit>,
     cost_budget: Option<u64>,
     kept_output: Option<usize>,
 }
@@ -103,7 +105,7 @@ impl Limits {
     /// agent's own model calls included when that agent spends from its
     /// tree ([`DelegationTree::lineage`](crate::DelegationTree::lineage)).
     #[must_use]
-    pub const fn with_token_budget(mut self, tokens: u64) -> Self {
+    pub const fn with_token_budget(mut self, tokens: TokenLimit) -> Self {
         self.token_budget = Some(tokens);
         self
     }
@@ -153,7 +155,7 @@ impl Limits {
 
     /// The tokens a tree may spend, when bounded
     /// ([`Limits::with_token_budget`]).
-    pub const fn token_budget(&self) -> Option<u64> {
+    pub const fn token_budget(&self) -> Option<TokenLimit> {
         self.token_budget
     }
 

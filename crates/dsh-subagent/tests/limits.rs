@@ -545,8 +545,10 @@ async fn a_child_inherits_the_earlier_deadline_of_its_parent() {
 
 #[tokio::test(start_paused = true)]
 async fn a_spent_budget_refuses_the_start_naming_whose_budget_it_was() {
-    let (service, stats, _registration) =
-        counting_service(Limits::none().with_token_budget(100), Duration::from_millis(1));
+    let (service, stats, _registration) = counting_service(
+        Limits::none().with_token_budget(dsh_subagent_api::TokenLimit::new(100).unwrap()),
+        Duration::from_millis(1),
+    );
     let tree = service.open_tree();
     let lineage = tree.lineage();
     let parent = AgentRef::new("root").with_lineage(lineage.clone());

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use dsh_subagent_api::{AgentOptions, ContextWindow, MAX_SAFE_INTEGER, ToolFilter};
+use dsh_subagent_api::{AgentOptions, ContextWindow, MAX_SAFE_INTEGER, TokenLimit, ToolFilter};
 use dsh_tools::{ResultBudget, json_kind};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -64,7 +64,7 @@ pub struct SubagentToolConfig {
     /// calls, its own children's included (JSON `tokenBudget`), within what
     /// its parent has left. Past it the child stops as `max-tokens`. Needs
     /// the provider's `tokenBudget` capability.
-    pub token_budget: Option<u64>,
+    pub token_budget: Option<TokenLimit>,
     /// The most of a result the model reads (JSON `resultBudget`, in
     /// tokens of 4 bytes; at least [`ResultBudget::MIN`]). Absent:
     /// [`ResultBudget::DEFAULT`], 8,000 tokens, unless the harness sets
@@ -196,7 +196,7 @@ impl SubagentToolConfig {
 
     /// Sets the tokens each child may spend, its own children's included.
     #[must_use]
-    pub fn token_budget(mut self, tokens: u64) -> Self {
+    pub fn token_budget(mut self, tokens: TokenLimit) -> Self {
         self.token_budget = Some(tokens);
         self
     }
@@ -257,12 +257,7 @@ impl SubagentToolConfig {
                 parse_duration(&text).ok_or_else(|| ConfigError::Invalid(wording::config_timeout_invalid(&text)))
             })
             .transpose()?;
-        if let Some(budget) = object.get("tokenBudget") {
-            config.token_budget =
-                Some(budget.as_u64().ok_or_else(|| {
-                    ConfigError::Invalid(wording::config_token_budget_out_of_range(MAX_SAFE_INTEGER))
-                })?);
-        }
+        config.token_budget = typed(object, "tokenBudget")?;
         config.result_budget = typed(object, "resultBudget")?;
         config.validate()?;
         Ok(config)
@@ -290,13 +285,6 @@ impl SubagentToolConfig {
         }
         if self.timeout.is_some_and(|timeout| timeout.is_zero()) {
             return Err(ConfigError::Invalid(wording::config_timeout_invalid("0s")));
-        }
-        if let Some(budget) = self.token_budget
-            && !(1..=MAX_SAFE_INTEGER).contains(&budget)
-        {
-            return Err(ConfigError::Invalid(wording::config_token_budget_out_of_range(
-                MAX_SAFE_INTEGER,
-            )));
         }
         if let Some(max_tokens) = self.agent_options.as_ref().and_then(|options| options.max_tokens)
             && !(1..=MAX_SAFE_INTEGER).contains(&max_tokens)

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_subagent::{SubagentControl, SubagentService};
-use dsh_subagent_api::{ChildSettings, RunMode, SpanOrigin, StartRequest};
+use dsh_subagent_api::{ChildSettings, RunMode, SpanOrigin, StartRequest, TokenLimit};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::FutureExt;
@@ -137,7 +137,7 @@ fn child_settings(config: &SubagentToolConfig) -> ChildSettings {
     settings.persona = config.persona.clone();
     settings.tool_filter = config.tool_filter.clone();
     settings.timeout = config.timeout;
-    settings.token_budget = config.token_budget;
+    settings.token_budget = config.token_budget.map(TokenLimit::tokens);
     settings.max_depth = match config.max_depth {
         Some(MaxDepth::Limit(limit)) => Some(limit),
         Some(MaxDepth::ProviderManaged) | None => None,

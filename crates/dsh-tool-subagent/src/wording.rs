@@ -249,11 +249,6 @@ pub fn config_timeout_invalid(got: &str) -> String {
     )
 }
 
-/// `tokenBudget` is not a positive safe integer.
-pub fn config_token_budget_out_of_range(max: u64) -> String {
-    format!("invalid config key \"tokenBudget\": expected an integer from 1 to {max}")
-}
-
 /// A required configuration key is absent.
 pub fn config_key_required(key: &str) -> String {
     format!("config key \"{key}\" is required")

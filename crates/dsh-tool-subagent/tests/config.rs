@@ -127,7 +127,7 @@ fn timeouts_and_token_budgets_are_read_from_json() {
     let config =
         SubagentToolConfig::from_json(&json!({"provider": "p", "timeout": "10min", "tokenBudget": 5000})).unwrap();
     assert_eq!(config.timeout, Some(std::time::Duration::from_secs(600)));
-    assert_eq!(config.token_budget, Some(5000));
+    assert_eq!(config.token_budget.map(|limit| limit.tokens()), Some(5000));
     for (text, millis) in [("500ms", 500), ("90s", 90_000), ("2 h", 7_200_000), ("3m", 180_000)] {
         assert_eq!(
             dsh_tool_subagent::parse_duration(text),

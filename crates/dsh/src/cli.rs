@@ -130,8 +130,8 @@ pub(crate) struct AgentArgs {
     /// The input plus output tokens one tree may spend, its top-level
     /// agent's own model calls included (default: `[limits].token_budget`,
     /// else none). Refused with an ACP tool: its children report no usage.
-    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) token_budget: Option<u64>,
+    #[arg(long, value_name = "TOKENS")]
+    pub(crate) token_budget: Option<dsh_subagent_api::TokenLimit>,
     /// The money one tree may spend, in the unit its models' prices are
     /// given in (`price` in dsh.toml), its top-level agent's own model calls
     /// and estimated usage included (default: `[limits].cost_budget`, else

@@ -41,7 +41,11 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
         let tool = &subagent.tool;
         eprintln!(
             "{}",
-            wording::config_check_tool_limits(&tool.tool_name, tool.timeout, tool.token_budget)
+            wording::config_check_tool_limits(
+                &tool.tool_name,
+                tool.timeout,
+                tool.token_budget.map(dsh_subagent_api::TokenLimit::tokens)
+            )
         );
     }
     // Checking starts no process: MCP servers' tools are listed once they run.

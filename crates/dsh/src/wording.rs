@@ -117,7 +117,7 @@ pub(crate) fn config_check_limits(limits: &dsh_subagent::Limits) -> String {
         bound(limits.max_children().map(|n| n.to_string())),
         limits
             .token_budget()
-            .map_or_else(|| "none".to_owned(), |tokens| format!("{tokens} tokens")),
+            .map_or_else(|| "none".to_owned(), |tokens| format!("{} tokens", tokens.tokens())),
     )
 }
 

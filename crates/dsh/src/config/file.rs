@@ -67,7 +67,7 @@ pub(crate) struct RawLimits {
     pub(crate) max_concurrent: Option<Spanned<RawCount>>,
     pub(crate) max_queued: Option<Spanned<RawCount>>,
     pub(crate) max_children: Option<Spanned<RawCount>>,
-    pub(crate) token_budget: Option<Spanned<RawCount>>,
+    pub(crate) token_budget: Option<Spanned<dsh_subagent_api::TokenLimit>>,
     /// The money one tree may spend, in the unit its prices are given in.
     pub(crate) cost_budget: Option<Spanned<f64>>,
     /// The most of a delegation output the model reads, checked as it is read.
@@ -180,7 +180,7 @@ pub(crate) struct RawSubagent {
     /// The wall time of each child run, as `"90s"`, `"10min"`, `"1h"`.
     pub(crate) timeout: Option<Spanned<RawDuration>>,
     /// The tokens each child may spend, its own children's included.
-    pub(crate) token_budget: Option<Spanned<RawCount>>,
+    pub(crate) token_budget: Option<Spanned<dsh_subagent_api::TokenLimit>>,
     /// The most of this tool's results the model reads, checked as it is read.
     pub(crate) result_budget: Option<Spanned<dsh_tools::ResultBudget>>,
     // Keys of `provider = "acp"` only.

@@ -1,6 +1,7 @@
 //! `[limits]`: the bounds of every delegation tree, and the result budget
 //! of every tool without its own.
 
+use dsh_subagent_api::TokenLimit;
 use dsh_tools::ResultBudget;
 use toml::Spanned;
 
@@ -20,7 +21,7 @@ pub(crate) struct LimitsConfig {
     /// Children one tree may start over its life (at least 1).
     pub(crate) max_children: Option<u64>,
     /// Tokens one tree may spend, its top-level agent's own included.
-    pub(crate) token_budget: Option<u64>,
+    pub(crate) token_budget: Option<TokenLimit>,
     /// Money one tree may spend, its top-level agent's own included.
     pub(crate) cost_budget: Option<dsh_llm::Cost>,
     /// The most of a delegation output the model reads, for every tool
@@ -79,9 +80,10 @@ impl LimitsConfig {
     }
 }
 
-/// `[limits]`: `max_concurrent`, `max_children` and `token_budget` must be
-/// at least 1 (a tree that may run or start nothing would only refuse),
-/// `cost_budget` a number greater than zero;
+/// `[limits]`: `max_concurrent` and `max_children` must be at least 1 (a
+/// tree that may run or start nothing would only refuse), `cost_budget` a
+/// number greater than zero (`token_budget` and `result_budget` checked
+/// themselves as they were read);
 /// `max_queued = 0` refuses every call past `max_concurrent` at once.
 pub(super) fn resolve_limits(raw: RawLimits, at: &At<'_>) -> Result<LimitsConfig, ConfigFileError> {
     let positive = |value: Option<Spanned<RawCount>>, name: &str| match value {
@@ -96,7 +98,7 @@ pub(super) fn resolve_limits(raw: RawLimits, at: &At<'_>) -> Result<LimitsConfig
         max_concurrent: positive(raw.max_concurrent, "max_concurrent")?,
         max_queued: raw.max_queued.map(|value| value.into_inner().0),
         max_children: positive(raw.max_children, "max_children")?,
-        token_budget: positive(raw.token_budget, "token_budget")?,
+        token_budget: raw.token_budget.map(Spanned::into_inner),
         cost_budget: raw.cost_budget.map(|value| cost_budget(value, at)).transpose()?,
         result_budget: raw.result_budget.map(Spanned::into_inner),
     })

@@ -10,13 +10,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use dsh_subagent_acp::{AcpAuth, AcpConfig, AcpProvider, PermissionPolicy};
-use dsh_subagent_api::{AgentOptions, Capabilities, SubagentProvider, ToolFilter};
+use dsh_subagent_api::{AgentOptions, Capabilities, SubagentProvider, TokenLimit, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, RELEASE_GRACE, SubagentToolConfig};
 use toml::Spanned;
 
 use super::file::{
-    ProviderKind, RawAgentOptions, RawAuth, RawCount, RawDuration, RawMaxDepth, RawPermission, RawSubagent,
-    RawToolFilter,
+    ProviderKind, RawAgentOptions, RawAuth, RawDuration, RawMaxDepth, RawPermission, RawSubagent, RawToolFilter,
 };
 use super::model::price;
 use super::{At, ConfigFileError, non_empty, variable_name};
@@ -330,25 +329,16 @@ impl Entry<'_, '_> {
         Ok(tool.timeout(duration))
     }
 
-    /// `token_budget`: only over a provider that counts tokens; at least 1,
-    /// and no more than a JSON number holds exactly.
+    /// `token_budget` (checked as it was read): only over a provider that
+    /// counts tokens.
     fn token_budget(
         &self,
-        budget: Option<Spanned<RawCount>>,
+        budget: Option<Spanned<TokenLimit>>,
         tool: SubagentToolConfig,
     ) -> Result<SubagentToolConfig, ConfigFileError> {
         let Some(budget) = budget else { return Ok(tool) };
-        let span = budget.span();
-        self.require(self.capabilities.token_budget, "token_budget", span.clone())?;
-        let tokens = budget.get_ref().0;
-        let refused = |message: String| (self.at)(Some(span.clone()), self.key("token_budget"), message);
-        if tokens == 0 {
-            return Err(refused(wording::config_limit_zero("token_budget")));
-        }
-        if tokens > dsh_subagent_api::MAX_SAFE_INTEGER {
-            return Err(refused(wording::CONFIG_PAST_SAFE_INTEGER.to_owned()));
-        }
-        Ok(tool.token_budget(tokens))
+        self.require(self.capabilities.token_budget, "token_budget", budget.span())?;
+        Ok(tool.token_budget(budget.into_inner()))
     }
 
     /// The tool's own check, its error at the key it concerns: `spans` are

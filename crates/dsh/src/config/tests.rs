@@ -127,7 +127,7 @@ result_budget = 16000
     assert_eq!(spawn.tool.max_depth, Some(MaxDepth::Limit(1)));
     assert!(spawn.tool.enable_run_in_background);
     assert_eq!(spawn.tool.timeout, Some(Duration::from_secs(600)));
-    assert_eq!(spawn.tool.token_budget, Some(200_000));
+    assert_eq!(spawn.tool.token_budget.map(|limit| limit.tokens()), Some(200_000));
     assert_eq!(spawn.tool.result_budget, Some(ResultBudget::new(4_000).unwrap()));
     let fork = &config.subagents[1];
     assert!(matches!(fork.provider, Provider::Fork));
@@ -140,7 +140,7 @@ result_budget = 16000
             max_concurrent: Some(3),
             max_queued: Some(0),
             max_children: Some(50),
-            token_budget: Some(1_000_000),
+            token_budget: dsh_subagent_api::TokenLimit::new(1_000_000).ok(),
             cost_budget: None,
             result_budget: ResultBudget::new(16_000).ok(),
         }
@@ -402,6 +402,12 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
             "[limits]\nresult_budget = \"8k\"\n",
         ),
         (
+            "--token-budget",
+            "0",
+            "limits.token_budget",
+            "[limits]\ntoken_budget = 0\n",
+        ),
+        (
             "--context-window",
             "512",
             "model.context_window",
@@ -470,7 +476,7 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
             .with_max_concurrent(3)
             .with_max_queued(64)
             .with_max_children(200)
-            .with_token_budget(5000)
+            .with_token_budget(dsh_subagent_api::TokenLimit::new(5000).unwrap())
     );
     let flags = LimitsConfig {
         max_concurrent: Some(2),
@@ -483,7 +489,7 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
             .with_max_concurrent(2)
             .with_max_queued(64)
             .with_max_children(10)
-            .with_token_budget(5000)
+            .with_token_budget(dsh_subagent_api::TokenLimit::new(5000).unwrap())
     );
 }
 
@@ -518,7 +524,7 @@ fn the_readme_example_is_valid() {
     let names: Vec<&str> = config.subagents.iter().map(|s| s.tool.tool_name.as_str()).collect();
     assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
     assert_eq!(config.limits.max_concurrent, Some(LimitsConfig::DEFAULT_MAX_CONCURRENT));
-    assert_eq!(config.limits.token_budget, Some(2_000_000));
+    assert_eq!(config.limits.token_budget.map(|limit| limit.tokens()), Some(2_000_000));
     assert_eq!(config.limits.result_budget, Some(ResultBudget::DEFAULT));
     assert_eq!(config.subagents[0].tool.timeout, Some(Duration::from_secs(600)));
     assert_eq!(

@@ -115,15 +115,16 @@ pub(crate) fn variable_invalid(variable: &str, refusal: &dyn Display) -> String 
 /// A `tool_filter` with neither list.
 pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
 
-/// A count or budget in `dsh.toml` beyond what the tool accepts (`max_depth`, `token_budget`).
+/// A `max_depth` in `dsh.toml` beyond what the tool accepts.
 pub(crate) const CONFIG_PAST_SAFE_INTEGER: &str = "must be at most 9007199254740991";
 
-/// A limit of `[limits]` (or a tool's `token_budget`) set to zero.
+/// A count of `[limits]` set to zero.
 pub(crate) fn config_limit_zero(key: &str) -> String {
-    match key {
-        "max_concurrent" => "must be at least 1: a tree that may run no child at once would only queue (leave it out for the default of 8)".to_owned(),
-        "max_children" => "must be at least 1: a tree that may start no child would refuse every delegation (leave it out for the default of 200)".to_owned(),
-        _ => "must be greater than zero (leave it out for no token budget)".to_owned(),
+    if key == "max_concurrent" {
+        "must be at least 1: a tree that may run no child at once would only queue (leave it out for the default of 8)"
+            .to_owned()
+    } else {
+        "must be at least 1: a tree that may start no child would refuse every delegation (leave it out for the default of 200)".to_owned()
     }
 }
 
