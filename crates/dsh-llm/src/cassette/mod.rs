@@ -57,6 +57,7 @@ mod models;
 mod recorder;
 mod replay;
 mod report;
+mod scrub;
 
 pub use error::CassetteError;
 pub use format::{Level, VERSION};

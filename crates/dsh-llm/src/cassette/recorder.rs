@@ -720,7 +720,7 @@ impl Writer {
         serde_json::to_writer(&mut *out, model)?;
         if let Some(url) = url {
             out.write_all(br#","url":"#)?;
-            serde_json::to_writer(&mut *out, &super::http::scrub_url(&scrub(&self.secrets, url)))?;
+            serde_json::to_writer(&mut *out, &super::scrub::scrub_url(&scrub(&self.secrets, url)))?;
         }
         out.write_all(br#","body":"#)?;
         let body = String::from_utf8_lossy(body);
