@@ -69,16 +69,20 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     let recorded = shared.finish_recording(args.quiet, stopped.get().copied());
 
     if !args.quiet {
-        let children = progress.children();
+        let started = progress.children();
         let dir = args.data_dir.join("agents");
         // Only in-process children write here; an ACP child keeps its own.
-        let children: Vec<_> = children
-            .into_iter()
+        let children: Vec<_> = started
+            .iter()
             .filter(|id| dir.join(format!("{id}.jsonl")).is_file())
+            .cloned()
             .collect();
         eprintln!("{}", wording::transcripts_line(&dir, parent.id(), &children));
         let waits = progress.waits();
-        eprintln!("{}", wording::usage_line(&parent.usage(), waits.calls, waits.total));
+        eprintln!(
+            "{}",
+            wording::usage_line(&parent.usage(), started.len(), waits.calls, waits.total)
+        );
     }
     match outcome.stop {
         AgentStop::Completed => {

@@ -362,13 +362,23 @@ pub(crate) fn tokens_and_cost(usage: Option<dsh_llm::Usage>, cost: dsh_agent::Pr
 
 /// The parent's usage line at the end of `dsh run`: its own model calls and
 /// its children's, separately and in total, each with its cost where the
-/// prices are known; then how many delegation calls waited for a slot, and
-/// how long in all, when any did.
-pub(crate) fn usage_line(usage: &dsh_agent::UsageTotals, waited_calls: usize, waited: std::time::Duration) -> String {
+/// prices are known (`children: none` when it started none and has no
+/// children's usage from earlier turns, so no one reads "not reported" as
+/// children that ran unseen); then how many delegation calls waited for a
+/// slot, and how long in all, when any did.
+pub(crate) fn usage_line(
+    usage: &dsh_agent::UsageTotals,
+    children_started: usize,
+    waited_calls: usize,
+    waited: std::time::Duration,
+) -> String {
+    let children = match usage.children {
+        None if children_started == 0 => "none".to_owned(),
+        children => tokens_and_cost(children, usage.children_cost),
+    };
     let mut line = format!(
-        "dsh: own model calls: {} · children: {} · total: {}",
+        "dsh: own model calls: {} · children: {children} · total: {}",
         tokens_and_cost(usage.own, usage.own_cost),
-        tokens_and_cost(usage.children, usage.children_cost),
         tokens_and_cost(usage.total(), usage.total_cost())
     );
     // Only when the limits made some call wait.
@@ -551,5 +561,29 @@ pub(crate) mod tree {
     /// The tree could not be loaded.
     pub(crate) fn not_loaded(error: &dsh_tree::LoadError) -> String {
         format!("dsh tree: {error}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::usage_line;
+
+    #[test]
+    fn a_run_that_started_no_child_says_so_in_its_usage_line() {
+        let usage = dsh_agent::UsageTotals {
+            own: Some(dsh_llm::Usage::reported(30, 15)),
+            ..dsh_agent::UsageTotals::default()
+        };
+        assert_eq!(
+            usage_line(&usage, 0, 0, Duration::ZERO),
+            "dsh: own model calls: 45 tokens · children: none · total: 45 tokens"
+        );
+        // A child that ran and reported nothing is not "none".
+        assert_eq!(
+            usage_line(&usage, 1, 0, Duration::ZERO),
+            "dsh: own model calls: 45 tokens · children: usage not reported · total: 45 tokens"
+        );
     }
 }
