@@ -32,7 +32,9 @@
 //! - one turn of 100 tool results fitted into a context window's room
 //!   ([`context`]);
 //! - one delegation to a freshly spawned `dsh acp` child against spawning the
-//!   same binary with `--version` ([`acp`]).
+//!   same binary with `--version` ([`acp`]);
+//! - `dsh run`'s live view: its frames on a terminal, and its cost with
+//!   stderr a pipe ([`live`]).
 //!
 //! Performance is shown here, never by timed tests.
 
@@ -45,6 +47,7 @@ pub mod cassette;
 pub mod context;
 mod fixture;
 pub mod limits;
+pub mod live;
 mod memory;
 mod parts;
 mod report;
@@ -267,6 +270,9 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
     rows.push(catalog_row(plan.catalog_samples)?);
     if plan.tree {
         rows.extend(tree::rows()?);
+    }
+    if plan.live_runs > 0 {
+        rows.extend(live::rows(plan.live_runs)?);
     }
     if plan.acp_samples > 0 {
         rows.extend(acp::rows(plan.acp_samples).unwrap_or_else(|error| vec![acp::failed_row(&error)]));

@@ -8,7 +8,8 @@
 //! only the context fit's, `--only answer` only the long answer's,
 //! `--only cassette` only the cassettes' (recording, replay, lookup; with the
 //! load average before and after),
-//! `--only tree` only `dsh tree`'s on a generated data directory.
+//! `--only tree` only `dsh tree`'s on a generated data directory,
+//! `--only live` only `dsh run`'s live view's.
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
@@ -36,6 +37,7 @@ fn main() -> ExitCode {
         ["--only", "answer"] => run_answer(&Plan::full()),
         ["--only", "cassette"] => run_cassette(&Plan::full()),
         ["--only", "tree"] => print_rows(dsh_bench::tree::rows()),
+        ["--only", "live"] => print_rows(dsh_bench::live::rows(Plan::full().live_runs)),
         ["--tree", dsh] => print_child(dsh_bench::tree::measure_child(std::path::Path::new(dsh))),
         ["--answer-http", bytes] => match bytes.parse::<usize>() {
             Ok(bytes) => print_child(dsh_bench::answer_http::memory_child(bytes)),
@@ -180,6 +182,6 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer|cassette|tree]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer|cassette|tree|live]");
     ExitCode::FAILURE
 }

@@ -59,6 +59,9 @@ pub struct Plan {
     /// Whether to time `dsh tree` on a generated data directory (it runs
     /// the `dsh` binary, as the `dsh acp` rows do).
     pub tree: bool,
+    /// `dsh run`s of each kind for the live view's rows (0: skip them; they
+    /// run the `dsh` binary).
+    pub live_runs: usize,
 }
 
 impl Plan {
@@ -73,6 +76,7 @@ impl Plan {
             catalog_samples: 200,
             acp_samples: 30,
             tree: true,
+            live_runs: 15,
         }
     }
 
@@ -87,6 +91,7 @@ impl Plan {
             catalog_samples: 20,
             acp_samples: 5,
             tree: true,
+            live_runs: 5,
         }
     }
 
@@ -101,6 +106,7 @@ impl Plan {
             catalog_samples: 1,
             acp_samples: 0,
             tree: false,
+            live_runs: 0,
         }
     }
 }
