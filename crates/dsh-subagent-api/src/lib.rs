@@ -3,13 +3,16 @@
 
 mod agent;
 mod capabilities;
+mod child_count;
 mod code;
 mod content;
 mod continuation;
+mod cost_limit;
 mod depth;
 mod error;
 mod lineage;
 mod provider;
+mod queue_limit;
 mod remote;
 mod request;
 mod result;
@@ -23,15 +26,18 @@ mod wording;
 
 pub use agent::{AgentId, AgentRef};
 pub use capabilities::{Capabilities, Capability};
+pub use child_count::{ChildCount, InvalidChildCount};
 pub use code::{ErrorCode, StableCode, SubagentCode};
 pub use content::{ContentBlock, concat_text};
 pub use continuation::{
     ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, ResumeRequest,
 };
+pub use cost_limit::{CostLimit, InvalidCostLimit};
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
 pub use error::SubagentError;
 pub use lineage::{BudgetScope, CostBudget, Lineage, TokenBudget};
 pub use provider::SubagentProvider;
+pub use queue_limit::{InvalidQueueLimit, QueueLimit};
 pub use remote::{ChildLog, RemoteChild, RemoteEnd};
 pub use request::{AgentOptions, ChildSettings, Provenance, RunMode, StartRequest, ToolFilter};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, bound_diagnostic};

@@ -54,7 +54,8 @@ impl fmt::Display for Written {
 }
 
 /// A setting from a command-line value: a whole number, spaces around it
-/// allowed.
+/// allowed. A refused number is quoted as is (`-1`, `2.5`), as a
+/// configuration file's would be, and any other text in quotes.
 ///
 /// ```
 /// use dsh_subagent_api::ContextWindow;
@@ -62,8 +63,10 @@ impl fmt::Display for Written {
 /// assert!("32k".parse::<ContextWindow>().unwrap_err().to_string().ends_with(r#"got "32k""#));
 /// ```
 pub fn parse<T: Bounded>(text: &str) -> Result<T, T::Error> {
-    match text.trim().parse::<u64>() {
+    let number = text.trim();
+    match number.parse::<u64>() {
         Ok(value) => T::from_whole(value),
+        Err(_) if number.parse::<f64>().is_ok_and(f64::is_finite) => Err(T::refuse(Written::as_is(number))),
         Err(_) => Err(T::refuse(Written::text(text))),
     }
 }

@@ -167,3 +167,29 @@ pub(crate) fn token_limit_refused(written: &dyn Display, maximum: u64) -> String
         "a token budget must be a whole number of tokens, from 1 to {maximum} (leave it out for no token budget); got {written}"
     )
 }
+
+/// The one refusal of a count of a tree's children (`max_concurrent`,
+/// `max_children`), however it was written.
+pub(crate) fn child_count_refused(written: &dyn Display) -> String {
+    format!(
+        "a count of children must be a whole number, at least 1 (a tree that may run or start no child could only refuse); got {written}"
+    )
+}
+
+/// The one refusal of the bound of a tree's queue (`max_queued`), however
+/// it was written.
+pub(crate) fn queue_limit_refused(written: &dyn Display) -> String {
+    format!(
+        "a queue limit must be a whole number of waiting calls, 0 or more (at 0, a call that finds no free slot is refused at once); got {written}"
+    )
+}
+
+/// What a cost budget is read as, when serde names it.
+pub(crate) const EXPECTING_AMOUNT: &str = "an amount of money";
+
+/// The one refusal of a cost budget, however it was written.
+pub(crate) fn cost_limit_refused(written: &dyn Display, minimum: &dyn Display, maximum: &dyn Display) -> String {
+    format!(
+        "a cost budget must be an amount from {minimum} to {maximum}, in the unit the models' prices are given in, such as 2.5 (leave it out for no cost budget); got {written}"
+    )
+}
