@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dsh_subagent::{Limits, SubagentEvent};
+use dsh_subagent_api::{ChildCount, QueueLimit};
 use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::ResultBehavior;
 
@@ -16,13 +17,16 @@ use crate::{
     ratio, spawn_calls, status_kb, yes_no,
 };
 
+/// dsh's default `max_concurrent`.
+const EIGHT: ChildCount = ChildCount::from_non_zero(std::num::NonZeroUsize::new(8).expect("8 is not zero"));
+
 /// The limits `dsh` sets by default, with room for every call a figure
 /// makes: the gate is on, and never refuses.
 fn dsh_like(max_queued: usize) -> Limits {
     Limits::none()
-        .with_max_concurrent(8)
-        .with_max_queued(max_queued)
-        .with_max_children(usize::MAX)
+        .with_max_concurrent(EIGHT)
+        .with_max_queued(QueueLimit::new(max_queued))
+        .with_max_children(ChildCount::MAX)
 }
 
 /// Calls drained through `max_concurrent = 8`.

@@ -11,6 +11,7 @@ use dsh_harness::provider::{
 use dsh_harness::{
     Background, BuildCode, BuildError, BuildErrorCode, HarnessBuilder, Limits, MaxDepth, SubagentToolConfig, Tool,
 };
+use dsh_subagent_api::{ChildCount, CostLimit, QueueLimit};
 use dsh_subagent_testing::{MemoryChildStore, ScriptedProvider};
 use dsh_tools::{ToolError, ToolExecution, ToolOutput};
 use serde_json::{Value, json};
@@ -218,7 +219,7 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
             HarnessBuilder::new()
                 .subagent(SubagentToolConfig::new("spawn"), spawn())
                 .provider(ScriptedProvider::builder("remote").capabilities(limited()).build())
-                .limits(Limits::none().with_cost_budget(2_000_000_000)),
+                .limits(Limits::none().with_cost_budget(CostLimit::from_nanos(2_000_000_000).unwrap())),
             BuildError::TreeCostBudgetUnsupported {
                 provider: "remote".into(),
             },
@@ -312,7 +313,7 @@ fn a_refused_build_keeps_nothing() {
 #[test]
 fn a_tree_token_budget_needs_every_provider_to_report_usage() {
     let budget = Limits::none()
-        .with_max_concurrent(2)
+        .with_max_concurrent(ChildCount::new(2).unwrap())
         .with_token_budget(dsh_subagent_api::TokenLimit::new(5_000).unwrap());
     let unmetered = || {
         ScriptedProvider::builder("acp")
@@ -334,9 +335,9 @@ fn a_tree_token_budget_needs_every_provider_to_report_usage() {
     assert_eq!(error.code(), "TREE_BUDGET_UNSUPPORTED");
 
     let counted = Limits::none()
-        .with_max_concurrent(2)
-        .with_max_queued(4)
-        .with_max_children(10);
+        .with_max_concurrent(ChildCount::new(2).unwrap())
+        .with_max_queued(QueueLimit::new(4))
+        .with_max_children(ChildCount::new(10).unwrap());
     HarnessBuilder::new()
         .subagent(SubagentToolConfig::new("acp"), unmetered())
         .limits(counted)

@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use dsh_subagent_api::{BudgetScope, CostBudget, RunMode, SubagentError, TokenBudget};
+use dsh_subagent_api::{BudgetScope, ChildCount, CostBudget, RunMode, SubagentError, TokenBudget};
 use dsh_tasks::TextStore;
 use tokio::sync::oneshot;
 
@@ -107,7 +107,7 @@ impl Node {
             budget: limits
                 .token_budget()
                 .map(|limit| TokenBudget::new(BudgetScope::Tree, limit.tokens(), None)),
-            cost_budget: limits.cost_budget().map(CostBudget::new),
+            cost_budget: limits.cost_budget().map(|limit| CostBudget::new(limit.nanos())),
             state: Mutex::new(TreeState::default()),
             texts,
         });
@@ -159,7 +159,7 @@ impl Node {
         let tree = &self.tree;
         let mut state = tree.lock();
         if counts == Counts::NewChild
-            && let Some(max_children) = tree.limits.max_children()
+            && let Some(max_children) = tree.limits.max_children().map(ChildCount::children)
             && state.started >= max_children
         {
             return Err(SubagentError::ChildLimit { max_children });
@@ -171,16 +171,16 @@ impl Node {
                 self.lent.store(true, Ordering::Relaxed);
                 Ticket::Ready(Slot::new(child(), Held::Lent(self.clone()), counts))
             }
-            Some(max) if state.running < max.get() && state.queue.is_empty() => {
+            Some(max) if state.running < max.children() && state.queue.is_empty() => {
                 state.running += 1;
                 Ticket::Ready(Slot::new(child(), Held::Own, counts))
             }
             Some(max) => {
                 let waiting = state.queue.len();
-                if tree.limits.max_queued().is_some_and(|bound| waiting >= bound) {
+                if tree.limits.max_queued().is_some_and(|bound| waiting >= bound.calls()) {
                     return Err(SubagentError::QueueFull {
                         waiting,
-                        max_concurrent: max.get(),
+                        max_concurrent: max.children(),
                     });
                 }
                 state.next_waiter += 1;
@@ -233,7 +233,7 @@ impl Tree {
             let slot = Slot::new(child, Held::Lent(lender.clone()), waiter.counts);
             grants.push((waiter.grant, slot));
         }
-        let max = self.limits.max_concurrent().map_or(usize::MAX, |max| max.get());
+        let max = self.limits.max_concurrent().map_or(usize::MAX, ChildCount::children);
         while state.running < max
             && let Some(waiter) = state.queue.pop_front()
         {

@@ -2,9 +2,7 @@
 //! calls may wait for a slot, how many children the tree may start, and how
 //! many tokens and how much money it may spend.
 
-use std::num::NonZeroUsize;
-
-use dsh_subagent_api::TokenLimit;
+use dsh_subagent_api::{ChildCount, CostLimit, QueueLimit, TokenLimit};
 
 /// The limits of every delegation tree of a service
 /// ([`SubagentService::with_limits`](crate::SubagentService::with_limits)).
@@ -13,24 +11,31 @@ use dsh_subagent_api::TokenLimit;
 /// by default ([`Limits::none`]): a service without limits behaves as if
 /// there were no gate.
 ///
-/// Each limit has one name, set with `with_<name>` and read with `<name>`.
-/// Counts of calls and children are `usize`, tokens a [`TokenLimit`],
-/// bytes are `usize`.
+/// Each limit has one name, set with `with_<name>` and read with `<name>`,
+/// and one type that checked itself where it was read: counts of children
+/// a [`ChildCount`], waiting calls a [`QueueLimit`], tokens a
+/// [`TokenLimit`], money a [`CostLimit`]; bytes are `usize`.
 ///
 /// ```
 /// use dsh_subagent::Limits;
-/// let limits = Limits::none().with_max_concurrent(8).with_max_queued(64).with_max_children(200);
-/// assert_eq!(limits.max_concurrent(), std::num::NonZeroUsize::new(8));
-/// assert_eq!(limits.max_children(), Some(200));
+/// use dsh_subagent_api::{ChildCount, QueueLimit};
+/// let eight = ChildCount::new(8)?;
+/// let limits = Limits::none()
+///     .with_max_concurrent(eight)
+///     .with_max_queued(QueueLimit::new(64))
+///     .with_max_children("200".parse()?);
+/// assert_eq!(limits.max_concurrent(), Some(eight));
+/// assert_eq!(limits.max_children().map(ChildCount::children), Some(200));
 /// assert!(Limits::none().is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    max_concurrent: Option<NonZeroUsize>,
-    max_queued: Option<usize>,
-    max_children: Option<usize>,
+    max_concurrent: Option<ChildCount>,
+    max_queued: Option<QueueLimit>,
+    max_children: Option<ChildCount>,
     token_budget: Option<TokenLimit>,
-    cost_budget: Option<u64>,
+    cost_budget: Option<CostLimit>,
     kept_output: Option<usize>,
 }
 
@@ -71,16 +76,12 @@ impl Limits {
     }
 
     /// At most `n` children of a tree run at once; more wait, first come
-    /// first served. `0` is taken as `1`: a tree that can run nothing would
-    /// only queue. Set [`Limits::with_max_queued`] too: without it the queue
-    /// has no bound, and a model that asks for 100,000 children holds
+    /// first served. Set [`Limits::with_max_queued`] too: without it the
+    /// queue has no bound, and a model that asks for 100,000 children holds
     /// 100,000 waiting calls (`dsh` sets 64).
     #[must_use]
-    pub const fn with_max_concurrent(mut self, n: usize) -> Self {
-        self.max_concurrent = Some(match NonZeroUsize::new(n) {
-            Some(n) => n,
-            None => NonZeroUsize::MIN,
-        });
+    pub const fn with_max_concurrent(mut self, n: ChildCount) -> Self {
+        self.max_concurrent = Some(n);
         self
     }
 
@@ -88,7 +89,7 @@ impl Limits {
     /// refused at once (`QUEUE_FULL`). Only meaningful with
     /// [`Limits::with_max_concurrent`].
     #[must_use]
-    pub const fn with_max_queued(mut self, n: usize) -> Self {
+    pub const fn with_max_queued(mut self, n: QueueLimit) -> Self {
         self.max_queued = Some(n);
         self
     }
@@ -96,7 +97,7 @@ impl Limits {
     /// At most `n` children start over a tree's life; one more is refused at
     /// once (`CHILD_LIMIT`). A continuation of a child is not a new child.
     #[must_use]
-    pub const fn with_max_children(mut self, n: usize) -> Self {
+    pub const fn with_max_children(mut self, n: ChildCount) -> Self {
         self.max_children = Some(n);
         self
     }
@@ -110,22 +111,22 @@ impl Limits {
         self
     }
 
-    /// The money a whole tree may spend, in billionths of the unit its
-    /// models' prices are given in (`dsh_llm::Cost::nanos` of the amount),
+    /// The money a whole tree may spend, in the unit its models' prices are
+    /// given in (held in billionths, as `dsh_llm::Cost::nanos` counts),
     /// its top-level agent's own model calls included when that agent
     /// spends from its tree. Every agent of the tree must know its model's
     /// price: `dsh-agent` refuses to build one that does not, and a harness
     /// refuses a provider whose children report no usage, since what they
     /// spend could never be priced.
     #[must_use]
-    pub const fn with_cost_budget(mut self, nanos: u64) -> Self {
-        self.cost_budget = Some(nanos);
+    pub const fn with_cost_budget(mut self, money: CostLimit) -> Self {
+        self.cost_budget = Some(money);
         self
     }
 
-    /// The money a tree may spend, in billionths of a unit, when bounded
+    /// The money a tree may spend, when bounded
     /// ([`Limits::with_cost_budget`]).
-    pub const fn cost_budget(&self) -> Option<u64> {
+    pub const fn cost_budget(&self) -> Option<CostLimit> {
         self.cost_budget
     }
 
@@ -137,19 +138,19 @@ impl Limits {
 
     /// Children that may run at once, when bounded
     /// ([`Limits::with_max_concurrent`]).
-    pub const fn max_concurrent(&self) -> Option<NonZeroUsize> {
+    pub const fn max_concurrent(&self) -> Option<ChildCount> {
         self.max_concurrent
     }
 
     /// Calls that may wait for an admission slot, when bounded
     /// ([`Limits::with_max_queued`]).
-    pub const fn max_queued(&self) -> Option<usize> {
+    pub const fn max_queued(&self) -> Option<QueueLimit> {
         self.max_queued
     }
 
     /// Children a tree may start over its life, when bounded
     /// ([`Limits::with_max_children`]).
-    pub const fn max_children(&self) -> Option<usize> {
+    pub const fn max_children(&self) -> Option<ChildCount> {
         self.max_children
     }
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use dsh_subagent::{Limits, SubagentEvent, SubagentService, settle};
 use dsh_subagent_api::{
-    AgentRef, BoxFuture, BudgetScope, CancellationToken, Capabilities, ContentBlock, Lineage, StartRequest, StopReason,
-    SubagentError, SubagentProvider, SubagentResult, SubagentRun, concat_text,
+    AgentRef, BoxFuture, BudgetScope, CancellationToken, Capabilities, ChildCount, ContentBlock, CostLimit, Lineage,
+    QueueLimit, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult, SubagentRun, concat_text,
 };
 use futures::future::join_all;
 use proptest::prelude::*;
@@ -226,7 +226,7 @@ fn full_tree(levels: usize, fan_out: usize) -> Plan {
 
 #[tokio::test(start_paused = true)]
 async fn a_chain_of_depth_four_completes_under_max_concurrent_one() {
-    let (service, stats, _registration) = tree_service(Limits::none().with_max_concurrent(1));
+    let (service, stats, _registration) = tree_service(Limits::none().with_max_concurrent(ChildCount::MIN));
     let plan = chain(4);
     let finished = tokio::time::timeout(Duration::from_secs(60), run_tree(&service, &stats, &plan)).await;
     assert_eq!(finished.expect("no deadlock").stop_reason, StopReason::Completed);
@@ -241,7 +241,7 @@ async fn a_chain_of_depth_four_completes_under_max_concurrent_one() {
 
 #[tokio::test(start_paused = true)]
 async fn a_tree_of_two_foreground_children_three_levels_deep_completes_under_max_concurrent_two() {
-    let (service, stats, _registration) = tree_service(Limits::none().with_max_concurrent(2));
+    let (service, stats, _registration) = tree_service(Limits::none().with_max_concurrent(ChildCount::new(2).unwrap()));
     let plan = full_tree(3, 2);
     let finished = tokio::time::timeout(Duration::from_secs(60), run_tree(&service, &stats, &plan)).await;
     assert_eq!(finished.expect("no deadlock").stop_reason, StopReason::Completed);
@@ -326,8 +326,10 @@ async fn call(service: &SubagentService, request: StartRequest) -> Result<Subage
 
 #[tokio::test(start_paused = true)]
 async fn a_thousand_calls_through_four_slots_run_four_at_a_time_in_call_order() {
-    let (service, stats, _registration) =
-        counting_service(Limits::none().with_max_concurrent(4), Duration::from_millis(10));
+    let (service, stats, _registration) = counting_service(
+        Limits::none().with_max_concurrent(ChildCount::new(4).unwrap()),
+        Duration::from_millis(10),
+    );
     let parent = AgentRef::new("root").with_lineage(service.open_tree().lineage());
     let queued = Arc::new(AtomicUsize::new(0));
     let counter = queued.clone();
@@ -363,9 +365,9 @@ async fn a_thousand_calls_through_four_slots_run_four_at_a_time_in_call_order() 
 async fn a_full_queue_and_the_child_limit_refuse_at_once_with_nothing_started() {
     let (service, stats, _registration) = counting_service(
         Limits::none()
-            .with_max_concurrent(1)
-            .with_max_queued(1)
-            .with_max_children(3),
+            .with_max_concurrent(ChildCount::MIN)
+            .with_max_queued(QueueLimit::new(1))
+            .with_max_children(ChildCount::new(3).unwrap()),
         Duration::from_millis(10),
     );
     let parent = AgentRef::new("root").with_lineage(service.open_tree().lineage());
@@ -400,7 +402,9 @@ async fn a_full_queue_and_the_child_limit_refuse_at_once_with_nothing_started() 
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_waiting_call_leaves_the_queue_and_gives_its_child_back() {
     let (service, stats, _registration) = counting_service(
-        Limits::none().with_max_concurrent(1).with_max_children(2),
+        Limits::none()
+            .with_max_concurrent(ChildCount::MIN)
+            .with_max_children(ChildCount::new(2).unwrap()),
         Duration::from_millis(50),
     );
     let parent = AgentRef::new("root").with_lineage(service.open_tree().lineage());
@@ -455,8 +459,10 @@ async fn a_cancelled_waiting_call_leaves_the_queue_and_gives_its_child_back() {
 async fn after_a_cancel_no_queued_call_of_the_turn_starts() {
     const QUEUED: usize = 3;
     for round in 0..1000 {
-        let (service, stats, registration) =
-            counting_service(Limits::none().with_max_concurrent(1), Duration::from_secs(3600));
+        let (service, stats, registration) = counting_service(
+            Limits::none().with_max_concurrent(ChildCount::MIN),
+            Duration::from_secs(3600),
+        );
         let parent = AgentRef::new("root").with_lineage(service.open_tree().lineage());
         let turn = CancellationToken::new();
         // Each call reserves its place when `start` is called: the running
@@ -577,8 +583,10 @@ async fn a_spent_budget_refuses_the_start_naming_whose_budget_it_was() {
 #[tokio::test(start_paused = true)]
 async fn a_spent_cost_budget_refuses_the_start_and_every_child_spends_from_it() {
     // 0.5 units, in billionths.
-    let (service, stats, _registration) =
-        counting_service(Limits::none().with_cost_budget(500_000_000), Duration::from_millis(1));
+    let (service, stats, _registration) = counting_service(
+        Limits::none().with_cost_budget(CostLimit::from_nanos(500_000_000).unwrap()),
+        Duration::from_millis(1),
+    );
     let tree = service.open_tree();
     let lineage = tree.lineage();
     let parent = AgentRef::new("root").with_lineage(lineage.clone());
@@ -619,7 +627,9 @@ async fn a_spent_cost_budget_refuses_the_start_and_every_child_spends_from_it() 
 #[tokio::test(start_paused = true)]
 async fn background_calls_are_queued_or_refused_when_they_are_made() {
     let (service, stats, _registration) = counting_service(
-        Limits::none().with_max_concurrent(1).with_max_queued(1),
+        Limits::none()
+            .with_max_concurrent(ChildCount::MIN)
+            .with_max_queued(QueueLimit::new(1)),
         Duration::from_millis(10),
     );
     let tasks = dsh_tasks::TaskRegistry::new();
@@ -721,7 +731,7 @@ proptest! {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let (service, stats, _registration) = tree_service(Limits::none().with_max_concurrent(max_concurrent));
+            let (service, stats, _registration) = tree_service(Limits::none().with_max_concurrent(ChildCount::new(max_concurrent).unwrap()));
             let finished = tokio::time::timeout(Duration::from_secs(3600), run_tree(&service, &stats, &plan)).await;
             prop_assert!(finished.is_ok(), "deadlock: {plan:?}");
             // The root works only while none of its children does.

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use dsh_subagent::{Limits, SubagentService, settle};
-use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest};
+use dsh_subagent_api::{AgentRef, CancellationToken, ChildCount, QueueLimit, StartRequest};
 use dsh_subagent_testing::Gate;
 use dsh_subagent_testing::scripted::{ResultBehavior, ScriptedProvider};
 
@@ -38,7 +38,11 @@ async fn waits_and_refusals_are_span_events_with_the_wait_and_the_limit() {
         .init();
 
     let gate = Gate::new();
-    let service = SubagentService::with_limits(Limits::none().with_max_concurrent(1).with_max_queued(1));
+    let service = SubagentService::with_limits(
+        Limits::none()
+            .with_max_concurrent(ChildCount::MIN)
+            .with_max_queued(QueueLimit::new(1)),
+    );
     let provider = ScriptedProvider::builder("spawn")
         .on_result(ResultBehavior::Gated(gate.clone()))
         .build();

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use dsh_subagent::{Limits, SubagentEvent, SubagentService};
-use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason};
+use dsh_subagent_api::{AgentRef, CancellationToken, ChildCount, StartRequest, StopReason};
 use dsh_subagent_testing::scripted::ScriptedProvider;
 use dsh_tree::{Cost, Ending, LiveTree, Tokens};
 
@@ -26,7 +26,7 @@ fn request(parent: &AgentRef, label: &str) -> StartRequest {
 
 #[tokio::test]
 async fn children_appear_wait_run_and_end_under_their_parent() {
-    let service = SubagentService::with_limits(Limits::none().with_max_concurrent(1));
+    let service = SubagentService::with_limits(Limits::none().with_max_concurrent(ChildCount::MIN));
     let _local = service
         .register_provider(ScriptedProvider::builder("local").build())
         .unwrap();

@@ -117,16 +117,16 @@ pub(crate) struct AgentArgs {
     /// The most children one top-level agent's delegation tree runs at
     /// once; further calls wait in a queue, first come first served
     /// (default: `[limits].max_concurrent` in dsh.toml, else 8).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) max_concurrent: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub(crate) max_concurrent: Option<dsh_subagent_api::ChildCount>,
     /// The most calls of one tree that may wait for a slot; one more is
     /// refused at once (default: `[limits].max_queued`, else 64).
     #[arg(long, value_name = "N")]
-    pub(crate) max_queued: Option<u64>,
+    pub(crate) max_queued: Option<dsh_subagent_api::QueueLimit>,
     /// The most children one tree may start over its life; one more is
     /// refused (default: `[limits].max_children`, else 200).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) max_children: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub(crate) max_children: Option<dsh_subagent_api::ChildCount>,
     /// The input plus output tokens one tree may spend, its top-level
     /// agent's own model calls included (default: `[limits].token_budget`,
     /// else none). Refused with an ACP tool: its children report no usage.
@@ -137,8 +137,8 @@ pub(crate) struct AgentArgs {
     /// and estimated usage included (default: `[limits].cost_budget`, else
     /// none). Every model of the tree needs a price; refused with an ACP
     /// tool: its children report no usage.
-    #[arg(long, value_name = "AMOUNT", value_parser = parse_cost_budget)]
-    pub(crate) cost_budget: Option<dsh_llm::Cost>,
+    #[arg(long, value_name = "AMOUNT")]
+    pub(crate) cost_budget: Option<dsh_subagent_api::CostLimit>,
     /// The parent model's context window, in tokens: every request is
     /// fitted into it, less a reserve for the answer (default:
     /// `[model].context_window` in dsh.toml, else $DSH_CONTEXT_WINDOW, else
@@ -205,15 +205,6 @@ impl AgentArgs {
             result_budget: self.result_budget,
         }
     }
-}
-
-fn parse_cost_budget(text: &str) -> Result<dsh_llm::Cost, String> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|amount| *amount > 0.0)
-        .and_then(dsh_llm::Cost::from_amount)
-        .ok_or_else(|| crate::wording::COST_BUDGET_NOT_AN_AMOUNT.to_owned())
 }
 
 fn parse_mcp_server(text: &str) -> Result<dsh_mcp::McpServerSpec, String> {

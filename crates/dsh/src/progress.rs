@@ -340,7 +340,7 @@ mod tests {
     use std::sync::Arc;
 
     use dsh_subagent::SubagentService;
-    use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason};
+    use dsh_subagent_api::{AgentRef, CancellationToken, ChildCount, StartRequest, StopReason};
     use dsh_subagent_testing::scripted::ScriptedProvider;
 
     use dsh_subagent::SubagentEvent;
@@ -512,7 +512,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_queued_call_says_how_many_wait_before_it_and_a_withdrawn_one_that_it_left() {
-        let service = SubagentService::with_limits(dsh_subagent::Limits::none().with_max_concurrent(1));
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().with_max_concurrent(ChildCount::MIN));
         let _local = service
             .register_provider(ScriptedProvider::builder("local").build())
             .unwrap();

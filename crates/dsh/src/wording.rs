@@ -112,9 +112,9 @@ pub(crate) fn config_check_limits(limits: &dsh_subagent::Limits) -> String {
     let bound = |value: Option<String>| value.unwrap_or_else(|| "unbounded".to_owned());
     format!(
         "dsh: limits per top-level agent: {} children at once, {} calls waiting, {} children in all, token budget {}",
-        bound(limits.max_concurrent().map(|n| n.to_string())),
-        bound(limits.max_queued().map(|n| n.to_string())),
-        bound(limits.max_children().map(|n| n.to_string())),
+        bound(limits.max_concurrent().map(|n| n.children().to_string())),
+        bound(limits.max_queued().map(|n| n.calls().to_string())),
+        bound(limits.max_children().map(|n| n.children().to_string())),
         limits
             .token_budget()
             .map_or_else(|| "none".to_owned(), |tokens| format!("{} tokens", tokens.tokens())),

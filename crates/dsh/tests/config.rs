@@ -244,7 +244,7 @@ fn bad_limits_exit_2_naming_the_key() {
     for (file, expected) in [
         (
             "[limits]\nmax_concurrent = 0\n",
-            "dsh: dsh.toml:2:18: limits.max_concurrent: must be at least 1: a tree that may run no child at once would only queue (leave it out for the default of 8)\n",
+            "dsh: dsh.toml:2:18: limits.max_concurrent: a count of children must be a whole number, at least 1 (a tree that may run or start no child could only refuse); got 0\n",
         ),
         (
             "[limits]\nmax_parallel = 4\n",

@@ -435,7 +435,7 @@ mod tests {
     use dsh_subagent::SubagentEvent;
 
     use dsh_subagent::SubagentService;
-    use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, SubagentRun};
+    use dsh_subagent_api::{AgentRef, CancellationToken, ChildCount, StartRequest, SubagentRun};
     use dsh_subagent_testing::scripted::ScriptedProvider;
     use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
@@ -637,7 +637,7 @@ mod tests {
     /// wait says it left the queue.
     #[tokio::test]
     async fn a_queued_delegation_is_pending_until_its_child_gets_a_slot() {
-        let service = SubagentService::with_limits(dsh_subagent::Limits::none().with_max_concurrent(1));
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().with_max_concurrent(ChildCount::MIN));
         let (streams, root, mut received, _watching) = watch(&service, &["alpha", "beta", "gamma"]);
         for (id, description) in [("c0", "alpha"), ("c1", "beta"), ("c2", "gamma")] {
             streams.tool_call_started(&root, &call(id, "subagent", description));

@@ -17,7 +17,7 @@ pub(crate) struct RawConfig {
     #[serde(default)]
     pub(crate) mcp_servers: Vec<Spanned<RawMcpServer>>,
     #[serde(default)]
-    pub(crate) limits: Option<RawLimits>,
+    pub(crate) limits: Option<super::LimitsConfig>,
     #[serde(default)]
     pub(crate) data: Option<RawData>,
     #[serde(default)]
@@ -54,45 +54,6 @@ impl<'de> Deserialize<'de> for RawBound {
             }
             fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawBound, E> {
                 Ok(RawBound(value.to_owned()))
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
-/// `[limits]`: the bounds of every delegation tree (one per top-level agent).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawLimits {
-    pub(crate) max_concurrent: Option<Spanned<RawCount>>,
-    pub(crate) max_queued: Option<Spanned<RawCount>>,
-    pub(crate) max_children: Option<Spanned<RawCount>>,
-    pub(crate) token_budget: Option<Spanned<dsh_subagent_api::TokenLimit>>,
-    /// The money one tree may spend, in the unit its prices are given in.
-    pub(crate) cost_budget: Option<Spanned<f64>>,
-    /// The most of a delegation output the model reads, checked as it is read.
-    pub(crate) result_budget: Option<Spanned<dsh_tools::ResultBudget>>,
-}
-
-/// A count or a number of tokens: a non-negative integer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RawCount(pub(crate) u64);
-
-impl<'de> Deserialize<'de> for RawCount {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = RawCount;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(crate::wording::CONFIG_EXPECTING_COUNT)
-            }
-            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<RawCount, E> {
-                u64::try_from(value)
-                    .map(RawCount)
-                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))
-            }
-            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<RawCount, E> {
-                Ok(RawCount(value))
             }
         }
         deserializer.deserialize_any(Visitor)

@@ -110,11 +110,7 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         .unwrap_or_default();
     let subagents = subagents::resolve_subagents(raw.subagents, base, &at)?;
     let mcp_servers = mcp_servers::resolve_mcp_servers(raw.mcp_servers, &at)?;
-    let limits = raw
-        .limits
-        .map(|limits| limits::resolve_limits(limits, &at))
-        .transpose()?
-        .unwrap_or_default();
+    let limits = raw.limits.unwrap_or_default();
     let data = raw
         .data
         .map(|data| data::resolve_data(data, &at))

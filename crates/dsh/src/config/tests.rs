@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use dsh_subagent_api::{ChildCount, CostLimit, QueueLimit};
 use dsh_tool_subagent::MaxDepth;
 use dsh_tools::ResultBudget;
 
@@ -137,9 +138,9 @@ result_budget = 16000
     assert_eq!(
         config.limits,
         LimitsConfig {
-            max_concurrent: Some(3),
-            max_queued: Some(0),
-            max_children: Some(50),
+            max_concurrent: ChildCount::new(3).ok(),
+            max_queued: Some(QueueLimit::new(0)),
+            max_children: ChildCount::new(50).ok(),
             token_budget: dsh_subagent_api::TokenLimit::new(1_000_000).ok(),
             cost_budget: None,
             result_budget: ResultBudget::new(16_000).ok(),
@@ -414,6 +415,31 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
             "[model]\ncontext_window = 512\n",
         ),
         (
+            "--max-concurrent",
+            "0",
+            "limits.max_concurrent",
+            "[limits]\nmax_concurrent = 0\n",
+        ),
+        (
+            "--max-children",
+            "0",
+            "limits.max_children",
+            "[limits]\nmax_children = 0\n",
+        ),
+        ("--max-queued", "-1", "limits.max_queued", "[limits]\nmax_queued = -1\n"),
+        (
+            "--cost-budget",
+            "0",
+            "limits.cost_budget",
+            "[limits]\ncost_budget = 0\n",
+        ),
+        (
+            "--cost-budget",
+            "5 dollars",
+            "limits.cost_budget",
+            "[limits]\ncost_budget = \"5 dollars\"\n",
+        ),
+        (
             "--context-window",
             "128k",
             "model.context_window",
@@ -426,12 +452,12 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
         let Some((_, refusal)) = from_file.split_once(&format!(": {key}: ")) else {
             panic!("the file's error names no key: {from_file}")
         };
-        let from_flag = match crate::cli::Cli::try_parse_from(["dsh", "run", flag, value, "go"]) {
+        let from_flag = match crate::cli::Cli::try_parse_from(["dsh", "run", &format!("{flag}={value}"), "go"]) {
             Ok(cli) => panic!("accepted: {cli:?}"),
             Err(error) => error.to_string(),
         };
         assert!(
-            from_flag.contains(&format!("'{flag} <TOKENS>': {refusal}\n")),
+            from_flag.contains(&format!("for '{flag} <")) && from_flag.contains(&format!(">': {refusal}\n")),
             "{from_flag}\nsays other than\n{refusal}"
         );
         rendered.push(format!(
@@ -463,9 +489,9 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
     assert_eq!(
         defaults,
         dsh_subagent::Limits::none()
-            .with_max_concurrent(8)
-            .with_max_queued(64)
-            .with_max_children(200)
+            .with_max_concurrent(ChildCount::new(8).unwrap())
+            .with_max_queued(QueueLimit::new(64))
+            .with_max_children(ChildCount::new(200).unwrap())
     );
     let file = check("[limits]\nmax_concurrent = 3\ntoken_budget = 5000\n")
         .unwrap()
@@ -473,22 +499,22 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
     assert_eq!(
         file.resolve(&LimitsConfig::default()),
         dsh_subagent::Limits::none()
-            .with_max_concurrent(3)
-            .with_max_queued(64)
-            .with_max_children(200)
+            .with_max_concurrent(ChildCount::new(3).unwrap())
+            .with_max_queued(QueueLimit::new(64))
+            .with_max_children(ChildCount::new(200).unwrap())
             .with_token_budget(dsh_subagent_api::TokenLimit::new(5000).unwrap())
     );
     let flags = LimitsConfig {
-        max_concurrent: Some(2),
-        max_children: Some(10),
+        max_concurrent: ChildCount::new(2).ok(),
+        max_children: ChildCount::new(10).ok(),
         ..LimitsConfig::default()
     };
     assert_eq!(
         file.resolve(&flags),
         dsh_subagent::Limits::none()
-            .with_max_concurrent(2)
-            .with_max_queued(64)
-            .with_max_children(10)
+            .with_max_concurrent(ChildCount::new(2).unwrap())
+            .with_max_queued(QueueLimit::new(64))
+            .with_max_children(ChildCount::new(10).unwrap())
             .with_token_budget(dsh_subagent_api::TokenLimit::new(5000).unwrap())
     );
 }
@@ -553,12 +579,15 @@ fn the_catalog_states_dshs_default_limits() {
     for stated in [
         format!(
             "at most {} children of a tree run at once",
-            LimitsConfig::DEFAULT_MAX_CONCURRENT
+            LimitsConfig::DEFAULT_MAX_CONCURRENT.children()
         ),
-        format!("{} more calls wait for a slot", LimitsConfig::DEFAULT_MAX_QUEUED),
+        format!(
+            "{} more calls wait for a slot",
+            LimitsConfig::DEFAULT_MAX_QUEUED.calls()
+        ),
         format!(
             "{} children start over the tree's life",
-            LimitsConfig::DEFAULT_MAX_CHILDREN
+            LimitsConfig::DEFAULT_MAX_CHILDREN.children()
         ),
         "there is no token budget".to_owned(),
     ] {
@@ -599,16 +628,15 @@ fn prices_and_a_cost_budget_are_read_per_million_tokens_and_in_units() {
     assert_eq!((child.input(), child.output(), child.cached_input()), (1.0, 2.0, None));
     let none = LimitsConfig::default();
     assert_eq!(
-        config.limits.cost_budget(&none).map(|cost| cost.nanos()),
+        config.limits.resolve(&none).cost_budget().map(CostLimit::nanos),
         Some(2_500_000_000)
     );
-    assert_eq!(config.limits.resolve(&none).cost_budget(), Some(2_500_000_000));
     let flags = LimitsConfig {
-        cost_budget: dsh_llm::Cost::from_amount(0.5),
+        cost_budget: CostLimit::from_amount(0.5).ok(),
         ..LimitsConfig::default()
     };
     assert_eq!(
-        config.limits.resolve(&flags).cost_budget(),
+        config.limits.resolve(&flags).cost_budget().map(CostLimit::nanos),
         Some(500_000_000),
         "the flag wins"
     );

@@ -189,7 +189,7 @@ mod tests {
     use std::time::Duration;
 
     use dsh_subagent::SubagentService;
-    use dsh_subagent_api::{AgentRef, CancellationToken, StartRequest, StopReason};
+    use dsh_subagent_api::{AgentRef, CancellationToken, ChildCount, StartRequest, StopReason};
     use dsh_subagent_testing::scripted::ScriptedProvider;
     use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
     use futures::future::BoxFuture;
@@ -280,7 +280,7 @@ mod tests {
     /// many wait before it), then reports as any other.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_served_call_hears_that_its_child_waits_for_a_slot() {
-        let service = SubagentService::with_limits(dsh_subagent::Limits::none().with_max_concurrent(1));
+        let service = SubagentService::with_limits(dsh_subagent::Limits::none().with_max_concurrent(ChildCount::MIN));
         insta::assert_snapshot!(served_call_hears(service, true).await);
     }
 

@@ -100,9 +100,6 @@ pub(crate) fn price_given_twice(model: &str, first: &str, second: &str) -> Strin
     format!("dsh: model {model:?} has two different prices, `{first}` and `{second}`: give it one")
 }
 
-/// A `cost_budget` (or `--cost-budget`) that is no amount of money.
-pub(crate) const COST_BUDGET_NOT_AN_AMOUNT: &str = "a cost budget must be a number greater than zero, in the unit the models' prices are given in (leave it out for no cost budget)";
-
 /// `agent_options.price` on an ACP entry: its child reports no usage to price.
 pub(crate) const CONFIG_ACP_PRICE: &str = "an ACP child runs its own agent loop in its own process and reports no usage to this dsh, so there is nothing here to price: give its price in that agent's configuration (for dsh, `[model] price` in the child's dsh.toml)";
 
@@ -117,16 +114,6 @@ pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `de
 
 /// A `max_depth` in `dsh.toml` beyond what the tool accepts.
 pub(crate) const CONFIG_PAST_SAFE_INTEGER: &str = "must be at most 9007199254740991";
-
-/// A count of `[limits]` set to zero.
-pub(crate) fn config_limit_zero(key: &str) -> String {
-    if key == "max_concurrent" {
-        "must be at least 1: a tree that may run no child at once would only queue (leave it out for the default of 8)"
-            .to_owned()
-    } else {
-        "must be at least 1: a tree that may start no child would refuse every delegation (leave it out for the default of 200)".to_owned()
-    }
-}
 
 /// A `timeout` that is not a duration.
 pub(crate) fn config_bad_duration(text: &str) -> String {
@@ -174,9 +161,6 @@ pub(crate) fn config_error(path: &Path, position: Option<(usize, usize)>, key: &
 
 /// What an `auth` value may be.
 pub(crate) const CONFIG_EXPECTING_AUTH: &str = r#""none", "first-env-var" or { method = "<id>" }"#;
-
-/// What a count of `[limits]` or a `token_budget` may be.
-pub(crate) const CONFIG_EXPECTING_COUNT: &str = "a non-negative integer";
 
 /// What a `timeout` may be.
 pub(crate) const CONFIG_EXPECTING_DURATION: &str = r#"a duration as text, such as "90s" or "10min""#;
