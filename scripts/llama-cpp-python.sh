@@ -29,7 +29,7 @@
 #   DSH_LLAMA_VENV  where the Python packages go (default ~/.cache/dsh/venv-llama-cpp-python);
 #                   never inside the repository
 #   DSH_LLAMA_PORT  the server's port on 127.0.0.1 (default 8741; the proxy takes the next one)
-#   DSH_BIN         a dsh binary to run instead of `cargo run -p dsh` (context mode)
+#   DSH_BIN         a dsh binary to run instead of `cargo run -p dsh`
 #   DSH_LLAMA_SEND_NULL=1  have the proxy send a tool-call-only message's content as
 #                   `null`, the shape dsh used to send: the run then fails
 set -euo pipefail
@@ -219,7 +219,7 @@ done
 say "dsh run (through the proxy on 127.0.0.1:$proxy_port)"
 set +e
 env -u DSH_API_KEY DSH_BASE_URL="http://127.0.0.1:$proxy_port/v1" DSH_MODEL="SmolLM2-135M-Instruct" \
-    cargo run --quiet -p dsh -- run --data-dir "$work/data" \
+    "${dsh[@]}" run --data-dir "$work/data" \
     "Use the subagent tool to find out what the capital of France is, then tell me the answer." \
     > "$work/stdout" 2> "$work/stderr"
 status=$?
