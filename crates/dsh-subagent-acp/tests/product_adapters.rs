@@ -227,8 +227,11 @@ async fn a_cancel_after_a_failed_start_keeps_the_starts_error() {
     let cancel_at = Duration::from_millis(150);
     let (text, took) = delegate(config(dir.path(), "echo", &["--auth", "--ignore-eof"]), Some(cancel_at)).await;
     insta::assert_snapshot!("auth_required_unconfigured", text);
-    assert!(took - cancel_at < Duration::from_millis(500), "{took:?}");
-    report("cancel during a failed start (from the cancel)", took - cancel_at);
+    // Zero when the release was done before the cancel came (a loaded
+    // machine can make the child go sooner): the start's error all the same.
+    let after_cancel = took.saturating_sub(cancel_at);
+    assert!(after_cancel < Duration::from_millis(500), "{took:?}");
+    report("cancel during a failed start (from the cancel)", after_cancel);
     // The group was SIGKILLed at the cancellation; give the kernel a moment.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_nothing_runs(dir.path());
