@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use super::error::CassetteError;
 use super::format::{FORMAT, Level, Line, Outcome, VERSION};
-use crate::model::ChatEvent;
+use crate::message::ToolDefinition;
+use crate::model::{ChatEvent, ChatRequest};
+use crate::openai::wire::write_streamed_request_text;
 use crate::wording;
 
 /// The suffix of a recording in progress, beside the cassette it becomes.
@@ -72,7 +74,8 @@ impl Drop for Shared {
 /// What the writer thread is handed.
 enum Message {
     Header(Level),
-    Exchange(Exchange),
+    /// Boxed, so that handing one on moves a pointer.
+    Exchange(Box<Exchange>),
 }
 
 /// One exchange: what it asked, and its answer as it was heard. Its
@@ -91,15 +94,31 @@ pub(crate) struct Exchange {
     /// The request body as sent (the OpenAI wire JSON), secrets still in
     /// it: the writer scrubs it.
     pub(crate) body: Vec<u8>,
+    /// The request as the model was asked it (events level), for the
+    /// writer to write as the body: the stream pays for a copy of its
+    /// messages, not for its JSON.
+    pub(crate) asked: Option<Asked>,
     /// The events the model streamed (events level), in order.
     heard: Vec<Heard>,
     /// The text of those of them that are text deltas, one after another.
     text: String,
+    /// Those of them that are not text deltas, in order.
+    others: Vec<ChatEvent>,
     /// Its other lines (the HTTP level's status and chunks), then its end.
     lines: Vec<Line>,
 }
 
-/// An event as the events level heard it.
+/// A request as a model was asked it, its tools kept apart.
+pub(crate) struct Asked {
+    /// The request, its `tools` empty.
+    pub(crate) request: ChatRequest,
+    /// The tools it offered, shared with the other requests that offered
+    /// the same ones (`None`: none).
+    pub(crate) tools: Option<Arc<[ToolDefinition]>>,
+}
+
+/// An event as the events level heard it: small, so that logging one is a
+/// store of a few words.
 struct Heard {
     /// Milliseconds since the exchange began.
     t_ms: u64,
@@ -109,14 +128,14 @@ struct Heard {
 enum Said {
     /// A text delta: its text is the exchange's `text` up to here.
     Text { end: usize },
-    /// Any other event.
-    Event(ChatEvent),
+    /// Any other event: the exchange's `others` at this index.
+    Event { index: usize },
 }
 
 impl Exchange {
     /// Empties it for another exchange; `None` when its buffers grew too
     /// large to keep.
-    fn reclaimed(mut self) -> Option<Exchange> {
+    fn reclaimed(mut self: Box<Self>) -> Option<Box<Exchange>> {
         const KEPT: usize = 1 << 20;
         if self.body.capacity() > KEPT || self.text.capacity() > KEPT {
             return None;
@@ -124,8 +143,10 @@ impl Exchange {
         self.model.clear();
         self.url = None;
         self.body.clear();
+        self.asked = None;
         self.heard.clear();
         self.text.clear();
+        self.others.clear();
         self.lines.clear();
         Some(self)
     }
@@ -167,7 +188,11 @@ struct QueueState {
     /// the recording is closed).
     failed: bool,
     /// Exchanges written and emptied, to be filled again.
-    spare: Vec<Exchange>,
+    #[expect(
+        clippy::vec_box,
+        reason = "the boxes are what is handed on: reused, not allocated per exchange"
+    )]
+    spare: Vec<Box<Exchange>>,
 }
 
 impl std::fmt::Debug for QueueState {
@@ -240,15 +265,15 @@ impl Queue {
     }
 
     /// An empty exchange to fill: one the writer handed back, or a new one.
-    fn spare(&self) -> Exchange {
+    fn spare(&self) -> Box<Exchange> {
         self.lock().spare.pop().unwrap_or_default()
     }
 
     /// Keeps written exchanges, emptied, for reuse; empties them without
     /// the lock, so a recorder never waits on it.
-    fn give_back(&self, written: impl Iterator<Item = Exchange>) {
+    fn give_back(&self, written: impl Iterator<Item = Box<Exchange>>) {
         let room = SPARE.saturating_sub(self.lock().spare.len());
-        let mut emptied: Vec<Exchange> = written.filter_map(Exchange::reclaimed).take(room).collect();
+        let mut emptied: Vec<Box<Exchange>> = written.filter_map(Exchange::reclaimed).take(room).collect();
         self.lock().spare.append(&mut emptied);
     }
 
@@ -382,7 +407,7 @@ impl Recorder {
     }
 
     /// A new exchange, its id and time set, its buffers empty.
-    pub(crate) fn begin(&self) -> Exchange {
+    pub(crate) fn begin(&self) -> Box<Exchange> {
         let mut exchange = self.shared.queue.spare();
         exchange.id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
         exchange.at_ms = millis(self.shared.started.elapsed());
@@ -451,12 +476,12 @@ fn scrub<'a>(secrets: &RwLock<Vec<String>>, text: &'a str) -> Cow<'a, str> {
 pub(crate) struct ExchangeLog {
     recorder: Recorder,
     began: Instant,
-    exchange: Option<Exchange>,
+    exchange: Option<Box<Exchange>>,
 }
 
 impl ExchangeLog {
     /// Begins `exchange` (from [`Recorder::begin`], its request filled in).
-    pub(crate) fn begin(recorder: &Recorder, exchange: Exchange) -> Self {
+    pub(crate) fn begin(recorder: &Recorder, exchange: Box<Exchange>) -> Self {
         ExchangeLog {
             recorder: recorder.clone(),
             began: Instant::now(),
@@ -500,7 +525,12 @@ impl ExchangeLog {
                     end: exchange.text.len(),
                 }
             }
-            other => Said::Event(other.clone()),
+            other => {
+                exchange.others.push(other.clone());
+                Said::Event {
+                    index: exchange.others.len() - 1,
+                }
+            }
         };
         exchange.heard.push(Heard { t_ms, what });
     }
@@ -615,7 +645,7 @@ impl Writer {
             let ending = self.queue.next_batch(&mut batch);
             if error.is_none() {
                 let written = batch
-                    .iter()
+                    .iter_mut()
                     .try_for_each(|message| match message {
                         Message::Header(level) => write_line(&mut out, &header(*level)),
                         Message::Exchange(exchange) => {
@@ -680,7 +710,16 @@ impl Writer {
     }
 
     /// An exchange's lines: its request, then its answer's.
-    fn write_exchange(&self, out: &mut impl Write, exchange: &Exchange) -> std::io::Result<()> {
+    fn write_exchange(&self, out: &mut impl Write, exchange: &mut Exchange) -> std::io::Result<()> {
+        if let Exchange {
+            model,
+            body,
+            asked: Some(Asked { request, tools }),
+            ..
+        } = exchange
+        {
+            write_streamed_request_text(model, request, tools.as_deref().unwrap_or_default(), body);
+        }
         self.write_request(out, exchange)?;
         let mut start = 0;
         for heard in &exchange.heard {
@@ -690,7 +729,10 @@ impl Writer {
                     start = *end;
                     ChatEvent::TextDelta(text)
                 }
-                Said::Event(event) => event.clone(),
+                Said::Event { index } => match exchange.others.get(*index) {
+                    Some(event) => event.clone(),
+                    None => continue,
+                },
             };
             write_line(
                 out,
@@ -813,7 +855,7 @@ mod tests {
             t_ms: 0,
             outcome: Outcome::Complete,
         });
-        Message::Exchange(exchange)
+        Message::Exchange(Box::new(exchange))
     }
 
     #[test]

@@ -35,10 +35,19 @@ pub(crate) fn request_text(default_model: &str, request: &ChatRequest, delivery:
     serde_json::to_string(&WireBody::delivered(default_model, request, delivery)).unwrap_or_default()
 }
 
-/// [`request_text`], appended to `out` (a buffer that is reused).
-pub(crate) fn write_request_text(default_model: &str, request: &ChatRequest, delivery: Delivery, out: &mut Vec<u8>) {
+/// [`request_text`] of a streamed request whose tools are `tools`, not
+/// its own (`request.tools` is left out), appended to `out` (a buffer that
+/// is reused): the recorder keeps a request's tools apart, shared with
+/// every request that offers the same ones.
+pub(crate) fn write_streamed_request_text(
+    default_model: &str,
+    request: &ChatRequest,
+    tools: &[ToolDefinition],
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
-    if serde_json::to_writer(&mut *out, &WireBody::delivered(default_model, request, delivery)).is_err() {
+    let body = WireBody::of(default_model, request, tools);
+    if serde_json::to_writer(&mut *out, &body).is_err() {
         out.truncate(start);
     }
 }
@@ -94,12 +103,17 @@ struct WireBody<'a> {
 
 impl<'a> WireBody<'a> {
     fn new(default_model: &'a str, request: &'a ChatRequest) -> Self {
+        Self::of(default_model, request, &request.tools)
+    }
+
+    /// The body of `request` offering `tools` instead of its own.
+    fn of(default_model: &'a str, request: &'a ChatRequest, tools: &'a [ToolDefinition]) -> Self {
         Self {
             model: request.model.as_deref().unwrap_or(default_model),
             messages: request.messages.iter().map(WireMessage::from).collect(),
             stream: true,
             stream_options: Some(StreamOptions { include_usage: true }),
-            tools: request.tools.iter().map(WireTool::from).collect(),
+            tools: tools.iter().map(WireTool::from).collect(),
             max_tokens: request.max_tokens,
             temperature: request.temperature.map(f64::from),
         }
@@ -437,6 +451,47 @@ impl Assembler {
 mod tests {
     use super::*;
     use crate::message::ToolDefinition;
+
+    /// The recorder writes a request from its parts: the same bytes as
+    /// the request sent whole.
+    #[test]
+    fn a_request_written_with_its_tools_apart_is_the_same_text() {
+        let tools = vec![
+            ToolDefinition::new(
+                "t",
+                "a \"tool\"",
+                json!({"type": "object", "properties": {"x": {"type": "number"}}}),
+            ),
+            ToolDefinition::new("u", "another", json!({"type": "object"})),
+        ];
+        let messages = vec![
+            Message::system("s"),
+            Message::user("u\n"),
+            Message::assistant_with_tool_calls("", vec![ToolCall::new("c1", "t", "{}")]),
+            Message::tool("c1", "r"),
+        ];
+        let whole = [
+            ChatRequest::new(messages.clone()).with_tools(tools.clone()),
+            ChatRequest::new(messages.clone())
+                .with_tools(tools.clone())
+                .with_model("other")
+                .with_max_tokens(7),
+            ChatRequest {
+                temperature: Some(0.3),
+                ..ChatRequest::new(messages)
+            },
+        ];
+        for request in whole {
+            let apart = ChatRequest {
+                tools: Vec::new(),
+                ..request.clone()
+            };
+            let mut out = b"kept".to_vec();
+            write_streamed_request_text("m", &apart, &request.tools, &mut out);
+            let text = request_text("m", &request, Delivery::Streamed);
+            assert_eq!(out, [b"kept".as_slice(), text.as_bytes()].concat());
+        }
+    }
 
     #[test]
     fn body_has_openai_shape() {
