@@ -13,6 +13,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 use super::error::CassetteError;
 use super::format::{FORMAT, Level, Line, Outcome, VERSION};
 use crate::message::ToolDefinition;
@@ -709,39 +711,33 @@ impl Writer {
         Ok(exchanges)
     }
 
-    /// An exchange's lines: its request, then its answer's.
+    /// An exchange's lines: its request, then its answer's, each event
+    /// written from where it was logged, without a copy.
     fn write_exchange(&self, out: &mut impl Write, exchange: &mut Exchange) -> std::io::Result<()> {
-        if let Exchange {
-            model,
-            body,
-            asked: Some(Asked { request, tools }),
-            ..
-        } = exchange
-        {
-            write_streamed_request_text(model, request, tools.as_deref().unwrap_or_default(), body);
-        }
         self.write_request(out, exchange)?;
+        let id = exchange.id;
         let mut start = 0;
         for heard in &exchange.heard {
-            let event = match &heard.what {
+            let t_ms = heard.t_ms;
+            match &heard.what {
                 Said::Text { end } => {
-                    let text = exchange.text.get(start..*end).unwrap_or_default().to_owned();
+                    let text = exchange.text.get(start..*end).unwrap_or_default();
                     start = *end;
-                    ChatEvent::TextDelta(text)
+                    write_line(
+                        out,
+                        &EventLine::Event {
+                            id,
+                            t_ms,
+                            event: Text::TextDelta(text),
+                        },
+                    )?;
                 }
-                Said::Event { index } => match exchange.others.get(*index) {
-                    Some(event) => event.clone(),
-                    None => continue,
-                },
-            };
-            write_line(
-                out,
-                &Line::Event {
-                    id: exchange.id,
-                    t_ms: heard.t_ms,
-                    event,
-                },
-            )?;
+                Said::Event { index } => {
+                    if let Some(event) = exchange.others.get(*index) {
+                        write_line(out, &EventLine::Event { id, t_ms, event })?;
+                    }
+                }
+            }
         }
         exchange.lines.iter().try_for_each(|line| write_line(out, line))
     }
@@ -749,13 +745,14 @@ impl Writer {
     /// The `request` line ([`Line::Request`]), secrets scrubbed; the body
     /// goes in as it was sent when it is one line of JSON, without being
     /// parsed into a value and written again.
-    fn write_request(&self, out: &mut impl Write, exchange: &Exchange) -> std::io::Result<()> {
+    fn write_request(&self, out: &mut impl Write, exchange: &mut Exchange) -> std::io::Result<()> {
         let Exchange {
             id,
             at_ms,
             model,
             url,
             body,
+            asked,
             ..
         } = exchange;
         write!(out, r#"{{"kind":"request","id":{id},"at_ms":{at_ms},"model":"#)?;
@@ -765,6 +762,15 @@ impl Writer {
             serde_json::to_writer(&mut *out, &super::scrub::scrub_url(&scrub(&self.secrets, url)))?;
         }
         out.write_all(br#","body":"#)?;
+        if let Some(Asked { request, tools }) = asked {
+            let tools = tools.as_deref().unwrap_or_default();
+            if self.secrets.read().unwrap_or_else(PoisonError::into_inner).is_empty() {
+                // Nothing to scrub: the wire JSON goes straight in, one line.
+                write_streamed_request_text(model, request, tools, out)?;
+                return out.write_all(b"}\n");
+            }
+            write_streamed_request_text(model, request, tools, body)?;
+        }
         let body = String::from_utf8_lossy(body);
         let body = scrub(&self.secrets, &body);
         if is_json_line(&body) {
@@ -777,6 +783,21 @@ impl Writer {
         }
         out.write_all(b"}\n")
     }
+}
+
+/// An event line ([`Line::Event`]) of an event borrowed where it was
+/// logged: the same JSON.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum EventLine<E> {
+    Event { id: u64, t_ms: u64, event: E },
+}
+
+/// A text delta ([`ChatEvent::TextDelta`]) borrowed: the same JSON.
+#[derive(Serialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+enum Text<'a> {
+    TextDelta(&'a str),
 }
 
 /// Whether `text` is one JSON value on one line, to be written as it is.
@@ -795,7 +816,7 @@ fn header(level: Level) -> Line {
 }
 
 /// `line` as one line of JSON.
-fn write_line(out: &mut impl Write, line: &Line) -> std::io::Result<()> {
+fn write_line(out: &mut impl Write, line: &impl Serialize) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, line)?;
     out.write_all(b"\n")
 }
@@ -936,6 +957,40 @@ mod tests {
         for line in &lines {
             serde_json::from_str::<Line>(line).unwrap();
         }
+    }
+
+    #[test]
+    fn an_event_written_borrowed_is_the_line_the_format_says() {
+        let text = "a \"delta\"\n\u{1F600}\\";
+        let expected = Line::Event {
+            id: 3,
+            t_ms: 7,
+            event: ChatEvent::TextDelta(text.to_owned()),
+        };
+        let borrowed = EventLine::Event {
+            id: 3,
+            t_ms: 7,
+            event: Text::TextDelta(text),
+        };
+        assert_eq!(
+            serde_json::to_string(&borrowed).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
+        let usage = ChatEvent::Usage(crate::model::Usage::reported(5, 2));
+        let expected = Line::Event {
+            id: 3,
+            t_ms: 7,
+            event: usage.clone(),
+        };
+        let borrowed = EventLine::Event {
+            id: 3,
+            t_ms: 7,
+            event: &usage,
+        };
+        assert_eq!(
+            serde_json::to_string(&borrowed).unwrap(),
+            serde_json::to_string(&expected).unwrap()
+        );
     }
 
     #[test]

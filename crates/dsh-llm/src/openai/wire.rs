@@ -43,13 +43,10 @@ pub(crate) fn write_streamed_request_text(
     default_model: &str,
     request: &ChatRequest,
     tools: &[ToolDefinition],
-    out: &mut Vec<u8>,
-) {
-    let start = out.len();
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
     let body = WireBody::of(default_model, request, tools);
-    if serde_json::to_writer(&mut *out, &body).is_err() {
-        out.truncate(start);
-    }
+    serde_json::to_writer(out, &body).map_err(std::io::Error::from)
 }
 
 /// The bytes `request`'s body takes as it is sent to an OpenAI-compatible
@@ -487,7 +484,7 @@ mod tests {
                 ..request.clone()
             };
             let mut out = b"kept".to_vec();
-            write_streamed_request_text("m", &apart, &request.tools, &mut out);
+            write_streamed_request_text("m", &apart, &request.tools, &mut out).unwrap();
             let text = request_text("m", &request, Delivery::Streamed);
             assert_eq!(out, [b"kept".as_slice(), text.as_bytes()].concat());
         }
