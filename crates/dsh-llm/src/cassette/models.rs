@@ -14,7 +14,7 @@ use super::error::CassetteError;
 use super::error_record::RecordedError;
 use super::format::{Level, Outcome};
 use super::http::Pace;
-use super::recorder::{Asked, ExchangeLog, Recorder};
+use super::recorder::{Asked, ExchangeLog, Recorder, copy_messages};
 use super::replay::{Cassette, Timing};
 use crate::error::LlmError;
 use crate::message::ToolDefinition;
@@ -63,10 +63,12 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
         // next) shared with the requests before it that offered them.
         let mut exchange = self.recorder.begin();
         exchange.model.push_str(self.inner.model_name());
+        let mut messages = std::mem::take(&mut exchange.kept);
+        copy_messages(&mut messages, &request.messages);
         exchange.asked = Some(Asked {
             tools: self.tools.shared(&request.tools),
             request: ChatRequest {
-                messages: request.messages.clone(),
+                messages,
                 tools: Vec::new(),
                 model: request.model.clone(),
                 max_tokens: request.max_tokens,
@@ -171,18 +173,17 @@ impl Stream for Heard {
             this.at = None;
             return Poll::Pending;
         };
+        // The stream's end, too, is timed with the burst it came in.
+        let t_ms = match this.at {
+            Some(t_ms) => t_ms,
+            None => *this.at.insert(this.log.t_ms()),
+        };
         match &item {
-            Some(Ok(event)) => {
-                let t_ms = match this.at {
-                    Some(t_ms) => t_ms,
-                    None => *this.at.insert(this.log.t_ms()),
-                };
-                this.log.hear(t_ms, event);
-            }
+            Some(Ok(event)) => this.log.hear(t_ms, event),
             // The caller cancelled: the model did not end this way by itself.
-            Some(Err(LlmError::Cancelled)) => this.log.end(Outcome::Dropped),
-            Some(Err(err)) => this.log.end(Outcome::Error(RecordedError::from(err))),
-            None => this.log.end(Outcome::Complete),
+            Some(Err(LlmError::Cancelled)) => this.log.end_at(t_ms, Outcome::Dropped),
+            Some(Err(err)) => this.log.end_at(t_ms, Outcome::Error(RecordedError::from(err))),
+            None => this.log.end_at(t_ms, Outcome::Complete),
         }
         Poll::Ready(item)
     }

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::error::CassetteError;
 use super::format::{FORMAT, Level, Line, Outcome, VERSION};
-use crate::message::ToolDefinition;
+use crate::message::{Message as ChatMessage, ToolCall, ToolDefinition};
 use crate::model::{ChatEvent, ChatRequest};
 use crate::openai::wire::write_streamed_request_text;
 use crate::wording;
@@ -100,6 +100,9 @@ pub(crate) struct Exchange {
     /// writer to write as the body: the stream pays for a copy of its
     /// messages, not for its JSON.
     pub(crate) asked: Option<Asked>,
+    /// The messages of the request this exchange last held, kept so that
+    /// the next one's are copied into their strings.
+    pub(crate) kept: Vec<ChatMessage>,
     /// The events the model streamed (events level), in order.
     heard: Vec<Heard>,
     /// The text of those of them that are text deltas, one after another.
@@ -108,6 +111,65 @@ pub(crate) struct Exchange {
     others: Vec<ChatEvent>,
     /// Its other lines (the HTTP level's status and chunks), then its end.
     lines: Vec<Line>,
+}
+
+/// `from` copied into `into`, into the strings of the messages `into`
+/// holds where they are of the same kind: once a recording has warmed up,
+/// copying a request's messages allocates nothing.
+pub(crate) fn copy_messages(into: &mut Vec<ChatMessage>, from: &[ChatMessage]) {
+    into.truncate(from.len());
+    for (kept, message) in into.iter_mut().zip(from) {
+        match (kept, message) {
+            (ChatMessage::System { content: kept }, ChatMessage::System { content })
+            | (ChatMessage::User { content: kept }, ChatMessage::User { content }) => kept.clone_from(content),
+            (
+                ChatMessage::Assistant {
+                    content: kept,
+                    tool_calls: kept_calls,
+                },
+                ChatMessage::Assistant { content, tool_calls },
+            ) => {
+                kept.clone_from(content);
+                kept_calls.truncate(tool_calls.len());
+                for (kept, call) in kept_calls.iter_mut().zip(tool_calls) {
+                    let ToolCall { id, name, arguments } = call;
+                    kept.id.clone_from(id);
+                    kept.name.clone_from(name);
+                    kept.arguments.clone_from(arguments);
+                }
+                let copied = kept_calls.len();
+                kept_calls.extend(tool_calls.iter().skip(copied).cloned());
+            }
+            (
+                ChatMessage::Tool {
+                    tool_call_id: kept_id,
+                    content: kept,
+                },
+                ChatMessage::Tool { tool_call_id, content },
+            ) => {
+                kept_id.clone_from(tool_call_id);
+                kept.clone_from(content);
+            }
+            (kept, message) => *kept = message.clone(),
+        }
+    }
+    let copied = into.len();
+    into.extend(from.iter().skip(copied).cloned());
+}
+
+/// The bytes a message's strings hold.
+fn held(message: &ChatMessage) -> usize {
+    match message {
+        ChatMessage::System { content } | ChatMessage::User { content } => content.capacity(),
+        ChatMessage::Assistant { content, tool_calls } => {
+            content.capacity()
+                + tool_calls
+                    .iter()
+                    .map(|call| call.id.capacity() + call.name.capacity() + call.arguments.capacity())
+                    .sum::<usize>()
+        }
+        ChatMessage::Tool { tool_call_id, content } => tool_call_id.capacity() + content.capacity(),
+    }
 }
 
 /// A request as a model was asked it, its tools kept apart.
@@ -142,10 +204,15 @@ impl Exchange {
         if self.body.capacity() > KEPT || self.text.capacity() > KEPT {
             return None;
         }
+        if let Some(asked) = self.asked.take() {
+            self.kept = asked.request.messages;
+            if self.kept.iter().map(held).sum::<usize>() > KEPT {
+                self.kept = Vec::new();
+            }
+        }
         self.model.clear();
         self.url = None;
         self.body.clear();
-        self.asked = None;
         self.heard.clear();
         self.text.clear();
         self.others.clear();
@@ -408,11 +475,11 @@ impl Recorder {
         }
     }
 
-    /// A new exchange, its id and time set, its buffers empty.
+    /// A new exchange, its id set, its buffers empty (its time is set
+    /// when it begins: [`ExchangeLog::begin`]).
     pub(crate) fn begin(&self) -> Box<Exchange> {
         let mut exchange = self.shared.queue.spare();
         exchange.id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        exchange.at_ms = millis(self.shared.started.elapsed());
         exchange
     }
 
@@ -482,11 +549,15 @@ pub(crate) struct ExchangeLog {
 }
 
 impl ExchangeLog {
-    /// Begins `exchange` (from [`Recorder::begin`], its request filled in).
-    pub(crate) fn begin(recorder: &Recorder, exchange: Box<Exchange>) -> Self {
+    /// Begins `exchange` (from [`Recorder::begin`], its request filled in)
+    /// now: one reading of the clock for its time in the recording and the
+    /// start of its answer's.
+    pub(crate) fn begin(recorder: &Recorder, mut exchange: Box<Exchange>) -> Self {
+        let began = Instant::now();
+        exchange.at_ms = millis(began.saturating_duration_since(recorder.shared.started));
         ExchangeLog {
             recorder: recorder.clone(),
-            began: Instant::now(),
+            began,
             exchange: Some(exchange),
         }
     }
@@ -539,10 +610,17 @@ impl ExchangeLog {
 
     /// Ends the exchange and hands it to the writer (once).
     pub(crate) fn end(&mut self, outcome: Outcome) {
+        if self.exchange.is_some() {
+            self.end_at(self.t_ms(), outcome);
+        }
+    }
+
+    /// Ends the exchange `t_ms` after it began and hands it to the writer
+    /// (once).
+    pub(crate) fn end_at(&mut self, t_ms: u64, outcome: Outcome) {
         let Some(mut exchange) = self.exchange.take() else {
             return;
         };
-        let t_ms = self.t_ms();
         exchange.lines.push(Line::End {
             id: exchange.id,
             t_ms,
@@ -991,6 +1069,29 @@ mod tests {
             serde_json::to_string(&borrowed).unwrap(),
             serde_json::to_string(&expected).unwrap()
         );
+    }
+
+    #[test]
+    fn messages_are_copied_into_those_kept_whatever_their_kinds() {
+        let call = |id: &str| ToolCall::new(id, "t", "{}");
+        let first = vec![
+            ChatMessage::system("a longer system prompt"),
+            ChatMessage::user("u"),
+            ChatMessage::assistant_with_tool_calls("", vec![call("c1"), call("c2")]),
+            ChatMessage::tool("c1", "r"),
+        ];
+        let second = vec![
+            ChatMessage::system("s"),
+            ChatMessage::assistant_with_tool_calls("x", vec![call("c3")]),
+            ChatMessage::assistant_with_tool_calls("y", vec![call("c4"), call("c5")]),
+            ChatMessage::tool("c4", "r2"),
+            ChatMessage::user("more"),
+        ];
+        let mut kept = Vec::new();
+        for messages in [&first, &second, &first, &second[..2].to_vec(), &Vec::new()] {
+            copy_messages(&mut kept, messages);
+            assert_eq!(&kept, messages);
+        }
     }
 
     #[test]
