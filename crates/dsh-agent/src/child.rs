@@ -232,7 +232,7 @@ fn start(
         .max_tokens(options.max_tokens.or(parent.max_tokens()))
         .max_turns(parent.max_turns())
         .lineage(request.lineage.clone())
-        .provenance(&request.provenance);
+        .provenance(request.provenance());
     if let Some(filter) = settings.tool_filter.clone() {
         builder = builder.tool_filter(filter);
     }
@@ -253,6 +253,7 @@ fn start(
         .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
 
     let captured = structured.map(|(_, captured)| captured);
+    let call_id = request.provenance().call_id.clone();
     Ok(publish(
         child,
         parent,
@@ -260,7 +261,7 @@ fn start(
         &request.cancel,
         captured,
         request.origin,
-        request.provenance.call_id,
+        call_id,
     ))
 }
 

@@ -173,8 +173,8 @@ impl ParentLog {
     /// data directory it named.
     fn started(request: &StartRequest, config: &AcpConfig, state: &RunState, id: &str) -> Self {
         let mut child = RemoteChild::new(config.name.clone(), now_ms());
-        child.tool.clone_from(&request.provenance.tool);
-        child.call_id.clone_from(&request.provenance.call_id);
+        child.tool.clone_from(&request.provenance().tool);
+        child.call_id.clone_from(&request.provenance().call_id);
         child.label.clone_from(&request.label);
         if let Some(opened) = state.opened() {
             child.session = Some(opened.session);

@@ -122,6 +122,13 @@ impl ToolFilter {
 /// [`call_id`](Self::call_id); the service sets [`provider`](Self::provider)
 /// and [`queued`](Self::queued) when it admits the start, and
 /// [`task_id`](Self::task_id) when the child runs as a background task.
+///
+/// A [`StartRequest`] holds it behind one shared pointer
+/// ([`StartRequest::with_provenance`], [`StartRequest::provenance_mut`]),
+/// as it holds its [`ChildSettings`]: a tool builds the part every call of
+/// it shares (its name, its provider) once, and a request, one per call in
+/// flight or waiting in a queue, carries a pointer instead of room for five
+/// fields.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Provenance {
@@ -139,6 +146,15 @@ pub struct Provenance {
     /// takes), when one does; set by the service that made the task.
     pub task_id: Option<String>,
 }
+
+/// The provenance of a request that records none.
+static NO_PROVENANCE: Provenance = Provenance {
+    tool: None,
+    call_id: None,
+    provider: None,
+    queued: Duration::ZERO,
+    task_id: None,
+};
 
 /// Whether the caller of a start waits for the child ([`StartRequest::mode`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -265,11 +281,8 @@ pub struct StartRequest {
     /// admits the child (whatever the caller put here is replaced); a
     /// provider gives it to the child's [`AgentRef`] (see [`Lineage`]).
     pub lineage: Lineage,
-    /// How this start came about (the tool that asked, the provider that
-    /// runs it, its wait for a slot), for the child's own records: an
-    /// in-process child writes it into its transcript, where a tree view
-    /// reads it. Informational: nothing is checked against it.
-    pub provenance: Provenance,
+    /// `None`: nothing known (read as [`Provenance::default`]).
+    provenance: Option<Arc<Provenance>>,
     /// `None`: no setting (read as [`ChildSettings::new`]).
     settings: Option<Arc<ChildSettings>>,
 }
@@ -285,7 +298,7 @@ impl StartRequest {
             origin: crate::SpanOrigin::current(),
             mode: RunMode::Foreground,
             lineage: Lineage::default(),
-            provenance: Provenance::default(),
+            provenance: None,
             settings: None,
         }
     }
@@ -312,6 +325,29 @@ impl StartRequest {
     /// shared, so whoever else holds them sees no change.
     pub fn settings_mut(&mut self) -> &mut ChildSettings {
         Arc::make_mut(self.settings.get_or_insert_with(Arc::default))
+    }
+
+    /// Records how this start came about ([`Provenance`]), shared with
+    /// whoever else holds it (a tool hands the same one to every call that
+    /// has no id of its own).
+    #[must_use]
+    pub fn with_provenance(mut self, provenance: Arc<Provenance>) -> Self {
+        self.provenance = Some(provenance);
+        self
+    }
+
+    /// How this start came about (the tool that asked, the provider that
+    /// runs it, its wait for a slot), for the child's own records: an
+    /// in-process child writes it into its transcript, where a tree view
+    /// reads it. Informational: nothing is checked against it.
+    pub fn provenance(&self) -> &Provenance {
+        self.provenance.as_deref().unwrap_or(&NO_PROVENANCE)
+    }
+
+    /// The request's provenance, to change: its own copy when it is shared,
+    /// so whoever else holds it sees no change.
+    pub fn provenance_mut(&mut self) -> &mut Provenance {
+        Arc::make_mut(self.provenance.get_or_insert_with(Arc::default))
     }
 
     /// Checks the settings that have a shape of their own
@@ -378,6 +414,33 @@ mod tests {
         request.settings_mut().max_depth = Some(2);
         assert_eq!(request.settings().max_depth, Some(2));
         assert_eq!(shared.max_depth, None, "the shared settings are unchanged");
+    }
+
+    #[test]
+    fn shared_provenance_is_copied_before_a_change() {
+        let shared = Arc::new(Provenance {
+            tool: Some("subagent".into()),
+            ..Provenance::default()
+        });
+        let mut request =
+            StartRequest::text("p", AgentRef::new("a"), CancellationToken::new()).with_provenance(shared.clone());
+        request.provenance_mut().call_id = Some("call-1".into());
+        assert_eq!(request.provenance().tool.as_deref(), Some("subagent"));
+        assert_eq!(request.provenance().call_id.as_deref(), Some("call-1"));
+        assert_eq!(shared.call_id, None, "the shared provenance is unchanged");
+        let bare = StartRequest::text("p", AgentRef::new("a"), CancellationToken::new());
+        assert_eq!(bare.provenance(), &Provenance::default());
+    }
+
+    /// A request is held by every call in flight and every call waiting in
+    /// a queue: what it records beyond its prompt sits behind pointers.
+    #[test]
+    fn a_request_stays_small() {
+        assert!(
+            size_of::<StartRequest>() <= 144,
+            "StartRequest grew to {} B",
+            size_of::<StartRequest>()
+        );
     }
 
     #[test]

@@ -255,10 +255,10 @@ impl SubagentService {
     ) -> impl Future<Output = Result<SubagentRun, SubagentError>> + Send + 'a {
         async move {
             let depth = request.parent.depth().saturating_add(1);
-            let asked = std::time::Instant::now();
             let waited = match reservation.queued() {
                 None => None,
                 Some(queued) => {
+                    let asked = std::time::Instant::now();
                     // Announced as the wait is made: the caller's details
                     // are not held while the call waits.
                     let waiting = wait(
@@ -272,20 +272,23 @@ impl SubagentService {
                         },
                         &self.inner.events,
                     );
-                    Some(waiting.await?)
+                    let waited = waiting.await?;
+                    request.provenance_mut().queued = asked.elapsed();
+                    Some(waited)
                 }
             };
             // From the wait to `provider.start` nothing awaits: the wait's
             // last look at the token holds (a withdrawn call starts nothing).
-            if waited.is_some() {
-                request.provenance.queued = asked.elapsed();
-            }
             let (admitted, lineage, stop) = reservation.admitted(waited, &request.cancel);
             request.lineage = lineage;
             if let Some(stop) = stop {
                 request.cancel = stop;
             }
-            request.provenance.provider = Some(provider_name.to_owned());
+            // A tool names its provider in the provenance it shares between
+            // its calls: copied only when another is asked.
+            if request.provenance().provider.as_deref() != Some(provider_name) {
+                request.provenance_mut().provider = Some(provider_name.to_owned());
+            }
             // Announced only when someone hears run events; otherwise the
             // run carries no observer.
             let announced = self
@@ -353,7 +356,7 @@ impl SubagentService {
         request.origin = SpanOrigin::ChildOf(span.clone());
         let spec = task::spec(label, owner, self.texts(&request.parent));
         let task_id = task::spawn(tasks, spec, span, move |control| async move {
-            request.provenance.task_id = Some(control.id().to_owned());
+            request.provenance_mut().task_id = Some(control.id().to_owned());
             let start = |cancel| async {
                 request.cancel = cancel;
                 let checked = service.checked_provider(&provider, &request)?;

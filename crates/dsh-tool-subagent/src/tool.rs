@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_subagent::{SubagentControl, SubagentService};
-use dsh_subagent_api::{ChildSettings, RunMode, SpanOrigin, StartRequest, TokenLimit};
+use dsh_subagent_api::{ChildSettings, Provenance, RunMode, SpanOrigin, StartRequest, TokenLimit};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::FutureExt;
@@ -27,6 +27,10 @@ pub(crate) struct SubagentTool {
     /// What every call asks of its child beyond the prompt, built once from
     /// the configuration and shared by every request; `None`: nothing.
     settings: Option<Arc<ChildSettings>>,
+    /// How every call's child came about (this tool, its provider), built
+    /// once and shared by every request; a call with an id of its own
+    /// gets a copy with it.
+    provenance: Arc<Provenance>,
     /// The caller's tasks, where a foreground result over the budget is
     /// kept for `task_output`; `None`: loaded without a task registry.
     pages: Option<Pages>,
@@ -66,6 +70,9 @@ impl SubagentTool {
             ),
         };
         let settings = child_settings(&config);
+        let mut provenance = Provenance::default();
+        provenance.tool = Some(config.tool_name.clone());
+        provenance.provider = Some(config.provider.clone());
         Self {
             config,
             description: format!("{}{suffix}", wording.description()),
@@ -73,6 +80,7 @@ impl SubagentTool {
             service,
             background,
             settings: (!settings.is_empty()).then(|| Arc::new(settings)),
+            provenance: Arc::new(provenance),
             pages,
         }
     }
@@ -101,8 +109,10 @@ impl SubagentTool {
         }
         request.label = Some(args.description);
         request.mode = mode;
-        request.provenance.tool = Some(self.config.tool_name.clone());
-        request.provenance.call_id = exec.call_id().map(str::to_owned);
+        request = request.with_provenance(self.provenance.clone());
+        if let Some(call_id) = exec.call_id() {
+            request.provenance_mut().call_id = Some(call_id.to_owned());
+        }
         if mode == RunMode::Background {
             // The child outlives this call: its trace follows from it.
             request.origin = SpanOrigin::follows_current();

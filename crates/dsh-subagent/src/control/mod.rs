@@ -264,7 +264,7 @@ impl SubagentControl {
                 let task_id = control.id().to_owned();
                 let start = move |kill: CancellationToken| async move {
                     let mut request = request;
-                    request.provenance.task_id = Some(task_id);
+                    request.provenance_mut().task_id = Some(task_id);
                     let caller = Caller {
                         provider: checked.name(),
                         parent: request.parent.id(),
