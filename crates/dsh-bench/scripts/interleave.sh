@@ -32,10 +32,12 @@ done
 echo "load after:  $(cat /proc/loadavg)"
 echo "raw tables: $out"
 echo
-echo "| figure | flavor | before | before floor | before ratio | after | after floor | after ratio | after / before |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| figure | flavor | before | before floor | before ratio | after | after floor | after ratio | after / before | pairs' median |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 # Rows: | figure | flavor | ours | floor | ratio | target |; numbers are the
-# first number in a cell. Median over the runs of each build.
+# first number in a cell. Median over the runs of each build; the last
+# column is the median over the runs of after / before within one run's
+# pair, which the load both builds saw cancels out of.
 awk -F' \\| ' '
   function num(cell) { if (match(cell, /[0-9]+(\.[0-9]+)?/)) return substr(cell, RSTART, RLENGTH) + 0; return "" }
   function unit(cell) { sub(/^[^0-9]*[0-9]+(\.[0-9]+)?[ ]*/, "", cell); sub(/[ (].*/, "", cell); return cell }
@@ -44,11 +46,12 @@ awk -F' \\| ' '
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
-  FNR == 1 { build = FILENAME; sub(/.*\//, "", build); sub(/\..*/, "", build) }
+  FNR == 1 { build = FILENAME; sub(/.*\//, "", build); run = build; sub(/\..*/, "", build); sub(/^[a-z]*\./, "", run); sub(/\..*/, "", run); runs[run] = 1 }
   /^\| / && $0 !~ /^\| figure/ && $0 !~ /^\|---/ {
     figure = substr($1, 3); gsub(/ \([0-9]+ B page\)/, "", figure); key = figure " | " $2
     if (!(key in seen)) { seen[key] = 1; order[++count] = key; units[key] = unit($3) }
     ours[build, key] = ours[build, key] " " num($3)
+    one[build, run, key] = num($3)
     if (num($4) != "") floor[build, key] = floor[build, key] " " num($4)
   }
   END {
@@ -59,7 +62,10 @@ awk -F' \\| ' '
       af = floor["after", key] == "" ? "-" : median(floor["after", key])
       br = bf == "-" || bf == 0 ? "-" : sprintf("%.1f×", b / bf)
       ar = af == "-" || af == 0 ? "-" : sprintf("%.1f×", a / af)
-      printf "| %s | %s %s | %s | %s | %s %s | %s | %s | %.2f |\n", key, b, u, bf, br, a, u, af, ar, (b == 0 ? 0 : a / b)
+      pairs = ""
+      for (r in runs) if (one["before", r, key] > 0 && one["after", r, key] != "") pairs = pairs " " one["after", r, key] / one["before", r, key]
+      pm = pairs == "" ? "-" : sprintf("%.2f", median(pairs))
+      printf "| %s | %s %s | %s | %s | %s %s | %s | %s | %.2f | %s |\n", key, b, u, bf, br, a, u, af, ar, (b == 0 ? 0 : a / b), pm
     }
   }
 ' "$out"/before.*.md "$out"/after.*.md
