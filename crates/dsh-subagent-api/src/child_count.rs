@@ -1,9 +1,6 @@
 //! A count of a tree's children, as one checked setting.
 
 use std::num::NonZeroUsize;
-use std::str::FromStr;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::setting::{self, Bounded, Written};
 use crate::wording;
@@ -78,25 +75,7 @@ impl Bounded for ChildCount {
     }
 }
 
-impl FromStr for ChildCount {
-    type Err = InvalidChildCount;
-
-    fn from_str(text: &str) -> Result<Self, InvalidChildCount> {
-        setting::parse(text)
-    }
-}
-
-impl<'de> Deserialize<'de> for ChildCount {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        setting::deserialize(deserializer)
-    }
-}
-
-impl Serialize for ChildCount {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        setting::serialize(self, serializer)
-    }
-}
+setting::bounded_setting!(ChildCount);
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,5 @@
 //! The bound of a tree's queue, as one checked setting.
 
-use std::str::FromStr;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
 use crate::setting::{self, Bounded, Written};
 use crate::wording;
 
@@ -60,25 +56,7 @@ impl Bounded for QueueLimit {
     }
 }
 
-impl FromStr for QueueLimit {
-    type Err = InvalidQueueLimit;
-
-    fn from_str(text: &str) -> Result<Self, InvalidQueueLimit> {
-        setting::parse(text)
-    }
-}
-
-impl<'de> Deserialize<'de> for QueueLimit {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        setting::deserialize(deserializer)
-    }
-}
-
-impl Serialize for QueueLimit {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        setting::serialize(self, serializer)
-    }
-}
+setting::bounded_setting!(QueueLimit);
 
 #[cfg(test)]
 mod tests {

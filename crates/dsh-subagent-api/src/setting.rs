@@ -82,6 +82,34 @@ pub fn serialize<T: Bounded, S: serde::Serializer>(value: &T, serializer: S) -> 
     serializer.serialize_u64(value.whole())
 }
 
+/// The reading and writing of a [`Bounded`] setting, the same for every
+/// one: `FromStr` for a flag ([`parse`]), serde for a file or JSON
+/// ([`deserialize`], [`serialize`]).
+macro_rules! bounded_setting {
+    ($setting:ty) => {
+        impl ::std::str::FromStr for $setting {
+            type Err = <$setting as $crate::setting::Bounded>::Error;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                $crate::setting::parse(text)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $setting {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                $crate::setting::deserialize(deserializer)
+            }
+        }
+
+        impl ::serde::Serialize for $setting {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                $crate::setting::serialize(self, serializer)
+            }
+        }
+    };
+}
+pub(crate) use bounded_setting;
+
 struct Visitor<T>(std::marker::PhantomData<T>);
 
 impl<T: Bounded> Visitor<T> {

@@ -1,9 +1,6 @@
 //! The size of a token budget, as one checked setting.
 
 use std::num::NonZeroU64;
-use std::str::FromStr;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::MAX_SAFE_INTEGER;
 use crate::setting::{self, Bounded, Written};
@@ -65,25 +62,7 @@ impl Bounded for TokenLimit {
     }
 }
 
-impl FromStr for TokenLimit {
-    type Err = InvalidTokenLimit;
-
-    fn from_str(text: &str) -> Result<Self, InvalidTokenLimit> {
-        setting::parse(text)
-    }
-}
-
-impl<'de> Deserialize<'de> for TokenLimit {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        setting::deserialize(deserializer)
-    }
-}
-
-impl Serialize for TokenLimit {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        setting::serialize(self, serializer)
-    }
-}
+setting::bounded_setting!(TokenLimit);
 
 #[cfg(test)]
 mod tests {

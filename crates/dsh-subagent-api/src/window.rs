@@ -1,9 +1,6 @@
 //! A model's context window, as one checked setting.
 
 use std::num::NonZeroU64;
-use std::str::FromStr;
-
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::setting::{self, Bounded, Written};
 use crate::wording;
@@ -70,25 +67,7 @@ impl Bounded for ContextWindow {
     }
 }
 
-impl FromStr for ContextWindow {
-    type Err = InvalidContextWindow;
-
-    fn from_str(text: &str) -> Result<Self, InvalidContextWindow> {
-        setting::parse(text)
-    }
-}
-
-impl<'de> Deserialize<'de> for ContextWindow {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        setting::deserialize(deserializer)
-    }
-}
-
-impl Serialize for ContextWindow {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        setting::serialize(self, serializer)
-    }
-}
+setting::bounded_setting!(ContextWindow);
 
 #[cfg(test)]
 mod tests {
