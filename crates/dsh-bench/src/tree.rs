@@ -74,14 +74,24 @@ impl Transcript {
         }));
     }
 
-    fn write(&self, dir: &Path, id: &str) -> Result<u64, String> {
+    /// Writes the transcript as `<id>.jsonl`, last modified at `clock` ms
+    /// since the Unix epoch, and moves `clock` on by a millisecond: each
+    /// file is strictly newer than the one written before it, as in a run,
+    /// where the file system's coarse clock would give many of them one
+    /// time (and `dsh tree` would read those headers to tell them apart).
+    fn write(&self, dir: &Path, id: &str, clock: &mut u64) -> Result<u64, String> {
         let mut text = String::new();
         for line in &self.lines {
             text.push_str(&line.to_string());
             text.push('\n');
         }
         let path = dir.join(format!("{id}.jsonl"));
-        std::fs::write(&path, &text).map_err(|error| format!("{}: {error}", path.display()))?;
+        let failed = |error: std::io::Error| format!("{}: {error}", path.display());
+        let mut file = std::fs::File::create(&path).map_err(failed)?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(failed)?;
+        file.set_modified(std::time::UNIX_EPOCH + Duration::from_millis(*clock))
+            .map_err(failed)?;
+        *clock += 1;
         Ok(text.len() as u64)
     }
 }
@@ -113,6 +123,7 @@ fn generate(agents: &Path, prefix: &str, at: u64) -> Result<(String, u64), Strin
     let answer = "The part is done: the findings are summarised here in a few sentences, with the one number that matters and where the rest of the detail can be found. ".repeat(2);
     let root = format!("{prefix}-root");
     let mut bytes = 0;
+    let mut clock = at;
     let mut children = Vec::with_capacity(CHILDREN);
     for child in 0..CHILDREN {
         let id = format!("{prefix}-{child:03}");
@@ -122,17 +133,17 @@ fn generate(agents: &Path, prefix: &str, at: u64) -> Result<(String, u64), Strin
             let mut transcript = Transcript::header(&leaf, Some(&id), 2, grandchild, at);
             transcript.message(json!({"role": "assistant", "content": answer}));
             transcript.end(1, at, &answer);
-            bytes += transcript.write(agents, &leaf)?;
+            bytes += transcript.write(agents, &leaf, &mut clock)?;
             grandchildren.push(leaf);
         }
         let mut transcript = Transcript::header(&id, Some(&root), 1, child, at);
         parent(&mut transcript, &grandchildren, at, &answer);
-        bytes += transcript.write(agents, &id)?;
+        bytes += transcript.write(agents, &id, &mut clock)?;
         children.push(id);
     }
     let mut transcript = Transcript::header(&root, None, 0, 0, at);
     parent(&mut transcript, &children, at, &answer);
-    bytes += transcript.write(agents, &root)?;
+    bytes += transcript.write(agents, &root, &mut clock)?;
     Ok((root, bytes))
 }
 

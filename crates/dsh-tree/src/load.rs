@@ -135,10 +135,17 @@ struct HeaderLine {
     created_at_ms: u64,
 }
 
+/// The reads a header is taken in: about its own line (a few hundred bytes
+/// to a few kilobytes, with the system prompt), not a buffer's 8 KB of the
+/// transcript behind it, which would be most of a small one.
+const HEADER_READ: usize = 1024;
+
 /// The header on a file's first line, when it has one.
 fn first_header(path: &Path) -> Option<HeaderLine> {
     let mut line = String::new();
-    BufReader::new(File::open(path).ok()?).read_line(&mut line).ok()?;
+    BufReader::with_capacity(HEADER_READ, File::open(path).ok()?)
+        .read_line(&mut line)
+        .ok()?;
     match serde_json::from_str::<TranscriptEntry>(line.trim_end()).ok()? {
         TranscriptEntry::Header {
             id,
