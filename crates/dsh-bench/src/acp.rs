@@ -72,6 +72,28 @@ const BUILD_ARGS: [&str; 7] = [
 /// How long one delegation may take before the bench gives up on it.
 const GUARD: Duration = Duration::from_secs(60);
 
+/// What a `dsh` run reads from the environment that would change what the
+/// bench measures: an endpoint, key or model, a log filter, a self-mount
+/// marker from a `dsh` running the bench, a context window.
+const DSH_RUN_ENV: [&str; 6] = [
+    "DSH_BASE_URL",
+    "DSH_API_KEY",
+    "DSH_MODEL",
+    "DSH_LOG",
+    "DSH_PARENT_CONFIGS",
+    "DSH_CONTEXT_WINDOW",
+];
+
+/// A command running the `dsh` at `dsh` without [`DSH_RUN_ENV`] from the
+/// bench's environment (a row sets what it needs on top).
+pub fn dsh_command(dsh: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(dsh);
+    for key in DSH_RUN_ENV {
+        command.env_remove(key);
+    }
+    command
+}
+
 /// Where the `dsh` binary comes from; see the [module docs](self).
 pub fn locate_dsh() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(DSH_BIN_ENV).filter(|path| !path.is_empty()) {

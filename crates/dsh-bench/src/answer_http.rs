@@ -16,7 +16,7 @@
 use std::io::{BufRead as _, BufReader, BufWriter, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{Value, json};
 
@@ -153,16 +153,13 @@ pub fn memory_child(bytes: usize) -> Result<String, String> {
 
 /// `dsh run` in `dir`, offline but for the server at `base_url`.
 fn run_dsh(dsh: &Path, dir: &Path, base_url: &str) -> Result<std::process::Output, String> {
-    let mut command = Command::new(dsh);
+    let mut command = crate::acp::dsh_command(dsh);
     command
         .args(["run", "--model", "bench-model", TASK])
         .current_dir(dir)
         .env("DSH_BASE_URL", base_url)
         .env("DSH_API_KEY", "bench")
         .stdin(Stdio::null());
-    for key in ["DSH_MODEL", "DSH_LOG", "DSH_PARENT_CONFIGS", "DSH_CONTEXT_WINDOW"] {
-        command.env_remove(key);
-    }
     command.output().map_err(|error| format!("{}: {error}", dsh.display()))
 }
 

@@ -26,7 +26,7 @@
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -112,7 +112,7 @@ fn children_cpu() -> Result<Duration, String> {
 /// `plain`; its CPU time and, on a terminal, its frames.
 fn run(dsh: &Path, scratch: &Scratch, index: usize, stderr: Stderr, plain: bool) -> Result<Run, String> {
     let data = scratch.dir.join(format!("data-{index}"));
-    let mut command = Command::new(dsh);
+    let mut command = crate::acp::dsh_command(dsh);
     command
         .arg("run")
         .arg("--data-dir")
@@ -124,15 +124,6 @@ fn run(dsh: &Path, scratch: &Scratch, index: usize, stderr: Stderr, plain: bool)
         command.arg("--plain");
     }
     command.arg("PARENT task").stdin(Stdio::null()).stdout(Stdio::piped());
-    for key in [
-        "DSH_BASE_URL",
-        "DSH_API_KEY",
-        "DSH_MODEL",
-        "DSH_LOG",
-        "DSH_PARENT_CONFIGS",
-    ] {
-        command.env_remove(key);
-    }
     let (reader, frames) = match stderr {
         Stderr::Terminal => {
             let size = Winsize {

@@ -223,7 +223,7 @@ fn measure_in(dsh: &Path, dir: &Path, agents: &Path) -> Result<String, String> {
 /// One `dsh tree --data-dir <dir>`, its text read whole; how long it took.
 fn dsh_tree_run(dsh: &Path, dir: &Path) -> Result<Duration, String> {
     let start = Instant::now();
-    let output = Command::new(dsh)
+    let output = crate::acp::dsh_command(dsh)
         .arg("tree")
         .arg("--data-dir")
         .arg(dir)

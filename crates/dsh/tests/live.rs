@@ -39,15 +39,7 @@ fn on_terminal(dir: &Path, args: &[&str]) -> String {
         .args(["--quiet", "--return", "--command", &line, "/dev/null"])
         .current_dir(dir)
         .stdin(Stdio::null());
-    for key in [
-        "DSH_BASE_URL",
-        "DSH_API_KEY",
-        "DSH_MODEL",
-        "DSH_LOG",
-        "DSH_PARENT_CONFIGS",
-    ] {
-        command.env_remove(key);
-    }
+    common::offline(&mut command);
     let output = command
         .output()
         .expect("util-linux's `script` runs dsh on a pseudo-terminal");

@@ -27,6 +27,13 @@ pub const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 pub fn dsh(dir: &Path, args: &[&str]) -> std::process::Output {
     let mut command = Command::new(DSH);
     command.args(args).current_dir(dir);
+    offline(&mut command);
+    command.output().unwrap()
+}
+
+/// Takes out of `command`'s environment what would make a `dsh` it runs
+/// reach a model endpoint, log, or take itself for a self-mounted child.
+pub fn offline(command: &mut Command) {
     for key in [
         "DSH_BASE_URL",
         "DSH_API_KEY",
@@ -36,7 +43,6 @@ pub fn dsh(dir: &Path, args: &[&str]) -> std::process::Output {
     ] {
         command.env_remove(key);
     }
-    command.output().unwrap()
 }
 
 /// Lines from a child's stdout, read on a thread so every wait is bounded.
