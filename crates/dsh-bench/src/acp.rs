@@ -84,7 +84,7 @@ const DSH_RUN_ENV: [&str; 6] = [
     "DSH_CONTEXT_WINDOW",
 ];
 
-/// A command running the `dsh` at `dsh` without [`DSH_RUN_ENV`] from the
+/// A command running the `dsh` at `dsh` without the variables above from the
 /// bench's environment (a row sets what it needs on top).
 pub fn dsh_command(dsh: &Path) -> std::process::Command {
     let mut command = std::process::Command::new(dsh);
