@@ -84,8 +84,9 @@ const DSH_RUN_ENV: [&str; 6] = [
     "DSH_CONTEXT_WINDOW",
 ];
 
-/// A command running the `dsh` at `dsh` without the variables above from the
-/// bench's environment (a row sets what it needs on top).
+/// A command running the `dsh` at `dsh` without what a run would read from
+/// the bench's environment (an endpoint, key or model, a log filter, a
+/// self-mount marker, a context window); a row sets what it needs on top.
 pub fn dsh_command(dsh: &Path) -> std::process::Command {
     let mut command = std::process::Command::new(dsh);
     for key in DSH_RUN_ENV {
