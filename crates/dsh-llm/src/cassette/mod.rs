@@ -57,7 +57,9 @@ mod models;
 mod recorder;
 mod replay;
 mod report;
+mod reuse;
 mod scrub;
+mod tape;
 
 pub use error::CassetteError;
 pub use format::{Level, VERSION};

@@ -14,8 +14,9 @@ use super::error::CassetteError;
 use super::error_record::RecordedError;
 use super::format::{Level, Outcome};
 use super::http::Pace;
-use super::recorder::{Asked, ExchangeLog, Recorder, copy_messages};
+use super::recorder::{Asked, ExchangeLog, Recorder};
 use super::replay::{Cassette, Timing};
+use super::reuse::copy_messages;
 use crate::error::LlmError;
 use crate::message::ToolDefinition;
 use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream, PromptCount};
@@ -64,7 +65,7 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
         let mut exchange = self.recorder.begin();
         exchange.model.push_str(self.inner.model_name());
         let mut messages = std::mem::take(&mut exchange.kept);
-        copy_messages(&mut messages, &request.messages);
+        copy_messages(&mut messages, &mut exchange.surplus, &request.messages);
         exchange.asked = Some(Asked {
             tools: self.tools.shared(&request.tools),
             request: ChatRequest {
@@ -169,23 +170,26 @@ impl Stream for Heard {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        let Poll::Ready(item) = this.inner.as_mut().poll_next(cx) else {
+        // Returned as it was polled, so that the item is not copied on its
+        // way through.
+        let polled = this.inner.as_mut().poll_next(cx);
+        let Poll::Ready(item) = &polled else {
             this.at = None;
-            return Poll::Pending;
+            return polled;
         };
         // The stream's end, too, is timed with the burst it came in.
         let t_ms = match this.at {
             Some(t_ms) => t_ms,
             None => *this.at.insert(this.log.t_ms()),
         };
-        match &item {
+        match item {
             Some(Ok(event)) => this.log.hear(t_ms, event),
             // The caller cancelled: the model did not end this way by itself.
             Some(Err(LlmError::Cancelled)) => this.log.end_at(t_ms, Outcome::Dropped),
             Some(Err(err)) => this.log.end_at(t_ms, Outcome::Error(RecordedError::from(err))),
             None => this.log.end_at(t_ms, Outcome::Complete),
         }
-        Poll::Ready(item)
+        polled
     }
 }
 

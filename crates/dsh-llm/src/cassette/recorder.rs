@@ -17,7 +17,9 @@ use serde::Serialize;
 
 use super::error::CassetteError;
 use super::format::{FORMAT, Level, Line, Outcome, VERSION};
-use crate::message::{Message as ChatMessage, ToolCall, ToolDefinition};
+use super::reuse::{copy_event, event_held, held};
+use super::tape::{Entry, Tape};
+use crate::message::{Message as ChatMessage, ToolDefinition};
 use crate::model::{ChatEvent, ChatRequest};
 use crate::openai::wire::write_streamed_request_text;
 use crate::wording;
@@ -103,73 +105,18 @@ pub(crate) struct Exchange {
     /// The messages of the request this exchange last held, kept so that
     /// the next one's are copied into their strings.
     pub(crate) kept: Vec<ChatMessage>,
+    /// Messages beyond those a request asked, kept for a longer one.
+    pub(crate) surplus: Vec<ChatMessage>,
+    /// The bytes it holds, once emptied ([`Exchange::reclaimed`]).
+    held: usize,
     /// The events the model streamed (events level), in order.
-    heard: Vec<Heard>,
-    /// The text of those of them that are text deltas, one after another.
-    text: String,
-    /// Those of them that are not text deltas, in order.
+    tape: Tape,
+    /// Those of them that are not text deltas, in order: the first
+    /// `others_used`; the rest are kept for the next exchange to copy into.
     others: Vec<ChatEvent>,
+    others_used: usize,
     /// Its other lines (the HTTP level's status and chunks), then its end.
     lines: Vec<Line>,
-}
-
-/// `from` copied into `into`, into the strings of the messages `into`
-/// holds where they are of the same kind: once a recording has warmed up,
-/// copying a request's messages allocates nothing.
-pub(crate) fn copy_messages(into: &mut Vec<ChatMessage>, from: &[ChatMessage]) {
-    into.truncate(from.len());
-    for (kept, message) in into.iter_mut().zip(from) {
-        match (kept, message) {
-            (ChatMessage::System { content: kept }, ChatMessage::System { content })
-            | (ChatMessage::User { content: kept }, ChatMessage::User { content }) => kept.clone_from(content),
-            (
-                ChatMessage::Assistant {
-                    content: kept,
-                    tool_calls: kept_calls,
-                },
-                ChatMessage::Assistant { content, tool_calls },
-            ) => {
-                kept.clone_from(content);
-                kept_calls.truncate(tool_calls.len());
-                for (kept, call) in kept_calls.iter_mut().zip(tool_calls) {
-                    let ToolCall { id, name, arguments } = call;
-                    kept.id.clone_from(id);
-                    kept.name.clone_from(name);
-                    kept.arguments.clone_from(arguments);
-                }
-                let copied = kept_calls.len();
-                kept_calls.extend(tool_calls.iter().skip(copied).cloned());
-            }
-            (
-                ChatMessage::Tool {
-                    tool_call_id: kept_id,
-                    content: kept,
-                },
-                ChatMessage::Tool { tool_call_id, content },
-            ) => {
-                kept_id.clone_from(tool_call_id);
-                kept.clone_from(content);
-            }
-            (kept, message) => *kept = message.clone(),
-        }
-    }
-    let copied = into.len();
-    into.extend(from.iter().skip(copied).cloned());
-}
-
-/// The bytes a message's strings hold.
-fn held(message: &ChatMessage) -> usize {
-    match message {
-        ChatMessage::System { content } | ChatMessage::User { content } => content.capacity(),
-        ChatMessage::Assistant { content, tool_calls } => {
-            content.capacity()
-                + tool_calls
-                    .iter()
-                    .map(|call| call.id.capacity() + call.name.capacity() + call.arguments.capacity())
-                    .sum::<usize>()
-        }
-        ChatMessage::Tool { tool_call_id, content } => tool_call_id.capacity() + content.capacity(),
-    }
 }
 
 /// A request as a model was asked it, its tools kept apart.
@@ -181,48 +128,39 @@ pub(crate) struct Asked {
     pub(crate) tools: Option<Arc<[ToolDefinition]>>,
 }
 
-/// An event as the events level heard it: small, so that logging one is a
-/// store of a few words.
-struct Heard {
-    /// Milliseconds since the exchange began.
-    t_ms: u64,
-    what: Said,
-}
-
-enum Said {
-    /// A text delta: its text is the exchange's `text` up to here.
-    Text { end: usize },
-    /// Any other event: the exchange's `others` at this index.
-    Event { index: usize },
-}
-
 impl Exchange {
     /// Empties it for another exchange; `None` when its buffers grew too
     /// large to keep.
     fn reclaimed(mut self: Box<Self>) -> Option<Box<Exchange>> {
         const KEPT: usize = 1 << 20;
-        if self.body.capacity() > KEPT || self.text.capacity() > KEPT {
-            return None;
-        }
         if let Some(asked) = self.asked.take() {
             self.kept = asked.request.messages;
-            if self.kept.iter().map(held).sum::<usize>() > KEPT {
-                self.kept = Vec::new();
-            }
         }
+        self.held = std::mem::size_of::<Exchange>()
+            + self.model.capacity()
+            + self.body.capacity()
+            + self.tape.capacity()
+            + self.kept.iter().chain(&self.surplus).map(held).sum::<usize>()
+            + self.others.iter().map(event_held).sum::<usize>()
+            + self.lines.capacity() * std::mem::size_of::<Line>();
+        if self.held > KEPT {
+            return None;
+        }
+        self.others_used = 0;
         self.model.clear();
         self.url = None;
         self.body.clear();
-        self.heard.clear();
-        self.text.clear();
-        self.others.clear();
+        self.tape.clear();
         self.lines.clear();
         Some(self)
     }
 }
 
-/// The most emptied exchanges kept for reuse (about one batch's worth).
-const SPARE: usize = 256;
+/// The most bytes the emptied exchanges kept for reuse hold: room for
+/// every exchange in flight between the stream and the writer (a batch's
+/// worth, and many more), so that in a steady run none is freed on the
+/// writer's thread only to be allocated again on the stream's.
+const SPARE_BYTES: usize = 8 << 20;
 
 /// How a recording ends.
 enum Closing {
@@ -256,6 +194,8 @@ struct QueueState {
     /// A write failed: what arrives is dropped (the error is reported when
     /// the recording is closed).
     failed: bool,
+    /// The bytes the exchanges in `spare` hold.
+    spare_bytes: usize,
     /// Exchanges written and emptied, to be filled again.
     #[expect(
         clippy::vec_box,
@@ -335,15 +275,31 @@ impl Queue {
 
     /// An empty exchange to fill: one the writer handed back, or a new one.
     fn spare(&self) -> Box<Exchange> {
-        self.lock().spare.pop().unwrap_or_default()
+        let mut state = self.lock();
+        let exchange = state.spare.pop();
+        if let Some(exchange) = &exchange {
+            state.spare_bytes = state.spare_bytes.saturating_sub(exchange.held);
+        }
+        drop(state);
+        exchange.unwrap_or_default()
     }
 
-    /// Keeps written exchanges, emptied, for reuse; empties them without
-    /// the lock, so a recorder never waits on it.
+    /// Keeps written exchanges, emptied, for reuse, up to [`SPARE_BYTES`];
+    /// empties them without the lock, so a recorder never waits on it.
     fn give_back(&self, written: impl Iterator<Item = Box<Exchange>>) {
-        let room = SPARE.saturating_sub(self.lock().spare.len());
-        let mut emptied: Vec<Box<Exchange>> = written.filter_map(Exchange::reclaimed).take(room).collect();
-        self.lock().spare.append(&mut emptied);
+        let mut room = SPARE_BYTES.saturating_sub(self.lock().spare_bytes);
+        let (mut emptied, mut bytes) = (Vec::new(), 0);
+        for exchange in written.filter_map(Exchange::reclaimed) {
+            if exchange.held > room {
+                break;
+            }
+            room -= exchange.held;
+            bytes += exchange.held;
+            emptied.push(exchange);
+        }
+        let mut state = self.lock();
+        state.spare_bytes += bytes;
+        state.spare.append(&mut emptied);
     }
 
     /// A write failed: drop what arrives from now on.
@@ -585,27 +541,24 @@ impl ExchangeLog {
     }
 
     /// Adds an event the model streamed, heard `t_ms` after the exchange
-    /// began (events level): a text delta's text is copied into the
-    /// exchange's text, any other event cloned.
+    /// began (events level): a text delta's text is copied onto the
+    /// exchange's tape, any other event into its others.
     pub(crate) fn hear(&mut self, t_ms: u64, event: &ChatEvent) {
         let Some(exchange) = &mut self.exchange else {
             return;
         };
-        let what = match event {
-            ChatEvent::TextDelta(text) => {
-                exchange.text.push_str(text);
-                Said::Text {
-                    end: exchange.text.len(),
-                }
-            }
+        match event {
+            ChatEvent::TextDelta(text) => exchange.tape.text(t_ms, text),
             other => {
-                exchange.others.push(other.clone());
-                Said::Event {
-                    index: exchange.others.len() - 1,
+                let index = exchange.others_used;
+                exchange.tape.other(t_ms, index);
+                match exchange.others.get_mut(index) {
+                    Some(kept) => copy_event(kept, other),
+                    None => exchange.others.push(other.clone()),
                 }
+                exchange.others_used += 1;
             }
-        };
-        exchange.heard.push(Heard { t_ms, what });
+        }
     }
 
     /// Ends the exchange and hands it to the writer (once).
@@ -794,24 +747,20 @@ impl Writer {
     fn write_exchange(&self, out: &mut impl Write, exchange: &mut Exchange) -> std::io::Result<()> {
         self.write_request(out, exchange)?;
         let id = exchange.id;
-        let mut start = 0;
-        for heard in &exchange.heard {
-            let t_ms = heard.t_ms;
-            match &heard.what {
-                Said::Text { end } => {
-                    let text = exchange.text.get(start..*end).unwrap_or_default();
-                    start = *end;
-                    write_line(
-                        out,
-                        &EventLine::Event {
-                            id,
-                            t_ms,
-                            event: Text::TextDelta(text),
-                        },
-                    )?;
-                }
-                Said::Event { index } => {
-                    if let Some(event) = exchange.others.get(*index) {
+        let mut t_ms = 0;
+        for entry in exchange.tape.entries() {
+            match entry {
+                Entry::Time(at) => t_ms = at,
+                Entry::Text(text) => write_line(
+                    out,
+                    &EventLine::Event {
+                        id,
+                        t_ms,
+                        event: Text::TextDelta(text),
+                    },
+                )?,
+                Entry::Other(index) => {
+                    if let Some(event) = exchange.others.get(index) {
                         write_line(out, &EventLine::Event { id, t_ms, event })?;
                     }
                 }
@@ -906,6 +855,7 @@ fn sync(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::ToolCall;
 
     /// A disk that fills up after `room` bytes.
     struct Full {
@@ -1071,27 +1021,63 @@ mod tests {
         );
     }
 
+    /// Events logged by two exchanges in turn (the second reusing the
+    /// first's buffers): text deltas short and long, times that change,
+    /// and other events between them.
     #[test]
-    fn messages_are_copied_into_those_kept_whatever_their_kinds() {
-        let call = |id: &str| ToolCall::new(id, "t", "{}");
-        let first = vec![
-            ChatMessage::system("a longer system prompt"),
-            ChatMessage::user("u"),
-            ChatMessage::assistant_with_tool_calls("", vec![call("c1"), call("c2")]),
-            ChatMessage::tool("c1", "r"),
+    fn logged_events_are_written_as_they_were_heard() {
+        let shown = Shown::default();
+        let recorder = Recorder::start("c".into(), "c.recording".into(), shown.clone(), false);
+        recorder.claim(Level::Events).unwrap();
+        let call = |id: &str, arguments: &str| ChatEvent::ToolCall(ToolCall::new(id, "t", arguments));
+        let text = |text: &str| ChatEvent::TextDelta(text.to_owned());
+        let long = "é".repeat(200);
+        let heard: [Vec<(u64, ChatEvent)>; 2] = [
+            vec![
+                (0, text("")),
+                (0, text(&"x".repeat(252))),
+                (0, call("c1", r#"{"a":1}"#)),
+                (3, text(&"y".repeat(253))),
+                (3, text(&long)),
+                (9, ChatEvent::Usage(crate::model::Usage::reported(5, 2))),
+                (9, ChatEvent::Finish(crate::model::FinishReason::ToolCalls)),
+            ],
+            vec![
+                (7, call("c2", "{}")),
+                (7, text("a \"quoted\" word\n")),
+                (u64::MAX - 1, text("late")),
+            ],
         ];
-        let second = vec![
-            ChatMessage::system("s"),
-            ChatMessage::assistant_with_tool_calls("x", vec![call("c3")]),
-            ChatMessage::assistant_with_tool_calls("y", vec![call("c4"), call("c5")]),
-            ChatMessage::tool("c4", "r2"),
-            ChatMessage::user("more"),
-        ];
-        let mut kept = Vec::new();
-        for messages in [&first, &second, &first, &second[..2].to_vec(), &Vec::new()] {
-            copy_messages(&mut kept, messages);
-            assert_eq!(&kept, messages);
+        for events in &heard {
+            let mut log = ExchangeLog::begin(&recorder, recorder.begin());
+            for (t_ms, event) in events {
+                log.hear(*t_ms, event);
+            }
+            log.end_at(10, Outcome::Complete);
+            // The writer empties it and hands it back for the next one.
+            while recorder.shared.queue.lock().spare.is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
+        assert_eq!(recorder.finish().unwrap(), 2);
+        let written = String::from_utf8(shown.0.lock().unwrap().clone()).unwrap();
+        let events: Vec<Line> = written
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .filter(|line| matches!(line, Line::Event { .. }))
+            .collect();
+        let expected: Vec<Line> = heard
+            .iter()
+            .zip(1..)
+            .flat_map(|(events, id)| {
+                events.iter().map(move |(t_ms, event)| Line::Event {
+                    id,
+                    t_ms: *t_ms,
+                    event: event.clone(),
+                })
+            })
+            .collect();
+        assert_eq!(events, expected);
     }
 
     #[test]
