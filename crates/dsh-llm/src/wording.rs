@@ -491,6 +491,22 @@ pub(crate) const ANSWER_DROPPED: &str = " [dropped]";
 /// Log: a cassette line could not be written.
 pub(crate) const LOG_CASSETTE_WRITE_FAILED: &str = "cannot write the cassette; the recording is unfinished";
 
+/// Log: the recording stopped, its writer too far behind the model.
+pub(crate) const LOG_CASSETTE_FELL_BEHIND: &str =
+    "the cassette writer fell too far behind the model; recording stopped, the cassette is unfinished";
+
+/// Why a recording stopped: its writer fell `limit` bytes behind the model.
+pub(crate) fn cassette_fell_behind(limit: usize) -> String {
+    let limit = if limit >= 1 << 20 {
+        format!("{} MB", limit >> 20)
+    } else {
+        format!("{} KB", limit.div_ceil(1 << 10))
+    };
+    format!(
+        "the disk fell more than {limit} behind the model, so recording stopped rather than block the run or hold more memory"
+    )
+}
+
 /// The writer thread stopped by a panic.
 pub(crate) const CASSETTE_WRITER_PANICKED: &str = "the cassette writer stopped unexpectedly";
 

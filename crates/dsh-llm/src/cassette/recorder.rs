@@ -82,6 +82,16 @@ enum Message {
     Exchange(Box<Exchange>),
 }
 
+impl Message {
+    /// About the bytes it holds, for [`Queue::limit`].
+    fn bytes(&self) -> usize {
+        match self {
+            Message::Header(_) => 0,
+            Message::Exchange(exchange) => exchange.bytes(),
+        }
+    }
+}
+
 /// One exchange: what it asked, and its answer as it was heard. Its
 /// buffers are reused: the writer hands them back empty, so recording an
 /// exchange allocates nothing once the recording has warmed up.
@@ -129,6 +139,23 @@ pub(crate) struct Asked {
 }
 
 impl Exchange {
+    /// About the bytes of what it recorded (not of the buffers it keeps
+    /// for reuse).
+    fn bytes(&self) -> usize {
+        let messages = self
+            .asked
+            .as_ref()
+            .map_or(0, |asked| asked.request.messages.iter().map(held).sum());
+        let lines = self.lines.iter().map(line_bytes).sum::<usize>();
+        std::mem::size_of::<Exchange>()
+            + self.body.len()
+            + self.url.as_ref().map_or(0, String::len)
+            + self.tape.len()
+            + messages
+            + self.others_used * std::mem::size_of::<ChatEvent>()
+            + lines
+    }
+
     /// Empties it for another exchange; `None` when its buffers grew too
     /// large to keep.
     fn reclaimed(mut self: Box<Self>) -> Option<Box<Exchange>> {
@@ -156,6 +183,16 @@ impl Exchange {
     }
 }
 
+/// About the bytes `line` holds.
+fn line_bytes(line: &Line) -> usize {
+    let heap = match line {
+        Line::Status { headers, .. } => headers.iter().map(|(name, value)| name.len() + value.len()).sum(),
+        Line::Chunk { text, hex, .. } => text.as_ref().map_or(0, String::len) + hex.as_ref().map_or(0, String::len),
+        _ => 0,
+    };
+    std::mem::size_of::<Line>() + heap
+}
+
 /// The most bytes the emptied exchanges kept for reuse hold: room for
 /// every exchange in flight between the stream and the writer (a batch's
 /// worth, and many more), so that in a steady run none is freed on the
@@ -178,22 +215,35 @@ enum Ending {
     Abandoned,
 }
 
+/// The most bytes of ended exchanges that wait for the writer. Past it the
+/// disk has fallen that far behind the model: rather than block the stream
+/// or hold ever more memory, the recording stops, as on a failed write
+/// (the cassette stays unfinished, and finishing it says why).
+const PENDING_BYTES: usize = 256 << 20;
+
 /// What the recorders hand the writer, and how it is woken.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Queue {
     state: Mutex<QueueState>,
     wake: Condvar,
+    /// The most bytes that wait for the writer ([`PENDING_BYTES`]).
+    limit: usize,
 }
 
 #[derive(Default)]
 struct QueueState {
     pending: Vec<Message>,
+    /// The bytes the exchanges in `pending` hold (about).
+    pending_bytes: usize,
     ending: Option<Ending>,
     /// The writer sleeps until something arrives (a recorder wakes it).
     parked: bool,
-    /// A write failed: what arrives is dropped (the error is reported when
-    /// the recording is closed).
+    /// A write failed, or the writer fell [`Queue::limit`] bytes behind:
+    /// what arrives is dropped (the error is reported when the recording
+    /// is closed).
     failed: bool,
+    /// The writer fell behind: the error to report is that.
+    behind: bool,
     /// The bytes the exchanges in `spare` hold.
     spare_bytes: usize,
     /// Exchanges written and emptied, to be filled again.
@@ -210,22 +260,46 @@ impl std::fmt::Debug for QueueState {
             .field("pending", &self.pending.len())
             .field("ended", &self.ending.is_some())
             .field("failed", &self.failed)
+            .field("behind", &self.behind)
             .finish()
     }
 }
 
 impl Queue {
+    fn new(limit: usize) -> Self {
+        Queue {
+            state: Mutex::default(),
+            wake: Condvar::new(),
+            limit,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, QueueState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Hands `message` to the writer; never blocks on it, and makes a
-    /// system call only when the writer sleeps with nothing to write.
+    /// system call only when the writer sleeps with nothing to write. When
+    /// it would put more than [`Queue::limit`] bytes in wait, the
+    /// recording stops instead: what waits is dropped, and so is what
+    /// comes after.
     fn push(&self, message: Message) {
+        let bytes = message.bytes();
         let mut state = self.lock();
         if state.ending.is_some() || state.failed {
             return;
         }
+        if state.pending_bytes.saturating_add(bytes) > self.limit {
+            state.failed = true;
+            state.behind = true;
+            state.pending_bytes = 0;
+            let dropped = std::mem::take(&mut state.pending);
+            drop(state);
+            drop(dropped);
+            tracing::warn!(limit = self.limit, "{}", wording::LOG_CASSETTE_FELL_BEHIND);
+            return;
+        }
+        state.pending_bytes += bytes;
         state.pending.push(message);
         let wake = std::mem::take(&mut state.parked);
         drop(state);
@@ -270,7 +344,13 @@ impl Queue {
                 .0;
         }
         std::mem::swap(&mut state.pending, batch);
+        state.pending_bytes = 0;
         state.ending.take()
+    }
+
+    /// Whether the writer fell [`Queue::limit`] bytes behind.
+    fn fell_behind(&self) -> bool {
+        self.lock().behind
     }
 
     /// An empty exchange to fill: one the writer handed back, or a new one.
@@ -307,6 +387,7 @@ impl Queue {
         let mut state = self.lock();
         state.failed = true;
         state.pending = Vec::new();
+        state.pending_bytes = 0;
     }
 }
 
@@ -356,7 +437,18 @@ impl Recorder {
     /// Starts a recorder writing into `sink`; `rename` moves the partial
     /// file onto the cassette's name once finished.
     fn start(file: PathBuf, partial: PathBuf, sink: impl Write + Send + 'static, rename: bool) -> Recorder {
-        let queue = Arc::new(Queue::default());
+        Recorder::start_limited(file, partial, sink, rename, PENDING_BYTES)
+    }
+
+    /// [`Recorder::start`], at most `limit` bytes waiting for the writer.
+    fn start_limited(
+        file: PathBuf,
+        partial: PathBuf,
+        sink: impl Write + Send + 'static,
+        rename: bool,
+        limit: usize,
+    ) -> Recorder {
+        let queue = Arc::new(Queue::new(limit));
         let secrets = Secrets::default();
         let writer = Writer {
             queue: queue.clone(),
@@ -694,6 +786,9 @@ impl Writer {
                     error = Some(err);
                 }
             }
+            if error.is_none() && self.queue.fell_behind() {
+                error = Some(std::io::Error::other(wording::cassette_fell_behind(self.queue.limit)));
+            }
             self.queue
                 .give_back(batch.drain(..).filter_map(|message| match message {
                     Message::Exchange(exchange) => Some(exchange),
@@ -923,6 +1018,55 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("cassette.jsonl.recording"), "{text}");
         assert!(text.contains("no storage space"), "{text}");
+    }
+
+    /// A disk so slow that the exchanges waiting for it pass the limit:
+    /// the stream goes on without waiting, the recording stops, and
+    /// finishing it says why.
+    #[test]
+    fn a_writer_too_far_behind_stops_the_recording_and_never_the_stream() {
+        /// A sink whose first write waits until the test lets it go.
+        struct Stuck {
+            entered: std::sync::mpsc::Sender<()>,
+            release: std::sync::mpsc::Receiver<()>,
+        }
+        impl Write for Stuck {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.entered.send(()).is_ok() {
+                    let _ = self.release.recv();
+                }
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let (entered, stuck) = std::sync::mpsc::channel();
+        let (release, held) = std::sync::mpsc::channel();
+        let sink = Stuck { entered, release: held };
+        let recorder = Recorder::start_limited("c".into(), "c.recording".into(), sink, false, 64 << 10);
+        recorder.claim(Level::Events).unwrap();
+        // The writer is inside its first write (the header) and stays there.
+        stuck.recv().unwrap();
+        drop(stuck);
+        let body = format!(r#"{{"messages":[],"pad":"{}"}}"#, "x".repeat(2_000));
+        for id in 1..=100 {
+            recorder.shared.queue.push(ended(asked(id, &body)));
+        }
+        assert!(recorder.shared.queue.fell_behind());
+        assert!(
+            recorder.shared.queue.lock().pending.is_empty(),
+            "what waited is dropped"
+        );
+        release.send(()).unwrap();
+        let err = recorder.finish().unwrap_err();
+        assert!(matches!(err, CassetteError::Unwritable { .. }), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("c.recording"), "{text}");
+        assert!(
+            text.contains("the disk fell more than 64 KB behind the model"),
+            "{text}"
+        );
     }
 
     /// A real file descriptor whose writes fail as a full disk's do.
