@@ -6,6 +6,7 @@
 //! refused as unfinished.
 
 use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -246,12 +247,10 @@ struct QueueState {
     behind: bool,
     /// The bytes the exchanges in `spare` hold.
     spare_bytes: usize,
-    /// Exchanges written and emptied, to be filled again.
-    #[expect(
-        clippy::vec_box,
-        reason = "the boxes are what is handed on: reused, not allocated per exchange"
-    )]
-    spare: Vec<Box<Exchange>>,
+    /// Exchanges written and emptied, to be filled again, the longest
+    /// emptied first: the writer read it longest ago, so writing it again
+    /// finds the fewest of its lines still in the writer's cache.
+    spare: VecDeque<Box<Exchange>>,
 }
 
 impl std::fmt::Debug for QueueState {
@@ -356,7 +355,7 @@ impl Queue {
     /// An empty exchange to fill: one the writer handed back, or a new one.
     fn spare(&self) -> Box<Exchange> {
         let mut state = self.lock();
-        let exchange = state.spare.pop();
+        let exchange = state.spare.pop_front();
         if let Some(exchange) = &exchange {
             state.spare_bytes = state.spare_bytes.saturating_sub(exchange.held);
         }
@@ -379,7 +378,7 @@ impl Queue {
         }
         let mut state = self.lock();
         state.spare_bytes += bytes;
-        state.spare.append(&mut emptied);
+        state.spare.extend(emptied);
     }
 
     /// A write failed: drop what arrives from now on.
