@@ -6,7 +6,6 @@
 //! refused as unfinished.
 
 use std::borrow::Cow;
-use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -247,10 +246,12 @@ struct QueueState {
     behind: bool,
     /// The bytes the exchanges in `spare` hold.
     spare_bytes: usize,
-    /// Exchanges written and emptied, to be filled again, the longest
-    /// emptied first: the writer read it longest ago, so writing it again
-    /// finds the fewest of its lines still in the writer's cache.
-    spare: VecDeque<Box<Exchange>>,
+    /// Exchanges written and emptied, to be filled again.
+    #[expect(
+        clippy::vec_box,
+        reason = "the boxes are what is handed on: reused, not allocated per exchange"
+    )]
+    spare: Vec<Box<Exchange>>,
 }
 
 impl std::fmt::Debug for QueueState {
@@ -355,7 +356,7 @@ impl Queue {
     /// An empty exchange to fill: one the writer handed back, or a new one.
     fn spare(&self) -> Box<Exchange> {
         let mut state = self.lock();
-        let exchange = state.spare.pop_front();
+        let exchange = state.spare.pop();
         if let Some(exchange) = &exchange {
             state.spare_bytes = state.spare_bytes.saturating_sub(exchange.held);
         }
@@ -378,7 +379,7 @@ impl Queue {
         }
         let mut state = self.lock();
         state.spare_bytes += bytes;
-        state.spare.extend(emptied);
+        state.spare.append(&mut emptied);
     }
 
     /// A write failed: drop what arrives from now on.
