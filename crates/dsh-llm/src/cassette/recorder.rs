@@ -41,6 +41,12 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// [`RecordingModel`](super::RecordingModel) (any [`ChatModel`](crate::ChatModel),
 /// at the events level) or [`OpenAiChatModel::recorded`](crate::OpenAiChatModel::recorded)
 /// (the HTTP level), run, then call [`Recorder::finish`].
+///
+/// Recording never blocks the model's stream: each exchange is handed to
+/// a writer thread as it ends. A write that fails, or a disk that falls
+/// more than 256 MB behind, stops the recording (what was not written is
+/// dropped, and the run goes on); [`Recorder::finish`] then returns the
+/// error, and the cassette stays unfinished.
 #[derive(Debug, Clone)]
 pub struct Recorder {
     shared: Arc<Shared>,
