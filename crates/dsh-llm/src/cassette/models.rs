@@ -170,26 +170,23 @@ impl Stream for Heard {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
-        // Returned as it was polled, so that the item is not copied on its
-        // way through.
-        let polled = this.inner.as_mut().poll_next(cx);
-        let Poll::Ready(item) = &polled else {
+        let Poll::Ready(item) = this.inner.as_mut().poll_next(cx) else {
             this.at = None;
-            return polled;
+            return Poll::Pending;
         };
         // The stream's end, too, is timed with the burst it came in.
         let t_ms = match this.at {
             Some(t_ms) => t_ms,
             None => *this.at.insert(this.log.t_ms()),
         };
-        match item {
+        match &item {
             Some(Ok(event)) => this.log.hear(t_ms, event),
             // The caller cancelled: the model did not end this way by itself.
             Some(Err(LlmError::Cancelled)) => this.log.end_at(t_ms, Outcome::Dropped),
             Some(Err(err)) => this.log.end_at(t_ms, Outcome::Error(RecordedError::from(err))),
             None => this.log.end_at(t_ms, Outcome::Complete),
         }
-        polled
+        Poll::Ready(item)
     }
 }
 
