@@ -227,6 +227,15 @@ enum Ending {
 /// (the cassette stays unfinished, and finishing it says why).
 const PENDING_BYTES: usize = 256 << 20;
 
+/// Why a recording stopped before it was closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stopped {
+    /// A write failed (the writer holds its error).
+    WriteFailed,
+    /// More than [`Queue::limit`] bytes waited for the writer.
+    FellBehind,
+}
+
 /// What the recorders hand the writer, and how it is woken.
 #[derive(Debug)]
 struct Queue {
@@ -244,12 +253,10 @@ struct QueueState {
     ending: Option<Ending>,
     /// The writer sleeps until something arrives (a recorder wakes it).
     parked: bool,
-    /// A write failed, or the writer fell [`Queue::limit`] bytes behind:
-    /// what arrives is dropped (the error is reported when the recording
-    /// is closed).
-    failed: bool,
-    /// The writer fell behind: the error to report is that.
-    behind: bool,
+    /// Why the recording stopped before it was closed, if it did: what
+    /// arrives from then on is dropped (the error is reported when the
+    /// recording is closed).
+    stopped: Option<Stopped>,
     /// The bytes the exchanges in `spare` hold.
     spare_bytes: usize,
     /// Exchanges written and emptied, to be filled again.
@@ -265,8 +272,7 @@ impl std::fmt::Debug for QueueState {
         f.debug_struct("QueueState")
             .field("pending", &self.pending.len())
             .field("ended", &self.ending.is_some())
-            .field("failed", &self.failed)
-            .field("behind", &self.behind)
+            .field("stopped", &self.stopped)
             .finish()
     }
 }
@@ -292,12 +298,11 @@ impl Queue {
     fn push(&self, message: Message) {
         let bytes = message.bytes();
         let mut state = self.lock();
-        if state.ending.is_some() || state.failed {
+        if state.ending.is_some() || state.stopped.is_some() {
             return;
         }
         if state.pending_bytes.saturating_add(bytes) > self.limit {
-            state.failed = true;
-            state.behind = true;
+            state.stopped = Some(Stopped::FellBehind);
             state.pending_bytes = 0;
             let dropped = std::mem::take(&mut state.pending);
             drop(state);
@@ -356,7 +361,7 @@ impl Queue {
 
     /// Whether the writer fell [`Queue::limit`] bytes behind.
     fn fell_behind(&self) -> bool {
-        self.lock().behind
+        self.lock().stopped == Some(Stopped::FellBehind)
     }
 
     /// An empty exchange to fill: one the writer handed back, or a new one.
@@ -391,7 +396,7 @@ impl Queue {
     /// A write failed: drop what arrives from now on.
     fn fail(&self) {
         let mut state = self.lock();
-        state.failed = true;
+        state.stopped = Some(Stopped::WriteFailed);
         state.pending = Vec::new();
         state.pending_bytes = 0;
     }
