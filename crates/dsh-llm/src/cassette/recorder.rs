@@ -145,21 +145,25 @@ pub(crate) struct Asked {
 }
 
 impl Exchange {
-    /// About the bytes of what it recorded (not of the buffers it keeps
-    /// for reuse).
+    /// About the bytes it holds, buffers and all: what it weighs while it
+    /// waits for the writer ([`Queue::limit`]) and in the pool of spare
+    /// ones ([`SPARE_BYTES`]).
     fn bytes(&self) -> usize {
-        let messages = self
-            .asked
-            .as_ref()
-            .map_or(0, |asked| asked.request.messages.iter().map(held).sum());
-        let lines = self.lines.iter().map(line_bytes).sum::<usize>();
+        let asked = self.asked.as_ref().map_or(&[][..], |asked| &asked.request.messages[..]);
         std::mem::size_of::<Exchange>()
-            + self.body.len()
-            + self.url.as_ref().map_or(0, String::len)
-            + self.tape.len()
-            + messages
-            + self.others_used * std::mem::size_of::<ChatEvent>()
-            + lines
+            + self.model.capacity()
+            + self.url.as_ref().map_or(0, String::capacity)
+            + self.body.capacity()
+            + self.tape.capacity()
+            + asked
+                .iter()
+                .chain(&self.kept)
+                .chain(&self.surplus)
+                .map(held)
+                .sum::<usize>()
+            + self.others.iter().map(event_held).sum::<usize>()
+            + self.lines.capacity() * std::mem::size_of::<Line>()
+            + self.lines.iter().map(line_heap).sum::<usize>()
     }
 
     /// Empties it for another exchange; `None` when its buffers grew too
@@ -169,34 +173,30 @@ impl Exchange {
         if let Some(asked) = self.asked.take() {
             self.kept = asked.request.messages;
         }
-        self.held = std::mem::size_of::<Exchange>()
-            + self.model.capacity()
-            + self.body.capacity()
-            + self.tape.capacity()
-            + self.kept.iter().chain(&self.surplus).map(held).sum::<usize>()
-            + self.others.iter().map(event_held).sum::<usize>()
-            + self.lines.capacity() * std::mem::size_of::<Line>();
-        if self.held > KEPT {
-            return None;
-        }
         self.others_used = 0;
         self.model.clear();
         self.url = None;
         self.body.clear();
         self.tape.clear();
         self.lines.clear();
-        Some(self)
+        self.held = self.bytes();
+        (self.held <= KEPT).then_some(self)
     }
 }
 
-/// About the bytes `line` holds.
-fn line_bytes(line: &Line) -> usize {
-    let heap = match line {
-        Line::Status { headers, .. } => headers.iter().map(|(name, value)| name.len() + value.len()).sum(),
-        Line::Chunk { text, hex, .. } => text.as_ref().map_or(0, String::len) + hex.as_ref().map_or(0, String::len),
+/// The bytes `line` holds beside itself (the HTTP level's headers and
+/// chunks).
+fn line_heap(line: &Line) -> usize {
+    match line {
+        Line::Status { headers, .. } => headers
+            .iter()
+            .map(|(name, value)| name.capacity() + value.capacity())
+            .sum(),
+        Line::Chunk { text, hex, .. } => {
+            text.as_ref().map_or(0, String::capacity) + hex.as_ref().map_or(0, String::capacity)
+        }
         _ => 0,
-    };
-    std::mem::size_of::<Line>() + heap
+    }
 }
 
 /// The most bytes the emptied exchanges kept for reuse hold: room for

@@ -102,11 +102,6 @@ impl Tape {
         self.at = None;
     }
 
-    /// The bytes logged on it.
-    pub(crate) fn len(&self) -> usize {
-        self.bytes.len()
-    }
-
     /// The bytes its buffer holds.
     pub(crate) fn capacity(&self) -> usize {
         self.bytes.capacity()
