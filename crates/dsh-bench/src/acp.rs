@@ -72,21 +72,21 @@ const BUILD_ARGS: [&str; 7] = [
 /// How long one delegation may take before the bench gives up on it.
 const GUARD: Duration = Duration::from_secs(60);
 
-/// What a `dsh` run reads from the environment that would change what the
-/// bench measures: an endpoint, key or model, a log filter, a self-mount
-/// marker from a `dsh` running the bench, a context window.
-const DSH_RUN_ENV: [&str; 6] = [
+/// Every variable a `dsh` run reads from the environment: an endpoint, key
+/// or model, a log filter, a context window, a self-mount marker or a
+/// cassette from a `dsh` running the bench.
+const DSH_RUN_ENV: [&str; 7] = [
     "DSH_BASE_URL",
     "DSH_API_KEY",
     "DSH_MODEL",
     "DSH_LOG",
     "DSH_PARENT_CONFIGS",
     "DSH_CONTEXT_WINDOW",
+    "DSH_CASSETTE",
 ];
 
-/// A command running the `dsh` at `dsh` without what a run would read from
-/// the bench's environment (an endpoint, key or model, a log filter, a
-/// self-mount marker, a context window); a row sets what it needs on top.
+/// A command running the `dsh` at `dsh` with none of the variables a run
+/// reads from the bench's environment; a row sets what it needs on top.
 pub fn dsh_command(dsh: &Path) -> std::process::Command {
     let mut command = std::process::Command::new(dsh);
     for key in DSH_RUN_ENV {

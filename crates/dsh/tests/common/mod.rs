@@ -21,9 +21,8 @@ pub const GUARD: Duration = Duration::from_secs(60);
 /// The binary under test.
 pub const DSH: &str = env!("CARGO_BIN_EXE_dsh");
 
-/// Runs the binary in `dir` with `args` and waits for it, offline: no model
-/// endpoint, key or log filter from the environment, and no self-mount
-/// marker from a `dsh` that may be running the tests.
+/// Runs the binary in `dir` with `args` and waits for it, offline: none of
+/// the environment a `dsh` reads ([`offline`]).
 pub fn dsh(dir: &Path, args: &[&str]) -> std::process::Output {
     let mut command = Command::new(DSH);
     command.args(args).current_dir(dir);
@@ -31,8 +30,9 @@ pub fn dsh(dir: &Path, args: &[&str]) -> std::process::Output {
     command.output().unwrap()
 }
 
-/// Takes out of `command`'s environment what would make a `dsh` it runs
-/// reach a model endpoint, log, or take itself for a self-mounted child.
+/// Takes out of `command`'s environment every variable a `dsh` it runs
+/// reads: a model endpoint, key or model, a log filter, a context window,
+/// a self-mount marker or a cassette from a `dsh` running the tests.
 pub fn offline(command: &mut Command) {
     for key in [
         "DSH_BASE_URL",
@@ -40,6 +40,8 @@ pub fn offline(command: &mut Command) {
         "DSH_MODEL",
         "DSH_LOG",
         "DSH_PARENT_CONFIGS",
+        "DSH_CONTEXT_WINDOW",
+        "DSH_CASSETTE",
     ] {
         command.env_remove(key);
     }
