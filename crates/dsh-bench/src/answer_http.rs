@@ -127,10 +127,10 @@ fn head(text: &str) -> String {
 }
 
 /// The child-process half: runs `dsh run` (the binary in
-/// [`DSH_BIN_ENV`](crate::acp::DSH_BIN_ENV)) against a server streaming a
+/// [`DSH_BIN_ENV`](crate::dsh::DSH_BIN_ENV)) against a server streaming a
 /// `bytes`-byte answer, and prints the `dsh` process's peak RSS in kB.
 pub fn memory_child(bytes: usize) -> Result<String, String> {
-    let dsh = crate::acp::locate_dsh()?;
+    let dsh = crate::dsh::locate_dsh()?;
     let base_url = serve(crate::answer::answer(bytes))?;
     let dir = std::env::temp_dir().join(format!("dsh-bench-answer-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
@@ -153,7 +153,7 @@ pub fn memory_child(bytes: usize) -> Result<String, String> {
 
 /// `dsh run` in `dir`, offline but for the server at `base_url`.
 fn run_dsh(dsh: &Path, dir: &Path, base_url: &str) -> Result<std::process::Output, String> {
-    let mut command = crate::acp::dsh_command(dsh);
+    let mut command = crate::dsh::dsh_command(dsh);
     command
         .args(["run", "--model", "bench-model", TASK])
         .current_dir(dir)
@@ -185,7 +185,7 @@ fn figure() -> String {
 
 /// The end-to-end memory row: the 10 MB run's peak above the 1 KB run's.
 pub fn memory_row() -> Result<Row, String> {
-    let dsh = crate::acp::locate_dsh()?;
+    let dsh = crate::dsh::locate_dsh()?;
     let peak = |bytes: usize| child_output::<1>(&["--answer-http", &bytes.to_string()], &dsh).map(|[kb]| kb);
     let baseline = peak(BASELINE_BYTES)?;
     let long = peak(BYTES)?;

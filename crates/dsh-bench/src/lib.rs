@@ -45,6 +45,7 @@ pub mod answer;
 pub mod answer_http;
 pub mod cassette;
 pub mod context;
+pub mod dsh;
 mod fixture;
 pub mod limits;
 pub mod live;

@@ -112,7 +112,7 @@ fn children_cpu() -> Result<Duration, String> {
 /// `plain`; its CPU time and, on a terminal, its frames.
 fn run(dsh: &Path, scratch: &Scratch, index: usize, stderr: Stderr, plain: bool) -> Result<Run, String> {
     let data = scratch.dir.join(format!("data-{index}"));
-    let mut command = crate::acp::dsh_command(dsh);
+    let mut command = crate::dsh::dsh_command(dsh);
     command
         .arg("run")
         .arg("--data-dir")
@@ -220,7 +220,7 @@ fn shortest_gap(frames: &[Duration]) -> Option<Duration> {
 
 /// The rows: the frames on a terminal, and the view's cost off one.
 pub fn rows(runs: usize) -> Result<Vec<Row>, String> {
-    let dsh = crate::acp::locate_dsh()?;
+    let dsh = crate::dsh::locate_dsh()?;
     let scratch = Scratch::new()?;
     let runs = runs.max(1);
 

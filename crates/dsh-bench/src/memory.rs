@@ -17,13 +17,13 @@ pub(crate) fn child_numbers<const N: usize>(mode: &str, arg: usize, flavor: Flav
 }
 
 /// Runs this bench again as a child with `args`, the `dsh` binary it runs
-/// named by [`DSH_BIN_ENV`](crate::acp::DSH_BIN_ENV), and reads the `N`
+/// named by [`DSH_BIN_ENV`](crate::dsh::DSH_BIN_ENV), and reads the `N`
 /// numbers it prints.
 pub(crate) fn child_output<const N: usize>(args: &[&str], dsh: &Path) -> Result<[u64; N], String> {
     child_run(
         std::process::Command::new(current_exe()?)
             .args(args)
-            .env(crate::acp::DSH_BIN_ENV, dsh),
+            .env(crate::dsh::DSH_BIN_ENV, dsh),
     )
 }
 

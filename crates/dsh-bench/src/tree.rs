@@ -223,7 +223,7 @@ fn measure_in(dsh: &Path, dir: &Path, agents: &Path) -> Result<String, String> {
 /// One `dsh tree --data-dir <dir>`, its text read whole; how long it took.
 fn dsh_tree_run(dsh: &Path, dir: &Path) -> Result<Duration, String> {
     let start = Instant::now();
-    let output = crate::acp::dsh_command(dsh)
+    let output = crate::dsh::dsh_command(dsh)
         .arg("tree")
         .arg("--data-dir")
         .arg(dir)
@@ -244,7 +244,7 @@ fn dsh_tree_run(dsh: &Path, dir: &Path) -> Result<Duration, String> {
 /// The rows: `dsh tree`'s time and peak RSS against the floor, and what
 /// its loader read of the directory.
 pub fn rows() -> Result<Vec<Row>, String> {
-    let dsh = crate::acp::locate_dsh()?;
+    let dsh = crate::dsh::locate_dsh()?;
     let exe = std::env::current_exe().map_err(|error| error.to_string())?;
     let output = Command::new(exe)
         .arg("--tree")
