@@ -654,7 +654,7 @@ impl ExchangeLog {
             ChatEvent::TextDelta(text) => exchange.tape.text(t_ms, text),
             other => {
                 let index = exchange.others_used;
-                exchange.tape.other(t_ms, index);
+                exchange.tape.other(t_ms);
                 match exchange.others.get_mut(index) {
                     Some(kept) => copy_event(kept, other),
                     None => exchange.others.push(other.clone()),

@@ -7,8 +7,8 @@
 //! - below [`LONG_TEXT`]: a text delta of that many bytes, which follow;
 //! - [`LONG_TEXT`]: a text delta whose length (u64, little-endian)
 //!   follows, then its bytes;
-//! - [`OTHER`]: any other event, its index (u64) among the exchange's
-//!   other events;
+//! - [`OTHER`]: any other event, the next of the exchange's other events
+//!   (the first `OTHER` is the first of them, and so on);
 //! - [`TIME`]: a time (u64, milliseconds since the exchange began), which
 //!   holds for the entries after it, until the next.
 //!
@@ -61,12 +61,11 @@ impl Tape {
         self.bytes.extend_from_slice(text.as_bytes());
     }
 
-    /// Logs another event, heard `t_ms` after the exchange began: the
-    /// `index`th of the exchange's other events.
-    pub(crate) fn other(&mut self, t_ms: u64, index: usize) {
+    /// Logs another event, heard `t_ms` after the exchange began: the next
+    /// of the exchange's other events.
+    pub(crate) fn other(&mut self, t_ms: u64) {
         self.time(t_ms);
         self.bytes.push(OTHER);
-        self.bytes.extend_from_slice(&(index as u64).to_le_bytes());
     }
 
     /// A time entry, where the time changed.
@@ -81,12 +80,13 @@ impl Tape {
     /// The entries, in the order they were logged.
     pub(crate) fn entries(&self) -> impl Iterator<Item = Entry<'_>> {
         let mut rest = self.bytes.as_slice();
+        let mut others = 0..;
         std::iter::from_fn(move || {
             let (&tag, after) = rest.split_first()?;
             rest = after;
             match tag {
                 TIME => number(&mut rest).map(Entry::Time),
-                OTHER => number(&mut rest).map(|index| Entry::Other(usize::try_from(index).unwrap_or(usize::MAX))),
+                OTHER => others.next().map(Entry::Other),
                 LONG_TEXT => {
                     let len = number(&mut rest)?;
                     text(&mut rest, usize::try_from(len).ok()?)
@@ -137,10 +137,10 @@ mod tests {
             tape.clear();
             tape.text(0, "");
             tape.text(0, &short);
-            tape.other(0, 0);
+            tape.other(0);
             tape.text(3, &long);
             tape.text(3, &wide);
-            tape.other(9, 1);
+            tape.other(9);
             tape.text(u64::MAX, "late");
             let entries: Vec<Entry<'_>> = tape.entries().collect();
             assert_eq!(
