@@ -71,6 +71,17 @@ fn built() -> &'static Result<PathBuf, String> {
     BUILT.get_or_init(build)
 }
 
+/// A directory inside the workspace being tested, found when the test runs
+/// (never a path baked in when this crate was built, which would name
+/// another checkout once a target directory is shared or copied): the
+/// package directory `cargo test` gives its test, else the working directory.
+fn workspace_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
 /// Builds the programs for the calling test: a test binary runs from
 /// `<target>/<profile dir>/deps/`, and the programs land in
 /// `<target>/test-programs/<profile dir>/`.
@@ -103,7 +114,7 @@ fn build() -> Result<PathBuf, String> {
         ])
         .arg("--target-dir")
         .arg(&target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(workspace_dir())
         .status()
         .map_err(|error| format!("cannot run cargo: {error}"))?;
     if !status.success() {
