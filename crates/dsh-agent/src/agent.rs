@@ -6,11 +6,15 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use std::collections::BTreeMap;
+
 use dsh_llm::{Message, Usage};
-use dsh_subagent_api::{ChildLog, Lineage, RemoteChild, ToolFilter};
+use dsh_subagent_api::{ChildLog, Lineage, RecordedChild, RemoteChild, ToolFilter};
 use dsh_tools::{AgentId, AgentRef};
 
-use crate::transcript::{StartRecord, TRANSCRIPT_VERSION, TranscriptEntry, TranscriptWriter, transcript_path};
+use crate::transcript::{
+    OpenTurn, StartRecord, TRANSCRIPT_VERSION, Transcript, TranscriptEntry, TranscriptWriter, transcript_path,
+};
 use crate::usage::{Priced, UsageTotals, add_reported};
 use crate::{AgentInfo, AgentRuntime, ContextWindow, ToolView};
 
@@ -47,6 +51,16 @@ struct Inner {
     transcript: Option<TranscriptWriter>,
     run_lock: tokio::sync::Mutex<()>,
     runs: Runs,
+    /// The turn an interrupted agent had not ended, and the children its
+    /// records name by call, taken by its next run ([`Agent::resume`]).
+    resumable: Mutex<Option<Resumable>>,
+}
+
+/// What a resumed agent's next run goes on with.
+#[derive(Debug, Default)]
+pub(crate) struct Resumable {
+    pub(crate) open: Option<OpenTurn>,
+    pub(crate) children: BTreeMap<String, RecordedChild>,
 }
 
 /// How many runs an agent makes, and so whether it keeps its conversation
@@ -153,6 +167,7 @@ pub struct AgentBuilder {
     start: Option<StartRecord>,
     queued: Option<std::time::Duration>,
     runs: Runs,
+    resumable: Option<Resumable>,
 }
 
 // By hand: local tools are shown by name.
@@ -171,6 +186,7 @@ impl std::fmt::Debug for AgentBuilder {
                 &self.local_tools.iter().map(|tool| tool.name()).collect::<Vec<_>>(),
             )
             .field("continued", &self.continued)
+            .field("resumable", &self.resumable)
             .finish_non_exhaustive()
     }
 }
@@ -191,6 +207,21 @@ impl AgentBuilder {
         self.seed = history;
         self.continued = true;
         self
+    }
+
+    /// Continues the agent whose transcript is `transcript` (set the same
+    /// [`id`](Self::id); repair a torn tail first with
+    /// [`repair_for_resume`](crate::transcript::repair_for_resume)): its
+    /// ended turns are its history, and the turn it had not ended, if any, is
+    /// what its next run goes on with ([`Agent::resume`]), the children its
+    /// records name included.
+    pub fn resume_from(mut self, transcript: &Transcript) -> Self {
+        let turns = transcript.turns();
+        self.resumable = Some(Resumable {
+            open: turns.open,
+            children: transcript.children_by_call(),
+        });
+        self.continue_from(turns.history)
     }
 
     /// Gives this agent a tool of its own, outside the shared registry.
@@ -398,6 +429,7 @@ impl AgentBuilder {
                 transcript,
                 run_lock: tokio::sync::Mutex::new(()),
                 runs: self.runs,
+                resumable: Mutex::new(self.resumable),
             }),
         }
     }
@@ -426,6 +458,7 @@ impl Agent {
             start: None,
             queued: None,
             runs: Runs::Many,
+            resumable: None,
         }
     }
 
@@ -564,9 +597,9 @@ impl Agent {
         });
     }
 
-    fn record_message(&self, message: &Message) {
+    fn record_message(&self, message: &Message, notices: &[String]) {
         if let Some(transcript) = &self.inner.transcript
-            && let Err(error) = transcript.append_message(message)
+            && let Err(error) = transcript.append_message(message, notices)
         {
             tracing::warn!(agent = %self.id(), "{}", crate::wording::log_transcript_write_failed(&error));
         }

@@ -53,6 +53,7 @@ impl TranscriptAnswer {
         // The answer of the run being read, and of the last run that ended.
         let mut current: Option<String> = None;
         let mut answer: Option<String> = None;
+        let mut legacy = false;
         loop {
             line.clear();
             if reader.read_until(b'\n', &mut line).ok()? == 0 {
@@ -62,11 +63,17 @@ impl TranscriptAnswer {
                 continue;
             };
             match entry {
+                TranscriptEntry::Header { version, .. } => legacy = version < 2,
                 TranscriptEntry::Message {
                     message: Message::Assistant { content, .. },
+                    ..
                 } if !content.is_empty() => current = Some(content),
-                TranscriptEntry::TurnEnd { .. } => answer = Some(current.take().unwrap_or_default()),
-                TranscriptEntry::Repair { .. } => current = None,
+                // An interrupted run goes on: its answer comes later.
+                TranscriptEntry::TurnEnd { stop, .. } if stop != crate::transcript::INTERRUPTED => {
+                    answer = Some(current.take().unwrap_or_default());
+                }
+                // A version-1 repair abandoned the run it followed.
+                TranscriptEntry::Repair { .. } if legacy => current = None,
                 _ => {}
             }
         }
@@ -88,6 +95,7 @@ mod tests {
     fn end(stop: &str) -> TranscriptEntry {
         TranscriptEntry::TurnEnd {
             stop: stop.to_owned(),
+            reason: None,
             steps: 1,
             usage: None,
             children_usage: None,
@@ -97,7 +105,7 @@ mod tests {
     }
 
     fn said(message: Message) -> TranscriptEntry {
-        TranscriptEntry::Message { message }
+        TranscriptEntry::message(message)
     }
 
     #[test]

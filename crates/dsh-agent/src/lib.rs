@@ -27,10 +27,10 @@ pub use context::{
 };
 pub use dsh_subagent_api::InvalidContextWindow;
 pub use info::AgentInfo;
-pub use notices::NoticeSource;
+pub use notices::{Notice, NoticeSource};
 pub use observer::AgentObserver;
 pub use outcome::{AgentStop, RunOutcome};
-pub use runtime::AgentRuntime;
+pub use runtime::{AgentRuntime, EndOfRun, OnResume};
 pub use store::JsonlChildStore;
 pub use tools::{ToolView, UnknownFilterTool};
 pub use trace::CAPTURE_CONTENT_ENV;

@@ -6,6 +6,14 @@ use dsh_llm::Usage;
 use serde::{Deserialize, Serialize};
 
 use crate::wording::stop;
+
+/// The stop a [`TranscriptEntry::TurnEnd`](crate::transcript::TranscriptEntry::TurnEnd)
+/// records for [`AgentStop::Interrupted`]: a turn that ended so stays open.
+pub const INTERRUPTED: &str = stop::INTERRUPTED;
+
+/// The stop recorded for an agent that was interrupted and can no longer be
+/// resumed ([`StopReason::Disconnected`](dsh_subagent_api::StopReason::Disconnected)).
+pub const DISCONNECTED: &str = stop::DISCONNECTED;
 use crate::{ContextStop, Priced};
 
 /// Why a run stopped.
@@ -22,6 +30,11 @@ pub enum AgentStop {
     Refusal,
     /// The run was cancelled.
     Cancelled,
+    /// The run was stopped resumably: its process is stopping (an
+    /// interrupt, a stop that leaves work to resume) and its turn stays
+    /// open. Tool results that only the stop produced are not recorded, so
+    /// a resume runs those calls again ([`Agent::resume`](crate::Agent::resume)).
+    Interrupted,
     /// The model call failed.
     Error(String),
     /// The model's answer was cut off: its stream ended before a finish
@@ -52,11 +65,28 @@ impl fmt::Display for AgentStop {
             Self::MaxTurns(limit) => f.write_str(&stop::max_turns(*limit)),
             Self::Refusal => f.write_str(stop::REFUSAL),
             Self::Cancelled => f.write_str(stop::CANCELLED),
+            Self::Interrupted => f.write_str(stop::INTERRUPTED),
             Self::Error(message) => f.write_str(&stop::error(message)),
             Self::AnswerCut(message) => f.write_str(&stop::answer_cut(message)),
             Self::TokenBudget(limit) => f.write_str(&stop::token_budget(*limit)),
             Self::CostBudget(limit) => f.write_str(&stop::cost_budget(*limit)),
             Self::ContextWindow(context) => f.write_str(&stop::context_window(&context.line())),
+        }
+    }
+}
+
+impl AgentStop {
+    /// The stop a transcript recorded as text only (written before stops
+    /// were recorded as values): the named ones read back as themselves,
+    /// any other as an error whose message is the text.
+    pub fn from_recorded(stop: &str) -> Self {
+        match stop {
+            stop::COMPLETED => Self::Completed,
+            stop::MAX_TOKENS => Self::MaxTokens,
+            stop::REFUSAL => Self::Refusal,
+            stop::CANCELLED => Self::Cancelled,
+            stop::INTERRUPTED => Self::Interrupted,
+            other => Self::Error(other.to_owned()),
         }
     }
 }

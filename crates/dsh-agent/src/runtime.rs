@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use dsh_llm::{ChatModel, Price};
 use dsh_tools::ToolRegistry;
@@ -32,6 +33,43 @@ pub struct AgentRuntime {
     context_window: Option<ContextWindow>,
     prices: Arc<BTreeMap<String, Price>>,
     learned: Arc<Learned>,
+    end_of_run: EndOfRun,
+    interrupted: Arc<AtomicBool>,
+    on_resume: Option<Arc<dyn OnResume>>,
+}
+
+/// What an agent does when its model gives a final answer while background
+/// work it started (a background child) still runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EndOfRun {
+    /// The run ends; the background work goes on, or is stopped by whoever
+    /// owns it.
+    #[default]
+    Leave,
+    /// The run waits for that work: each completion notice joins the turn
+    /// and the model is asked again (within the run's limit of model
+    /// calls), so the run's answer can use every result and no background
+    /// child is dropped because its parent answered first.
+    WaitForBackground,
+}
+
+/// Called when an agent of the runtime is resumed after an interruption,
+/// before its turn goes on ([`Agent::resume`](crate::Agent::resume)): a
+/// harness restores what the agent had running in the background (its
+/// tasks, under their ids) here.
+pub trait OnResume: Send + Sync + 'static {
+    /// The agent `agent` is about to go on with its turn.
+    fn resumed(&self, agent: &dsh_tools::AgentRef);
+}
+
+impl<F> OnResume for F
+where
+    F: Fn(&dsh_tools::AgentRef) + Send + Sync + 'static,
+{
+    fn resumed(&self, agent: &dsh_tools::AgentRef) {
+        self(agent);
+    }
 }
 
 impl AgentRuntime {
@@ -46,7 +84,50 @@ impl AgentRuntime {
             context_window: None,
             prices: Arc::default(),
             learned: Arc::default(),
+            end_of_run: EndOfRun::default(),
+            interrupted: Arc::default(),
+            on_resume: None,
         }
+    }
+
+    /// What an agent does when its model answers while its background work
+    /// still runs ([`EndOfRun`]; default [`EndOfRun::Leave`]).
+    #[must_use]
+    pub fn with_end_of_run(mut self, end_of_run: EndOfRun) -> Self {
+        self.end_of_run = end_of_run;
+        self
+    }
+
+    /// Calls `on_resume` whenever an agent of the runtime is resumed after an
+    /// interruption, before its turn goes on ([`OnResume`]).
+    #[must_use]
+    pub fn with_on_resume(mut self, on_resume: Arc<dyn OnResume>) -> Self {
+        self.on_resume = Some(on_resume);
+        self
+    }
+
+    /// Marks every agent of this runtime (and of its clones) as stopping
+    /// resumably. Cancel their runs' tokens after this: each run then ends
+    /// [`AgentStop::Interrupted`](crate::AgentStop::Interrupted), its turn
+    /// left open and no tool result that only the stop produced recorded, so
+    /// that [`Agent::resume`](crate::Agent::resume) goes on where it was.
+    pub fn interrupt(&self) {
+        self.interrupted.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`AgentRuntime::interrupt`] was called.
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::SeqCst)
+    }
+
+    /// What an agent does when its model answers while its background work
+    /// still runs.
+    pub fn end_of_run(&self) -> EndOfRun {
+        self.end_of_run
+    }
+
+    pub(crate) fn on_resume(&self) -> Option<&dyn OnResume> {
+        self.on_resume.as_deref()
     }
 
     /// The same runtime over another tool registry: for agents that get

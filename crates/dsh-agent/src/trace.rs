@@ -118,6 +118,8 @@ fn int(count: u64) -> i64 {
 enum ErrorType {
     /// `CANCELLED`: the call or the run was cancelled.
     Cancelled,
+    /// The run was stopped resumably: its process is stopping.
+    Interrupted,
     /// `MODEL_CONFIG`: the model client is misconfigured.
     ModelConfig,
     /// `MODEL_HTTP`: the server answered with an error status.
@@ -156,6 +158,7 @@ impl ErrorType {
     const fn as_str(self) -> &'static str {
         match self {
             Self::Cancelled => "CANCELLED",
+            Self::Interrupted => "INTERRUPTED",
             Self::ModelConfig => "MODEL_CONFIG",
             Self::ModelHttp => "MODEL_HTTP",
             Self::ModelConnection => "MODEL_CONNECTION",
@@ -198,6 +201,7 @@ impl ErrorType {
             AgentStop::MaxTokens => Self::MaxTokens,
             AgentStop::Refusal => Self::Refusal,
             AgentStop::Cancelled => Self::Cancelled,
+            AgentStop::Interrupted => Self::Interrupted,
             AgentStop::MaxTurns(_) => Self::MaxTurns,
             AgentStop::Error(_) => Self::ModelError,
             AgentStop::AnswerCut(_) => Self::ModelStreamEnded,

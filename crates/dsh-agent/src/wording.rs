@@ -204,6 +204,11 @@ pub(crate) mod stop {
     pub(crate) const REFUSAL: &str = "refusal";
     /// The run was cancelled.
     pub(crate) const CANCELLED: &str = "cancelled";
+    /// The run was stopped resumably (its process is stopping): its turn
+    /// stays open, to be resumed.
+    pub(crate) const INTERRUPTED: &str = "interrupted";
+    /// The agent was interrupted and can no longer be resumed.
+    pub(crate) const DISCONNECTED: &str = "disconnected";
 
     /// The run used up its model calls.
     pub(crate) fn max_turns(limit: u32) -> String {
@@ -327,3 +332,40 @@ pub(crate) fn log_window_learned(window: u64, model: &str) -> String {
 
 /// How every context stop's line ends.
 const CONTEXT_KEPT: &str = "the run stopped and its transcript is kept";
+
+/// A transcript written by a newer version of the format.
+pub(crate) fn transcript_version(path: &std::path::Path, found: u32, known: u32) -> String {
+    format!(
+        "transcript {} is of format version {found}, and this dsh reads versions up to {known}: it was written by a newer dsh",
+        path.display()
+    )
+}
+
+/// A transcript that names another agent, or another parent, than the
+/// child it should hold.
+pub(crate) fn transcript_not_of(path: &std::path::Path, child: &str) -> String {
+    format!(
+        "transcript {} is not the record of child {child} of this agent",
+        path.display()
+    )
+}
+
+/// A transcript whose torn tail could not be cut off.
+pub(crate) fn transcript_not_repaired(path: &std::path::Path, error: &dyn std::fmt::Display) -> String {
+    format!("transcript {} could not be repaired: {error}", path.display())
+}
+
+/// The diagnostic of a child that was interrupted and cannot go on: which
+/// child (and task), and why. Its last text follows as partial output.
+pub fn child_disconnected(child: &str, task_id: Option<&str>, why: &str) -> String {
+    match task_id {
+        Some(task) => format!(
+            "subagent {child} (task {task}) was interrupted and cannot be resumed: {why}"
+        ),
+        None => format!("subagent {child} was interrupted and cannot be resumed: {why}"),
+    }
+}
+
+/// Why a background child that had not begun its run cannot be recovered:
+/// its prompt is not in its records.
+pub(crate) const NEVER_BEGAN: &str = "it was interrupted before its run began, and its records hold no prompt";

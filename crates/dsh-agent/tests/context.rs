@@ -287,16 +287,15 @@ fn turn_end(agent: &Agent) -> String {
         .unwrap()
 }
 
-/// The tool results the transcript recorded.
+/// The tool results the transcript holds, as the model was given them
+/// (each recorded whole when its call returned, then as the fit cut it).
 fn recorded_results(agent: &Agent) -> Vec<String> {
     let transcript = read_transcript(agent.transcript_path().unwrap()).unwrap();
     transcript
-        .entries
-        .iter()
-        .filter_map(|entry| match entry {
-            TranscriptEntry::Message {
-                message: Message::Tool { content, .. },
-            } => Some(content.clone()),
+        .committed_messages()
+        .into_iter()
+        .filter_map(|message| match message {
+            Message::Tool { content, .. } => Some(content),
             _ => None,
         })
         .collect()

@@ -27,6 +27,7 @@ fn write(data_dir: &Path, id: &str) -> std::path::PathBuf {
     writer
         .append(&TranscriptEntry::TurnEnd {
             stop: "completed".into(),
+            reason: None,
             steps: 1,
             usage: None,
             children_usage: None,

@@ -179,6 +179,46 @@ impl ResumeRequest {
     }
 }
 
+/// A request to recover a persisted child after an interruption: continue
+/// its interrupted turn from its last completed step, or, when it had
+/// finished, hand back the result it recorded, with no new model call.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RecoverRequest {
+    /// The child's id.
+    pub child_id: String,
+    /// The delegating agent (the child's parent).
+    pub parent: AgentRef,
+    /// Cancellation of the recovery and of the recovered run.
+    pub cancel: CancellationToken,
+    /// The child's descriptor, as folded from its transcript.
+    pub descriptor: ContinuationDescriptor,
+    /// Where the recovered run's `invoke_agent` span sits.
+    pub origin: crate::SpanOrigin,
+    /// The child's place in its parent's delegation tree, set by the service
+    /// when it admits the recovery (see [`crate::Lineage`]).
+    pub lineage: crate::Lineage,
+}
+
+impl RecoverRequest {
+    /// A recover request.
+    pub fn new(
+        child_id: impl Into<String>,
+        parent: AgentRef,
+        cancel: CancellationToken,
+        descriptor: ContinuationDescriptor,
+    ) -> Self {
+        Self {
+            child_id: child_id.into(),
+            parent,
+            cancel,
+            descriptor,
+            origin: crate::SpanOrigin::follows_current(),
+            lineage: crate::Lineage::default(),
+        }
+    }
+}
+
 /// The continuation capability of a provider: start a child under a chosen
 /// id with its descriptor recorded, and resume a persisted child.
 ///
@@ -205,6 +245,22 @@ pub trait ContinuableProvider: Send + Sync {
     /// Continues the persisted child `request.child_id` with `request.prompt`:
     /// same id, same history, same system prompt, tool filter and model.
     fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>>;
+
+    /// Recovers the persisted child `request.child_id` after an
+    /// interruption (see [`RecoverRequest`]): its run goes on from its last
+    /// completed step, or resolves at once with the result it had recorded.
+    /// The default cannot: it refuses with
+    /// [`ErrorCode::NotResumable`](crate::ErrorCode::NotResumable), and the
+    /// caller reports the child as disconnected.
+    fn recover(&self, request: RecoverRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        let id = request.child_id;
+        Box::pin(async move {
+            Err(SubagentError::failed_with_code(
+                wording::not_recoverable(&id),
+                crate::ErrorCode::NotResumable,
+            ))
+        })
+    }
 }
 
 /// A persisted child as its store sees it.
@@ -223,6 +279,20 @@ pub struct ChildRecord {
     /// What the store noticed, e.g. a torn last line after a crash (earlier
     /// entries intact) or a malformed descriptor.
     pub diagnostic: Option<String>,
+    /// Whether the caller waited for the child or went on while it ran.
+    pub mode: crate::RunMode,
+    /// The task id the caller's model was given for the child: the
+    /// background task that ran it, or where its cut result was kept.
+    pub task_id: Option<String>,
+    /// How the child's last run ended; `None` while it has not: it runs, or
+    /// it was interrupted (a crash, a resumable stop) and can be recovered.
+    pub ended: Option<crate::StopReason>,
+    /// Whether the caller was told that the child's background task
+    /// finished (its completion notice is in the caller's records).
+    pub notice_delivered: bool,
+    /// What is known of a child in another process, which keeps no records
+    /// beside its parent's; `None` for an in-process child.
+    pub remote: Option<crate::RemoteChild>,
 }
 
 impl ChildRecord {
@@ -233,7 +303,41 @@ impl ChildRecord {
             parent,
             descriptor: None,
             diagnostic: None,
+            mode: crate::RunMode::Foreground,
+            task_id: None,
+            ended: None,
+            notice_delivered: false,
+            remote: None,
         }
+    }
+
+    /// Sets how the caller ran the child and the task id its model was given.
+    #[must_use]
+    pub fn with_task(mut self, mode: crate::RunMode, task_id: Option<String>) -> Self {
+        self.mode = mode;
+        self.task_id = task_id;
+        self
+    }
+
+    /// Sets how the child's last run ended.
+    #[must_use]
+    pub fn with_ended(mut self, ended: Option<crate::StopReason>) -> Self {
+        self.ended = ended;
+        self
+    }
+
+    /// Records that the caller was told the child's task finished.
+    #[must_use]
+    pub fn with_notice_delivered(mut self, delivered: bool) -> Self {
+        self.notice_delivered = delivered;
+        self
+    }
+
+    /// Sets what is known of a child in another process.
+    #[must_use]
+    pub fn with_remote(mut self, remote: crate::RemoteChild) -> Self {
+        self.remote = Some(remote);
+        self
     }
 
     /// Sets the continuation descriptor.

@@ -15,6 +15,7 @@ mod provider;
 mod queue_limit;
 mod remote;
 mod request;
+mod rerun;
 mod result;
 mod run;
 pub mod setting;
@@ -30,7 +31,7 @@ pub use child_count::{ChildCount, InvalidChildCount};
 pub use code::{ErrorCode, StableCode, SubagentCode};
 pub use content::{ContentBlock, concat_text};
 pub use continuation::{
-    ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, ResumeRequest,
+    ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, RecoverRequest, ResumeRequest,
 };
 pub use cost_limit::{CostLimit, InvalidCostLimit};
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
@@ -40,6 +41,7 @@ pub use provider::SubagentProvider;
 pub use queue_limit::{InvalidQueueLimit, QueueLimit};
 pub use remote::{ChildLog, RemoteChild, RemoteEnd};
 pub use request::{AgentOptions, ChildSettings, Provenance, RunMode, StartRequest, ToolFilter};
+pub use rerun::{RecordedChild, Rerun};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, bound_diagnostic};
 pub use run::SubagentRun;
 pub use steer::Steerer;

@@ -34,6 +34,11 @@ pub struct RemoteChild {
     /// Its display label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The background task that ran it (the id its caller's model was
+    /// given), when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+
     /// Its session's id in the other process (for `dsh acp`, the id of the
     /// agent that ran it there).
     #[serde(default, skip_serializing_if = "Option::is_none")]

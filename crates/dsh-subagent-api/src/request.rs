@@ -145,6 +145,10 @@ pub struct Provenance {
     /// The background task that runs the child (the id `task_output`
     /// takes), when one does; set by the service that made the task.
     pub task_id: Option<String>,
+    /// Set when the call is run again after an interruption: the child it
+    /// had started, which the provider continues instead of starting
+    /// another ([`Rerun`](crate::Rerun)).
+    pub rerun: Option<crate::Rerun>,
 }
 
 /// The provenance of a request that records none.
@@ -154,6 +158,7 @@ static NO_PROVENANCE: Provenance = Provenance {
     provider: None,
     queued: Duration::ZERO,
     task_id: None,
+    rerun: None,
 };
 
 /// Whether the caller of a start waits for the child ([`StartRequest::mode`]).

@@ -26,6 +26,11 @@ pub enum StopReason {
     MaxTokens,
     /// `refusal`: the child declined the task.
     Refusal,
+    /// `disconnected`: the child was interrupted (its process ended, or was
+    /// stopped resumably) and cannot be continued: its agent cannot load
+    /// its session, or its records are torn past repair. What is known of
+    /// it is its partial output and the diagnostic.
+    Disconnected,
     /// A provider-specific reason, never one of the names above.
     Other(String),
 }
@@ -39,6 +44,7 @@ impl StopReason {
             Self::Error => "error",
             Self::MaxTokens => "max-tokens",
             Self::Refusal => "refusal",
+            Self::Disconnected => "disconnected",
             Self::Other(reason) => reason,
         }
     }
@@ -51,6 +57,7 @@ impl StopReason {
             "error" => Self::Error,
             "max-tokens" => Self::MaxTokens,
             "refusal" => Self::Refusal,
+            "disconnected" => Self::Disconnected,
             other => Self::Other(other.to_owned()),
         }
     }

@@ -193,3 +193,8 @@ pub(crate) fn cost_limit_refused(written: &dyn Display, minimum: &dyn Display, m
         "a cost budget must be an amount from {minimum} to {maximum}, in the unit the models' prices are given in, such as 2.5 (leave it out for no cost budget); got {written}"
     )
 }
+
+/// A provider whose children cannot be recovered after an interruption.
+pub(crate) fn not_recoverable(child: &str) -> String {
+    format!("subagent {child} cannot be recovered: its provider cannot continue an interrupted child")
+}

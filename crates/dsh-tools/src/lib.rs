@@ -14,7 +14,7 @@ pub mod wording;
 pub use arguments::{ArgumentWording, Arguments};
 pub use budget::{Cut, InvalidResultBudget, PagedRead, ResultBudget};
 pub use code::ErrorCode;
-pub use dsh_subagent_api::{AgentId, AgentRef};
+pub use dsh_subagent_api::{AgentId, AgentRef, RecordedChild, Rerun};
 pub use dsh_subagent_api::{BoxFuture, CancellationToken, StableCode, TextSource, error_code_text, error_codes};
 pub use registry::{
     ABORTED_BEFORE_DISPATCH, MountedTool, NameReservation, RegistryError, ToolRegistration, ToolRegistry, ToolSpec,

@@ -138,6 +138,8 @@ pub struct ToolExecution {
     /// Boxed, not a `String`: every call in flight carries this context
     /// (twice, as the harness's and as the registry's), so it is kept small.
     call_id: Option<Box<str>>,
+    /// Set when the call is run again after an interruption (boxed: rare).
+    rerun: Option<Box<dsh_subagent_api::Rerun>>,
 }
 
 impl ToolExecution {
@@ -147,7 +149,23 @@ impl ToolExecution {
             cancel,
             agent: None,
             call_id: None,
+            rerun: None,
         }
+    }
+
+    /// Marks the call as one made before an interruption and run again when
+    /// its turn resumes, naming the child it had started, if any: a tool
+    /// that starts children continues that child instead of starting another
+    /// ([`Rerun`](dsh_subagent_api::Rerun)).
+    #[must_use]
+    pub fn with_rerun(mut self, rerun: dsh_subagent_api::Rerun) -> Self {
+        self.rerun = Some(Box::new(rerun));
+        self
+    }
+
+    /// Set when the call is run again after an interruption.
+    pub fn rerun(&self) -> Option<&dsh_subagent_api::Rerun> {
+        self.rerun.as_deref()
     }
 
     /// Sets the id the model gave this call (recorded on its `execute_tool` span).
@@ -336,6 +354,19 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// A result read back from a transcript: the text the model was given.
+    /// It reads as an error when it has the `Error: ` prefix every error
+    /// result carries; how it was cut is not known any more.
+    pub fn recorded(text: impl Into<String>) -> Self {
+        let text = text.into();
+        Self {
+            is_error: text.starts_with(crate::wording::ERROR_PREFIX),
+            text,
+            error: None,
+            cut: None,
+        }
+    }
+
     /// Renders an execute outcome: `Ok` as its text, `Err` as `Error: <message>`.
     pub fn from_outcome(outcome: Result<ToolOutput, ToolError>) -> Self {
         match outcome {

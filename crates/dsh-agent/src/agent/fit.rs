@@ -8,6 +8,7 @@ use dsh_tools::{CancellationToken, ToolResult};
 
 use super::Agent;
 use crate::context::{Anchor, Density, Estimate, Room, answer_reserve, fit_results};
+use crate::transcript::{FittedResult, TranscriptEntry};
 use crate::{ContextStop, CountedBy, FoundBy, trace, wording};
 
 /// What the context fit knows of the conversation: the last request the
@@ -27,16 +28,17 @@ pub(super) struct Sent {
     pub(super) estimate: Estimate,
 }
 
-/// The messages of a run's turn, and how many of them the transcript has.
+/// The messages of a run's turn, and the round of tool results waiting for
+/// the answer to the request that carries them.
 ///
-/// A round of tool results stays unrecorded until the request that carries
-/// it is answered (or the run ends): a refusal for length may still cut them
-/// to fit, and the transcript holds what the model was given. Messages
-/// after them wait behind them, so the transcript keeps the turn's order.
+/// Every message is recorded in the transcript when it joins the turn; a
+/// tool result when its call returns, whole. A refusal for length may
+/// still cut the round's results to fit: the cut texts are then recorded
+/// too ([`TranscriptEntry::Fitted`](crate::transcript::TranscriptEntry::Fitted)),
+/// so that the transcript holds what the model was given.
 #[derive(Default)]
 pub(super) struct Turn {
     pub(super) messages: Vec<Message>,
-    recorded: usize,
     /// Where the round of results waiting for its answer starts.
     pub(super) round: Option<Round>,
 }
@@ -49,14 +51,11 @@ pub(super) struct Round {
 }
 
 impl Agent {
-    /// Records the turn's messages the transcript does not have yet, up to
-    /// the round of results still waiting for its answer.
-    pub(super) fn record_turn(&self, turn: &mut Turn) {
-        let end = turn.round.as_ref().map_or(turn.messages.len(), |round| round.start);
-        for message in turn.messages.get(turn.recorded..end).unwrap_or_default() {
-            self.record_message(message);
-        }
-        turn.recorded = turn.recorded.max(end);
+    /// Appends `message` to the turn, recorded in the transcript with the
+    /// background tasks whose notices it delivers.
+    pub(super) fn say(&self, turn: &mut Turn, message: Message, notices: &[String]) {
+        self.record_message(&message, notices);
+        turn.messages.push(message);
     }
 
     /// The estimate of `request`'s tokens, from the last request the server
@@ -259,8 +258,16 @@ impl Agent {
             return;
         }
         trace::record_fitted(room.window, round.results.len(), cut);
+        let mut fitted = Vec::new();
         for (offset, (call, result)) in round.calls.iter().zip(&round.results).enumerate() {
-            turn.messages[round.start + offset] = Message::tool(call.id.clone(), result.text.clone());
+            let message = &mut turn.messages[round.start + offset];
+            if message.content() != result.text {
+                fitted.push(FittedResult::new(call.id.clone(), result.text.clone()));
+                *message = Message::tool(call.id.clone(), result.text.clone());
+            }
+        }
+        if !fitted.is_empty() {
+            self.record(&TranscriptEntry::Fitted { results: fitted });
         }
     }
 

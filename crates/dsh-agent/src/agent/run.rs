@@ -1,9 +1,11 @@
-//! One run of the agent loop, as named steps: begin the turn, then per
-//! step check the limits, send the request (fitted to the context window),
-//! take the answer and run its tool calls; then end the turn.
+//! One run of the agent loop, as named steps: begin the turn (or go on with
+//! an interrupted one), then per step check the limits, send the request
+//! (fitted to the context window), take the answer and run its tool calls;
+//! on a final answer, wait for the agent's background work when the runtime
+//! says so; then end the turn.
 
 use dsh_llm::{ChatEvent, ChatRequest, ChatResponse, LlmError, Message, ToolCall, Usage, collect_response_with};
-use dsh_subagent_api::SpanOrigin;
+use dsh_subagent_api::{Rerun, SpanOrigin};
 use dsh_tools::{CancellationToken, ToolExecution, ToolResult};
 use tracing::Instrument;
 
@@ -13,14 +15,17 @@ use crate::context::{Anchor, Estimate};
 use crate::trace;
 use crate::transcript::{TranscriptEntry, TurnTimes, now_ms};
 use crate::usage::{add_reported, completed, since};
-use crate::{AgentStop, Priced, RunOutcome};
+use crate::{AgentStop, EndOfRun, Notice, Priced, RunOutcome};
 
 /// A run in progress: its turn, and what it counts.
 struct Run {
     /// The run's messages, and the round of results its next request carries.
     turn: Turn,
-    /// Model calls made.
+    /// Model calls made (in an interrupted turn, those before the
+    /// interruption count too).
     steps: u32,
+    /// Model calls this run made, as its turn's end records them.
+    own_steps: u32,
     /// Tokens its own model calls reported.
     usage: Option<Usage>,
     /// What its own model calls cost, where their model's price is known.
@@ -31,14 +36,26 @@ struct Run {
     times: TurnTimes,
 }
 
-/// What a run does after the model's answer.
+/// What a run does next.
 enum Next {
     /// It stops.
     Stop(AgentStop),
-    /// It asks the model again: a message was steered in while it answered.
-    AskAgain,
+    /// It asks the model (again).
+    Ask,
+    /// The model gave a final answer: the run ends, unless a steered
+    /// message or (when the runtime waits for it) background work is left.
+    Answered,
     /// It runs these tool calls, then sends their results.
     CallTools(Vec<ToolCall>),
+}
+
+/// What a run is given.
+enum Input {
+    /// A new turn, opened by this prompt.
+    Prompt(String),
+    /// The turn the agent had not ended, gone on with; the message, when
+    /// there is one, joins it once its calls are answered.
+    Resume(Option<String>),
 }
 
 impl Agent {
@@ -46,7 +63,9 @@ impl Agent {
     ///
     /// Cancellation is honoured at every await: the model stream is dropped,
     /// running tool calls receive the cancellation, and the run ends
-    /// [`AgentStop::Cancelled`] with every tool call answered.
+    /// [`AgentStop::Cancelled`] with every tool call answered; or
+    /// [`AgentStop::Interrupted`] when the runtime was
+    /// [interrupted](crate::AgentRuntime::interrupt), its turn left open.
     ///
     /// With a [`NoticeSource`](crate::NoticeSource) on the runtime, notices
     /// pending for this agent join the conversation as a user message: those
@@ -69,11 +88,49 @@ impl Agent {
         cancel: &CancellationToken,
         origin: &SpanOrigin,
     ) -> RunOutcome {
-        let prompt = prompt.into();
+        self.run_input(Input::Prompt(prompt.into()), cancel, origin).await
+    }
+
+    /// Goes on with the turn an interrupted agent had not ended (a crash, a
+    /// resumable stop), built with
+    /// [`AgentBuilder::resume_from`](crate::AgentBuilder::resume_from): the
+    /// calls of its last answer whose results were never recorded run again
+    /// (a call that had started a child carries it, so that the child is
+    /// continued, not started again), then `message` joins the turn when
+    /// there is one, and the loop goes on from the turn's last completed
+    /// step. No model call that had completed is made again.
+    ///
+    /// Without an open turn it is a new turn: `message` opens it, or with
+    /// none, the turn waits for the agent's background work and reads its
+    /// notices (a run whose children were stopped resumably); with neither,
+    /// the run ends at once, completed, having made no model call.
+    ///
+    /// The runtime's [`OnResume`](crate::OnResume) is called first, so that a
+    /// harness restores the agent's background tasks before the turn goes on.
+    pub async fn resume(&self, message: Option<String>, cancel: &CancellationToken) -> RunOutcome {
+        self.resume_from_origin(message, cancel, &SpanOrigin::current()).await
+    }
+
+    /// [`Agent::resume`], with its `invoke_agent` span placed by `origin`.
+    pub async fn resume_from_origin(
+        &self,
+        message: Option<String>,
+        cancel: &CancellationToken,
+        origin: &SpanOrigin,
+    ) -> RunOutcome {
+        if let Some(on_resume) = self.inner.runtime.on_resume() {
+            on_resume.resumed(&self.agent_ref());
+        }
+        self.run_input(Input::Resume(message), cancel, origin).await
+    }
+
+    async fn run_input(&self, input: Input, cancel: &CancellationToken, origin: &SpanOrigin) -> RunOutcome {
         let span = origin
             .place(|parent| trace::invoke_agent(parent, &self.inner.info, self.inner.runtime.model().provider_name()));
-        trace::record_content(&span, "gen_ai.input.messages", "user", &prompt);
-        let outcome = self.run_traced(prompt, cancel).instrument(span.clone()).await;
+        if let Input::Prompt(prompt) | Input::Resume(Some(prompt)) = &input {
+            trace::record_content(&span, "gen_ai.input.messages", "user", prompt);
+        }
+        let outcome = self.run_traced(input, cancel).instrument(span.clone()).await;
         if let Some(usage) = outcome.usage {
             trace::record_usage(&span, usage);
         }
@@ -87,45 +144,65 @@ impl Agent {
 
     /// One run, under the agent's run lock: steps until a stop, then the
     /// turn's end.
-    async fn run_traced(&self, prompt: String, cancel: &CancellationToken) -> RunOutcome {
+    async fn run_traced(&self, input: Input, cancel: &CancellationToken) -> RunOutcome {
         let _one_run_at_a_time = self.inner.run_lock.lock().await;
-        let mut run = self.begin(prompt);
+        let (mut run, mut next) = match input {
+            Input::Prompt(prompt) => (self.begin(Some(prompt)), Next::Ask),
+            Input::Resume(message) => self.begin_resumed(message, cancel).await,
+        };
         let stop = loop {
-            if let Some(stop) = self.limit_reached(run.steps, cancel) {
-                break stop;
-            }
-            run.steps += 1;
-            self.take_notices(&mut run.turn);
-            self.take_steered(&mut run.turn);
-            let (response, spent, sent) = match self.send(&mut run.turn, cancel).await {
-                Ok(answered) => answered,
-                Err(stop) => break stop,
-            };
-            match self.answered(&mut run, response, spent, sent) {
+            next = match next {
                 Next::Stop(stop) => break stop,
-                Next::AskAgain => {}
-                Next::CallTools(calls) => self.call_tools(calls, &mut run.turn, cancel).await,
-            }
+                Next::Ask => self.step(&mut run, cancel).await,
+                Next::CallTools(calls) => {
+                    self.call_tools(calls, &mut run.turn, cancel).await;
+                    Next::Ask
+                }
+                Next::Answered => self.after_answer(cancel).await,
+            };
         };
         self.end(run, stop)
     }
 
+    /// One step: the limits, the notices and steered messages, the request
+    /// and its answer.
+    async fn step(&self, run: &mut Run, cancel: &CancellationToken) -> Next {
+        if let Some(stop) = self.limit_reached(run.steps, cancel) {
+            return Next::Stop(stop);
+        }
+        run.steps += 1;
+        run.own_steps += 1;
+        self.take_notices(&mut run.turn);
+        self.take_steered(&mut run.turn);
+        match self.send(&mut run.turn, cancel).await {
+            Ok((response, spent, sent)) => self.answered(run, response, spent, sent),
+            Err(stop) => Next::Stop(stop),
+        }
+    }
+
     /// Opens the turn with the notices that arrived between runs, then the
-    /// prompt.
-    fn begin(&self, prompt: String) -> Run {
+    /// prompt, when there is one.
+    fn begin(&self, prompt: Option<String>) -> Run {
+        let mut run = self.open_run();
+        self.take_notices(&mut run.turn);
+        if let Some(prompt) = prompt {
+            self.say(&mut run.turn, Message::user(prompt), &[]);
+        }
+        run
+    }
+
+    /// A run with an empty turn, open to steered messages.
+    fn open_run(&self) -> Run {
         let times = TurnTimes {
             queued_ms: self.lock().queued_ms.take(),
             started_at_ms: now_ms(),
             ..TurnTimes::default()
         };
         self.open_turn();
-        let mut turn = Turn::default();
-        self.take_notices(&mut turn);
-        turn.messages.push(Message::user(prompt));
-        self.record_turn(&mut turn);
         Run {
-            turn,
+            turn: Turn::default(),
             steps: 0,
+            own_steps: 0,
             usage: None,
             cost: Priced::Nothing,
             children_before: self.lock().usage.children,
@@ -133,8 +210,64 @@ impl Agent {
         }
     }
 
+    /// Opens the run that goes on with the agent's interrupted turn
+    /// ([`Agent::resume`]), and what it does first. Notices that arrived
+    /// meanwhile are taken at its next step, after what the turn holds.
+    async fn begin_resumed(&self, message: Option<String>, cancel: &CancellationToken) -> (Run, Next) {
+        let resumable = self
+            .inner
+            .resumable
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .unwrap_or_default();
+        let Some(open) = resumable.open else {
+            // No turn to go on with: a new one, opened by the message or by
+            // the notices waiting; with neither, by those of the background
+            // work it waits for.
+            let run = self.begin(message);
+            let next = if run.turn.messages.is_empty() {
+                Next::Answered
+            } else {
+                Next::Ask
+            };
+            return (run, next);
+        };
+        let mut run = self.open_run();
+        let answered = open.answered();
+        run.steps = open.steps;
+        run.turn.messages = open.messages;
+        if let Some(round) = open.round {
+            let start = run.turn.messages.len();
+            let rerun = |call: &ToolCall| Rerun::new(resumable.children.get(&call.id).cloned());
+            let results = self.rerun_round(&round.calls, round.results, rerun, cancel).await;
+            run.turn.messages.extend(
+                round
+                    .calls
+                    .iter()
+                    .zip(&results)
+                    .map(|(call, result)| Message::tool(call.id.clone(), result.text.clone())),
+            );
+            run.turn.round = Some(Round {
+                start,
+                calls: round.calls,
+                results,
+            });
+        }
+        run.turn.messages.extend(open.after);
+        let next = match message {
+            Some(message) => {
+                self.say(&mut run.turn, Message::user(message), &[]);
+                Next::Ask
+            }
+            None if answered => Next::Answered,
+            None => Next::Ask,
+        };
+        (run, next)
+    }
+
     /// Why the run may take no further step after `steps`, if it may not:
-    /// cancelled, out of turns, or out of tokens in its tree.
+    /// cancelled (or interrupted), out of turns, or out of tokens in its tree.
     fn limit_reached(&self, steps: u32, cancel: &CancellationToken) -> Option<AgentStop> {
         if cancel.is_cancelled() {
             return Some(AgentStop::Cancelled);
@@ -186,7 +319,7 @@ impl Agent {
                         .map_err(AgentStop::ContextWindow)?;
                     refused = true;
                 }
-                Err(error @ LlmError::StreamEnded { .. }) => return Err(cut_off(error, turn)),
+                Err(error @ LlmError::StreamEnded { .. }) => return Err(self.cut_off(error, turn)),
                 Err(error) => return Err(AgentStop::Error(error.to_string())),
             }
         }
@@ -198,7 +331,6 @@ impl Agent {
     fn answered(&self, run: &mut Run, response: ChatResponse, spent: Usage, sent: Sent) -> Next {
         run.times.calls_at_ms.push(now_ms());
         run.turn.round = None;
-        self.record_turn(&mut run.turn);
         self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
         let cost = Priced::of(&spent, self.inner.runtime.price(&self.inner.info.model));
         if let Some(cost) = cost.known() {
@@ -219,7 +351,7 @@ impl Agent {
             .answered(&self.inner.info.model, reported > 0);
         self.counted(sent, reported);
         if let Some(observer) = self.inner.runtime.observer() {
-            observer.step_finished(self.id(), run.steps, run.usage, run.cost);
+            observer.step_finished(self.id(), run.own_steps, run.usage, run.cost);
         }
         // The answer's text moves into the turn: a long answer is not copied.
         let ChatResponse {
@@ -228,31 +360,53 @@ impl Agent {
             finish_reason,
             ..
         } = response;
-        run.turn
-            .messages
-            .push(Message::assistant_with_tool_calls(text, tool_calls.clone()));
-        self.record_turn(&mut run.turn);
+        let answer = Message::assistant_with_tool_calls(text, tool_calls.clone());
+        self.say(&mut run.turn, answer, &[]);
         match finish_reason {
             dsh_llm::FinishReason::Length => return Next::Stop(AgentStop::MaxTokens),
             dsh_llm::FinishReason::ContentFilter => return Next::Stop(AgentStop::Refusal),
             _ => {}
         }
-        if !tool_calls.is_empty() {
-            return Next::CallTools(tool_calls);
+        if tool_calls.is_empty() {
+            Next::Answered
+        } else {
+            Next::CallTools(tool_calls)
+        }
+    }
+
+    /// After a final answer: the model is asked again when a message was
+    /// steered in while it answered, or, when the runtime waits for
+    /// background work, once a notice of that work arrives; otherwise the
+    /// turn closes and the run completes.
+    async fn after_answer(&self, cancel: &CancellationToken) -> Next {
+        let waits = self.inner.runtime.end_of_run() == EndOfRun::WaitForBackground;
+        if let (true, Some(source)) = (waits, self.inner.runtime.notices())
+            && !self.steered_unread()
+        {
+            let work = source.wait_for_work(self.id());
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Next::Stop(AgentStop::Cancelled),
+                notice = work => if notice {
+                    return Next::Ask;
+                },
+            }
         }
         if self.close_unless_steered() {
             Next::Stop(AgentStop::Completed)
         } else {
             // A message joined while the model answered: answer it too.
-            Next::AskAgain
+            Next::Ask
         }
     }
 
     /// Runs the model's tool calls together and adds their results to the
     /// turn as the round the next request carries (fitted into the window
-    /// right before it is sent).
+    /// right before it is sent). Each result is recorded when its call
+    /// returns ([`Agent::call_and_record`]).
     async fn call_tools(&self, calls: Vec<ToolCall>, turn: &mut Turn, cancel: &CancellationToken) {
-        let results = futures::future::join_all(calls.iter().map(|call| self.call_tool(call, cancel))).await;
+        let results =
+            futures::future::join_all(calls.iter().map(|call| self.call_and_record(call, None, cancel))).await;
         let start = turn.messages.len();
         turn.messages.extend(
             calls
@@ -263,26 +417,66 @@ impl Agent {
         turn.round = Some(Round { start, calls, results });
     }
 
+    /// The results of an interrupted round: those recorded before the
+    /// interruption as they were, the others from their calls run again
+    /// (together, each with what its [`Rerun`] names), in call order.
+    async fn rerun_round(
+        &self,
+        calls: &[ToolCall],
+        recorded: Vec<Option<String>>,
+        rerun: impl Fn(&ToolCall) -> Rerun,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResult> {
+        let runs = calls.iter().zip(recorded).map(|(call, recorded)| {
+            let rerun = recorded.is_none().then(|| rerun(call));
+            async move {
+                match (recorded, rerun) {
+                    (Some(text), _) => ToolResult::recorded(text),
+                    (None, rerun) => self.call_and_record(call, rerun, cancel).await,
+                }
+            }
+        });
+        futures::future::join_all(runs).await
+    }
+
+    /// One tool call, its result recorded in the transcript as soon as it
+    /// returns, so that a crash after this point never runs it again. A
+    /// result that came only from an interruption of the runtime is not
+    /// recorded: the call runs again when the turn resumes.
+    async fn call_and_record(&self, call: &ToolCall, rerun: Option<Rerun>, cancel: &CancellationToken) -> ToolResult {
+        let result = self.call_tool(call, rerun, cancel).await;
+        if !self.inner.runtime.is_interrupted() {
+            self.record_message(&Message::tool(call.id.clone(), result.text.clone()), &[]);
+        }
+        result
+    }
+
     /// Ends the run on `stop`: closes the turn, keeps it in the history,
     /// records its end and flushes the transcript. Messages steered in and
-    /// never read are recorded, so none is lost.
+    /// never read are recorded, so none is lost. A cancellation of an
+    /// interrupted runtime ends the run `interrupted`, its turn open.
     fn end(&self, run: Run, stop: AgentStop) -> RunOutcome {
         let Run {
             mut turn,
-            steps,
+            own_steps,
             usage,
             cost,
             children_before,
             mut times,
+            ..
         } = run;
+        let stop = match stop {
+            AgentStop::Cancelled if self.inner.runtime.is_interrupted() => AgentStop::Interrupted,
+            stop => stop,
+        };
         let unread = {
             let mut state = self.lock();
             state.inbox.phase = Phase::Closed;
             std::mem::take(&mut state.inbox.pending)
         };
-        turn.messages.extend(unread.into_iter().map(Message::user));
-        turn.round = None;
-        self.record_turn(&mut turn);
+        for message in unread {
+            self.say(&mut turn, Message::user(message), &[]);
+        }
         if let AgentStop::ContextWindow(context) = &stop {
             trace::record_context_stop(context);
         }
@@ -305,7 +499,8 @@ impl Agent {
         times.answer_bytes = text.len() as u64;
         self.record(&TranscriptEntry::TurnEnd {
             stop: stop.to_string(),
-            steps,
+            reason: Some(stop.clone()),
+            steps: own_steps,
             usage,
             children_usage,
             cost: cost.known(),
@@ -319,7 +514,7 @@ impl Agent {
         RunOutcome {
             stop,
             text,
-            steps,
+            steps: own_steps,
             usage,
             cost,
         }
@@ -387,12 +582,17 @@ impl Agent {
         )
     }
 
-    /// Appends the messages steered into this run, each as a user message;
-    /// recorded unless a round of results waits before them.
+    /// Appends the messages steered into this run, each as a user message.
     fn take_steered(&self, turn: &mut Turn) {
         let steered = std::mem::take(&mut self.lock().inbox.pending);
-        turn.messages.extend(steered.into_iter().map(Message::user));
-        self.record_turn(turn);
+        for message in steered {
+            self.say(turn, Message::user(message), &[]);
+        }
+    }
+
+    /// Whether a message steered into the run waits to be read.
+    fn steered_unread(&self) -> bool {
+        !self.lock().inbox.pending.is_empty()
     }
 
     /// On a final answer: closes the turn if no steered message is unread
@@ -406,18 +606,23 @@ impl Agent {
         true
     }
 
-    /// Appends the notices pending for this agent as one user message;
-    /// recorded unless a round of results waits before it.
+    /// Appends the notices pending for this agent as one user message,
+    /// recorded with the tasks they report. None is taken while the runtime
+    /// is interrupted: they stay to be delivered when the agent resumes.
     fn take_notices(&self, turn: &mut Turn) {
         let Some(source) = self.inner.runtime.notices() else {
             return;
         };
+        if self.inner.runtime.is_interrupted() {
+            return;
+        }
         let notices = source.take(self.id());
         if notices.is_empty() {
             return;
         }
-        turn.messages.push(Message::user(crate::wording::notices(&notices)));
-        self.record_turn(turn);
+        let tasks: Vec<String> = notices.iter().filter_map(|notice| notice.task_id.clone()).collect();
+        let texts: Vec<String> = notices.into_iter().map(|Notice { text, .. }| text).collect();
+        self.say(turn, Message::user(crate::wording::notices(&texts)), &tasks);
     }
 
     /// The request of the conversation so far plus `turn`. Its `max_tokens`
@@ -446,36 +651,40 @@ impl Agent {
         }
     }
 
-    async fn call_tool(&self, call: &ToolCall, cancel: &CancellationToken) -> ToolResult {
+    async fn call_tool(&self, call: &ToolCall, rerun: Option<Rerun>, cancel: &CancellationToken) -> ToolResult {
         let observer = self.inner.runtime.observer();
         if let Some(observer) = observer {
             observer.tool_call_started(self.id(), call);
         }
-        let exec = ToolExecution::new(cancel.child_token())
+        let mut exec = ToolExecution::new(cancel.child_token())
             .with_agent(self.agent_ref())
             .with_call_id(call.id.clone());
+        if let Some(rerun) = rerun {
+            exec = exec.with_rerun(rerun);
+        }
         let result = self.inner.tools.call(&call.name, &call.arguments, exec).await;
         if let Some(observer) = observer {
             observer.tool_call_finished(self.id(), call, &result);
         }
         result
     }
-}
 
-/// The stop of a run whose model's answer was cut off (`error`, after the
-/// model client's retries). Its text that had streamed joins the turn as
-/// the assistant's, as a `max-tokens` answer does, so that it is the run's
-/// text (a child's partial output) and the conversation holds what the
-/// model said. It is not asked again here: the text already reached the
-/// observer, and could not be taken back (docs/design.md, "Cut answers").
-fn cut_off(error: LlmError, turn: &mut Turn) -> AgentStop {
-    let line = error.to_string();
-    if let LlmError::StreamEnded { partial, .. } = error
-        && !partial.is_empty()
-    {
-        turn.messages.push(Message::assistant(partial));
+    /// The stop of a run whose model's answer was cut off (`error`, after
+    /// the model client's retries). Its text that had streamed joins the
+    /// turn as the assistant's, as a `max-tokens` answer does, so that it is
+    /// the run's text (a child's partial output) and the conversation holds
+    /// what the model said. It is not asked again here: the text already
+    /// reached the observer, and could not be taken back (docs/design.md,
+    /// "Cut answers").
+    fn cut_off(&self, error: LlmError, turn: &mut Turn) -> AgentStop {
+        let line = error.to_string();
+        if let LlmError::StreamEnded { partial, .. } = error
+            && !partial.is_empty()
+        {
+            self.say(turn, Message::assistant(partial), &[]);
+        }
+        AgentStop::AnswerCut(line)
     }
-    AgentStop::AnswerCut(line)
 }
 
 /// The `max_tokens` of a request by an agent whose own cap is `cap` and

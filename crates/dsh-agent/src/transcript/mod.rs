@@ -16,8 +16,20 @@ use dsh_subagent_api::RemoteChild;
 use dsh_tools::AgentId;
 use serde::{Deserialize, Serialize};
 
-/// The format version written in every header.
-pub const TRANSCRIPT_VERSION: u32 = 1;
+mod repair;
+mod turns;
+
+pub use repair::{repair_for_resume, repair_torn_tail};
+pub use turns::{OpenRound, OpenTurn, Turns};
+
+pub use crate::outcome::{DISCONNECTED, INTERRUPTED};
+
+/// The format version written in every header. Version 2 keeps an
+/// interrupted turn (a crash, a resumable stop) to be resumed, where version
+/// 1 abandoned it: a [`TranscriptEntry::Repair`] in a version-1 transcript
+/// drops the messages of the run it follows, in a version-2 one it only
+/// records the torn bytes it cut off.
+pub const TRANSCRIPT_VERSION: u32 = 2;
 
 /// Bytes of a transcript line written at once: a shorter line is one write.
 const LINE_BUFFER: usize = 64 * 1024;
@@ -28,6 +40,8 @@ const LINE_BUFFER: usize = 64 * 1024;
 #[serde(tag = "type", rename = "message")]
 struct MessageLine<'a> {
     message: &'a Message,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notices: &'a [String],
 }
 
 /// One line of a transcript.
@@ -66,10 +80,25 @@ pub enum TranscriptEntry {
         /// The inherited messages.
         messages: Vec<Message>,
     },
-    /// One message of the conversation, as it happened.
+    /// One message of the conversation, as it happened. A tool result is
+    /// written as soon as its call returns (so the results of one round
+    /// follow in the order they finished; a reader puts them back in the
+    /// order of the calls), with the full text the tool gave.
     Message {
         /// The message.
         message: Message,
+        /// The background tasks whose completion notices this message
+        /// delivers (so that, across a crash, each is delivered once).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        notices: Vec<String>,
+    },
+    /// The texts of tool results as the model was given them, when the
+    /// context fit cut them before the request that carried them: each
+    /// replaces the text of the result of its call recorded earlier in the
+    /// same turn.
+    Fitted {
+        /// The cut results.
+        results: Vec<FittedResult>,
     },
     /// A continuable child's descriptor, recorded once before its first turn
     /// (a `dsh_subagent_api::ContinuationDescriptor` as JSON; kept raw so a
@@ -79,8 +108,9 @@ pub enum TranscriptEntry {
         descriptor: serde_json::Value,
     },
     /// A resume found a torn last line (a crash mid-write) and repaired the
-    /// file: the torn bytes were cut off and are kept here, and the messages
-    /// of the interrupted turn before it are not part of the history.
+    /// file: the torn bytes were cut off and are kept here. In a version-1
+    /// transcript it also abandoned the messages of the interrupted run
+    /// before it; in version 2 that run is kept and resumed.
     Repair {
         /// What was found, as [`read_transcript`] reported it.
         diagnostic: String,
@@ -108,10 +138,16 @@ pub enum TranscriptEntry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         elsewhere: Option<RemoteChild>,
     },
-    /// A run ended.
+    /// A run ended. One that stopped `interrupted` (a resumable stop) leaves
+    /// its turn open: a resume goes on with it.
     TurnEnd {
-        /// Why it stopped (`completed`, `cancelled`, …).
+        /// Why it stopped (`completed`, `cancelled`, `interrupted`, …).
         stop: String,
+        /// The same stop as a value, so that a child recovered after a
+        /// crash hands back the very result its run gave; absent in older
+        /// transcripts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<crate::AgentStop>,
         /// Model calls made.
         steps: u32,
         /// Tokens the run's own model calls spent (`"counted":"estimated"`
@@ -133,6 +169,16 @@ pub enum TranscriptEntry {
     },
 }
 
+impl TranscriptEntry {
+    /// A [`TranscriptEntry::Message`] that delivers no notice.
+    pub fn message(message: Message) -> Self {
+        Self::Message {
+            message,
+            notices: Vec::new(),
+        }
+    }
+}
+
 /// How a child came about, as its transcript's header records it (from the
 /// start request's `Provenance`). Every field is optional: a harness may
 /// start a child without a tool, and older writers recorded none.
@@ -149,10 +195,14 @@ pub struct StartRecord {
     /// The registered name of the provider that ran the child.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    /// The background task that ran the child's first run (the id
-    /// `task_output` takes), when one did; absent in older transcripts.
+    /// The task id the parent's model was given for the child: the
+    /// background task that ran its first run, or where its cut result is
+    /// kept (the id `task_output` takes); absent in older transcripts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// Whether the parent went on while the child ran (a background task).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 impl StartRecord {
@@ -163,6 +213,7 @@ impl StartRecord {
             call_id,
             provider,
             task_id: None,
+            background: false,
         }
     }
 
@@ -173,9 +224,36 @@ impl StartRecord {
         self
     }
 
+    /// Records that the parent went on while the child ran.
+    #[must_use]
+    pub fn in_background(mut self, background: bool) -> Self {
+        self.background = background;
+        self
+    }
+
     /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
         self.tool.is_none() && self.call_id.is_none() && self.provider.is_none() && self.task_id.is_none()
+    }
+}
+
+/// A tool result's text as the context fit cut it ([`TranscriptEntry::Fitted`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FittedResult {
+    /// The call the result answers.
+    pub call_id: String,
+    /// The text the model was given.
+    pub text: String,
+}
+
+impl FittedResult {
+    /// The cut text of `call_id`'s result.
+    pub fn new(call_id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            call_id: call_id.into(),
+            text: text.into(),
+        }
     }
 }
 
@@ -256,8 +334,8 @@ impl TranscriptWriter {
 
     /// [`TranscriptWriter::append`] of a [`TranscriptEntry::Message`] that
     /// borrows its message, so the message is not copied to be recorded.
-    pub(crate) fn append_message(&self, message: &Message) -> std::io::Result<()> {
-        self.append_line(&MessageLine { message })
+    pub(crate) fn append_message(&self, message: &Message, notices: &[String]) -> std::io::Result<()> {
+        self.append_line(&MessageLine { message, notices })
     }
 
     fn append_line(&self, entry: &impl Serialize) -> std::io::Result<()> {
@@ -334,51 +412,34 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// The format version its header names (1 for a transcript without one).
+    pub fn version(&self) -> u32 {
+        match self.entries.first() {
+            Some(TranscriptEntry::Header { version, .. }) => *version,
+            _ => 1,
+        }
+    }
+
     /// The conversation: seeded messages, then every message, in order.
     pub fn messages(&self) -> Vec<Message> {
         let mut messages = Vec::new();
         for entry in &self.entries {
             match entry {
                 TranscriptEntry::Seed { messages: seed } => messages.extend(seed.iter().cloned()),
-                TranscriptEntry::Message { message } => messages.push(message.clone()),
+                TranscriptEntry::Message { message, .. } => messages.push(message.clone()),
                 _ => {}
             }
         }
         messages
     }
 
-    /// The conversation of committed turns only: seeded messages, then the
-    /// messages of every run that reached its [`TranscriptEntry::TurnEnd`].
-    /// The messages of a run interrupted by a crash are left out (a
-    /// [`TranscriptEntry::Repair`] abandons them for good), so the history
-    /// never holds an unanswered tool call.
+    /// The conversation of ended turns only: seeded messages, then the
+    /// messages of every run that reached its [`TranscriptEntry::TurnEnd`]
+    /// (an `interrupted` end excepted), tool results in the order of their
+    /// calls and as the model was given them. The turn still open is
+    /// [`Transcript::turns`]' other half.
     pub fn committed_messages(&self) -> Vec<Message> {
-        let mut committed = Vec::new();
-        let mut pending = Vec::new();
-        for entry in &self.entries {
-            match entry {
-                TranscriptEntry::Seed { messages } => committed.extend(messages.iter().cloned()),
-                TranscriptEntry::Message { message } => pending.push(message.clone()),
-                TranscriptEntry::TurnEnd { .. } => committed.append(&mut pending),
-                TranscriptEntry::Repair { .. } => pending.clear(),
-                TranscriptEntry::Header { .. } | TranscriptEntry::Descriptor { .. } | TranscriptEntry::Child { .. } => {
-                }
-            }
-        }
-        committed
-    }
-
-    /// How many messages of an unfinished run follow the last committed turn.
-    fn uncommitted_messages(&self) -> usize {
-        let mut pending = 0;
-        for entry in &self.entries {
-            match entry {
-                TranscriptEntry::Message { .. } => pending += 1,
-                TranscriptEntry::TurnEnd { .. } | TranscriptEntry::Repair { .. } => pending = 0,
-                _ => {}
-            }
-        }
-        pending
+        self.turns().history
     }
 
     /// The first (authoritative) descriptor, raw.
@@ -388,72 +449,6 @@ impl Transcript {
             _ => None,
         })
     }
-}
-
-/// Records a [`TranscriptEntry::Repair`] (with no torn bytes) that abandons
-/// the messages of a run that never reached its end, e.g. after a crash
-/// between two complete lines.
-fn abandon_interrupted_run(path: &Path, diagnostic: String) -> std::io::Result<()> {
-    let writer = TranscriptWriter::open(path.to_owned())?;
-    writer.append(&TranscriptEntry::Repair {
-        diagnostic,
-        torn: String::new(),
-    })?;
-    writer.flush()
-}
-
-/// Cuts a torn last line off the file and records it as a
-/// [`TranscriptEntry::Repair`], so appending after a crash never glues a new
-/// entry onto the torn bytes. A complete last entry that lost only its
-/// newline gets the newline back. Returns the diagnostic that was recorded.
-pub fn repair_torn_tail(path: &Path, transcript: &Transcript) -> std::io::Result<Option<String>> {
-    let Some(torn) = &transcript.torn else {
-        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
-        let length = file.metadata()?.len();
-        if length > 0 {
-            use std::io::{Read, Seek, SeekFrom};
-            let mut last = [0u8; 1];
-            file.seek(SeekFrom::Start(length - 1))?;
-            file.read_exact(&mut last)?;
-            if last[0] != b'\n' {
-                file.write_all(b"\n")?;
-            }
-        }
-        return Ok(None);
-    };
-    let diagnostic = transcript.diagnostic.clone().unwrap_or_default();
-    let file = OpenOptions::new().write(true).open(path)?;
-    let length = file.metadata()?.len();
-    file.set_len(length.saturating_sub(torn.len() as u64))?;
-    file.sync_all()?;
-    drop(file);
-    let writer = TranscriptWriter::open(path.to_owned())?;
-    writer.append(&TranscriptEntry::Repair {
-        diagnostic: diagnostic.clone(),
-        torn: String::from_utf8_lossy(torn).into_owned(),
-    })?;
-    writer.flush()?;
-    Ok(Some(diagnostic))
-}
-
-/// Prepares a transcript to be continued after a crash: cuts a torn last
-/// line off ([`repair_torn_tail`]) and abandons the messages of a run that
-/// never reached its end (through a `Repair` entry), so the interrupted
-/// run is recorded as such and the resumed history holds only committed
-/// turns. Returns what was repaired, one diagnostic per repair, in order.
-pub fn repair_for_resume(path: &Path, transcript: &Transcript) -> std::io::Result<Vec<String>> {
-    let dropped = transcript.uncommitted_messages();
-    let mut diagnostics: Vec<String> = repair_torn_tail(path, transcript)?.into_iter().collect();
-    if dropped > 0 {
-        let diagnostic = crate::wording::interrupted_turn_dropped(dropped);
-        // A torn tail's repair entry already abandons them; otherwise record
-        // it, or the next run's end would commit them with its own messages.
-        if transcript.torn.is_none() {
-            abandon_interrupted_run(path, diagnostic.clone())?;
-        }
-        diagnostics.push(diagnostic);
-    }
-    Ok(diagnostics)
 }
 
 /// Why a transcript could not be read.
@@ -478,11 +473,21 @@ pub enum TranscriptError {
         /// What is wrong.
         message: String,
     },
+    /// The transcript was written by a newer version of the format than
+    /// this one reads ([`TRANSCRIPT_VERSION`]).
+    #[error("{}", crate::wording::transcript_version(path, *found, TRANSCRIPT_VERSION))]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version its header names.
+        found: u32,
+    },
 }
 
 /// Reads a transcript. A torn last line (no newline, not valid JSON) is
 /// reported in [`Transcript::diagnostic`], not dropped silently; a corrupt
-/// line anywhere else is an error.
+/// line anywhere else is an error, and so is a header of a newer version
+/// than this one reads.
 pub fn read_transcript(path: &Path) -> Result<Transcript, TranscriptError> {
     let io = |source| TranscriptError::Io {
         path: path.to_owned(),
@@ -506,6 +511,12 @@ pub fn read_transcript(path: &Path) -> Result<Transcript, TranscriptError> {
             continue;
         }
         match serde_json::from_str::<TranscriptEntry>(text.trim_end()) {
+            Ok(TranscriptEntry::Header { version, .. }) if entries.is_empty() && version > TRANSCRIPT_VERSION => {
+                return Err(TranscriptError::Version {
+                    path: path.to_owned(),
+                    found: version,
+                });
+            }
             Ok(entry) => entries.push(entry),
             Err(_) if !complete => {
                 diagnostic = Some(crate::wording::transcript_torn(path, number, line.len(), entries.len()));
@@ -534,8 +545,12 @@ mod tests {
     #[test]
     fn a_borrowed_message_line_is_the_entrys_line() {
         let message = Message::assistant("an \"answer\"\nover two lines");
-        let borrowed = serde_json::to_string(&MessageLine { message: &message }).unwrap();
-        let owned = serde_json::to_string(&TranscriptEntry::Message { message }).unwrap();
+        let borrowed = serde_json::to_string(&MessageLine {
+            message: &message,
+            notices: &[],
+        })
+        .unwrap();
+        let owned = serde_json::to_string(&TranscriptEntry::message(message)).unwrap();
         assert_eq!(borrowed, owned);
     }
 
@@ -550,7 +565,7 @@ mod tests {
             Message::assistant(long.clone()),
             Message::user("after"),
         ] {
-            writer.append_message(&message).unwrap();
+            writer.append_message(&message, &[]).unwrap();
         }
         writer.flush().unwrap();
         let transcript = read_transcript(&path).unwrap();

@@ -1,9 +1,16 @@
 //! The in-process child driver shared by the spawn and fork providers.
+//!
+//! Besides starting children, it finds them again after an interruption
+//! ([`recover`]): a call run again on resume names the child it had
+//! started ([`Rerun`](dsh_subagent_api::Rerun)), and a background child is
+//! recovered through [`ContinuableProvider::recover`].
+
+mod recover;
 
 use dsh_subagent_api::ErrorCode as SubagentCode;
 use dsh_subagent_api::{
-    ContentBlock, ContinuableProvider, ContinuationDescriptor, ResumeRequest, SpanOrigin, StartRequest, Steerer,
-    StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
+    ContentBlock, ContinuableProvider, ContinuationDescriptor, RecoverRequest, ResumeRequest, SpanOrigin,
+    StartRequest, Steerer, StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
 };
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
@@ -12,7 +19,8 @@ use futures::future::BoxFuture;
 
 use crate::answer::TranscriptAnswer;
 use crate::structured::{Captured, StructuredOutput};
-use crate::transcript::{TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
+use crate::transcript::{Transcript, TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
+use recover::Found;
 use crate::{Agent, AgentStop, ContextWindow, ErrorCode, RunOutcome, SteerRefused, wording};
 
 /// What the child starts from.
@@ -64,6 +72,10 @@ impl ContinuableProvider for InProcessContinuation {
 
     fn resume(&self, request: ResumeRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
         Box::pin(async move { resume_child(request) })
+    }
+
+    fn recover(&self, request: RecoverRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        Box::pin(async move { recover_child(request) })
     }
 }
 
@@ -142,41 +154,122 @@ fn resume_child(request: ResumeRequest) -> Result<SubagentRun, SubagentError> {
         tracing::warn!(child = %id, "{diagnostic}");
     }
     let depth = child_depth(request.parent.depth(), None)?.max(recorded_depth);
-    let descriptor = &request.descriptor;
-    let model = descriptor
-        .agent_model
-        .clone()
-        .or_else(|| parent.model_override().map(str::to_owned));
-    let mut builder = Agent::builder(parent.runtime().clone())
-        .runs_once()
-        .id(id)
-        .parent(parent.id().clone())
-        .depth(depth)
-        .label(label)
-        .context_window(inherited_window(&parent, model.as_deref()))
-        .model(model)
-        .max_tokens(parent.max_tokens())
-        .max_turns(parent.max_turns())
-        .lineage(request.lineage.clone())
-        .continue_from(transcript.committed_messages());
-    if let Some(system_prompt) = system_prompt {
-        builder = builder.system_prompt(system_prompt);
-    }
-    if let Some(filter) = descriptor.tool_filter.clone() {
-        builder = builder.tool_filter(filter);
-    }
-    let child = builder
-        .build()
-        .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
+    let continued = Continued {
+        id,
+        depth,
+        label,
+        system_prompt,
+        transcript: &transcript,
+    };
+    let child = continued.build(&parent, &request.descriptor, request.lineage.clone())?;
     Ok(publish(
         child,
         parent,
-        concat_text(&request.prompt),
+        Go::Resume(Some(concat_text(&request.prompt))),
         &request.cancel,
         None,
         request.origin,
         None,
     ))
+}
+
+/// A persisted child continued from its transcript: who it is, and the
+/// records it goes on from.
+struct Continued<'a> {
+    id: AgentId,
+    depth: u64,
+    label: Option<String>,
+    system_prompt: Option<String>,
+    transcript: &'a Transcript,
+}
+
+impl Continued<'_> {
+    /// The child as its descriptor and transcript make it: the same id,
+    /// history and open turn, system prompt, model and tool filter.
+    fn build(
+        self,
+        parent: &Agent,
+        descriptor: &ContinuationDescriptor,
+        lineage: dsh_subagent_api::Lineage,
+    ) -> Result<Agent, SubagentError> {
+        let model = descriptor
+            .agent_model
+            .clone()
+            .or_else(|| parent.model_override().map(str::to_owned));
+        let mut builder = Agent::builder(parent.runtime().clone())
+            .runs_once()
+            .id(self.id)
+            .parent(parent.id().clone())
+            .depth(self.depth)
+            .label(self.label)
+            .context_window(inherited_window(parent, model.as_deref()))
+            .model(model)
+            .max_tokens(parent.max_tokens())
+            .max_turns(parent.max_turns())
+            .lineage(lineage)
+            .resume_from(self.transcript);
+        if let Some(system_prompt) = self.system_prompt {
+            builder = builder.system_prompt(system_prompt);
+        }
+        if let Some(filter) = descriptor.tool_filter.clone() {
+            builder = builder.tool_filter(filter);
+        }
+        builder
+            .build()
+            .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))
+    }
+}
+
+/// Recovers a persisted (continuable) child after an interruption
+/// ([`ContinuableProvider::recover`]): a child whose last run ended hands
+/// back its result at once; one whose turn is open goes on with it; one
+/// whose records are torn past repair, or that had not begun its run, is
+/// [disconnected](StopReason::Disconnected).
+fn recover_child(request: RecoverRequest) -> Result<SubagentRun, SubagentError> {
+    let parent = in_process_parent(&request.cancel, &request.parent)?;
+    let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
+    let id = AgentId::new(request.child_id.clone());
+    let transcript = match recover::find(data_dir, &id, parent.id(), None) {
+        Found::Ended(result) => return Ok(recorded_run(id.as_str(), result)),
+        Found::Disconnected(result) => return Ok(recorded_run(id.as_str(), result)),
+        Found::Open(transcript) => transcript,
+    };
+    let Some(TranscriptEntry::Header {
+        depth,
+        label,
+        system_prompt,
+        ..
+    }) = transcript.entries.first().cloned()
+    else {
+        return Ok(recorded_run(id.as_str(), recover::disconnected(id.as_str(), None, wording::NEVER_BEGAN, String::new())));
+    };
+    if transcript.turns().open.is_none() {
+        let result = recover::disconnected(id.as_str(), None, wording::NEVER_BEGAN, String::new());
+        return Ok(recorded_run(id.as_str(), result));
+    }
+    let depth = child_depth(request.parent.depth(), None)?.max(depth);
+    let continued = Continued {
+        id,
+        depth,
+        label,
+        system_prompt,
+        transcript: &transcript,
+    };
+    let child = continued.build(&parent, &request.descriptor, request.lineage.clone())?;
+    Ok(publish(
+        child,
+        parent,
+        Go::Resume(None),
+        &request.cancel,
+        None,
+        request.origin,
+        None,
+    ))
+}
+
+/// A run that is over already: a recovered child's recorded result.
+fn recorded_run(id: &str, result: SubagentResult) -> SubagentRun {
+    SubagentRun::new(id, async move { Ok(result) }, || async { Ok(()) })
 }
 
 /// Refuses a start cancelled before publication, then finds the calling
@@ -239,6 +332,34 @@ fn start(
     if let Some((tool, _)) = &structured {
         builder = builder.local_tool(tool.clone());
     }
+    let captured = structured.map(|(_, captured)| captured);
+    let prompt = concat_text(&request.prompt);
+    // A call run again after an interruption finds the child it had started.
+    let recorded = request.provenance().rerun.as_ref().and_then(|rerun| rerun.child.as_ref());
+    if let Some(child) = recorded.filter(|child| child.remote.is_none()) {
+        let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
+        let id = AgentId::new(child.id.clone());
+        let task_id = child.task_id.as_deref().or(request.provenance().task_id.as_deref());
+        let transcript = match recover::find(data_dir, &id, parent.id(), task_id) {
+            Found::Ended(result) | Found::Disconnected(result) => return Ok(recorded_run(id.as_str(), result)),
+            Found::Open(transcript) => transcript,
+        };
+        if let Some(captured) = &captured {
+            *captured.lock().unwrap_or_else(PoisonError::into_inner) =
+                recover::structured_answer(&transcript.messages());
+        }
+        // A child that had not begun its turn runs its prompt now.
+        let go = match transcript.turns().open {
+            Some(_) => Go::Resume(None),
+            None => Go::Prompt(prompt),
+        };
+        let child = builder
+            .id(id)
+            .resume_from(&transcript)
+            .build()
+            .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
+        return Ok(publish(child, parent, go, &request.cancel, captured, request.origin, None));
+    }
     if context == ChildContext::InheritParent {
         builder = builder.seed(parent.history());
     }
@@ -251,13 +372,11 @@ fn start(
     let child = builder
         .build()
         .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
-
-    let captured = structured.map(|(_, captured)| captured);
     let call_id = request.provenance().call_id.clone();
     Ok(publish(
         child,
         parent,
-        concat_text(&request.prompt),
+        Go::Prompt(prompt),
         &request.cancel,
         captured,
         request.origin,
@@ -273,6 +392,14 @@ fn inherited_window(parent: &Agent, model: Option<&str>) -> Option<ContextWindow
     parent.context_window().filter(|_| parent.info().model == model)
 }
 
+/// What a published child's task runs.
+enum Go {
+    /// A new run of this prompt.
+    Prompt(String),
+    /// Its interrupted turn, gone on with; the message joins it when given.
+    Resume(Option<String>),
+}
+
 /// Publication: from here the caller owns the child.
 ///
 /// The run's answer is not copied on its way out: the result future takes
@@ -283,7 +410,7 @@ fn inherited_window(parent: &Agent, model: Option<&str>) -> Option<ContextWindow
 fn publish(
     child: Agent,
     parent: Arc<Agent>,
-    prompt: String,
+    go: Go,
     cancel: &dsh_tools::CancellationToken,
     captured: Option<Captured>,
     origin: SpanOrigin,
@@ -300,7 +427,10 @@ fn publish(
     child.open_turn();
     let task = tokio::spawn(async move {
         let _ended = ended_guard;
-        let outcome = child.run_from(prompt, &run_token, &origin).await;
+        let outcome = match go {
+            Go::Prompt(prompt) => child.run_from(prompt, &run_token, &origin).await,
+            Go::Resume(message) => child.resume_from_origin(message, &run_token, &origin).await,
+        };
         if let Some(spent) = child.usage().total() {
             parent.add_child_usage(spent);
         }
@@ -378,7 +508,7 @@ fn result_of(outcome: RunOutcome) -> SubagentResult {
             SubagentResult::new(StopReason::MaxTokens, output)
         }
         AgentStop::Refusal => SubagentResult::new(StopReason::Refusal, output),
-        AgentStop::Cancelled => SubagentResult::new(StopReason::Aborted, output),
+        AgentStop::Cancelled | AgentStop::Interrupted => SubagentResult::new(StopReason::Aborted, output),
         AgentStop::MaxTurns(limit) => {
             SubagentResult::new(StopReason::Error, output).with_diagnostic(wording::max_turns_diagnostic(limit))
         }
