@@ -369,3 +369,16 @@ pub fn child_disconnected(child: &str, task_id: Option<&str>, why: &str) -> Stri
 /// Why a background child that had not begun its run cannot be recovered:
 /// its prompt is not in its records.
 pub(crate) const NEVER_BEGAN: &str = "it was interrupted before its run began, and its records hold no prompt";
+
+/// A delegation tree another process runs now.
+pub(crate) fn tree_busy(path: &std::path::Path) -> String {
+    format!(
+        "the delegation tree is busy: another dsh runs it now (it holds {}); wait for it to end, or stop it first",
+        path.display()
+    )
+}
+
+/// A tree's lock file that could not be made or locked.
+pub(crate) fn tree_lock_failed(path: &std::path::Path, error: &dyn std::fmt::Display) -> String {
+    format!("cannot lock the delegation tree at {}: {error}", path.display())
+}

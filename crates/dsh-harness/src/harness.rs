@@ -167,4 +167,19 @@ impl Notices {
     pub fn take(&self, agent: &AgentId) -> Vec<String> {
         self.tasks.take_notices(agent)
     }
+
+    /// Takes the notices pending for `agent`, oldest first, each with the id
+    /// of the task it reports: record which tasks a message told the agent
+    /// of, so that a resume after a crash never tells it twice.
+    pub fn take_with_tasks(&self, agent: &AgentId) -> Vec<(String, String)> {
+        self.tasks.take_task_notices(agent)
+    }
+
+    /// Waits until a notice is pending for `agent` (`true`), or answers
+    /// `false` once none is and nothing `agent` started in the background
+    /// still runs: an agent whose model answered before its background
+    /// children finished waits here, then reads their notices.
+    pub async fn wait_for_work(&self, agent: &AgentId) -> bool {
+        self.tasks.wait_for_work(agent).await
+    }
 }

@@ -39,6 +39,17 @@ pub(crate) enum Notice {
     None,
 }
 
+/// What an owner's background work looks like now ([`Book::work_of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// A completion notice waits to be taken.
+    Notice,
+    /// No notice waits, and a task still runs.
+    Running,
+    /// Nothing waits and nothing runs.
+    None,
+}
+
 /// An outcome whose output is already in its store.
 pub(crate) enum Settled {
     Completed(TaskText),
@@ -270,6 +281,46 @@ impl Book {
             tasks,
             older_finished: owned.finished.len() - shown,
         }
+    }
+
+    /// Takes the owner's pending notices, oldest first, each with the id of
+    /// the task it reports.
+    pub(crate) fn take_task_notices(&mut self, owner: &AgentId) -> Vec<(String, String)> {
+        let Some(owned) = self.owners.get_mut(owner) else {
+            return Vec::new();
+        };
+        let notices: Vec<(u64, String)> = owned.notices.drain(..).collect();
+        notices
+            .into_iter()
+            .map(|(seq, notice)| {
+                let id = owned
+                    .kept
+                    .get(&seq)
+                    .map(|entry| lock(&entry.snapshot).id.clone())
+                    .unwrap_or_default();
+                (id, notice)
+            })
+            .collect()
+    }
+
+    /// Whether `owner` has a notice pending, or else a task still running:
+    /// what an owner that waits for its background work waits on.
+    pub(crate) fn work_of(&self, owner: &AgentId) -> Work {
+        let Some(owned) = self.owners.get(owner) else {
+            return Work::None;
+        };
+        if !owned.notices.is_empty() {
+            Work::Notice
+        } else if owned.kept.values().any(|entry| entry.status() == TaskStatus::Running) {
+            Work::Running
+        } else {
+            Work::None
+        }
+    }
+
+    /// Every owner that has kept tasks.
+    pub(crate) fn owners(&self) -> Vec<AgentId> {
+        self.owners.keys().cloned().collect()
     }
 
     /// Takes the owner's pending notices, oldest first.

@@ -10,7 +10,9 @@ use std::time::Duration;
 use dsh_tools::{AgentId, panic_message};
 use futures::FutureExt;
 
-use crate::book::{self, Book, Entry};
+use tokio::sync::watch;
+
+use crate::book::{self, Book, Entry, Work};
 use crate::{
     KillOutcome, Recorded, TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec, TextStore, lock,
     wording,
@@ -19,6 +21,8 @@ use crate::{
 #[derive(Default)]
 struct Inner {
     book: Mutex<Book>,
+    /// Bumped whenever a task settles, for owners that wait on their work.
+    settled: watch::Sender<u64>,
 }
 
 impl Inner {
@@ -31,6 +35,7 @@ impl Inner {
         let outcome = book::Settled::from_outcome(outcome, &entry.texts);
         self.lock().settle(entry, outcome, notice);
         entry.settled.send_replace(true);
+        self.settled.send_modify(|count| *count = count.wrapping_add(1));
     }
 }
 
@@ -213,6 +218,49 @@ impl TaskRegistry {
     /// notice whose task was forgotten before it was taken is gone with it.
     pub fn take_notices(&self, owner: &AgentId) -> Vec<String> {
         self.inner.lock().take_notices(owner)
+    }
+
+    /// Takes the completion notices queued for `owner`, oldest first, each
+    /// with the id of the task it reports (so that whoever delivers it can
+    /// record which tasks its owner was told of).
+    pub fn take_task_notices(&self, owner: &AgentId) -> Vec<(String, String)> {
+        self.inner.lock().take_task_notices(owner)
+    }
+
+    /// Waits until a completion notice is queued for `owner` (`true`), or
+    /// answers `false` as soon as none is and none of its tasks still runs:
+    /// what an owner that waits for its background work before it ends its
+    /// turn waits on.
+    pub async fn wait_for_work(&self, owner: &AgentId) -> bool {
+        let mut settled = self.inner.settled.subscribe();
+        loop {
+            match self.inner.lock().work_of(owner) {
+                Work::Notice => return true,
+                Work::None => return false,
+                Work::Running => {}
+            }
+            if settled.changed().await.is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// Kills every running task of every owner (with `reason`) and waits
+    /// until all have settled: what a process that stops resumably does,
+    /// so that no task outlives it.
+    pub async fn kill_all(&self, reason: &str) {
+        let owners = self.inner.lock().owners();
+        let entries: Vec<Arc<Entry>> = owners
+            .iter()
+            .flat_map(|owner| self.inner.lock().owned(owner))
+            .collect();
+        for entry in &entries {
+            let _ = Self::kill_entry(entry, Some(reason.to_owned()));
+        }
+        for entry in entries {
+            let mut settled = entry.settled.subscribe();
+            let _ = settled.wait_for(|settled| *settled).await;
+        }
     }
 
     /// Kills every running task of `owner` (with `reason`) and waits until

@@ -283,20 +283,30 @@ pub(crate) struct AcpArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("task_input").required(true).args(["task", "task_file"])))]
+#[command(group(clap::ArgGroup::new("task_input").args(["task", "task_file"])))]
 pub(crate) struct RunArgs {
-    /// The task for the parent agent (with --resume: the next message); `-`
-    /// reads it from standard input. At most 4 MiB of UTF-8 text.
+    /// The task for the parent agent (with --resume: a message that joins
+    /// the resumed turn, optional); `-` reads it from standard input. At
+    /// most 4 MiB of UTF-8 text.
     #[arg(value_name = "TASK")]
     pub(crate) task: Option<String>,
     /// Read the task from this file instead (UTF-8, at most 4 MiB; its
     /// trailing line endings are dropped, as from standard input).
     #[arg(long, value_name = "FILE")]
     pub(crate) task_file: Option<PathBuf>,
-    /// Continue an earlier parent (its id, as printed at the end of `dsh run`)
-    /// with this message: its history, system prompt and model, today's tools.
-    #[arg(long, value_name = "AGENT_ID")]
+    /// Continue an earlier parent (its id, as printed by `dsh run`; without
+    /// one, the most recent interrupted run in the data directory) and its
+    /// whole delegation tree: an interrupted turn goes on where it stopped,
+    /// children that had finished deliver their results, interrupted ones
+    /// resume. Its history, system prompt and model; today's tools.
+    #[arg(long, value_name = "AGENT_ID", num_args = 0..=1, default_missing_value = "")]
     pub(crate) resume: Option<String>,
+    /// When the parent answers while children it started in the background
+    /// still run, stop them at once, resumably (`dsh run --resume` goes on
+    /// with them), instead of waiting for them (default: `[run] wait` in
+    /// dsh.toml, else wait).
+    #[arg(long)]
+    pub(crate) no_wait: bool,
     /// Where transcripts are kept.
     #[arg(long, default_value = ".dsh")]
     pub(crate) data_dir: PathBuf,

@@ -4,6 +4,14 @@
 
 use crate::wording;
 
+/// The exit code of a run stopped by SIGINT or SIGTERM (128 + SIGINT's 2),
+/// as a shell reports a Ctrl-C.
+pub(crate) const INTERRUPTED_EXIT: u8 = 130;
+
+/// The exit code of a run that finished (its parent answered) but left
+/// work to resume: background children stopped resumably.
+pub(crate) const WORK_LEFT_EXIT: u8 = 3;
+
 /// Why `dsh` exits non-zero: a message for stderr and an exit code.
 pub(crate) struct Failure {
     message: String,
@@ -27,11 +35,20 @@ impl Failure {
         }
     }
 
-    /// Interrupted by the user (exit 130).
+    /// Interrupted by the user (exit 130); resumable.
     pub(crate) fn interrupted(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
-            code: 130,
+            code: INTERRUPTED_EXIT,
+        }
+    }
+
+    /// The parent answered, and work it started was stopped resumably
+    /// (exit 3).
+    pub(crate) fn work_left(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            code: WORK_LEFT_EXIT,
         }
     }
 
@@ -48,7 +65,7 @@ impl Failure {
         &self.message
     }
 
-    /// The process's exit code: 2, 1, 130 or 70, by kind.
+    /// The process's exit code: 2, 1, 3, 130 or 70, by kind.
     pub(crate) fn code(&self) -> u8 {
         self.code
     }

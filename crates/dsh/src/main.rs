@@ -39,8 +39,15 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         cli::Command::Run(mut args) => {
             // The task is read and checked first: bad input starts nothing.
-            let source = task_input::TaskSource::new(args.task.take(), args.task_file.take());
-            match source.read(std::io::stdin().lock()) {
+            // A resume needs none: its interrupted turn simply goes on.
+            let task = match (args.task.take(), args.task_file.take()) {
+                (None, None) if args.resume.is_some() => Ok(None),
+                (None, None) => Err(wording::TASK_MISSING.to_owned()),
+                (task, file) => task_input::TaskSource::new(task, file)
+                    .read(std::io::stdin().lock())
+                    .map(Some),
+            };
+            match task {
                 Err(message) => Err(Failure::usage(message)),
                 Ok(task) => match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
                     Ok(runtime) => runtime.block_on(run::run(args, task)),

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use dsh_agent::transcript::{Transcript, TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
-use dsh_llm::Message;
+use dsh_agent::transcript::{
+    INTERRUPTED, Transcript, TranscriptEntry, TreeLock, read_transcript, repair_for_resume, transcript_path,
+};
 use dsh_tools::AgentId;
 
 use crate::failure::Failure;
@@ -16,8 +17,8 @@ pub(crate) struct SavedParent {
     pub(crate) label: Option<String>,
     pub(crate) model: String,
     pub(crate) system_prompt: Option<String>,
-    /// The committed turns.
-    pub(crate) history: Vec<Message>,
+    /// Its transcript, repaired: the ended turns and the open one.
+    pub(crate) transcript: Transcript,
     /// What was repaired (a torn tail, an interrupted turn), one line each.
     pub(crate) repairs: Vec<String>,
 }
@@ -119,7 +120,59 @@ pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, Resu
         label,
         model,
         system_prompt,
-        history: transcript.committed_messages(),
+        transcript,
         repairs,
     })
+}
+
+/// The most recent top-level run under `data_dir` that was interrupted and
+/// can be resumed: no process runs it now, and its parent's turn, or the
+/// run of a child it started, was left open. Newest first by the time its
+/// transcript was last written; `None` when there is none.
+pub(crate) fn most_recent_interrupted(data_dir: &Path) -> Option<String> {
+    let Ok(entries) = std::fs::read_dir(data_dir.join("agents")) else {
+        return None;
+    };
+    let mut parents: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "jsonl"))
+        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+        .collect();
+    parents.sort_by(|a, b| b.0.cmp(&a.0));
+    parents.into_iter().find_map(|(_, path)| {
+        let transcript = read_transcript(&path).ok()?;
+        let Some(TranscriptEntry::Header { id, parent: None, .. }) = transcript.entries.first() else {
+            return None;
+        };
+        let interrupted = !TreeLock::is_held(data_dir, id) && tree_unfinished(data_dir, &transcript);
+        interrupted.then(|| id.to_string())
+    })
+}
+
+/// Whether an agent's turn, or a run of a child its records name, was left
+/// open (followed down the tree).
+fn tree_unfinished(data_dir: &Path, transcript: &Transcript) -> bool {
+    if open(transcript) {
+        return true;
+    }
+    transcript.entries.iter().any(|entry| match entry {
+        TranscriptEntry::Child {
+            id, elsewhere: None, ..
+        } => read_transcript(&transcript_path(data_dir, id))
+            .is_ok_and(|child| tree_unfinished(data_dir, &child)),
+        _ => false,
+    })
+}
+
+/// Whether the agent's last turn was left open: messages after its last
+/// end, or an end that says it was interrupted.
+fn open(transcript: &Transcript) -> bool {
+    for entry in transcript.entries.iter().rev() {
+        match entry {
+            TranscriptEntry::TurnEnd { stop, .. } => return stop == INTERRUPTED,
+            TranscriptEntry::Message { .. } => return true,
+            _ => {}
+        }
+    }
+    false
 }

@@ -1,8 +1,16 @@
-//! `dsh run`: a parent agent (new, or resumed) with the delegation tools.
+//! `dsh run`: a parent agent (new, or resumed with its whole tree) with the
+//! delegation tools.
+//!
+//! No way out of a run drops work silently. When the parent's model answers
+//! while children it started in the background still run, the run waits for
+//! them (or, with `--no-wait`, stops them resumably); the first SIGINT or
+//! SIGTERM stops the whole tree resumably, and a second exits at once. A run
+//! that leaves work behind says which and gives the command that goes on.
 
 use std::sync::{Arc, OnceLock};
 
-use dsh_agent::AgentStop;
+use dsh_agent::transcript::TreeLock;
+use dsh_agent::{AgentStop, EndOfRun};
 use dsh_tools::CancellationToken;
 
 use crate::cli::RunArgs;
@@ -12,9 +20,12 @@ use crate::progress::Progress;
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
-/// Runs `task` (read and checked from the arguments, [`crate::task_input`]).
-pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
+/// Runs `task` (read and checked from the arguments, [`crate::task_input`]);
+/// with `--resume`, the task is the optional message that joins the resumed
+/// turn.
+pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failure> {
     let config = crate::self_mount::load_for_mounting(args.agent.config.as_deref())?;
+    let waits = !args.no_wait && config.as_ref().is_none_or(|config| config.run.wait);
     // The summary names the children's transcripts.
     let progress = Arc::new(Progress::for_run(args.quiet, args.plain).listing_children());
     let mut shared = SharedRuntime::new(
@@ -24,30 +35,41 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
         progress.clone(),
         Surface::Agent,
     )?;
-    let parent = match &args.resume {
+    shared.set_end_of_run(if waits {
+        EndOfRun::WaitForBackground
+    } else {
+        EndOfRun::Leave
+    });
+    let (parent, resumed) = match &args.resume {
         Some(id) => {
-            let (parent, repairs) = shared.resume(id)?;
-            for repair in repairs {
-                eprintln!("{}", wording::resume_repaired(id, &repair));
+            let id = match id.as_str() {
+                "" => crate::resume::most_recent_interrupted(&args.data_dir)
+                    .ok_or_else(|| Failure::usage(wording::nothing_to_resume(&args.data_dir.join("agents"))))?,
+                id => id.to_owned(),
+            };
+            let (parent, repairs) = shared.resume(&id)?;
+            if !args.quiet {
+                eprintln!("{}", wording::resuming(&id));
             }
-            parent
+            for repair in repairs {
+                eprintln!("{}", wording::resume_repaired(&id, &repair));
+            }
+            (parent, true)
         }
-        None => shared.parent(wording::RUN_LABEL)?,
+        None => (shared.parent(wording::RUN_LABEL)?, false),
     };
+    // One process runs a tree at a time; the lock also tells `dsh tree`
+    // that it runs, and is let go however this process ends.
+    let _running = TreeLock::acquire(&args.data_dir, parent.id()).map_err(|error| Failure::usage(wording::failed(&error)))?;
     // After the parent is found: an unknown id starts no server.
     shared.mount_mcp_servers().await?;
-    // SIGINT or SIGTERM cancels the run, which then ends cleanly: its
-    // children released, its recording closed as interrupted. Caught from
-    // here on, before the banner says the run began.
+    // SIGINT or SIGTERM stops the run resumably: its children are stopped
+    // and released, their turns left open, its recording closed as
+    // interrupted. A second signal exits at once. Caught from here on,
+    // before the banner says the run began.
     let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
     let stopped = Arc::new(OnceLock::new());
-    let stopped_by = stopped.clone();
-    let stop = crate::signal::stopped();
-    tokio::spawn(async move {
-        let _ = stopped_by.set(stop.await);
-        on_interrupt.cancel();
-    });
+    watch_signals(&shared, cancel.clone(), stopped.clone(), args.quiet);
     if !args.quiet {
         eprintln!("{}", shared.banner);
     }
@@ -55,10 +77,19 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     let label = info.label.as_deref().unwrap_or(wording::RUN_LABEL);
     progress.start_tree(info.id.as_str(), label, &info.model);
 
-    let outcome = parent.run(task, &cancel).await;
+    let outcome = if resumed {
+        parent.resume(task, &cancel).await
+    } else {
+        parent.run(task.unwrap_or_default(), &cancel).await
+    };
     progress.finish_tree(&outcome.stop.to_string());
-    // Nothing the parent started outlives it: background children still
-    // running are killed and released before dsh exits.
+    // Background children still running (`--no-wait`, a parent that ended
+    // on a limit) are stopped resumably, never dropped: they go on when the
+    // run is resumed.
+    let left = shared.running_tasks(parent.id());
+    if !left.is_empty() || outcome.stop == AgentStop::Interrupted {
+        shared.interrupt();
+    }
     shared.tasks().dispose_owner(parent.id(), wording::RUN_FINISHED).await;
     shared.release_mcp_servers().await;
     // The run is over: what the [data] bounds no longer keep goes (this
@@ -84,17 +115,48 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
             wording::usage_line(&parent.usage(), started.len(), waits.calls, waits.total)
         );
     }
+    let resume = wording::resume_command(&args.data_dir, parent.id());
     match outcome.stop {
-        AgentStop::Completed => {
+        AgentStop::Completed if left.is_empty() => {
             println!("{}", outcome.text);
             recorded
         }
-        AgentStop::Cancelled => Err(Failure::interrupted(wording::CANCELLED)),
+        AgentStop::Completed => {
+            println!("{}", outcome.text);
+            for task in &left {
+                eprintln!("{}", wording::left_running(task));
+            }
+            recorded?;
+            Err(Failure::work_left(wording::work_left(left.len(), &resume)))
+        }
+        AgentStop::Interrupted | AgentStop::Cancelled => Err(Failure::interrupted(wording::interrupted(&resume))),
         stop => {
             if !outcome.text.is_empty() {
                 println!("{}", outcome.text);
             }
+            for task in &left {
+                eprintln!("{}", wording::left_running(task));
+            }
             Err(Failure::failed(wording::run_unfinished(&stop)))
         }
     }
+}
+
+/// Stops the run resumably at the first SIGINT or SIGTERM (the runtime is
+/// interrupted, then `cancel` fires), and exits at once at the second.
+fn watch_signals(shared: &SharedRuntime, cancel: CancellationToken, stopped: Arc<OnceLock<crate::signal::Stop>>, quiet: bool) {
+    let interrupt = shared.interrupter();
+    let first = crate::signal::stopped();
+    tokio::spawn(async move {
+        let stop = first.await;
+        let _ = stopped.set(stop);
+        if !quiet {
+            eprintln!("{}", wording::STOPPING);
+        }
+        interrupt();
+        cancel.cancel();
+        crate::signal::stopped().await;
+        eprintln!("{}", wording::STOPPED_AT_ONCE);
+        std::process::exit(i32::from(crate::failure::INTERRUPTED_EXIT));
+    });
 }

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_agent::{Agent, AgentObserver, AgentRuntime, EndOfRun, Notice, NoticeSource};
 use dsh_llm::cassette::Recorder;
 use dsh_mcp::ClientOptions;
 use dsh_subagent::{SubagentEvent, Subscription};
@@ -26,6 +26,26 @@ use crate::retention::Retention;
 use crate::signal::Stop;
 use crate::tape::Tape;
 use crate::{model, resume, wording};
+
+/// The harness's completion notices, as the agent loop takes them (with the
+/// tasks they report) and waits for them.
+struct TaskNotices(dsh_harness::Notices);
+
+impl NoticeSource for TaskNotices {
+    fn take(&self, agent: &AgentId) -> Vec<Notice> {
+        self.0
+            .take_with_tasks(agent)
+            .into_iter()
+            .map(|(task, text)| Notice::of_task(task, text))
+            .collect()
+    }
+
+    fn wait_for_work(&self, agent: &AgentId) -> dsh_tools::BoxFuture<'static, bool> {
+        let notices = self.0.clone();
+        let agent = agent.clone();
+        Box::pin(async move { notices.wait_for_work(&agent).await })
+    }
+}
 
 /// A model, a runtime with the delegation tools mounted, the MCP servers to
 /// add, and the registrations that keep them alive.
@@ -123,10 +143,10 @@ impl SharedRuntime {
             dsh_tasks::wording::MCP_RESULT_KIND,
         );
         let mcp_results = ResultPolicy::new(result_budget).kept_on(Arc::new(shelf));
-        let notices = mounted.harness().notices();
+        let notices = TaskNotices(mounted.harness().notices());
         let mut runtime = AgentRuntime::new(model, mounted.tools().clone())
             .with_observer(observer as Arc<dyn AgentObserver>)
-            .with_notices(Arc::new(move |agent: &AgentId| notices.take(agent)));
+            .with_notices(Arc::new(notices));
         if let Some(window) = window {
             runtime = runtime.with_context_window(window);
         }
@@ -170,6 +190,36 @@ impl SharedRuntime {
             }
         }
         Ok(())
+    }
+
+    /// What every parent (and child) on this runtime does when its model
+    /// answers while its background children still run. Set before any
+    /// agent is made.
+    pub(crate) fn set_end_of_run(&mut self, end_of_run: EndOfRun) {
+        self.runtime = Arc::new(self.runtime.as_ref().clone().with_end_of_run(end_of_run));
+    }
+
+    /// Marks every agent on this runtime as stopping resumably (see
+    /// [`AgentRuntime::interrupt`]); their runs' tokens are cancelled next.
+    pub(crate) fn interrupt(&self) {
+        self.runtime.interrupt();
+    }
+
+    /// [`SharedRuntime::interrupt`], for a task of its own (a signal's).
+    pub(crate) fn interrupter(&self) -> impl Fn() + Send + 'static {
+        let runtime = self.runtime.clone();
+        move || runtime.interrupt()
+    }
+
+    /// The background tasks of `owner` that still run, each as the line
+    /// that names it (its id and label).
+    pub(crate) fn running_tasks(&self, owner: &AgentId) -> Vec<String> {
+        self.tasks()
+            .list(owner)
+            .into_iter()
+            .filter(|task| !task.status.is_terminal())
+            .map(|task| wording::task_named(&task.id, &task.label))
+            .collect()
     }
 
     /// How long the data directory's transcripts are kept
@@ -254,7 +304,7 @@ impl SharedRuntime {
             .id(saved.id)
             .max_turns(self.max_turns)
             .label(saved.label)
-            .continue_from(saved.history);
+            .resume_from(&saved.transcript);
         if !self.explicit_model {
             builder = builder.model(Some(saved.model));
         }

@@ -58,7 +58,7 @@ pub(crate) fn render(entries: &[TranscriptEntry]) -> String {
                 out.push_str(&wording::transcript_header(id, parent, label.as_deref(), model));
             }
             TranscriptEntry::Seed { messages } => out.push_str(&wording::transcript_seed(messages.len())),
-            TranscriptEntry::Message { message } => write_message(&mut out, message),
+            TranscriptEntry::Message { message, .. } => write_message(&mut out, message),
             TranscriptEntry::Repair { diagnostic, .. } => out.push_str(&wording::transcript_repair(diagnostic)),
             TranscriptEntry::TurnEnd {
                 stop,

@@ -16,9 +16,11 @@ use dsh_subagent_api::RemoteChild;
 use dsh_tools::AgentId;
 use serde::{Deserialize, Serialize};
 
+mod lock;
 mod repair;
 mod turns;
 
+pub use lock::{TreeLock, TreeLockError, lock_path};
 pub use repair::{repair_for_resume, repair_torn_tail};
 pub use turns::{OpenRound, OpenTurn, Turns};
 
@@ -353,7 +355,7 @@ impl TranscriptWriter {
 }
 
 /// Owner-only modes for what a transcript is written to (a no-op off Unix).
-mod private {
+pub(crate) mod private {
     use std::fs::{File, OpenOptions};
     use std::path::Path;
 

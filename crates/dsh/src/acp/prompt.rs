@@ -57,7 +57,9 @@ pub(super) fn stop_reason(stop: &AgentStop) -> Result<StopReason, acp::Error> {
         AgentStop::MaxTokens | AgentStop::TokenBudget(_) | AgentStop::CostBudget(_) => Ok(StopReason::MaxTokens),
         AgentStop::MaxTurns(_) => Ok(StopReason::MaxTurnRequests),
         AgentStop::Refusal => Ok(StopReason::Refusal),
-        AgentStop::Cancelled => Ok(StopReason::Cancelled),
+        // An interrupted turn (dsh stopping) is cancelled for the client;
+        // a later `session/load` goes on with it.
+        AgentStop::Cancelled | AgentStop::Interrupted => Ok(StopReason::Cancelled),
         AgentStop::Error(message) => Err(acp::Error::new(
             acp::ErrorCode::INTERNAL_ERROR,
             wording::agent_run_failed(message),

@@ -22,6 +22,30 @@ pub(crate) struct RawConfig {
     pub(crate) data: Option<RawData>,
     #[serde(default)]
     pub(crate) record: Option<RawRecord>,
+    #[serde(default)]
+    pub(crate) run: Option<RunConfig>,
+}
+
+/// `[run]`: how `dsh run` ends.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunConfig {
+    /// When the parent answers while its background children still run:
+    /// wait for them (`true`, the default), or stop them resumably as
+    /// `--no-wait` does (`false`).
+    #[serde(default = "waits")]
+    pub(crate) wait: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self { wait: waits() }
+    }
+}
+
+/// `[run] wait`'s default: a run waits for its background children.
+fn waits() -> bool {
+    true
 }
 
 /// `[record]`: record every run's model traffic into one cassette.

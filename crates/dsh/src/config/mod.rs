@@ -29,6 +29,7 @@ use dsh_mcp::McpServerSpec;
 use toml::Spanned;
 
 pub(crate) use error::ConfigFileError;
+pub(crate) use file::RunConfig;
 use file::RawConfig;
 pub(crate) use limits::LimitsConfig;
 pub(crate) use model::ModelConfig;
@@ -58,6 +59,8 @@ pub(crate) struct Config {
     /// `[record]` `file`: the cassette every run records into (resolved
     /// against the file's directory); `--record` and `--replay` win.
     pub(crate) record: Option<PathBuf>,
+    /// `[run]`: how `dsh run` ends.
+    pub(crate) run: RunConfig,
     /// The text's [`fingerprint`], for the self-mount check ([`crate::self_mount`]).
     pub(crate) fingerprint: String,
 }
@@ -125,6 +128,7 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         limits,
         data,
         record,
+        run: raw.run.unwrap_or_default(),
         fingerprint: fingerprint(text),
     })
 }

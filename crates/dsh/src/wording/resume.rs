@@ -28,3 +28,16 @@ pub(crate) fn resume_repaired(id: &str, repair: &str) -> String {
 pub(crate) fn cannot_repair(path: &std::path::Path, error: &dyn Display) -> String {
     format!("dsh: cannot repair {}: {error}", path.display())
 }
+
+/// `--resume` without an id, when no run in the data directory was interrupted.
+pub(crate) fn nothing_to_resume(dir: &std::path::Path) -> String {
+    format!(
+        "dsh: no interrupted run to resume in {} (give the parent's id: --resume <AGENT_ID>)",
+        dir.display()
+    )
+}
+
+/// The run `--resume` goes on with.
+pub(crate) fn resuming(id: &str) -> String {
+    format!("dsh: resuming {id} and its delegation tree")
+}

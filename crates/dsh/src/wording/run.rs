@@ -19,9 +19,6 @@ pub(crate) fn transcripts_line(dir: &Path, parent: &dyn Display, children: &[imp
     line
 }
 
-/// A run the user cancelled.
-pub(crate) const CANCELLED: &str = "dsh: cancelled";
-
 /// A run that stopped without finishing (an error, a turn limit).
 pub(crate) fn run_unfinished(stop: &dyn Display) -> String {
     format!("dsh: the run did not finish: {stop}")
@@ -51,4 +48,45 @@ pub(crate) fn task_too_large(source: &dyn Display, limit: usize) -> String {
         "dsh: {source} is larger than {} MiB ({limit} bytes), the most a task may hold; give a shorter task",
         limit >> 20
     )
+}
+
+/// `dsh run` with neither a task nor `--resume`.
+pub(crate) const TASK_MISSING: &str =
+    "dsh: give the task as an argument, `-` to read it from standard input, or --task-file FILE (or --resume to go on with an earlier run)";
+
+/// The first SIGINT or SIGTERM: the tree is being stopped resumably.
+pub(crate) const STOPPING: &str =
+    "dsh: stopping the run resumably (its children too); press Ctrl-C again to exit at once";
+
+/// The second SIGINT or SIGTERM: `dsh` exits without waiting.
+pub(crate) const STOPPED_AT_ONCE: &str =
+    "dsh: exiting at once; what was written stays, and `dsh run --resume` goes on from it";
+
+/// The one command that goes on with a run.
+pub(crate) fn resume_command(data_dir: &Path, parent: &dyn Display) -> String {
+    if data_dir == Path::new(".dsh") {
+        format!("dsh run --resume {parent}")
+    } else {
+        format!("dsh run --data-dir {} --resume {parent}", data_dir.display())
+    }
+}
+
+/// A background child still running when the run ended, stopped resumably.
+pub(crate) fn left_running(task: &dyn Display) -> String {
+    format!("dsh: stopped, to resume: {task}")
+}
+
+/// The run finished with background children stopped resumably.
+pub(crate) fn work_left(count: usize, resume: &str) -> String {
+    format!("dsh: the parent answered, and {count} background child(ren) were stopped before they finished; go on with: {resume}")
+}
+
+/// A run stopped by a signal: how to go on.
+pub(crate) fn interrupted(resume: &str) -> String {
+    format!("dsh: interrupted; go on with: {resume}")
+}
+
+/// A background task as a line names it: its id and its label.
+pub(crate) fn task_named(id: &str, label: &str) -> String {
+    format!("{id} {label:?}")
 }
