@@ -138,7 +138,7 @@ pub(crate) fn most_recent_interrupted(data_dir: &Path) -> Option<String> {
         .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "jsonl"))
         .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
         .collect();
-    parents.sort_by(|a, b| b.0.cmp(&a.0));
+    parents.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
     parents.into_iter().find_map(|(_, path)| {
         let transcript = read_transcript(&path).ok()?;
         let Some(TranscriptEntry::Header { id, parent: None, .. }) = transcript.entries.first() else {
