@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use dsh_agent::transcript::{
-    StartRecord, Transcript, TranscriptEntry, TranscriptError, TurnTimes, read_transcript, transcript_path,
+    INTERRUPTED, StartRecord, Transcript, TranscriptEntry, TranscriptError, TreeLock, TurnTimes, read_transcript,
+    transcript_path,
 };
 use dsh_llm::Message;
 use dsh_subagent_api::{AgentId, RemoteChild};
@@ -93,6 +94,7 @@ pub fn load(data_dir: &Path, root: Option<&str>) -> Result<Tree, LoadError> {
     let mut loader = Loader {
         headers: HashMap::new(),
         on_path: HashSet::new(),
+        live: TreeLock::is_held(data_dir, &AgentId::new(top_of(data_dir, &root))),
     };
     let mut node = loader.node(data_dir, &root, None, 0);
     if let Some(parent) = node.parent.as_deref()
@@ -106,6 +108,20 @@ pub fn load(data_dir: &Path, root: Option<&str>) -> Result<Tree, LoadError> {
         );
     }
     Ok(Tree::new(node.node))
+}
+
+/// The top-level agent of `id`'s tree: its headers followed up, as far as
+/// they can be read (at most [`MAX_SHOWN_DEPTH`] levels).
+fn top_of(data_dir: &Path, id: &str) -> String {
+    let mut top = id.to_owned();
+    for _ in 0..MAX_SHOWN_DEPTH {
+        let path = transcript_path(data_dir, &AgentId::new(top.as_str()));
+        match first_header(&path).and_then(|header| header.parent) {
+            Some(parent) => top = parent,
+            None => break,
+        }
+    }
+    top
 }
 
 /// The id of the top-level agent whose transcript changed last, reading
@@ -210,6 +226,9 @@ struct Loader {
     headers: HashMap<PathBuf, HashMap<String, Vec<(u64, String)>>>,
     /// The transcripts from the root down to the node being read.
     on_path: HashSet<PathBuf>,
+    /// Whether a process runs the tree now (holds its lock): a turn left
+    /// open is then running, else interrupted.
+    live: bool,
 }
 
 /// What a transcript's header says beyond the node's own fields.
@@ -268,7 +287,7 @@ impl Loader {
                 return Loaded { node, parent: None };
             }
         };
-        node.turns = turns(&transcript);
+        node.turns = turns(&transcript, self.live);
         let full = node.turns.first().and_then(|turn| turn.answer_bytes);
         if let Some((call, result)) = facts
             .call_id
@@ -525,9 +544,11 @@ fn read_header(transcript: &Transcript, id: &str, node: &mut Node) -> Result<Hea
 }
 
 /// The turns of a transcript: one per run's end, one per run a crash
-/// abandoned, and a last one still running when messages follow the last
-/// end.
-fn turns(transcript: &Transcript) -> Vec<Turn> {
+/// abandoned, and a last one still open when messages follow the last end:
+/// running while a process runs the tree (`live`), else interrupted (a
+/// crash, a resumable stop), to be resumed.
+fn turns(transcript: &Transcript, live: bool) -> Vec<Turn> {
+    let legacy = transcript.version() < 2;
     let mut turns = Vec::new();
     let mut open = false;
     for entry in &transcript.entries {
@@ -542,8 +563,14 @@ fn turns(transcript: &Transcript) -> Vec<Turn> {
                 ..
             } => {
                 open = false;
+                let ending = match stop.as_str() {
+                    INTERRUPTED => Ending::Interrupted {
+                        detail: wording::STOPPED_RESUMABLY.to_owned(),
+                    },
+                    stop => Ending::from_stop(stop),
+                };
                 let mut turn = Turn {
-                    ending: Ending::from_stop(stop),
+                    ending,
                     model_calls: *steps,
                     tokens: usage.as_ref().map(Tokens::from_usage),
                     cost: cost.map(Cost::from),
@@ -554,7 +581,9 @@ fn turns(transcript: &Transcript) -> Vec<Turn> {
                 }
                 turns.push(turn);
             }
-            TranscriptEntry::Repair { diagnostic, .. } => {
+            // A version-1 repair abandoned the run it followed; a later one
+            // only cut a torn line off, and the run goes on.
+            TranscriptEntry::Repair { diagnostic, .. } if legacy => {
                 if open {
                     turns.push(Turn {
                         ending: Ending::Interrupted {
@@ -569,7 +598,15 @@ fn turns(transcript: &Transcript) -> Vec<Turn> {
         }
     }
     if open {
-        turns.push(Turn::default());
+        turns.push(match live {
+            true => Turn::default(),
+            false => Turn {
+                ending: Ending::Interrupted {
+                    detail: wording::NOT_RUNNING.to_owned(),
+                },
+                ..Turn::default()
+            },
+        });
     }
     turns
 }

@@ -260,8 +260,8 @@ impl Turn {
 pub enum Ending {
     /// Waiting for a slot of its tree.
     Queued,
-    /// Running, or its record ends before the turn did (a process that
-    /// is still working, or one that died).
+    /// Running: a process runs its tree now, and its record ends before
+    /// the turn did.
     #[default]
     Running,
     /// It gave its final answer.
@@ -275,8 +275,9 @@ pub enum Ending {
         #[serde(skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
     },
-    /// A crash cut the turn short; its transcript abandoned it when the
-    /// agent was resumed.
+    /// The turn was cut short and no process runs it: a crash, or a
+    /// resumable stop; a resume goes on with it (an older transcript's
+    /// resume abandoned it).
     Interrupted {
         /// What the repair found.
         detail: String,

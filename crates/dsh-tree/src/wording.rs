@@ -65,3 +65,9 @@ pub(crate) fn ran_elsewhere(provider: &str, session: Option<&str>) -> String {
         None => provider.to_owned(),
     }
 }
+
+/// A turn a process stopped resumably (`--no-wait`, a signal).
+pub(crate) const STOPPED_RESUMABLY: &str = "stopped resumably; `dsh run --resume` goes on with it";
+
+/// A turn left open that no process runs now: a crash cut it short.
+pub(crate) const NOT_RUNNING: &str = "its process ended before the turn did; `dsh run --resume` goes on with it";

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use dsh_agent::transcript::{TranscriptEntry, TranscriptWriter, transcript_path};
+use dsh_agent::transcript::{TranscriptEntry, TranscriptWriter, TreeLock, transcript_path};
 use dsh_llm::{Message, ToolCall, Usage};
 use dsh_subagent_api::AgentId;
 use dsh_tree::{Ending, LoadError, Place, Problem, load};
@@ -279,8 +279,12 @@ fn a_resumed_agent_shows_every_turn_and_an_interrupted_one() {
             serde_json::json!({"type": "message", "message": Message::user("four")}),
         ],
     );
+    // No process runs the tree: its open turn was interrupted.
     let tree = load(dir.path(), None).unwrap();
     let endings: Vec<&Ending> = tree.root.turns.iter().map(|turn| &turn.ending).collect();
+    let interrupted = Ending::Interrupted {
+        detail: "its process ended before the turn did; `dsh run --resume` goes on with it".into(),
+    };
     assert_eq!(
         endings,
         [
@@ -290,10 +294,44 @@ fn a_resumed_agent_shows_every_turn_and_an_interrupted_one() {
                 reason: "cancelled".into(),
                 detail: None
             },
-            &Ending::Running,
+            &interrupted,
         ]
     );
     assert_eq!(tree.root.tokens.unwrap().total(), 240);
+    // While a process holds the tree's lock, the open turn runs.
+    let _running = TreeLock::acquire(dir.path(), &AgentId::new("root")).unwrap();
+    let tree = load(dir.path(), None).unwrap();
+    assert_eq!(tree.root.turns.last().map(|turn| &turn.ending), Some(&Ending::Running));
+}
+
+#[test]
+fn a_version_two_repair_keeps_the_turn_and_a_resumable_stop_reads_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut root = header("root", None, "r", serde_json::Value::Null);
+    root["version"] = 2.into();
+    write(
+        dir.path(),
+        "root",
+        &[
+            root,
+            serde_json::json!({"type": "message", "message": Message::user("one")}),
+            serde_json::json!({"type": "repair", "diagnostic": "cut", "torn": "{\"ty"}),
+            end("interrupted", 1_000, 2_000, 0),
+            serde_json::json!({"type": "message", "message": Message::assistant("goes on")}),
+            end("completed", 3_000, 4_000, 1),
+        ],
+    );
+    let tree = load(dir.path(), None).unwrap();
+    let endings: Vec<&Ending> = tree.root.turns.iter().map(|turn| &turn.ending).collect();
+    assert_eq!(
+        endings,
+        [
+            &Ending::Interrupted {
+                detail: "stopped resumably; `dsh run --resume` goes on with it".into()
+            },
+            &Ending::Completed,
+        ]
+    );
 }
 
 #[test]
