@@ -406,10 +406,11 @@ fn spans_are_flushed_after_ctrl_c() {
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(130), "{}", text(&output.stderr));
     let spans = receiver.spans();
+    // A signal stops the run resumably: interrupted, not cancelled.
     let parent = one(&spans, "invoke_agent dsh run");
-    assert_eq!(parent.attributes["error.type"], "CANCELLED");
+    assert_eq!(parent.attributes["error.type"], "INTERRUPTED");
     let child = one(&spans, "invoke_agent slow");
-    assert_eq!(child.attributes["error.type"], "CANCELLED");
+    assert_eq!(child.attributes["error.type"], "INTERRUPTED");
     assert_eq!(
         one(&spans, "execute_tool subagent").attributes["error.type"],
         "RUN_ABORTED"

@@ -1,6 +1,6 @@
 //! `dsh run --resume`: a parent killed mid-turn continues from its
-//! transcript, with every completed turn and the interrupted one recorded
-//! as interrupted.
+//! transcript, with every completed turn, and goes on with the interrupted
+//! one: the user's task stays in its history.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -83,7 +83,8 @@ fn a_parent_killed_mid_turn_resumes_with_its_completed_turns() {
     killed.kill().unwrap();
     assert!(!killed.wait().unwrap().success());
 
-    // The third turn sees the first (completed) turn, not the interrupted one.
+    // The resume goes on with the interrupted turn, which keeps the user's
+    // second task; the message joins that turn.
     let third = run(dir.path(), &["--resume", &id, "third task"]);
     let stderr = text(&third.stderr);
     assert!(third.status.success(), "{stderr}");
@@ -91,23 +92,20 @@ fn a_parent_killed_mid_turn_resumes_with_its_completed_turns() {
         text(&third.stdout),
         "seen 1 answers; first: first task; now: third task\n"
     );
-    assert_eq!(
-        stderr.trim_end(),
-        format!("dsh: resuming {id}: 1 message(s) of an interrupted run are not part of the resumed history")
-    );
+    assert_eq!(stderr.trim_end(), "", "nothing was torn, nothing to repair");
 
-    // The transcript keeps everything, with the interrupted turn marked.
+    // The transcript keeps everything: the interrupted turn goes on, one end.
     let shown = Command::new(DSH)
         .args(["transcript", &id, "--data-dir", "data"])
         .current_dir(dir.path())
         .output()
         .unwrap();
     let shown = text(&shown.stdout);
+    assert_eq!(shown.matches("── run ended").count(), 2, "{shown}");
     let order: Vec<usize> = [
         "user: first task",
         "── run ended: completed",
         "user: slow second task",
-        "── run interrupted: 1 message(s) of an interrupted run",
         "user: third task",
         "assistant: seen 1 answers",
         "── run ended: completed",
@@ -122,7 +120,7 @@ fn a_parent_killed_mid_turn_resumes_with_its_completed_turns() {
         Some(at)
     })
     .collect();
-    assert_eq!(order.len(), 7);
+    assert_eq!(order.len(), 6);
     assert_eq!(parents(dir.path()), [id], "resuming adds no new parent");
 }
 

@@ -146,7 +146,7 @@ fn a_task_comes_from_exactly_one_place() {
     let neither = dsh(dir.path(), &["run"], b"");
     assert_eq!(neither.status.code(), Some(2));
     assert!(
-        text(&neither.stderr).contains("the following required arguments were not provided"),
+        text(&neither.stderr).contains("give the task as an argument"),
         "{}",
         text(&neither.stderr)
     );
