@@ -191,7 +191,7 @@ async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
     assert_eq!(
         world.output(&me, &task).await,
         "answer to second after 1 earlier answers\n[status: completed]",
-        "the first turn is intact; the interrupted one is not in the history"
+        "the first turn is intact; the interrupted one goes on with the message"
     );
     let repaired = read_transcript(&path).unwrap();
     assert_eq!(repaired.diagnostic, None, "the torn bytes were cut off, not glued onto");
@@ -219,6 +219,7 @@ async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
         [
             "user: first",
             "assistant: answer to first after 0 earlier answers",
+            "user: interrupted",
             "user: second",
             "assistant: answer to second after 1 earlier answers",
         ]
@@ -232,7 +233,7 @@ async fn a_torn_transcript_still_lists_and_resumes_with_a_diagnostic() {
 }
 
 #[tokio::test]
-async fn a_run_interrupted_between_two_lines_stays_out_of_every_later_history() {
+async fn a_run_interrupted_between_two_lines_goes_on_with_the_next_message() {
     let data = tempfile::tempdir().unwrap();
     // A crash after a complete line: no torn bytes, but no turn end either.
     let (child, path) = crashed_after_first_answer(data.path(), "").await;
@@ -253,13 +254,16 @@ async fn a_run_interrupted_between_two_lines_stays_out_of_every_later_history() 
     let users = user_prompts(&transcript.committed_messages());
     assert_eq!(
         users,
-        ["first", "second", "third"],
-        "the interrupted prompt never rejoins the history"
+        ["first", "interrupted", "second", "third"],
+        "the interrupted prompt stays in the history: the next message joins its turn"
     );
-    assert!(transcript.entries.iter().any(|e| matches!(
-        e,
-        TranscriptEntry::Repair { diagnostic, torn } if torn.is_empty() && diagnostic.contains("1 message(s) of an interrupted run")
-    )));
+    assert!(
+        !transcript
+            .entries
+            .iter()
+            .any(|e| matches!(e, TranscriptEntry::Repair { .. })),
+        "nothing was torn, so nothing was repaired"
+    );
 }
 
 #[tokio::test]
@@ -319,10 +323,7 @@ async fn crashed_after_first_answer(data: &Path, tail: &str) -> (String, std::pa
     let (child, task) = world.start(&me, "first").await;
     world.output(&me, &task).await;
     let path = transcript_path(data, &AgentId::new(child.as_str()));
-    let interrupted = serde_json::to_string(&TranscriptEntry::Message {
-        message: Message::user("interrupted"),
-    })
-    .unwrap();
+    let interrupted = serde_json::to_string(&TranscriptEntry::message(Message::user("interrupted"))).unwrap();
     let mut bytes = std::fs::read(&path).unwrap();
     bytes.extend_from_slice(format!("{interrupted}\n{tail}").as_bytes());
     std::fs::write(&path, bytes).unwrap();
@@ -445,6 +446,7 @@ async fn race(iterations: usize) {
         for entry in &transcript.entries {
             if let TranscriptEntry::Message {
                 message: Message::Assistant { content, .. },
+                ..
             } = entry
             {
                 let seen: usize = content
@@ -463,6 +465,7 @@ async fn race(iterations: usize) {
         for entry in &transcript.entries {
             if let TranscriptEntry::Message {
                 message: Message::User { content },
+                ..
             } = entry
             {
                 *recorded.entry((child.clone(), content.clone())).or_default() += 1;
@@ -536,7 +539,7 @@ async fn race(iterations: usize) {
 fn answered_in_its_turn(transcript: &dsh_agent::transcript::Transcript, message: &str) -> bool {
     let entries = &transcript.entries;
     let Some(at) = entries.iter().position(
-        |entry| matches!(entry, TranscriptEntry::Message { message: Message::User { content } } if content == message),
+        |entry| matches!(entry, TranscriptEntry::Message { message: Message::User { content }, .. } if content == message),
     ) else {
         return false;
     };
@@ -547,7 +550,8 @@ fn answered_in_its_turn(transcript: &dsh_agent::transcript::Transcript, message:
             matches!(
                 entry,
                 TranscriptEntry::Message {
-                    message: Message::Assistant { .. }
+                    message: Message::Assistant { .. },
+                    ..
                 }
             )
         })
