@@ -308,13 +308,16 @@ impl AgentBuilder {
     /// provider that runs it) in its transcript's header, and how long its
     /// start waited for a slot on its first run's end. A tree view reads
     /// both back ([`StartRecord`], [`TurnTimes`](crate::transcript::TurnTimes)).
-    pub fn provenance(mut self, provenance: &dsh_subagent_api::Provenance) -> Self {
+    /// `mode` says whether its caller went on while it ran (a background
+    /// child, which a resume restores as a task).
+    pub fn provenance(mut self, provenance: &dsh_subagent_api::Provenance, mode: dsh_subagent_api::RunMode) -> Self {
         let start = StartRecord::new(
             provenance.tool.clone(),
             provenance.call_id.clone(),
             provenance.provider.clone(),
         )
-        .with_task_id(provenance.task_id.clone());
+        .with_task_id(provenance.task_id.clone())
+        .in_background(mode == dsh_subagent_api::RunMode::Background);
         self.start = (!start.is_empty()).then_some(start);
         self.queued = (!provenance.queued.is_zero()).then_some(provenance.queued);
         self

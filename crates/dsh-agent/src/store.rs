@@ -1,16 +1,26 @@
 //! The default durable child store: the agents' JSONL transcripts.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use dsh_subagent_api::{ChildRecord, ChildStore, ContinuationDescriptor, SubagentError};
+use dsh_subagent_api::{ChildRecord, ChildStore, ContinuationDescriptor, RunMode, StopReason, SubagentError};
 use dsh_tools::AgentId;
 
-use crate::transcript::{TranscriptEntry, TranscriptError, read_transcript, transcript_path};
+use crate::transcript::{
+    INTERRUPTED, Transcript, TranscriptEntry, TranscriptError, read_transcript, transcript_path,
+};
 
 /// Finds continuable children in the transcripts under a data directory
 /// (`<data>/agents/<id>.jsonl`): the header names the parent, the first
 /// `descriptor` entry is the continuation descriptor, and a torn last line
 /// or a malformed descriptor is reported as the record's diagnostic.
+///
+/// A parent's children are the ones its own transcript names (its `child`
+/// entries, in-process or in another process), with what a resume needs of
+/// each: how it was run, the task id its parent's model was given, how its
+/// last run ended, and whether its parent was told its task finished. A
+/// parent whose transcript names no child (an older one) has its children
+/// found by their headers.
 #[derive(Clone, Debug)]
 pub struct JsonlChildStore {
     data_dir: PathBuf,
@@ -37,7 +47,7 @@ impl JsonlChildStore {
                 ));
             }
         };
-        let Some(TranscriptEntry::Header { id, parent, .. }) = transcript.entries.first() else {
+        let Some(TranscriptEntry::Header { id, parent, start, .. }) = transcript.entries.first() else {
             return Err(SubagentError::failed_with_code(
                 crate::wording::transcript_without_header(path),
                 crate::ErrorCode::StoreFailed,
@@ -55,30 +65,75 @@ impl JsonlChildStore {
             }
             None => None,
         };
-        let mut record = ChildRecord::new(id.to_string(), parent.clone());
+        let mode = match start.as_ref().is_some_and(|start| start.background) {
+            true => RunMode::Background,
+            false => RunMode::Foreground,
+        };
+        let mut record = ChildRecord::new(id.to_string(), parent.clone())
+            .with_task(mode, start.as_ref().and_then(|start| start.task_id.clone()))
+            .with_ended(ended(&transcript));
         record.descriptor = descriptor;
         record.diagnostic = (!diagnostics.is_empty()).then(|| diagnostics.join("; "));
         Ok(Some(record))
     }
-}
 
-/// Whether `id` can name a transcript file (no path tricks).
-fn plausible_id(id: &str) -> bool {
-    !id.is_empty() && id != "." && id != ".." && !id.contains(['/', '\\', '\0'])
-}
-
-impl ChildStore for JsonlChildStore {
-    fn lookup(&self, child_id: &str) -> Result<Option<ChildRecord>, SubagentError> {
-        if !plausible_id(child_id) {
+    /// The children a parent's transcript names, in the order they began,
+    /// each once; `None` when it names none (an older transcript).
+    fn named_by(&self, parent: &AgentId) -> Result<Option<Vec<ChildRecord>>, SubagentError> {
+        let transcript = match read_transcript(&transcript_path(&self.data_dir, parent)) {
+            Ok(transcript) => transcript,
+            Err(TranscriptError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(None);
+            }
+            Err(error) => {
+                return Err(SubagentError::failed_with_code(
+                    error.to_string(),
+                    crate::ErrorCode::StoreFailed,
+                ));
+            }
+        };
+        let delivered = transcript.turns().delivered;
+        let mut seen = BTreeSet::new();
+        let mut children: Vec<ChildRecord> = Vec::new();
+        for entry in &transcript.entries {
+            let TranscriptEntry::Child { id, elsewhere, .. } = entry else {
+                continue;
+            };
+            match elsewhere {
+                // Its latest record wins: the one with its end.
+                Some(remote) => {
+                    let record = remote_record(id, parent, remote.clone());
+                    match children.iter_mut().find(|child| child.id == id.as_str()) {
+                        Some(known) => *known = record,
+                        None => children.push(record),
+                    }
+                }
+                None if seen.insert(id.clone()) => {
+                    match self.record(&transcript_path(&self.data_dir, id), Some(id.as_str())) {
+                        Ok(Some(record)) => children.push(record),
+                        Ok(None) => {
+                            let missing = crate::wording::transcript_missing(&transcript_path(&self.data_dir, id));
+                            children.push(ChildRecord::new(id.to_string(), Some(parent.clone())).with_diagnostic(missing));
+                        }
+                        Err(error) => children.push(
+                            ChildRecord::new(id.to_string(), Some(parent.clone())).with_diagnostic(error.to_string()),
+                        ),
+                    }
+                }
+                None => {}
+            }
+        }
+        if children.is_empty() && !names_children(&transcript) {
             return Ok(None);
         }
-        self.record(
-            &transcript_path(&self.data_dir, &AgentId::new(child_id)),
-            Some(child_id),
-        )
+        for child in &mut children {
+            child.notice_delivered = child.task_id.as_ref().is_some_and(|task| delivered.contains(task));
+        }
+        Ok(Some(children))
     }
 
-    fn children_of(&self, parent: &AgentId) -> Result<Vec<ChildRecord>, SubagentError> {
+    /// Every transcript whose header names `parent`, by file name.
+    fn found_by_headers(&self, parent: &AgentId) -> Result<Vec<ChildRecord>, SubagentError> {
         let dir = self.data_dir.join("agents");
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -106,5 +161,66 @@ impl ChildStore for JsonlChildStore {
             }
         }
         Ok(children)
+    }
+}
+
+/// How a transcript's last run ended, as the seam's stop reason; `None`
+/// while it has not (it runs, or was interrupted).
+fn ended(transcript: &Transcript) -> Option<StopReason> {
+    if transcript.turns().open.is_some() {
+        return None;
+    }
+    transcript.entries.iter().rev().find_map(|entry| match entry {
+        TranscriptEntry::TurnEnd { stop, reason, .. } if stop != INTERRUPTED => {
+            let stop = reason.clone().unwrap_or_else(|| crate::AgentStop::from_recorded(stop));
+            Some(crate::child::stop_reason(&stop))
+        }
+        _ => None,
+    })
+}
+
+/// A child in another process, from its parent's latest record of it.
+fn remote_record(id: &AgentId, parent: &AgentId, remote: dsh_subagent_api::RemoteChild) -> ChildRecord {
+    let ended = remote.ended.as_ref().map(|end| StopReason::parse(&end.stop));
+    let mode = match remote.background {
+        true => RunMode::Background,
+        false => RunMode::Foreground,
+    };
+    ChildRecord::new(id.to_string(), Some(parent.clone()))
+        .with_task(mode, remote.task_id.clone())
+        .with_ended(ended)
+        .with_remote(remote)
+}
+
+/// Whether the transcript was written by a version that names children
+/// (its runs record their times): then naming none means it has none.
+fn names_children(transcript: &Transcript) -> bool {
+    transcript
+        .entries
+        .iter()
+        .any(|entry| matches!(entry, TranscriptEntry::TurnEnd { times: Some(_), .. }))
+}
+
+/// Whether `id` can name a transcript file (no path tricks).
+fn plausible_id(id: &str) -> bool {
+    !id.is_empty() && id != "." && id != ".." && !id.contains(['/', '\\', '\0'])
+}
+
+impl ChildStore for JsonlChildStore {
+    fn lookup(&self, child_id: &str) -> Result<Option<ChildRecord>, SubagentError> {
+        if !plausible_id(child_id) {
+            return Ok(None);
+        }
+        self.record(
+            &transcript_path(&self.data_dir, &AgentId::new(child_id)),
+            Some(child_id),
+        )
+    }
+
+    fn children_of(&self, parent: &AgentId) -> Result<Vec<ChildRecord>, SubagentError> {
+        match self.named_by(parent)? {
+            Some(children) => Ok(children),
+            None => self.found_by_headers(parent),
+        }
     }
 }

@@ -382,3 +382,8 @@ pub(crate) fn tree_busy(path: &std::path::Path) -> String {
 pub(crate) fn tree_lock_failed(path: &std::path::Path, error: &dyn std::fmt::Display) -> String {
     format!("cannot lock the delegation tree at {}: {error}", path.display())
 }
+
+/// A child its parent's transcript names, whose own transcript is gone.
+pub(crate) fn transcript_missing(path: &std::path::Path) -> String {
+    format!("no transcript at {}", path.display())
+}

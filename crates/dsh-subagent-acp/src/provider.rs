@@ -88,6 +88,12 @@ impl SubagentProvider for AcpProvider {
     }
 
     fn start(&self, request: StartRequest) -> BoxFuture<'_, Result<SubagentRun, SubagentError>> {
+        // A call run again after an interruption whose child ran here: that
+        // process ended with its parent's, and its session cannot be taken
+        // up again. The call reads as disconnected, never as a new child.
+        if let Some(child) = rerun_child(&request) {
+            return Box::pin(async move { Ok(disconnected(&request, child)) });
+        }
         Box::pin(start(self.config.clone(), self.progress.clone(), request))
     }
 }
@@ -160,6 +166,30 @@ async fn start(
     ))
 }
 
+/// The child in another process that a rerun call had started, as its
+/// parent recorded it.
+fn rerun_child(request: &StartRequest) -> Option<(String, RemoteChild)> {
+    let child = request.provenance().rerun.as_ref()?.child.as_ref()?;
+    Some((child.id.clone(), child.remote.clone()?))
+}
+
+/// The run of a child that was interrupted in another process: over at
+/// once, [disconnected](StopReason::Disconnected), saying what is known of
+/// it; its parent's records say so too.
+fn disconnected(request: &StartRequest, (id, mut child): (String, RemoteChild)) -> SubagentRun {
+    let task_id = child.task_id.clone();
+    let why = crate::wording::interrupted_child(&child.provider);
+    child.at_ms = now_ms();
+    child.ended = Some(RemoteEnd::new(StopReason::Disconnected.as_str(), 0));
+    request.parent.record_remote_child(&id, &child);
+    let diagnostic = match task_id {
+        Some(task) => crate::wording::disconnected_with_task(&id, &task, &why),
+        None => crate::wording::disconnected(&id, &why),
+    };
+    let result = SubagentResult::new(StopReason::Disconnected, Vec::new()).with_diagnostic(diagnostic);
+    SubagentRun::new(id, async move { Ok(result) }, || async { Ok(()) })
+}
+
 /// What the parent's records keep of a published child
 /// ([`AgentRef::record_remote_child`]): its start, then its end.
 struct ParentLog {
@@ -176,6 +206,8 @@ impl ParentLog {
         child.tool.clone_from(&request.provenance().tool);
         child.call_id.clone_from(&request.provenance().call_id);
         child.label.clone_from(&request.label);
+        child.task_id.clone_from(&request.provenance().task_id);
+        child.background = request.mode == dsh_subagent_api::RunMode::Background;
         if let Some(opened) = state.opened() {
             child.session = Some(opened.session);
             child.data_dir = opened.data_dir;

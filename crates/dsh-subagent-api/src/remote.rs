@@ -38,6 +38,9 @@ pub struct RemoteChild {
     /// given), when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// Whether its caller went on while it ran (a background task).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 
     /// Its session's id in the other process (for `dsh acp`, the id of the
     /// agent that ran it there).

@@ -325,7 +325,7 @@ fn start(
         .max_tokens(options.max_tokens.or(parent.max_tokens()))
         .max_turns(parent.max_turns())
         .lineage(request.lineage.clone())
-        .provenance(request.provenance());
+        .provenance(request.provenance(), request.mode);
     if let Some(filter) = settings.tool_filter.clone() {
         builder = builder.tool_filter(filter);
     }
@@ -502,25 +502,24 @@ fn result_of(outcome: RunOutcome) -> SubagentResult {
     } else {
         vec![ContentBlock::text(outcome.text)]
     };
+    let result = SubagentResult::new(stop_reason(&outcome.stop), output);
     match outcome.stop {
-        AgentStop::Completed => SubagentResult::new(StopReason::Completed, output),
-        AgentStop::MaxTokens | AgentStop::TokenBudget(_) | AgentStop::CostBudget(_) => {
-            SubagentResult::new(StopReason::MaxTokens, output)
-        }
-        AgentStop::Refusal => SubagentResult::new(StopReason::Refusal, output),
-        AgentStop::Cancelled | AgentStop::Interrupted => SubagentResult::new(StopReason::Aborted, output),
-        AgentStop::MaxTurns(limit) => {
-            SubagentResult::new(StopReason::Error, output).with_diagnostic(wording::max_turns_diagnostic(limit))
-        }
-        AgentStop::Error(message) => {
-            SubagentResult::new(StopReason::Error, output).with_diagnostic(wording::model_error_diagnostic(&message))
-        }
-        AgentStop::AnswerCut(message) => {
-            SubagentResult::new(StopReason::Error, output).with_diagnostic(wording::answer_cut_diagnostic(&message))
-        }
-        AgentStop::ContextWindow(context) => {
-            SubagentResult::new(StopReason::Other(wording::CONTEXT_WINDOW_STOP.to_owned()), output)
-                .with_diagnostic(context.line())
-        }
+        AgentStop::MaxTurns(limit) => result.with_diagnostic(wording::max_turns_diagnostic(limit)),
+        AgentStop::Error(message) => result.with_diagnostic(wording::model_error_diagnostic(&message)),
+        AgentStop::AnswerCut(message) => result.with_diagnostic(wording::answer_cut_diagnostic(&message)),
+        AgentStop::ContextWindow(context) => result.with_diagnostic(context.line()),
+        _ => result,
+    }
+}
+
+/// The seam's stop reason of a run that stopped `stop`.
+pub(crate) fn stop_reason(stop: &AgentStop) -> StopReason {
+    match stop {
+        AgentStop::Completed => StopReason::Completed,
+        AgentStop::MaxTokens | AgentStop::TokenBudget(_) | AgentStop::CostBudget(_) => StopReason::MaxTokens,
+        AgentStop::Refusal => StopReason::Refusal,
+        AgentStop::Cancelled | AgentStop::Interrupted => StopReason::Aborted,
+        AgentStop::MaxTurns(_) | AgentStop::Error(_) | AgentStop::AnswerCut(_) => StopReason::Error,
+        AgentStop::ContextWindow(_) => StopReason::Other(wording::CONTEXT_WINDOW_STOP.to_owned()),
     }
 }

@@ -67,3 +67,20 @@ pub(crate) fn log_run_timed_out(diagnostic: &dyn std::fmt::Display) -> String {
 pub(crate) fn log_run_failed(diagnostic: &dyn std::fmt::Display) -> String {
     format!("ACP child run failed: {diagnostic}")
 }
+
+/// Why a child in another process cannot go on after an interruption.
+pub(crate) fn interrupted_child(provider: &str) -> String {
+    format!(
+        "it ran in a process of ACP agent {provider:?} that ended with the run, and dsh does not take up an ACP child's session again"
+    )
+}
+
+/// The diagnostic of a disconnected ACP child with a task id.
+pub(crate) fn disconnected_with_task(child: &str, task: &str, why: &str) -> String {
+    format!("subagent {child} (task {task}) was interrupted and cannot be resumed: {why}")
+}
+
+/// The diagnostic of a disconnected ACP child.
+pub(crate) fn disconnected(child: &str, why: &str) -> String {
+    format!("subagent {child} was interrupted and cannot be resumed: {why}")
+}
