@@ -86,11 +86,14 @@ pub const CONCURRENT_STARTS: usize = 100;
 /// provider, the store its children are found in again.
 ///
 /// ```
+/// use dsh_subagent_api::Capabilities;
 /// use dsh_subagent_conformance::Subject;
 /// use dsh_subagent_testing::ScriptedProvider;
 ///
-/// let report = Subject::new("scripted", || ScriptedProvider::builder("scripted").build()).check();
-/// report.assert_conforms();
+/// // Claims no capability, so the kit checks that the service refuses each.
+/// let make = || ScriptedProvider::builder("scripted").capabilities(Capabilities::NONE).build();
+/// let report = Subject::new("scripted", make).check();
+/// assert!(report.passed(), "{report}");
 /// ```
 #[must_use]
 #[derive(Clone)]
