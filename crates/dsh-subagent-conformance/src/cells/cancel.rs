@@ -191,9 +191,9 @@ pub(crate) fn caller_dropped(env: &Env) -> BoxFuture<'_, Checked> {
             }
             Ok(Ok(_settled)) => wording::SETTLED_BEFORE_DROP,
         };
-        // The release runs in a task of its own: wait for it, within the
-        // grace a dropped call's release has.
-        let bound = dsh_subagent::RELEASE_GRACE + env.limits.stage;
+        // The release runs in a task of its own, which abandons it (the
+        // child may still run) at the release grace: it must end before.
+        let bound = env.limits.cancel.min(dsh_subagent::RELEASE_GRACE) * 9 / 10;
         if !env.tasks_back(bound).await {
             return Err(Seen::Fail(wording::background_release_pending(bound)));
         }
