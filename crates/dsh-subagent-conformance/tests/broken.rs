@@ -174,4 +174,6 @@ fn a_provider_whose_constructor_panics_is_one_report_line() {
         report.findings.iter().skip(1).all(|finding| finding.status == Status::Skipped),
         "{report}"
     );
+    // Every requirement's title, tier and the skip, as a person reads them.
+    insta::assert_snapshot!(report.to_string());
 }
