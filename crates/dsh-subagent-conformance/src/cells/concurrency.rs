@@ -13,11 +13,25 @@ use crate::wording;
 /// How many runs the ids cell starts at once.
 const ID_RUNS: usize = 8;
 
-/// Starts `count` runs at once; every one must publish.
-async fn start_many(env: &Env, count: usize) -> Result<Vec<(SubagentRun, CancellationToken)>, Seen> {
-    let starts = (0..count).map(|_| async {
-        let (request, cancel) = env.request();
-        (env.start(request).await, cancel)
+/// Starts `count` runs at once; every one must publish. The runs whose
+/// index `cancelled` names are cancelled as soon as each is published
+/// (not once all are: a child that answered meanwhile has nothing left to
+/// cancel).
+async fn start_many(
+    env: &Env,
+    count: usize,
+    cancelled: impl Fn(usize) -> bool,
+) -> Result<Vec<(SubagentRun, CancellationToken)>, Seen> {
+    let starts = (0..count).map(|index| {
+        let cancel_now = cancelled(index);
+        async move {
+            let (request, cancel) = env.request();
+            let started = env.start(request).await;
+            if cancel_now {
+                cancel.cancel();
+            }
+            (started, cancel)
+        }
     });
     let mut runs = Vec::with_capacity(count);
     let mut first_failure = None;
@@ -50,10 +64,7 @@ async fn release_all(env: &Env, runs: &mut [(SubagentRun, CancellationToken)]) -
 pub(crate) fn independent(env: &Env) -> BoxFuture<'_, Checked> {
     async move {
         let count = env.limits.concurrent;
-        let mut runs = start_many(env, count).await?;
-        for (_, cancel) in runs.iter().skip(1).step_by(2) {
-            cancel.cancel();
-        }
+        let mut runs = start_many(env, count, |index| index % 2 == 1).await?;
         let deadline = env.limits.stage.max(env.limits.cancel);
         let results = join_all(
             runs.iter_mut()
@@ -89,7 +100,7 @@ pub(crate) fn independent(env: &Env) -> BoxFuture<'_, Checked> {
 /// `run.ids-distinct` (advisory): runs in flight together have distinct ids.
 pub(crate) fn distinct_ids(env: &Env) -> BoxFuture<'_, Checked> {
     async move {
-        let mut runs = start_many(env, ID_RUNS).await?;
+        let mut runs = start_many(env, ID_RUNS, |_| false).await?;
         let ids: BTreeSet<String> = runs.iter().map(|(run, _)| run.id().to_owned()).collect();
         for (_, cancel) in &runs {
             cancel.cancel();
