@@ -3,6 +3,7 @@
 
 mod cell;
 mod cells;
+mod finding;
 mod observed;
 mod processes;
 mod report;
@@ -13,5 +14,6 @@ pub use cell::PROMPT;
 pub use cells::capability::{PERSONA, output_schema};
 pub use cells::continuation::FOLLOW_UP;
 pub use cells::requirements;
-pub use report::{Finding, REPORT_VERSION, Report, Status, Tier, Verdict};
+pub use finding::{Finding, Status, Tier};
+pub use report::{REPORT_VERSION, Report, Verdict};
 pub use subject::{CANCEL_DEADLINE, CONCURRENT_STARTS, Instance, Probe, STAGE_DEADLINE, Subject};

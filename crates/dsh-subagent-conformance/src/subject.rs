@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use dsh_subagent_api::{AgentRef, ChildStore, SubagentProvider};
 
-use crate::Report;
 
 /// What a provider says of its own children, when its author can count
 /// them: the kit then checks "released exactly once" by count, beside
@@ -171,12 +170,5 @@ impl Subject {
     pub fn concurrent_starts(mut self, starts: usize) -> Self {
         self.limits.concurrent = starts.max(2);
         self
-    }
-
-    /// Runs every cell and returns the report. Blocking: call it from a
-    /// plain `#[test]` (each cell runs on a thread and runtime of its own,
-    /// which nothing outlives).
-    pub fn check(self) -> Report {
-        crate::cells::check(&self)
     }
 }

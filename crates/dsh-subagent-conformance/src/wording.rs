@@ -7,7 +7,7 @@ use std::time::Duration;
 use dsh_subagent_api::{Capabilities, Capability, StopReason, SubagentError, SubagentResult};
 use serde_json::Value;
 
-use crate::{Report, Status};
+use crate::finding::{Finding, Status};
 
 /// The title of each requirement the provider kit checks.
 pub(crate) fn title(id: &str) -> String {
@@ -407,18 +407,17 @@ pub(crate) fn continued(child: &str, answer: &str) -> String {
 }
 
 /// The report as a table, then its verdict.
-pub(crate) fn table(report: &Report) -> String {
-    let count = |status: Status| report.findings.iter().filter(|f| f.status == status).count();
+pub(crate) fn table(subject: &str, findings: &[Finding]) -> String {
+    let count = |status: Status| findings.iter().filter(|f| f.status == status).count();
     let mut out = format!(
-        "conformance of {}: {} requirements, {} passed, {} failed, {} skipped\n",
-        report.subject,
-        report.findings.len(),
+        "conformance of {subject}: {} requirements, {} passed, {} failed, {} skipped\n",
+        findings.len(),
         count(Status::Pass),
         count(Status::Fail),
         count(Status::Skipped)
     );
-    let width = report.findings.iter().map(|f| f.id.len()).max().unwrap_or(0);
-    for finding in &report.findings {
+    let width = findings.iter().map(|f| f.id.len()).max().unwrap_or(0);
+    for finding in findings {
         let _ = writeln!(
             out,
             "{:<10} {:<7} {:<width$}  {}",
@@ -431,7 +430,11 @@ pub(crate) fn table(report: &Report) -> String {
             let _ = writeln!(out, "{:<19}{:<width$}  ↳ {detail}", "", "");
         }
     }
-    let failed: Vec<&str> = report.failures().map(|f| f.id.as_str()).collect();
+    let failed: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.fails_verdict())
+        .map(|f| f.id.as_str())
+        .collect();
     let _ = write!(
         out,
         "verdict: {}",
@@ -444,10 +447,7 @@ pub(crate) fn table(report: &Report) -> String {
     out
 }
 
-/// What [`Report::assert_conforms`] panics with.
-pub(crate) fn did_not_conform(report: &Report) -> String {
-    format!(
-        "{} did not keep the delegation contract:\n{report}",
-        report.subject
-    )
+/// What `Report::assert_conforms` panics with.
+pub(crate) fn did_not_conform(subject: &str, table: &str) -> String {
+    format!("{subject} did not keep the delegation contract:\n{table}")
 }

@@ -131,9 +131,18 @@ pub fn requirements() -> impl Iterator<Item = (&'static str, Tier)> {
         .map(|cell| (cell.id, cell.tier))
 }
 
+impl Subject {
+    /// Runs every cell and returns the report. Blocking: call it from a
+    /// plain `#[test]` (each cell runs on a thread and runtime of its own,
+    /// which nothing outlives).
+    pub fn check(self) -> Report {
+        check(&self)
+    }
+}
+
 /// Runs every cell over `subject`. When the provider cannot be made, that
 /// is the first finding and every other cell is skipped.
-pub(crate) fn check(subject: &Subject) -> Report {
+fn check(subject: &Subject) -> Report {
     let began = Instant::now();
     let made = cell::run(subject, &MADE);
     let mut findings = Vec::with_capacity(CELLS.len() + 1);

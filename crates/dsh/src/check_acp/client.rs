@@ -68,6 +68,21 @@ pub(crate) struct Client {
     pub(crate) broken: bool,
 }
 
+impl NoAnswer {
+    /// What the agent did instead of answering `method`, in a line.
+    pub(crate) fn said(&self, method: &str, deadline: Duration) -> String {
+        const MIB: usize = 1024 * 1024;
+        match self {
+            Self::TimedOut => wording::check_timed_out(method, deadline),
+            Self::Closed => wording::check_closed(method),
+            Self::NotJson(start) => wording::check_not_json(method, start),
+            Self::TooLong => wording::check_line_too_long(method, MAX_LINE_BYTES / MIB),
+            Self::Flood => wording::check_flood(method, MAX_READ_BYTES / MIB),
+            Self::Write(error) => wording::check_not_sent(method, error),
+        }
+    }
+}
+
 impl Client {
     /// A client over a spawned agent's pipes.
     pub(crate) fn new(stdin: ChildStdin, stdout: ChildStdout) -> Self {

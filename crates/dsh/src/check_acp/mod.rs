@@ -222,7 +222,7 @@ fn passed_variables(config: &AcpConfig) -> Vec<String> {
 /// What the agent did instead of answering `method`, with how it ended
 /// and its last stderr line when it closed the connection.
 async fn described(no: &NoAnswer, child: &Child, method: &str, deadline: Duration) -> String {
-    let said = wording::check_no_answer(method, no, deadline);
+    let said = no.said(method, deadline);
     if !matches!(no, NoAnswer::Closed | NoAnswer::Write(_)) {
         return said;
     }

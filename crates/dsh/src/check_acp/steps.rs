@@ -128,7 +128,7 @@ fn stop_reason(answer: &Answer) -> Option<&str> {
 
 /// `acp.prompt`: answered `end_turn`, with text.
 pub(super) fn answered(answer: Result<Answer, NoAnswer>, client: &mut Client, deadline: Duration) -> Step {
-    let answer = answer.map_err(|no| fail(wording::check_no_answer("session/prompt", &no, deadline)))?;
+    let answer = answer.map_err(|no| fail(no.said("session/prompt", deadline)))?;
     let text = client.take_text();
     match stop_reason(&answer) {
         Some("end_turn") if !text.trim().is_empty() => Ok(Some(wording::check_answered(&text, &client.updates))),
@@ -144,16 +144,16 @@ pub(super) fn answered(answer: Result<Answer, NoAnswer>, client: &mut Client, de
 /// `acp.cancel`: a prompt cancelled at once ends `cancelled` in time.
 pub(super) async fn cancelled(client: &mut Client, session: &str, deadline: Duration) -> Step {
     let sent = client.send_request("session/prompt", prompt_params(session)).await;
-    let id = sent.map_err(|no| fail(wording::check_no_answer("session/prompt", &no, deadline)))?;
+    let id = sent.map_err(|no| fail(no.said("session/prompt", deadline)))?;
     client
         .notify("session/cancel", json!({"sessionId": session}))
         .await
-        .map_err(|no| fail(wording::check_no_answer("session/cancel", &no, deadline)))?;
+        .map_err(|no| fail(no.said("session/cancel", deadline)))?;
     let began = Instant::now();
     let answer = client
         .answer(id, deadline)
         .await
-        .map_err(|no| fail(wording::check_cancel_unanswered(&no, deadline)))?;
+        .map_err(|no| fail(wording::check_cancel_unanswered(&no.said("the cancelled session/prompt", deadline))))?;
     let _ = client.take_text();
     match stop_reason(&answer) {
         Some("cancelled") => Ok(Some(wording::check_cancelled_in(began.elapsed()))),
@@ -172,7 +172,7 @@ pub(super) async fn error_message(client: &mut Client, deadline: Duration) -> St
     let answer = client
         .request("dsh/conformance-no-such-method", json!({}), deadline)
         .await
-        .map_err(|no| fail(wording::check_no_answer("an unknown method", &no, deadline)))?;
+        .map_err(|no| fail(no.said("an unknown method", deadline)))?;
     let Err(error) = answer else {
         return Err(fail(wording::CHECK_UNKNOWN_METHOD_ANSWERED));
     };

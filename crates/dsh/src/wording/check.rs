@@ -10,7 +10,6 @@ use dsh_subagent_acp::AcpConfig;
 use dsh_subagent_conformance::Report;
 use serde_json::Value;
 
-use crate::check_acp::client::{MAX_LINE_BYTES, MAX_READ_BYTES, NoAnswer};
 
 /// The title of each requirement of the ACP check.
 pub(crate) fn check_title(id: &str) -> String {
@@ -71,27 +70,28 @@ pub(crate) fn check_spawn_failed(config: &AcpConfig, error: &dyn Display) -> Str
     format!("cannot start `{}`: {error}", config.command.display())
 }
 
-/// What the agent did instead of answering `method`.
-pub(crate) fn check_no_answer(method: &str, no: &NoAnswer, deadline: Duration) -> String {
-    match no {
-        NoAnswer::TimedOut => format!(
-            "{method} was not answered within {}",
-            ms(deadline)
-        ),
-        NoAnswer::Closed => format!("the agent closed its stdout before answering {method}"),
-        NoAnswer::NotJson(start) => {
-            format!("the agent wrote a line to stdout that is not JSON before answering {method}: {start:?}")
-        }
-        NoAnswer::TooLong => format!(
-            "the agent wrote a line longer than {} MiB to stdout before answering {method}",
-            MAX_LINE_BYTES / (1024 * 1024)
-        ),
-        NoAnswer::Flood => format!(
-            "the agent wrote more than {} MiB to stdout without answering {method}",
-            MAX_READ_BYTES / (1024 * 1024)
-        ),
-        NoAnswer::Write(error) => format!("could not send {method} to the agent: {error}"),
-    }
+pub(crate) fn check_timed_out(method: &str, deadline: Duration) -> String {
+    format!("{method} was not answered within {}", ms(deadline))
+}
+
+pub(crate) fn check_closed(method: &str) -> String {
+    format!("the agent closed its stdout before answering {method}")
+}
+
+pub(crate) fn check_not_json(method: &str, start: &str) -> String {
+    format!("the agent wrote a line to stdout that is not JSON before answering {method}: {start:?}")
+}
+
+pub(crate) fn check_line_too_long(method: &str, mib: usize) -> String {
+    format!("the agent wrote a line longer than {mib} MiB to stdout before answering {method}")
+}
+
+pub(crate) fn check_flood(method: &str, mib: usize) -> String {
+    format!("the agent wrote more than {mib} MiB to stdout without answering {method}")
+}
+
+pub(crate) fn check_not_sent(method: &str, error: &str) -> String {
+    format!("could not send {method} to the agent: {error}")
 }
 
 /// `said`, with how the agent ended and its last stderr line.
@@ -171,11 +171,8 @@ pub(crate) fn check_stopped(reason: &str) -> String {
     format!("the turn ended {reason}, not end_turn")
 }
 
-pub(crate) fn check_cancel_unanswered(no: &NoAnswer, deadline: Duration) -> String {
-    format!(
-        "{}: a cancelled turn must end, with stopReason cancelled",
-        check_no_answer("the cancelled session/prompt", no, deadline)
-    )
+pub(crate) fn check_cancel_unanswered(said: &str) -> String {
+    format!("{said}: a cancelled turn must end, with stopReason cancelled")
 }
 
 pub(crate) fn check_cancel_stopped(reason: &str) -> String {
