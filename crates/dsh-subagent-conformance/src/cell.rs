@@ -117,7 +117,12 @@ impl Env {
     /// Starts `request` through the service, within the stage deadline.
     pub(crate) async fn start(&self, request: StartRequest) -> Result<Result<SubagentRun, SubagentError>, String> {
         let name = self.name();
-        let started = stage(wording::STAGE_START, self.limits.stage, self.service.start(&name, request)).await?;
+        let started = stage(
+            wording::STAGE_START,
+            self.limits.stage,
+            self.service.start(&name, request),
+        )
+        .await?;
         if started.is_ok() {
             self.processes.sample();
         }

@@ -103,4 +103,3 @@ impl Finding {
         self.status == Status::Fail && self.tier != Tier::Advisory
     }
 }
-

@@ -5,9 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
-use dsh_subagent_api::{
-    Capabilities, ContinuableProvider, StartRequest, SubagentError, SubagentProvider, SubagentRun,
-};
+use dsh_subagent_api::{Capabilities, ContinuableProvider, StartRequest, SubagentError, SubagentProvider, SubagentRun};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 

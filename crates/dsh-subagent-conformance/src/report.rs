@@ -86,7 +86,11 @@ impl Report {
     ///
     /// When the verdict is [`Verdict::Fail`].
     pub fn assert_conforms(&self) {
-        assert!(self.passed(), "{}", wording::did_not_conform(&self.subject, &self.to_string()));
+        assert!(
+            self.passed(),
+            "{}",
+            wording::did_not_conform(&self.subject, &self.to_string())
+        );
     }
 }
 

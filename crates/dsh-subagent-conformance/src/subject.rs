@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use dsh_subagent_api::{AgentRef, ChildStore, SubagentProvider};
 
-
 /// What a provider says of its own children, when its author can count
 /// them: the kit then checks "released exactly once" by count, beside
 /// what it sees left over (tasks, processes).

@@ -17,19 +17,39 @@ pub(crate) fn title(id: &str) -> String {
         "cancel.before-start" => "a start whose token is already cancelled fails ABORTED, or its run settles aborted",
         "cancel.during-start" => "a start cancelled while pending fails ABORTED and publishes nothing",
         "drop.start" => "a start dropped while pending leaves nothing behind",
-        "cancel.after-publication" => "a run cancelled as soon as it is published settles aborted within the cancel deadline",
-        "cancel.during-result" => "a run cancelled while its result is pending settles aborted within the cancel deadline",
-        "cancel.after-result" => "a cancellation after the result changes nothing: the release succeeds, the result reads the same",
+        "cancel.after-publication" => {
+            "a run cancelled as soon as it is published settles aborted within the cancel deadline"
+        }
+        "cancel.during-result" => {
+            "a run cancelled while its result is pending settles aborted within the cancel deadline"
+        }
+        "cancel.after-result" => {
+            "a cancellation after the result changes nothing: the release succeeds, the result reads the same"
+        }
         "drop.caller" => "a caller that drops its wait mid-run gets the child released in the background",
         "release.once" => "the release runs once: a second dispose returns the first outcome and releases nothing more",
-        "release.settles-result" => "once released, the run's result is settled at once, and no answer is published after the release",
-        "panic.contained" => "a panic in a run's result reaches its caller as a failure; the child is released once; the next delegation works",
+        "release.settles-result" => {
+            "once released, the run's result is settled at once, and no answer is published after the release"
+        }
+        "panic.contained" => {
+            "a panic in a run's result reaches its caller as a failure; the child is released once; the next delegation works"
+        }
         "concurrency.independent" => "concurrent starts are independent: cancelling every other one aborts only those",
-        "capability.outputSchema" => "outputSchema: claimed, a completed run carries the structured answer; else refused by the service",
-        "capability.depthLimit" => "depthLimit: claimed, a child at the cap starts and one past it is refused; else refused by the service",
-        "capability.toolFilter" => "toolFilter: claimed, a start with a filter is taken and settles; else refused by the service",
-        "capability.persona" => "persona: claimed, a start with a persona is taken and settles; else refused by the service",
-        "capability.tokenBudget" => "tokenBudget: claimed, the child's usage reaches the budget; else refused by the service",
+        "capability.outputSchema" => {
+            "outputSchema: claimed, a completed run carries the structured answer; else refused by the service"
+        }
+        "capability.depthLimit" => {
+            "depthLimit: claimed, a child at the cap starts and one past it is refused; else refused by the service"
+        }
+        "capability.toolFilter" => {
+            "toolFilter: claimed, a start with a filter is taken and settles; else refused by the service"
+        }
+        "capability.persona" => {
+            "persona: claimed, a start with a persona is taken and settles; else refused by the service"
+        }
+        "capability.tokenBudget" => {
+            "tokenBudget: claimed, the child's usage reaches the budget; else refused by the service"
+        }
         "continuation.remade" => "a continuable child is continued by id after its provider was dropped and made again",
         "delegation.completes" => "a plain delegation completes with an answer",
         "run.ids-distinct" => "runs in flight together have distinct ids",
@@ -43,7 +63,7 @@ pub(crate) fn duration(duration: Duration) -> String {
     let ms = duration.as_millis();
     if ms < 1000 {
         format!("{ms} ms")
-    } else if ms % 1000 == 0 {
+    } else if ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{:.1} s", duration.as_secs_f64())
@@ -127,7 +147,11 @@ pub(crate) fn made(name: &str, capabilities: Capabilities, inherits: bool, conti
     .collect();
     format!(
         "\"{name}\" claims {}; {} context; {}",
-        if claimed.is_empty() { "no capability".to_owned() } else { claimed.join(", ") },
+        if claimed.is_empty() {
+            "no capability".to_owned()
+        } else {
+            claimed.join(", ")
+        },
         if inherits { "inherited" } else { "fresh" },
         if continuable { "continuable" } else { "one-shot" }
     )
@@ -179,10 +203,7 @@ pub(crate) fn refused_aborted(error: &SubagentError) -> String {
 }
 
 pub(crate) fn refused_not_aborted(error: &SubagentError) -> String {
-    format!(
-        "a cancelled start failed {} rather than ABORTED: {error}",
-        error.code()
-    )
+    format!("a cancelled start failed {} rather than ABORTED: {error}", error.code())
 }
 
 pub(crate) fn published_at_once(checked: Option<&str>) -> String {
@@ -198,8 +219,7 @@ pub(crate) const NOTHING_TO_DROP: &str =
     "the start was over within 20 ms, so there was no pending start to drop; the run was released";
 pub(crate) const DROPPED_PENDING: &str = "dropped after 20 ms pending; nothing was left behind";
 pub(crate) const DROPPED_MID_RUN: &str = "dropped 20 ms into the run; released in the background";
-pub(crate) const SETTLED_BEFORE_DROP: &str =
-    "the run settled within 20 ms, before the wait could be dropped; released";
+pub(crate) const SETTLED_BEFORE_DROP: &str = "the run settled within 20 ms, before the wait could be dropped; released";
 
 pub(crate) fn background_release_pending(bound: Duration) -> String {
     format!(
@@ -322,7 +342,9 @@ pub(crate) fn claimed_but_refused(capability: Capability, error: &SubagentError)
 }
 
 pub(crate) fn not_claimed_refused(capability: Capability) -> String {
-    format!("not claimed: a start that sets {capability} is refused by the service (UNSUPPORTED_CAPABILITY) before the provider is called")
+    format!(
+        "not claimed: a start that sets {capability} is refused by the service (UNSUPPORTED_CAPABILITY) before the provider is called"
+    )
 }
 
 pub(crate) fn not_claimed_other(capability: Capability, error: &SubagentError) -> String {

@@ -107,9 +107,17 @@ fn a_provider_that_releases_twice_is_named() {
     let report = broken(Breaks::ReleasesTwice).check();
     println!("{report}");
     assert!(!report.passed());
-    for id in ["delegation.settles", "release.once", "cancel.after-publication", "drop.caller"] {
+    for id in [
+        "delegation.settles",
+        "release.once",
+        "cancel.after-publication",
+        "drop.caller",
+    ] {
         let seen = detail(&report, id);
-        assert!(seen.contains("the provider released twice for 1 published run"), "{id}: {seen}");
+        assert!(
+            seen.contains("the provider released twice for 1 published run"),
+            "{id}: {seen}"
+        );
     }
 }
 
@@ -153,7 +161,12 @@ fn a_provider_that_hangs_fails_each_cell_and_the_check_finishes() {
         .check();
         println!("{report}\n({:?})", began.elapsed());
         assert!(!report.passed());
-        let cells = ["delegation.settles", "cancel.after-publication", "release.once", "concurrency.independent"];
+        let cells = [
+            "delegation.settles",
+            "cancel.after-publication",
+            "release.once",
+            "concurrency.independent",
+        ];
         for id in cells.into_iter().chain((!hangs).then_some("drop.caller")) {
             let seen = detail(&report, id);
             assert!(seen.contains(stage), "{id}: {seen}");
@@ -163,7 +176,10 @@ fn a_provider_that_hangs_fails_each_cell_and_the_check_finishes() {
 
 #[test]
 fn a_provider_whose_constructor_panics_is_one_report_line() {
-    let report = Subject::new("unmade", || -> Arc<ScriptedProvider> { panic!("no configuration found") }).check();
+    let report = Subject::new("unmade", || -> Arc<ScriptedProvider> {
+        panic!("no configuration found")
+    })
+    .check();
     println!("{report}");
     let seen = detail(&report, "provider.made");
     assert_eq!(
@@ -171,7 +187,11 @@ fn a_provider_whose_constructor_panics_is_one_report_line() {
         "the factory panicked while making the provider: no configuration found"
     );
     assert!(
-        report.findings.iter().skip(1).all(|finding| finding.status == Status::Skipped),
+        report
+            .findings
+            .iter()
+            .skip(1)
+            .all(|finding| finding.status == Status::Skipped),
         "{report}"
     );
     // Every requirement's title, tier and the skip, as a person reads them.

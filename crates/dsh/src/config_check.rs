@@ -66,10 +66,13 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
 /// `dsh check acp`, or with `--probe` checks it now; returns the tools
 /// whose probed child failed.
 fn acp_children(config: Option<&config::Config>, args: &ConfigCheckArgs) -> Vec<String> {
-    let children = config.iter().flat_map(|config| &config.subagents).filter_map(|subagent| match &subagent.provider {
-        config::Provider::Acp(acp) => Some((subagent.tool.tool_name.clone(), acp)),
-        config::Provider::Spawn | config::Provider::Fork => None,
-    });
+    let children = config
+        .iter()
+        .flat_map(|config| &config.subagents)
+        .filter_map(|subagent| match &subagent.provider {
+            config::Provider::Acp(acp) => Some((subagent.tool.tool_name.clone(), acp)),
+            config::Provider::Spawn | config::Provider::Fork => None,
+        });
     let mut failed = Vec::new();
     for (tool, acp) in children {
         if !args.probe {

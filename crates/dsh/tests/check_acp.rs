@@ -51,7 +51,10 @@ fn dsh_acp_passes_every_requirement_and_its_verdict_is_saved() {
     let dir = tempfile::tempdir().unwrap();
     let (code, report) = check(dir.path(), &[DSH, "acp", "--quiet"], &[]);
     assert_eq!(code, 0, "{report:#}");
-    assert_eq!((report["version"].as_u64(), report["verdict"].as_str()), (Some(1), Some("PASS")));
+    assert_eq!(
+        (report["version"].as_u64(), report["verdict"].as_str()),
+        (Some(1), Some("PASS"))
+    );
     for finding in report["findings"].as_array().unwrap() {
         let skipped = ["acp.authenticate", "acp.subagents-rfd"].contains(&finding["id"].as_str().unwrap());
         let expect = if skipped { "SKIPPED" } else { "PASS" };
@@ -71,13 +74,18 @@ fn dsh_acp_passes_every_requirement_and_its_verdict_is_saved() {
     let stderr = String::from_utf8(checked.stderr).unwrap();
     assert!(checked.status.success(), "{stderr}");
     assert!(
-        stderr.contains(&format!("dsh: ACP child of subagent_dsh ({DSH} acp --quiet): last check PASS (")),
+        stderr.contains(&format!(
+            "dsh: ACP child of subagent_dsh ({DSH} acp --quiet): last check PASS ("
+        )),
         "{stderr}"
     );
     let probed = dsh(dir.path(), &["config", "check", "--config", "other.toml", "--probe"]);
     let stderr = String::from_utf8(probed.stderr).unwrap();
     assert!(probed.status.success(), "{stderr}");
-    assert!(stderr.contains("dsh: ACP child of subagent_dsh, checked now:\nconformance of"), "{stderr}");
+    assert!(
+        stderr.contains("dsh: ACP child of subagent_dsh, checked now:\nconformance of"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -106,14 +114,24 @@ fn each_bad_agent_is_one_clear_line_and_a_failing_exit() {
     let dir = tempfile::tempdir().unwrap();
     let agent = agent();
     let cases: [(&[&str], &[&str], &str, &str); 6] = [
-        (&["/nonexistent/agent"], &[], "acp.start", "cannot start `/nonexistent/agent`: No such file or directory (os error 2)"),
+        (
+            &["/nonexistent/agent"],
+            &[],
+            "acp.start",
+            "cannot start `/nonexistent/agent`: No such file or directory (os error 2)",
+        ),
         (
             &[&agent, "exit-at-init"],
             &[],
             "acp.initialize",
             "the agent closed its stdout before answering initialize (it ended: exit code 7); its last stderr line: fault agent: cannot start (exit-at-init)",
         ),
-        (&[&agent, "silent-init"], &["--timeout", "1"], "acp.initialize", "initialize was not answered within 1 s"),
+        (
+            &[&agent, "silent-init"],
+            &["--timeout", "1"],
+            "acp.initialize",
+            "initialize was not answered within 1 s",
+        ),
         (
             &[&agent, "not-json"],
             &[],
@@ -171,8 +189,15 @@ fn the_table_of_an_agent_that_dies_at_initialize() {
     let agent = agent();
     let output = dsh(dir.path(), &["check", "acp", "--", &agent, "exit-at-init"]);
     assert_eq!(output.status.code(), Some(1));
-    let table = String::from_utf8(output.stdout).unwrap().replace(&agent, "<acp-fault-agent>");
+    let table = String::from_utf8(output.stdout)
+        .unwrap()
+        .replace(&agent, "<acp-fault-agent>");
     insta::assert_snapshot!(table);
-    let stderr = String::from_utf8(output.stderr).unwrap().replace(&agent, "<acp-fault-agent>");
-    assert_eq!(stderr, "dsh check acp: <acp-fault-agent> exit-at-init failed acp.initialize\n");
+    let stderr = String::from_utf8(output.stderr)
+        .unwrap()
+        .replace(&agent, "<acp-fault-agent>");
+    assert_eq!(
+        stderr,
+        "dsh check acp: <acp-fault-agent> exit-at-init failed acp.initialize\n"
+    );
 }

@@ -58,7 +58,12 @@ impl World {
             .await
             .map_err(|error| Seen::Fail(error.to_string()))?;
         match snapshot.status {
-            TaskStatus::Completed => Ok(snapshot.output.read().await.map(|text| text.to_string()).unwrap_or_default()),
+            TaskStatus::Completed => Ok(snapshot
+                .output
+                .read()
+                .await
+                .map(|text| text.to_string())
+                .unwrap_or_default()),
             TaskStatus::Running => Err(Seen::Fail(wording::task_still_running(id, bound))),
             other => Err(Seen::Fail(wording::task_ended(
                 id,

@@ -126,9 +126,7 @@ const CELLS: &[Cell] = &[
 
 /// The ids of every requirement the provider kit checks, in order.
 pub fn requirements() -> impl Iterator<Item = (&'static str, Tier)> {
-    std::iter::once(&MADE)
-        .chain(CELLS)
-        .map(|cell| (cell.id, cell.tier))
+    std::iter::once(&MADE).chain(CELLS).map(|cell| (cell.id, cell.tier))
 }
 
 impl Subject {

@@ -101,7 +101,12 @@ impl Client {
 
     /// Sends a request and waits up to `deadline` for its answer; what the
     /// agent does meanwhile (updates, its own requests) is handled.
-    pub(crate) async fn request(&mut self, method: &str, params: Value, deadline: Duration) -> Result<Answer, NoAnswer> {
+    pub(crate) async fn request(
+        &mut self,
+        method: &str,
+        params: Value,
+        deadline: Duration,
+    ) -> Result<Answer, NoAnswer> {
         let id = self.send_request(method, params).await?;
         self.answer(id, deadline).await
     }

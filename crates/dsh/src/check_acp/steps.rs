@@ -150,10 +150,11 @@ pub(super) async fn cancelled(client: &mut Client, session: &str, deadline: Dura
         .await
         .map_err(|no| fail(no.said("session/cancel", deadline)))?;
     let began = Instant::now();
-    let answer = client
-        .answer(id, deadline)
-        .await
-        .map_err(|no| fail(wording::check_cancel_unanswered(&no.said("the cancelled session/prompt", deadline))))?;
+    let answer = client.answer(id, deadline).await.map_err(|no| {
+        fail(wording::check_cancel_unanswered(
+            &no.said("the cancelled session/prompt", deadline),
+        ))
+    })?;
     let _ = client.take_text();
     match stop_reason(&answer) {
         Some("cancelled") => Ok(Some(wording::check_cancelled_in(began.elapsed()))),

@@ -10,7 +10,6 @@ use dsh_subagent_acp::AcpConfig;
 use dsh_subagent_conformance::Report;
 use serde_json::Value;
 
-
 /// The title of each requirement of the ACP check.
 pub(crate) fn check_title(id: &str) -> String {
     let title = match id {
@@ -23,7 +22,9 @@ pub(crate) fn check_title(id: &str) -> String {
         "acp.error-message" => "an error says what went wrong in its message, with a code",
         "acp.subagents-rfd" => "where the agent announces subagents, its updates follow the Subagents RFD",
         "acp.exit-at-eof" => "the whole process group is gone soon after stdin closes",
-        "acp.teardown" => "after the teardown ladder (end of input, SIGTERM, SIGKILL) nothing of the process group remains",
+        "acp.teardown" => {
+            "after the teardown ladder (end of input, SIGTERM, SIGKILL) nothing of the process group remains"
+        }
         "acp.stderr-bounded" => "stderr stays under 1 MiB for the whole check",
         other => other,
     };
@@ -33,7 +34,7 @@ pub(crate) fn check_title(id: &str) -> String {
 /// A duration as the check prints it: `500 ms`, `10 s`.
 fn ms(duration: Duration) -> String {
     let ms = duration.as_millis();
-    if ms >= 1000 && ms % 1000 == 0 {
+    if ms >= 1000 && ms.is_multiple_of(1000) {
         format!("{} s", ms / 1000)
     } else {
         format!("{ms} ms")
@@ -204,10 +205,7 @@ pub(crate) fn check_outlived_eof(grace: Duration, how: Teardown) -> String {
         Teardown::Terminated => "SIGTERM",
         Teardown::Killed => "SIGKILL",
     };
-    format!(
-        "still running {} after its stdin closed; {rung} ended it",
-        ms(grace)
-    )
+    format!("still running {} after its stdin closed; {rung} ended it", ms(grace))
 }
 
 pub(crate) fn check_gone_after(how: Teardown) -> String {
