@@ -14,10 +14,11 @@ pub enum TaskError {
         /// The id.
         id: String,
     },
-    /// The id was issued, but the task has finished and is no longer kept
-    /// (`FORGOTTEN_TASK`). Only finished tasks are forgotten, and nothing of
-    /// one is kept, not even its owner: another agent's forgotten task
-    /// reads the same.
+    /// The id was issued to the caller, but the task has finished and is
+    /// no longer kept (`FORGOTTEN_TASK`). Only finished tasks are
+    /// forgotten, and nothing of one is kept: that its id was issued is
+    /// read from the caller's count of ids. (An id reserved and never used
+    /// reads the same.)
     #[error("{}", wording::forgotten_task(id, *kept))]
     Forgotten {
         /// The id.
@@ -25,9 +26,11 @@ pub enum TaskError {
         /// How many finished tasks each owner keeps.
         kept: usize,
     },
-    /// The task belongs to another agent (`FOREIGN_TASK`). Its text is an
-    /// unknown id's: the caller learns nothing of another agent's tasks,
-    /// not even that one exists; the code tells the harness.
+    /// No task of the caller has the id, and another agent's kept task
+    /// does (`FOREIGN_TASK`): ids count per owner, so the caller's own
+    /// never reach another's tasks. Its text is an unknown id's: the caller
+    /// learns nothing of another agent's tasks, not even that one exists;
+    /// the code tells the harness.
     #[error("{}", wording::unknown_task(id))]
     Foreign {
         /// The id.
@@ -36,6 +39,20 @@ pub enum TaskError {
     /// The label is empty (`INVALID_LABEL`).
     #[error("{}", wording::EMPTY_LABEL)]
     EmptyLabel,
+    /// A task of the owner already has the id the spec gave
+    /// (`TASK_ID_TAKEN`).
+    #[error("{}", wording::id_taken(id))]
+    IdTaken {
+        /// The id.
+        id: String,
+    },
+    /// The text is not a task id as the registry writes one,
+    /// `<kind>-<n>` (`INVALID_TASK_ID`).
+    #[error("{}", wording::invalid_id(id))]
+    InvalidId {
+        /// The text read.
+        id: String,
+    },
     /// The owner was disposed (`OWNER_DISPOSED`).
     #[error("{}", wording::owner_disposed(owner.as_str()))]
     OwnerDisposed {
@@ -52,6 +69,8 @@ impl TaskError {
             Self::Forgotten { .. } => ErrorCode::ForgottenTask,
             Self::Foreign { .. } => ErrorCode::ForeignTask,
             Self::EmptyLabel => ErrorCode::InvalidLabel,
+            Self::IdTaken { .. } => ErrorCode::TaskIdTaken,
+            Self::InvalidId { .. } => ErrorCode::InvalidTaskId,
             Self::OwnerDisposed { .. } => ErrorCode::OwnerDisposed,
         }
     }
