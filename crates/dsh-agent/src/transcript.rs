@@ -149,8 +149,11 @@ pub struct StartRecord {
     /// The registered name of the provider that ran the child.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    /// The background task that ran the child's first run (the id
-    /// `task_output` takes), when one did; absent in older transcripts.
+    /// The task of the child's first run (the id `task_output` takes): the
+    /// background task that ran it, or, for a foreground child, the id
+    /// reserved for its result when the call started, which names the
+    /// task that keeps the result if it was cut (unused otherwise). Absent
+    /// in older transcripts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
 }
@@ -166,7 +169,7 @@ impl StartRecord {
         }
     }
 
-    /// Sets the background task that ran the child.
+    /// Sets the task of the child's first run ([`StartRecord::task_id`]).
     #[must_use]
     pub fn with_task_id(mut self, task_id: Option<String>) -> Self {
         self.task_id = task_id;

@@ -34,6 +34,11 @@ pub struct RemoteChild {
     /// Its display label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// Its task (the id `task_output` takes): the background task that
+    /// runs it, or the id reserved for its foreground result, which names
+    /// the task that keeps the result if it was cut.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
     /// Its session's id in the other process (for `dsh acp`, the id of the
     /// agent that ran it there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
