@@ -185,11 +185,7 @@ async fn without_a_shelf_or_room_the_notice_says_the_rest_is_not_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_results_are_kept_under_ids_in_call_order_whatever_order_they_finish() {
     let world = World::new(ResultBudget::DEFAULT, 1_000_000, true).await;
-    let call = |bytes: u64| {
-        world
-            .tools
-            .call("mcp__t__big", json!({"bytes": bytes}), exec("parent"))
-    };
+    let call = |bytes: u64| world.tools.call("mcp__t__big", json!({"bytes": bytes}), exec("parent"));
     // Started in call order, as the calls of one round are (each first
     // poll takes its id), then the second finished and kept first.
     let mut first = Box::pin(call(100_000));

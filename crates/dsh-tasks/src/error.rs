@@ -1,8 +1,10 @@
 //! Why a task operation was refused.
 
+use std::str::FromStr;
+
 use dsh_tools::AgentId;
 
-use crate::{ErrorCode, wording};
+use crate::{ErrorCode, TaskId, wording};
 
 /// A refused task operation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -80,5 +82,16 @@ impl TaskError {
 impl From<TaskError> for dsh_tools::ToolError {
     fn from(error: TaskError) -> Self {
         Self::new(error.to_string()).with_code(error.code())
+    }
+}
+
+/// Reads an id as the registry writes it; anything else is
+/// [`TaskError::InvalidId`]. (Here, beside the error, so that ids need
+/// nothing of errors.)
+impl FromStr for TaskId {
+    type Err = TaskError;
+
+    fn from_str(id: &str) -> Result<Self, Self::Err> {
+        Self::read(id).ok_or_else(|| TaskError::InvalidId { id: id.to_owned() })
     }
 }

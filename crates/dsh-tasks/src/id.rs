@@ -7,14 +7,13 @@
 
 use std::fmt;
 use std::num::NonZeroU64;
-use std::str::FromStr;
 
 use dsh_tools::AgentId;
 
-use crate::TaskError;
-
 /// A task's id: its kind and its number, written `<kind>-<n>`
-/// (`subagent-3`), `n` from 1, with no sign and no leading zero.
+/// (`subagent-3`), `n` from 1, with no sign and no leading zero. Read from
+/// text with [`str::parse`]: anything else is
+/// [`TaskError::InvalidId`](crate::TaskError::InvalidId).
 ///
 /// ```
 /// use dsh_tasks::TaskId;
@@ -60,16 +59,6 @@ impl TaskId {
 impl fmt::Display for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}-{}", self.kind, self.number)
-    }
-}
-
-/// Reads an id as the registry writes it; anything else is
-/// [`TaskError::InvalidId`].
-impl FromStr for TaskId {
-    type Err = TaskError;
-
-    fn from_str(id: &str) -> Result<Self, Self::Err> {
-        Self::read(id).ok_or_else(|| TaskError::InvalidId { id: id.to_owned() })
     }
 }
 

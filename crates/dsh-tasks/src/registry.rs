@@ -12,8 +12,8 @@ use futures::FutureExt;
 
 use crate::book::{self, Book, Entry};
 use crate::{
-    KillOutcome, Recorded, Reservation, TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec, TextStore, lock,
-    wording,
+    KillOutcome, Recorded, Reservation, TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec,
+    TextStore, lock, wording,
 };
 
 #[derive(Default)]

@@ -36,7 +36,10 @@ async fn each_owner_counts_its_own_ids_per_kind() {
     // Another agent's tasks in between take none of the parent's numbers.
     let theirs = until_killed(&tasks, TaskSpec::new("subagent", "theirs", other.clone()));
     let next = until_killed(&tasks, TaskSpec::new("subagent", "next", parent.clone()));
-    let kept = tasks.record(TaskSpec::new("mcp", "kept", parent.clone()), Recorded::Completed("x".into()));
+    let kept = tasks.record(
+        TaskSpec::new("mcp", "kept", parent.clone()),
+        Recorded::Completed("x".into()),
+    );
     assert_eq!([mine.as_str(), next.as_str()], ["subagent-1", "subagent-2"]);
     assert_eq!(kept.unwrap().id, "mcp-1");
     assert_eq!(theirs, "subagent-1");
@@ -46,13 +49,30 @@ async fn each_owner_counts_its_own_ids_per_kind() {
     // An id only another agent's task has reads as unknown, its code
     // telling the harness.
     let foreign = tasks.get("subagent-2", &other).unwrap_err();
-    assert_eq!(foreign, TaskError::Foreign { id: "subagent-2".into() });
-    assert_eq!(foreign.to_string(), TaskError::Unknown { id: "subagent-2".into() }.to_string());
-    assert!(matches!(tasks.get("subagent-3", &other), Err(TaskError::Unknown { .. })));
+    assert_eq!(
+        foreign,
+        TaskError::Foreign {
+            id: "subagent-2".into()
+        }
+    );
+    assert_eq!(
+        foreign.to_string(),
+        TaskError::Unknown {
+            id: "subagent-2".into()
+        }
+        .to_string()
+    );
+    assert!(matches!(
+        tasks.get("subagent-3", &other),
+        Err(TaskError::Unknown { .. })
+    ));
     // Once the other agent reserved its own `subagent-2`, that number is
     // its own: issued, never used, it reads as forgotten.
     drop(tasks.reserve(&other, "subagent").unwrap());
-    assert!(matches!(tasks.get("subagent-2", &other), Err(TaskError::Forgotten { .. })));
+    assert!(matches!(
+        tasks.get("subagent-2", &other),
+        Err(TaskError::Forgotten { .. })
+    ));
     tasks.dispose_owner(&parent, "test over").await;
     tasks.dispose_owner(&other, "test over").await;
 }
@@ -127,7 +147,10 @@ async fn a_task_restored_under_its_id_moves_its_owners_count_past_it() {
             },
         )
         .unwrap();
-    assert_eq!((unheard.id.as_str(), unheard.status), ("subagent-2", TaskStatus::Completed));
+    assert_eq!(
+        (unheard.id.as_str(), unheard.status),
+        ("subagent-2", TaskStatus::Completed)
+    );
     assert_eq!((heard.id.as_str(), heard.kind.as_str()), ("mcp-7", "mcp"));
     insta::assert_snapshot!(
         tasks.take_notices(&parent).join("\n"),
@@ -138,7 +161,10 @@ async fn a_task_restored_under_its_id_moves_its_owners_count_past_it() {
     let next = until_killed(&tasks, TaskSpec::new("subagent", "next", parent.clone()));
     assert_eq!(next, "subagent-5");
     assert_eq!(tasks.reserve(&parent, "mcp").unwrap().id().to_string(), "mcp-8");
-    assert!(matches!(tasks.get("subagent-1", &parent), Err(TaskError::Forgotten { .. })));
+    assert!(matches!(
+        tasks.get("subagent-1", &parent),
+        Err(TaskError::Forgotten { .. })
+    ));
     // An id a kept task has is refused, and nothing starts.
     let mut ran = false;
     let taken = tasks
@@ -155,7 +181,10 @@ async fn a_task_restored_under_its_id_moves_its_owners_count_past_it() {
     insta::assert_snapshot!(taken, @r#"task id "subagent-4" is taken: a task of the same owner already has it"#);
     // Another owner's count is its own.
     let other = agent("other");
-    assert_eq!(tasks.reserve(&other, "subagent").unwrap().id().to_string(), "subagent-1");
+    assert_eq!(
+        tasks.reserve(&other, "subagent").unwrap().id().to_string(),
+        "subagent-1"
+    );
     tasks.dispose_owner(&parent, "test over").await;
 }
 
@@ -164,7 +193,15 @@ fn an_id_reads_only_as_the_registry_writes_it() {
     let read = id("sub-agent-12");
     assert_eq!((read.kind(), read.number().get()), ("sub-agent", 12));
     assert_eq!(TaskId::new("mcp", NonZeroU64::MIN).to_string(), "mcp-1");
-    for bad in ["subagent-0", "subagent-01", "subagent-+1", "subagent-", "subagent", "-1", "subagent-1.5"] {
+    for bad in [
+        "subagent-0",
+        "subagent-01",
+        "subagent-+1",
+        "subagent-",
+        "subagent",
+        "-1",
+        "subagent-1.5",
+    ] {
         let error = bad.parse::<TaskId>();
         assert_eq!(error, Err(TaskError::InvalidId { id: bad.to_owned() }), "{bad}");
     }

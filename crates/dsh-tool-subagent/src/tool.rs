@@ -179,7 +179,10 @@ impl Tool for SubagentTool {
                 // records that id: it names the task that keeps a cut result.
                 let caller = request.parent.clone();
                 let label: Box<str> = request.label.as_deref().unwrap_or_default().into();
-                let reserved = self.pages.as_ref().and_then(|pages| pages.reserve(&self.service, &caller));
+                let reserved = self
+                    .pages
+                    .as_ref()
+                    .and_then(|pages| pages.reserve(&self.service, &caller));
                 if let Some(reservation) = &reserved {
                     request.provenance_mut().task_id = Some(reservation.id().to_string());
                 }

@@ -8,8 +8,8 @@ mod common;
 
 use common::exec;
 use dsh_subagent::SubagentService;
-use dsh_subagent_testing::budget::{marked_answer, noticed_task_id};
 use dsh_subagent_testing::Gate;
+use dsh_subagent_testing::budget::{marked_answer, noticed_task_id};
 use dsh_subagent_testing::scripted::ScriptedProvider;
 use dsh_tasks::TaskRegistry;
 use dsh_tasks::wording::TASK_OUTPUT;
@@ -50,7 +50,7 @@ async fn parallel_cut_results_are_kept_in_call_order_whatever_order_they_finish(
     // Started in call order, as the agent loop starts one round's calls
     // (each call's first poll reserves its id).
     let mut first = Box::pin(call("subagent_first"));
-    let mut second = Box::pin(call("subagent_second"));
+    let second = call("subagent_second");
     assert!(futures::poll!(&mut first).is_pending());
     let second = second.await;
     first_held.open();

@@ -400,7 +400,10 @@ fn parallel_cut_children_replay_the_same_requests_every_time() {
     let answer = text(&recorded.stdout);
     // The fast one, called second, is kept as subagent-2 though it
     // finished first.
-    assert!(answer.contains(r#"call task_output {"task_id": "subagent-2", "offset": "#), "{answer}");
+    assert!(
+        answer.contains(r#"call task_output {"task_id": "subagent-2", "offset": "#),
+        "{answer}"
+    );
 
     // Each cut child names the task that keeps its result.
     let tree = dsh(dir.path(), &["tree", "--json"]);

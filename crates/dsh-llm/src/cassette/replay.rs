@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::error::CassetteError;
 use super::format::Level;
 use super::key::{Key, canonical, closeness, first_difference};
-use super::spot::spot;
 use super::load::{Exchange, load_whole};
+use super::spot::spot;
 use crate::wording;
 
 /// How fast a replay answers.

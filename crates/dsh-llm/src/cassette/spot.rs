@@ -95,7 +95,13 @@ mod tests {
 
     #[test]
     fn a_difference_deep_in_a_long_text_shows_the_text_around_it() {
-        let text = |id: &str| json!(format!("{}kept as task {id}; read it with task_output{}", "a".repeat(4_000), "z".repeat(600)));
+        let text = |id: &str| {
+            json!(format!(
+                "{}kept as task {id}; read it with task_output{}",
+                "a".repeat(4_000),
+                "z".repeat(600)
+            ))
+        };
         let found = spot(Some(&text("subagent-2")), Some(&text("subagent-1")));
         assert_eq!(found.offset, Some(4_022));
         assert_eq!(
@@ -121,9 +127,15 @@ mod tests {
             (Some(0), Some("0.2"), Some(r#""0.2""#))
         );
         let found = spot(Some(&json!({"a": 1})), None);
-        assert_eq!((found.offset, found.recorded.as_deref(), found.asked), (None, Some(r#"{"a":1}"#), None));
+        assert_eq!(
+            (found.offset, found.recorded.as_deref(), found.asked),
+            (None, Some(r#"{"a":1}"#), None)
+        );
         let shorter = spot(Some(&json!("abc")), Some(&json!("abcdef")));
-        assert_eq!((shorter.offset, shorter.asked.as_deref()), (Some(3), Some(r#""abcdef""#)));
+        assert_eq!(
+            (shorter.offset, shorter.asked.as_deref()),
+            (Some(3), Some(r#""abcdef""#))
+        );
     }
 
     #[test]
