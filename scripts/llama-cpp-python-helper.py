@@ -24,10 +24,21 @@ probe UPSTREAM
     calls a tool, once with `"content": null` and once with `"content": ""`,
     and prints the status of each.
 
-count UPSTREAM LOG DIR WINDOW
+count UPSTREAM LOG DIR WINDOW [--children N] [--refusals none|any] [--fit usable|window]
     Sends each logged request again without streaming and with
     `max_tokens` 1, reads the prompt tokens the server counts (or its
     refusal), and prints one line per request and a summary against WINDOW.
+    Then checks what the run must show, and exits 1 when it does not:
+    --children N: at least N child requests answered with model text;
+    --refusals none: no request refused (any: the count is only stated);
+    --fit usable: the largest request answered fits the usable window (the
+      window less the answer's reserve); window: the server's whole window.
+    A run whose largest answered request cannot be told fails too.
+
+settle LOG [SECONDS]
+    Waits (up to SECONDS, default 30) until every request in LOG has its
+    last line, the one written once its answer has been passed on: the
+    proxy must not be stopped before, or the last answer goes unlogged.
 """
 
 import http.client
@@ -102,7 +113,7 @@ def duplicate_tool_call(data):
 
 def stream_facts(body):
     """What an SSE body held: events, a finish reason, `[DONE]`, usage."""
-    facts = {"events": 0, "finish_reason": None, "done": False, "usage": False}
+    facts = {"events": 0, "finish_reason": None, "done": False, "usage": False, "text_bytes": 0}
     for line in body.splitlines():
         if not line.startswith(b"data:"):
             continue
@@ -120,7 +131,19 @@ def stream_facts(body):
         for choice in chunk.get("choices") or []:
             if choice.get("finish_reason"):
                 facts["finish_reason"] = choice["finish_reason"]
+            content = (choice.get("delta") or {}).get("content")
+            if isinstance(content, str):
+                facts["text_bytes"] += len(content.encode())
     return facts
+
+
+def answer_text_bytes(body):
+    """The bytes of model text in an answer that was not streamed."""
+    try:
+        content = json.loads(body)["choices"][0]["message"].get("content")
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return 0
+    return len(content.encode()) if isinstance(content, str) else 0
 
 
 def proxy(listen, upstream, log_path, send_null, parallel, eos, bodies):
@@ -218,6 +241,8 @@ def proxy(listen, upstream, log_path, send_null, parallel, eos, bodies):
                 entry["error"] = error_summary(seen.decode(errors="replace"))
             elif entry.get("stream"):
                 entry.update(stream_facts(seen))
+            else:
+                entry["text_bytes"] = answer_text_bytes(seen)
             with lock:
                 with open(log_path, "a") as log:
                     log.write(json.dumps(entry) + "\n")
@@ -253,27 +278,56 @@ def probe(upstream):
         print(f'probe: "content": {json.dumps(content)} -> HTTP {answer.status}{detail}')
 
 
-def count(upstream, log_path, bodies, window):
-    """Counts each logged chat request's prompt tokens on the server."""
-    largest = None
-    refusals = 0
+def logged(log_path):
+    """Each request's last logged line, in request order."""
     merged = {}
     for line in open(log_path):
         entry = json.loads(line)
         merged[entry["n"]] = entry
-    entries = [merged[n] for n in sorted(merged)]
+    return [merged[n] for n in sorted(merged)]
+
+
+def settle(log_path, seconds):
+    """Waits until every logged request has its last line (a status)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        waiting = [e["n"] for e in logged(log_path) if e.get("status") is None]
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            print(f"  the proxy had not logged the answers of calls {waiting} after {seconds} s", file=sys.stderr)
+            return
+        time.sleep(0.2)
+
+
+def server_count(upstream, request):
+    """The prompt tokens the server counts for `request`, or its refusal."""
+    request.update(stream=False, max_tokens=1)
+    request.pop("logit_bias", None)
+    connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
+    connection.request(
+        "POST", "/v1/chat/completions", body=json.dumps(request), headers={"content-type": "application/json"}
+    )
+    answer = connection.getresponse()
+    text = answer.read().decode(errors="replace")
+    if answer.status == 200:
+        return json.loads(text)["usage"]["prompt_tokens"], None
+    return None, error_summary(text)[:160]
+
+
+def count(upstream, log_path, bodies, window, musts):
+    """Counts each logged chat request's prompt tokens on the server, then
+    checks what the run must show; returns whether it showed it all."""
+    largest = None
+    refusals = 0
+    children = 0
+    entries = logged(log_path)
     for e in entries:
         if "roles" not in e:
             continue
-        request = json.load(open(f"{bodies}/{e['n']}.json"))
-        request.update(stream=False, max_tokens=1)
-        request.pop("logit_bias", None)
-        connection = http.client.HTTPConnection("127.0.0.1", upstream, timeout=600)
-        connection.request(
-            "POST", "/v1/chat/completions", body=json.dumps(request), headers={"content-type": "application/json"}
-        )
-        answer = connection.getresponse()
-        text = answer.read().decode(errors="replace")
+        tokens, refusal = server_count(upstream, json.load(open(f"{bodies}/{e['n']}.json")))
         who = "parent" if e.get("parent") else "child"
         how = "streamed" if e.get("stream") else "not streamed"
         # dsh's own ask for a count: not a request the model answers.
@@ -282,23 +336,20 @@ def count(upstream, log_path, bodies, window):
             how = "not streamed, max_tokens 1: dsh asking for a count"
         reserve = (None if asked else e.get("max_tokens")) or min(4096, window // 4)
         usable = window - reserve
-        if answer.status == 200:
-            tokens = json.loads(text)["usage"]["prompt_tokens"]
-            counted = f"{tokens} tokens ({100 * tokens / usable:.0f} % of the usable {usable})"
-        else:
-            counted = f"refused when counted: {error_summary(text)[:160]}"
+        counted = (
+            f"{tokens} tokens ({100 * tokens / usable:.0f} % of the usable {usable})"
+            if tokens is not None
+            else f"refused when counted: {refusal}"
+        )
         if e["status"] is None:
             print(f"  call {e['n']}: {who}, {len(e['roles'])} messages, {e['bytes']} bytes, {how}: no answer before the run ended; {counted}")
             continue
         refused = e["status"] >= 400 or (e.get("stream") and e.get("events", 0) == 0)
         refusals += refused
-        if answer.status == 200:
-            tokens = json.loads(text)["usage"]["prompt_tokens"]
-            counted = f"{tokens} tokens ({100 * tokens / usable:.0f} % of the usable {usable})"
-            if not refused and not asked and (largest is None or tokens / usable > largest[0] / largest[1]):
-                largest = (tokens, usable, e["n"])
-        else:
-            counted = f"refused when counted: {error_summary(text)[:160]}"
+        if not refused and not asked and tokens is not None and (largest is None or tokens / usable > largest[0] / largest[1]):
+            largest = (tokens, usable, e["n"])
+        if who == "child" and not refused and not asked and e.get("text_bytes", 0) > 0:
+            children += 1
         answered = f"HTTP {e['status']}"
         if e.get("stream") and e["status"] == 200:
             if e.get("events", 0) == 0:
@@ -307,11 +358,34 @@ def count(upstream, log_path, bodies, window):
                 answered += f", finish_reason {e['finish_reason']}"
             else:
                 answered += ", cut: [DONE] without a finish reason" if e.get("done") else ", cut: no [DONE]"
+            answered += f", {e.get('text_bytes', 0)} bytes of text"
         print(f"  call {e['n']}: {who}, {len(e['roles'])} messages, {e['bytes']} bytes, {how} -> {answered}; {counted}")
     print(f"  requests: {sum('roles' in e for e in entries)}; refused (a 4xx/5xx, or an empty 200): {refusals}")
     if largest:
         tokens, usable, n = largest
         print(f"  largest request answered: call {n}, {tokens} tokens, {100 * tokens / usable:.0f} % of the usable window ({usable} of {window})")
+    return judge(musts, children, refusals, largest, window)
+
+
+def judge(musts, children, refusals, largest, window):
+    """Prints what the run had to show and whether it did; True when all."""
+    checks = []
+    wanted = int(musts.get("children", 1))
+    checks.append((f"at least {wanted} child request(s) answered with model text", children >= wanted, f"{children}"))
+    if musts.get("refusals") == "none":
+        checks.append(("no request refused", refusals == 0, f"{refusals} refused"))
+    fit = musts.get("fit", "window")
+    if largest is None:
+        checks.append(("the largest request answered, counted by the server", False, "none could be told"))
+    else:
+        tokens, usable, n = largest
+        room = usable if fit == "usable" else window
+        what = "the usable window" if fit == "usable" else "the server's window"
+        checks.append((f"the largest request answered fits {what} ({room} tokens)", tokens <= room, f"call {n}: {tokens} tokens"))
+    print("  must show:")
+    for what, shown, seen in checks:
+        print(f"    {'shown' if shown else 'NOT SHOWN'}: {what} (seen: {seen})")
+    return all(shown for _, shown, _ in checks)
 
 
 if __name__ == "__main__":
@@ -327,6 +401,10 @@ if __name__ == "__main__":
     elif sys.argv[1] == "probe":
         probe(int(sys.argv[2]))
     elif sys.argv[1] == "count":
-        count(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        flags = sys.argv[6:]
+        musts = {flags[i].lstrip("-"): flags[i + 1] for i in range(0, len(flags) - 1, 2)}
+        sys.exit(0 if count(int(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]), musts) else 1)
+    elif sys.argv[1] == "settle":
+        settle(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 30)
     else:
         sys.exit(f"unknown command {sys.argv[1]!r}")

@@ -25,6 +25,12 @@
 #   tokens as the server counts them (sent again unstreamed with `max_tokens` 1),
 #   the refusals, and the largest request against the usable window.
 #
+# Each run first says what it must show, and fails when it is not shown:
+# children that ran and answered with model text (a forced call whose
+# arguments did not parse starts none), no refusal where the window is
+# given, the largest request answered within the window, and `dsh run`
+# exiting 0. The script exits 1 when a run failed, and keeps its logs then.
+#
 # Environment:
 #   DSH_LLAMA_VENV  where the Python packages go (default ~/.cache/dsh/venv-llama-cpp-python);
 #                   never inside the repository
@@ -118,9 +124,20 @@ start_proxy() {
     echo "the proxy did not come up" >&2
     exit 1
 }
+# Stops the proxy of run $1 once it has logged every answer: stopped
+# before, the last answer goes unlogged and another request reads as the
+# largest.
 stop_proxy() {
+    "$py" "$helper" settle "$work/$1/requests.jsonl"
     kill "$proxy_pid" 2>/dev/null || true
     wait "$proxy_pid" 2>/dev/null || true
+}
+
+failed=()
+# Fails run $1 (remembered for the end) with why.
+fail_run() {
+    say "run $1 FAILED: $2"
+    failed+=("$1")
 }
 
 config=""
@@ -162,43 +179,56 @@ tool_filter = { deny = ["subagent"] }
 max_depth = 1
 TOML
     task="Use the subagent tool to have a child write a long, detailed report on the history of Paris, then summarise it for me."
+    # Reports run $1 and checks what it must show (the helper's `count` flags after it).
     report() {
         local name="$1"
+        shift
         say "model calls, as the proxy saw them, each counted again by the server"
-        "$py" "$helper" count "$port" "$work/$name/requests.jsonl" "$work/$name/bodies" "$n_ctx"
+        "$py" "$helper" count "$port" "$work/$name/requests.jsonl" "$work/$name/bodies" "$n_ctx" "$@" \
+            || fail_run "$name" "it did not show what it must (above)"
         say "dsh run exited $(cat "$work/$name/status"); its stderr (the model's text left out):"
         cut -c1-240 "$work/$name/stderr"
         say "stdout: $(wc -c < "$work/$name/stdout") bytes"
+        [ "$(cat "$work/$name/status")" = 0 ] || fail_run "$name" "dsh run exited $(cat "$work/$name/status")"
     }
 
     if wanted parallel; then
         say "run 1: two children at once, the server's defaults (interrupt_requests on)"
+        say "run 1 must show: two children started, at least one answering with model text; the largest request answered within the window; dsh run exiting 0"
         start_proxy parallel --parallel
         run_dsh parallel "Use the subagent tool to find out what the capital of France is, then tell me the answer."
-        stop_proxy
-        report parallel
+        stop_proxy parallel
+        report parallel --children 1 --fit window
+        [ "$(grep -c '"parent": false' "$work/parallel/requests.jsonl" || true)" -ge 2 ] \
+            || fail_run parallel "fewer than two child requests: the two children did not both start"
     fi
 
     if wanted configured; then
         say "run 2: children whose answers must be cut, --context-window $n_ctx"
+        say "run 2 must show: a child answering with model text; no refusal (requests are fitted before they are sent); the largest request answered within the usable window; dsh run exiting 0"
         start_proxy configured --long-children "$eos"
         run_dsh configured --context-window "$n_ctx" "$task"
-        stop_proxy
-        report configured
+        stop_proxy configured
+        report configured --children 1 --refusals none --fit usable
     fi
 
     if wanted learned; then
         say "run 3: the same with no window given (learned from the server's refusal)"
+        say "run 3 must show: a child answering with model text; the refusals counted (a refusal teaches the window; none is also right when no request overflows); the largest request answered within the server's window; dsh run exiting 0"
         start_proxy learned --long-children "$eos"
         run_dsh learned "$task"
-        stop_proxy
-        report learned
+        stop_proxy learned
+        report learned --children 1 --refusals any --fit window
+        if grep -q "learned context window" "$work/learned/stderr"; then
+            say "run 3: $(grep -m1 "learned context window" "$work/learned/stderr" | cut -c1-200)"
+        fi
+    fi
+    if [ "${#failed[@]}" -gt 0 ]; then
+        say "failed: ${failed[*]}"
+        exit 1
     fi
     passed=true
-    say "logs in $work"
-    trap - EXIT
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    say "passed: every run showed what it must"
     exit 0
 fi
 
@@ -216,6 +246,7 @@ done
 "$py" "$helper" probe "$port"
 
 # ---- the round trip ----
+say "must show: the child ran on the model and answered with model text; the parent's next call, carrying the tool-call message, accepted; dsh run exiting 0"
 say "dsh run (through the proxy on 127.0.0.1:$proxy_port)"
 set +e
 env -u DSH_API_KEY DSH_BASE_URL="http://127.0.0.1:$proxy_port/v1" DSH_MODEL="SmolLM2-135M-Instruct" \
@@ -224,6 +255,7 @@ env -u DSH_API_KEY DSH_BASE_URL="http://127.0.0.1:$proxy_port/v1" DSH_MODEL="Smo
     > "$work/stdout" 2> "$work/stderr"
 status=$?
 set -e
+"$py" "$helper" settle "$work/requests.jsonl"
 
 say "model calls, as the proxy saw them"
 set +e
@@ -245,9 +277,9 @@ for e in entries.values():
     print(f'  call {e["n"]}: {"parent" if parent else "child"}, {len(e["roles"])} messages{forced}{sent} -> HTTP {e["status"]}')
     if "error" in e:
         print("    " + e["error"])
-    child_answered |= not parent and e["status"] == 200
+    child_answered |= not parent and e["status"] == 200 and e.get("text_bytes", 0) > 0
     follow_up_accepted |= parent and bool(e["tool_call_only_content"]) and e["status"] == 200
-print(f"  the child ran on the model: {child_answered}; the parent's follow-up call was accepted: {follow_up_accepted}")
+print(f"  the child answered with model text: {child_answered}; the parent's follow-up call was accepted: {follow_up_accepted}")
 sys.exit(0 if child_answered and follow_up_accepted else 1)
 PY
 calls=$?

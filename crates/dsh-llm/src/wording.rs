@@ -381,13 +381,15 @@ pub(crate) fn replay_empty(file: &Path) -> String {
     format!("{} holds no exchange", file.display())
 }
 
-/// A request with no recorded answer: the closest one and where it differs.
+/// A request with no recorded answer: the closest one (agent, request) and
+/// where it differs: the field, the character offset of the first
+/// difference in it (`None` when one side holds nothing), and a little
+/// text around it from each side.
 pub(crate) fn replay_miss(
     file: &Path,
     (part, line): (Option<&Path>, usize),
-    agent: usize,
-    request: usize,
-    path: &str,
+    (agent, request): (usize, usize),
+    (path, offset): (&str, Option<usize>),
     recorded: Option<&str>,
     asked: Option<&str>,
 ) -> String {
@@ -396,8 +398,12 @@ pub(crate) fn replay_miss(
         None => format!("line {line}"),
         Some(part) => format!("{} line {line}", part.display()),
     };
+    let at = match offset {
+        Some(offset) => format!("{path}, at character offset {offset}"),
+        None => path.to_owned(),
+    };
     format!(
-        "{} holds no such request; the closest is agent {agent}'s request {request} ({place}), which differs first at {path}: recorded {}, asked {}",
+        "{} holds no such request; the closest is agent {agent}'s request {request} ({place}), which differs first at {at}: recorded {}, asked {}",
         file.display(),
         show(recorded),
         show(asked)

@@ -275,6 +275,32 @@ async fn a_miss_names_the_closest_request_and_where_it_differs() {
 }
 
 #[tokio::test]
+async fn a_miss_deep_in_a_long_text_shows_the_offset_and_the_text_around_it() {
+    let dir = temp_dir();
+    let file = dir.path().join("long.jsonl");
+    let recorder = Recorder::create(&file).unwrap();
+    let live = RecordingModel::new(ScriptedModel::builtin(), &recorder).unwrap();
+    // A tool result of some kilobytes whose only difference is one task id,
+    // as when two children's kept results swap ids.
+    let long = |id: &str| {
+        format!(
+            "{}\n\n[output cut: to read the rest, call task_output {{\"task_id\": \"{id}\", \"offset\": 4000}}]\n\n{}",
+            "head line\n".repeat(400),
+            "tail line\n".repeat(60)
+        )
+    };
+    call(&live, &long("subagent-1")).await.unwrap();
+    recorder.finish().unwrap();
+    let replay = ReplayModel::new(Cassette::load(&file).unwrap(), Timing::Fast);
+    let err = call(&replay, &long("subagent-2")).await.unwrap_err();
+    let text = err.to_string().replace(&dir.path().display().to_string(), "<dir>");
+    // The field, the offset of the first difference, and a bounded excerpt
+    // of each side around it: never the same start of both texts.
+    insta::assert_snapshot!(text, @r#"no recorded answer: <dir>/long.jsonl holds no such request; the closest is agent 1's request 1 (line 2), which differs first at messages[1].content, at character offset 4072: recorded …" call task_output {\"task_id\": \"subagent-1\", \"offset\": 4000}]\n\ntail line\ntail lin"…, asked …" call task_output {\"task_id\": \"subagent-2\", \"offset\": 4000}]\n\ntail line\ntail lin"…"#);
+    assert!(text.len() < 600, "bounded: {} bytes", text.len());
+}
+
+#[tokio::test]
 async fn parallel_requests_match_in_any_order_and_repeats_in_recorded_order() {
     let dir = temp_dir();
     let file = dir.path().join("parallel.jsonl");

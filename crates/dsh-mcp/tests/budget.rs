@@ -181,3 +181,30 @@ async fn without_a_shelf_or_room_the_notice_says_the_rest_is_not_kept() {
     assert!(anonymous.text.contains(" in between are not kept]"));
     world.mount.release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_results_are_kept_under_ids_in_call_order_whatever_order_they_finish() {
+    let world = World::new(ResultBudget::DEFAULT, 1_000_000, true).await;
+    let call = |bytes: u64| world.tools.call("mcp__t__big", json!({"bytes": bytes}), exec("parent"));
+    // Started in call order, as the calls of one round are (each first
+    // poll takes its id), then the second finished and kept first.
+    let mut first = Box::pin(call(100_000));
+    let mut second = Box::pin(call(120_000));
+    assert!(futures::poll!(&mut first).is_pending());
+    assert!(futures::poll!(&mut second).is_pending());
+    let second = second.await;
+    let first = first.await;
+    assert_eq!(noticed_task_id(&second.text, TASK_OUTPUT), "mcp-2");
+    assert_eq!(noticed_task_id(&first.text, TASK_OUTPUT), "mcp-1");
+    let listed = world.tools.call("task_list", json!({}), exec("parent")).await;
+    assert_eq!(
+        listed.text,
+        "mcp-1 [status: completed] (mcp: mcp__t__big)\nmcp-2 [status: completed] (mcp: mcp__t__big)"
+    );
+    // A call within the budget took an id too, never used: a gap.
+    let small = call(1_000).await;
+    assert_eq!(small.cut, None);
+    let third = call(100_000).await;
+    assert_eq!(noticed_task_id(&third.text, TASK_OUTPUT), "mcp-4");
+    world.mount.release().await.unwrap();
+}

@@ -205,8 +205,8 @@ impl ParentLog {
         let mut child = RemoteChild::new(config.name.clone(), now_ms());
         child.tool.clone_from(&request.provenance().tool);
         child.call_id.clone_from(&request.provenance().call_id);
-        child.label.clone_from(&request.label);
         child.task_id.clone_from(&request.provenance().task_id);
+        child.label.clone_from(&request.label);
         child.background = request.mode == dsh_subagent_api::RunMode::Background;
         if let Some(opened) = state.opened() {
             child.session = Some(opened.session);

@@ -34,14 +34,14 @@ pub struct RemoteChild {
     /// Its display label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    /// The background task that ran it (the id its caller's model was
-    /// given), when one did.
+    /// Its task (the id `task_output` takes): the background task that
+    /// runs it, or the id reserved for its foreground result, which names
+    /// the task that keeps the result if it was cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     /// Whether its caller went on while it ran (a background task).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
-
     /// Its session's id in the other process (for `dsh acp`, the id of the
     /// agent that ran it there).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -142,8 +142,10 @@ pub struct Provenance {
     /// How long the start waited for a slot of its tree (zero when it did
     /// not wait).
     pub queued: Duration,
-    /// The background task that runs the child (the id `task_output`
-    /// takes), when one does; set by the service that made the task.
+    /// The task of the child (the id `task_output` takes): the background
+    /// task that runs it, set by the service that made the task; or, for a
+    /// foreground call, the id reserved when the call started for its
+    /// result, which is kept under it if it is cut (unused otherwise).
     pub task_id: Option<String>,
     /// Set when the call is run again after an interruption: the child it
     /// had started, which the provider continues instead of starting

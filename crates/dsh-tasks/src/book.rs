@@ -1,27 +1,28 @@
-//! The registry's bookkeeping: which tasks are kept, in what order, which
-//! ids were ever issued, and the notices not yet taken.
+//! The registry's bookkeeping, per owner: which tasks are kept, in what
+//! order, which ids were ever issued, and the notices not yet taken.
 //!
 //! Every running task is kept. Of an owner's finished tasks only the
 //! `keep` most recently finished are kept; finishing one more forgets the
 //! one that finished longest ago, together with its notice if that was
 //! never taken. Nothing stays behind for a forgotten task: that its id was
-//! issued is read from the per-kind counter that numbers the ids.
+//! issued is read from the owner's per-kind counter that numbers its ids.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::num::NonZeroUsize;
+use std::num::{NonZeroU64, NonZeroUsize};
 use std::sync::{Arc, Mutex};
 
 use dsh_tools::AgentId;
 use tokio::sync::watch;
 
+use crate::task::Numbered;
 use crate::{
-    TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec, TaskStatus, TaskText, TextStore, lock,
-    wording,
+    Reservation, TaskControl, TaskError, TaskId, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec, TaskStatus,
+    TaskText, TextStore, lock, wording,
 };
 
 /// One kept task.
 pub(crate) struct Entry {
-    /// Its place in dispatch order, across kinds and owners.
+    /// Its place in the order of reservations, across kinds and owners.
     pub(crate) seq: u64,
     pub(crate) snapshot: Mutex<TaskSnapshot>,
     pub(crate) control: TaskControl,
@@ -80,11 +81,17 @@ impl Entry {
     }
 }
 
-/// One owner's kept tasks and pending notices.
+/// One owner's kept tasks, pending notices and id counters.
 #[derive(Default)]
 struct Owned {
-    /// Every kept task, running or finished, by dispatch order.
+    /// Every kept task, running or finished, by its place in the order of
+    /// reservations (a task not reserved ahead takes its place when it
+    /// starts).
     kept: BTreeMap<u64, Arc<Entry>>,
+    /// The kept tasks' places, by id.
+    ids: HashMap<String, u64>,
+    /// Per kind, the highest number issued: reserved, or given.
+    issued: HashMap<String, u64>,
     /// The kept finished tasks, the one that finished first at the front.
     finished: VecDeque<u64>,
     /// Completion notices not taken yet, oldest first. Each is for a kept
@@ -93,10 +100,8 @@ struct Owned {
 }
 
 impl Owned {
-    /// Forgets finished tasks, oldest first, until at most `keep` remain;
-    /// returns the ids forgotten.
-    fn trim(&mut self, keep: NonZeroUsize) -> Vec<String> {
-        let mut forgotten = Vec::new();
+    /// Forgets finished tasks, oldest first, until at most `keep` remain.
+    fn trim(&mut self, keep: NonZeroUsize) {
         while self.finished.len() > keep.get() {
             let Some(seq) = self.finished.pop_front() else { break };
             // Notices and finished tasks are both in settle order, so a
@@ -105,21 +110,44 @@ impl Owned {
                 self.notices.pop_front();
             }
             if let Some(entry) = self.kept.remove(&seq) {
-                forgotten.push(lock(&entry.snapshot).id.clone());
+                self.ids.remove(&lock(&entry.snapshot).id);
             }
         }
-        forgotten
+    }
+
+    /// The next number of `kind`, now issued.
+    fn next(&mut self, kind: &str) -> NonZeroU64 {
+        let last = self.issued.entry(kind.to_owned()).or_default();
+        *last = last.saturating_add(1);
+        NonZeroU64::new(*last).unwrap_or(NonZeroU64::MAX)
+    }
+
+    /// Counts `number` of `kind` as issued: no later id repeats it.
+    fn issue(&mut self, kind: &str, number: NonZeroU64) {
+        let last = self.issued.entry(kind.to_owned()).or_default();
+        *last = (*last).max(number.get());
+    }
+
+    /// Whether `id` reads `<kind>-<n>` exactly as issued with `n` no higher
+    /// than the kind's counter.
+    fn was_issued(&self, id: &str) -> bool {
+        TaskId::read(id).is_some_and(|id| {
+            self.issued
+                .get(id.kind())
+                .is_some_and(|last| id.number().get() <= *last)
+        })
+    }
+
+    fn get(&self, id: &str) -> Option<&Arc<Entry>> {
+        self.ids.get(id).and_then(|seq| self.kept.get(seq))
     }
 }
 
 /// Everything the registry knows, under its one lock.
 pub(crate) struct Book {
-    /// Every kept task, by id.
-    tasks: HashMap<String, Arc<Entry>>,
+    /// Every owner's tasks and counters.
     owners: HashMap<AgentId, Owned>,
-    /// Per kind, the last number issued: ids count per kind.
-    issued: HashMap<String, u64>,
-    /// The last dispatch ordinal issued.
+    /// The last place issued in the order of reservations.
     seq: u64,
     disposed: HashSet<AgentId>,
     keep: NonZeroUsize,
@@ -128,9 +156,7 @@ pub(crate) struct Book {
 impl Default for Book {
     fn default() -> Self {
         Self {
-            tasks: HashMap::new(),
             owners: HashMap::new(),
-            issued: HashMap::new(),
             seq: 0,
             disposed: HashSet::new(),
             keep: crate::DEFAULT_KEEP_FINISHED,
@@ -146,29 +172,56 @@ impl Book {
     /// Sets the bound and forgets at once what it no longer allows.
     pub(crate) fn set_keep(&mut self, keep: NonZeroUsize) {
         self.keep = keep;
-        let forgotten: Vec<String> = self.owners.values_mut().flat_map(|owned| owned.trim(keep)).collect();
-        for id in forgotten {
-            self.tasks.remove(&id);
+        for owned in self.owners.values_mut() {
+            owned.trim(keep);
         }
     }
 
-    /// Registers a running task with the next `<kind>-<n>` id; its output
-    /// will be kept in the spec's store, or else in `texts`.
+    /// The owner's books, unless it was disposed.
+    fn open(&mut self, owner: &AgentId) -> Result<&mut Owned, TaskError> {
+        if self.disposed.contains(owner) {
+            return Err(TaskError::OwnerDisposed { owner: owner.clone() });
+        }
+        Ok(self.owners.entry(owner.clone()).or_default())
+    }
+
+    /// Takes the owner's next id of `kind`, and its place in the order.
+    pub(crate) fn reserve(&mut self, owner: &AgentId, kind: &str) -> Result<Reservation, TaskError> {
+        let number = self.open(owner)?.next(kind);
+        self.seq += 1;
+        Ok(Reservation {
+            id: TaskId::new(kind, number),
+            owner: owner.clone(),
+            order: self.seq,
+        })
+    }
+
+    /// Registers a running task under the id its spec says (the owner's
+    /// next, one reserved, or one given); its output will be kept in the
+    /// spec's store, or else in `texts`.
     pub(crate) fn insert(
         &mut self,
         spec: TaskSpec,
         control: TaskControl,
         texts: &TextStore,
     ) -> Result<Arc<Entry>, TaskError> {
-        if self.disposed.contains(&spec.owner) {
-            return Err(TaskError::OwnerDisposed { owner: spec.owner });
+        let owned = self.open(&spec.owner)?;
+        let (number, order) = match spec.number {
+            Numbered::Next => (owned.next(&spec.kind), None),
+            Numbered::Reserved { number, order } => (number, Some(order)),
+            Numbered::Given(number) => (number, None),
+        };
+        let id = TaskId::new(spec.kind.clone(), number).to_string();
+        if owned.ids.contains_key(&id) {
+            return Err(TaskError::IdTaken { id });
         }
-        let counter = self.issued.entry(spec.kind.clone()).or_default();
-        *counter += 1;
-        let id = format!("{}-{counter}", spec.kind);
-        self.seq += 1;
+        owned.issue(&spec.kind, number);
+        let seq = order.unwrap_or_else(|| {
+            self.seq += 1;
+            self.seq
+        });
         let entry = Arc::new(Entry {
-            seq: self.seq,
+            seq,
             snapshot: Mutex::new(TaskSnapshot {
                 id: id.clone(),
                 kind: spec.kind,
@@ -182,12 +235,9 @@ impl Book {
             settled: watch::Sender::new(false),
             texts: spec.texts.unwrap_or_else(|| texts.clone()),
         });
-        self.tasks.insert(id, entry.clone());
-        self.owners
-            .entry(spec.owner)
-            .or_default()
-            .kept
-            .insert(self.seq, entry.clone());
+        let owned = self.owners.entry(spec.owner).or_default();
+        owned.ids.insert(id, seq);
+        owned.kept.insert(seq, entry.clone());
         Ok(entry)
     }
 
@@ -220,39 +270,29 @@ impl Book {
                 .notices
                 .push_back((entry.seq, wording::completion_notice(&snapshot)));
         }
-        for id in owned.trim(keep) {
-            self.tasks.remove(&id);
-        }
+        owned.trim(keep);
     }
 
-    /// The kept task `id`, or why there is none: an id that was issued is
-    /// [`TaskError::Forgotten`] (only finished tasks are forgotten), any
-    /// other [`TaskError::Unknown`].
-    pub(crate) fn find(&self, id: &str) -> Result<Arc<Entry>, TaskError> {
-        if let Some(entry) = self.tasks.get(id) {
+    /// The owner's kept task `id`, or why there is none: an id the owner
+    /// was issued is [`TaskError::Forgotten`] (only finished tasks are
+    /// forgotten); one that only another owner's kept task has,
+    /// [`TaskError::Foreign`]; any other [`TaskError::Unknown`].
+    pub(crate) fn find(&self, owner: &AgentId, id: &str) -> Result<Arc<Entry>, TaskError> {
+        let owned = self.owners.get(owner);
+        if let Some(entry) = owned.and_then(|owned| owned.get(id)) {
             return Ok(entry.clone());
         }
         let id = id.to_owned();
-        if self.was_issued(&id) {
-            Err(TaskError::Forgotten {
+        if owned.is_some_and(|owned| owned.was_issued(&id)) {
+            return Err(TaskError::Forgotten {
                 id,
                 kept: self.keep.get(),
-            })
-        } else {
-            Err(TaskError::Unknown { id })
+            });
         }
-    }
-
-    /// Whether `id` reads `<kind>-<n>` exactly as issued (no sign, no
-    /// leading zero) with `n` no higher than the kind's counter.
-    fn was_issued(&self, id: &str) -> bool {
-        let Some((kind, digits)) = id.rsplit_once('-') else {
-            return false;
-        };
-        let Ok(number) = digits.parse::<u64>() else {
-            return false;
-        };
-        number >= 1 && number.to_string() == digits && self.issued.get(kind).is_some_and(|last| number <= *last)
+        if self.owners.values().any(|other| other.ids.contains_key(&id)) {
+            return Err(TaskError::Foreign { id });
+        }
+        Err(TaskError::Unknown { id })
     }
 
     /// The owner's kept tasks, in dispatch order.
@@ -331,14 +371,19 @@ impl Book {
             .unwrap_or_default()
     }
 
-    /// Refuses new tasks for `owner` from now on; returns its kept tasks.
+    /// Refuses new tasks and reservations for `owner` from now on;
+    /// returns its kept tasks. An owner that keeps none is forgotten whole,
+    /// its counters with it: nothing of it is read again.
     pub(crate) fn dispose(&mut self, owner: &AgentId) -> Vec<Arc<Entry>> {
         self.disposed.insert(owner.clone());
+        if self.owners.get(owner).is_some_and(|owned| owned.kept.is_empty()) {
+            self.owners.remove(owner);
+        }
         self.owned(owner)
     }
 
     /// How many tasks are kept, of every owner.
     pub(crate) fn len(&self) -> usize {
-        self.tasks.len()
+        self.owners.values().map(|owned| owned.kept.len()).sum()
     }
 }

@@ -14,6 +14,10 @@ dsh_tools::error_codes! {
         ForgottenTask => "FORGOTTEN_TASK",
         /// `INVALID_LABEL`: the task's label is empty.
         InvalidLabel => "INVALID_LABEL",
+        /// `TASK_ID_TAKEN`: a task of the owner already has the id given.
+        TaskIdTaken => "TASK_ID_TAKEN",
+        /// `INVALID_TASK_ID`: the text is not a task id, `<kind>-<n>`.
+        InvalidTaskId => "INVALID_TASK_ID",
         /// `OWNER_DISPOSED`: the owning agent was disposed.
         OwnerDisposed => "OWNER_DISPOSED",
     }

@@ -4,6 +4,7 @@
 mod book;
 mod code;
 mod error;
+mod id;
 mod registry;
 mod task;
 mod text;
@@ -11,6 +12,7 @@ pub mod wording;
 
 pub use code::ErrorCode;
 pub use error::TaskError;
+pub use id::{Reservation, TaskId};
 pub use registry::TaskRegistry;
 pub use task::{KillOutcome, Recorded, TaskControl, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec, TaskStatus};
 pub use text::{DEFAULT_KEPT_BYTES, Output, TaskText, TextStore};

@@ -14,8 +14,8 @@ use tokio::sync::watch;
 
 use crate::book::{self, Book, Entry, Work};
 use crate::{
-    KillOutcome, Recorded, TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec, TextStore, lock,
-    wording,
+    KillOutcome, Recorded, Reservation, TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec,
+    TextStore, lock, wording,
 };
 
 #[derive(Default)]
@@ -103,9 +103,19 @@ impl TaskRegistry {
         &self.texts
     }
 
-    /// Starts a task: checks the spec, assigns the next `<kind>-<n>` id, and
-    /// runs `producer` on its own tokio task. Nothing runs when the checks
-    /// fail. A producer that panics settles its task `failed`.
+    /// Takes `owner`'s next id of `kind` now, for a task that may start
+    /// later ([`TaskSpec::reserved`]). A tool call reserves its id before
+    /// anything it does waits, so calls made together are numbered in the
+    /// order they were made, whatever order they finish in. Refused for a
+    /// disposed owner ([`TaskError::OwnerDisposed`]).
+    pub fn reserve(&self, owner: &AgentId, kind: &str) -> Result<Reservation, TaskError> {
+        self.inner.lock().reserve(owner, kind)
+    }
+
+    /// Starts a task: checks the spec, gives it its id (the owner's next
+    /// `<kind>-<n>`, or the one its spec reserved or was given), and runs
+    /// `producer` on its own tokio task. Nothing runs when the checks fail.
+    /// A producer that panics settles its task `failed`.
     pub fn spawn<F, Fut>(&self, spec: TaskSpec, producer: F) -> Result<String, TaskError>
     where
         F: FnOnce(TaskControl) -> Fut,
@@ -139,11 +149,29 @@ impl TaskRegistry {
     /// It is numbered, listed, kept and forgotten like any finished task,
     /// but no completion notice is queued: the owner already has the result.
     pub fn record(&self, spec: TaskSpec, recorded: Recorded) -> Result<TaskSnapshot, TaskError> {
+        self.settle_recorded(spec, recorded, book::Notice::None)
+    }
+
+    /// Records a task that has already finished and queues its completion
+    /// notice, as if it had just finished in the background: a task
+    /// restored after a crash (under the id its owner read,
+    /// [`TaskSpec::with_id`]) whose notice no model call had taken.
+    pub fn record_with_notice(&self, spec: TaskSpec, recorded: Recorded) -> Result<TaskSnapshot, TaskError> {
+        self.settle_recorded(spec, recorded, book::Notice::Queue)
+    }
+
+    fn settle_recorded(
+        &self,
+        spec: TaskSpec,
+        recorded: Recorded,
+        notice: book::Notice,
+    ) -> Result<TaskSnapshot, TaskError> {
         if spec.label.trim().is_empty() {
             return Err(TaskError::EmptyLabel);
         }
         let control = TaskControl::new();
-        let entry = self.inner.lock().insert(spec, control, &self.texts)?;
+        let entry = self.inner.lock().insert(spec, control.clone(), &self.texts)?;
+        control.name(&lock(&entry.snapshot).id);
         let settled = match recorded {
             Recorded::Completed(output) => book::Settled::Completed(output.into_text(&entry.texts)),
             Recorded::Failed { detail, output } => book::Settled::Failed {
@@ -151,17 +179,15 @@ impl TaskRegistry {
                 output: output.into_text(&entry.texts),
             },
         };
-        self.inner.lock().settle(&entry, settled, book::Notice::None);
+        self.inner.lock().settle(&entry, settled, notice);
         entry.settled.send_replace(true);
         Ok(entry.snapshot())
     }
 
+    /// The caller's task `id`: ids are the caller's own, so another
+    /// agent's task is never found by one.
     fn entry(&self, id: &str, caller: &AgentId) -> Result<Arc<Entry>, TaskError> {
-        let entry = self.inner.lock().find(id)?;
-        if lock(&entry.snapshot).owner != *caller {
-            return Err(TaskError::Foreign { id: id.to_owned() });
-        }
-        Ok(entry)
+        self.inner.lock().find(caller, id)
     }
 
     /// The task as it is now.
@@ -201,14 +227,16 @@ impl TaskRegistry {
         KillOutcome::Requested
     }
 
-    /// Every kept task of the caller, in dispatch order.
+    /// Every kept task of the caller, in the order their ids were
+    /// reserved (a task not reserved ahead, when it started).
     pub fn list(&self, caller: &AgentId) -> Vec<TaskSnapshot> {
         let owned = self.inner.lock().owned(caller);
         owned.iter().map(|entry| entry.snapshot()).collect()
     }
 
     /// What `task_list` shows the caller: every running task and the
-    /// `finished` most recently finished ones, in dispatch order, and how
+    /// `finished` most recently finished ones, in the order of
+    /// [`list`](Self::list), and how
     /// many older finished tasks are kept but left out.
     pub fn listing(&self, caller: &AgentId, finished: usize) -> TaskListing {
         self.inner.lock().listing(caller, finished)

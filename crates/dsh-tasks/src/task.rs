@@ -2,11 +2,12 @@
 //! settles, what starts one, and the producer's kill signal.
 
 use std::fmt;
+use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 
 use dsh_tools::{AgentId, CancellationToken};
 
-use crate::{Output, TaskText, TextStore, lock};
+use crate::{Output, Reservation, TaskId, TaskText, TextStore, lock};
 
 /// Where a task stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -99,8 +100,8 @@ pub enum Recorded {
     },
 }
 
-/// What to start: a kind (the id prefix), a label, an owner, and where its
-/// output is kept.
+/// What to start: a kind (the id prefix), a label, an owner, where its
+/// output is kept, and which id it takes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct TaskSpec {
@@ -113,17 +114,59 @@ pub struct TaskSpec {
     /// The store its output text is kept in; `None`: the registry's own
     /// ([`TaskRegistry::texts`](crate::TaskRegistry::texts)).
     pub texts: Option<TextStore>,
+    /// Which number its id takes.
+    pub(crate) number: Numbered,
+}
+
+/// Which number a task's id takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Numbered {
+    /// The owner's next of the kind, when the task starts.
+    Next,
+    /// One reserved earlier, and that reservation's place in the order.
+    Reserved { number: NonZeroU64, order: u64 },
+    /// One given by the harness (a task restored after a crash).
+    Given(NonZeroU64),
 }
 
 impl TaskSpec {
-    /// A spec whose output is kept in the registry's store.
+    /// A spec whose output is kept in the registry's store, under the
+    /// owner's next id of `kind`.
     pub fn new(kind: impl Into<String>, label: impl Into<String>, owner: AgentId) -> Self {
         Self {
             kind: kind.into(),
             label: label.into(),
             owner,
             texts: None,
+            number: Numbered::Next,
         }
+    }
+
+    /// A spec under an id reserved earlier
+    /// ([`TaskRegistry::reserve`](crate::TaskRegistry::reserve)): its kind
+    /// and owner are the reservation's, and the task is listed in the
+    /// order of its reservation.
+    pub fn reserved(reservation: Reservation, label: impl Into<String>) -> Self {
+        let Reservation { id, owner, order } = reservation;
+        let mut spec = Self::new(id.kind, label, owner);
+        spec.number = Numbered::Reserved {
+            number: id.number,
+            order,
+        };
+        spec
+    }
+
+    /// Starts the task under the given `id` instead (its kind replaces the
+    /// spec's): a task restored after a crash keeps the id its owner
+    /// already read. The owner's count of that kind moves past it, so no
+    /// later id repeats it; an id a kept task of the owner already has is
+    /// refused ([`TaskError::IdTaken`](crate::TaskError::IdTaken)).
+    #[must_use]
+    pub fn with_id(mut self, id: TaskId) -> Self {
+        let TaskId { kind, number } = id;
+        self.kind = kind;
+        self.number = Numbered::Given(number);
+        self
     }
 
     /// Keeps the task's output in `texts`: the store of the owner's

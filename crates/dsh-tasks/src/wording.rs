@@ -196,6 +196,18 @@ pub const MCP_RESULT_KIND: &str = "mcp";
 /// A task registered with an empty label.
 pub const EMPTY_LABEL: &str = "invalid task label: expected a non-empty string";
 
+/// A task given an id that a task of its owner already has.
+pub fn id_taken(id: &str) -> String {
+    format!("task id \"{id}\" is taken: a task of the same owner already has it")
+}
+
+/// A text that is not a task id.
+pub fn invalid_id(id: &str) -> String {
+    format!(
+        "invalid task id \"{id}\": expected <kind>-<n>, a kind, a dash and a whole number from 1 without leading zeros (as in subagent-1)"
+    )
+}
+
 /// A task registered after the owner was disposed.
 pub fn owner_disposed(owner: &str) -> String {
     format!("agent \"{owner}\" was disposed; no new background task can start for it")

@@ -93,10 +93,12 @@ async fn only_ids_as_issued_read_forgotten_and_every_other_id_is_unknown() {
             matches!(tasks.get(id, &owner), Err(TaskError::Forgotten { .. })),
             "{id}"
         );
-        // Nothing is kept of a forgotten task, its owner neither: another
-        // agent reads the same, and learns no more than the id's number.
-        assert!(
-            matches!(tasks.get(id, &stranger), Err(TaskError::Forgotten { .. })),
+        // Ids are each owner's own: another agent never issued these, so
+        // they read as unknown to it; it learns nothing, not even that the
+        // number was issued.
+        assert_eq!(
+            tasks.get(id, &stranger).unwrap_err(),
+            TaskError::Unknown { id: id.to_owned() },
             "{id}"
         );
     }
@@ -163,7 +165,8 @@ async fn running_tasks_are_always_kept_and_each_owner_has_its_own_bound() {
     assert_eq!(listed.len(), 2, "the running task and the last finished one");
     assert_eq!(listed[0].id, slow);
     assert_eq!(listed[0].status, TaskStatus::Running);
-    assert_eq!(listed[1].id, "subagent-7");
+    // Ids count per owner: the other agent's task took none of these.
+    assert_eq!(listed[1].id, "subagent-6");
     assert_eq!(
         tasks.get(&theirs, &other).unwrap().output.kept().unwrap().as_str(),
         "theirs"
@@ -174,7 +177,7 @@ async fn running_tasks_are_always_kept_and_each_owner_has_its_own_bound() {
     // Finishing last, it is now the one kept.
     assert_eq!(ids(&tasks, &owner), [slow.as_str()]);
     assert!(matches!(
-        tasks.get("subagent-7", &owner),
+        tasks.get("subagent-6", &owner),
         Err(TaskError::Forgotten { .. })
     ));
 }

@@ -247,7 +247,8 @@ async fn another_parent_gets_a_failed_task_both_in_memory_and_from_the_store() {
     let foreign = format!("(no new output)\n[status: failed, subagent \"{child}\" is unavailable]");
     let sent = world.send(&stranger, &child, "let me in").await;
     assert!(!sent.is_error, "{}", sent.text);
-    assert_eq!(world.output(&stranger, "subagent-2").await, foreign);
+    // Ids are each owner's own: the stranger's first task is its `subagent-1`.
+    assert_eq!(world.output(&stranger, "subagent-1").await, foreign);
     // A new process knows nothing in memory: the store answers.
     let reopened = World::open(data.path());
     let stranger = reopened.parent("stranger").agent_ref();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use dsh_subagent::{CutInfo, CutOutcome, SubagentService};
 use dsh_subagent_api::AgentRef;
-use dsh_tasks::{Output, Recorded, TaskRegistry};
+use dsh_tasks::{Output, Recorded, Reservation, TaskRegistry};
 use dsh_tools::budget::{self, PagedRead, TextSize};
 use dsh_tools::{ResultBudget, ToolError, ToolOutput, ToolRegistry};
 
@@ -22,14 +22,27 @@ pub(crate) struct Pages {
     pub(crate) tools: ToolRegistry,
 }
 
-/// What one cut needs besides the result: the budget, where it is kept, and
-/// who reads it.
+impl Pages {
+    /// Reserves, when a foreground call starts, the id its result is kept
+    /// under if it is cut; `None` when it could not be kept (no
+    /// `task_output` mounted, a disposed caller).
+    pub(crate) fn reserve(&self, service: &SubagentService, caller: &AgentRef) -> Option<Reservation> {
+        self.tools.get(dsh_tasks::wording::TASK_OUTPUT)?;
+        service.reserve_result(&self.tasks, caller).ok()
+    }
+}
+
+/// What one cut needs besides the result: the budget, where it is kept
+/// and under which id, and who reads it.
 pub(crate) struct Cutter<'a> {
     pub(crate) budget: ResultBudget,
     pub(crate) pages: Option<&'a Pages>,
     pub(crate) service: &'a SubagentService,
     pub(crate) caller: &'a AgentRef,
     pub(crate) label: Box<str>,
+    /// The id reserved for the result when the call started
+    /// ([`Pages::reserve`]); `None`: it cannot be kept.
+    pub(crate) reserved: Option<Reservation>,
 }
 
 impl Cutter<'_> {
@@ -39,7 +52,7 @@ impl Cutter<'_> {
     /// the caller, and cut to its head and tail with the notice, which
     /// gives the exact `task_output` call reading on (or says the rest is
     /// not kept); a failure keeps its code and stays a failure.
-    pub(crate) fn within(self, (outcome, source): Delegated) -> Result<ToolOutput, ToolError> {
+    pub(crate) fn within(mut self, (outcome, source): Delegated) -> Result<ToolOutput, ToolError> {
         let budget = self.budget.bytes();
         match outcome {
             Ok(output) if output.text.len() > budget => {
@@ -79,24 +92,21 @@ impl Cutter<'_> {
         }
     }
 
-    /// Keeps the whole result as a finished task of the caller, when its
-    /// `task_output` is mounted and the caller's store can hold the `held`
+    /// Keeps the whole result as a finished task of the caller, under the
+    /// id reserved for it, when the caller's store can hold the `held`
     /// bytes the result takes in memory: the paged read of its notice, and
     /// the id. A result larger than the store's whole bound is not kept,
     /// and its notice says so.
-    fn keep(&self, recorded: Recorded, held: usize) -> (Option<PagedRead>, Option<String>) {
-        let Some(pages) = self.pages else {
+    fn keep(&mut self, recorded: Recorded, held: usize) -> (Option<PagedRead>, Option<String>) {
+        let (Some(pages), Some(reservation)) = (self.pages, self.reserved.take()) else {
             return (None, None);
         };
-        if pages.tools.get(dsh_tasks::wording::TASK_OUTPUT).is_none() {
-            return (None, None);
-        }
         if !self.service.texts(self.caller).can_keep(held) {
             return (None, None);
         }
         match self
             .service
-            .record_result(&pages.tasks, self.caller, self.label.to_string(), recorded)
+            .record_result(&pages.tasks, self.caller, reservation, self.label.to_string(), recorded)
         {
             Ok(task) => (
                 Some(PagedRead::new(dsh_tasks::wording::TASK_OUTPUT, task.id.clone())),

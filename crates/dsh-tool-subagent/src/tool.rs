@@ -170,12 +170,22 @@ impl Tool for SubagentTool {
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
         let request = match self.prepare(args, &exec) {
-            Ok(request) if request.mode == RunMode::Foreground => {
+            Ok(mut request) if request.mode == RunMode::Foreground => {
                 // Held while the call is in flight, for a cut once the run
-                // is over: who reads the result (pointers only), and the
-                // label its kept task shows (exactly sized).
+                // is over: who reads the result (pointers only), the label
+                // its kept task shows (exactly sized), and the id it is kept
+                // under, reserved now, before anything is awaited, so the
+                // calls of one round are numbered in call order. The child
+                // records that id: it names the task that keeps a cut result.
                 let caller = request.parent.clone();
                 let label: Box<str> = request.label.as_deref().unwrap_or_default().into();
+                let reserved = self
+                    .pages
+                    .as_ref()
+                    .and_then(|pages| pages.reserve(&self.service, &caller));
+                if let Some(reservation) = &reserved {
+                    request.provenance_mut().task_id = Some(reservation.id().to_string());
+                }
                 // Mapped, not awaited in an `async` block, which would hold
                 // the delegation's future twice (as a capture and as the
                 // awaited value) for as long as the call is in flight.
@@ -187,6 +197,7 @@ impl Tool for SubagentTool {
                         service: &self.service,
                         caller: &caller,
                         label,
+                        reserved,
                     };
                     cutter.within(delegated)
                 }));

@@ -22,16 +22,17 @@ async fn one_line_per_task_of_the_caller_in_dispatch_order() {
     let running = fixture.until_killed("parent", "review the diff");
     fixture.settled(&done, "parent").await;
     let result = fixture.call("task_list", json!({})).await;
+    // The stranger's task takes none of the parent's numbers.
     insta::assert_snapshot!(result.text, @r"
     subagent-1 [status: completed] (subagent: count to three)
-    subagent-3 [status: running] (subagent: review the diff)
+    subagent-2 [status: running] (subagent: review the diff)
     ");
     fixture.call("task_kill", json!({"task_id": running})).await;
     fixture.settled(&running, "parent").await;
     let result = fixture.call("task_list", json!({"ignored": true})).await;
     assert_eq!(
         result.text,
-        "subagent-1 [status: completed] (subagent: count to three)\nsubagent-3 [status: killed] (subagent: review the diff)"
+        "subagent-1 [status: completed] (subagent: count to three)\nsubagent-2 [status: killed] (subagent: review the diff)"
     );
 }
 

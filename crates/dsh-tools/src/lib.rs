@@ -21,5 +21,5 @@ pub use registry::{
     execute, panic_message,
 };
 pub use schema::parameters_schema;
-pub use shelf::{KeptResult, ResultPolicy, ResultShelf};
+pub use shelf::{KeptResult, ResultPolicy, ResultShelf, ShelfPlace};
 pub use tool::{INVALID_ARGUMENTS, Tool, ToolError, ToolExecution, ToolOutput, ToolResult, json_kind};

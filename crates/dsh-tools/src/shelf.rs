@@ -30,12 +30,26 @@ impl KeptResult {
 /// Where a cut result is kept whole, so that the model reads the rest page
 /// by page: a finished task of the caller, read with `task_output`
 /// (`dsh_tool_tasks::TaskShelf`).
+///
+/// A place is reserved when the call starts ([`ResultShelf::reserve`]),
+/// before the tool awaits anything, and used only if the result is cut: so
+/// the calls of one round, started in call order, name their kept results
+/// in call order whatever order they finish in.
 pub trait ResultShelf: Send + Sync {
-    /// Keeps `result`, what `caller` got from the tool `label`, and returns
-    /// the call that reads it; `None` when it cannot be kept (no tool to
-    /// read it, a text larger than the store's bound, a caller that is
-    /// gone). The cut's notice then says the rest is not kept.
-    fn keep(&self, caller: &AgentRef, label: &str, result: KeptResult) -> Option<PagedRead>;
+    /// Reserves the place where `caller`'s result will be kept if it is
+    /// cut; `None` when nothing can be kept for it (no tool to read it, a
+    /// caller that is gone). The cut's notice then says the rest is not
+    /// kept. A place never used is dropped, and leaves at most a gap in
+    /// the numbering.
+    fn reserve(&self, caller: &AgentRef) -> Option<Box<dyn ShelfPlace>>;
+}
+
+/// The place reserved on a [`ResultShelf`] for one call's result.
+pub trait ShelfPlace: Send {
+    /// Keeps `result`, what the call of the tool `label` returned, and
+    /// returns the call that reads it; `None` when it cannot be kept after
+    /// all (a text larger than the store's bound, a caller gone since).
+    fn keep(self: Box<Self>, label: &str, result: KeptResult) -> Option<PagedRead>;
 }
 
 /// A tool's result budget, and where a result it cuts is kept.
@@ -44,7 +58,9 @@ pub trait ResultShelf: Send + Sync {
 /// use dsh_tools::ResultPolicy;
 /// use dsh_tools::{ResultBudget, ToolOutput};
 /// let policy = ResultPolicy::new(ResultBudget::MIN);
-/// let cut = policy.within(Ok(ToolOutput::text("x".repeat(5_000))), None, "mcp__files__read").unwrap();
+/// // Reserved when the call starts: nothing, without a shelf.
+/// let place = policy.reserve(None);
+/// let cut = policy.within(Ok(ToolOutput::text("x".repeat(5_000))), place, "mcp__files__read").unwrap();
 /// assert!(cut.text.len() <= ResultBudget::MIN.bytes());
 /// assert!(cut.text.contains("not kept"), "no shelf: the rest is not kept");
 /// ```
@@ -72,23 +88,31 @@ impl ResultPolicy {
         self.budget
     }
 
+    /// Reserves, when a call starts, the place on the shelf where its
+    /// result will be kept if it is cut (see [`ResultShelf`]); `None`
+    /// without a shelf or a `caller`.
+    pub fn reserve(&self, caller: Option<&AgentRef>) -> Option<Box<dyn ShelfPlace>> {
+        self.shelf.as_ref()?.reserve(caller?)
+    }
+
     /// `outcome` within the budget. A success or a failure at or under it,
     /// or one cut already, is returned as it is. A longer one is kept whole
-    /// on the shelf, when there is one and a `caller`, and cut to its head
-    /// and tail around the notice that gives the call reading on (or says
-    /// the rest is not kept); a failure keeps its code and stays a failure,
-    /// its `Error: ` counted within the budget.
+    /// in `place` (the call's [`reserve`](Self::reserve)), when there is
+    /// one, and cut to its head and tail around the notice that gives the
+    /// call reading on (or says the rest is not kept); a failure keeps its
+    /// code and stays a failure, its `Error: ` counted within the budget.
     pub fn within(
         &self,
         outcome: Result<ToolOutput, ToolError>,
-        caller: Option<&AgentRef>,
+        place: Option<Box<dyn ShelfPlace>>,
         label: &str,
     ) -> Result<ToolOutput, ToolError> {
         let budget = self.budget.bytes();
+        let keep = |result| place.and_then(|place| place.keep(label, result));
         match outcome {
             Ok(output) if output.cut.is_none() && output.text.len() > budget => {
                 let text = Arc::new(output.text);
-                let read = self.keep(caller, label, KeptResult::Completed(text.clone()));
+                let read = keep(KeptResult::Completed(text.clone()));
                 Ok(match head_and_tail(&text, budget, read) {
                     Some(excerpt) => ToolOutput::excerpt(excerpt),
                     None => ToolOutput::text(Arc::unwrap_or_clone(text)),
@@ -98,7 +122,7 @@ impl ResultPolicy {
                 let allowance = budget.saturating_sub(wording::ERROR_PREFIX.len());
                 let code = error.code().map(str::to_owned);
                 let message = Arc::new(error.into_message());
-                let read = self.keep(caller, label, KeptResult::Failed(message.clone()));
+                let read = keep(KeptResult::Failed(message.clone()));
                 let error = match head_and_tail(&message, allowance, read) {
                     Some(excerpt) => ToolError::excerpt(excerpt),
                     None => ToolError::new(Arc::unwrap_or_clone(message)),
@@ -110,10 +134,6 @@ impl ResultPolicy {
             }
             outcome => outcome,
         }
-    }
-
-    fn keep(&self, caller: Option<&AgentRef>, label: &str, result: KeptResult) -> Option<PagedRead> {
-        self.shelf.as_ref()?.keep(caller?, label, result)
     }
 }
 

@@ -295,6 +295,7 @@ impl Loader {
             .and_then(|call_id| calls.and_then(|calls| calls.result(call_id, full, node.task_id.as_deref())))
         {
             node.tool = node.tool.take().or_else(|| Some(call.tool.clone()));
+            node.task_id = task_of(node.task_id.take(), call, result.as_ref());
             node.result = result;
         }
         self.on_path.insert(path.clone());
@@ -412,7 +413,7 @@ impl Loader {
                 let full = ended
                     .map(|ended| ended.answer_bytes)
                     .or_else(|| node.turns.first().and_then(|turn| turn.answer_bytes));
-                node.result = remote_result(start, full, calls);
+                (node.result, node.task_id) = remote_result(start, full, calls);
                 return node;
             }
             missing = Some(path.display().to_string());
@@ -433,7 +434,7 @@ impl Loader {
             turn.answer_bytes = Some(ended.answer_bytes);
         }
         node.turns.push(turn);
-        node.result = remote_result(start, ended.map(|ended| ended.answer_bytes), calls);
+        (node.result, node.task_id) = remote_result(start, ended.map(|ended| ended.answer_bytes), calls);
         if let Some(path) = missing {
             node.problems.push(Problem::Missing { path });
         }
@@ -455,10 +456,28 @@ impl Loader {
     }
 }
 
-/// The result of a child in another process, from the call that started it.
-fn remote_result(start: &RemoteChild, full: Option<u64>, calls: &Calls) -> Option<ResultSize> {
-    let call_id = start.call_id.as_deref()?;
-    calls.result(call_id, full, None).and_then(|(_, result)| result)
+/// The result of a child in another process, from the call that started
+/// it, and its task.
+fn remote_result(start: &RemoteChild, full: Option<u64>, calls: &Calls) -> (Option<ResultSize>, Option<String>) {
+    let Some((call, result)) = start
+        .call_id
+        .as_deref()
+        .and_then(|call_id| calls.result(call_id, full, start.task_id.as_deref()))
+    else {
+        return (None, start.task_id.clone());
+    };
+    let task = task_of(start.task_id.clone(), call, result.as_ref());
+    (result, task)
+}
+
+/// The task a child names, as its parent's call tells: a background
+/// child's, or the one that keeps a foreground child's result. A
+/// foreground child records the id reserved for its result when the call
+/// started, which names a task only when the result was cut.
+fn task_of(task_id: Option<String>, call: &Call, result: Option<&ResultSize>) -> Option<String> {
+    (call.background || result.is_some_and(|result| result.cut))
+        .then_some(task_id)
+        .flatten()
 }
 
 /// Places a subtree read from another process's records below a parent of

@@ -94,7 +94,8 @@ pub struct Node {
     pub subtree_cost: Option<Cost>,
     /// Its (first) result's size in full and as its parent's model read it.
     pub result: Option<ResultSize>,
-    /// The background task that ran it, when one did.
+    /// Its task (the id `task_output` takes): the background task that ran
+    /// it, or the task that keeps its foreground result cut to its budget.
     pub task_id: Option<String>,
     /// What is wrong with its record; the rest of the node is what could
     /// be read.

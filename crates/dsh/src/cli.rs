@@ -56,6 +56,43 @@ pub(crate) enum Command {
     /// Look at recordings of model traffic (made with --record).
     #[command(subcommand)]
     Cassette(CassetteCommand),
+    /// Check an agent against what dsh relies on when it runs one as a child.
+    #[command(subcommand)]
+    Check(CheckCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CheckCommand {
+    /// Run an ACP agent as dsh runs one as a child (its own process group,
+    /// a scrubbed environment, the teardown ladder) and check initialize,
+    /// authentication where offered, session/new, a prompt answered, a
+    /// cancel honoured within 5 s, its errors, and its whole process group
+    /// gone after stdin closes and after the ladder.
+    ///
+    /// Prints a table of requirements (MANDATORY, CAPABILITY, ADVISORY) and
+    /// a verdict, saves the report in the data directory for `dsh config
+    /// check`, and exits 1 when a MANDATORY or CAPABILITY requirement fails.
+    Acp(CheckAcpArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckAcpArgs {
+    /// The agent's command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub(crate) command: Vec<String>,
+    /// Print the report as JSON, in its versioned shape.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// How long each step (initialize, session/new, a prompt) may take, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub(crate) timeout: u64,
+    /// Pass this variable of yours on to the agent (repeatable); it gets
+    /// no other but PATH, HOME and the like, as an ACP child of dsh.
+    #[arg(long = "env", value_name = "VAR")]
+    pub(crate) env: Vec<String>,
+    /// Where the report is saved (under checks/), for `dsh config check`.
+    #[arg(long, default_value = ".dsh")]
+    pub(crate) data_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -87,6 +124,13 @@ pub(crate) struct ConfigCheckArgs {
     /// The configuration file (default: dsh.toml in the working directory).
     #[arg(long)]
     pub(crate) config: Option<PathBuf>,
+    /// Check each configured ACP child live (`dsh check acp`), instead of
+    /// naming the verdict of its last saved check; exit 1 when one fails.
+    #[arg(long)]
+    pub(crate) probe: bool,
+    /// Where `dsh check acp` saved its reports.
+    #[arg(long, default_value = ".dsh")]
+    pub(crate) data_dir: PathBuf,
 }
 
 /// How the parent agent's model is chosen, and its limits (shared by `run` and `acp`).

@@ -9,7 +9,7 @@ use dsh_tools::ToolSpec;
 use crate::cli::ConfigCheckArgs;
 use crate::failure::Failure;
 use crate::harness::{MountedHarness, Surface};
-use crate::{config, wording};
+use crate::{check_acp, config, wording};
 
 pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     let config = config::load_from_cwd(args.config.as_deref())?;
@@ -53,8 +53,48 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     if servers > 0 {
         eprintln!("{}", wording::config_check_mcp_servers(servers));
     }
+    let failed = acp_children(config.as_ref(), args);
     print!("{}", catalog(mounted.tools().specs(), mounted.delegation_tools())?);
-    Ok(())
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::failed(wording::config_check_probe_failed(&failed)))
+    }
+}
+
+/// Names, for each configured ACP child, the verdict of its last saved
+/// `dsh check acp`, or with `--probe` checks it now; returns the tools
+/// whose probed child failed.
+fn acp_children(config: Option<&config::Config>, args: &ConfigCheckArgs) -> Vec<String> {
+    let children = config
+        .iter()
+        .flat_map(|config| &config.subagents)
+        .filter_map(|subagent| match &subagent.provider {
+            config::Provider::Acp(acp) => Some((subagent.tool.tool_name.clone(), acp)),
+            config::Provider::Spawn | config::Provider::Fork => None,
+        });
+    let mut failed = Vec::new();
+    for (tool, acp) in children {
+        if !args.probe {
+            match check_acp::saved::load(&args.data_dir, acp) {
+                Some((report, path)) => eprintln!("{}", wording::config_check_acp_saved(&tool, &report, &path)),
+                None => eprintln!("{}", wording::config_check_acp_unchecked(&tool, acp)),
+            }
+            continue;
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build();
+        let Ok(runtime) = runtime else {
+            failed.push(tool);
+            continue;
+        };
+        let report = runtime.block_on(check_acp::check(acp, check_acp::STEP_TIMEOUT));
+        let _ = check_acp::saved::save(&args.data_dir, acp, &report);
+        eprintln!("{}", wording::config_check_acp_probed(&tool, &report));
+        if !report.passed() {
+            failed.push(tool);
+        }
+    }
+    failed
 }
 
 /// The parent's tools grouped by the crate that defines them, in catalog

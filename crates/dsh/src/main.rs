@@ -2,6 +2,7 @@
 
 mod acp;
 mod cassette;
+mod check_acp;
 mod cli;
 mod config;
 mod config_check;
@@ -59,6 +60,13 @@ fn main() -> ExitCode {
         cli::Command::Tree(args) => tree::print(&args),
         cli::Command::Config(cli::ConfigCommand::Check(args)) => config_check::check(&args),
         cli::Command::Cassette(command) => cassette::run(&command),
+        // One thread, as `dsh acp`: the check waits on one agent.
+        cli::Command::Check(cli::CheckCommand::Acp(args)) => {
+            match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(runtime) => runtime.block_on(check_acp::run(args)),
+                Err(error) => Err(Failure::internal(wording::runtime_failed(&error))),
+            }
+        }
         // One thread: an ACP agent waits on its client, its model and its
         // children, and starts (and ends) faster without worker threads to
         // start and join; an ACP client starts one per child it delegates to.

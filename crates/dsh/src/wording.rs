@@ -13,6 +13,7 @@
 //! identity).
 
 mod acp;
+mod check;
 mod config;
 mod data;
 mod failure;
@@ -22,6 +23,7 @@ mod run;
 mod transcript;
 
 pub(crate) use acp::*;
+pub(crate) use check::*;
 pub(crate) use config::*;
 pub(crate) use data::*;
 pub(crate) use failure::*;

@@ -372,3 +372,57 @@ fn a_record_section_records_every_run_and_the_flags_win() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad.stderr).contains("record.file"), "{}", text(&bad.stderr));
 }
+
+/// Two children started together whose answers are both cut: the first
+/// call's child answers last when recorded. Ids follow the calls, so every
+/// replay, its children finishing in whatever order, asks what was recorded.
+#[test]
+fn parallel_cut_children_replay_the_same_requests_every_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = |name: &str| format!("{name} says: {}", "word ".repeat(2_000));
+    let script = serde_json::json!({"rules": [
+        {"when": {"first_user_contains": "PARENT", "last_message": "user"}, "reply": {"tool_calls": [
+            {"name": "subagent", "arguments": {"description": "slow one", "prompt": "SLOW work"}},
+            {"name": "subagent", "arguments": {"description": "fast one", "prompt": "FAST work"}}]}},
+        {"when": {"first_user_contains": "PARENT", "last_message": "tool"},
+         "reply": {"text": "done; the last result: {{last_tool_result}}"}},
+        {"when": {"first_user_contains": "SLOW"}, "reply": {"text": long("slow"), "stream_by": "whole", "delay_ms": 300}},
+        {"when": {"first_user_contains": "FAST"}, "reply": {"text": long("fast"), "stream_by": "whole"}}
+    ]});
+    std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
+    let budget = ["--result-budget", "256"];
+    let task = "PARENT task";
+    let mut record = vec!["run", "-q", "--script", "script.json", "--record", "run.jsonl"];
+    record.extend(budget);
+    record.push(task);
+    let recorded = dsh(dir.path(), &record);
+    assert!(recorded.status.success(), "{}", text(&recorded.stderr));
+    let answer = text(&recorded.stdout);
+    // The fast one, called second, is kept as subagent-2 though it
+    // finished first.
+    assert!(
+        answer.contains(r#"call task_output {"task_id": "subagent-2", "offset": "#),
+        "{answer}"
+    );
+
+    // Each cut child names the task that keeps its result.
+    let tree = dsh(dir.path(), &["tree", "--json"]);
+    let tree: serde_json::Value = serde_json::from_slice(&tree.stdout).unwrap();
+    let named: Vec<(&str, &str)> = tree["root"]["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|child| (child["label"].as_str().unwrap(), child["task_id"].as_str().unwrap()))
+        .collect();
+    assert!(named.contains(&("slow one", "subagent-1")), "{named:?}");
+    assert!(named.contains(&("fast one", "subagent-2")), "{named:?}");
+
+    let mut replay = vec!["run", "-q", "--replay", "run.jsonl"];
+    replay.extend(budget);
+    replay.push(task);
+    for round in 1..=20 {
+        let replayed = dsh(dir.path(), &replay);
+        assert!(replayed.status.success(), "replay {round}: {}", text(&replayed.stderr));
+        assert_eq!(text(&replayed.stdout), answer, "replay {round}");
+    }
+}

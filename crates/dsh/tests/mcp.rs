@@ -310,14 +310,16 @@ async fn subagent_runs_in_the_foreground_and_the_background() {
         )
         .await;
     assert!(!is_error, "{started}");
+    // The foreground call took `subagent-1` for its result had it been
+    // cut (it was not: a gap), so the background task is `subagent-2`.
     assert!(
-        started.starts_with("started subagent ") && started.ends_with(" as task subagent-1"),
+        started.starts_with("started subagent ") && started.ends_with(" as task subagent-2"),
         "{started}"
     );
     let (output, is_error) = session
         .call(
             "task_output",
-            json!({"task_id": "subagent-1", "wait": true, "timeout_ms": 30000}),
+            json!({"task_id": "subagent-2", "wait": true, "timeout_ms": 30000}),
         )
         .await;
     assert!(!is_error, "{output}");

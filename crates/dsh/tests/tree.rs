@@ -46,6 +46,10 @@ fn dsh_tree_shows_what_a_run_did_as_text_and_json() {
     assert!(lines[1].ends_with(" · result 2 B"), "{text}");
     assert!(lines[2].starts_with("└─ subagent \"long one\" "), "{text}");
     assert!(lines[2].contains(" · result 50 KB, 32 KB shown (cut)"), "{text}");
+    // The task that keeps the cut result: the second call's id, reserved
+    // when the call started. The short one's result was whole: no task.
+    assert!(lines[2].ends_with(" · task subagent-2"), "{text}");
+    assert!(!lines[1].contains(" · task "), "{text}");
 
     let json = dsh(dir.path(), &["tree", "--json"]);
     assert!(json.status.success());
@@ -67,6 +71,8 @@ fn dsh_tree_shows_what_a_run_did_as_text_and_json() {
     }
     assert_eq!(children[1]["result"]["cut"], true);
     assert_eq!(children[1]["result"]["full_bytes"], 50_000);
+    assert_eq!(children[0]["task_id"], serde_json::Value::Null);
+    assert_eq!(children[1]["task_id"], "subagent-2");
 
     // The same tree, asked for by id.
     let id = root["id"].as_str().unwrap();

@@ -197,9 +197,11 @@ pub struct StartRecord {
     /// The registered name of the provider that ran the child.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
-    /// The task id the parent's model was given for the child: the
-    /// background task that ran its first run, or where its cut result is
-    /// kept (the id `task_output` takes); absent in older transcripts.
+    /// The task of the child's first run (the id `task_output` takes): the
+    /// background task that ran it, or, for a foreground child, the id
+    /// reserved for its result when the call started, which names the
+    /// task that keeps the result if it was cut (unused otherwise). Absent
+    /// in older transcripts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     /// Whether the parent went on while the child ran (a background task).
@@ -219,7 +221,7 @@ impl StartRecord {
         }
     }
 
-    /// Sets the background task that ran the child.
+    /// Sets the task of the child's first run ([`StartRecord::task_id`]).
     #[must_use]
     pub fn with_task_id(mut self, task_id: Option<String>) -> Self {
         self.task_id = task_id;

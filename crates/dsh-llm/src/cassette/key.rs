@@ -264,9 +264,9 @@ pub(crate) struct Difference {
     /// The JSON path, e.g. `messages[3].content`.
     pub(crate) path: String,
     /// What the recorded request holds there (`None`: nothing).
-    pub(crate) recorded: Option<String>,
+    pub(crate) recorded: Option<Value>,
     /// What the asked request holds there.
-    pub(crate) asked: Option<String>,
+    pub(crate) asked: Option<Value>,
 }
 
 fn ordered_keys(a: &Value, b: &Value) -> Vec<String> {
@@ -295,8 +295,8 @@ fn differ(path: &str, recorded: Option<&Value>, asked: Option<&Value>) -> Option
         (a, b) if a == b => None,
         (a, b) => Some(Difference {
             path: path.to_owned(),
-            recorded: a.map(Value::to_string),
-            asked: b.map(Value::to_string),
+            recorded: a.cloned(),
+            asked: b.cloned(),
         }),
     }
 }
@@ -361,8 +361,8 @@ mod tests {
             json!({"model": "m", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "c"}]});
         let found = first_difference(&recorded, &asked).unwrap();
         assert_eq!(found.path, "messages[1].content");
-        assert_eq!(found.recorded.as_deref(), Some("\"b\""));
-        assert_eq!(found.asked.as_deref(), Some("\"c\""));
+        assert_eq!(found.recorded, Some(json!("b")));
+        assert_eq!(found.asked, Some(json!("c")));
         let asked =
             json!({"model": "m", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]});
         let found = first_difference(&recorded, &asked).unwrap();

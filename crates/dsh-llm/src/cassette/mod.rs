@@ -59,6 +59,7 @@ mod replay;
 mod report;
 mod reuse;
 mod scrub;
+mod spot;
 mod tape;
 
 pub use error::CassetteError;

@@ -13,7 +13,7 @@ use super::error::CassetteError;
 use super::format::Level;
 use super::key::{Key, canonical, closeness, first_difference};
 use super::load::{Exchange, load_whole};
-use crate::error::truncate;
+use super::spot::spot;
 use crate::wording;
 
 /// How fast a replay answers.
@@ -161,7 +161,8 @@ impl Cassette {
         }
     }
 
-    /// The closest recorded request and where it differs from `asked`.
+    /// The closest recorded request and where it differs from `asked`:
+    /// the field, the character offset in it, and the text around it.
     fn miss(&self, asked: &Value) -> String {
         let closest = self
             .keys
@@ -175,17 +176,18 @@ impl Cassette {
         let exchange = self.exchanges.get(position);
         let line = exchange.map_or(0, |exchange| exchange.line);
         let part = exchange.and_then(|exchange| exchange.part.as_deref());
-        let quote = |value: Option<String>| value.map(|text| truncate(&text, 160));
         match first_difference(recorded, asked) {
-            Some(difference) => wording::replay_miss(
-                &self.file,
-                (part, line),
-                agent,
-                request,
-                &difference.path,
-                quote(difference.recorded).as_deref(),
-                quote(difference.asked).as_deref(),
-            ),
+            Some(difference) => {
+                let found = spot(difference.recorded.as_ref(), difference.asked.as_ref());
+                wording::replay_miss(
+                    &self.file,
+                    (part, line),
+                    (agent, request),
+                    (&difference.path, found.offset),
+                    found.recorded.as_deref(),
+                    found.asked.as_deref(),
+                )
+            }
             None => wording::replay_used_up(&self.file, 1),
         }
     }

@@ -223,8 +223,8 @@ impl Cassette {
                         agent: *number,
                         request: request + 1,
                         field: difference.path,
-                        first: difference.recorded.map(|text| truncate(&text, 160)),
-                        second: difference.asked.map(|text| truncate(&text, 160)),
+                        first: difference.recorded.map(|value| truncate(&value.to_string(), 160)),
+                        second: difference.asked.map(|value| truncate(&value.to_string(), 160)),
                     });
                 }
                 let (Some(mine), Some(other_one)) = (self.exchanges().get(mine), other.exchanges().get(other_one))

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use dsh_process::TeardownError;
-use dsh_tools::{Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, ToolRegistry, json_kind};
+use dsh_tools::{ShelfPlace, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, ToolRegistry, json_kind};
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation,
@@ -409,12 +409,20 @@ impl Tool for McpTool {
     }
 
     fn execute(&self, args: Value, exec: ToolExecution) -> BoxFuture<'_, Result<ToolOutput, ToolError>> {
-        Box::pin(self.call(args, exec))
+        // Reserved now, before the call awaits anything: the calls of one
+        // round start in call order, so their kept results are numbered so.
+        let place = self.connection.options.results.reserve(exec.agent());
+        Box::pin(self.call(args, exec, place))
     }
 }
 
 impl McpTool {
-    async fn call(&self, args: Value, exec: ToolExecution) -> Result<ToolOutput, ToolError> {
+    async fn call(
+        &self,
+        args: Value,
+        exec: ToolExecution,
+        place: Option<Box<dyn ShelfPlace>>,
+    ) -> Result<ToolOutput, ToolError> {
         let connection = &self.connection;
         let arguments = match args {
             Value::Object(map) => map,
@@ -465,7 +473,7 @@ impl McpTool {
         };
         // Within the result budget: a longer answer reads as its head and
         // tail, its whole text kept for `task_output` where a shelf is given.
-        connection.options.results.within(outcome, exec.agent(), &self.name)
+        connection.options.results.within(outcome, place, &self.name)
     }
 }
 
