@@ -1,1 +1,3 @@
 pub(crate) mod otlp;
+pub(crate) mod model;
+pub(crate) mod tree;
