@@ -1,3 +1,3 @@
-pub(crate) mod otlp;
 pub(crate) mod model;
+pub(crate) mod otlp;
 pub(crate) mod tree;

@@ -4,7 +4,8 @@
 //!
 //! The parent's task names its children by tag: `F<n>` ones run in the
 //! foreground, `B<n>` ones in the background, all through one spawn tool
-//! `subagent`. The child `B2` delegates one level further, to `G`. The
+//! `subagent`; `A<n>` ones through a tool `subagent_acp` (foreground), for
+//! a test that configures it. The child `B2` delegates one level further, to `G`. The
 //! server scripts each agent by the tag that opens its first user message
 //! and by its step (the answers in its request). Each child's answer
 //! carries its result marker, `MARK-<tag>` (`B2`'s also lists the markers
@@ -92,9 +93,7 @@ pub(crate) fn markers(text: &str) -> Vec<String> {
     let mut rest = text;
     while let Some(at) = rest.find("MARK-") {
         let tail = &rest[at + 5..];
-        let end = tail
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .unwrap_or(tail.len());
+        let end = tail.find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(tail.len());
         found.push(format!("MARK-{}", &tail[..end]));
         rest = &tail[end..];
     }
@@ -147,11 +146,17 @@ fn delegate(messages: &[Value]) -> Reply {
         .split_whitespace()
         .enumerate()
         .map(|(index, tag)| {
-            let mut arguments = json!({"description": format!("part {tag}"), "prompt": format!("[{tag}] Write part {tag}.")});
+            let mut arguments =
+                json!({"description": format!("part {tag}"), "prompt": format!("[{tag}] Write part {tag}.")});
             if tag.starts_with('B') {
                 arguments["run_in_background"] = json!(true);
             }
-            (format!("call-P-{index}"), "subagent", arguments)
+            let tool = if tag.starts_with('A') {
+                "subagent_acp"
+            } else {
+                "subagent"
+            };
+            (format!("call-P-{index}"), tool, arguments)
         })
         .collect();
     Reply::tool_calls(&calls)
@@ -298,6 +303,11 @@ impl Tree {
     /// Starts `dsh run --data-dir data <args>` against the server, its
     /// output going to files.
     pub(crate) fn start(&self, args: &[String]) -> Running {
+        self.start_with_env(args, &[])
+    }
+
+    /// [`Tree::start`], with these variables set too.
+    pub(crate) fn start_with_env(&self, args: &[String], env: &[(&str, &std::ffi::OsStr)]) -> Running {
         self.server.next_run();
         let count = self.runs.get();
         self.runs.set(count + 1);
@@ -311,18 +321,14 @@ impl Tree {
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out).unwrap())
             .stderr(std::fs::File::create(&err).unwrap());
-        for key in [
-            "DSH_LOG",
-            "DSH_PARENT_CONFIGS",
-            "DSH_CONTEXT_WINDOW",
-            "DSH_CASSETTE",
-        ] {
+        for key in ["DSH_LOG", "DSH_PARENT_CONFIGS", "DSH_CONTEXT_WINDOW", "DSH_CASSETTE"] {
             command.env_remove(key);
         }
         command
             .env("DSH_BASE_URL", &self.server.base_url)
             .env("DSH_API_KEY", "sk-test")
-            .env("DSH_MODEL", "test-model");
+            .env("DSH_MODEL", "test-model")
+            .envs(env.iter().copied());
         Running {
             child: command.spawn().unwrap(),
             args: args.to_vec(),
@@ -382,10 +388,7 @@ impl Tree {
             .output()
             .unwrap();
         if !output.status.success() {
-            return Err(format!(
-                "dsh tree failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            ));
+            return Err(format!("dsh tree failed: {}", String::from_utf8_lossy(&output.stderr)));
         }
         serde_json::from_slice(&output.stdout).map_err(|error| format!("dsh tree --json: {error}"))
     }
@@ -396,7 +399,10 @@ impl Tree {
         let mut stops = Vec::new();
         for entry in std::fs::read_dir(self.path().join("data/agents")).unwrap() {
             let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-            let entries: Vec<Value> = text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect();
+            let entries: Vec<Value> = text
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect();
             let Some(header) = entries.first() else { continue };
             if header["parent"].is_null() {
                 continue;
