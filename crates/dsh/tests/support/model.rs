@@ -31,11 +31,24 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
+    /// These chunks, as they are (`[DONE]` follows them): a stream that
+    /// reports usage, or one a server cuts.
+    pub(crate) fn chunks(chunks: Vec<Value>) -> Self {
+        Self {
+            chunks,
+            delay: Duration::ZERO,
+        }
+    }
+
     /// A final answer `text`, streamed in `parts` pieces of about equal size
     /// (after the role's chunk), then its finish.
     pub(crate) fn text(text: &str, parts: usize) -> Self {
         let mut chunks = vec![role()];
-        chunks.extend(split(text, parts).into_iter().map(|part| delta(json!({"content": part}))));
+        chunks.extend(
+            split(text, parts)
+                .into_iter()
+                .map(|part| delta(json!({"content": part}))),
+        );
         chunks.push(finish("stop"));
         Self {
             chunks,
@@ -50,9 +63,13 @@ impl Reply {
         for (index, (id, name, arguments)) in calls.iter().enumerate() {
             let arguments = arguments.to_string();
             let [head, tail]: [String; 2] = split(&arguments, 2).try_into().unwrap_or_default();
-            chunks.push(delta(json!({"tool_calls": [{"index": index, "id": id, "type": "function",
-                "function": {"name": name, "arguments": head}}]})));
-            chunks.push(delta(json!({"tool_calls": [{"index": index, "function": {"arguments": tail}}]})));
+            chunks.push(delta(
+                json!({"tool_calls": [{"index": index, "id": id, "type": "function",
+                "function": {"name": name, "arguments": head}}]}),
+            ));
+            chunks.push(delta(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": tail}}]}),
+            ));
         }
         chunks.push(finish("tool_calls"));
         Self {
@@ -77,15 +94,24 @@ fn split(text: &str, parts: usize) -> Vec<String> {
     pieces
 }
 
-fn role() -> Value {
+/// The chunk that names the role and carries no text (llama-cpp-python's
+/// first).
+pub(crate) fn role() -> Value {
     delta(json!({"role": "assistant"}))
 }
 
-fn delta(delta: Value) -> Value {
+/// A chunk of answer text.
+pub(crate) fn content(text: &str) -> Value {
+    delta(json!({"content": text}))
+}
+
+/// A chunk with this `delta`.
+pub(crate) fn delta(delta: Value) -> Value {
     json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
 }
 
-fn finish(reason: &str) -> Value {
+/// The chunk that ends an answer for `reason` (`stop`, `tool_calls`, …).
+pub(crate) fn finish(reason: &str) -> Value {
     json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
 }
 
@@ -308,7 +334,12 @@ pub(crate) fn short(body: &Value) -> String {
             let text = message["content"].as_str().unwrap_or_default();
             let calls: Vec<&str> = message["tool_calls"]
                 .as_array()
-                .map(|calls| calls.iter().filter_map(|call| call["function"]["name"].as_str()).collect())
+                .map(|calls| {
+                    calls
+                        .iter()
+                        .filter_map(|call| call["function"]["name"].as_str())
+                        .collect()
+                })
                 .unwrap_or_default();
             let head: String = text.chars().take(60).collect::<String>().replace('\n', "⏎");
             if calls.is_empty() {
