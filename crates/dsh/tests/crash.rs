@@ -21,7 +21,7 @@
 mod support;
 
 use support::model::HoldAt;
-use support::tree::{Ran, Tree, expected_markers, problems, task};
+use support::tree::{Ran, Tree, agent, expected_markers, problems, step, task};
 
 /// The parent's children.
 const CHILDREN: [&str; 5] = ["F1", "F2", "F3", "B1", "B2"];
@@ -146,6 +146,33 @@ fn a_tree_killed_at_any_point_resumes_and_finishes_as_if_never_stopped() {
         points.len(),
         failures.join("\n")
     );
+}
+
+/// A child whose run ended just before its parent could record its result
+/// (a kill between the two writes) delivers that result on resume, once,
+/// from its own transcript, and no model call is made again: the kill comes
+/// when the agent asks its model after its children's results, and its
+/// transcript is then cut back to before the first of them. The parent's
+/// three foreground children; the background child B2's own child G.
+#[test]
+fn a_child_that_ended_before_its_parent_recorded_it_delivers_its_result_once() {
+    for (tag, results) in [("P", 3), ("B2", 1)] {
+        let tree = Tree::new("");
+        tree.server
+            .hold_first(move |body| agent(body) == tag && step(body) == 1);
+        let killed = tree.run_to_hold(&[task(&CHILDREN)]);
+        assert!(killed.killed, "{tag}: {killed}");
+        let forgotten = tree.forget_results(tag);
+        assert!(forgotten >= results, "{tag}: {forgotten} results forgotten\n{killed}");
+        let id = tree.parent_id().unwrap();
+        let resumed = tree.run(&["--resume".to_owned(), id]);
+        let problems = problems(&tree, &resumed, &expected_markers(&CHILDREN));
+        assert!(
+            problems.is_empty(),
+            "{tag}: {problems:?}\n{}\n{killed}{resumed}",
+            tree.server.describe()
+        );
+    }
 }
 
 /// One kill point, from `CRASH_POINT` (`request:chunks`, comma-separated

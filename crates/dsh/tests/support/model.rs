@@ -152,6 +152,8 @@ struct Hold {
     at: Option<HoldAt>,
     /// Set when the hold point was reached: every later request is held too.
     reached: bool,
+    /// The hold point as the first request this picks (no chunk sent).
+    first: Option<Arc<Pick>>,
     /// Held as they arrive, with no chunk sent: the requests this picks.
     pick: Option<Arc<Pick>>,
     /// How many requests are held now.
@@ -232,6 +234,15 @@ impl ModelServer {
         hold.reached = false;
     }
 
+    /// Holds the first request `first` picks (no chunk sent), and every one
+    /// after it, until [`release`](Self::release): a hold point named by
+    /// what the request is, not by its number.
+    pub(crate) fn hold_first(&self, first: impl Fn(&Value) -> bool + Send + Sync + 'static) {
+        let mut hold = self.state.hold();
+        hold.first = Some(Arc::new(first));
+        hold.reached = false;
+    }
+
     /// Holds every request `pick` picks (no chunk sent) and answers the
     /// others, until [`release`](Self::release) or
     /// [`answer_held`](Self::answer_held).
@@ -297,6 +308,7 @@ impl ModelServer {
         let mut hold = self.state.hold();
         hold.at = None;
         hold.reached = false;
+        hold.first = None;
         hold.pick = None;
         hold.answer = answer;
         hold.generation += 1;
@@ -373,18 +385,19 @@ fn serve(mut stream: TcpStream, state: &State) {
     std::thread::sleep(reply.delay);
     let sent_first = {
         let mut hold = state.hold();
-        let first = match (&hold.at, &hold.pick) {
+        let point = hold.at.filter(|at| at.request == number).map(|at| at.chunks);
+        let point = point.or_else(|| hold.first.as_ref().filter(|first| first(&body)).map(|_| 0));
+        let first = match (&point, &hold.pick) {
             _ if hold.reached => Some(0),
-            (Some(at), _) if at.request == number => Some(at.chunks),
-            (_, Some(pick)) if pick(&body) => Some(0),
-            _ => None,
+            (Some(chunks), _) => Some(*chunks),
+            (None, Some(pick)) if pick(&body) => Some(0),
+            (None, _) => None,
         };
         if first.is_some() {
             state.log()[index].held = true;
             hold.held += 1;
         }
-        let reaches = first.is_some() && hold.at.is_some_and(|at| at.request <= number) && !hold.reached;
-        if reaches {
+        if point.is_some() {
             hold.reached = true;
         }
         first.map(|chunks| (chunks, hold.generation))

@@ -349,6 +349,11 @@ impl Tree {
         if let Some(hold) = hold {
             self.server.hold_at(hold);
         }
+        self.run_to_hold(args)
+    }
+
+    /// [`Tree::run_until`] the hold point armed on the server already.
+    pub(crate) fn run_to_hold(&self, args: &[String]) -> Ran {
         let mut running = self.start(args);
         let started = Instant::now();
         let ran = loop {
@@ -391,6 +396,56 @@ impl Tree {
             return Err(format!("dsh tree failed: {}", String::from_utf8_lossy(&output.stderr)));
         }
         serde_json::from_slice(&output.stdout).map_err(|error| format!("dsh tree --json: {error}"))
+    }
+
+    /// The transcript of the agent tagged `tag` (its first user message
+    /// opens with `[tag]`).
+    pub(crate) fn transcript_of(&self, tag: &str) -> PathBuf {
+        let opening = format!("[{tag}]");
+        std::fs::read_dir(self.path().join("data/agents"))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| {
+                let text = std::fs::read_to_string(path).unwrap_or_default();
+                text.lines()
+                    .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                    .find(|entry| entry["type"] == "message" && entry["message"]["role"] == "user")
+                    .is_some_and(|entry| {
+                        entry["message"]["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .starts_with(&opening)
+                    })
+            })
+            .unwrap_or_else(|| panic!("no transcript of {tag}"))
+    }
+
+    /// Cuts the transcript of agent `tag` just before its first tool result
+    /// that carries a marker: as if the process had died after its children
+    /// ended and before it recorded what they gave. Only messages go (the
+    /// suffix of a file written in order: a state a kill leaves); how many.
+    pub(crate) fn forget_results(&self, tag: &str) -> usize {
+        let path = self.transcript_of(tag);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let entries: Vec<Value> = lines.iter().map(|line| serde_json::from_str(line).unwrap()).collect();
+        let Some(cut) = entries.iter().position(|entry| {
+            entry["type"] == "message"
+                && entry["message"]["role"] == "tool"
+                && entry["message"]["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("MARK-")
+        }) else {
+            return 0;
+        };
+        assert!(
+            entries[cut..].iter().all(|entry| entry["type"] == "message"),
+            "{tag}'s transcript goes on past its results with more than messages:\n{text}"
+        );
+        let kept: String = lines[..cut].iter().map(|line| format!("{line}\n")).collect();
+        std::fs::write(&path, kept).unwrap();
+        lines.len() - cut
     }
 
     /// The last turn end of each child's transcript (`stop`), by label;
