@@ -343,8 +343,10 @@ impl Tree {
     }
 
     /// `dsh run <args>`, killed (SIGKILL) once the server reaches `hold`:
-    /// 200 ms after, so that every response that completed is written
-    /// down. A run that ends first is not killed. The hold is released.
+    /// 200 ms after, and once every answer whose response completed is in
+    /// a transcript (five seconds at most: a slow machine must not make a
+    /// kill point of another), so that the kill loses only what was in
+    /// flight. A run that ends first is not killed. The hold is released.
     pub(crate) fn run_until(&self, args: &[String], hold: Option<HoldAt>) -> Ran {
         if let Some(hold) = hold {
             self.server.hold_at(hold);
@@ -362,6 +364,7 @@ impl Tree {
             }
             if self.server.reached() {
                 std::thread::sleep(Duration::from_millis(200));
+                self.wait_written(Duration::from_secs(5));
                 break running.kill();
             }
             if started.elapsed() > GUARD {
@@ -372,6 +375,30 @@ impl Tree {
         };
         self.server.release();
         ran
+    }
+
+    /// Waits up to `longest` until the answer of every request whose
+    /// response completed is in some transcript: its tool calls' ids, or
+    /// its text.
+    fn wait_written(&self, longest: Duration) {
+        let answers: Vec<String> = self
+            .server
+            .log()
+            .iter()
+            .filter(|exchange| exchange.completed.is_some())
+            .flat_map(|exchange| written_signs(&script(&exchange.body)))
+            .collect();
+        let deadline = Instant::now() + longest;
+        while Instant::now() < deadline {
+            let mut written = String::new();
+            for entry in std::fs::read_dir(self.path().join("data/agents")).into_iter().flatten() {
+                written.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default());
+            }
+            if answers.iter().all(|sign| written.contains(sign.as_str())) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The top-level agent's id: the transcript whose header names no parent.
@@ -475,6 +502,27 @@ impl Tree {
         stops.sort();
         stops
     }
+}
+
+/// How an answer shows in a transcript: the ids of its tool calls, or its
+/// text (as JSON writes it).
+fn written_signs(reply: &Reply) -> Vec<String> {
+    let mut text = String::new();
+    let mut signs = Vec::new();
+    for chunk in &reply.chunks {
+        let delta = &chunk["choices"][0]["delta"];
+        text.push_str(delta["content"].as_str().unwrap_or_default());
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            if let Some(id) = call["id"].as_str() {
+                signs.push(format!("\"id\":\"{id}\""));
+            }
+        }
+    }
+    if !text.is_empty() {
+        let quoted = serde_json::to_string(&text).unwrap();
+        signs.push(quoted[1..quoted.len() - 1].to_owned());
+    }
+    signs
 }
 
 /// Every node of a `dsh tree --json` tree.
