@@ -113,6 +113,11 @@ impl SubagentTool {
         if let Some(call_id) = exec.call_id() {
             request.provenance_mut().call_id = Some(call_id.to_owned());
         }
+        // A call run again after an interruption names the child it had
+        // started: the provider continues that child instead of another.
+        if let Some(rerun) = exec.rerun() {
+            request.provenance_mut().rerun = Some(rerun.clone());
+        }
         if mode == RunMode::Background {
             // The child outlives this call: its trace follows from it.
             request.origin = SpanOrigin::follows_current();

@@ -369,3 +369,27 @@ async fn concurrent_calls_both_reach_start_before_either_completes() {
     assert!(!a.is_error && !b.is_error);
     assert_eq!(fixture.provider.stats().disposes(), 2);
 }
+
+#[tokio::test]
+async fn a_call_run_again_after_an_interruption_names_its_recorded_child_to_the_provider() {
+    let fixture = Fixture::new(|b| b);
+    let rerun = dsh_subagent_api::Rerun::new(Some(dsh_subagent_api::RecordedChild::in_process("child-7")));
+    let result = fixture
+        .tools
+        .call(
+            "subagent",
+            task(),
+            exec().with_call_id("call-1").with_rerun(rerun.clone()),
+        )
+        .await;
+    assert!(!result.is_error, "{}", result.text);
+    let request = fixture.provider.stats().last_request().unwrap();
+    assert_eq!(request.provenance().rerun.as_ref(), Some(&rerun));
+    assert_eq!(request.provenance().call_id.as_deref(), Some("call-1"));
+    // A first call carries none.
+    fixture.delegate().await;
+    assert_eq!(
+        fixture.provider.stats().last_request().unwrap().provenance().rerun,
+        None
+    );
+}

@@ -8,13 +8,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use support::model::{ModelServer, Reply, content, finish, role};
 
 /// Where the server cuts the parent's answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,22 +37,19 @@ struct Seen {
 struct Server {
     base_url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    _model: ModelServer,
 }
 
 impl Server {
     fn start(parent: Parent) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let log = log.clone();
-                std::thread::spawn(move || serve(stream, parent, &log));
-            }
-        });
-        Self { base_url, seen }
+        let model = ModelServer::start(move |request| answer(request, parent, &log));
+        Self {
+            base_url: model.base_url.clone(),
+            seen,
+            _model: model,
+        }
     }
 
     fn seen(&self) -> Vec<Seen> {
@@ -60,12 +57,10 @@ impl Server {
     }
 }
 
-/// Answers one request on `stream` (and closes it).
-fn serve(mut stream: TcpStream, parent: Parent, log: &Mutex<Vec<Seen>>) {
-    let Some(body) = read_request(&mut stream) else { return };
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        return;
-    };
+/// The stream that answers one request. llama-cpp-python's first chunk
+/// names the role and carries no text; a stream it cuts ends with
+/// `data: [DONE]` and no finish reason.
+fn answer(request: &Value, parent: Parent, log: &Mutex<Vec<Seen>>) -> Reply {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let child = messages
         .iter()
@@ -85,25 +80,17 @@ fn serve(mut stream: TcpStream, parent: Parent, log: &Mutex<Vec<Seen>>) {
             .filter(|seen| !seen.child && !seen.results.is_empty())
             .count()
     };
-    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
-    // llama-cpp-python's first chunk names the role and carries no text.
-    event(
-        &mut stream,
-        &json!({"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": null}]}),
-    );
     if child {
         let prompt = messages
             .iter()
             .rev()
             .find(|message| message["role"] == "user")
             .map_or("", text);
-        event(&mut stream, &content(&format!("Half of the answer to: {prompt}")));
-        return done(&mut stream);
+        return Reply::chunks(vec![role(), content(&format!("Half of the answer to: {prompt}"))]);
     }
     if results.is_empty() {
         if parent == Parent::CutAfterText {
-            event(&mut stream, &content("I was about to delegate"));
-            return done(&mut stream);
+            return Reply::chunks(vec![role(), content("I was about to delegate")]);
         }
         let calls: Vec<Value> = (0..2)
             .map(|index| {
@@ -113,74 +100,29 @@ fn serve(mut stream: TcpStream, parent: Parent, log: &Mutex<Vec<Seen>>) {
                        "function": {"name": "subagent", "arguments": arguments.to_string()}})
             })
             .collect();
-        event(
-            &mut stream,
-            &json!({"choices": [{"index": 0, "delta": {"tool_calls": calls}}]}),
-        );
-        return finish(&mut stream, "tool_calls");
+        return Reply::chunks(vec![
+            role(),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": calls}}]}),
+            finish("tool_calls"),
+        ]);
     }
     if answers_so_far == 1 {
         // Interrupted before any text: the client sends the request again.
-        return done(&mut stream);
+        return Reply::chunks(vec![role()]);
     }
     let failed = results
         .iter()
         .filter(|result| result.starts_with("Error: subagent run failed"))
         .count();
-    event(
-        &mut stream,
-        &content(&format!("{failed} of {} parts failed", results.len())),
-    );
-    finish(&mut stream, "stop");
+    Reply::chunks(vec![
+        role(),
+        content(&format!("{failed} of {} parts failed", results.len())),
+        finish("stop"),
+    ])
 }
 
 fn text(message: &Value) -> &str {
     message["content"].as_str().unwrap_or_default()
-}
-
-fn content(text: &str) -> Value {
-    json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
-}
-
-fn event(stream: &mut TcpStream, data: &Value) {
-    let _ = write!(stream, "data: {data}\n\n");
-}
-
-/// Ends the stream as a finished answer.
-fn finish(stream: &mut TcpStream, reason: &str) {
-    event(
-        stream,
-        &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}),
-    );
-    done(stream);
-}
-
-fn done(stream: &mut TcpStream) {
-    let _ = stream.write_all(b"data: [DONE]\n\n");
-}
-
-/// The body of one HTTP/1.1 request (`content-length` framed).
-fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(body)
 }
 
 /// `dsh run` against `server`.

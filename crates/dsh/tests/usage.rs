@@ -8,13 +8,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use support::model::{ModelServer, Reply, delta, finish};
 
 /// What the server says of usage at the end of each stream.
 #[derive(Clone, Copy, Debug)]
@@ -34,27 +33,20 @@ const ALL: [Reports; 3] = [Reports::Nothing, Reports::NoPromptTokens, Reports::Z
 /// in every answer, whatever it was told; a child answers at once.
 struct Server {
     base_url: String,
-    bodies: Arc<Mutex<Vec<Value>>>,
+    model: ModelServer,
 }
 
 impl Server {
     fn start(reports: Reports, fan_out: usize) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let bodies = Arc::new(Mutex::new(Vec::new()));
-        let log = bodies.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { return };
-                let log = log.clone();
-                std::thread::spawn(move || serve(stream, reports, fan_out, &log));
-            }
-        });
-        Self { base_url, bodies }
+        let model = ModelServer::start(move |request| answer(request, reports, fan_out));
+        Self {
+            base_url: model.base_url.clone(),
+            model,
+        }
     }
 
     fn bodies(&self) -> Vec<Value> {
-        self.bodies.lock().unwrap().clone()
+        self.model.log().into_iter().map(|exchange| exchange.body).collect()
     }
 }
 
@@ -64,14 +56,8 @@ fn offers_subagent(request: &Value) -> bool {
         .is_some_and(|tools| tools.iter().any(|tool| tool["function"]["name"] == "subagent"))
 }
 
-fn serve(mut stream: TcpStream, reports: Reports, fan_out: usize, log: &Mutex<Vec<Value>>) {
-    let Some(body) = read_request(&mut stream) else { return };
-    let Ok(request) = serde_json::from_slice::<Value>(&body) else {
-        return;
-    };
-    log.lock().unwrap().push(request.clone());
-    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
-    let (delta, finish) = if offers_subagent(&request) {
+fn answer(request: &Value, reports: Reports, fan_out: usize) -> Reply {
+    let (answer, reason) = if offers_subagent(request) {
         let turn = request["messages"].as_array().map_or(0, Vec::len);
         let calls: Vec<Value> = (0..fan_out)
             .map(|index| {
@@ -84,48 +70,16 @@ fn serve(mut stream: TcpStream, reports: Reports, fan_out: usize, log: &Mutex<Ve
     } else {
         (json!({"content": "A brief answer."}), "stop")
     };
-    event(&mut stream, &json!({"choices": [{"index": 0, "delta": delta}]}));
-    event(
-        &mut stream,
-        &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
-    );
+    let mut chunks = vec![delta(answer), finish(reason)];
     let usage = match reports {
         Reports::Nothing => None,
         Reports::NoPromptTokens => Some(json!({"completion_tokens": 12})),
         Reports::Zeros => Some(json!({"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})),
     };
     if let Some(usage) = usage {
-        event(&mut stream, &json!({"choices": [], "usage": usage}));
+        chunks.push(json!({"choices": [], "usage": usage}));
     }
-    let _ = stream.write_all(b"data: [DONE]\n\n");
-}
-
-fn event(stream: &mut TcpStream, data: &Value) {
-    let _ = write!(stream, "data: {data}\n\n");
-}
-
-/// The body of one HTTP/1.1 request (`content-length` framed).
-fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(body)
+    Reply::chunks(chunks)
 }
 
 /// `dsh run --token-budget <budget>` against `server`: its exit code,

@@ -1,1 +1,3 @@
+pub(crate) mod model;
 pub(crate) mod otlp;
+pub(crate) mod tree;
