@@ -649,6 +649,13 @@ impl ChildLog for Agent {
             elsewhere: Some(child.clone()),
         });
     }
+
+    fn child_starting(&self, id: &str, start: &dsh_subagent_api::ChildStart) {
+        self.record(&TranscriptEntry::ChildStart {
+            id: AgentId::new(id),
+            start: start.clone(),
+        });
+    }
 }
 
 impl std::fmt::Debug for Agent {

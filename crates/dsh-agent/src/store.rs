@@ -96,6 +96,12 @@ impl JsonlChildStore {
         let mut seen = BTreeSet::new();
         let mut children: Vec<ChildRecord> = Vec::new();
         for entry in &transcript.entries {
+            if let TranscriptEntry::ChildStart { id, start } = entry {
+                if seen.insert(id.clone()) {
+                    children.push(self.started(id, parent, start)?);
+                }
+                continue;
+            }
             let TranscriptEntry::Child { id, elsewhere, .. } = entry else {
                 continue;
             };
@@ -130,6 +136,31 @@ impl JsonlChildStore {
             child.notice_delivered = child.task_id.as_ref().is_some_and(|task| delivered.contains(task));
         }
         Ok(Some(children))
+    }
+
+    /// A background child whose start its parent recorded: its own records
+    /// when it has them, else what its parent recorded (it had not begun).
+    fn started(
+        &self,
+        id: &AgentId,
+        parent: &AgentId,
+        start: &dsh_subagent_api::ChildStart,
+    ) -> Result<ChildRecord, SubagentError> {
+        let own = match self.record(&transcript_path(&self.data_dir, id), Some(id.as_str())) {
+            Ok(own) => own,
+            Err(error) => {
+                return Ok(ChildRecord::new(id.to_string(), Some(parent.clone()))
+                    .with_task(RunMode::Background, Some(start.task_id.clone()))
+                    .with_diagnostic(error.to_string()));
+            }
+        };
+        Ok(match own {
+            Some(record) => record.with_task(RunMode::Background, Some(start.task_id.clone())),
+            None => ChildRecord::new(id.to_string(), Some(parent.clone()))
+                .with_descriptor(start.descriptor.clone())
+                .with_task(RunMode::Background, Some(start.task_id.clone()))
+                .not_begun(start.prompt.clone()),
+        })
     }
 
     /// Every transcript whose header names `parent`, by file name.

@@ -2,13 +2,15 @@
 
 use std::sync::Arc;
 
-use dsh_subagent::{DelegationTree, ProviderRegistration, SubagentControl, SubagentService};
+use dsh_subagent::{
+    ControlError, DelegationTree, ProviderRegistration, RecoveryReport, SubagentControl, SubagentService,
+};
 use dsh_subagent_api::SubagentProvider;
 use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::SubagentToolPlugin;
 use dsh_tool_subagent_control::SubagentControlPlugin;
 use dsh_tool_tasks::TaskToolsPlugin;
-use dsh_tools::{AgentId, RegistryError, ToolRegistration, ToolRegistry};
+use dsh_tools::{AgentId, AgentRef, RegistryError, ToolRegistration, ToolRegistry};
 
 use crate::BuildError;
 use crate::assembly::{Assembly, Background};
@@ -135,6 +137,41 @@ impl Harness {
     pub fn notices(&self) -> Notices {
         Notices {
             tasks: self.tasks.clone(),
+        }
+    }
+
+    /// Resumes the delegation tree below `agent` after an interruption (a
+    /// crash, a resumable stop): call it when `agent` is resumed from its
+    /// records, before its turn goes on (an agent loop that resumes its own
+    /// children calls it for each of them too). Every background child the
+    /// records name becomes a task again under the id the model read: one
+    /// that had finished delivers its result (its completion notice queued
+    /// unless the agent had read it), an interrupted one goes on from its
+    /// last completed step, one that cannot go on is reported disconnected.
+    /// Foreground children are continued by their calls, run again when the
+    /// turn resumes. The report says what became of each child.
+    ///
+    /// Without [`Background::Continuable`] there is no store of children to
+    /// read, and the report is empty. Calling it twice restores nothing twice.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use dsh_harness::{Background, HarnessBuilder};
+    /// # use dsh_subagent_testing::MemoryChildStore;
+    /// # use dsh_tools::AgentRef;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let harness = HarnessBuilder::new()
+    ///     .background(Background::Continuable(Arc::new(MemoryChildStore::new())))
+    ///     .build()
+    ///     .unwrap();
+    /// let report = harness.recover(&AgentRef::new("parent")).unwrap();
+    /// assert!(report.children.is_empty(), "a parent with no recorded children");
+    /// # }
+    /// ```
+    pub fn recover(&self, agent: &AgentRef) -> Result<RecoveryReport, ControlError> {
+        match &self.control {
+            Some(control) => control.recover(agent),
+            None => Ok(RecoveryReport::default()),
         }
     }
 

@@ -19,7 +19,9 @@ pub use harness::{Harness, Notices};
 // crate alone: the tool configuration, the handles a built harness holds,
 // the registry's call types, and the provider seam (`provider::…`) for a
 // provider of the harness's own.
-pub use dsh_subagent::{DelegationTree, Limits, SubagentControl, SubagentService};
+pub use dsh_subagent::{
+    ControlError, DelegationTree, Fate, Limits, RecoveredChild, RecoveryReport, SubagentControl, SubagentService,
+};
 pub use dsh_subagent_api as provider;
 pub use dsh_tasks::TaskRegistry;
 pub use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};

@@ -132,6 +132,15 @@ impl AgentRef {
         }
     }
 
+    /// Records, before it runs, a background child `id` the agent started,
+    /// in the agent's records when it keeps any (a no-op otherwise): see
+    /// [`ChildLog::child_starting`].
+    pub fn record_child_start(&self, id: &str, start: &crate::ChildStart) {
+        if let Some(log) = &self.0.child_log {
+            log.child_starting(id, start);
+        }
+    }
+
     /// Where the agent sits in its delegation tree.
     pub fn lineage(&self) -> &Lineage {
         &self.0.lineage

@@ -293,6 +293,10 @@ pub struct ChildRecord {
     /// What is known of a child in another process, which keeps no records
     /// beside its parent's; `None` for an in-process child.
     pub remote: Option<crate::RemoteChild>,
+    /// For a background child that had not begun to run (it keeps no
+    /// records yet): the prompt it was started with, so that it can start
+    /// again under the same ids.
+    pub first_prompt: Option<String>,
 }
 
 impl ChildRecord {
@@ -308,7 +312,16 @@ impl ChildRecord {
             ended: None,
             notice_delivered: false,
             remote: None,
+            first_prompt: None,
         }
+    }
+
+    /// Marks a background child that had not begun to run: it starts again
+    /// with `prompt`.
+    #[must_use]
+    pub fn not_begun(mut self, prompt: impl Into<String>) -> Self {
+        self.first_prompt = Some(prompt.into());
+        self
     }
 
     /// Sets how the caller ran the child and the task id its model was given.

@@ -16,6 +16,42 @@ pub trait ChildLog: Send + Sync {
     /// when its run is published, once more, with [`RemoteChild::ended`]
     /// set, when it has ended.
     fn remote_child(&self, id: &str, child: &RemoteChild);
+
+    /// Records, before it runs, a background child the agent started
+    /// (`id`, the id its model was told): what it takes to start it again
+    /// if the process ends before the child keeps records of its own. The
+    /// default keeps nothing.
+    fn child_starting(&self, id: &str, start: &ChildStart) {
+        let _ = (id, start);
+    }
+}
+
+/// A background child as its parent records it when it starts it, before
+/// the child has records of its own ([`ChildLog::child_starting`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ChildStart {
+    /// The task that runs it (the id its parent's model was given).
+    pub task_id: String,
+    /// How it is run again: its provider, label, model, persona and filter.
+    pub descriptor: crate::ContinuationDescriptor,
+    /// The prompt it was started with.
+    pub prompt: String,
+    /// The id the model gave the call that started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+impl ChildStart {
+    /// A start of task `task_id`, described by `descriptor`, with `prompt`.
+    pub fn new(task_id: impl Into<String>, descriptor: crate::ContinuationDescriptor, prompt: impl Into<String>) -> Self {
+        Self {
+            task_id: task_id.into(),
+            descriptor,
+            prompt: prompt.into(),
+            call_id: None,
+        }
+    }
 }
 
 /// What a parent's records keep of a child in another process: how it came

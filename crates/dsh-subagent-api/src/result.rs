@@ -26,6 +26,11 @@ pub enum StopReason {
     MaxTokens,
     /// `refusal`: the child declined the task.
     Refusal,
+    /// `interrupted`: the run was stopped resumably, because its process
+    /// is stopping (an interrupt, a run that ends leaving work to resume);
+    /// its records let it go on. Never a result a model reads: the call
+    /// that waited for it is run again when its caller resumes.
+    Interrupted,
     /// `disconnected`: the child was interrupted (its process ended, or was
     /// stopped resumably) and cannot be continued: its agent cannot load
     /// its session, or its records are torn past repair. What is known of
@@ -44,6 +49,7 @@ impl StopReason {
             Self::Error => "error",
             Self::MaxTokens => "max-tokens",
             Self::Refusal => "refusal",
+            Self::Interrupted => "interrupted",
             Self::Disconnected => "disconnected",
             Self::Other(reason) => reason,
         }
@@ -57,6 +63,7 @@ impl StopReason {
             "error" => Self::Error,
             "max-tokens" => Self::MaxTokens,
             "refusal" => Self::Refusal,
+            "interrupted" => Self::Interrupted,
             "disconnected" => Self::Disconnected,
             other => Self::Other(other.to_owned()),
         }

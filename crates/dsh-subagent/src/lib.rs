@@ -16,7 +16,7 @@ pub mod wording;
 
 pub use admission::DelegationTree;
 pub use code::ServiceCode;
-pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
+pub use control::{ControlError, Delivery, Fate, RecoveredChild, RecoveryReport, Route, Started, SubagentControl};
 pub use events::{
     CutInfo, CutOutcome, Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, WaitInfo,
 };

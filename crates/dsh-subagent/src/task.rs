@@ -107,7 +107,7 @@ fn task_outcome(result: Result<SubagentResult, SubagentError>, disposed: Result<
             StopReason::Completed => TaskOutcome::Completed {
                 output: output_of(result),
             },
-            StopReason::Aborted => TaskOutcome::Killed,
+            StopReason::Aborted | StopReason::Interrupted => TaskOutcome::Killed,
             reason => TaskOutcome::Failed {
                 detail: failed_run_detail(&reason, result.diagnostic.as_deref()),
             },

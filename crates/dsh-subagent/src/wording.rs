@@ -163,3 +163,26 @@ pub(crate) fn lookup_failed(error: impl Display) -> String {
 pub(crate) fn resuming_with_diagnostic(diagnostic: &str) -> String {
     format!("resuming with a diagnostic: {diagnostic}")
 }
+
+/// The label of a restored task whose child recorded none.
+pub(crate) const RECOVERED_LABEL: &str = "recovered subagent";
+
+/// A background child whose records name no task id.
+pub(crate) const NO_TASK_RECORDED: &str = "its records name no task id";
+
+/// A child that ran in another process, which ended with its parent's.
+pub(crate) const IN_ANOTHER_PROCESS: &str =
+    "it ran in another process, which ended with its parent's, and its session cannot be taken up again";
+
+/// A child whose records hold no continuation descriptor.
+pub(crate) const NO_DESCRIPTOR_RECORDED: &str = "its records hold no continuation descriptor";
+
+/// A child whose provider is gone, or cannot continue children.
+pub(crate) fn provider_cannot_recover(provider: &str) -> String {
+    format!("its provider {provider:?} is not registered now, or cannot continue an interrupted child")
+}
+
+/// The detail (and output) of a restored task whose child cannot go on.
+pub(crate) fn disconnected_task(child: &str, why: &str) -> String {
+    format!("disconnected: subagent {child} was interrupted and cannot be resumed: {why}")
+}

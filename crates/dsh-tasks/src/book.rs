@@ -185,6 +185,12 @@ impl Book {
         Ok(self.owners.entry(owner.clone()).or_default())
     }
 
+    /// Counts `id` as issued to `owner`.
+    pub(crate) fn mark_issued(&mut self, owner: &AgentId, id: &TaskId) -> Result<(), TaskError> {
+        self.open(owner)?.issue(id.kind(), id.number());
+        Ok(())
+    }
+
     /// Takes the owner's next id of `kind`, and its place in the order.
     pub(crate) fn reserve(&mut self, owner: &AgentId, kind: &str) -> Result<Reservation, TaskError> {
         let number = self.open(owner)?.next(kind);

@@ -13,8 +13,9 @@ use futures::FutureExt;
 use tokio::sync::watch;
 
 use crate::book::{self, Book, Entry, Work};
+use crate::task::Told;
 use crate::{
-    KillOutcome, Recorded, Reservation, TaskControl, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec,
+    KillOutcome, Recorded, Reservation, TaskControl, TaskId, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec,
     TextStore, lock, wording,
 };
 
@@ -125,6 +126,10 @@ impl TaskRegistry {
             return Err(TaskError::EmptyLabel);
         }
         let control = TaskControl::new();
+        let notice = match spec.told {
+            Told::WhenItFinishes => book::Notice::Queue,
+            Told::Already => book::Notice::None,
+        };
         let entry = self.inner.lock().insert(spec, control.clone(), &self.texts)?;
         let id = lock(&entry.snapshot).id.clone();
         control.name(&id);
@@ -137,9 +142,16 @@ impl TaskRegistry {
                 .unwrap_or_else(|panic| TaskOutcome::Failed {
                     detail: wording::producer_panicked(&panic_message(&*panic)),
                 });
-            inner.settle(&entry, outcome, book::Notice::Queue);
+            inner.settle(&entry, outcome, notice);
         });
         Ok(id)
+    }
+
+    /// Counts `id` as issued to `owner`: no later id of its kind repeats
+    /// it. For an id its owner's model read before a crash that no restored
+    /// task holds (a foreground result's reservation, say).
+    pub fn mark_issued(&self, owner: &AgentId, id: &TaskId) -> Result<(), TaskError> {
+        self.inner.lock().mark_issued(owner, id)
     }
 
     /// Records a task that has already finished, and returns it as it is

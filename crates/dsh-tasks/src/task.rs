@@ -116,6 +116,19 @@ pub struct TaskSpec {
     pub texts: Option<TextStore>,
     /// Which number its id takes.
     pub(crate) number: Numbered,
+    /// Whether its owner hears that it finished.
+    pub(crate) told: Told,
+}
+
+/// Whether a task's owner is told when it finishes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Told {
+    /// A completion notice is queued for the owner.
+    #[default]
+    WhenItFinishes,
+    /// The owner was told already (a task restored after a crash whose
+    /// notice a model call had taken before it).
+    Already,
 }
 
 /// Which number a task's id takes.
@@ -139,7 +152,17 @@ impl TaskSpec {
             owner,
             texts: None,
             number: Numbered::Next,
+            told: Told::WhenItFinishes,
         }
+    }
+
+    /// Queues no completion notice when the task finishes: its owner was
+    /// told already, before a crash (a restored task's notice is delivered
+    /// once, across any number of restarts).
+    #[must_use]
+    pub fn already_told(mut self) -> Self {
+        self.told = Told::Already;
+        self
     }
 
     /// A spec under an id reserved earlier

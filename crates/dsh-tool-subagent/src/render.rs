@@ -66,7 +66,7 @@ pub(crate) fn start_failed(error: SubagentError) -> ToolError {
 
 fn stop_code(result: &SubagentResult) -> ErrorCode {
     match result.stop_reason {
-        StopReason::Aborted => ErrorCode::RunAborted,
+        StopReason::Aborted | StopReason::Interrupted => ErrorCode::RunAborted,
         StopReason::Error => ErrorCode::RunFailed,
         StopReason::MaxTokens => ErrorCode::RunMaxTokens,
         StopReason::Refusal => ErrorCode::RunRefused,

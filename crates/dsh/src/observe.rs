@@ -61,6 +61,10 @@ pub(crate) trait TreeObserver: AgentObserver {
     /// An ACP child's report while it works; `run` is its run id (as in the
     /// run events). It may come before the run's start is announced.
     fn acp_child_update(&self, _run: &str, _update: &ChildUpdate) {}
+
+    /// A resumed agent got back what it ran in the background: what became
+    /// of each of its children.
+    fn recovered(&self, _agent: &dsh_tools::AgentId, _report: &dsh_subagent::RecoveryReport) {}
 }
 
 /// Hands a service event to `observer`'s method for its kind (what

@@ -170,6 +170,26 @@ impl Progress {
 }
 
 impl TreeObserver for Progress {
+    /// One line per child of a resumed agent: delivered, resumed or
+    /// disconnected (a foreground one goes on with its call, and its start
+    /// shows then).
+    fn recovered(&self, agent: &dsh_tools::AgentId, report: &dsh_subagent::RecoveryReport) {
+        let lines = report
+            .children
+            .iter()
+            .filter_map(|child| wording::child_recovered(agent.as_str(), child));
+        for line in lines {
+            match &self.display {
+                Display::Quiet => {}
+                Display::Lines(sink) => sink(line),
+                Display::Bars(bars) => {
+                    let _ = bars.println(line);
+                }
+                Display::Tree(_) => eprintln!("{line}"),
+            }
+        }
+    }
+
     fn child_event(&self, event: &dsh_subagent::SubagentEvent) {
         if let Display::Tree(view) = &self.display
             && let Some(tree) = view.tree()

@@ -145,8 +145,19 @@ impl SharedRuntime {
         let mcp_results = ResultPolicy::new(result_budget).kept_on(Arc::new(shelf));
         let notices = TaskNotices(mounted.harness().notices());
         let mut runtime = AgentRuntime::new(model, mounted.tools().clone())
-            .with_observer(observer as Arc<dyn AgentObserver>)
+            .with_observer(observer.clone() as Arc<dyn AgentObserver>)
             .with_notices(Arc::new(notices));
+        // A resumed agent (a parent, or an in-process child resumed by its
+        // call) gets back what it ran in the background first.
+        if let Some(control) = mounted.harness().control().cloned() {
+            let observer = observer.clone();
+            runtime = runtime.with_on_resume(Arc::new(move |agent: &dsh_tools::AgentRef| {
+                match control.recover(agent) {
+                    Ok(report) => observer.recovered(agent.id(), &report),
+                    Err(error) => tracing::warn!(agent = %agent.id(), "{}", wording::recovery_failed(&error)),
+                }
+            }));
+        }
         if let Some(window) = window {
             runtime = runtime.with_context_window(window);
         }

@@ -518,7 +518,8 @@ pub(crate) fn stop_reason(stop: &AgentStop) -> StopReason {
         AgentStop::Completed => StopReason::Completed,
         AgentStop::MaxTokens | AgentStop::TokenBudget(_) | AgentStop::CostBudget(_) => StopReason::MaxTokens,
         AgentStop::Refusal => StopReason::Refusal,
-        AgentStop::Cancelled | AgentStop::Interrupted => StopReason::Aborted,
+        AgentStop::Cancelled => StopReason::Aborted,
+        AgentStop::Interrupted => StopReason::Interrupted,
         AgentStop::MaxTurns(_) | AgentStop::Error(_) | AgentStop::AnswerCut(_) => StopReason::Error,
         AgentStop::ContextWindow(_) => StopReason::Other(wording::CONTEXT_WINDOW_STOP.to_owned()),
     }

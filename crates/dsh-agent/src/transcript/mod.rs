@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use dsh_llm::{Message, Usage};
-use dsh_subagent_api::RemoteChild;
+use dsh_subagent_api::{ChildStart, RemoteChild};
 use dsh_tools::AgentId;
 use serde::{Deserialize, Serialize};
 
@@ -139,6 +139,16 @@ pub enum TranscriptEntry {
         /// in-process child.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         elsewhere: Option<RemoteChild>,
+    },
+    /// A background child this agent started, recorded before the child
+    /// runs (and so before it keeps records of its own): what a resume
+    /// needs to start it again, under the same ids, if the process ended
+    /// first.
+    ChildStart {
+        /// The child's id (the one the model was told).
+        id: AgentId,
+        /// Its task, descriptor, prompt and call.
+        start: ChildStart,
     },
     /// A run ended. One that stopped `interrupted` (a resumable stop) leaves
     /// its turn open: a resume goes on with it.

@@ -119,12 +119,23 @@ impl Transcript {
     pub fn children_by_call(&self) -> BTreeMap<String, RecordedChild> {
         let mut children = BTreeMap::new();
         for entry in &self.entries {
+            if let TranscriptEntry::ChildStart { id, start } = entry
+                && let Some(call) = &start.call_id
+            {
+                let child = RecordedChild::in_process(id.as_str()).with_task_id(Some(start.task_id.clone()));
+                children.insert(call.clone(), child);
+                continue;
+            }
             let TranscriptEntry::Child { id, call_id, elsewhere } = entry else {
                 continue;
             };
             match (call_id, elsewhere) {
                 (Some(call), None) => {
-                    children.insert(call.clone(), RecordedChild::in_process(id.as_str()));
+                    // A background child's start named its task already.
+                    let known = children.get(call).is_some_and(|child| child.id == id.as_str());
+                    if !known {
+                        children.insert(call.clone(), RecordedChild::in_process(id.as_str()));
+                    }
                 }
                 (_, Some(remote)) => {
                     if let Some(call) = &remote.call_id {

@@ -61,13 +61,14 @@
 mod activation;
 mod children;
 mod error;
+mod recovery;
 mod route;
 
 use std::sync::Arc;
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, CancellationToken, ChildStore, ContentBlock, ContinuationDescriptor, RunMode, SpanOrigin,
-    StartRequest, SubagentProvider,
+    AgentId, AgentRef, CancellationToken, ChildStart, ChildStore, ContentBlock, ContinuationDescriptor, RunMode,
+    SpanOrigin, StartRequest, SubagentProvider,
 };
 use dsh_tasks::{TaskOutcome, TaskRegistry, TaskStatus};
 
@@ -79,6 +80,7 @@ use crate::events::SubagentEvent;
 use crate::{SubagentService, Subscription, task, trace};
 
 pub use error::ControlError;
+pub use recovery::{Fate, RecoveredChild, RecoveryReport};
 
 /// A continuable child and its first activation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -240,6 +242,10 @@ impl SubagentControl {
             .reserve(&request.parent, Demand::new_child(&request))
             .map_err(|source| ControlError::Start { source })?;
         let descriptor = ContinuationDescriptor::for_request(provider, &request);
+        let recorded_descriptor = descriptor.clone();
+        let prompt = dsh_subagent_api::concat_text(&request.prompt);
+        let call_id = request.provenance().call_id.clone();
+        let parent = request.parent.clone();
         let announced_label = request.label.clone();
         let depth = request.parent.depth().saturating_add(1);
         let child_id = uuid::Uuid::new_v4().to_string();
@@ -289,6 +295,12 @@ impl SubagentControl {
             },
         )
         .map_err(|source| ControlError::StartRefused { source })?;
+        drop(state);
+        // Before the call returns: a process that ends before the child
+        // keeps records of its own can still start it again, under these ids.
+        let mut start = ChildStart::new(task_id.clone(), recorded_descriptor, prompt);
+        start.call_id = call_id;
+        parent.record_child_start(&child_id, &start);
         Ok(Started { child_id, task_id })
     }
 

@@ -41,3 +41,22 @@ pub(crate) fn nothing_to_resume(dir: &std::path::Path) -> String {
 pub(crate) fn resuming(id: &str) -> String {
     format!("dsh: resuming {id} and its delegation tree")
 }
+
+/// What became of a child of a resumed agent, on stderr; nothing for a
+/// foreground child (its call goes on, and its start shows then) or one
+/// whose task was kept already.
+pub(crate) fn child_recovered(agent: &str, child: &dsh_subagent::RecoveredChild) -> Option<String> {
+    let task = child.task_id.as_deref().unwrap_or("no task");
+    let fate = match &child.fate {
+        dsh_subagent::Fate::Delivered => "finished before the interruption: its result is delivered".to_owned(),
+        dsh_subagent::Fate::Resumed => "resumed from its last completed step".to_owned(),
+        dsh_subagent::Fate::Disconnected { why } => format!("disconnected: {why}"),
+        _ => return None,
+    };
+    Some(format!("↳ {} ({task}) of {agent}: {fate}", child.child_id))
+}
+
+/// A resumed agent whose background children could not be read.
+pub(crate) fn recovery_failed(error: &dyn Display) -> String {
+    format!("dsh: the background children of a resumed agent could not be restored: {error}")
+}
