@@ -6,9 +6,7 @@ use std::path::{Path, PathBuf};
 use dsh_subagent_api::{ChildRecord, ChildStore, ContinuationDescriptor, RunMode, StopReason, SubagentError};
 use dsh_tools::AgentId;
 
-use crate::transcript::{
-    INTERRUPTED, Transcript, TranscriptEntry, TranscriptError, read_transcript, transcript_path,
-};
+use crate::transcript::{INTERRUPTED, Transcript, TranscriptEntry, TranscriptError, read_transcript, transcript_path};
 
 /// Finds continuable children in the transcripts under a data directory
 /// (`<data>/agents/<id>.jsonl`): the header names the parent, the first
@@ -119,7 +117,8 @@ impl JsonlChildStore {
                         Ok(Some(record)) => children.push(record),
                         Ok(None) => {
                             let missing = crate::wording::transcript_missing(&transcript_path(&self.data_dir, id));
-                            children.push(ChildRecord::new(id.to_string(), Some(parent.clone())).with_diagnostic(missing));
+                            children
+                                .push(ChildRecord::new(id.to_string(), Some(parent.clone())).with_diagnostic(missing));
                         }
                         Err(error) => children.push(
                             ChildRecord::new(id.to_string(), Some(parent.clone())).with_diagnostic(error.to_string()),

@@ -359,9 +359,7 @@ pub(crate) fn transcript_not_repaired(path: &std::path::Path, error: &dyn std::f
 /// child (and task), and why. Its last text follows as partial output.
 pub fn child_disconnected(child: &str, task_id: Option<&str>, why: &str) -> String {
     match task_id {
-        Some(task) => format!(
-            "subagent {child} (task {task}) was interrupted and cannot be resumed: {why}"
-        ),
+        Some(task) => format!("subagent {child} (task {task}) was interrupted and cannot be resumed: {why}"),
         None => format!("subagent {child} was interrupted and cannot be resumed: {why}"),
     }
 }

@@ -38,13 +38,40 @@ pub struct ProcessGroup {
     gone: AtomicBool,
 }
 
+/// The groups of this process's children that may still have members:
+/// what [`kill_every_group`] signals when the process must exit at once.
+static LIVE: std::sync::Mutex<std::collections::BTreeSet<i32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+fn live() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<i32>> {
+    LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// SIGKILLs every process group this process started that may still have
+/// members, without waiting: for a process that must exit at once (a
+/// second Ctrl-C) and so cannot climb each child's teardown ladder, yet
+/// must leave nothing running. The kernel collects what it kills.
+pub fn kill_every_group() {
+    let groups: Vec<i32> = live().iter().copied().collect();
+    for pgid in groups {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    }
+}
+
 impl ProcessGroup {
     /// The group whose leader is `pid`.
     pub(crate) fn led_by(pid: i32) -> Self {
+        live().insert(pid);
         Self {
             pgid: Pid::from_raw(pid),
             gone: AtomicBool::new(false),
         }
+    }
+
+    /// Marks the group empty: it is never signalled again.
+    fn mark_gone(&self) {
+        self.gone.store(true, Ordering::Release);
+        live().remove(&self.pgid.as_raw());
     }
 
     /// The group id (the direct child's pid).
@@ -68,7 +95,7 @@ impl ProcessGroup {
         match killpg(self.pgid, signal) {
             Ok(()) => Ok(true),
             Err(Errno::ESRCH) => {
-                self.gone.store(true, Ordering::Release);
+                self.mark_gone();
                 Ok(false)
             }
             Err(error) => Err(SignalError(error)),
@@ -98,7 +125,7 @@ impl ProcessGroup {
             return Ok(true);
         }
         // Nothing runs: a zombie left to another reaper is not ours to wait for.
-        self.gone.store(true, Ordering::Release);
+        self.mark_gone();
         Ok(false)
     }
 }
@@ -108,6 +135,7 @@ impl Drop for ProcessGroup {
         if !self.gone.load(Ordering::Acquire) {
             let _ = killpg(self.pgid, Signal::SIGKILL);
         }
+        live().remove(&self.pgid.as_raw());
     }
 }
 

@@ -31,7 +31,8 @@ pub use child_count::{ChildCount, InvalidChildCount};
 pub use code::{ErrorCode, StableCode, SubagentCode};
 pub use content::{ContentBlock, concat_text};
 pub use continuation::{
-    ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, RecoverRequest, ResumeRequest,
+    ChildRecord, ChildStore, ContinuableProvider, ContinuationDescriptor, DESCRIPTOR_VERSION, RecoverRequest,
+    ResumeRequest,
 };
 pub use cost_limit::{CostLimit, InvalidCostLimit};
 pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};

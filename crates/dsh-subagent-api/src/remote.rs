@@ -44,7 +44,11 @@ pub struct ChildStart {
 
 impl ChildStart {
     /// A start of task `task_id`, described by `descriptor`, with `prompt`.
-    pub fn new(task_id: impl Into<String>, descriptor: crate::ContinuationDescriptor, prompt: impl Into<String>) -> Self {
+    pub fn new(
+        task_id: impl Into<String>,
+        descriptor: crate::ContinuationDescriptor,
+        prompt: impl Into<String>,
+    ) -> Self {
         Self {
             task_id: task_id.into(),
             descriptor,

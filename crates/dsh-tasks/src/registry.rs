@@ -15,8 +15,8 @@ use tokio::sync::watch;
 use crate::book::{self, Book, Entry, Work};
 use crate::task::Told;
 use crate::{
-    KillOutcome, Recorded, Reservation, TaskControl, TaskId, TaskError, TaskListing, TaskOutcome, TaskSnapshot, TaskSpec,
-    TextStore, lock, wording,
+    KillOutcome, Recorded, Reservation, TaskControl, TaskError, TaskId, TaskListing, TaskOutcome, TaskSnapshot,
+    TaskSpec, TextStore, lock, wording,
 };
 
 #[derive(Default)]
@@ -290,10 +290,7 @@ impl TaskRegistry {
     /// so that no task outlives it.
     pub async fn kill_all(&self, reason: &str) {
         let owners = self.inner.lock().owners();
-        let entries: Vec<Arc<Entry>> = owners
-            .iter()
-            .flat_map(|owner| self.inner.lock().owned(owner))
-            .collect();
+        let entries: Vec<Arc<Entry>> = owners.iter().flat_map(|owner| self.inner.lock().owned(owner)).collect();
         for entry in &entries {
             let _ = Self::kill_entry(entry, Some(reason.to_owned()));
         }

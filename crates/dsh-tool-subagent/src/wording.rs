@@ -110,7 +110,9 @@ pub const BACKGROUND_DISABLED: &str =
 pub fn stop_headline(reason: &StopReason) -> Cow<'static, str> {
     match reason {
         StopReason::Aborted => dsh_subagent::wording::RUN_CANCELLED.into(),
-        StopReason::Interrupted => "subagent run was interrupted: its process is stopping, and a resume goes on with it".into(),
+        StopReason::Interrupted => {
+            "subagent run was interrupted: its process is stopping, and a resume goes on with it".into()
+        }
         StopReason::Error => "subagent run failed".into(),
         StopReason::MaxTokens => "subagent run hit its token limit before finishing".into(),
         StopReason::Refusal => "subagent declined the task".into(),

@@ -348,7 +348,7 @@ pub(crate) struct RunArgs {
     /// When the parent answers while children it started in the background
     /// still run, stop them at once, resumably (`dsh run --resume` goes on
     /// with them), instead of waiting for them (default: `[run] wait` in
-    /// dsh.toml, else wait).
+    /// dsh.toml, else wait; a resume waits unless this flag is given).
     #[arg(long)]
     pub(crate) no_wait: bool,
     /// Where transcripts are kept.

@@ -158,8 +158,7 @@ fn tree_unfinished(data_dir: &Path, transcript: &Transcript) -> bool {
     transcript.entries.iter().any(|entry| match entry {
         TranscriptEntry::Child {
             id, elsewhere: None, ..
-        } => read_transcript(&transcript_path(data_dir, id))
-            .is_ok_and(|child| tree_unfinished(data_dir, &child)),
+        } => read_transcript(&transcript_path(data_dir, id)).is_ok_and(|child| tree_unfinished(data_dir, &child)),
         _ => false,
     })
 }

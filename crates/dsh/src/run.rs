@@ -25,7 +25,9 @@ use crate::wording;
 /// turn.
 pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failure> {
     let config = crate::self_mount::load_for_mounting(args.agent.config.as_deref())?;
-    let waits = !args.no_wait && config.as_ref().is_none_or(|config| config.run.wait);
+    // A resume is asked for to let the work finish: it waits unless told
+    // not to on its own command line; `[run] wait` is for new runs.
+    let waits = !args.no_wait && (args.resume.is_some() || config.as_ref().is_none_or(|config| config.run.wait));
     // The summary names the children's transcripts.
     let progress = Arc::new(Progress::for_run(args.quiet, args.plain).listing_children());
     let mut shared = SharedRuntime::new(
@@ -60,7 +62,8 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
     };
     // One process runs a tree at a time; the lock also tells `dsh tree`
     // that it runs, and is let go however this process ends.
-    let _running = TreeLock::acquire(&args.data_dir, parent.id()).map_err(|error| Failure::usage(wording::failed(&error)))?;
+    let _running =
+        TreeLock::acquire(&args.data_dir, parent.id()).map_err(|error| Failure::usage(wording::failed(&error)))?;
     // After the parent is found: an unknown id starts no server.
     shared.mount_mcp_servers().await?;
     // SIGINT or SIGTERM stops the run resumably: its children are stopped
@@ -144,7 +147,12 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
 
 /// Stops the run resumably at the first SIGINT or SIGTERM (the runtime is
 /// interrupted, then `cancel` fires), and exits at once at the second.
-fn watch_signals(shared: &SharedRuntime, cancel: CancellationToken, stopped: Arc<OnceLock<crate::signal::Stop>>, quiet: bool) {
+fn watch_signals(
+    shared: &SharedRuntime,
+    cancel: CancellationToken,
+    stopped: Arc<OnceLock<crate::signal::Stop>>,
+    quiet: bool,
+) {
     let interrupt = shared.interrupter();
     let first = crate::signal::stopped();
     tokio::spawn(async move {
@@ -156,6 +164,8 @@ fn watch_signals(shared: &SharedRuntime, cancel: CancellationToken, stopped: Arc
         interrupt();
         cancel.cancel();
         crate::signal::stopped().await;
+        // Nothing it started outlives it, even without the teardown ladder.
+        dsh_process::kill_every_group();
         eprintln!("{}", wording::STOPPED_AT_ONCE);
         std::process::exit(i32::from(crate::failure::INTERRUPTED_EXIT));
     });

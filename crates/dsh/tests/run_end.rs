@@ -79,8 +79,8 @@ fn without_waiting_the_children_are_stopped_resumably_and_the_run_exits_3() {
         assert_eq!(
             named,
             [
-                "dsh: stopped, to resume: subagent-1 \"part B1\"",
-                "dsh: stopped, to resume: subagent-2 \"part B2\""
+                "dsh: stopped, to resume: subagent-2 \"part B1\"",
+                "dsh: stopped, to resume: subagent-3 \"part B2\""
             ],
             "{context}"
         );
@@ -180,9 +180,26 @@ term_grace_ms = 1000
     )
 }
 
-/// Whether process `pid` still exists.
+/// Whether process `pid` still runs, given a moment to die: a zombie (a
+/// killed process its new parent has not collected yet) does not run.
 fn alive(pid: i32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+    let runs = || {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return false;
+        };
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        state != Some("Z")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while runs() {
+        if std::time::Instant::now() > deadline {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
 }
 
 /// A second SIGINT while the first one's resumable stop waits for a child

@@ -9,8 +9,8 @@ mod recover;
 
 use dsh_subagent_api::ErrorCode as SubagentCode;
 use dsh_subagent_api::{
-    ContentBlock, ContinuableProvider, ContinuationDescriptor, RecoverRequest, ResumeRequest, SpanOrigin,
-    StartRequest, Steerer, StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
+    ContentBlock, ContinuableProvider, ContinuationDescriptor, RecoverRequest, ResumeRequest, SpanOrigin, StartRequest,
+    Steerer, StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
 };
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
@@ -20,8 +20,8 @@ use futures::future::BoxFuture;
 use crate::answer::TranscriptAnswer;
 use crate::structured::{Captured, StructuredOutput};
 use crate::transcript::{Transcript, TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
-use recover::Found;
 use crate::{Agent, AgentStop, ContextWindow, ErrorCode, RunOutcome, SteerRefused, wording};
+use recover::Found;
 
 /// What the child starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -241,7 +241,10 @@ fn recover_child(request: RecoverRequest) -> Result<SubagentRun, SubagentError> 
         ..
     }) = transcript.entries.first().cloned()
     else {
-        return Ok(recorded_run(id.as_str(), recover::disconnected(id.as_str(), None, wording::NEVER_BEGAN, String::new())));
+        return Ok(recorded_run(
+            id.as_str(),
+            recover::disconnected(id.as_str(), None, wording::NEVER_BEGAN, String::new()),
+        ));
     };
     if transcript.turns().open.is_none() {
         let result = recover::disconnected(id.as_str(), None, wording::NEVER_BEGAN, String::new());
@@ -335,7 +338,11 @@ fn start(
     let captured = structured.map(|(_, captured)| captured);
     let prompt = concat_text(&request.prompt);
     // A call run again after an interruption finds the child it had started.
-    let recorded = request.provenance().rerun.as_ref().and_then(|rerun| rerun.child.as_ref());
+    let recorded = request
+        .provenance()
+        .rerun
+        .as_ref()
+        .and_then(|rerun| rerun.child.as_ref());
     if let Some(child) = recorded.filter(|child| child.remote.is_none()) {
         let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
         let id = AgentId::new(child.id.clone());
@@ -358,7 +365,15 @@ fn start(
             .resume_from(&transcript)
             .build()
             .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
-        return Ok(publish(child, parent, go, &request.cancel, captured, request.origin, None));
+        return Ok(publish(
+            child,
+            parent,
+            go,
+            &request.cancel,
+            captured,
+            request.origin,
+            None,
+        ));
     }
     if context == ChildContext::InheritParent {
         builder = builder.seed(parent.history());

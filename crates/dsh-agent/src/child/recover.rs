@@ -31,9 +31,8 @@ pub(super) enum Found {
 /// Reads the records of `child`, a child of `parent`, under `data_dir`.
 pub(super) fn find(data_dir: &Path, child: &AgentId, parent: &AgentId, task_id: Option<&str>) -> Found {
     let path = transcript_path(data_dir, child);
-    let disconnected = |why: String, partial: String| {
-        Found::Disconnected(disconnected(child.as_str(), task_id, &why, partial))
-    };
+    let disconnected =
+        |why: String, partial: String| Found::Disconnected(disconnected(child.as_str(), task_id, &why, partial));
     let transcript = match read_transcript(&path) {
         Ok(transcript) => transcript,
         Err(error) => return disconnected(error.to_string(), String::new()),
@@ -43,7 +42,10 @@ pub(super) fn find(data_dir: &Path, child: &AgentId, parent: &AgentId, task_id: 
             id, parent: recorded, ..
         }) if id == child && recorded.as_ref() == Some(parent) => {}
         _ => {
-            return disconnected(wording::transcript_not_of(&path, child.as_str()), last_text(&transcript));
+            return disconnected(
+                wording::transcript_not_of(&path, child.as_str()),
+                last_text(&transcript),
+            );
         }
     }
     if let Err(error) = repair_for_resume(&path, &transcript) {
@@ -126,7 +128,6 @@ pub(super) fn disconnected(child: &str, task_id: Option<&str>, why: &str, partia
     } else {
         vec![ContentBlock::text(partial)]
     };
-    SubagentResult::new(StopReason::Disconnected, output).with_diagnostic(wording::child_disconnected(
-        child, task_id, why,
-    ))
+    SubagentResult::new(StopReason::Disconnected, output)
+        .with_diagnostic(wording::child_disconnected(child, task_id, why))
 }

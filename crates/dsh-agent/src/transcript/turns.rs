@@ -139,8 +139,8 @@ impl Transcript {
                 }
                 (_, Some(remote)) => {
                     if let Some(call) = &remote.call_id {
-                        let child = RecordedChild::remote(id.as_str(), remote.clone())
-                            .with_task_id(remote.task_id.clone());
+                        let child =
+                            RecordedChild::remote(id.as_str(), remote.clone()).with_task_id(remote.task_id.clone());
                         children.insert(call.clone(), child);
                     }
                 }
@@ -316,7 +316,10 @@ mod tests {
             said(Message::assistant("one")),
             end("completed"),
             said(Message::user("second")),
-            said(Message::assistant_with_tool_calls("", vec![call("a"), call("b"), call("c")])),
+            said(Message::assistant_with_tool_calls(
+                "",
+                vec![call("a"), call("b"), call("c")],
+            )),
             said(Message::tool("c", "C")),
             end(INTERRUPTED),
             said(Message::tool("a", "A")),

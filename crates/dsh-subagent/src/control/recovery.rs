@@ -211,9 +211,9 @@ impl SubagentControl {
                         label: label.as_deref(),
                     };
                     let (admitted, lineage, cancel) = reservation.admit(&kill, caller, service.events()).await?;
-                    let continuation = continuable.continuation().ok_or_else(|| {
-                        SubagentError::failed(wording::provider_cannot_recover(name))
-                    })?;
+                    let continuation = continuable
+                        .continuation()
+                        .ok_or_else(|| SubagentError::failed(wording::provider_cannot_recover(name)))?;
                     let child = activation.child.clone();
                     let run = match first_prompt {
                         // It had not begun: it starts now, as it would have.

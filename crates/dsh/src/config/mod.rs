@@ -29,8 +29,8 @@ use dsh_mcp::McpServerSpec;
 use toml::Spanned;
 
 pub(crate) use error::ConfigFileError;
-pub(crate) use file::RunConfig;
 use file::RawConfig;
+pub(crate) use file::RunConfig;
 pub(crate) use limits::LimitsConfig;
 pub(crate) use model::ModelConfig;
 pub(crate) use subagents::{Provider, Subagent};

@@ -51,8 +51,7 @@ pub(crate) fn task_too_large(source: &dyn Display, limit: usize) -> String {
 }
 
 /// `dsh run` with neither a task nor `--resume`.
-pub(crate) const TASK_MISSING: &str =
-    "dsh: give the task as an argument, `-` to read it from standard input, or --task-file FILE (or --resume to go on with an earlier run)";
+pub(crate) const TASK_MISSING: &str = "dsh: give the task as an argument, `-` to read it from standard input, or --task-file FILE (or --resume to go on with an earlier run)";
 
 /// The first SIGINT or SIGTERM: the tree is being stopped resumably.
 pub(crate) const STOPPING: &str =
@@ -78,7 +77,9 @@ pub(crate) fn left_running(task: &dyn Display) -> String {
 
 /// The run finished with background children stopped resumably.
 pub(crate) fn work_left(count: usize, resume: &str) -> String {
-    format!("dsh: the parent answered, and {count} background child(ren) were stopped before they finished; go on with: {resume}")
+    format!(
+        "dsh: the parent answered, and {count} background child(ren) were stopped before they finished; go on with: {resume}"
+    )
 }
 
 /// A run stopped by a signal: how to go on.
