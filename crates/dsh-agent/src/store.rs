@@ -153,12 +153,16 @@ impl JsonlChildStore {
                     .with_diagnostic(error.to_string()));
             }
         };
-        Ok(match own {
-            Some(record) => record.with_task(RunMode::Background, Some(start.task_id.clone())),
-            None => ChildRecord::new(id.to_string(), Some(parent.clone()))
-                .with_descriptor(start.descriptor.clone())
-                .with_task(RunMode::Background, Some(start.task_id.clone()))
-                .not_begun(start.prompt.clone()),
+        if let Some(record) = own {
+            return Ok(record.with_task(RunMode::Background, Some(start.task_id.clone())));
+        }
+        let record = ChildRecord::new(id.to_string(), Some(parent.clone()))
+            .with_task(RunMode::Background, Some(start.task_id.clone()))
+            .not_begun(start.prompt.clone());
+        Ok(match ContinuationDescriptor::fold(&start.descriptor) {
+            Ok(Some(descriptor)) => record.with_descriptor(descriptor),
+            Ok(None) => record,
+            Err(problem) => record.with_diagnostic(problem),
         })
     }
 

@@ -33,8 +33,11 @@ pub trait ChildLog: Send + Sync {
 pub struct ChildStart {
     /// The task that runs it (the id its parent's model was given).
     pub task_id: String,
-    /// How it is run again: its provider, label, model, persona and filter.
-    pub descriptor: crate::ContinuationDescriptor,
+    /// How it is run again: its continuation descriptor (its provider,
+    /// label, model, persona and filter), as the JSON object that is
+    /// persisted (`ContinuationDescriptor::to_value`; read back with
+    /// `ContinuationDescriptor::fold`).
+    pub descriptor: serde_json::Value,
     /// The prompt it was started with.
     pub prompt: String,
     /// The id the model gave the call that started it.
@@ -44,11 +47,7 @@ pub struct ChildStart {
 
 impl ChildStart {
     /// A start of task `task_id`, described by `descriptor`, with `prompt`.
-    pub fn new(
-        task_id: impl Into<String>,
-        descriptor: crate::ContinuationDescriptor,
-        prompt: impl Into<String>,
-    ) -> Self {
+    pub fn new(task_id: impl Into<String>, descriptor: serde_json::Value, prompt: impl Into<String>) -> Self {
         Self {
             task_id: task_id.into(),
             descriptor,

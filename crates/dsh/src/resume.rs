@@ -149,6 +149,33 @@ pub(crate) fn most_recent_interrupted(data_dir: &Path) -> Option<String> {
     })
 }
 
+/// The most recent top-level agent labelled `label` (an MCP session's
+/// calling agent) whose process ended without ending it cleanly: its lock
+/// file was left behind ([`TreeLock::left_behind`]).
+pub(crate) fn interrupted_session(data_dir: &Path, label: &str) -> Option<String> {
+    let entries = std::fs::read_dir(data_dir.join("agents")).ok()?;
+    let mut found: Vec<(std::time::SystemTime, String)> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "jsonl"))
+        .filter_map(|entry| {
+            let modified = entry.metadata().ok()?.modified().ok()?;
+            let transcript = read_transcript(&entry.path()).ok()?;
+            let Some(TranscriptEntry::Header {
+                id,
+                parent: None,
+                label: Some(named),
+                ..
+            }) = transcript.entries.first()
+            else {
+                return None;
+            };
+            (named == label && TreeLock::left_behind(data_dir, id)).then(|| (modified, id.to_string()))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, id)| id)
+}
+
 /// Whether an agent's turn, or a run of a child its records name, was left
 /// open (followed down the tree).
 fn tree_unfinished(data_dir: &Path, transcript: &Transcript) -> bool {

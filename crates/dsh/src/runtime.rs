@@ -64,6 +64,8 @@ pub(crate) struct SharedRuntime {
     retention: Option<Arc<Retention>>,
     /// The cassette being recorded (`--record`).
     recorder: Option<Recorder>,
+    /// Who hears what becomes of the tree.
+    observer: Arc<dyn TreeObserver>,
 }
 
 impl SharedRuntime {
@@ -175,6 +177,7 @@ impl SharedRuntime {
             _runs: runs,
             mcp: SharedMcpServers::new(args, config, withheld, mcp_results),
             retention,
+            observer,
         })
     }
 
@@ -220,6 +223,17 @@ impl SharedRuntime {
     pub(crate) fn interrupter(&self) -> impl Fn() + Send + 'static {
         let runtime = self.runtime.clone();
         move || runtime.interrupt()
+    }
+
+    /// Gives `agent`, resumed without a turn of its own (an MCP session's
+    /// calling agent), what it ran in the background back: the harness's
+    /// recovery, reported to the observer.
+    pub(crate) fn recover(&self, agent: &Agent) {
+        let agent = agent.agent_ref();
+        match self.mounted.harness().recover(&agent) {
+            Ok(report) => self.observer.recovered(agent.id(), &report),
+            Err(error) => tracing::warn!(agent = %agent.id(), "{}", wording::recovery_failed(&error)),
+        }
     }
 
     /// The background tasks of `owner` that still run, each as the line

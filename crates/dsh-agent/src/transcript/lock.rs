@@ -80,6 +80,19 @@ impl TreeLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Whether a lock file of `root`'s tree was left behind by a process
+    /// that ended without removing it ([`TreeLock::remove`]): one that did
+    /// not end cleanly (a crash, a kill).
+    pub fn left_behind(data_dir: &Path, root: &AgentId) -> bool {
+        lock_path(data_dir, root).is_file() && !Self::is_held(data_dir, root)
+    }
+
+    /// Lets the lock go and removes its file: the tree ended cleanly, and
+    /// leaves no mark ([`TreeLock::left_behind`]).
+    pub fn remove(self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 #[cfg(test)]

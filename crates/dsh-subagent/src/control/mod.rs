@@ -242,7 +242,7 @@ impl SubagentControl {
             .reserve(&request.parent, Demand::new_child(&request))
             .map_err(|source| ControlError::Start { source })?;
         let descriptor = ContinuationDescriptor::for_request(provider, &request);
-        let recorded_descriptor = descriptor.clone();
+        let recorded_descriptor = descriptor.to_value();
         let prompt = dsh_subagent_api::concat_text(&request.prompt);
         let call_id = request.provenance().call_id.clone();
         let parent = request.parent.clone();

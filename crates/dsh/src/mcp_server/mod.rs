@@ -27,10 +27,12 @@ mod call_reports;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use dsh_agent::Agent;
+use dsh_agent::transcript::TreeLock;
 use dsh_mcp::{HttpServeOptions, McpToolServer, SessionAgents};
 use dsh_subagent_api::BoxFuture;
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
@@ -93,7 +95,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
     let mut interrupted = None;
     let served = match http {
         None => tokio::select! {
-            served = serve_stdio(&shared, &server) => served,
+            served = serve_stdio(&shared, &server, &args.data_dir) => served,
             stop = stop => {
                 interrupted = Some(stop);
                 Err(Failure::interrupted(wording::INTERRUPTED))
@@ -107,8 +109,23 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
 }
 
 /// One session on stdin and stdout, with one parent agent.
-async fn serve_stdio(shared: &SharedRuntime, server: &McpToolServer) -> Result<(), Failure> {
-    let session = shared.parent(wording::MCP_LABEL)?;
+///
+/// A session that a crash (or a kill) ended goes on in the next `dsh mcp`
+/// on the same data directory: its calling agent is taken up again, and its
+/// background tasks come back under their ids (finished ones with their
+/// results, interrupted ones running again), so the host's model reads the
+/// tasks it knew. A session that ended cleanly leaves no such mark.
+async fn serve_stdio(shared: &SharedRuntime, server: &McpToolServer, data_dir: &Path) -> Result<(), Failure> {
+    let session = match crate::resume::interrupted_session(data_dir, wording::MCP_LABEL) {
+        Some(id) => {
+            let (session, _) = shared.resume(&id)?;
+            shared.recover(&session);
+            session
+        }
+        None => shared.parent(wording::MCP_LABEL)?,
+    };
+    // Held while the session is open; removed when it ends cleanly.
+    let lock = TreeLock::acquire(data_dir, session.id()).map_err(|error| Failure::usage(wording::failed(&error)))?;
     let opened = SessionData::open(shared, session.id());
     let served = server
         .serve(session.agent_ref(), tokio::io::stdin(), tokio::io::stdout())
@@ -118,6 +135,7 @@ async fn serve_stdio(shared: &SharedRuntime, server: &McpToolServer) -> Result<(
         .dispose_owner(session.id(), wording::MCP_SESSION_CLOSED)
         .await;
     opened.end().await;
+    lock.remove();
     served.map_err(|error| Failure::failed(wording::mcp_failed(&error)))
 }
 
