@@ -346,6 +346,10 @@ async fn build(
     observer: Arc<dyn TreeObserver>,
 ) -> Result<Arc<SharedRuntime>, Failure> {
     let mut shared = SharedRuntime::new(&args.agent, config, args.data_dir.as_deref(), observer, Surface::Agent)?;
+    // A prompt's answer never leaves background children behind: the turn
+    // waits for them and reads their results (and the ACP Subagents RFD
+    // wants every announced child ended before the prompt returns).
+    shared.set_end_of_run(dsh_agent::EndOfRun::WaitForBackground);
     shared.mount_mcp_servers().await?;
     let shared = Arc::new(shared);
     if !args.quiet {
