@@ -201,6 +201,19 @@ pub struct TurnTimes {
     pub answer_bytes: u64,
 }
 
+impl TurnTimes {
+    /// Adds `waited` to the run's queued time: a model call that waited
+    /// for a place among its endpoint's requests in flight waited in a
+    /// queue as a start held by its tree's limits does.
+    pub fn add_queued(&mut self, waited: std::time::Duration) {
+        if waited.is_zero() {
+            return;
+        }
+        let waited = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+        self.queued_ms = Some(self.queued_ms.unwrap_or(0).saturating_add(waited));
+    }
+}
+
 /// Now, in milliseconds since the Unix epoch (0 before it).
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -277,8 +290,9 @@ impl TranscriptWriter {
     }
 }
 
-/// Owner-only modes for what a transcript is written to (a no-op off Unix).
-mod private {
+/// Owner-only modes for what a transcript is written to (a no-op off Unix),
+/// and the kept facts.
+pub(crate) mod private {
     use std::fs::{File, OpenOptions};
     use std::path::Path;
 
@@ -288,7 +302,7 @@ mod private {
 
     /// Makes `dir` and any missing directory above it 0700; tightens `dir`
     /// itself to 0700 if it had group or other access.
-    pub(super) fn dir(dir: &Path) -> std::io::Result<()> {
+    pub(crate) fn dir(dir: &Path) -> std::io::Result<()> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -303,7 +317,7 @@ mod private {
     }
 
     /// A file these options create is made 0600.
-    pub(super) fn file_options(options: &mut OpenOptions) {
+    pub(crate) fn file_options(options: &mut OpenOptions) {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
         #[cfg(not(unix))]

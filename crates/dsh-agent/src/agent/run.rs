@@ -197,6 +197,7 @@ impl Agent {
     /// nothing) and its answer recorded. Then what the answer asks for next.
     fn answered(&self, run: &mut Run, response: ChatResponse, spent: Usage, sent: Sent) -> Next {
         run.times.calls_at_ms.push(now_ms());
+        run.times.add_queued(response.queued);
         run.turn.round = None;
         self.record_turn(&mut run.turn);
         self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
@@ -311,6 +312,7 @@ impl Agent {
             cost: cost.known(),
             times: Some(times),
         });
+        self.inner.runtime.keep_learned();
         if let Some(transcript) = &self.inner.transcript
             && let Err(error) = transcript.flush()
         {
