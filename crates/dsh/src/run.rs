@@ -57,6 +57,9 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
 
     let outcome = parent.run(task, &cancel).await;
     progress.finish_tree(&outcome.stop.to_string());
+    // Taken before background children still running are killed: those
+    // are not failures of the run.
+    let all_failed = progress.delegations().all_failed();
     // Nothing the parent started outlives it: background children still
     // running are killed and released before dsh exits.
     shared.tasks().dispose_owner(parent.id(), wording::RUN_FINISHED).await;
@@ -83,6 +86,11 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
             "{}",
             wording::usage_line(&parent.usage(), started.len(), waits.calls, waits.total)
         );
+    }
+    // Last, whatever the parent's model wrote: its answer may read as a
+    // success while none of its children did any of the work.
+    if let Some(line) = all_failed {
+        eprintln!("{line}");
     }
     match outcome.stop {
         AgentStop::Completed => {
