@@ -293,12 +293,21 @@ async fn a_short_key_is_kept_out_of_the_file_and_the_cassette_replays() {
         recorder.finish().unwrap();
 
         let text = std::fs::read_to_string(&file).unwrap();
-        assert!(!text.contains("[redacted]"), "{key}: nothing the model or server wrote is rewritten:\n{text}");
-        assert!(text.contains("with its own context.") && text.contains("while it has none;"), "{key}");
+        assert!(
+            !text.contains("[redacted]"),
+            "{key}: nothing the model or server wrote is rewritten:\n{text}"
+        );
+        assert!(
+            text.contains("with its own context.") && text.contains("while it has none;"),
+            "{key}"
+        );
         for line in text.lines() {
             let line: Value = serde_json::from_str(line).unwrap();
             if let Some(url) = line["url"].as_str() {
-                assert!(!url.contains('@') && url.starts_with("http://127.0.0.1:"), "{key}: {url}");
+                assert!(
+                    !url.contains('@') && url.starts_with("http://127.0.0.1:"),
+                    "{key}: {url}"
+                );
             }
         }
         assert!(!text.to_ascii_lowercase().contains("authorization"), "{key}");

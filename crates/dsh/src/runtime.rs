@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_agent::{Agent, AgentObserver, AgentRuntime};
+use dsh_agent::{Agent, AgentObserver, AgentRuntime, KeptFacts, KeptUse};
 use dsh_llm::cassette::Recorder;
 use dsh_mcp::ClientOptions;
 use dsh_subagent::{SubagentEvent, Subscription};
@@ -113,6 +113,7 @@ impl SharedRuntime {
             model::choose(args, tape.replay(), &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let recorder = tape.recorder()?;
         let banner = choice.banner.clone();
+        let endpoint = choice.endpoint();
         let model = choice.model(recorder.as_ref()).map_err(Failure::usage)?;
         let window = model::context_window(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         // The tools of MCP servers answer within the same budget, a longer
@@ -132,6 +133,15 @@ impl SharedRuntime {
         }
         if let Some(dir) = data_dir {
             runtime = runtime.with_data_dir(dir);
+        }
+        // What a live server taught earlier runs: a recording starts from
+        // nothing, as its replay will.
+        if let (Some(dir), Some(endpoint)) = (data_dir, endpoint) {
+            let usage = match recorder {
+                Some(_) => KeptUse::WriteOnly,
+                None => KeptUse::ReadAndWrite,
+            };
+            runtime = runtime.with_kept_facts(KeptFacts::new(dir, &endpoint), usage);
         }
         let runtime = crate::prices::priced(runtime, config, limits.cost_budget().is_some())?;
         Ok(Self {
