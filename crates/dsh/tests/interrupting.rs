@@ -161,13 +161,18 @@ fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
 
 /// `dsh` with `args` against `server`, in `dir`.
 fn dsh(server: &Server, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    dsh_keyed(server, dir, args, "EMPTY")
+}
+
+/// [`dsh`] with `key` as the API key.
+fn dsh_keyed(server: &Server, dir: &std::path::Path, args: &[&str], key: &str) -> std::process::Output {
     let mut command = Command::new(common::DSH);
     common::offline(&mut command);
     command
         .args(args)
         .current_dir(dir)
         .env("DSH_BASE_URL", &server.base_url)
-        .env("DSH_API_KEY", "EMPTY")
+        .env("DSH_API_KEY", key)
         .env("DSH_MODEL", "test-model")
         .output()
         .unwrap()
@@ -231,5 +236,26 @@ fn parallel_children_cut_by_an_interrupting_server_all_complete() {
             before,
             "{children}: nothing cut the second time"
         );
+    }
+}
+
+#[test]
+fn a_run_recorded_with_a_short_key_against_an_interrupting_server_replays() {
+    for key in ["x", "none", "EMPTY"] {
+        let server = Server::start(2);
+        let dir = tempfile::tempdir().unwrap();
+        let task = "Have every part written.";
+        let recorded = dsh_keyed(&server, dir.path(), &["run", "-q", "--record", "run.jsonl", task], key);
+        assert!(recorded.status.success(), "{key}: {}", String::from_utf8_lossy(&recorded.stderr));
+        let cassette = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
+        // The tool descriptions are as they were sent: "its own context" whole.
+        assert!(!cassette.contains("[redacted]"), "{key}");
+        assert!(cassette.contains("context"), "{key}");
+        for _ in 0..3 {
+            let replayed = dsh_keyed(&server, dir.path(), &["run", "-q", "--replay", "run.jsonl", task], key);
+            let stderr = String::from_utf8_lossy(&replayed.stderr);
+            assert!(replayed.status.success(), "{key}: {stderr}");
+            assert_eq!(replayed.stdout, recorded.stdout, "{key}: {stderr}");
+        }
     }
 }
