@@ -187,7 +187,9 @@ impl StartRecord {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TurnTimes {
-    /// How long the run's start waited for a slot of its tree, when it did.
+    /// How long the run waited, when it did: its start for a slot of its
+    /// tree, and its model calls for a turn at their endpoint
+    /// ([`TurnTimes::add_queued`]); a view draws it before the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_ms: Option<u64>,
     /// When the run began.
