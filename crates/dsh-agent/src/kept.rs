@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use dsh_llm::Concurrency;
 use serde::{Deserialize, Serialize};
@@ -140,6 +141,10 @@ impl KeptFacts {
     /// temporary file beside it renamed over it. A file that cannot be read
     /// as learned is replaced.
     pub fn write(&self, models: &BTreeMap<String, KeptModel>) -> std::io::Result<()> {
+        // One writer of this process at a time, so that none writes over
+        // what another of its agents kept between its read and its rename.
+        static WRITING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
         let mut all = self.read().unwrap_or_default();
         for (model, kept) in models {
             if kept.is_empty() {
@@ -196,15 +201,17 @@ struct FileOut<'a> {
     models: &'a BTreeMap<String, KeptModel>,
 }
 
-/// Creates `path` (owner-only) holding `file`, on disk before it returns.
+/// Creates `path` (owner-only) holding `file`. Not synced: a crash that
+/// leaves it torn leaves a file the next run ignores with one line, and
+/// relearns; a sync would cost every run's end a disk flush.
 fn write_new(path: &Path, file: &FileOut<'_>) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     private::file_options(&mut options);
-    let mut out = options.open(path)?;
+    let mut out = std::io::BufWriter::new(options.open(path)?);
     serde_json::to_writer(&mut out, file)?;
     out.write_all(b"\n")?;
-    out.sync_all()
+    out.flush()
 }
 
 /// A name for a temporary file beside `path` that no other writer, in this

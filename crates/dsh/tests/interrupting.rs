@@ -246,7 +246,11 @@ fn a_run_recorded_with_a_short_key_against_an_interrupting_server_replays() {
         let dir = tempfile::tempdir().unwrap();
         let task = "Have every part written.";
         let recorded = dsh_keyed(&server, dir.path(), &["run", "-q", "--record", "run.jsonl", task], key);
-        assert!(recorded.status.success(), "{key}: {}", String::from_utf8_lossy(&recorded.stderr));
+        assert!(
+            recorded.status.success(),
+            "{key}: {}",
+            String::from_utf8_lossy(&recorded.stderr)
+        );
         let cassette = std::fs::read_to_string(dir.path().join("run.jsonl")).unwrap();
         // The tool descriptions are as they were sent: "its own context" whole.
         assert!(!cassette.contains("[redacted]"), "{key}");
