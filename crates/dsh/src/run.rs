@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use dsh_agent::AgentStop;
+use dsh_agent::{Agent, AgentStop};
 use dsh_tools::CancellationToken;
 
 use crate::cli::RunArgs;
@@ -71,6 +71,27 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
     }
     let recorded = shared.finish_recording(args.quiet, stopped.get().copied());
 
+    summary(&args, &progress, &parent, all_failed);
+    match outcome.stop {
+        AgentStop::Completed => {
+            println!("{}", outcome.text);
+            recorded
+        }
+        AgentStop::Cancelled => Err(Failure::interrupted(wording::CANCELLED)),
+        stop => {
+            if !outcome.text.is_empty() {
+                println!("{}", outcome.text);
+            }
+            Err(Failure::failed(wording::run_unfinished(&stop)))
+        }
+    }
+}
+
+/// The run's closing lines on stderr: where the transcripts are and what
+/// was spent (unless quiet), then, last and whatever the parent's model
+/// wrote, that every delegation failed when every one did (its answer may
+/// read as a success while none of its children did any of the work).
+fn summary(args: &RunArgs, progress: &Progress, parent: &Agent, all_failed: Option<String>) {
     if !args.quiet {
         let started = progress.children();
         let dir = args.data_dir.join("agents");
@@ -87,22 +108,7 @@ pub(crate) async fn run(args: RunArgs, task: String) -> Result<(), Failure> {
             wording::usage_line(&parent.usage(), started.len(), waits.calls, waits.total)
         );
     }
-    // Last, whatever the parent's model wrote: its answer may read as a
-    // success while none of its children did any of the work.
     if let Some(line) = all_failed {
         eprintln!("{line}");
-    }
-    match outcome.stop {
-        AgentStop::Completed => {
-            println!("{}", outcome.text);
-            recorded
-        }
-        AgentStop::Cancelled => Err(Failure::interrupted(wording::CANCELLED)),
-        stop => {
-            if !outcome.text.is_empty() {
-                println!("{}", outcome.text);
-            }
-            Err(Failure::failed(wording::run_unfinished(&stop)))
-        }
     }
 }

@@ -46,6 +46,21 @@ pub(crate) struct SharedRuntime {
     recorder: Option<Recorder>,
 }
 
+/// `runtime` over `data_dir`, when there is one: the transcripts, and what
+/// a live `endpoint` taught earlier runs (a run being `recorded` starts
+/// from nothing, as its replay will, and keeps what it learns).
+fn on_disk(runtime: AgentRuntime, data_dir: Option<&Path>, endpoint: Option<String>, recorded: bool) -> AgentRuntime {
+    let Some(dir) = data_dir else { return runtime };
+    let runtime = runtime.with_data_dir(dir);
+    let Some(endpoint) = endpoint else { return runtime };
+    let usage = if recorded {
+        KeptUse::WriteOnly
+    } else {
+        KeptUse::ReadAndWrite
+    };
+    runtime.with_kept_facts(KeptFacts::new(dir, &endpoint), usage)
+}
+
 impl SharedRuntime {
     /// Chooses the model (`--script`, `--base-url`/`[model]`/`DSH_*`, else
     /// the embedded scripted model) and mounts the delegation tools; the MCP
@@ -131,18 +146,7 @@ impl SharedRuntime {
         if let Some(window) = window {
             runtime = runtime.with_context_window(window);
         }
-        if let Some(dir) = data_dir {
-            runtime = runtime.with_data_dir(dir);
-        }
-        // What a live server taught earlier runs: a recording starts from
-        // nothing, as its replay will.
-        if let (Some(dir), Some(endpoint)) = (data_dir, endpoint) {
-            let usage = match recorder {
-                Some(_) => KeptUse::WriteOnly,
-                None => KeptUse::ReadAndWrite,
-            };
-            runtime = runtime.with_kept_facts(KeptFacts::new(dir, &endpoint), usage);
-        }
+        let runtime = on_disk(runtime, data_dir, endpoint, recorder.is_some());
         let runtime = crate::prices::priced(runtime, config, limits.cost_budget().is_some())?;
         Ok(Self {
             banner,

@@ -333,39 +333,8 @@ impl Run {
                 return self.fail(LlmError::Cancelled);
             }
             if let Some(delivery) = self.send.take() {
-                if self.place.is_none() {
-                    let (place, waited) = tokio::select! {
-                        biased;
-                        () = self.cancel.cancelled() => return self.fail(LlmError::Cancelled),
-                        taken = self.slot.take() => taken,
-                    };
-                    self.place = Some(place);
-                    if !waited.is_zero() {
-                        self.pending.push_back(ChatEvent::Queued(waited));
-                    }
-                }
-                let body = match delivery {
-                    Delivery::Streamed => self.body.clone(),
-                    Delivery::Whole => self.whole.clone(),
-                };
-                let answer = match open(&self.inner, body, delivery, &self.cancel, &mut self.sends).await {
-                    Ok(answer) => answer,
-                    Err(err) => return self.fail(err),
-                };
-                self.assembler = Assembler::default();
-                self.heard = false;
-                match delivery {
-                    Delivery::Streamed => {
-                        let heard = Arc::clone(&self.heard_bytes);
-                        *lock(&heard) = Instant::now();
-                        let body = answer.body.inspect(move |_| *lock(&heard) = Instant::now());
-                        self.events = Some(Box::pin(body.eventsource()));
-                    }
-                    Delivery::Whole => {
-                        if let Err(err) = self.take_whole(answer.body).await {
-                            return self.fail(err);
-                        }
-                    }
+                if let Err(err) = self.send(delivery).await {
+                    return self.fail(err);
                 }
                 continue;
             }
@@ -408,27 +377,72 @@ impl Run {
                 },
             };
             self.events = None;
-            match self.after_cut(cut) {
-                AfterCut::AskWhole => {
-                    tracing::warn!(url = %self.inner.url, "{}", wording::LOG_ASKING_WHOLE);
-                    self.asked_whole = true;
-                    self.send = Some(Delivery::Whole);
-                }
-                AfterCut::Retry(delay) => {
-                    tracing::warn!(url = %self.inner.url, retry = self.sends.retries, ?delay, "{}", wording::LOG_CUT_RETRYING);
-                    tokio::select! {
-                        biased;
-                        () = self.cancel.cancelled() => return self.fail(LlmError::Cancelled),
-                        () = tokio::time::sleep(delay) => {}
-                    }
-                    self.send = Some(Delivery::Streamed);
-                }
-                AfterCut::Queue => {
-                    tracing::info!(url = %self.inner.url, "{}", wording::LOG_CUT_QUEUED);
-                    self.send = Some(Delivery::Streamed);
-                }
-                AfterCut::Fail(err) => return self.fail(err),
+            let after = self.after_cut(cut);
+            if let Err(err) = self.again(after).await {
+                return self.fail(err);
             }
+        }
+    }
+
+    /// Makes the send that follows a cut due (the stream again, after its
+    /// delay, or the request whole), or says the cut is the call's end.
+    async fn again(&mut self, after: AfterCut) -> Result<(), LlmError> {
+        match after {
+            AfterCut::AskWhole => {
+                tracing::warn!(url = %self.inner.url, "{}", wording::LOG_ASKING_WHOLE);
+                self.asked_whole = true;
+                self.send = Some(Delivery::Whole);
+            }
+            AfterCut::Retry(delay) => {
+                tracing::warn!(url = %self.inner.url, retry = self.sends.retries, ?delay, "{}", wording::LOG_CUT_RETRYING);
+                tokio::select! {
+                    biased;
+                    () = self.cancel.cancelled() => return Err(LlmError::Cancelled),
+                    () = tokio::time::sleep(delay) => {}
+                }
+                self.send = Some(Delivery::Streamed);
+            }
+            AfterCut::Queue => {
+                tracing::info!(url = %self.inner.url, "{}", wording::LOG_CUT_QUEUED);
+                self.send = Some(Delivery::Streamed);
+            }
+            AfterCut::Fail(err) => return Err(err),
+        }
+        Ok(())
+    }
+
+    /// Sends the request as `delivery` asks, once the call has a place
+    /// among the requests in flight to its model (a wait for one is
+    /// handed on as [`ChatEvent::Queued`]): a stream's events are then
+    /// read as they come, a whole answer's at once.
+    async fn send(&mut self, delivery: Delivery) -> Result<(), LlmError> {
+        if self.place.is_none() {
+            let (place, waited) = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Err(LlmError::Cancelled),
+                taken = self.slot.take() => taken,
+            };
+            self.place = Some(place);
+            if !waited.is_zero() {
+                self.pending.push_back(ChatEvent::Queued(waited));
+            }
+        }
+        let body = match delivery {
+            Delivery::Streamed => self.body.clone(),
+            Delivery::Whole => self.whole.clone(),
+        };
+        let answer = open(&self.inner, body, delivery, &self.cancel, &mut self.sends).await?;
+        self.assembler = Assembler::default();
+        self.heard = false;
+        match delivery {
+            Delivery::Streamed => {
+                let heard = Arc::clone(&self.heard_bytes);
+                *lock(&heard) = Instant::now();
+                let body = answer.body.inspect(move |_| *lock(&heard) = Instant::now());
+                self.events = Some(Box::pin(body.eventsource()));
+                Ok(())
+            }
+            Delivery::Whole => self.take_whole(answer.body).await,
         }
     }
 
