@@ -498,8 +498,9 @@ impl Density {
 
 /// Whether `[server, ours]`, kept from an earlier run, is a density a
 /// count can have taught: enough of the loop's own count behind it, and
-/// within [`MAX_SKEW`] of four bytes a token either way.
-pub(crate) fn kept_sample([server, ours]: [u64; 2]) -> bool {
+/// within [`MAX_SKEW`] of four bytes a token either way. Another is left
+/// out, never learned.
+fn kept_sample([server, ours]: [u64; 2]) -> bool {
     ours >= MIN_SAMPLE && server >= ours.div_ceil(MAX_SKEW) && server <= ours.saturating_mul(MAX_SKEW)
 }
 

@@ -14,9 +14,8 @@
 //! reader never sees half of it and two processes learning at once leave
 //! the newer whole file (each writes its models over what it read, so the
 //! other's models stay). A file that cannot be read as learned (torn, of
-//! another version or another endpoint, a window or a concurrency of 0, a
-//! count out of bounds) is ignored whole, with one line naming it, and the
-//! next write replaces it.
+//! another version or another endpoint, a window or a concurrency of 0) is
+//! ignored whole, with one line naming it, and the next write replaces it.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -178,16 +177,12 @@ impl KeptFacts {
     }
 }
 
-/// Why `kept` is not learned, if it is not: a window or a count of 0, a
-/// count where the server and the loop are further apart than any
-/// learned one can be.
+/// Why `kept` is not learned, if it is not: a window of 0 (a concurrency
+/// of 0 is refused as it is read; a count no lesson can give is left out
+/// where it is learned from).
 fn check(kept: &KeptModel) -> Result<(), String> {
     if kept.window == Some(0) {
         return Err(wording::KEPT_WINDOW_ZERO.to_owned());
-    }
-    let samples = kept.whole.iter().chain(&kept.added);
-    if let Some([server, ours]) = samples.copied().find(|sample| !crate::context::kept_sample(*sample)) {
-        return Err(wording::kept_sample_invalid(server, ours));
     }
     Ok(())
 }
@@ -305,10 +300,6 @@ mod tests {
             ),
             ("window of 0", format!(r#"{head}{{"m":{{"window":0}}}}}}"#)),
             ("concurrency of 0", format!(r#"{head}{{"m":{{"concurrency":0}}}}}}"#)),
-            (
-                "sample out of bounds",
-                format!(r#"{head}{{"m":{{"whole":[[100000,100]]}}}}}}"#),
-            ),
             ("not kept facts", "[1, 2]".to_owned()),
         ];
         let mut lines = Vec::new();

@@ -399,10 +399,5 @@ pub(crate) fn kept_model_invalid(model: &str, why: &str) -> String {
 /// Why a model's facts cannot be learned: a window of 0.
 pub(crate) const KEPT_WINDOW_ZERO: &str = "a context window of 0 tokens";
 
-/// Why a model's facts cannot be learned: a count no server gives.
-pub(crate) fn kept_sample_invalid(server: u64, ours: u64) -> String {
-    format!("a count of {server} server tokens for {ours} of dsh's, which no learned count can be")
-}
-
 /// How every context stop's line ends.
 const CONTEXT_KEPT: &str = "the run stopped and its transcript is kept";
