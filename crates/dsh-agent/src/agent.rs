@@ -507,7 +507,9 @@ impl Agent {
 
     /// The window its requests are fitted into now, in tokens: its own or
     /// the runtime's for its model, or the smaller window a server named
-    /// when it refused a request to that model.
+    /// when it refused a request to that model. A window an earlier run
+    /// kept stands in for a configured one only where none is configured:
+    /// the configuration is the newer word.
     pub fn effective_context_window(&self) -> Option<u64> {
         let runtime = &self.inner.runtime;
         let model = &self.inner.info.model;
@@ -516,10 +518,11 @@ impl Agent {
                 .context_window()
                 .filter(|_| runtime.model().model_name() == model.as_str())
         });
-        let learned = runtime.learned_window(model);
+        let learned = runtime.learned().window(model);
         match (configured.map(ContextWindow::tokens), learned) {
-            (Some(configured), Some(learned)) => Some(configured.min(learned)),
-            (one, other) => one.or(other),
+            (Some(configured), Some(learned)) if !learned.kept => Some(configured.min(learned.tokens)),
+            (Some(configured), _) => Some(configured),
+            (None, learned) => learned.map(|learned| learned.tokens),
         }
     }
 

@@ -16,7 +16,7 @@
 //! cut to their shares ([`fit_results`]). When even that does not fit, the
 //! run stops with [`ContextStop`].
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, PoisonError};
 
 use dsh_llm::openai::{content_bytes, message_bytes, request_bytes, tools_bytes};
@@ -26,6 +26,7 @@ use dsh_tools::ToolResult;
 use dsh_tools::budget::{bytes_in, fit, tokens_in};
 use serde::{Deserialize, Serialize};
 
+use crate::kept::KeptModel;
 use crate::wording;
 
 /// The most tokens kept for the answer of a request that sets no
@@ -145,9 +146,30 @@ pub enum CountedBy {
 /// What servers taught the agents of a runtime, per model: the window a
 /// refusal named, and how the server counts tokens against the loop's
 /// estimate. Shared by the agents of one runtime, which all talk to its
-/// one model client (one endpoint); each model keeps its own.
+/// one model client (one endpoint); each model keeps its own. What an
+/// earlier run kept ([`crate::kept`]) starts it, and what changes since is
+/// kept again.
 #[derive(Debug, Default)]
 pub(crate) struct Learned(Mutex<HashMap<String, Taught>>);
+
+/// A learned window, and whether it was kept from an earlier run (the
+/// server has not named it to this one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) tokens: u64,
+    pub(crate) kept: bool,
+}
+
+/// What a refusal's window changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WindowLearned {
+    /// It was known already.
+    Same,
+    /// It is new for the model.
+    New,
+    /// It replaced the window an earlier run kept.
+    InPlaceOfKept(u64),
+}
 
 /// Where a model's server gives its count of a request's prompt tokens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -171,7 +193,11 @@ struct Taught {
     /// Where its server counts.
     counts: Counts,
     /// The window the latest refusal named.
-    window: Option<u64>,
+    window: Option<Window>,
+    /// The most requests its endpoint takes at once, when the client learned it.
+    concurrency: Option<dsh_llm::Concurrency>,
+    /// Whether it taught something not kept yet.
+    changed: bool,
     /// How the server counted whole requests the loop estimated whole.
     whole: Samples,
     /// How it counted what was added since a request it had counted.
@@ -213,7 +239,7 @@ impl Learned {
     }
 
     /// The window learned for `model`.
-    pub(crate) fn window(&self, model: &str) -> Option<u64> {
+    pub(crate) fn window(&self, model: &str) -> Option<Window> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -221,10 +247,19 @@ impl Learned {
             .and_then(|taught| taught.window)
     }
 
-    /// Learns `tokens` as `model`'s window, in place of any learned before
-    /// (the server's latest word); `true` when that changed what was known.
-    pub(crate) fn learn_window(&self, model: &str, tokens: u64) -> bool {
-        self.taught(model, |taught| taught.window.replace(tokens) != Some(tokens))
+    /// Learns `tokens` as `model`'s window, in place of any learned or kept
+    /// before (the server's latest word): what that changed.
+    pub(crate) fn learn_window(&self, model: &str, tokens: u64) -> WindowLearned {
+        self.taught(model, |taught| {
+            let learned = Window { tokens, kept: false };
+            let was = taught.window.replace(learned);
+            taught.changed |= was.is_none_or(|was| was.tokens != tokens);
+            match was {
+                Some(was) if was.tokens == tokens => WindowLearned::Same,
+                Some(Window { tokens, kept: true }) => WindowLearned::InPlaceOfKept(tokens),
+                _ => WindowLearned::New,
+            }
+        })
     }
 
     /// Learns from an answer of `model`'s server whether its streams count
@@ -257,10 +292,22 @@ impl Learned {
 
     /// Learns from the server's count (`server` prompt tokens) of a request
     /// the loop estimated as `estimate`.
+    /// A kept window smaller than the count proves the server's window
+    /// larger now (restarted with another): it is forgotten, and the log
+    /// says so.
     pub(crate) fn learn_count(&self, model: &str, server: u64, estimate: Estimate) {
-        if let Some(sample) = Density::sample(server.saturating_sub(estimate.counted), tokens_in(estimate.bytes)) {
-            self.taught(model, |taught| taught.samples(estimate).push(sample));
-        }
+        let sample = Density::sample(server.saturating_sub(estimate.counted), tokens_in(estimate.bytes));
+        self.taught(model, |taught| {
+            if let Some(kept) = taught.window.filter(|window| window.kept && window.tokens < server) {
+                tracing::warn!("{}", wording::log_kept_window_forgotten(server, kept.tokens, model));
+                taught.window = None;
+                taught.changed = true;
+            }
+            if let Some(sample) = sample {
+                taught.samples(estimate).push(sample);
+                taught.changed = true;
+            }
+        });
     }
 
     /// Learns from a refusal that did not count the request: the server
@@ -276,8 +323,57 @@ impl Learned {
             }
             if let Some(sample) = Density::sample(server.saturating_add(server / 4), ours) {
                 taught.samples(estimate).push(sample);
+                taught.changed = true;
             }
         });
+    }
+
+    /// Starts `model` from what an earlier run kept of it: its window
+    /// (marked kept), its limit and its counts.
+    pub(crate) fn keep(&self, model: &str, kept: &KeptModel) {
+        self.taught(model, |taught| {
+            taught.window = kept.window.map(|tokens| Window { tokens, kept: true });
+            taught.concurrency = kept.concurrency;
+            taught.whole = Samples(kept.whole.iter().filter_map(|sample| Density::kept(*sample)).collect());
+            taught.added = Samples(kept.added.iter().filter_map(|sample| Density::kept(*sample)).collect());
+        });
+    }
+
+    /// What changed since it was last kept, per model, with each model's
+    /// `concurrency` as the client knows it now (a change counts too); the
+    /// models taken are marked kept.
+    pub(crate) fn to_keep(
+        &self,
+        concurrency: impl Fn(&str) -> Option<dsh_llm::Concurrency>,
+    ) -> BTreeMap<String, KeptModel> {
+        let mut all = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut changed = BTreeMap::new();
+        for (model, taught) in all.iter_mut() {
+            let limit = concurrency(model);
+            if !taught.changed && limit == taught.concurrency {
+                continue;
+            }
+            taught.changed = false;
+            taught.concurrency = limit;
+            let kept = KeptModel {
+                window: taught.window.map(|window| window.tokens),
+                concurrency: limit,
+                whole: taught
+                    .whole
+                    .0
+                    .iter()
+                    .map(|density| [density.server, density.ours])
+                    .collect(),
+                added: taught
+                    .added
+                    .0
+                    .iter()
+                    .map(|density| [density.server, density.ours])
+                    .collect(),
+            };
+            changed.insert(model.clone(), kept);
+        }
+        changed
     }
 }
 
@@ -370,6 +466,12 @@ impl Density {
         Some(Self { server, ours })
     }
 
+    /// A density kept from an earlier run, `[server, ours]`, when a learned
+    /// one can be that ([`kept_sample`]).
+    fn kept([server, ours]: [u64; 2]) -> Option<Self> {
+        kept_sample([server, ours]).then_some(Self { server, ours })
+    }
+
     /// Whether it counts more of the server's tokens per token than `other`.
     fn denser(self, other: Self) -> bool {
         u128::from(self.server) * u128::from(other.ours) > u128::from(other.server) * u128::from(self.ours)
@@ -392,6 +494,14 @@ impl Density {
         let unscaled = u128::from(tokens) * u128::from(self.ours) / u128::from(self.server);
         u64::try_from(unscaled).unwrap_or(u64::MAX)
     }
+}
+
+/// Whether `[server, ours]`, kept from an earlier run, is a density a
+/// count can have taught: enough of the loop's own count behind it, and
+/// within [`MAX_SKEW`] of four bytes a token either way. Another is left
+/// out, never learned.
+fn kept_sample([server, ours]: [u64; 2]) -> bool {
+    ours >= MIN_SAMPLE && server >= ours.div_ceil(MAX_SKEW) && server <= ours.saturating_mul(MAX_SKEW)
 }
 
 /// A model's latest densities, newest last.
@@ -561,197 +671,4 @@ pub fn fit_tool_results(room: u64, results: &mut [ToolResult]) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use dsh_llm::Message;
-    use dsh_tools::ToolOutput;
-
-    fn results(texts: &[String]) -> (Vec<ToolCall>, Vec<ToolResult>) {
-        let calls = (0..texts.len())
-            .map(|index| ToolCall::new(format!("call_{index}"), "t", "{}"))
-            .collect();
-        let results = texts
-            .iter()
-            .map(|text| ToolResult::from_outcome(Ok(ToolOutput::text(text.clone()))))
-            .collect();
-        (calls, results)
-    }
-
-    fn request_with(calls: &[ToolCall], results: &[ToolResult]) -> ChatRequest {
-        let mut messages = vec![
-            Message::system("be brief"),
-            Message::user("do four things"),
-            Message::assistant_with_tool_calls("", calls.to_vec()),
-        ];
-        messages.extend(
-            calls
-                .iter()
-                .zip(results)
-                .map(|(call, result)| Message::tool(call.id.clone(), result.text.clone())),
-        );
-        ChatRequest::new(messages)
-    }
-
-    #[test]
-    fn four_large_results_are_cut_to_fit_beside_a_small_one() {
-        let big = |c: char| format!("HEAD-{c}{}TAIL-{c}", c.to_string().repeat(2_000_000));
-        let texts = [big('a'), "small".to_owned(), big('b'), big('c')];
-        let (calls, mut results) = results(&texts);
-        let room = Room {
-            window: 24_000,
-            reserve: answer_reserve(24_000, None),
-            density: Density::default(),
-        };
-        let base = ChatRequest::new(request_with(&calls, &[]).messages[..3].to_vec());
-        let estimate = Estimate::of(None, "m", &base);
-        assert_eq!(fit_results(room, estimate, &calls, &mut results), 3);
-        assert_eq!(results[1].text, "small", "a small result stays whole");
-        for (result, text) in results.iter().zip(&texts) {
-            let ends = text.len().min(6);
-            assert!(result.text.starts_with(&text[..ends]) && result.text.ends_with(&text[text.len() - ends..]));
-        }
-        let request = request_with(&calls, &results);
-        let sent = request_bytes("m", &request);
-        assert!(
-            tokens_in(sent) + room.reserve <= room.window,
-            "the request ({} tokens) fits 24,000 less the reserve",
-            tokens_in(sent)
-        );
-        assert_eq!(room.check(Estimate::of(None, "m", &request)), Ok(()));
-    }
-
-    #[test]
-    fn text_that_escapes_is_cut_to_its_escaped_share() {
-        let quotes = "\"\n".repeat(500_000);
-        let (calls, mut results) = results(std::slice::from_ref(&quotes));
-        let room = Room {
-            window: 8_000,
-            reserve: 1_000,
-            density: Density::default(),
-        };
-        let base = ChatRequest::new(vec![
-            Message::user("x"),
-            Message::assistant_with_tool_calls("", calls.clone()),
-        ]);
-        assert_eq!(
-            fit_results(room, Estimate::of(None, "m", &base), &calls, &mut results),
-            1
-        );
-        let request = request_with(&calls, &results);
-        assert_eq!(room.check(Estimate::of(None, "m", &request)), Ok(()));
-    }
-
-    #[test]
-    fn an_estimate_continues_from_the_servers_count() {
-        let first = ChatRequest::new(vec![Message::user("hello")]);
-        let anchor = Anchor::of(&first).counted(1_000).unwrap();
-        let mut next = first.clone();
-        next.messages.push(Message::assistant("x".repeat(400)));
-        let estimate = Estimate::of(Some(anchor), "m", &next);
-        assert_eq!(estimate.counted, 1_000);
-        assert_eq!(estimate.bytes, message_bytes(&next.messages[1]));
-        // A request that does not continue the anchored one is counted whole.
-        let other = ChatRequest::new(vec![]);
-        assert_eq!(Estimate::of(Some(anchor), "m", &other).counted, 0);
-        // A count of zero anchors nothing: the whole body is estimated.
-        assert_eq!(Anchor::of(&first).counted(0), None);
-    }
-
-    #[test]
-    fn the_density_follows_the_servers_counts_and_keeps_the_densest_of_the_latest() {
-        let learned = Learned::default();
-        let whole = Estimate {
-            counted: 0,
-            bytes: 40_000,
-        };
-        assert_eq!(whole.tokens(learned.density("m", whole)), 10_000 + ESTIMATE_SLACK);
-        // The server counts half: one count is enough to follow it, with the
-        // margin on top.
-        learned.learn_count("m", 5_000, whole);
-        assert_eq!(whole.tokens(learned.density("m", whole)), 5_150 + ESTIMATE_SLACK);
-        // A denser count wins at once; a sparser one does not lower the
-        // estimate until the denser has left the latest few.
-        learned.learn_count("m", 12_000, whole);
-        let dense = whole.tokens(learned.density("m", whole));
-        assert_eq!(dense, 12_360 + ESTIMATE_SLACK);
-        for _ in 1..SAMPLES {
-            learned.learn_count("m", 5_000, whole);
-            assert_eq!(whole.tokens(learned.density("m", whole)), dense);
-        }
-        learned.learn_count("m", 5_000, whole);
-        assert_eq!(whole.tokens(learned.density("m", whole)), 5_150 + ESTIMATE_SLACK);
-        // What was added since a count is learned apart from whole requests:
-        // until it is, a sparser whole count does not lower its estimate, a
-        // denser one raises it.
-        let added = Estimate {
-            counted: 2_000,
-            bytes: 4_000,
-        };
-        assert_eq!(
-            added.tokens(learned.density("m", added)),
-            2_000 + 1_000 + ESTIMATE_SLACK
-        );
-        learned.learn_count("dense", 20_000, whole);
-        assert_eq!(
-            added.tokens(learned.density("dense", added)),
-            2_000 + 2_060 + ESTIMATE_SLACK
-        );
-        learned.learn_count("m", 3_200, added);
-        assert_eq!(
-            added.tokens(learned.density("m", added)),
-            2_000 + 1_236 + ESTIMATE_SLACK
-        );
-        // Another model, a tiny sample and an empty count teach nothing.
-        assert_eq!(learned.density("other", whole), Density::default());
-        let tiny = Estimate { counted: 0, bytes: 40 };
-        learned.learn_count("other", 1_000, tiny);
-        learned.learn_count("other", 0, whole);
-        assert_eq!(learned.density("other", whole), Density::default());
-        // A skewed count is held within eight times four bytes a token.
-        learned.learn_count("skewed", 10_000_000, whole);
-        assert_eq!(whole.tokens(learned.density("skewed", whole)), 80_000 + ESTIMATE_SLACK);
-    }
-
-    #[test]
-    fn a_refusal_that_counted_nothing_teaches_at_least_a_quarter_more() {
-        let learned = Learned::default();
-        let estimate = Estimate {
-            counted: 0,
-            bytes: 40_000,
-        };
-        // The server counted more than 12,000 where the loop said 10,000.
-        learned.learn_at_least("m", 12_000, estimate);
-        assert_eq!(learned.density("m", estimate).scale(10_000), 15_450);
-        // A bound the estimate already met teaches nothing.
-        learned.learn_at_least("n", 9_000, estimate);
-        assert_eq!(learned.density("n", estimate), Density::default());
-    }
-
-    #[test]
-    fn a_server_is_asked_to_count_only_while_its_streams_do_not_and_it_counts_when_asked() {
-        let learned = Learned::default();
-        assert!(!learned.asks_to_count("m"), "no answer read yet");
-        learned.answered("m", true);
-        assert!(!learned.asks_to_count("m"), "its streams count");
-        learned.answered("m", false);
-        assert!(learned.asks_to_count("m"));
-        assert!(!learned.asks_to_count("other"), "per model");
-        learned.never_counts("m");
-        learned.answered("m", false);
-        assert!(!learned.asks_to_count("m"), "it gave no count when asked");
-        learned.answered("m", true);
-        assert!(!learned.asks_to_count("m"));
-    }
-
-    #[test]
-    fn the_latest_learned_window_is_kept_per_model() {
-        let learned = Learned::default();
-        assert!(learned.learn_window("m", 8_192));
-        assert!(!learned.learn_window("m", 8_192), "known already");
-        assert!(learned.learn_window("m", 16_384), "the server's latest word");
-        assert_eq!(learned.window("m"), Some(16_384));
-        assert!(learned.learn_window("other", 4_096));
-        assert_eq!(learned.window("m"), Some(16_384));
-        assert_eq!(learned.window("third"), None);
-    }
-}
+mod tests;

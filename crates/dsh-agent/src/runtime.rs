@@ -10,6 +10,7 @@ use dsh_llm::{ChatModel, Price};
 use dsh_tools::ToolRegistry;
 
 use crate::context::Learned;
+use crate::kept::KeptFacts;
 use crate::{AgentObserver, ContextWindow, NoticeSource};
 
 /// The environment a parent and all its in-process children share.
@@ -36,6 +37,7 @@ pub struct AgentRuntime {
     end_of_run: EndOfRun,
     interrupted: Arc<AtomicBool>,
     on_resume: Option<Arc<dyn OnResume>>,
+    kept: Option<Arc<KeptFacts>>,
 }
 
 /// What an agent does when its model gives a final answer while background
@@ -72,6 +74,18 @@ where
     }
 }
 
+/// How a runtime uses what an earlier run kept of its endpoint
+/// ([`AgentRuntime::with_kept_facts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeptUse {
+    /// Starts from it, and keeps what it learns.
+    ReadAndWrite,
+    /// Keeps what it learns, starting from nothing: a run being recorded,
+    /// whose replay starts from nothing too and must meet the same
+    /// refusals and cuts to send the same requests.
+    WriteOnly,
+}
+
 impl AgentRuntime {
     /// A runtime with this model and tool registry, no transcripts, no observer.
     pub fn new(model: Arc<dyn ChatModel>, tools: ToolRegistry) -> Self {
@@ -87,6 +101,7 @@ impl AgentRuntime {
             end_of_run: EndOfRun::default(),
             interrupted: Arc::default(),
             on_resume: None,
+            kept: None,
         }
     }
 
@@ -173,6 +188,52 @@ impl AgentRuntime {
         self
     }
 
+    /// Keeps what the client's server teaches (each model's window, its
+    /// limit on requests at once, how it counts tokens) in `facts`, a file
+    /// of the data directory, at the end of each run that learned
+    /// something; with [`KeptUse::ReadAndWrite`], starts from what an
+    /// earlier run kept there. A file that cannot be read as learned is
+    /// ignored with one warning naming it, and replaced by the next write.
+    #[must_use]
+    pub fn with_kept_facts(mut self, facts: KeptFacts, usage: KeptUse) -> Self {
+        if usage == KeptUse::ReadAndWrite {
+            match facts.read() {
+                Ok(models) => {
+                    for (model, kept) in &models {
+                        self.learned.keep(model, kept);
+                        if let Some(limit) = kept.concurrency {
+                            self.model.keep_concurrency(model, limit);
+                        }
+                        tracing::info!("{}", crate::wording::log_kept_used(model, facts.path()));
+                    }
+                }
+                Err(error) => tracing::warn!("{error}"),
+            }
+        }
+        self.kept = Some(Arc::new(facts));
+        self
+    }
+
+    /// Writes what was learned since it was last kept, if anything, into
+    /// the kept-facts file ([`AgentRuntime::with_kept_facts`]); a failed
+    /// write is logged, never the run's failure. The agent loop calls it at
+    /// the end of each run.
+    pub fn keep_learned(&self) {
+        let Some(kept) = &self.kept else { return };
+        let changed = self.learned.to_keep(|model| self.model.learned_concurrency(model));
+        if changed.is_empty() {
+            return;
+        }
+        if let Err(error) = kept.write(&changed) {
+            tracing::warn!("{}", crate::wording::log_kept_not_written(kept.path(), &error));
+        }
+    }
+
+    /// The file what the server teaches is kept in, when there is one.
+    pub fn kept_facts(&self) -> Option<&KeptFacts> {
+        self.kept.as_deref()
+    }
+
     /// Sets what `model`'s tokens cost: every agent that uses that model
     /// counts what each of its calls costs, shows it beside its tokens and
     /// spends it from its tree's money budget. A model without a price has
@@ -197,7 +258,7 @@ impl AgentRuntime {
     /// The window the client's server named when it last refused a
     /// request to `model` for its length.
     pub fn learned_window(&self, model: &str) -> Option<u64> {
-        self.learned.window(model)
+        self.learned.window(model).map(|window| window.tokens)
     }
 
     /// What the client's server taught about each model.

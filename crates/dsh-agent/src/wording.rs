@@ -330,6 +330,80 @@ pub(crate) fn log_window_learned(window: u64, model: &str) -> String {
     format!("learned context window {window} for model {model} from the server's refusal")
 }
 
+/// Log line, at warn so that it shows by default: a server's refusal named
+/// another window for `model` than the one kept from an earlier run; the
+/// newest answer wins.
+pub(crate) fn log_kept_window_corrected(window: u64, kept: u64, model: &str) -> String {
+    format!(
+        "learned context window {window} for model {model} from the server's refusal, in place of the window {kept} an earlier run kept"
+    )
+}
+
+/// Log line, at warn so that it shows by default: the server counted a
+/// prompt of `model` larger than the window kept from an earlier run, so
+/// that window was wrong (the server's was made larger since) and is
+/// forgotten.
+pub(crate) fn log_kept_window_forgotten(tokens: u64, kept: u64, model: &str) -> String {
+    format!(
+        "the server counted {tokens} prompt tokens for model {model}, more than the window {kept} an earlier run kept: that window is forgotten"
+    )
+}
+
+/// Log line, at info: what an earlier run kept of `model` is used.
+pub(crate) fn log_kept_used(model: &str, path: &std::path::Path) -> String {
+    format!(
+        "model {model} starts from what an earlier run kept in {}",
+        path.display()
+    )
+}
+
+/// Log line, at warn: what was learned could not be kept.
+pub(crate) fn log_kept_not_written(path: &std::path::Path, error: &dyn std::fmt::Display) -> String {
+    format!("could not keep what was learned in {}: {error}", path.display())
+}
+
+/// A kept-facts file not read as learned: the file, and why.
+pub(crate) fn kept_ignored(path: &std::path::Path, why: &str) -> String {
+    format!(
+        "ignored what an earlier run kept in {}: {why}; nothing of it is used, and the next lesson replaces it",
+        path.display()
+    )
+}
+
+/// Why: the file could not be read.
+pub(crate) fn kept_unreadable(error: &dyn std::fmt::Display) -> String {
+    format!("it cannot be read ({error})")
+}
+
+/// Why: the file is not whole JSON (a torn write, a damaged file).
+pub(crate) fn kept_torn(error: &dyn std::fmt::Display) -> String {
+    format!("it is not whole JSON ({error})")
+}
+
+/// Why: the file is JSON of another kind.
+pub(crate) const KEPT_NOT_KEPT_FACTS: &str = "it is not a file of learned facts (no \"format\": \"dsh-learned\")";
+
+/// Why: the file is of another version.
+pub(crate) fn kept_version(found: &dyn std::fmt::Display, expected: u64) -> String {
+    format!("it is of version {found}, and this dsh reads version {expected}")
+}
+
+/// Why: the file keeps another endpoint's facts.
+pub(crate) fn kept_other_endpoint(found: &str, expected: &str) -> String {
+    format!("it keeps what {found:?} taught, not {expected:?}")
+}
+
+/// Why: it has no table of models.
+pub(crate) const KEPT_NO_MODELS: &str = "it has no \"models\" object";
+
+/// Why: one model's facts cannot be learned.
+pub(crate) fn kept_model_invalid(model: &str, why: &str) -> String {
+    format!("model {model:?}: {why}")
+}
+
+/// Why a model's facts cannot be learned: a window of 0.
+pub(crate) const KEPT_WINDOW_ZERO: &str = "a context window of 0 tokens";
+
 /// How every context stop's line ends.
 const CONTEXT_KEPT: &str = "the run stopped and its transcript is kept";
 

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod cassette;
+mod concurrency;
 mod error;
 mod message;
 mod model;
@@ -11,6 +12,7 @@ pub mod scripted;
 mod stream_cut;
 mod wording;
 
+pub use concurrency::{Concurrency, InvalidConcurrency};
 pub use error::{ContextRefusal, LlmError};
 pub use message::{Message, Role, ToolCall, ToolDefinition};
 pub use model::{

@@ -3,11 +3,13 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::concurrency::Concurrency;
 use crate::error::LlmError;
 use crate::message::{Message, ToolCall, ToolDefinition};
 use crate::stream_cut::StreamCut;
@@ -231,6 +233,11 @@ pub enum ChatEvent {
     Usage(Usage),
     /// The model finished, for this reason.
     Finish(FinishReason),
+    /// The call waited this long for a place among the requests in flight
+    /// to its endpoint before it was sent (see
+    /// [`Concurrency`](crate::Concurrency)); no part of the answer. Given
+    /// before the answer's events, and only when the call waited.
+    Queued(Duration),
 }
 
 /// The stream a [`ChatModel`] returns: events or one final error.
@@ -272,6 +279,19 @@ pub trait ChatModel: Send + Sync + 'static {
     fn count_prompt(&self, _request: ChatRequest, _cancel: CancellationToken) -> PromptCount {
         Box::pin(std::future::ready(Ok(None)))
     }
+
+    /// The most requests to `model` its endpoint is sent at once, when the
+    /// server taught a limit (a stream it cut while another request was in
+    /// flight) or one was kept from an earlier run; a configured limit is
+    /// not learned. The default knows none.
+    fn learned_concurrency(&self, _model: &str) -> Option<Concurrency> {
+        None
+    }
+
+    /// Sends at most `limit` requests to `model` at once, as an earlier run
+    /// learned, unless a limit is configured or was learned since. The
+    /// default has no limit to set.
+    fn keep_concurrency(&self, _model: &str, _limit: Concurrency) {}
 }
 
 impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
@@ -289,6 +309,14 @@ impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
 
     fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
         (**self).count_prompt(request, cancel)
+    }
+
+    fn learned_concurrency(&self, model: &str) -> Option<Concurrency> {
+        (**self).learned_concurrency(model)
+    }
+
+    fn keep_concurrency(&self, model: &str, limit: Concurrency) {
+        (**self).keep_concurrency(model, limit);
     }
 }
 
@@ -308,6 +336,14 @@ impl<T: ChatModel + ?Sized> ChatModel for Box<T> {
     fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
         (**self).count_prompt(request, cancel)
     }
+
+    fn learned_concurrency(&self, model: &str) -> Option<Concurrency> {
+        (**self).learned_concurrency(model)
+    }
+
+    fn keep_concurrency(&self, model: &str, limit: Concurrency) {
+        (**self).keep_concurrency(model, limit);
+    }
 }
 
 /// A whole answer, collected from a [`ChatStream`].
@@ -322,6 +358,10 @@ pub struct ChatResponse {
     /// The reported finish reason (a stream without one is
     /// [`LlmError::StreamEnded`], never a response).
     pub finish_reason: FinishReason,
+    /// How long the call waited for a place among the requests in flight
+    /// to its endpoint ([`ChatEvent::Queued`]); zero when it did not.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub queued: Duration,
 }
 
 impl ChatResponse {
@@ -352,6 +392,7 @@ pub async fn collect_response_with(
     let mut tool_calls = Vec::new();
     let mut usage = None;
     let mut finish_reason = None;
+    let mut queued = Duration::ZERO;
     loop {
         let item = tokio::select! {
             biased;
@@ -375,6 +416,7 @@ pub async fn collect_response_with(
             ChatEvent::ToolCall(call) => tool_calls.push(call),
             ChatEvent::Usage(u) => usage = Some(u),
             ChatEvent::Finish(reason) => finish_reason = Some(reason),
+            ChatEvent::Queued(waited) => queued += waited,
         }
     }
     // A stream without a finish reason was cut off: its text is not an answer.
@@ -390,6 +432,7 @@ pub async fn collect_response_with(
         tool_calls,
         usage,
         finish_reason,
+        queued,
     })
 }
 

@@ -205,6 +205,35 @@ pub(crate) const LOG_ASKING_WHOLE: &str = "chat stream ended without any event; 
 pub(crate) const LOG_COUNTING: &str =
     "asking the server to count a request's prompt tokens (not streamed, max_tokens 1)";
 
+/// Log line: a stream cut while another request to its model was in
+/// flight (a server that interrupts a running stream when another request
+/// arrives); from now on the model is sent one request at a time.
+pub(crate) fn log_one_at_a_time(url: &str, model: &str) -> String {
+    format!(
+        "{url} cut a stream of model {model} while another request to it was in flight: it is sent one request at a time from now on, and the cut request waits for its turn"
+    )
+}
+
+/// Log line: a stream cut beside another request is sent again once it
+/// has its turn, instead of racing the other.
+pub(crate) const LOG_CUT_QUEUED: &str =
+    "chat stream cut while another request was in flight; sending it again in its turn";
+
+/// Log line: a limit on the requests in flight, kept from an earlier run,
+/// is in force.
+pub(crate) const LOG_CONCURRENCY_KEPT: &str = "requests in flight limited as an earlier run learned";
+
+/// The one refusal of a concurrency (`max_concurrent`), however it was
+/// written.
+pub(crate) fn concurrency_refused(written: &dyn Display) -> String {
+    format!(
+        "a concurrency must be a whole number of requests at once, at least 1 (leave it out for no limit); got {written}"
+    )
+}
+
+/// What a concurrency is expected to be, when something else was written.
+pub(crate) const EXPECTING_CONCURRENCY: &str = "a whole number of requests, at least 1";
+
 // ---- Cassettes ----
 
 /// What a secret is written as.

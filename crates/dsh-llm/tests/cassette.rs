@@ -12,7 +12,7 @@ use std::time::Duration;
 use dsh_llm::cassette::{Cassette, CassetteError, Level, Recorder, RecordingModel, ReplayModel, Timing};
 use dsh_llm::{
     CancellationToken, ChatModel, ChatRequest, ChatResponse, LlmError, Message, OpenAiChatModel, OpenAiConfig,
-    ScriptedModel, complete,
+    ScriptedModel, ToolDefinition, complete,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -253,6 +253,69 @@ async fn http_quirks_replay_through_the_same_client_code() {
     // With the recorded pacing, the same answer.
     let paced = ReplayModel::new(Cassette::load(&file).unwrap(), Timing::Recorded);
     assert_eq!(&call(&paced, "capital of France?").await, &recorded[0]);
+}
+
+#[tokio::test]
+async fn a_short_key_is_kept_out_of_the_file_and_the_cassette_replays() {
+    // Local servers take any key, and their users give dummy ones. The key
+    // travels in the Authorization header (never written) and, here, in
+    // the URL; the texts the model and the server wrote stay as they were.
+    let tool = ToolDefinition::new(
+        "subagent",
+        "Delegate a task to a child agent with its own context.",
+        json!({"type": "object", "properties": {}}),
+    );
+    let asked = || {
+        ChatRequest::new(vec![Message::user(
+            "Read task_output while it has none; the server said EMPTY.",
+        )])
+        .with_tools(vec![tool.clone()])
+    };
+    for key in ["x", "none", "EMPTY"] {
+        let answer = "its own context: none, EMPTY, x.";
+        let (base_url, _) = serve(vec![Reply::Sse {
+            pieces: vec![text_chunk(answer), finish_chunk("stop"), DONE.into()],
+            cut: false,
+        }])
+        .await;
+        let base_url = base_url.replacen("http://", &format!("http://dsh:{key}@"), 1);
+        let dir = temp_dir();
+        let file = dir.path().join("short-key.jsonl");
+        let recorder = Recorder::create(&file).unwrap();
+        let config = OpenAiConfig::new()
+            .with_base_url(&base_url)
+            .with_api_key(key)
+            .with_model("test-model")
+            .with_request_timeout(SOON);
+        let live = OpenAiChatModel::new(config).unwrap().recorded(&recorder).unwrap();
+        let recorded = complete(&live, asked(), &CancellationToken::new()).await.unwrap();
+        assert_eq!(recorded.text, answer);
+        recorder.finish().unwrap();
+
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !text.contains("[redacted]"),
+            "{key}: nothing the model or server wrote is rewritten:\n{text}"
+        );
+        assert!(
+            text.contains("with its own context.") && text.contains("while it has none;"),
+            "{key}"
+        );
+        for line in text.lines() {
+            let line: Value = serde_json::from_str(line).unwrap();
+            if let Some(url) = line["url"].as_str() {
+                assert!(
+                    !url.contains('@') && url.starts_with("http://127.0.0.1:"),
+                    "{key}: {url}"
+                );
+            }
+        }
+        assert!(!text.to_ascii_lowercase().contains("authorization"), "{key}");
+
+        let replay = ReplayModel::new(Cassette::load(&file).unwrap(), Timing::Fast);
+        let replayed = complete(&replay, asked(), &CancellationToken::new()).await;
+        assert_eq!(replayed.as_ref(), Ok(&recorded), "{key}");
+    }
 }
 
 #[tokio::test]

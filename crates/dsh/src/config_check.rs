@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use dsh_agent::KeptFacts;
 use dsh_tool_catalog::{HarvestedPackage, manifest, render};
 use dsh_tools::ToolSpec;
 
@@ -54,6 +55,10 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
         eprintln!("{}", wording::config_check_mcp_servers(servers));
     }
     let failed = acp_children(config.as_ref(), args);
+    let file_model = config.as_ref().map(|config| config.model.clone()).unwrap_or_default();
+    if let Some(endpoint) = crate::model::configured_endpoint(&file_model, |key| std::env::var(key).ok()) {
+        eprintln!("{}", kept(&KeptFacts::new(&args.data_dir, &endpoint)));
+    }
     print!("{}", catalog(mounted.tools().specs(), mounted.delegation_tools())?);
     if failed.is_empty() {
         Ok(())
@@ -95,6 +100,24 @@ fn acp_children(config: Option<&config::Config>, args: &ConfigCheckArgs) -> Vec<
         }
     }
     failed
+}
+
+/// What earlier runs kept of the endpoint in `facts`: each model's facts,
+/// nothing yet, or why the file is ignored.
+fn kept(facts: &KeptFacts) -> String {
+    match facts.read() {
+        Err(error) => wording::config_check_kept_ignored(&error),
+        Ok(models) if models.is_empty() => wording::config_check_nothing_kept(facts.endpoint(), facts.path()),
+        Ok(models) => {
+            let mut lines = vec![wording::config_check_kept(facts.endpoint(), facts.path())];
+            lines.extend(
+                models
+                    .iter()
+                    .map(|(model, kept)| wording::config_check_kept_model(model, kept)),
+            );
+            lines.join("\n")
+        }
+    }
 }
 
 /// The parent's tools grouped by the crate that defines them, in catalog

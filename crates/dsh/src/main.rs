@@ -6,6 +6,7 @@ mod check_acp;
 mod cli;
 mod config;
 mod config_check;
+mod delegations;
 mod failure;
 mod harness;
 mod live;

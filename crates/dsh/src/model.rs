@@ -25,6 +25,15 @@ enum Chosen {
 }
 
 impl ModelChoice {
+    /// The endpoint what its server teaches is kept under, for a live
+    /// endpoint: a replay and a scripted model teach nothing of a server.
+    pub(crate) fn endpoint(&self) -> Option<String> {
+        match &self.model {
+            Chosen::Endpoint(client) => Some(client.endpoint()),
+            Chosen::Model(_) => None,
+        }
+    }
+
     /// The model, recording into `recorder` when there is one.
     pub(crate) fn model(self, recorder: Option<&Recorder>) -> Result<Arc<dyn ChatModel>, String> {
         let recorded = match (self.model, recorder) {
@@ -92,6 +101,29 @@ pub(crate) fn choose(
             banner: wording::banner_script(path),
         });
     }
+    let Some(config) = endpoint_config(args.base_url.as_ref(), args.model.as_ref(), file, env) else {
+        let model = ScriptedModel::builtin();
+        return Ok(ModelChoice {
+            model: Chosen::Model(Arc::new(model)),
+            banner: wording::BANNER_BUILTIN.to_owned(),
+        });
+    };
+    let client = OpenAiChatModel::new(config).map_err(|error| error.to_string())?;
+    let banner = wording::banner_endpoint(client.model_name(), client.url());
+    Ok(ModelChoice {
+        model: Chosen::Endpoint(client),
+        banner,
+    })
+}
+
+/// The endpoint's configuration when one is configured (a base URL or a
+/// key, by flag, file or variable), else `None` (the embedded model).
+fn endpoint_config(
+    base_url: Option<&String>,
+    model: Option<&String>,
+    file: &ModelConfig,
+    env: impl Fn(&str) -> Option<String>,
+) -> Option<OpenAiConfig> {
     let key_variable = file.api_key_env.as_deref().unwrap_or(dsh_llm::openai::ENV_API_KEY);
     let env = |name: &str| {
         if name == dsh_llm::openai::ENV_API_KEY {
@@ -100,31 +132,33 @@ pub(crate) fn choose(
             env(name)
         }
     };
-    let base_url = args.base_url.as_ref().or(file.base_url.as_ref());
+    let base_url = base_url.or(file.base_url.as_ref());
     let configured = base_url.is_some()
         || [dsh_llm::openai::ENV_BASE_URL, dsh_llm::openai::ENV_API_KEY]
             .iter()
             .any(|key| env(key).is_some_and(|value| !value.is_empty()));
     if !configured {
-        let model = ScriptedModel::builtin();
-        return Ok(ModelChoice {
-            model: Chosen::Model(Arc::new(model)),
-            banner: wording::BANNER_BUILTIN.to_owned(),
-        });
+        return None;
     }
     let mut config = OpenAiConfig::from_lookup(env);
     if let Some(base_url) = base_url {
         config = config.with_base_url(base_url.clone());
     }
-    if let Some(model) = args.model.as_ref().or(file.model.as_ref()) {
+    if let Some(model) = model.or(file.model.as_ref()) {
         config = config.with_model(model.clone());
     }
-    let client = OpenAiChatModel::new(config).map_err(|error| error.to_string())?;
-    let banner = wording::banner_endpoint(client.model_name(), client.url());
-    Ok(ModelChoice {
-        model: Chosen::Endpoint(client),
-        banner,
-    })
+    if let Some(limit) = file.max_concurrent {
+        config = config.with_max_concurrent(limit);
+    }
+    Some(config)
+}
+
+/// The endpoint `dsh run` would talk to without flags, as what it teaches
+/// is kept under ([`OpenAiChatModel::endpoint`]); `None` for the embedded
+/// model or a base URL that is not one.
+pub(crate) fn configured_endpoint(file: &ModelConfig, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let config = endpoint_config(None, None, file, env)?;
+    OpenAiChatModel::new(config).ok().map(|client| client.endpoint())
 }
 
 #[cfg(test)]
@@ -159,6 +193,7 @@ mod tests {
             api_key_env: None,
             context_window: None,
             price: None,
+            max_concurrent: None,
         };
         let env = [("DSH_BASE_URL", "http://127.0.0.1:8/v1"), ("DSH_MODEL", "env-model")];
         assert_eq!(

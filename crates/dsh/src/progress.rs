@@ -16,6 +16,7 @@ use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
 use dsh_tools::AgentId;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+use crate::delegations::Delegations;
 use crate::live::LiveView;
 use crate::observe::{self, ChildActivity, ModelCalls, TreeObserver};
 use crate::wording;
@@ -31,6 +32,7 @@ pub(crate) struct Progress {
     activity: ChildActivity,
     lists_children: bool,
     state: Mutex<State>,
+    delegations: Delegations,
 }
 
 enum Display {
@@ -129,6 +131,7 @@ impl Progress {
             activity: ChildActivity::default(),
             lists_children: false,
             state: Mutex::default(),
+            delegations: Delegations::default(),
         }
     }
 
@@ -146,6 +149,11 @@ impl Progress {
     /// unless [`listing_children`](Self::listing_children).
     pub(crate) fn children(&self) -> Vec<String> {
         self.lock().order.clone()
+    }
+
+    /// What became of the top-level agent's delegations so far.
+    pub(crate) fn delegations(&self) -> &Delegations {
+        &self.delegations
     }
 
     /// How many calls waited for a slot so far, and how long in all.
@@ -236,6 +244,7 @@ impl TreeObserver for Progress {
     }
 
     fn run_started(&self, run: &RunInfo) {
+        self.delegations.started(run);
         let label = run.label.clone().unwrap_or_else(|| run.id.clone());
         let indent = "  ".repeat(run.depth.saturating_sub(1) as usize);
         let bar = match &self.display {
@@ -269,6 +278,7 @@ impl TreeObserver for Progress {
     }
 
     fn run_ended(&self, end: &RunEndInfo) {
+        self.delegations.ended(end);
         let activity = self.activity.take(&end.run.id);
         let Some(child) = self.lock().running.remove(&end.run.run_id) else {
             return;

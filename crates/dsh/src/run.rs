@@ -10,7 +10,7 @@
 use std::sync::{Arc, OnceLock};
 
 use dsh_agent::transcript::TreeLock;
-use dsh_agent::{AgentStop, EndOfRun};
+use dsh_agent::{Agent, AgentStop, EndOfRun};
 use dsh_tools::CancellationToken;
 
 use crate::cli::RunArgs;
@@ -86,6 +86,9 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
         parent.run(task.unwrap_or_default(), &cancel).await
     };
     progress.finish_tree(&outcome.stop.to_string());
+    // Taken before background children still running are stopped: those
+    // are not failures of the run.
+    let all_failed = progress.delegations().all_failed();
     // Background children still running (`--no-wait`, a parent that ended
     // on a limit) are stopped resumably, never dropped: they go on when the
     // run is resumed.
@@ -102,22 +105,7 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
     }
     let recorded = shared.finish_recording(args.quiet, stopped.get().copied());
 
-    if !args.quiet {
-        let started = progress.children();
-        let dir = args.data_dir.join("agents");
-        // Only in-process children write here; an ACP child keeps its own.
-        let children: Vec<_> = started
-            .iter()
-            .filter(|id| dir.join(format!("{id}.jsonl")).is_file())
-            .cloned()
-            .collect();
-        eprintln!("{}", wording::transcripts_line(&dir, parent.id(), &children));
-        let waits = progress.waits();
-        eprintln!(
-            "{}",
-            wording::usage_line(&parent.usage(), started.len(), waits.calls, waits.total)
-        );
-    }
+    summary(&args, &progress, &parent, all_failed);
     let resume = wording::resume_command(&args.data_dir, parent.id());
     match outcome.stop {
         AgentStop::Completed if left.is_empty() => {
@@ -142,6 +130,34 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
             }
             Err(Failure::failed(wording::run_unfinished(&stop)))
         }
+    }
+}
+
+/// The run's closing lines on stderr: where the transcripts are and what
+/// was spent (unless quiet), then that every delegation failed when every
+/// one did, whatever the parent's model wrote (its answer may read as a
+/// success while none of its children did any of the work). The lines of
+/// work left to resume, when there is some, follow: every delegation that
+/// was still running was not one that failed.
+fn summary(args: &RunArgs, progress: &Progress, parent: &Agent, all_failed: Option<String>) {
+    if !args.quiet {
+        let started = progress.children();
+        let dir = args.data_dir.join("agents");
+        // Only in-process children write here; an ACP child keeps its own.
+        let children: Vec<_> = started
+            .iter()
+            .filter(|id| dir.join(format!("{id}.jsonl")).is_file())
+            .cloned()
+            .collect();
+        eprintln!("{}", wording::transcripts_line(&dir, parent.id(), &children));
+        let waits = progress.waits();
+        eprintln!(
+            "{}",
+            wording::usage_line(&parent.usage(), started.len(), waits.calls, waits.total)
+        );
+    }
+    if let Some(line) = all_failed {
+        eprintln!("{line}");
     }
 }
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_agent::{Agent, AgentObserver, AgentRuntime, EndOfRun, Notice, NoticeSource};
+use dsh_agent::{Agent, AgentObserver, AgentRuntime, EndOfRun, KeptFacts, KeptUse, Notice, NoticeSource};
 use dsh_llm::cassette::Recorder;
 use dsh_mcp::ClientOptions;
 use dsh_subagent::{SubagentEvent, Subscription};
@@ -66,6 +66,21 @@ pub(crate) struct SharedRuntime {
     recorder: Option<Recorder>,
     /// Who hears what becomes of the tree.
     observer: Arc<dyn TreeObserver>,
+}
+
+/// `runtime` over `data_dir`, when there is one: the transcripts, and what
+/// a live `endpoint` taught earlier runs (a run being `recorded` starts
+/// from nothing, as its replay will, and keeps what it learns).
+fn on_disk(runtime: AgentRuntime, data_dir: Option<&Path>, endpoint: Option<String>, recorded: bool) -> AgentRuntime {
+    let Some(dir) = data_dir else { return runtime };
+    let runtime = runtime.with_data_dir(dir);
+    let Some(endpoint) = endpoint else { return runtime };
+    let usage = if recorded {
+        KeptUse::WriteOnly
+    } else {
+        KeptUse::ReadAndWrite
+    };
+    runtime.with_kept_facts(KeptFacts::new(dir, &endpoint), usage)
 }
 
 impl SharedRuntime {
@@ -135,6 +150,7 @@ impl SharedRuntime {
             model::choose(args, tape.replay(), &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         let recorder = tape.recorder()?;
         let banner = choice.banner.clone();
+        let endpoint = choice.endpoint();
         let model = choice.model(recorder.as_ref()).map_err(Failure::usage)?;
         let window = model::context_window(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
         // The tools of MCP servers answer within the same budget, a longer
@@ -163,9 +179,7 @@ impl SharedRuntime {
         if let Some(window) = window {
             runtime = runtime.with_context_window(window);
         }
-        if let Some(dir) = data_dir {
-            runtime = runtime.with_data_dir(dir);
-        }
+        let runtime = on_disk(runtime, data_dir, endpoint, recorder.is_some());
         let runtime = crate::prices::priced(runtime, config, limits.cost_budget().is_some())?;
         Ok(Self {
             banner,

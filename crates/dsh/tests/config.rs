@@ -267,3 +267,40 @@ fn bad_limits_exit_2_naming_the_key() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn config_check_shows_what_earlier_runs_kept_of_the_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("dsh.toml"),
+        "[model]\nbase_url = \"http://127.0.0.1:9/v1\"\nmodel = \"small\"\nmax_concurrent = 2\n",
+    )
+    .unwrap();
+    let kept_line = |output: &std::process::Output| {
+        let stderr = text(&output.stderr);
+        let lines: Vec<String> = stderr
+            .lines()
+            .skip_while(|line| !line.contains("learned"))
+            .map(|line| line.replace(&dir.path().display().to_string(), "DIR"))
+            .collect();
+        lines.join("\n")
+    };
+    let nothing = dsh(dir.path(), &["config", "check"]);
+    assert!(nothing.status.success(), "{}", text(&nothing.stderr));
+    let facts = dsh_agent::KeptFacts::new(&dir.path().join(".dsh"), "http://127.0.0.1:9/v1");
+    let model = dsh_agent::KeptModel {
+        window: Some(4_096),
+        concurrency: dsh_llm::Concurrency::new(1).ok(),
+        whole: vec![[1_742, 3_060]],
+        added: vec![[900, 1_000]],
+    };
+    facts
+        .write(&std::collections::BTreeMap::from([("small".to_owned(), model)]))
+        .unwrap();
+    let kept = dsh(dir.path(), &["config", "check"]);
+    assert!(kept.status.success(), "{}", text(&kept.stderr));
+    std::fs::write(facts.path(), "{\"format\":\"dsh-learned\",\"version\":7}").unwrap();
+    let ignored = dsh(dir.path(), &["config", "check"]);
+    assert!(ignored.status.success(), "{}", text(&ignored.stderr));
+    insta::assert_snapshot!([kept_line(&nothing), kept_line(&kept), kept_line(&ignored)].join("\n"));
+}

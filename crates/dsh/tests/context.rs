@@ -197,6 +197,12 @@ fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Ve
         .filter(|message| message["role"] == "tool")
         .map(|message| text(message).to_owned())
         .collect();
+    // The parent answers its user: a greeting at once, any other task by
+    // delegating it in four parts; and the results of its children.
+    let asked = messages
+        .last()
+        .filter(|message| message["role"] == "user")
+        .map(|message| text(message).to_owned());
     let finish = if child {
         let answer = format!("HEAD{}TAIL", "x".repeat(ANSWER_BYTES));
         for piece in answer.as_bytes().chunks(64 * 1024) {
@@ -207,7 +213,13 @@ fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Ve
             );
         }
         "stop"
-    } else if results.is_empty() {
+    } else if asked.as_deref().is_some_and(|asked| asked.starts_with("Say hello")) {
+        event(
+            &mut stream,
+            &json!({"choices": [{"index": 0, "delta": {"content": "Hello."}}]}),
+        );
+        "stop"
+    } else if asked.is_some() {
         let calls: Vec<Value> = (0..4)
             .map(|index| {
                 let arguments = json!({"description": format!("part {index}"), "prompt": format!("Answer part {index} at length.")});
@@ -278,6 +290,21 @@ fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
     Some(body)
+}
+
+/// `dsh run` against `server` with `args`, over the data directory `data`.
+fn run_in(server: &Server, data: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(common::DSH);
+    common::offline(&mut command);
+    command
+        .args(["run", "--data-dir"])
+        .arg(data)
+        .args(args)
+        .current_dir(data.parent().unwrap())
+        .env("DSH_BASE_URL", &server.base_url)
+        .env("DSH_API_KEY", "sk-test")
+        .env("DSH_MODEL", "test-model");
+    command.output().unwrap()
 }
 
 /// `dsh run` against `server`, with `window` in `DSH_CONTEXT_WINDOW` when set.
@@ -523,4 +550,84 @@ fn a_server_that_counts_only_when_not_streamed_is_asked_to_count_before_a_cut() 
         "{}",
         stderr(&output)
     );
+}
+
+#[test]
+fn a_resume_fits_to_the_window_an_earlier_run_kept_and_is_not_refused() {
+    let server = Server::start(Shape::LlamaCpp);
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // A first parent only greets: nothing is learned.
+    let first = run_in(&server, &data, &["Say hello."]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let agents: Vec<String> = std::fs::read_dir(data.join("agents"))
+        .unwrap()
+        .map(|entry| {
+            entry
+                .unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let [greeter] = agents.try_into().unwrap();
+    // Another run meets the window: refused once, learned, kept.
+    let second = run_in(
+        &server,
+        &data,
+        &["Split the report into four parts and have each written at length."],
+    );
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert_eq!(server.refusals(), 1, "{:?}", server.seen());
+    // The greeter, resumed, delegates four answers far over the window:
+    // fitted to the kept window before it is sent, never refused.
+    let resumed = run_in(
+        &server,
+        &data,
+        &[
+            "--resume",
+            &greeter,
+            "Now split the report into four parts and have each written at length.",
+        ],
+    );
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    assert_eq!(stdout(&resumed).trim(), "4 results, heads 4, tails 4");
+    assert_eq!(server.refusals(), 1, "the resume was not refused: {:?}", server.seen());
+    assert!(fitted(&server).tokens + 4_096 <= WINDOW, "{:?}", server.seen());
+    let kept = std::fs::read_dir(data.join("learned"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let kept: Value = serde_json::from_slice(&std::fs::read(kept).unwrap()).unwrap();
+    assert_eq!(kept["models"]["test-model"]["window"], WINDOW, "{kept}");
+
+    // A window of 0 in the file is not learned: one line names the file,
+    // and the next run is refused once again and relearns the window.
+    let file = std::fs::read_dir(data.join("learned"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace(&format!("\"window\":{WINDOW}"), "\"window\":0");
+    std::fs::write(&file, text).unwrap();
+    let bad = run_in(
+        &server,
+        &data,
+        &["--resume", &greeter, "Split the report again, at length."],
+    );
+    assert!(bad.status.success(), "{}", stderr(&bad));
+    let ignored = stderr(&bad)
+        .lines()
+        .filter(|line| line.contains("ignored what an earlier run kept in"))
+        .count();
+    assert_eq!(ignored, 1, "{}", stderr(&bad));
+    assert!(stderr(&bad).contains(&file.display().to_string()), "{}", stderr(&bad));
+    assert_eq!(server.refusals(), 2, "{:?}", server.seen());
 }

@@ -160,6 +160,11 @@ fn two_parallel_children_cut_by_the_server_fail_with_their_partial_output() {
     let (stdout, stderr) = (stdout(&output), stderr(&output));
     // The parent read two failures, not two empty answers, and said so.
     assert_eq!(stdout.trim(), "2 of 2 parts failed", "{stderr}");
+    // Whatever the parent's model wrote, the last line says no delegation
+    // did its work; the exit status stays the model's success.
+    assert!(output.status.success(), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    insta::assert_snapshot!("every_delegation_failed_line", last);
     let seen = server.seen();
     // Each child was asked once: its text had reached it when the cut came.
     assert_eq!(seen.iter().filter(|seen| seen.child).count(), 2, "{seen:?}");

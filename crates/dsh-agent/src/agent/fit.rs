@@ -7,7 +7,7 @@ use dsh_llm::{ChatRequest, ContextRefusal, LlmError, Message, ToolCall};
 use dsh_tools::{CancellationToken, ToolResult};
 
 use super::Agent;
-use crate::context::{Anchor, Density, Estimate, Room, answer_reserve, fit_results};
+use crate::context::{Anchor, Density, Estimate, Room, WindowLearned, answer_reserve, fit_results};
 use crate::transcript::{FittedResult, TranscriptEntry};
 use crate::{ContextStop, CountedBy, FoundBy, trace, wording};
 
@@ -286,10 +286,17 @@ impl Agent {
     ) -> Result<(), ContextStop> {
         let model = &self.inner.info.model;
         let learned = self.inner.runtime.learned();
-        if let Some(window) = refusal.window
-            && learned.learn_window(model, window)
-        {
-            tracing::warn!(agent = %self.id(), "{}", wording::log_window_learned(window, model));
+        if let Some(window) = refusal.window {
+            match learned.learn_window(model, window) {
+                WindowLearned::Same => {}
+                WindowLearned::New => {
+                    tracing::warn!(agent = %self.id(), "{}", wording::log_window_learned(window, model));
+                }
+                WindowLearned::InPlaceOfKept(kept) => {
+                    let line = wording::log_kept_window_corrected(window, kept, model);
+                    tracing::warn!(agent = %self.id(), "{line}");
+                }
+            }
         }
         let window = self.effective_context_window();
         match (refusal.prompt_tokens, window) {

@@ -330,6 +330,7 @@ impl Agent {
     /// nothing) and its answer recorded. Then what the answer asks for next.
     fn answered(&self, run: &mut Run, response: ChatResponse, spent: Usage, sent: Sent) -> Next {
         run.times.calls_at_ms.push(now_ms());
+        run.times.add_queued(response.queued);
         run.turn.round = None;
         self.inner.lineage.spend(spent.prompt_tokens + spent.completion_tokens);
         let cost = Priced::of(&spent, self.inner.runtime.price(&self.inner.info.model));
@@ -506,6 +507,7 @@ impl Agent {
             cost: cost.known(),
             times: Some(times),
         });
+        self.inner.runtime.keep_learned();
         if let Some(transcript) = &self.inner.transcript
             && let Err(error) = transcript.flush()
         {

@@ -54,11 +54,11 @@ impl TreeLock {
             source,
         };
         if let Some(dir) = path.parent() {
-            super::private::dir(dir).map_err(io)?;
+            crate::private::dir(dir).map_err(io)?;
         }
         let mut options = OpenOptions::new();
         options.create(true).truncate(false).write(true);
-        super::private::file_options(&mut options);
+        crate::private::file_options(&mut options);
         let file = options.open(&path).map_err(io)?;
         match file.try_lock() {
             Ok(()) => Ok(Self { path, _file: file }),

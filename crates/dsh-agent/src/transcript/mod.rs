@@ -276,7 +276,9 @@ impl FittedResult {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TurnTimes {
-    /// How long the run's start waited for a slot of its tree, when it did.
+    /// How long the run waited, when it did: its start for a slot of its
+    /// tree, and its model calls for a turn at their endpoint
+    /// ([`TurnTimes::add_queued`]); a view draws it before the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queued_ms: Option<u64>,
     /// When the run began.
@@ -288,6 +290,19 @@ pub struct TurnTimes {
     pub ended_at_ms: u64,
     /// The size of its final answer, in bytes.
     pub answer_bytes: u64,
+}
+
+impl TurnTimes {
+    /// Adds `waited` to the run's queued time: a model call that waited
+    /// for a place among its endpoint's requests in flight waited in a
+    /// queue as a start held by its tree's limits does.
+    pub fn add_queued(&mut self, waited: std::time::Duration) {
+        if waited.is_zero() {
+            return;
+        }
+        let waited = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+        self.queued_ms = Some(self.queued_ms.unwrap_or(0).saturating_add(waited));
+    }
 }
 
 /// Now, in milliseconds since the Unix epoch (0 before it).
@@ -319,13 +334,13 @@ impl TranscriptWriter {
     /// directory above that already existed keeps its mode.
     pub fn open(path: PathBuf) -> std::io::Result<Self> {
         if let Some(dir) = path.parent() {
-            private::dir(dir)?;
+            crate::private::dir(dir)?;
         }
         let mut options = OpenOptions::new();
         options.create(true).append(true);
-        private::file_options(&mut options);
+        crate::private::file_options(&mut options);
         let file = options.open(&path)?;
-        private::tighten_file(&file)?;
+        crate::private::tighten_file(&file)?;
         Ok(Self {
             path,
             file: Mutex::new(file),
@@ -363,54 +378,6 @@ impl TranscriptWriter {
     /// Flushes the file to the operating system.
     pub fn flush(&self) -> std::io::Result<()> {
         self.file.lock().unwrap_or_else(PoisonError::into_inner).flush()
-    }
-}
-
-/// Owner-only modes for what a transcript is written to (a no-op off Unix).
-pub(crate) mod private {
-    use std::fs::{File, OpenOptions};
-    use std::path::Path;
-
-    /// Group and other permission bits.
-    #[cfg(unix)]
-    const SHARED: u32 = 0o077;
-
-    /// Makes `dir` and any missing directory above it 0700; tightens `dir`
-    /// itself to 0700 if it had group or other access.
-    pub(super) fn dir(dir: &Path) -> std::io::Result<()> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-            if std::fs::metadata(dir)?.permissions().mode() & SHARED != 0 {
-                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-            }
-            Ok(())
-        }
-        #[cfg(not(unix))]
-        std::fs::create_dir_all(dir)
-    }
-
-    /// A file these options create is made 0600.
-    pub(super) fn file_options(options: &mut OpenOptions) {
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
-        #[cfg(not(unix))]
-        let _ = options;
-    }
-
-    /// Tightens an open file to 0600 if it had group or other access.
-    pub(super) fn tighten_file(file: &File) -> std::io::Result<()> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            if file.metadata()?.permissions().mode() & SHARED != 0 {
-                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            }
-        }
-        #[cfg(not(unix))]
-        let _ = file;
-        Ok(())
     }
 }
 

@@ -17,6 +17,7 @@ use super::http::Pace;
 use super::recorder::{Asked, ExchangeLog, Recorder};
 use super::replay::{Cassette, Timing};
 use super::reuse::copy_messages;
+use crate::Concurrency;
 use crate::error::LlmError;
 use crate::message::ToolDefinition;
 use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream, PromptCount};
@@ -88,6 +89,14 @@ impl<M: ChatModel> ChatModel for RecordingModel<M> {
     /// answers, and a count is none.
     fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
         self.inner.count_prompt(request, cancel)
+    }
+
+    fn learned_concurrency(&self, model: &str) -> Option<Concurrency> {
+        self.inner.learned_concurrency(model)
+    }
+
+    fn keep_concurrency(&self, model: &str, limit: Concurrency) {
+        self.inner.keep_concurrency(model, limit);
     }
 }
 
@@ -180,6 +189,8 @@ impl Stream for Heard {
             None => *this.at.insert(this.log.t_ms()),
         };
         match &item {
+            // A wait for the endpoint is the client's, not the model's answer.
+            Some(Ok(ChatEvent::Queued(_))) => {}
             Some(Ok(event)) => this.log.hear(t_ms, event),
             // The caller cancelled: the model did not end this way by itself.
             Some(Err(LlmError::Cancelled)) => this.log.end_at(t_ms, Outcome::Dropped),

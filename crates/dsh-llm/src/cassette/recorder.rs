@@ -5,11 +5,10 @@
 //! closing line is on disk, so a cassette either reads as whole or is
 //! refused as unfinished.
 
-use std::borrow::Cow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -64,9 +63,9 @@ struct Shared {
     writer: Mutex<Option<JoinHandle<Result<u64, CassetteError>>>>,
 }
 
-/// The secrets never written, shared with the writer thread, which scrubs
-/// each request as it writes it.
-type Secrets = Arc<RwLock<Vec<String>>>;
+/// The secrets never written, shared with the writer thread, which takes
+/// them out of each request as it writes it.
+type Secrets = Arc<super::scrub::Secrets>;
 
 impl Drop for Shared {
     /// The last clone is gone without [`Recorder::finish`] or
@@ -497,23 +496,23 @@ impl Recorder {
         &self.shared.file
     }
 
-    /// Never writes `secret` (an API key, a token): every occurrence in a
-    /// request, URL or answer is written as `[redacted]`. The OpenAI
-    /// client's own key is added when it is recorded.
+    /// Never writes `secret` (an API key, a token) where a secret travels:
+    /// a URL's user and password, a query value or path segment that is the
+    /// secret; written as `[redacted]` instead. A key-shaped secret (16
+    /// characters or more, no spaces, not only letters) is also taken out
+    /// of every request body and answer; a shorter or word-like one (a
+    /// local server's `x`, `none` or `EMPTY`) is not, since there it would
+    /// rewrite what the model or the server wrote (and the request would
+    /// no longer replay). The OpenAI client's own key is added when it is
+    /// recorded.
     pub fn redact(&self, secret: impl Into<String>) {
-        let secret = secret.into();
-        if secret.is_empty() {
-            return;
-        }
-        let mut secrets = self.shared.secrets.write().unwrap_or_else(PoisonError::into_inner);
-        if !secrets.contains(&secret) {
-            secrets.push(secret);
-        }
+        self.shared.secrets.add(secret.into());
     }
 
-    /// `text` with every secret replaced.
+    /// `text` (a header's value, a chunk, an error) with every key-shaped
+    /// secret replaced.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        scrub(&self.shared.secrets, text).into_owned()
+        self.shared.secrets.in_text(text).into_owned()
     }
 
     /// Fixes the cassette's level on first use; a model of the other level
@@ -585,18 +584,6 @@ impl Recorder {
             }),
         }
     }
-}
-
-/// `text` with every one of `secrets` replaced; borrowed when none occurs.
-fn scrub<'a>(secrets: &RwLock<Vec<String>>, text: &'a str) -> Cow<'a, str> {
-    let secrets = secrets.read().unwrap_or_else(PoisonError::into_inner);
-    let mut text = Cow::Borrowed(text);
-    for secret in secrets.iter() {
-        if text.contains(secret.as_str()) {
-            text = Cow::Owned(text.replace(secret.as_str(), wording::REDACTED));
-        }
-    }
-    text
 }
 
 /// One exchange while it runs; handed to the writer as one block when it
@@ -892,12 +879,12 @@ impl Writer {
         serde_json::to_writer(&mut *out, model)?;
         if let Some(url) = url {
             out.write_all(br#","url":"#)?;
-            serde_json::to_writer(&mut *out, &super::scrub::scrub_url(&scrub(&self.secrets, url)))?;
+            serde_json::to_writer(&mut *out, &self.secrets.in_url(url))?;
         }
         out.write_all(br#","body":"#)?;
         if let Some(Asked { request, tools }) = asked {
             let tools = tools.as_deref().unwrap_or_default();
-            if self.secrets.read().unwrap_or_else(PoisonError::into_inner).is_empty() {
+            if !self.secrets.any_in_text() {
                 // Nothing to scrub: the wire JSON goes straight in, one line.
                 write_streamed_request_text(model, request, tools, out)?;
                 return out.write_all(b"}\n");
@@ -905,7 +892,7 @@ impl Writer {
             write_streamed_request_text(model, request, tools, body)?;
         }
         let body = String::from_utf8_lossy(body);
-        let body = scrub(&self.secrets, &body);
+        let body = self.secrets.in_text(&body);
         if is_json_line(&body) {
             out.write_all(body.as_bytes())?;
         } else {
@@ -1106,11 +1093,11 @@ mod tests {
     fn a_request_line_is_written_as_the_format_says_with_secrets_scrubbed() {
         let shown = Shown::default();
         let recorder = Recorder::start("c".into(), "c.recording".into(), shown.clone(), false);
-        recorder.redact("sk-123");
+        recorder.redact("sk-1234567890abcdef");
         recorder.claim(Level::Http).unwrap();
-        let body = r#"{"model":"m","messages":[{"role":"user","content":"key sk-123 \"quoted\"\n"}],"stream":true}"#;
+        let body = r#"{"model":"m","messages":[{"role":"user","content":"key sk-1234567890abcdef \"quoted\"\n"}],"stream":true}"#;
         let mut http = asked(1, body);
-        http.url = Some("https://user:pw@example.com/v1/chat/completions?token=sk-123".to_owned());
+        http.url = Some("https://user:pw@example.com/v1/chat/completions?token=sk-1234567890abcdef".to_owned());
         recorder.shared.queue.push(ended(http));
         // Bodies that are not one line of JSON: parsed and written on one
         // line, or written as a string.
@@ -1120,7 +1107,7 @@ mod tests {
         let text = String::from_utf8(shown.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 8, "{text}");
-        let scrubbed = body.replace("sk-123", "[redacted]");
+        let scrubbed = body.replace("sk-1234567890abcdef", "[redacted]");
         let expected = Line::Request {
             id: 1,
             at_ms: 0,
@@ -1246,12 +1233,15 @@ mod tests {
     }
 
     #[test]
-    fn secrets_are_scrubbed() {
+    fn key_shaped_secrets_are_scrubbed_and_short_ones_left_in_text() {
         let recorder = Recorder::start("c".into(), "c.recording".into(), Vec::new(), false);
-        recorder.redact("sk-123");
+        recorder.redact("sk-1234567890abcdef");
+        recorder.redact("x");
         recorder.redact("");
-        assert_eq!(recorder.scrub("key sk-123 and sk-123"), "key [redacted] and [redacted]");
-        assert!(matches!(scrub(&recorder.shared.secrets, "no secret"), Cow::Borrowed(_)));
+        assert_eq!(
+            recorder.scrub("key sk-1234567890abcdef and sk-1234567890abcdef in context"),
+            "key [redacted] and [redacted] in context"
+        );
         recorder.finish().unwrap();
     }
 }

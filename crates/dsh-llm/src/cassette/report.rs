@@ -356,6 +356,7 @@ impl Answer {
                     finished = true;
                     answer.text.push_str(&wording::answer_finish(reason.as_str()));
                 }
+                ChatEvent::Queued(_) => {}
             }
         }
         let body: Vec<u8> = exchange

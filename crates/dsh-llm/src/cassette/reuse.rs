@@ -85,7 +85,7 @@ pub(crate) fn event_held(event: &ChatEvent) -> usize {
     match event {
         ChatEvent::TextDelta(text) => text.capacity(),
         ChatEvent::ToolCall(call) => call_held(call),
-        ChatEvent::Usage(_) | ChatEvent::Finish(_) => 0,
+        ChatEvent::Usage(_) | ChatEvent::Finish(_) | ChatEvent::Queued(_) => 0,
     }
 }
 

@@ -11,8 +11,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::config::OpenAiConfig;
+use super::slots::{Place, Slot, Slots};
 use super::transport::{Body, BodyError, HttpAnswer, HttpRequest, Network, SendError, Transport, error_chain};
 use super::wire::{Assembler, Delivery, QUOTE_LIMIT, error_message, prompt_tokens, request_text};
+use crate::Concurrency;
 use crate::error::{LlmError, truncate};
 use crate::model::{ChatEvent, ChatModel, ChatRequest, ChatStream, PromptCount};
 use crate::wording;
@@ -45,6 +47,25 @@ struct Inner {
     /// Who answers the exchange: the network, or a cassette.
     transport: Arc<dyn Transport>,
     url: String,
+    /// The requests in flight to each model, and their limits.
+    slots: Slots,
+}
+
+impl Inner {
+    fn new(config: OpenAiConfig, transport: Arc<dyn Transport>, url: String) -> Self {
+        let slots = Slots::new(config.max_concurrent);
+        Inner {
+            config,
+            transport,
+            url,
+            slots,
+        }
+    }
+
+    /// The slot of the model `request` asks (the configured one unless it names one).
+    fn slot(&self, request: &ChatRequest) -> Arc<Slot> {
+        self.slots.of(request.model.as_deref().unwrap_or(&self.config.model))
+    }
 }
 
 impl OpenAiChatModel {
@@ -78,7 +99,7 @@ impl OpenAiChatModel {
             api_key: config.api_key.clone(),
         });
         Ok(OpenAiChatModel {
-            inner: Arc::new(Inner { config, transport, url }),
+            inner: Arc::new(Inner::new(config, transport, url)),
         })
     }
 
@@ -86,7 +107,7 @@ impl OpenAiChatModel {
     /// how a recording or a replay puts itself under the client.
     pub(crate) fn with_transport(config: OpenAiConfig, url: String, transport: Arc<dyn Transport>) -> Self {
         OpenAiChatModel {
-            inner: Arc::new(Inner { config, transport, url }),
+            inner: Arc::new(Inner::new(config, transport, url)),
         }
     }
 
@@ -109,6 +130,32 @@ impl OpenAiChatModel {
     pub fn url(&self) -> &str {
         &self.inner.url
     }
+
+    /// The endpoint as what is learned of it is kept under: the base URL
+    /// without a user, a password, a query or a fragment (which may hold a
+    /// credential) and without a trailing `/`.
+    ///
+    /// ```
+    /// use dsh_llm::{OpenAiChatModel, OpenAiConfig};
+    /// let config = OpenAiConfig::new().with_base_url("http://me:pw@127.0.0.1:8080/v1/?key=x");
+    /// assert_eq!(OpenAiChatModel::new(config)?.endpoint(), "http://127.0.0.1:8080/v1");
+    /// # Ok::<(), dsh_llm::LlmError>(())
+    /// ```
+    pub fn endpoint(&self) -> String {
+        endpoint_of(self.inner.url.trim_end_matches(CHAT_COMPLETIONS))
+    }
+}
+
+/// `url` without credentials, query, fragment or trailing `/`.
+fn endpoint_of(url: &str) -> String {
+    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+        return url.trim_end_matches('/').to_owned();
+    };
+    let _ = parsed.set_username("");
+    let _ = parsed.set_password(None);
+    parsed.set_query(None);
+    parsed.set_fragment(None);
+    parsed.as_str().trim_end_matches('/').to_owned()
 }
 
 impl ChatModel for OpenAiChatModel {
@@ -128,6 +175,10 @@ impl ChatModel for OpenAiChatModel {
         let model = &self.inner.config.model;
         let run = Run {
             inner: Arc::clone(&self.inner),
+            slot: self.inner.slot(&request),
+            model: request.model.clone().unwrap_or_else(|| model.clone()),
+            place: None,
+            queued_after_cut: false,
             cancel,
             body: request_text(model, &request, Delivery::Streamed),
             whole: request_text(model, &request, Delivery::Whole),
@@ -156,8 +207,16 @@ impl ChatModel for OpenAiChatModel {
     /// [`LlmError::ContextLength`].
     fn count_prompt(&self, request: ChatRequest, cancel: CancellationToken) -> PromptCount {
         let inner = Arc::clone(&self.inner);
+        let slot = inner.slot(&request);
         let body = request_text(&inner.config.model, &request.with_max_tokens(1), Delivery::Whole);
         Box::pin(async move {
+            // An ask is a request in flight like any: a server that
+            // interrupts streams would cut a sibling's for it.
+            let _place = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(LlmError::Cancelled),
+                (place, _) = slot.take() => place,
+            };
             tracing::debug!(url = %inner.url, "{}", wording::LOG_COUNTING);
             let within = inner.config.request_timeout.saturating_add(inner.config.idle_timeout);
             let answer = tokio::select! {
@@ -178,6 +237,16 @@ impl ChatModel for OpenAiChatModel {
             prompt_tokens(&body)
         })
     }
+
+    fn learned_concurrency(&self, model: &str) -> Option<Concurrency> {
+        self.inner.slots.learned(model)
+    }
+
+    fn keep_concurrency(&self, model: &str, limit: Concurrency) {
+        if self.inner.slots.of(model).keep(limit) {
+            tracing::info!(url = %self.inner.url, model, %limit, "{}", wording::LOG_CONCURRENCY_KEPT);
+        }
+    }
 }
 
 /// The state of one streamed call.
@@ -193,6 +262,15 @@ impl ChatModel for OpenAiChatModel {
 /// headers of a stream, and only a whole answer carries it.
 struct Run {
     inner: Arc<Inner>,
+    /// The requests in flight to the model asked, and their limit.
+    slot: Arc<Slot>,
+    /// The model asked.
+    model: String,
+    /// The call's place among them, from its first send to its end.
+    place: Option<Place>,
+    /// Whether the call already waited for its place after a cut beside
+    /// another request (once; a later cut is retried as any).
+    queued_after_cut: bool,
     cancel: CancellationToken,
     /// The streamed request's body.
     body: String,
@@ -233,6 +311,9 @@ enum AfterCut {
     AskWhole,
     /// Nothing reached the consumer: send the stream again after this delay.
     Retry(Duration),
+    /// Cut beside another request: send the stream again once it has a
+    /// place (given up for now), with no delay and no retry spent.
+    Queue,
     /// The cut is the call's end.
     Fail(LlmError),
 }
@@ -241,7 +322,8 @@ impl Run {
     async fn next(mut self) -> Option<(Result<ChatEvent, LlmError>, Run)> {
         loop {
             if let Some(event) = self.pending.pop_front() {
-                self.yielded = true;
+                // The wait for a place is no part of the answer.
+                self.yielded |= !matches!(event, ChatEvent::Queued(_));
                 return Some((Ok(event), self));
             }
             if self.done {
@@ -251,28 +333,8 @@ impl Run {
                 return self.fail(LlmError::Cancelled);
             }
             if let Some(delivery) = self.send.take() {
-                let body = match delivery {
-                    Delivery::Streamed => self.body.clone(),
-                    Delivery::Whole => self.whole.clone(),
-                };
-                let answer = match open(&self.inner, body, delivery, &self.cancel, &mut self.sends).await {
-                    Ok(answer) => answer,
-                    Err(err) => return self.fail(err),
-                };
-                self.assembler = Assembler::default();
-                self.heard = false;
-                match delivery {
-                    Delivery::Streamed => {
-                        let heard = Arc::clone(&self.heard_bytes);
-                        *lock(&heard) = Instant::now();
-                        let body = answer.body.inspect(move |_| *lock(&heard) = Instant::now());
-                        self.events = Some(Box::pin(body.eventsource()));
-                    }
-                    Delivery::Whole => {
-                        if let Err(err) = self.take_whole(answer.body).await {
-                            return self.fail(err);
-                        }
-                    }
+                if let Err(err) = self.send(delivery).await {
+                    return self.fail(err);
                 }
                 continue;
             }
@@ -315,23 +377,72 @@ impl Run {
                 },
             };
             self.events = None;
-            match self.after_cut(cut) {
-                AfterCut::AskWhole => {
-                    tracing::warn!(url = %self.inner.url, "{}", wording::LOG_ASKING_WHOLE);
-                    self.asked_whole = true;
-                    self.send = Some(Delivery::Whole);
-                }
-                AfterCut::Retry(delay) => {
-                    tracing::warn!(url = %self.inner.url, retry = self.sends.retries, ?delay, "{}", wording::LOG_CUT_RETRYING);
-                    tokio::select! {
-                        biased;
-                        () = self.cancel.cancelled() => return self.fail(LlmError::Cancelled),
-                        () = tokio::time::sleep(delay) => {}
-                    }
-                    self.send = Some(Delivery::Streamed);
-                }
-                AfterCut::Fail(err) => return self.fail(err),
+            let after = self.after_cut(cut);
+            if let Err(err) = self.again(after).await {
+                return self.fail(err);
             }
+        }
+    }
+
+    /// Makes the send that follows a cut due (the stream again, after its
+    /// delay, or the request whole), or says the cut is the call's end.
+    async fn again(&mut self, after: AfterCut) -> Result<(), LlmError> {
+        match after {
+            AfterCut::AskWhole => {
+                tracing::warn!(url = %self.inner.url, "{}", wording::LOG_ASKING_WHOLE);
+                self.asked_whole = true;
+                self.send = Some(Delivery::Whole);
+            }
+            AfterCut::Retry(delay) => {
+                tracing::warn!(url = %self.inner.url, retry = self.sends.retries, ?delay, "{}", wording::LOG_CUT_RETRYING);
+                tokio::select! {
+                    biased;
+                    () = self.cancel.cancelled() => return Err(LlmError::Cancelled),
+                    () = tokio::time::sleep(delay) => {}
+                }
+                self.send = Some(Delivery::Streamed);
+            }
+            AfterCut::Queue => {
+                tracing::info!(url = %self.inner.url, "{}", wording::LOG_CUT_QUEUED);
+                self.send = Some(Delivery::Streamed);
+            }
+            AfterCut::Fail(err) => return Err(err),
+        }
+        Ok(())
+    }
+
+    /// Sends the request as `delivery` asks, once the call has a place
+    /// among the requests in flight to its model (a wait for one is
+    /// handed on as [`ChatEvent::Queued`]): a stream's events are then
+    /// read as they come, a whole answer's at once.
+    async fn send(&mut self, delivery: Delivery) -> Result<(), LlmError> {
+        if self.place.is_none() {
+            let (place, waited) = tokio::select! {
+                biased;
+                () = self.cancel.cancelled() => return Err(LlmError::Cancelled),
+                taken = self.slot.take() => taken,
+            };
+            self.place = Some(place);
+            if !waited.is_zero() {
+                self.pending.push_back(ChatEvent::Queued(waited));
+            }
+        }
+        let body = match delivery {
+            Delivery::Streamed => self.body.clone(),
+            Delivery::Whole => self.whole.clone(),
+        };
+        let answer = open(&self.inner, body, delivery, &self.cancel, &mut self.sends).await?;
+        self.assembler = Assembler::default();
+        self.heard = false;
+        match delivery {
+            Delivery::Streamed => {
+                let heard = Arc::clone(&self.heard_bytes);
+                *lock(&heard) = Instant::now();
+                let body = answer.body.inspect(move |_| *lock(&heard) = Instant::now());
+                self.events = Some(Box::pin(body.eventsource()));
+                Ok(())
+            }
+            Delivery::Whole => self.take_whole(answer.body).await,
         }
     }
 
@@ -409,8 +520,22 @@ impl Run {
     /// else the cut as the call's error.
     fn after_cut(&mut self, cut: StreamCut) -> AfterCut {
         self.pending.clear();
+        // Another request in flight is what an interrupting server cuts a
+        // stream for: one at a time from now on, and this one waits.
+        let beside_others = self.slot.others_in_flight();
+        if beside_others && self.slot.one_at_a_time() {
+            tracing::warn!(url = %self.inner.url, "{}", wording::log_one_at_a_time(&self.inner.url, &self.model));
+        }
+        let queue = beside_others && !self.yielded && !self.queued_after_cut;
+        if queue {
+            self.queued_after_cut = true;
+            self.place = None;
+        }
         if !self.heard && !self.asked_whole {
             return AfterCut::AskWhole;
+        }
+        if queue {
+            return AfterCut::Queue;
         }
         let config = &self.inner.config;
         if !self.yielded && self.sends.retries < config.max_retries {
@@ -433,10 +558,12 @@ impl Run {
         }
     }
 
-    /// Ends the stream after the pending events; drops the connection.
+    /// Ends the stream after the pending events; drops the connection and
+    /// gives its place back.
     fn finish(&mut self) {
         self.done = true;
         self.events = None;
+        self.place = None;
     }
 
     fn fail(mut self, err: LlmError) -> Option<(Result<ChatEvent, LlmError>, Run)> {

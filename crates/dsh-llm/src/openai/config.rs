@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::Concurrency;
+
 /// Default base URL: DeepSeek's OpenAI-compatible API.
 pub const DEFAULT_BASE_URL: &str = "https://api.deepseek.com";
 /// Default model name.
@@ -39,6 +41,10 @@ pub struct OpenAiConfig {
     pub retry_base_delay: Duration,
     /// Upper bound of any retry delay, including one asked for by `Retry-After`.
     pub max_retry_delay: Duration,
+    /// The most requests to one model of the endpoint in flight at once;
+    /// `None` sends as many as are made, until the server cuts a stream
+    /// while another request to it is in flight (then one at a time).
+    pub max_concurrent: Option<Concurrency>,
 }
 
 impl Default for OpenAiConfig {
@@ -52,6 +58,7 @@ impl Default for OpenAiConfig {
             max_retries: 3,
             retry_base_delay: Duration::from_millis(500),
             max_retry_delay: Duration::from_secs(30),
+            max_concurrent: None,
         }
     }
 }
@@ -67,6 +74,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("max_retries", &self.max_retries)
             .field("retry_base_delay", &self.retry_base_delay)
             .field("max_retry_delay", &self.max_retry_delay)
+            .field("max_concurrent", &self.max_concurrent)
             .finish()
     }
 }
@@ -142,6 +150,14 @@ impl OpenAiConfig {
     /// Sets the retry delay cap.
     pub fn with_max_retry_delay(mut self, delay: Duration) -> Self {
         self.max_retry_delay = delay;
+        self
+    }
+
+    /// Sends at most `limit` requests to one model of the endpoint at
+    /// once, from the start: for a server known to serve one request at a
+    /// time and cut a running stream when another arrives.
+    pub fn with_max_concurrent(mut self, limit: Concurrency) -> Self {
+        self.max_concurrent = Some(limit);
         self
     }
 

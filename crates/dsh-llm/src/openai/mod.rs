@@ -5,6 +5,7 @@
 
 mod client;
 mod config;
+mod slots;
 pub(crate) mod transport;
 pub(crate) mod wire;
 

@@ -116,6 +116,9 @@ pub(crate) struct RawModel {
     pub(crate) context_window: Option<Spanned<dsh_agent::ContextWindow>>,
     /// What the model's tokens cost.
     pub(crate) price: Option<Spanned<RawPrice>>,
+    /// The most requests to one model of the endpoint at once, checked as
+    /// it is read.
+    pub(crate) max_concurrent: Option<Spanned<dsh_llm::Concurrency>>,
 }
 
 /// `price = { input = …, output = …, cached_input = … }`: a model's price

@@ -1,8 +1,8 @@
-//! `[model]`: the parent's endpoint, model, key variable, context window
-//! and price.
+//! `[model]`: the parent's endpoint, model, key variable, context window,
+//! price and the most requests it is sent at once.
 
 use dsh_agent::ContextWindow;
-use dsh_llm::{Price, PriceError, PriceKey};
+use dsh_llm::{Concurrency, Price, PriceError, PriceKey};
 use toml::Spanned;
 
 use super::file::{RawModel, RawPrice};
@@ -24,10 +24,15 @@ pub(crate) struct ModelConfig {
     pub(crate) context_window: Option<ContextWindow>,
     /// What the parent's model's tokens cost, per million.
     pub(crate) price: Option<Price>,
+    /// The most requests to one model of the endpoint in flight at once,
+    /// from the start (else none until the server cuts a stream beside
+    /// another request).
+    pub(crate) max_concurrent: Option<Concurrency>,
 }
 
 /// `[model]` checked: no empty value, a key variable that can name one (the
-/// context window checked itself as it was read).
+/// context window and the most requests at once checked themselves as they
+/// were read).
 pub(super) fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, ConfigFileError> {
     let api_key_env = match raw.api_key_env {
         Some(name) if !variable_name(name.get_ref()) => {
@@ -48,6 +53,7 @@ pub(super) fn resolve_model(raw: RawModel, at: &At<'_>) -> Result<ModelConfig, C
         api_key_env,
         context_window: raw.context_window.map(Spanned::into_inner),
         price: raw.price.map(|value| price(value, "model.price", at)).transpose()?,
+        max_concurrent: raw.max_concurrent.map(Spanned::into_inner),
     })
 }
 

@@ -97,6 +97,7 @@ result_budget = 16000
             api_key_env: Some("MY_KEY".into()),
             context_window: dsh_agent::ContextWindow::new(128_000).ok(),
             price: None,
+            max_concurrent: None,
         }
     );
     let spawn = &config.subagents[0];
@@ -609,6 +610,18 @@ fn context_window_errors_name_the_key() {
             "child window over acp",
             "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nagent_options.context_window = 32000\n",
         ),
+    ];
+    insta::assert_snapshot!(refusals(cases));
+}
+
+#[test]
+fn the_most_requests_at_once_of_an_endpoint_is_read_and_zero_is_refused() {
+    let config = check("[model]\nbase_url = \"http://127.0.0.1:8080/v1\"\nmax_concurrent = 1\n").unwrap();
+    assert_eq!(config.model.max_concurrent, Some(dsh_llm::Concurrency::ONE));
+    let cases: &[(&str, &str)] = &[
+        ("zero", "[model]\nmax_concurrent = 0\n"),
+        ("negative", "[model]\nmax_concurrent = -2\n"),
+        ("text", "[model]\nmax_concurrent = \"one\"\n"),
     ];
     insta::assert_snapshot!(refusals(cases));
 }

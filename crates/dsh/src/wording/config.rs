@@ -19,6 +19,50 @@ pub(crate) fn config_check_record(file: &std::path::Path) -> String {
     )
 }
 
+/// `dsh config check`: what earlier runs kept of the endpoint, the first
+/// line (each model's follows).
+pub(crate) fn config_check_kept(endpoint: &str, path: &Path) -> String {
+    format!(
+        "dsh: what {endpoint} taught earlier runs, kept in {} (used by the next run and resume; delete the file to forget it):",
+        path.display()
+    )
+}
+
+/// `dsh config check`: what is kept of one model.
+pub(crate) fn config_check_kept_model(model: &str, kept: &dsh_agent::KeptModel) -> String {
+    let mut parts = Vec::new();
+    if let Some(window) = kept.window {
+        parts.push(format!("context window {window} tokens"));
+    }
+    if let Some(limit) = kept.concurrency {
+        parts.push(match limit.requests() {
+            1 => "one request at a time".to_owned(),
+            requests => format!("at most {requests} requests at once"),
+        });
+    }
+    let counts = kept.whole.len() + kept.added.len();
+    if counts > 0 {
+        parts.push(format!(
+            "{counts} count{} of its tokens against dsh's estimate",
+            if counts == 1 { "" } else { "s" }
+        ));
+    }
+    format!("  model {model}: {}", parts.join("; "))
+}
+
+/// `dsh config check`: nothing is kept of the endpoint yet.
+pub(crate) fn config_check_nothing_kept(endpoint: &str, path: &Path) -> String {
+    format!(
+        "dsh: nothing learned of {endpoint} is kept yet (it would be in {})",
+        path.display()
+    )
+}
+
+/// `dsh config check`: the kept file is ignored, and why.
+pub(crate) fn config_check_kept_ignored(error: &dyn Display) -> String {
+    format!("dsh: {error}")
+}
+
 /// A `provider = "acp"` entry without a command.
 pub(crate) const CONFIG_ACP_NEEDS_COMMAND: &str = "provider = \"acp\" needs `command`: the ACP agent to run for each delegation (e.g. command = \"dsh\", args = [\"acp\", \"--quiet\"])";
 

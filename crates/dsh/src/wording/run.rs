@@ -91,3 +91,32 @@ pub(crate) fn interrupted(resume: &str) -> String {
 pub(crate) fn task_named(id: &str, label: &str) -> String {
     format!("{id} {label:?}")
 }
+
+/// The last line of a `dsh run` whose every delegation failed: how many,
+/// and the first few distinct reasons, each with how many children it
+/// stopped.
+pub(crate) fn delegations_failed(failed: usize, started: usize, reasons: &[(String, usize)]) -> String {
+    let noun = if started == 1 { "delegation" } else { "delegations" };
+    let reasons: Vec<String> = reasons
+        .iter()
+        .map(|(reason, count)| match count {
+            1 => reason.clone(),
+            count => format!("{count} × {reason}"),
+        })
+        .collect();
+    format!("dsh: {failed} of {started} {noun} failed: {}", reasons.join("; "))
+}
+
+/// One delegation's failure as that line names it: its stop reason, and
+/// the first line of its diagnostic, cut to a readable length.
+pub(crate) fn delegation_failure(stop: &dyn Display, diagnostic: Option<&str>) -> String {
+    const LIMIT: usize = 200;
+    let Some(diagnostic) = diagnostic.and_then(|text| text.lines().next()) else {
+        return stop.to_string();
+    };
+    let mut diagnostic = diagnostic.trim().to_owned();
+    if diagnostic.chars().count() > LIMIT {
+        diagnostic = diagnostic.chars().take(LIMIT).collect::<String>() + "…";
+    }
+    format!("{stop} ({diagnostic})")
+}
