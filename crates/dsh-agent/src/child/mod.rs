@@ -1,7 +1,7 @@
 //! The in-process child driver shared by the spawn and fork providers.
 //!
 //! Besides starting children, it finds them again after an interruption
-//! ([`recover`]): a call run again on resume names the child it had
+//! (its `recover` module): a call run again on resume names the child it had
 //! started ([`Rerun`](dsh_subagent_api::Rerun)), and a background child is
 //! recovered through [`ContinuableProvider::recover`].
 
