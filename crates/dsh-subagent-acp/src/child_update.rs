@@ -22,14 +22,16 @@ const MAX_PLAN_STEPS: usize = 16;
 /// One report of an ACP child while it works, from one of its
 /// `session/update` notifications. Every text is the child's choice, made
 /// printable (escape sequences and control characters removed) and cut:
-/// titles and steps to 200 characters, a text chunk to 1024 (kept as
-/// written), a plan to its first 16 steps. Updates of other kinds (thoughts,
-/// commands, modes, usage) are not forwarded.
+/// titles and steps to 200 characters, a text or thought chunk to 1024
+/// (kept as written), a plan to its first 16 steps. Updates of other kinds
+/// (commands, modes, usage) are not forwarded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ChildUpdate {
     /// A piece of the child's answer (`agent_message_chunk`).
     Text(String),
+    /// A piece of the child's thinking (`agent_thought_chunk`).
+    Thought(String),
     /// The child started a tool call (`tool_call`).
     ToolCall {
         /// The call's id, as the child gave it.
@@ -102,6 +104,10 @@ pub(crate) fn child_update(update: &SessionUpdate) -> Option<ChildUpdate> {
     Some(match update {
         SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
             ContentBlock::Text(text) => ChildUpdate::Text(text.text.chars().take(MAX_TEXT_CHARS).collect()),
+            _ => return None,
+        },
+        SessionUpdate::AgentThoughtChunk(chunk) => match &chunk.content {
+            ContentBlock::Text(text) => ChildUpdate::Thought(text.text.chars().take(MAX_TEXT_CHARS).collect()),
             _ => return None,
         },
         SessionUpdate::ToolCall(call) => ChildUpdate::ToolCall {
@@ -183,6 +189,10 @@ mod tests {
         assert_eq!(
             update(serde_json::json!({"sessionUpdate": "agent_thought_chunk",
                 "content": {"type": "text", "text": "hmm"}})),
+            Some(ChildUpdate::Thought("hmm".into()))
+        );
+        assert_eq!(
+            update(serde_json::json!({"sessionUpdate": "available_commands_update", "availableCommands": []})),
             None
         );
     }

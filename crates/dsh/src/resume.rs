@@ -40,6 +40,13 @@ fn header(path: &Path) -> Option<(AgentId, Option<AgentId>)> {
     }
 }
 
+/// Whether `id` is a child's id under `data_dir`: its transcript's header
+/// names a parent.
+pub(crate) fn is_child(data_dir: &Path, id: &str) -> bool {
+    plausible_id(id)
+        && header(&transcript_path(data_dir, &AgentId::new(id))).is_some_and(|(_, parent)| parent.is_some())
+}
+
 /// The ids of the top-level agents (parents) with a transcript under `data_dir`, sorted.
 pub(crate) fn resumable_parents(data_dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(data_dir.join("agents")) else {
