@@ -62,13 +62,32 @@ pub const TASK_PREVIEW_CHARS: usize = 200;
 /// the whole prompt: at most [`TASK_PREVIEW_CHARS`] characters, the last
 /// one `…` when cut; `None` when it has no text.
 pub(crate) fn task_preview(prompt: &[ContentBlock]) -> Option<String> {
-    let mut chars = prompt
-        .iter()
-        .filter_map(|block| match block {
-            ContentBlock::Text { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .flat_map(str::chars);
+    preview(
+        prompt
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .flat_map(str::chars),
+    )
+}
+
+/// The start of a task's text as [`RunInfo::task`] gives it: at most
+/// [`TASK_PREVIEW_CHARS`] characters, the last one `…` when cut, trimmed;
+/// `None` when nothing is left. A record of a child's prompt read back
+/// (a transcript) shows the same start as its live run did.
+///
+/// ```
+/// assert_eq!(dsh_subagent::task_preview_text("  read the docs "), Some("read the docs".to_owned()));
+/// assert_eq!(dsh_subagent::task_preview_text(&"x".repeat(500)).unwrap().chars().count(), 200);
+/// assert_eq!(dsh_subagent::task_preview_text(" "), None);
+/// ```
+pub fn task_preview_text(text: &str) -> Option<String> {
+    preview(text.chars())
+}
+
+fn preview(mut chars: impl Iterator<Item = char>) -> Option<String> {
     let mut preview: String = chars.by_ref().take(TASK_PREVIEW_CHARS).collect();
     if chars.next().is_some() {
         preview.pop();

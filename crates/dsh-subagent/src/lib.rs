@@ -20,7 +20,7 @@ pub use code::ServiceCode;
 pub use control::{ControlError, Delivery, Route, Started, SubagentControl};
 pub use events::{
     CutInfo, CutOutcome, Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, TASK_PREVIEW_CHARS,
-    WaitInfo,
+    WaitInfo, task_preview_text,
 };
 pub use limits::Limits;
 pub use service::{ProviderRegistration, SubagentService};

@@ -41,7 +41,6 @@ use acp::v1::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, Implementation,
     InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
     NewSessionResponse, PromptRequest, SessionCapabilities, SessionCloseCapabilities, SessionNotification,
-    SessionUpdate,
 };
 use agent_client_protocol as acp;
 use dsh_subagent_api::SpanOrigin;
@@ -57,6 +56,7 @@ use crate::runtime::SharedRuntime;
 use crate::wording;
 
 mod prompt;
+mod replay;
 mod session;
 mod session_tools;
 mod stdio;
@@ -202,8 +202,9 @@ impl Server {
     /// open in this process is continued the same way, its earlier servers
     /// released first, unless a prompt of it is running. Returns the
     /// session's history as the `session/update`s that replay it before
-    /// the answer.
-    async fn load_session(&self, request: &LoadSessionRequest) -> Result<Vec<SessionUpdate>, acp::Error> {
+    /// the answer, each with its session: with `subagents`, its children's
+    /// too ([`replay`]).
+    async fn load_session(&self, request: &LoadSessionRequest) -> Result<Vec<replay::Replayed>, acp::Error> {
         let shared = self.runtime.get().await?;
         let id = request.session_id.to_string();
         self.refuse_subagent(&id, "load")?;
@@ -239,7 +240,11 @@ impl Server {
         for repair in repairs {
             eprintln!("{}", wording::resume_repaired(&id, &repair));
         }
-        let replay = updates::replay(&agent.history(), shared.delegation_tools());
+        let replay = self.replay(&shared, agent.id());
+        let replay = replay.unwrap_or_else(|| {
+            let history = updates::replay(&agent.history(), shared.delegation_tools());
+            history.into_iter().map(|update| (id.clone(), update)).collect()
+        });
         let hold = shared.retention().map(|retention| retention.hold(agent.id()));
         self.sessions.insert(
             id,
@@ -250,6 +255,16 @@ impl Server {
             },
         );
         Ok(replay)
+    }
+
+    /// A loaded session's replay with its children ([`replay::replay`]),
+    /// for a client that advertised `subagents`; `None` otherwise, or when
+    /// its transcript cannot be read again (it was just read to resume it).
+    fn replay(&self, shared: &SharedRuntime, id: &dsh_tools::AgentId) -> Option<Vec<replay::Replayed>> {
+        let data_dir = shared.data_dir().filter(|_| self.subagents())?;
+        let path = dsh_agent::transcript::transcript_path(data_dir, id);
+        let transcript = dsh_agent::transcript::read_transcript(&path).ok()?;
+        Some(replay::replay(data_dir, id, &transcript, shared.delegation_tools()))
     }
 
     /// `session/prompt`: begins the session's turn (refused for an unknown
@@ -475,8 +490,8 @@ async fn connect(server: Server, lines: stdio::Lines) -> Result<(), acp::Error> 
                         Ok(replay) => replay,
                         Err(error) => return responder.respond_with_error(error),
                     };
-                    for update in replay {
-                        client.send_notification(SessionNotification::new(request.session_id.clone(), update))?;
+                    for (session, update) in replay {
+                        client.send_notification(SessionNotification::new(session, update))?;
                     }
                     responder.respond(LoadSessionResponse::new())
                 })

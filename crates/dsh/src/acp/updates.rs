@@ -207,6 +207,12 @@ fn stop_reason(ending: &Ending) -> IdleStopReason {
     }
 }
 
+/// The end of a replayed tool call whose result was never recorded (its
+/// run was interrupted): failed, saying so.
+pub(crate) fn interrupted_call(id: &str) -> SessionUpdate {
+    finished(id, crate::wording::ACP_CALL_INTERRUPTED, true, None)
+}
+
 /// A loaded session's history as the updates a client would have seen:
 /// user messages, the agent's text, and each tool call with its result.
 /// System messages are not shown.

@@ -102,3 +102,7 @@ pub(crate) fn subagent_record_torn(session: &dyn Display, child: &dyn Display, w
         "dsh acp: session/load of {session}: the record of subagent session {child} is not whole ({why}); what could be read is replayed and it is closed as disconnected"
     )
 }
+
+/// A replayed tool call whose result was never recorded: its run was
+/// interrupted (the process ended mid-call).
+pub(crate) const ACP_CALL_INTERRUPTED: &str = "interrupted: the run ended before this call's result was recorded";
