@@ -159,10 +159,19 @@ impl Server {
 
     /// Refuses a request (`what`: the method's verb) that names a subagent
     /// session this connection announced.
+    /// A child's id is known from this connection's announcements, or from
+    /// the transcripts kept (a child's record names its parent).
     fn refuse_subagent(&self, id: &str, what: &str) -> Result<(), acp::Error> {
+        let recorded = || {
+            let shared = self.runtime.0.borrow().clone();
+            shared
+                .and_then(|shared| Some(crate::resume::is_child(shared.data_dir()?, id)))
+                .unwrap_or(false)
+        };
         match self.streams.known(id) {
-            Known::Unknown => Ok(()),
             Known::Running | Known::Ended => Err(subagent_refused(id, what)),
+            Known::Unknown if recorded() => Err(subagent_refused(id, what)),
+            Known::Unknown => Ok(()),
         }
     }
 
@@ -208,11 +217,6 @@ impl Server {
         let shared = self.runtime.get().await?;
         let id = request.session_id.to_string();
         self.refuse_subagent(&id, "load")?;
-        if let Some(data_dir) = shared.data_dir()
-            && crate::resume::is_child(data_dir, &id)
-        {
-            return Err(subagent_refused(&id, "load"));
-        }
         if let Some(mut earlier) = self.sessions.take_idle(&id)? {
             earlier.tools.release().await;
         }
@@ -278,12 +282,13 @@ impl Server {
         cx: &acp::v1::ConnectionTo<acp::Client>,
     ) -> Result<(), acp::Error> {
         let id = request.session_id.to_string();
-        if let Err(error) = self.refuse_subagent(&id, "prompt") {
-            return responder.respond_with_error(error);
-        }
         let turn = match self.sessions.begin_turn(&id) {
             Ok(turn) => turn,
-            Err(error) => return responder.respond_with_error(error),
+            Err(error) => {
+                // No open session: a subagent session's id is refused as such.
+                let error = self.refuse_subagent(&id, "prompt").err().unwrap_or(error);
+                return responder.respond_with_error(error);
+            }
         };
         let text = prompt::prompt_text(&request.prompt);
         let origin = origin(request.meta.as_ref());
@@ -326,8 +331,8 @@ impl Server {
     /// unknown id too.
     async fn close(&self, request: &CloseSessionRequest) -> Result<CloseSessionResponse, acp::Error> {
         let id = request.session_id.to_string();
-        self.refuse_subagent(&id, "close")?;
         let Some(mut session) = self.sessions.close(&id) else {
+            self.refuse_subagent(&id, "close")?;
             return Err(acp::Error::new(
                 acp::ErrorCode::INVALID_PARAMS,
                 wording::unknown_session(&id),

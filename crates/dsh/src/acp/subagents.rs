@@ -45,6 +45,11 @@ const MAX_HELD_AGENTS: usize = 256;
 /// The most reports held for one of them.
 const MAX_HELD_PER_AGENT: usize = 512;
 
+/// The most ended children remembered after their prompt, so that a
+/// request with one's id is refused as a subagent session's (the oldest
+/// are forgotten first).
+const MAX_FORMER: usize = 4096;
+
 /// How an announced child ended: its terminal state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Ending {
@@ -169,6 +174,9 @@ pub(crate) struct Subagents {
     held_under: HashMap<AgentId, AgentId>,
     /// Whether a held report was dropped (logged once).
     dropped: bool,
+    /// Children of prompts that have ended, oldest first (bounded).
+    former: VecDeque<AgentId>,
+    former_ids: HashSet<AgentId>,
 }
 
 impl Subagents {
@@ -208,7 +216,16 @@ impl Subagents {
                 change: Change::Ended(ending.clone()),
             })
             .collect();
-        self.children.retain(|_, child| &child.root != root);
+        let ended: Vec<AgentId> = self
+            .children
+            .iter()
+            .filter(|(_, child)| &child.root == root)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ended {
+            self.children.remove(&id);
+            self.remember(id);
+        }
         if self.roots.is_empty() {
             // Nothing can be announced any more: nothing is held for later.
             self.ignored.clear();
@@ -224,7 +241,20 @@ impl Subagents {
         match self.children.get(id) {
             Some(child) if child.ended => Known::Ended,
             Some(_) => Known::Running,
+            None if self.former_ids.contains(id) => Known::Ended,
             None => Known::Unknown,
+        }
+    }
+
+    /// Remembers a child whose prompt ended, within [`MAX_FORMER`].
+    fn remember(&mut self, id: AgentId) {
+        if self.former_ids.insert(id.clone()) {
+            self.former.push_back(id);
+        }
+        while self.former.len() > MAX_FORMER {
+            if let Some(oldest) = self.former.pop_front() {
+                self.former_ids.remove(&oldest);
+            }
         }
     }
 

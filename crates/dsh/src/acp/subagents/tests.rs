@@ -92,7 +92,11 @@ async fn a_prompt_that_ends_first_closes_its_running_children_deepest_first() {
         .map(|event| (root.clone(), event))
         .collect();
     insta::assert_debug_snapshot!(said(&closing));
-    assert_eq!(subagents.known(&AgentId::new(kid.id.as_str())), Known::Unknown);
+    assert_eq!(
+        subagents.known(&AgentId::new(kid.id.as_str())),
+        Known::Ended,
+        "still a subagent session's id"
+    );
     assert!(subagents.close(&root, false).is_empty(), "closed once");
 }
 
