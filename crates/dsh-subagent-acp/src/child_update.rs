@@ -53,6 +53,27 @@ pub enum ChildUpdate {
     },
     /// The child's plan, whole (`plan`): each step and its status.
     Plan(Vec<(String, Status)>),
+    /// The child announced a subagent session (`subagent_update`, the
+    /// Subagents RFD), or one that ended runs again.
+    Subagent {
+        /// Its session id, as the child named it.
+        session: String,
+        /// The session that announced it; `None` when the child itself did.
+        parent: Option<String>,
+        /// Its title.
+        title: Option<String>,
+        /// What it was asked, as the child described it.
+        task: Option<String>,
+    },
+    /// A subagent session ended: its terminal state, in dsh's words
+    /// (`completed`, `cancelled`, `error: …`, `disconnected` when it was
+    /// still running as its child's run ended, …).
+    SubagentEnded {
+        /// Its session id.
+        session: String,
+        /// How it ended.
+        stop: String,
+    },
 }
 
 /// Where a tool call or a plan step is.
@@ -76,7 +97,7 @@ pub enum Status {
 /// session exists until its run ends; keep it quick and never block in it.
 pub type ProgressSink = Arc<dyn Fn(&str, &ChildUpdate) + Send + Sync>;
 
-fn label(text: &str) -> String {
+pub(crate) fn label(text: &str) -> String {
     printable(text, MAX_LABEL_CHARS)
 }
 
