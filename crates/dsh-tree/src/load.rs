@@ -419,6 +419,10 @@ impl Loader {
         if let Some(path) = missing {
             node.problems.push(Problem::Missing { path });
         }
+        // The subagent sessions it announced, as recorded with its end.
+        if let Some(end) = end {
+            node.children = crate::announced::children(id, depth, &end.subagents);
+        }
         node.total();
         node
     }

@@ -71,6 +71,10 @@ pub struct Node {
     pub tool: Option<String>,
     /// Its display label (the delegation's `description`).
     pub label: Option<String>,
+    /// What it was asked, as its parent described it: only for a subagent
+    /// session an agent in another process announced (its task there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     /// The registered name of the provider that ran it.
     pub provider: Option<String>,
     /// The model it used, when known.
@@ -112,6 +116,7 @@ impl Node {
             depth,
             tool: None,
             label: None,
+            task: None,
             provider: None,
             model: None,
             created_at_ms: None,

@@ -65,3 +65,10 @@ pub(crate) fn ran_elsewhere(provider: &str, session: Option<&str>) -> String {
         None => provider.to_owned(),
     }
 }
+
+/// Where a subagent session that an agent in another process announced
+/// ran, for [`Place::Elsewhere`](crate::Place::Elsewhere): a session of
+/// that agent (its node's id).
+pub(crate) fn announced_by(agent: &str) -> String {
+    format!("a subagent session of {agent}")
+}
