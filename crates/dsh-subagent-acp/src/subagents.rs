@@ -118,8 +118,8 @@ impl Announced {
 
     fn announce(&mut self, id: String, parent: Option<String>, update: &SubagentUpdate) {
         let mut record = RemoteSubagent::new(id.clone(), parent.clone());
-        record.label = value(&update.title).map(|title| label(title));
-        record.task = value(&update.description).map(|task| label(task));
+        record.label = value(&update.title).map(label);
+        record.task = value(&update.description).map(label);
         let within = parent
             .as_ref()
             .and_then(|parent| self.sessions.get(parent))

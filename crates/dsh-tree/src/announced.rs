@@ -35,7 +35,7 @@ pub(crate) fn children(by: &str, depth: u64, recorded: &[RemoteSubagent]) -> Vec
 }
 
 fn under(by: &str, parent: Option<&str>, depth: u64, recorded: &[RemoteSubagent], level: usize) -> Vec<Node> {
-    if level >= crate::MAX_SHOWN_DEPTH {
+    if level >= crate::node::MAX_SHOWN_DEPTH {
         return Vec::new();
     }
     recorded

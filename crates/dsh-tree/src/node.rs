@@ -7,6 +7,10 @@ use serde::Serialize;
 /// changes meaning or goes away; new fields may appear within a version.
 pub const TREE_FORMAT_VERSION: u32 = 1;
 
+/// How many levels below the root are shown; deeper children are reported
+/// as a [`Problem::TooDeep`] on the node where showing stopped.
+pub const MAX_SHOWN_DEPTH: usize = 256;
+
 /// A delegation tree: one agent (a top-level agent, usually) and every
 /// agent below it.
 #[derive(Clone, Debug, PartialEq, Serialize)]

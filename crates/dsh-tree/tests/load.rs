@@ -583,7 +583,9 @@ fn an_acp_childs_own_subagents_show_under_it_with_their_tasks_and_states() {
     std::fs::write(&path, text).unwrap();
     let tree = load(dir.path(), Some("root")).unwrap();
     let acp = &tree.root.children[0];
-    let shown: Vec<(usize, String, Option<String>, Option<String>, Option<Ending>)> = tree
+    /// A node as the test reads it: its level, id, label, task and ending.
+    type Shown = (usize, String, Option<String>, Option<String>, Option<Ending>);
+    let shown: Vec<Shown> = tree
         .walk()
         .into_iter()
         .skip(2)

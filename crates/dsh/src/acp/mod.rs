@@ -55,6 +55,7 @@ use crate::resume::ResumeError;
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
+mod event;
 mod prompt;
 mod replay;
 mod session;

@@ -30,7 +30,8 @@ use dsh_llm::Message;
 use dsh_subagent_api::{RemoteChild, StopReason};
 use dsh_tools::AgentId;
 
-use super::subagents::{ANNOUNCE_BACKGROUND, Change, Ending};
+use super::event::{Change, Ending};
+use super::subagents::ANNOUNCE_BACKGROUND;
 use super::updates;
 use crate::wording;
 

@@ -15,96 +15,11 @@ use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
 use dsh_tools::{AgentId, ToolResult};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::subagents::{Change, Known, Route, Subagents};
+pub(crate) use super::event::Event;
+use super::subagents::{Known, Route, Subagents};
 use crate::observe::{self, ChildActivity, ModelCalls, TreeObserver};
 use crate::wording;
-use dsh_subagent_acp::{ChildUpdate, Status};
-
-/// One thing a prompt reports to its ACP client.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Event {
-    /// A piece of the session agent's answer.
-    Text(String),
-    /// The session agent started a tool call.
-    ToolStarted {
-        /// The call's id.
-        id: String,
-        /// The tool.
-        name: String,
-        /// Its arguments (a JSON text).
-        arguments: String,
-        /// Whether it delegates (a `subagent`-kind tool).
-        delegation: bool,
-    },
-    /// A tool call of the session agent ended.
-    ToolFinished {
-        /// The call's id.
-        id: String,
-        /// What the model reads.
-        text: String,
-        /// Whether it failed.
-        failed: bool,
-        /// How the result was cut to its budget, when it was.
-        cut: Option<Box<dsh_tools::Cut>>,
-    },
-    /// A delegation call's own child waits for a slot of its tree: the
-    /// call is pending.
-    CallWaits {
-        /// The delegation call's id.
-        call: String,
-    },
-    /// That child got its slot: the call is in progress again.
-    CallAdmitted {
-        /// The delegation call's id.
-        call: String,
-    },
-    /// The children working under a delegation call, one line each.
-    ChildProgress {
-        /// The delegation call's id.
-        call: String,
-        /// The lines, in start order.
-        lines: Vec<String>,
-    },
-    /// A piece of an ACP child's thinking (its own session's only).
-    Thought(String),
-    /// An ACP child's plan, whole (its own session's only).
-    Plan(Vec<(String, Status)>),
-    /// An ACP child started a tool call (its own session's only).
-    RemoteToolCall {
-        /// The call's id, as the child gave it.
-        id: String,
-        /// Its title.
-        title: String,
-        /// Where it is.
-        status: Status,
-    },
-    /// One of an ACP child's tool calls changed (its own session's only).
-    RemoteToolUpdate {
-        /// The call's id.
-        id: String,
-        /// A new title.
-        title: Option<String>,
-        /// A new status.
-        status: Option<Status>,
-    },
-    /// A child announced or ended, on its immediate parent's session
-    /// ([`subagents`](super::subagents)).
-    Subagent {
-        /// The parent's session id.
-        parent: String,
-        /// The child's session id.
-        child: String,
-        /// What is said of it.
-        change: Change,
-    },
-    /// An announced child's own event, for its own session.
-    InSession {
-        /// The child's session id.
-        session: String,
-        /// What happened (never another `InSession` or `Subagent`).
-        event: Box<Event>,
-    },
-}
+use dsh_subagent_acp::ChildUpdate;
 
 /// The events that were ready together, with adjacent text deltas merged
 /// into one: the client reads the same text either way.

@@ -21,10 +21,10 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use dsh_subagent::{RunEndInfo, RunInfo};
-use dsh_subagent_api::{RunMode, StopReason};
+use dsh_subagent_api::RunMode;
 use dsh_tools::AgentId;
 
-use super::stream::Event;
+use super::event::{Change, Ending, Event};
 
 /// Whether background children (a `run_in_background` delegation, a
 /// continuable child) are announced. The RFD's v1 scope says every
@@ -49,70 +49,6 @@ const MAX_HELD_PER_AGENT: usize = 512;
 /// request with one's id is refused as a subagent session's (the oldest
 /// are forgotten first).
 const MAX_FORMER: usize = 4096;
-
-/// How an announced child ended: its terminal state.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Ending {
-    /// It gave its answer (`end_turn`).
-    EndTurn,
-    /// A token budget ran out (`max_tokens`).
-    MaxTokens,
-    /// It refused (`refusal`).
-    Refusal,
-    /// It was cancelled (`cancelled`).
-    Cancelled,
-    /// It failed (`error`), and why.
-    Failed(String),
-    /// Its end is not known: its process or its record is gone
-    /// (`_disconnected`).
-    Disconnected,
-}
-
-impl Ending {
-    /// How a run that settled so ended.
-    pub(crate) fn of_run(end: &RunEndInfo) -> Self {
-        match &end.stop_reason {
-            StopReason::Completed => Self::EndTurn,
-            StopReason::MaxTokens => Self::MaxTokens,
-            StopReason::Refusal => Self::Refusal,
-            StopReason::Aborted => Self::Cancelled,
-            other => Self::Failed(match &end.diagnostic {
-                Some(diagnostic) => format!("{}: {diagnostic}", other.as_str()),
-                None => other.as_str().to_owned(),
-            }),
-        }
-    }
-
-    /// How a run whose transcript ends with this stop (`completed`,
-    /// `cancelled`, `error: …`, `max-turns (16)`, …) ended, as
-    /// [`Ending::of_run`] reads the same run live.
-    pub(crate) fn of_stop(stop: &str) -> Self {
-        match stop {
-            "completed" => Self::EndTurn,
-            "cancelled" => Self::Cancelled,
-            "refusal" => Self::Refusal,
-            "max-tokens" => Self::MaxTokens,
-            _ if stop.starts_with("token budget") || stop.starts_with("cost budget") => Self::MaxTokens,
-            other => Self::Failed(other.to_owned()),
-        }
-    }
-}
-
-/// What a `subagent_update` on a parent's session says of a child.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Change {
-    /// The child is announced, running.
-    Started {
-        /// Its title: the delegation's `description`.
-        title: Option<String>,
-        /// Its task: the start of its prompt.
-        task: Option<String>,
-        /// Whether `session/cancel` with its id cancels it.
-        cancel: bool,
-    },
-    /// Its terminal state.
-    Ended(Ending),
-}
 
 /// Where a client's request with a session id that is not an open
 /// session's stands.

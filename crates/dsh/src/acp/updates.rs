@@ -17,8 +17,7 @@ use serde_json::Value;
 
 use dsh_subagent_acp::Status;
 
-use super::stream::Event;
-use super::subagents::{Change, Ending};
+use super::event::{Change, Ending, Event};
 
 fn text(text: impl Into<String>) -> ContentBlock {
     ContentBlock::Text(TextContent::new(text.into()))

@@ -376,12 +376,12 @@ async fn a_child_is_announced_streams_under_its_own_id_and_ends_once() {
     );
     assert_eq!(terminal.len(), 1, "exactly one terminal state");
     assert!(terminal[0] < delegation_done, "the child ends before its call does");
-    let mut shown: Vec<serde_json::Value> = std::iter::once(announce)
+    let shown: Vec<serde_json::Value> = std::iter::once(announce)
         .chain(child_updates)
         .chain(terminal)
         .map(|index| serde_json::json!([log.sent[index].0, log.sent[index].1]))
         .collect();
-    let text = serde_json::to_string(&mut shown)
+    let text = serde_json::to_string(&shown)
         .unwrap()
         .replace(&child, "CHILD")
         .replace(&fixture.id, "PARENT");
