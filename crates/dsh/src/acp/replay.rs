@@ -14,7 +14,9 @@
 //! - What a child's record lacks is logged once per child; the parent's
 //!   own history is replayed whatever its children's records hold.
 //! - Background children are not announced, as live
-//!   ([`ANNOUNCE_BACKGROUND`]), nor a continuable child's later runs.
+//!   ([`ANNOUNCE_BACKGROUND`]): a delegation whose call asked
+//!   `run_in_background`, and a continuable child (its record holds a
+//!   continuation descriptor).
 //!
 //! A child that a later run resumes is a new run of the same id: live, its
 //! start announces it again (a `subagent_update` with a `running` state for
@@ -73,12 +75,15 @@ impl Walk<'_> {
     /// last run reached its end, and with which stop.
     fn agent(&mut self, id: &str, transcript: &Transcript, depth: usize) -> Option<String> {
         let mut open_calls: Vec<String> = Vec::new();
+        // The delegations this agent asked to run in the background, by call id.
+        let mut background_calls: HashSet<String> = HashSet::new();
         let mut remote: Vec<String> = Vec::new();
         let mut stop = None;
         for entry in &transcript.entries {
             match entry {
                 TranscriptEntry::Message { message } => {
                     stop = None;
+                    background_calls.extend(in_background(message));
                     self.message(id, message, &mut open_calls);
                 }
                 TranscriptEntry::TurnEnd { stop: ended, .. } => {
@@ -96,9 +101,12 @@ impl Walk<'_> {
                 } => self.remote_child(id, child.as_str(), record, &mut remote),
                 TranscriptEntry::Child {
                     id: child,
+                    call_id,
                     elsewhere: None,
-                    ..
-                } => self.child(id, child.as_str(), depth),
+                } => {
+                    let background = call_id.as_ref().is_some_and(|call| background_calls.contains(call));
+                    self.child(id, child.as_str(), depth, background);
+                }
                 _ => {}
             }
         }
@@ -133,7 +141,7 @@ impl Walk<'_> {
 
     /// An in-process child that parent `parent` started: announced, its
     /// record replayed on its own session, then its terminal state.
-    fn child(&mut self, parent: &str, child: &str, depth: usize) {
+    fn child(&mut self, parent: &str, child: &str, depth: usize, background: bool) {
         if !self.announced.insert(child.to_owned()) || depth >= dsh_tree::MAX_SHOWN_DEPTH {
             // A continuation of a child already replayed (its record holds
             // every run), or a tree too deep to show.
@@ -145,11 +153,11 @@ impl Walk<'_> {
         } else {
             Err(wording::unknown_session(&child))
         };
-        let (title, task, background) = match &read {
+        let (title, task, continuable) = match &read {
             Ok(transcript) => about(transcript),
             Err(_) => (None, None, false),
         };
-        if background && !ANNOUNCE_BACKGROUND {
+        if (background || continuable) && !ANNOUNCE_BACKGROUND {
             return;
         }
         self.announce(parent, child, title, task);
@@ -209,23 +217,38 @@ impl Walk<'_> {
     }
 }
 
-/// What a child's transcript says of it: its label, the start of its first
-/// prompt, and whether it ran in the background (a task).
-fn about(transcript: &Transcript) -> (Option<String>, Option<String>, bool) {
-    let (label, background) = match transcript.entries.first() {
-        Some(TranscriptEntry::Header { label, start, .. }) => (
-            label.clone(),
-            start.as_ref().is_some_and(|start| start.task_id.is_some()),
-        ),
-        _ => (None, false),
+/// The ids of the delegation calls in `message` that asked to run in the
+/// background (`run_in_background: true`).
+fn in_background(message: &Message) -> Vec<String> {
+    let Message::Assistant { tool_calls, .. } = message else {
+        return Vec::new();
     };
+    tool_calls
+        .iter()
+        .filter(|call| {
+            serde_json::from_str::<serde_json::Value>(&call.arguments)
+                .is_ok_and(|arguments| arguments["run_in_background"] == serde_json::Value::Bool(true))
+        })
+        .map(|call| call.id.clone())
+        .collect()
+}
+
+/// What a child's transcript says of it: its label, the start of its first
+/// prompt, and whether it is continuable (a background child: its record
+/// holds a continuation descriptor).
+fn about(transcript: &Transcript) -> (Option<String>, Option<String>, bool) {
+    let label = match transcript.entries.first() {
+        Some(TranscriptEntry::Header { label, .. }) => label.clone(),
+        _ => None,
+    };
+    let continuable = transcript.descriptor().is_some();
     let task = transcript.entries.iter().find_map(|entry| match entry {
         TranscriptEntry::Message {
             message: Message::User { content },
         } => dsh_subagent::task_preview_text(content),
         _ => None,
     });
-    (label, task, background)
+    (label, task, continuable)
 }
 
 #[cfg(test)]

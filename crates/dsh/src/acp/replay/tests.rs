@@ -107,8 +107,21 @@ fn a_session_replays_with_its_children_and_closes_its_orphans_deepest_first() {
             child("orphan"),
             delegate("call_3", "missing", "gone"),
             child("missing"),
-            delegate("call_4", "in the background", "later"),
-            child("background"),
+            message(Message::assistant_with_tool_calls(
+                "",
+                vec![ToolCall {
+                    id: "call_4".to_owned(),
+                    name: "subagent".to_owned(),
+                    arguments: serde_json::json!({"description": "in the background", "prompt": "later",
+                        "run_in_background": true})
+                    .to_string(),
+                }],
+            )),
+            TranscriptEntry::Child {
+                id: AgentId::new("background"),
+                call_id: Some("call_4".to_owned()),
+                elsewhere: None,
+            },
             TranscriptEntry::Repair {
                 diagnostic: "interrupted".to_owned(),
                 torn: String::new(),
@@ -119,7 +132,8 @@ fn a_session_replays_with_its_children_and_closes_its_orphans_deepest_first() {
         data,
         "kid",
         vec![
-            header("kid", Some("parent"), "kid", None),
+            // A foreground child records the task id reserved for its result.
+            header("kid", Some("parent"), "kid", Some("subagent-2")),
             message(Message::user("middle")),
             delegate("call_k", "grandkid", "deepest"),
             child("grandkid"),
