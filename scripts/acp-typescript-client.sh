@@ -7,7 +7,8 @@
 #
 # Needs npm and the npm registry: the SDK and a Node.js 22 come from npm,
 # pinned, into $ACP_TS_DIR (default target/acp-typescript), not the system.
-# Not part of .ci/run; its result is in docs/conformance.md.
+# Run by .ci/run, beside scripts/acp-typescript-subagents.sh; its result is
+# in docs/conformance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -33,6 +33,9 @@
 //!   ([`context`]);
 //! - one delegation to a freshly spawned `dsh acp` child against spawning the
 //!   same binary with `--version` ([`acp`]);
+//! - `dsh acp` with the Subagents RFD: a delegation whose child is announced
+//!   and streamed against the same without, and a per-child cancel against
+//!   the connection's own round trip ([`acp_subagents`]);
 //! - `dsh run`'s live view: its frames on a terminal, and its cost with
 //!   stderr a pipe ([`live`]).
 //!
@@ -41,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 pub mod acp;
+pub mod acp_subagents;
 pub mod answer;
 pub mod answer_http;
 pub mod cassette;
@@ -277,6 +281,9 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
     }
     if plan.acp_samples > 0 {
         rows.extend(acp::rows(plan.acp_samples).unwrap_or_else(|error| vec![acp::failed_row(&error)]));
+        rows.extend(
+            acp_subagents::rows(plan.acp_samples).unwrap_or_else(|error| vec![acp_subagents::failed_row(&error)]),
+        );
     }
     Ok(Report {
         machine: machine(),

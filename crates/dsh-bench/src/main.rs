@@ -38,6 +38,7 @@ fn main() -> ExitCode {
         ["--only", "cassette"] => run_cassette(&Plan::full()),
         ["--only", "tree"] => print_rows(dsh_bench::tree::rows()),
         ["--only", "live"] => print_rows(dsh_bench::live::rows(Plan::full().live_runs)),
+        ["--only", "subagents"] => print_rows(dsh_bench::acp_subagents::rows(Plan::full().acp_samples)),
         ["--tree", dsh] => print_child(dsh_bench::tree::measure_child(std::path::Path::new(dsh))),
         ["--answer-http", bytes] => match bytes.parse::<usize>() {
             Ok(bytes) => print_child(dsh_bench::answer_http::memory_child(bytes)),
@@ -163,7 +164,11 @@ fn run_limits(plan: &Plan) -> ExitCode {
 /// Only the `dsh acp` rows; the load average before and after them.
 fn run_acp(plan: &Plan) -> ExitCode {
     let before = load();
-    match dsh_bench::acp::rows(plan.acp_samples) {
+    let rows = dsh_bench::acp::rows(plan.acp_samples).and_then(|mut rows| {
+        rows.extend(dsh_bench::acp_subagents::rows(plan.acp_samples)?);
+        Ok(rows)
+    });
+    match rows {
         Ok(rows) => {
             let report = dsh_bench::Report {
                 machine: dsh_bench::machine(),
@@ -182,6 +187,6 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp|limits|context|answer|cassette|tree|live]");
+    eprintln!("usage: dsh-bench [--quick] [--only acp|subagents|limits|context|answer|cassette|tree|live]");
     ExitCode::FAILURE
 }

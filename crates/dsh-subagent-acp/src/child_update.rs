@@ -22,14 +22,16 @@ const MAX_PLAN_STEPS: usize = 16;
 /// One report of an ACP child while it works, from one of its
 /// `session/update` notifications. Every text is the child's choice, made
 /// printable (escape sequences and control characters removed) and cut:
-/// titles and steps to 200 characters, a text chunk to 1024 (kept as
-/// written), a plan to its first 16 steps. Updates of other kinds (thoughts,
-/// commands, modes, usage) are not forwarded.
+/// titles and steps to 200 characters, a text or thought chunk to 1024
+/// (kept as written), a plan to its first 16 steps. Updates of other kinds
+/// (commands, modes, usage) are not forwarded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ChildUpdate {
     /// A piece of the child's answer (`agent_message_chunk`).
     Text(String),
+    /// A piece of the child's thinking (`agent_thought_chunk`).
+    Thought(String),
     /// The child started a tool call (`tool_call`).
     ToolCall {
         /// The call's id, as the child gave it.
@@ -51,6 +53,27 @@ pub enum ChildUpdate {
     },
     /// The child's plan, whole (`plan`): each step and its status.
     Plan(Vec<(String, Status)>),
+    /// The child announced a subagent session (`subagent_update`, the
+    /// Subagents RFD), or one that ended runs again.
+    Subagent {
+        /// Its session id, as the child named it.
+        session: String,
+        /// The session that announced it; `None` when the child itself did.
+        parent: Option<String>,
+        /// Its title.
+        title: Option<String>,
+        /// What it was asked, as the child described it.
+        task: Option<String>,
+    },
+    /// A subagent session ended: its terminal state, in dsh's words
+    /// (`completed`, `cancelled`, `error: …`, `disconnected` when it was
+    /// still running as its child's run ended, …).
+    SubagentEnded {
+        /// Its session id.
+        session: String,
+        /// How it ended.
+        stop: String,
+    },
 }
 
 /// Where a tool call or a plan step is.
@@ -74,7 +97,7 @@ pub enum Status {
 /// session exists until its run ends; keep it quick and never block in it.
 pub type ProgressSink = Arc<dyn Fn(&str, &ChildUpdate) + Send + Sync>;
 
-fn label(text: &str) -> String {
+pub(crate) fn label(text: &str) -> String {
     printable(text, MAX_LABEL_CHARS)
 }
 
@@ -102,6 +125,10 @@ pub(crate) fn child_update(update: &SessionUpdate) -> Option<ChildUpdate> {
     Some(match update {
         SessionUpdate::AgentMessageChunk(chunk) => match &chunk.content {
             ContentBlock::Text(text) => ChildUpdate::Text(text.text.chars().take(MAX_TEXT_CHARS).collect()),
+            _ => return None,
+        },
+        SessionUpdate::AgentThoughtChunk(chunk) => match &chunk.content {
+            ContentBlock::Text(text) => ChildUpdate::Thought(text.text.chars().take(MAX_TEXT_CHARS).collect()),
             _ => return None,
         },
         SessionUpdate::ToolCall(call) => ChildUpdate::ToolCall {
@@ -183,6 +210,10 @@ mod tests {
         assert_eq!(
             update(serde_json::json!({"sessionUpdate": "agent_thought_chunk",
                 "content": {"type": "text", "text": "hmm"}})),
+            Some(ChildUpdate::Thought("hmm".into()))
+        );
+        assert_eq!(
+            update(serde_json::json!({"sessionUpdate": "available_commands_update", "availableCommands": []})),
             None
         );
     }

@@ -9,6 +9,7 @@ mod printable;
 mod process;
 mod provider;
 mod session;
+mod subagents;
 mod transport;
 mod wording;
 
@@ -18,3 +19,4 @@ pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, InvalidConfig, PermissionPoli
 pub use dsh_process::{BASE_ENV, Environment, Ladder, Launch};
 pub use provider::AcpProvider;
 pub use session::DATA_DIR_META;
+pub use subagents::MAX_SESSIONS as MAX_SUBAGENT_SESSIONS;

@@ -7,8 +7,8 @@ use std::time::Duration;
 use agent_client_protocol::v1::schema::StopReason as AcpStop;
 use dsh_process::ChildSpec;
 use dsh_subagent_api::{
-    AgentRef, Capabilities, ContentBlock, RemoteChild, RemoteEnd, StartRequest, StopReason, SubagentError,
-    SubagentProvider, SubagentResult, SubagentRun, concat_text,
+    AgentRef, Capabilities, ContentBlock, RemoteChild, RemoteEnd, RemoteSubagent, StartRequest, StopReason,
+    SubagentError, SubagentProvider, SubagentResult, SubagentRun, concat_text,
 };
 use futures::channel::oneshot;
 use futures::future::BoxFuture;
@@ -220,9 +220,11 @@ impl ParentLog {
         }
     }
 
-    /// Records the end: its stop reason and its answer's size.
-    fn ended(mut self, result: &SubagentResult) {
+    /// Records the end: its stop reason, its answer's size, and the
+    /// subagent sessions it announced.
+    fn ended(mut self, result: &SubagentResult, subagents: Vec<RemoteSubagent>) {
         self.child.at_ms = now_ms();
+        self.child.subagents = subagents;
         let answer_bytes = result
             .output
             .iter()
@@ -268,6 +270,7 @@ fn conversation(
         max_output_bytes: config.max_output_bytes,
         trace_context: request.origin.span().map(trace_meta).unwrap_or_default(),
         progress,
+        origin: request.origin.span().cloned(),
     }
 }
 
@@ -354,7 +357,10 @@ fn published_run(id: String, handle: JoinHandle<Result<Ended, Broken>>, publishe
         let (process, run_cancel, config) = (process.clone(), run_cancel.clone(), config.clone());
         async move {
             let result = settle(handle.await, &state, &process, &run_cancel, &config).await;
-            log.ended(&result);
+            // Its run is over: a subagent session it left running is
+            // closed as disconnected.
+            let subagents = state.subagents().close();
+            log.ended(&result, subagents);
             Ok(result)
         }
     };

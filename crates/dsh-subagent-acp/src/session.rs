@@ -8,9 +8,10 @@ use std::time::Duration;
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, CancelNotification, ContentBlock, Implementation, InitializeRequest, Meta, NewSessionRequest,
-    PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
-    SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate, StopReason as AcpStop, TextContent,
+    AuthenticateRequest, CancelNotification, ClientCapabilities, ContentBlock, Implementation, InitializeRequest, Meta,
+    NewSessionRequest, PermissionOptionKind, PromptRequest, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, SessionId, SessionNotification, SessionUpdate,
+    StopReason as AcpStop, SubagentCapabilities, TextContent,
 };
 use agent_client_protocol::{Agent, Client, Lines};
 use dsh_subagent_api::StopReason;
@@ -147,6 +148,9 @@ pub(crate) struct Conversation {
     pub(crate) trace_context: serde_json::Map<String, serde_json::Value>,
     /// The run's id and where the child's reports go, if anywhere.
     pub(crate) progress: Option<(String, ProgressSink)>,
+    /// The span that started the child: the spans of the subagent sessions
+    /// it announces hang under it.
+    pub(crate) origin: Option<tracing::Span>,
 }
 
 /// The ACP → dsh stop-reason mapping (docs/contract.md, "Stop reasons").
@@ -207,7 +211,9 @@ pub(crate) async fn converse(
         max_output_bytes,
         trace_context,
         progress,
+        origin,
     } = conversation;
+    state.subagents().configure(progress.clone(), origin);
     let meta = (!trace_context.is_empty()).then_some(trace_context);
     let updates = state.clone();
     let turn = Turn {
@@ -259,7 +265,17 @@ fn take_update(
     max_output_bytes: usize,
     progress: Option<&(String, ProgressSink)>,
 ) {
-    if !state.is_session(&notification.session_id.to_string()) {
+    let session = notification.session_id.to_string();
+    let subagent = match &notification.update {
+        SessionUpdate::SubagentUpdate(update) => Some(update),
+        _ => None,
+    };
+    if !state.is_session(&session) || subagent.is_some() {
+        // Before its session is published nothing of the child counts;
+        // after, its subagent sessions' updates are kept apart.
+        if state.has_session() {
+            state.subagents().take(&session, subagent);
+        }
         return;
     }
     if let SessionUpdate::AgentMessageChunk(chunk) = &notification.update
@@ -286,7 +302,10 @@ async fn open_session(
     meta: Option<Meta>,
 ) -> Result<Result<SessionId, Ended>, agent_client_protocol::Error> {
     state.set_stage(Stage::Initialize);
+    // `subagents`: the child may announce subagent sessions of its own,
+    // which are kept apart from its answer (crate::subagents).
     let initialize = InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(ClientCapabilities::new().subagents(SubagentCapabilities::new()))
         .client_info(Implementation::new("dsh-subagent-acp", env!("CARGO_PKG_VERSION")));
     cx.send_request(initialize).block_task().await?;
     match choose_auth(auth, &state.auth_offers(), env_set) {

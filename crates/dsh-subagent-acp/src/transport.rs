@@ -12,6 +12,7 @@ use tokio::process::{ChildStdin, ChildStdout};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostic::{Fault, Stage};
+use crate::subagents::Announced;
 use crate::wording;
 
 /// The methods a child may call on us. Everything else except `_`-prefixed
@@ -23,6 +24,8 @@ const CLIENT_METHODS: &[&str] = &["session/update", "session/request_permission"
 #[derive(Default)]
 pub(crate) struct RunState {
     inner: Mutex<Seen>,
+    /// The subagent sessions the child announced.
+    subagents: Mutex<Announced>,
     /// Fires on the first fault.
     pub(crate) faulted: CancellationToken,
 }
@@ -132,7 +135,18 @@ impl RunState {
     }
 
     pub(crate) fn set_session(&self, id: String) {
+        self.subagents().set_own(&id);
         self.seen().session_id = Some(id);
+    }
+
+    /// Whether the child's session is published.
+    pub(crate) fn has_session(&self) -> bool {
+        self.seen().session_id.is_some()
+    }
+
+    /// The subagent sessions the child announced.
+    pub(crate) fn subagents(&self) -> std::sync::MutexGuard<'_, Announced> {
+        self.subagents.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Records the session the child opened (before it is published).

@@ -40,7 +40,7 @@ pub use error::SubagentError;
 pub use lineage::{BudgetScope, CostBudget, Lineage, TokenBudget};
 pub use provider::SubagentProvider;
 pub use queue_limit::{InvalidQueueLimit, QueueLimit};
-pub use remote::{ChildLog, ChildStart, RemoteChild, RemoteEnd};
+pub use remote::{ChildLog, ChildStart, RemoteChild, RemoteEnd, RemoteSubagent};
 pub use request::{AgentOptions, ChildSettings, Provenance, RunMode, StartRequest, ToolFilter};
 pub use rerun::{RecordedChild, Rerun};
 pub use result::{MAX_DIAGNOSTIC_BYTES, StopReason, SubagentResult, TextSource, bound_diagnostic};

@@ -95,6 +95,44 @@ pub struct RemoteChild {
     /// How its run ended; absent while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<RemoteEnd>,
+    /// The subagent sessions it announced (an ACP agent with subagents of
+    /// its own), at every depth, in the order announced; recorded with its
+    /// end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<RemoteSubagent>,
+}
+
+/// A subagent session a child in another process announced: who it is,
+/// under whom, what it was asked, and how it ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RemoteSubagent {
+    /// Its session id, as the child named it.
+    pub session: String,
+    /// The session that announced it; absent when the child itself did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Its title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// What it was asked, as the child described it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// How it ended (`completed`, `cancelled`, `error: …`, `disconnected`,
+    /// …); absent while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<String>,
+}
+
+impl RemoteSubagent {
+    /// A session `session` announced on `parent` (`None`: by the child itself).
+    pub fn new(session: impl Into<String>, parent: Option<String>) -> Self {
+        Self {
+            session: session.into(),
+            parent,
+            ..Self::default()
+        }
+    }
 }
 
 impl RemoteChild {

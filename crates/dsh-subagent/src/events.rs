@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use dsh_subagent_api::{AgentId, ContentBlock, StopReason, SubagentError, SubagentProvider, SubagentRun, concat_text};
+use dsh_subagent_api::{
+    AgentId, CancellationToken, ContentBlock, RunMode, StopReason, SubagentError, SubagentProvider, SubagentRun,
+    concat_text,
+};
 use dsh_tools::budget::TextSize;
 use dsh_tools::panic_message;
 
@@ -42,6 +45,73 @@ pub struct RunInfo {
     pub depth: u64,
     /// The child's display label, when the request had one.
     pub label: Option<String>,
+    /// The start of the child's task: its prompt's text, at most
+    /// [`TASK_PREVIEW_CHARS`] characters (cut with `…`); absent when the
+    /// prompt has no text, or for a continuation.
+    pub task: Option<String>,
+    /// Whether its caller waits for it (a foreground delegation) or goes on
+    /// while it runs (a background task, a continuable child).
+    pub mode: RunMode,
+}
+
+/// The most characters of a child's task a [`RunInfo`] carries: enough to
+/// show what it was asked, never the whole of a long prompt.
+pub const TASK_PREVIEW_CHARS: usize = 200;
+
+/// The start of a prompt's text for [`RunInfo::task`], read without copying
+/// the whole prompt: at most [`TASK_PREVIEW_CHARS`] characters, the last
+/// one `…` when cut; `None` when it has no text.
+pub(crate) fn task_preview(prompt: &[ContentBlock]) -> Option<String> {
+    preview(
+        prompt
+            .iter()
+            .filter_map(|block| match block {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .flat_map(str::chars),
+    )
+}
+
+/// The start of a task's text as [`RunInfo::task`] gives it: at most
+/// [`TASK_PREVIEW_CHARS`] characters, the last one `…` when cut, trimmed;
+/// `None` when nothing is left. A record of a child's prompt read back
+/// (a transcript) shows the same start as its live run did.
+///
+/// ```
+/// assert_eq!(dsh_subagent::task_preview_text("  read the docs "), Some("read the docs".to_owned()));
+/// assert_eq!(dsh_subagent::task_preview_text(&"x".repeat(500)).unwrap().chars().count(), 200);
+/// assert_eq!(dsh_subagent::task_preview_text(" "), None);
+/// ```
+pub fn task_preview_text(text: &str) -> Option<String> {
+    preview(text.chars())
+}
+
+fn preview(mut chars: impl Iterator<Item = char>) -> Option<String> {
+    let mut preview: String = chars.by_ref().take(TASK_PREVIEW_CHARS).collect();
+    if chars.next().is_some() {
+        preview.pop();
+        preview.push('…');
+    }
+    let preview = preview.trim();
+    (!preview.is_empty()).then(|| preview.to_owned())
+}
+
+/// Who a published run is, for its announcement ([`Events::announce`]).
+pub(crate) struct RunStart {
+    /// The delegating agent.
+    pub(crate) parent: AgentId,
+    /// The child's depth: its parent's plus one.
+    pub(crate) depth: u64,
+    /// Its display label.
+    pub(crate) label: Option<String>,
+    /// The start of its task ([`task_preview`]).
+    pub(crate) task: Option<String>,
+    /// Whether its caller waits for it.
+    pub(crate) mode: RunMode,
+    /// The token that cancels this run alone (its start's), kept while it
+    /// runs for [`SubagentService::cancel_run`](crate::SubagentService::cancel_run).
+    pub(crate) cancel: Option<CancellationToken>,
 }
 
 /// What a run-ended event adds: how it ended.
@@ -250,6 +320,8 @@ pub(crate) struct Events {
     /// and carry no observer.
     run_listeners: AtomicUsize,
     next_run: AtomicU64,
+    /// The announced runs that can be cancelled by id.
+    pub(crate) running: crate::running::Running,
 }
 
 impl Events {
@@ -317,15 +389,15 @@ impl Events {
     /// Announces a published run: [`SubagentEvent::RunStarted`] now,
     /// [`SubagentEvent::RunEnded`] when its result settles. Returns the run
     /// and its announced [`RunInfo::run_id`], or the run unchanged and
-    /// `None` when nobody hears run events. `depth` is the child's (its
-    /// parent's plus one); `run_id` is the id its wait in its tree's queue
-    /// was announced with, if it waited.
+    /// `None` when nobody hears run events. `start` says who the run is;
+    /// `run_id` is the id its wait in its tree's queue was announced with,
+    /// if it waited. Its cancellation token is kept, for
+    /// [`SubagentService::cancel_run`](crate::SubagentService::cancel_run),
+    /// until it settles or is dropped.
     pub(crate) fn announce(
         self: &Arc<Self>,
         provider_name: &str,
-        parent: AgentId,
-        depth: u64,
-        label: Option<String>,
+        start: RunStart,
         run: SubagentRun,
         run_id: Option<u64>,
     ) -> (SubagentRun, Option<u64>) {
@@ -333,6 +405,14 @@ impl Events {
             return (run, None);
         }
         let run_id = run_id.unwrap_or_else(|| self.next_run_id());
+        let RunStart {
+            parent,
+            depth,
+            label,
+            task,
+            mode,
+            cancel,
+        } = start;
         let info = RunInfo {
             run_id,
             provider: provider_name.to_owned(),
@@ -340,7 +420,10 @@ impl Events {
             parent,
             depth,
             label,
+            task,
+            mode,
         };
+        let cancellable = cancel.map(|token| self.running.keep(&info.id, run_id, token));
         // Announce first, then move the same info into the settlement
         // observer: no copy. Nobody can poll the result before we return it.
         let started = SubagentEvent::RunStarted(info);
@@ -351,6 +434,8 @@ impl Events {
         let observer = Arc::downgrade(self);
         let run = run.map_result(move |result| async move {
             let mut outcome = result.await;
+            // Settled: no longer cancellable by id.
+            drop(cancellable);
             if let Some(events) = observer.upgrade() {
                 let (stop_reason, text, diagnostic) = match &mut outcome {
                     Ok(result) => (

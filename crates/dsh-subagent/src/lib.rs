@@ -8,6 +8,7 @@ mod events;
 mod gate;
 mod kept;
 mod limits;
+mod running;
 mod service;
 pub mod settlement;
 mod task;
@@ -18,7 +19,8 @@ pub use admission::DelegationTree;
 pub use code::ServiceCode;
 pub use control::{ControlError, Delivery, Fate, RecoveredChild, RecoveryReport, Route, Started, SubagentControl};
 pub use events::{
-    CutInfo, CutOutcome, Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, WaitInfo,
+    CutInfo, CutOutcome, Listener, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, Subscription, TASK_PREVIEW_CHARS,
+    WaitInfo, task_preview_text,
 };
 pub use limits::Limits;
 pub use service::{ProviderRegistration, SubagentService};

@@ -9,7 +9,7 @@ use dsh_tasks::{TaskRegistry, TextStore};
 use futures::future::Either;
 
 use crate::admission::{Admission, Caller, DelegationTree, Demand, Reservation, wait};
-use crate::events::{Events, Hears, Listener, SubagentEvent, Subscription};
+use crate::events::{Events, Hears, Listener, RunStart, SubagentEvent, Subscription, task_preview};
 use crate::task::{self, TaskStartError};
 use crate::{Limits, trace};
 
@@ -194,6 +194,19 @@ impl SubagentService {
         self.inner.events.subscribe(listener, Hears::Providers)
     }
 
+    /// Cancels the announced run whose handle id is `id` (a run in flight
+    /// that [`SubagentEvent::RunStarted`] named), as if the call that
+    /// started it had been cancelled: its start's token fires, so the run
+    /// ends `aborted`, its caller reads a cancelled run, and every
+    /// descendant of it (whose tokens derive from it) is cancelled with it;
+    /// its caller and its siblings go on. A continuable child's activation
+    /// is stopped by killing its task instead. Returns whether a run was
+    /// found: a run not announced (nobody heard run events when it
+    /// started), already settled, or unknown is not.
+    pub fn cancel_run(&self, id: &str) -> bool {
+        self.inner.events.running.cancel(id)
+    }
+
     /// Starts a child on the named provider.
     ///
     /// Checks, in this order, before the provider is called: the provider
@@ -291,19 +304,17 @@ impl SubagentService {
             }
             // Announced only when someone hears run events; otherwise the
             // run carries no observer.
-            let announced = self
-                .inner
-                .events
-                .announces_runs()
-                .then(|| (request.parent.id().clone(), request.label.clone()));
+            let announced = self.inner.events.announces_runs().then(|| RunStart {
+                parent: request.parent.id().clone(),
+                depth,
+                label: request.label.clone(),
+                task: task_preview(&request.prompt),
+                mode: request.mode,
+                cancel: Some(request.cancel.clone()),
+            });
             let run = provider.start(request).await?;
             let run = match announced {
-                Some((parent, label)) => {
-                    let events = &self.inner.events;
-                    events
-                        .announce(provider_name, parent, depth, label, run, admitted.run_id)
-                        .0
-                }
+                Some(start) => self.inner.events.announce(provider_name, start, run, admitted.run_id).0,
                 None => run,
             };
             Ok(admitted.bind(run))

@@ -372,3 +372,58 @@ async fn the_request_reaches_the_provider_unchanged() {
     assert_eq!(seen.settings().tool_filter, None);
     assert_eq!(seen.settings().max_depth, None);
 }
+
+/// A run started event says what the child was asked (the start of its
+/// prompt) and that its caller waits; `cancel_run` cancels that run alone,
+/// by its id, until it settles.
+#[tokio::test]
+async fn an_announced_run_says_its_task_and_is_cancelled_by_its_id_alone() {
+    use dsh_subagent::TASK_PREVIEW_CHARS;
+    use dsh_subagent_api::RunMode;
+    use dsh_subagent_testing::Gate;
+    use dsh_subagent_testing::scripted::ResultBehavior;
+
+    let service = SubagentService::new();
+    let _reg = service
+        .register_provider(
+            ScriptedProvider::builder("spawn")
+                .on_result(ResultBehavior::Gated(Gate::new()))
+                .build(),
+        )
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let _sub = service.subscribe(Arc::new(move |event: &SubagentEvent| {
+        if let SubagentEvent::RunStarted(info) = event {
+            sink.lock().unwrap().push((info.task.clone(), info.mode));
+        }
+        Ok(())
+    }));
+    let long = "word ".repeat(100);
+    let (one, two) = (CancellationToken::new(), CancellationToken::new());
+    let mut first = service
+        .start("spawn", StartRequest::text(long, AgentRef::new("p"), one.clone()))
+        .await
+        .unwrap();
+    let second = service
+        .start(
+            "spawn",
+            StartRequest::text("  short  ", AgentRef::new("q"), two.clone()),
+        )
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let task = seen[0].0.clone().unwrap();
+    assert_eq!(task.chars().count(), TASK_PREVIEW_CHARS, "cut, with an ellipsis");
+    assert!(task.ends_with('…'), "{task}");
+    assert_eq!(seen[1], (Some("short".to_owned()), RunMode::Foreground));
+
+    assert!(!service.cancel_run("nobody"));
+    assert!(service.cancel_run(first.id()));
+    assert!(one.is_cancelled());
+    assert!(!two.is_cancelled(), "another run is not cancelled");
+    assert_eq!(first.result().await.unwrap().stop_reason, StopReason::Aborted);
+    first.dispose().await.unwrap();
+    assert!(!service.cancel_run(first.id()), "settled: no longer found");
+    drop(second);
+}

@@ -103,6 +103,44 @@ impl LiveTree {
         turn.calls_at_ms.push(now_ms());
     }
 
+    /// An agent in another process (the ACP child of run `run`, as the
+    /// run events name it) announced subagent session `session`: a node
+    /// under the session that announced it (`parent`; `None`: the child
+    /// itself), with its title and task, running.
+    pub fn announced(
+        &self,
+        run: &str,
+        session: &str,
+        parent: Option<&str>,
+        label: Option<String>,
+        task: Option<String>,
+    ) {
+        let mut state = self.lock();
+        let key = announced_key(run, session);
+        if let Some(live) = state.nodes.get_mut(&key) {
+            // A session that ended runs again.
+            live.node.turns.push(Turn::default());
+            return;
+        }
+        let parent = parent.map_or_else(|| run.to_owned(), |parent| announced_key(run, parent));
+        let depth = state
+            .nodes
+            .get(&parent)
+            .map_or(1, |live| live.node.depth.saturating_add(1));
+        let node = crate::announced::node(run, session, depth, label, task);
+        state.adopt(&parent, key, node);
+    }
+
+    /// A subagent session of the ACP child of run `run` ended, with this
+    /// stop (`completed`, `cancelled`, `error: …`, `disconnected`, …).
+    pub fn announced_ended(&self, run: &str, session: &str, stop: &str) {
+        let mut state = self.lock();
+        let key = announced_key(run, session);
+        if let Some(turn) = state.nodes.get_mut(&key).and_then(|live| live.node.turns.last_mut()) {
+            turn.ending = crate::announced::ending(Some(stop));
+        }
+    }
+
     /// The top-level agent's run ended, with this stop (`completed`,
     /// `error: …`, …; see [`Ending::from_stop`]).
     pub fn root_ended(&self, stop: &str) {
@@ -258,6 +296,12 @@ impl State {
         node.total();
         node
     }
+}
+
+/// The key of a subagent session run `run`'s child announced: its ids are
+/// the child's choice, kept apart from ours.
+fn announced_key(run: &str, session: &str) -> String {
+    format!("{run}/{session}")
 }
 
 /// A run's end, from the service's stop reason and diagnostic.

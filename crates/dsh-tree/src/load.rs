@@ -19,16 +19,12 @@ use dsh_agent::transcript::{
 use dsh_llm::Message;
 use dsh_subagent_api::{AgentId, RemoteChild};
 
-use crate::node::{Cost, Ending, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
+use crate::node::{Cost, Ending, MAX_SHOWN_DEPTH, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
 use crate::wording;
 
 /// The tool that reads a background task's output: the parent's reads of
 /// a task from its start are what its model read of that child's result.
 const TASK_OUTPUT: &str = "task_output";
-
-/// How many levels below the root are shown; deeper children are reported
-/// as a [`Problem::TooDeep`] on the node where showing stopped.
-pub const MAX_SHOWN_DEPTH: usize = 256;
 
 /// Why no tree could be loaded. A problem with one node's record never
 /// stops the rest: it is marked on that node ([`Problem`]).
@@ -437,6 +433,10 @@ impl Loader {
         (node.result, node.task_id) = remote_result(start, ended.map(|ended| ended.answer_bytes), calls);
         if let Some(path) = missing {
             node.problems.push(Problem::Missing { path });
+        }
+        // The subagent sessions it announced, as recorded with its end.
+        if let Some(end) = end {
+            node.children = crate::announced::children(id, depth, &end.subagents);
         }
         node.total();
         node

@@ -7,6 +7,10 @@ use serde::Serialize;
 /// changes meaning or goes away; new fields may appear within a version.
 pub const TREE_FORMAT_VERSION: u32 = 1;
 
+/// How many levels below the root are shown; deeper children are reported
+/// as a [`Problem::TooDeep`] on the node where showing stopped.
+pub const MAX_SHOWN_DEPTH: usize = 256;
+
 /// A delegation tree: one agent (a top-level agent, usually) and every
 /// agent below it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -71,6 +75,10 @@ pub struct Node {
     pub tool: Option<String>,
     /// Its display label (the delegation's `description`).
     pub label: Option<String>,
+    /// What it was asked, as its parent described it: only for a subagent
+    /// session an agent in another process announced (its task there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
     /// The registered name of the provider that ran it.
     pub provider: Option<String>,
     /// The model it used, when known.
@@ -112,6 +120,7 @@ impl Node {
             depth,
             tool: None,
             label: None,
+            task: None,
             provider: None,
             model: None,
             created_at_ms: None,

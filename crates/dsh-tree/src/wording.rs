@@ -71,3 +71,10 @@ pub(crate) const STOPPED_RESUMABLY: &str = "stopped resumably; `dsh run --resume
 
 /// A turn left open that no process runs now: a crash cut it short.
 pub(crate) const NOT_RUNNING: &str = "its process ended before the turn did; `dsh run --resume` goes on with it";
+
+/// Where a subagent session that an agent in another process announced
+/// ran, for [`Place::Elsewhere`](crate::Place::Elsewhere): a session of
+/// that agent (its node's id).
+pub(crate) fn announced_by(agent: &str) -> String {
+    format!("a subagent session of {agent}")
+}

@@ -109,3 +109,34 @@ async fn children_appear_wait_run_and_end_under_their_parent() {
     // The second child spent nothing, so the subtree's cost is known.
     assert_eq!(root.subtree_cost, Some(Cost::new(0.5, false)));
 }
+
+#[tokio::test]
+async fn an_acp_childs_announced_sessions_appear_under_it_and_end() {
+    let service = SubagentService::new();
+    let _remote = service
+        .register_provider(ScriptedProvider::builder("remote").build())
+        .unwrap();
+    let tree = Arc::new(LiveTree::new("parent", None, None));
+    let _subscription = follow(&service, &tree);
+    let mut run = service
+        .start("remote", request(&AgentRef::new("parent"), "ask it"))
+        .await
+        .unwrap();
+    let child = run.id().to_owned();
+    tree.announced(&child, "s-a", None, Some("reader".into()), Some("read it".into()));
+    tree.announced(&child, "s-a1", Some("s-a"), Some("helper".into()), None);
+    tree.announced_ended(&child, "s-a1", "cancelled");
+    let snapshot = tree.snapshot();
+    let acp = &snapshot.root.children[0];
+    let reader = &acp.children[0];
+    assert_eq!((reader.id.as_str(), reader.depth), ("s-a", 2));
+    assert_eq!(reader.task.as_deref(), Some("read it"));
+    assert_eq!(reader.ending(), Some(&Ending::Running));
+    assert_eq!(reader.children[0].label.as_deref(), Some("helper"));
+    assert_eq!(reader.children[0].ending(), Some(&Ending::from_stop("cancelled")));
+    let json = serde_json::to_value(&snapshot).unwrap();
+    assert_eq!(json["root"]["children"][0]["children"][0]["task"], "read it");
+    assert!(json["root"].get("task").is_none(), "only a subagent session has a task");
+    run.result().await.unwrap();
+    run.dispose().await.unwrap();
+}

@@ -602,3 +602,73 @@ fn a_cycle_in_the_headers_and_a_file_without_a_header_are_marked() {
         "not this agent's transcript: its first line is not a transcript header"
     );
 }
+
+#[test]
+fn an_acp_childs_own_subagents_show_under_it_with_their_tasks_and_states() {
+    let dir = tempfile::tempdir().unwrap();
+    parent_of_remote(dir.path(), None);
+    // The child's end, recorded again with the sessions it announced.
+    let path = transcript_path(dir.path(), &AgentId::new("root"));
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        r#""ended":{"stop":"completed","answer_bytes":40}"#,
+        r#""ended":{"stop":"completed","answer_bytes":40},"subagents":[
+            {"session":"s-a","label":"reader","task":"read it","stop":"completed"},
+            {"session":"s-b","label":"writer","stop":"disconnected"},
+            {"session":"s-a1","parent":"s-a","label":"helper","task":"help","stop":"error: disk full"}]"#
+            .replace('\n', "")
+            .as_str(),
+    );
+    std::fs::write(&path, text).unwrap();
+    let tree = load(dir.path(), Some("root")).unwrap();
+    let acp = &tree.root.children[0];
+    /// A node as the test reads it: its level, id, label, task and ending.
+    type Shown = (usize, String, Option<String>, Option<String>, Option<Ending>);
+    let shown: Vec<Shown> = tree
+        .walk()
+        .into_iter()
+        .skip(2)
+        .map(|(level, node)| {
+            (
+                level,
+                node.id.clone(),
+                node.label.clone(),
+                node.task.clone(),
+                node.ending().cloned(),
+            )
+        })
+        .collect();
+    assert_eq!(acp.children.len(), 2);
+    assert_eq!(
+        shown,
+        [
+            (
+                2,
+                "s-a".into(),
+                Some("reader".into()),
+                Some("read it".into()),
+                Some(Ending::Completed)
+            ),
+            (
+                3,
+                "s-a1".into(),
+                Some("helper".into()),
+                Some("help".into()),
+                Some(Ending::from_stop("error: disk full"))
+            ),
+            (
+                2,
+                "s-b".into(),
+                Some("writer".into()),
+                None,
+                Some(Ending::from_stop("disconnected"))
+            ),
+        ]
+    );
+    assert_eq!(
+        acp.children[0].place,
+        Place::Elsewhere {
+            ran: "a subagent session of acp-1".into()
+        }
+    );
+    assert_eq!(acp.children[0].depth, 2);
+}

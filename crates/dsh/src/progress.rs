@@ -316,6 +316,22 @@ impl TreeObserver for Progress {
     }
 
     fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
+        use dsh_subagent_acp::ChildUpdate;
+        // The subagent sessions an ACP child announces join the tree under it.
+        if let Display::Tree(view) = &self.display
+            && let Some(tree) = view.tree()
+        {
+            match update {
+                ChildUpdate::Subagent {
+                    session,
+                    parent,
+                    title,
+                    task,
+                } => tree.announced(run, session, parent.as_deref(), title.clone(), task.clone()),
+                ChildUpdate::SubagentEnded { session, stop } => tree.announced_ended(run, session, stop),
+                _ => {}
+            }
+        }
         let Some(now) = self.activity.record(run, update).now else {
             return;
         };

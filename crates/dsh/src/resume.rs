@@ -41,6 +41,27 @@ fn header(path: &Path) -> Option<(AgentId, Option<AgentId>)> {
     }
 }
 
+/// Whether `id` is a child's id under `data_dir`: its transcript's header
+/// names a parent.
+pub(crate) fn is_child(data_dir: &Path, id: &str) -> bool {
+    use std::io::BufRead;
+    if !plausible_id(id) {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(transcript_path(data_dir, &AgentId::new(id))) else {
+        return false;
+    };
+    // The header is the first line: only it is read.
+    let mut first = String::new();
+    if std::io::BufReader::new(file).read_line(&mut first).is_err() {
+        return false;
+    }
+    matches!(
+        serde_json::from_str::<TranscriptEntry>(&first),
+        Ok(TranscriptEntry::Header { parent: Some(_), .. })
+    )
+}
+
 /// The ids of the top-level agents (parents) with a transcript under `data_dir`, sorted.
 pub(crate) fn resumable_parents(data_dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(data_dir.join("agents")) else {

@@ -283,6 +283,16 @@ impl SharedRuntime {
         self.runtime.tools()
     }
 
+    /// Where transcripts are kept, with a data directory.
+    pub(crate) fn data_dir(&self) -> Option<&Path> {
+        self.runtime.data_dir()
+    }
+
+    /// The subagent service every parent on this runtime delegates through.
+    pub(crate) fn service(&self) -> &dsh_subagent::SubagentService {
+        self.mounted.harness().service()
+    }
+
     /// The background tasks of every parent on this runtime.
     pub(crate) fn tasks(&self) -> &TaskRegistry {
         self.mounted.harness().tasks()

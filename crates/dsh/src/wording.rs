@@ -543,6 +543,12 @@ pub(crate) mod tree {
         }
     }
 
+    /// What a subagent session an agent in another process announced was
+    /// asked (its task there).
+    pub(crate) fn asked(task: &str) -> String {
+        format!("asked: {task}")
+    }
+
     /// `--json` and `--html` together.
     pub(crate) const JSON_AND_HTML: &str = "dsh tree: --json and --html cannot be used together";
 

@@ -302,3 +302,78 @@ fn dsh_tree_marks_damaged_records_and_shows_the_rest() {
     assert_eq!(children[1]["problems"][0]["kind"], "torn");
     assert_eq!(children[1]["turns"][0]["ending"]["state"], "completed");
 }
+
+/// An ACP child that announces subagent sessions of its own (the fault
+/// agent's `subagents` mode: `reader` with `helper` under it, and `writer`):
+/// `dsh tree` shows them under it, with their titles, tasks and states.
+#[test]
+fn dsh_tree_shows_the_subagents_an_acp_child_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let parent = dir.path().join("parent.json");
+    std::fs::write(
+        &parent,
+        r#"{"rules": [
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent_agent", "arguments": {"description": "ask the agent", "prompt": "go"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "answered"}}
+]}"#,
+    )
+    .unwrap();
+    let agent = dsh_test_programs::Program::AcpFaultAgent.path();
+    let config = dir.path().join("parent.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[subagents]]\ntool_name = \"subagent_agent\"\nprovider = \"acp\"\ncommand = {agent:?}\nargs = [\"subagents\"]\nmax_depth = \"provider-managed\"\n"
+        ),
+    )
+    .unwrap();
+    let (parent, config) = (parent.display().to_string(), config.display().to_string());
+    let run = dsh(
+        dir.path(),
+        &["run", "--quiet", "--config", &config, "--script", &parent, "go"],
+    );
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+
+    let json = dsh(dir.path(), &["tree", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let acp = &json["root"]["children"][0];
+    let shown: Vec<(String, String, String)> = acp["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|child| std::iter::once(child).chain(child["children"].as_array().unwrap()))
+        .map(|node| {
+            (
+                node["label"].as_str().unwrap().to_owned(),
+                node["task"].as_str().unwrap().to_owned(),
+                node["turns"][0]["ending"].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (
+                "reader".into(),
+                "the reader's task".into(),
+                r#"{"state":"completed"}"#.into()
+            ),
+            (
+                "helper".into(),
+                "the helper's task".into(),
+                r#"{"state":"completed"}"#.into()
+            ),
+            (
+                "writer".into(),
+                "the writer's task".into(),
+                r#"{"state":"stopped","reason":"error","detail":"disk full"}"#.into()
+            ),
+        ],
+        "{acp:#}"
+    );
+    let text = dsh(dir.path(), &["tree"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("\"helper\""), "{text}");
+    assert!(text.contains("asked: the writer's task"), "{text}");
+}

@@ -13,6 +13,7 @@ mod diagnostic;
 mod process;
 mod run;
 mod start;
+mod subagents;
 
 pub(crate) use auth::*;
 pub(crate) use config::*;
@@ -20,3 +21,4 @@ pub(crate) use diagnostic::*;
 pub(crate) use process::*;
 pub(crate) use run::*;
 pub(crate) use start::*;
+pub(crate) use subagents::*;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use dsh_subagent_api::{
-    AgentId, AgentRef, CancellationToken, ChildStore, ContentBlock, ResumeRequest, SpanOrigin, SubagentError,
+    AgentId, AgentRef, CancellationToken, ChildStore, ContentBlock, ResumeRequest, RunMode, SpanOrigin, SubagentError,
     SubagentRun,
 };
 use dsh_tasks::{TaskControl, TaskError, TaskOutcome, TaskSpec};
@@ -16,6 +16,7 @@ use tracing::Span;
 use super::children::State;
 use super::{ControlError, Inner};
 use crate::admission::{Admitted, Caller, Reservation};
+use crate::events::RunStart;
 use crate::{task, wording};
 
 /// Records the child's activation and registers its task, all under the
@@ -107,15 +108,25 @@ impl Activated {
         label: Option<String>,
         run: SubagentRun,
         admitted: Admitted,
+        kill: &CancellationToken,
     ) -> SubagentRun {
         let queued_as = admitted.run_id;
         let run = admitted.bind(run);
         let (run, run_id) = match self.inner.children.parent(&self.child) {
-            Some(parent) => self
-                .inner
-                .service
-                .events()
-                .announce(provider, parent, depth, label, run, queued_as),
+            // A continuable child's activation: a background run, whose
+            // task is its message (not kept here); its task's kill token
+            // cancels it, also for a client that cancels it by its id.
+            Some(parent) => {
+                let start = RunStart {
+                    parent,
+                    depth,
+                    label,
+                    task: None,
+                    mode: RunMode::Background,
+                    cancel: Some(kill.clone()),
+                };
+                self.inner.service.events().announce(provider, start, run, queued_as)
+            }
             None => (run, None),
         };
         self.inner.children.publish(&self.child, self.serial, &run, run_id);
@@ -205,7 +216,7 @@ pub(super) async fn resume(
         request.origin = origin;
         request.lineage = lineage;
         let run = continuable.resume(request).await?;
-        Ok(activation.announce(provider, depth, label, run, admitted))
+        Ok(activation.announce(provider, depth, label, run, admitted, &kill))
     };
     task::run(control, provider, start).await
 }

@@ -289,7 +289,7 @@ impl SubagentControl {
                     let run = continuable
                         .start_continuable(activation.child.clone(), descriptor, request)
                         .await?;
-                    Ok(activation.announce(checked.name(), depth, announced_label, run, admitted))
+                    Ok(activation.announce(checked.name(), depth, announced_label, run, admitted, &kill))
                 };
                 task::run(control, checked.name(), start).await
             },

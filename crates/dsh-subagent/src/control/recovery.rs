@@ -230,7 +230,7 @@ impl SubagentControl {
                             continuation.recover(request).await?
                         }
                     };
-                    Ok(activation.announce(name, depth, label, run, admitted))
+                    Ok(activation.announce(name, depth, label, run, admitted, &kill))
                 };
                 task::run(control, name, start).await
             },

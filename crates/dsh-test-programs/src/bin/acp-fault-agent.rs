@@ -35,6 +35,9 @@
 //! | `ignore-cancel` | streams `working`, then ignores everything, EOF included |
 //! | `error-data` | answers with a JSON-RPC error whose `data` holds the cause |
 //! | `refuse` | answers with a bare JSON-RPC error (no `data`) |
+//! | `subagents` | when the client advertised `subagents`: announces `reader` (with `helper` under it) and `writer`, streams in each, ends them (`end_turn`, `error`), then sends an update for a session it never announced and a second terminal state; answers `both done` |
+//! | `subagent-flood` | when the client advertised `subagents`: announces 5000 subagents, ending none; answers `flooded` |
+//! | `subagent-cancel` | when the client advertised `subagents`: announces `waiter`, streams `started`; at `session/cancel` ends `waiter` as `cancelled`, then answers `cancelled` |
 //!
 //! `acp-fault-agent sleeper` is the grandchild: it sleeps until a signal.
 //! With `FAULT_AGENT_GRANDCHILD_FILE` set, `--grandchild` writes its pid there.
@@ -58,6 +61,53 @@ fn chunk(session: &str, text: &str) {
         "sessionId": session,
         "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
     }}));
+}
+
+/// A `session/update` of `session`.
+fn update(session: &str, update: Value) {
+    send(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session, "update": update}}));
+}
+
+/// Announces subagent session `child` on `parent`'s session, running.
+fn announce(parent: &str, child: &str, title: &str) {
+    update(
+        parent,
+        json!({"sessionUpdate": "subagent_update", "sessionId": child, "title": title,
+            "description": format!("the {title}'s task"), "capabilities": {"cancel": {}}, "state": {"state": "running"}}),
+    );
+}
+
+/// Ends subagent session `child` (on `parent`'s session): idle, with `stop`.
+fn end(parent: &str, child: &str, stop: Value) {
+    let mut state = json!({"state": "idle"});
+    if let (Some(state), Value::Object(stop)) = (state.as_object_mut(), stop) {
+        state.extend(stop);
+    }
+    update(
+        parent,
+        json!({"sessionUpdate": "subagent_update", "sessionId": child, "state": state}),
+    );
+}
+
+/// `subagents`: two subagents (one with its own), their work, their ends,
+/// then two faults (an unannounced session's update, a second end).
+fn subagents(session: &str) {
+    announce(session, "sub-reader", "reader");
+    announce(session, "sub-writer", "writer");
+    announce("sub-reader", "sub-helper", "helper");
+    chunk("sub-reader", "reading");
+    chunk("sub-helper", "helping");
+    end("sub-reader", "sub-helper", json!({"stopReason": "end_turn"}));
+    end(session, "sub-reader", json!({"stopReason": "end_turn"}));
+    chunk("sub-writer", "writing");
+    end(
+        session,
+        "sub-writer",
+        json!({"stopReason": "error", "error": {"code": -32603, "message": "disk full"}}),
+    );
+    chunk("sub-stranger", "never announced");
+    end(session, "sub-writer", json!({"stopReason": "end_turn"}));
+    chunk(session, "both done");
 }
 
 fn forever() -> ! {
@@ -115,6 +165,8 @@ fn main() {
         );
     }
     let mut authenticated = false;
+    // Whether the client advertised `subagents` at `initialize`.
+    let mut subagents_advertised = false;
     let session = "fault-session-1";
     let mut pending_prompt: Option<Value> = None;
     let mut pending_permission: Option<Value> = None;
@@ -127,18 +179,21 @@ fn main() {
         let id = message.get("id").cloned().unwrap_or(Value::Null);
         let method = message.get("method").and_then(Value::as_str).unwrap_or_default();
         match method {
-            "initialize" => match mode.as_str() {
-                "exit-at-init" => {
-                    eprintln!("fault agent: cannot start (exit-at-init)");
-                    std::process::exit(7);
+            "initialize" => {
+                subagents_advertised = message.pointer("/params/clientCapabilities/subagents").is_some();
+                match mode.as_str() {
+                    "exit-at-init" => {
+                        eprintln!("fault agent: cannot start (exit-at-init)");
+                        std::process::exit(7);
+                    }
+                    "silent-init" => {}
+                    _ => reply(
+                        &id,
+                        json!({"protocolVersion": 1, "agentCapabilities": {},
+                               "authMethods": if needs_auth { auth_methods() } else { json!([]) }}),
+                    ),
                 }
-                "silent-init" => {}
-                _ => reply(
-                    &id,
-                    json!({"protocolVersion": 1, "agentCapabilities": {},
-                           "authMethods": if needs_auth { auth_methods() } else { json!([]) }}),
-                ),
-            },
+            }
             "authenticate" => {
                 let method = message.pointer("/params/methodId").and_then(Value::as_str);
                 if method == Some("fault-key") && std::env::var_os("FAULT_AGENT_KEY").is_some() {
@@ -203,6 +258,28 @@ fn main() {
                         chunk(session, "started");
                         pending_prompt = Some(id);
                     }
+                    "subagents" => {
+                        if subagents_advertised {
+                            subagents(session);
+                        }
+                        reply(&id, json!({"stopReason": "end_turn"}));
+                    }
+                    "subagent-flood" => {
+                        if subagents_advertised {
+                            for index in 0..5000 {
+                                announce(session, &format!("flood-{index}"), "flood");
+                            }
+                        }
+                        chunk(session, "flooded");
+                        reply(&id, json!({"stopReason": "end_turn"}));
+                    }
+                    "subagent-cancel" => {
+                        if subagents_advertised {
+                            announce(session, "sub-waiter", "waiter");
+                        }
+                        chunk(session, "started");
+                        pending_prompt = Some(id);
+                    }
                     "exit-mid-turn" => {
                         chunk(session, "partial answer");
                         eprintln!("fault agent: crashing mid-turn");
@@ -255,6 +332,9 @@ fn main() {
                 }
             }
             "session/cancel" => {
+                if mode == "subagent-cancel" && subagents_advertised && pending_prompt.is_some() {
+                    end(session, "sub-waiter", json!({"stopReason": "cancelled"}));
+                }
                 if let Some(prompt) = pending_prompt.take() {
                     reply(&prompt, json!({"stopReason": "cancelled"}));
                 }

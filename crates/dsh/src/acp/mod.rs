@@ -34,11 +34,13 @@
 //! to stderr.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use acp::schema::ProtocolVersion;
 use acp::v1::schema::{
-    AgentCapabilities, CancelNotification, Implementation, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
-    McpCapabilities, NewSessionRequest, NewSessionResponse, PromptRequest, SessionNotification, SessionUpdate,
+    AgentCapabilities, CancelNotification, CloseSessionRequest, CloseSessionResponse, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse, McpCapabilities, NewSessionRequest,
+    NewSessionResponse, PromptRequest, SessionCapabilities, SessionCloseCapabilities, SessionNotification,
 };
 use agent_client_protocol as acp;
 use dsh_subagent_api::SpanOrigin;
@@ -53,17 +55,21 @@ use crate::resume::ResumeError;
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
+mod event;
 mod prompt;
+mod replay;
 mod session;
 mod session_tools;
 mod stdio;
 mod stream;
+mod subagents;
 mod updates;
 
 use session::{Session, Sessions};
 use session_tools::SessionTools;
 use stdio::Stdio;
 use stream::Streams;
+use subagents::Known;
 
 /// How long the shared runtime waits for the first answer to be out before it
 /// is built anyway (a client that sends nothing still learns at once of a
@@ -97,6 +103,9 @@ struct Server {
     streams: Arc<Streams>,
     /// Whether `session/load` is offered (transcripts are kept).
     load_session: bool,
+    /// Whether the client advertised `subagents` in `initialize`: its
+    /// sessions' children are then announced as subagent sessions.
+    subagents: Arc<AtomicBool>,
 }
 
 /// Where a prompt's agent run is traced: continuing the client's trace when
@@ -129,15 +138,42 @@ fn records_meta(data_dir: Option<&std::path::Path>) -> Option<acp::v1::schema::M
 
 impl Server {
     /// `initialize`: protocol v1, `loadSession` when transcripts are kept,
-    /// MCP servers over HTTP too.
-    fn initialize(&self) -> InitializeResponse {
+    /// MCP servers over HTTP too, `session/close`. A client that advertises
+    /// `subagents` has its sessions' children announced.
+    fn initialize(&self, request: &InitializeRequest) -> InitializeResponse {
+        self.subagents
+            .store(request.client_capabilities.subagents.is_some(), Ordering::SeqCst);
         InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(
                 AgentCapabilities::new()
                     .load_session(self.load_session)
-                    .mcp_capabilities(McpCapabilities::new().http(true)),
+                    .mcp_capabilities(McpCapabilities::new().http(true))
+                    .session_capabilities(SessionCapabilities::new().close(SessionCloseCapabilities::new())),
             )
             .agent_info(Implementation::new("dsh", env!("CARGO_PKG_VERSION")))
+    }
+
+    /// Whether the client advertised `subagents`.
+    fn subagents(&self) -> bool {
+        self.subagents.load(Ordering::SeqCst)
+    }
+
+    /// Refuses a request (`what`: the method's verb) that names a subagent
+    /// session this connection announced.
+    /// A child's id is known from this connection's announcements, or from
+    /// the transcripts kept (a child's record names its parent).
+    fn refuse_subagent(&self, id: &str, what: &str) -> Result<(), acp::Error> {
+        let recorded = || {
+            let shared = self.runtime.0.borrow().clone();
+            shared
+                .and_then(|shared| Some(crate::resume::is_child(shared.data_dir()?, id)))
+                .unwrap_or(false)
+        };
+        match self.streams.known(id) {
+            Known::Running | Known::Ended => Err(subagent_refused(id, what)),
+            Known::Unknown if recorded() => Err(subagent_refused(id, what)),
+            Known::Unknown => Ok(()),
+        }
     }
 
     /// `session/new`: a parent agent on the session's own tools, with the
@@ -176,10 +212,12 @@ impl Server {
     /// open in this process is continued the same way, its earlier servers
     /// released first, unless a prompt of it is running. Returns the
     /// session's history as the `session/update`s that replay it before
-    /// the answer.
-    async fn load_session(&self, request: &LoadSessionRequest) -> Result<Vec<SessionUpdate>, acp::Error> {
+    /// the answer, each with its session: with `subagents`, its children's
+    /// too ([`replay`]).
+    async fn load_session(&self, request: &LoadSessionRequest) -> Result<Vec<replay::Replayed>, acp::Error> {
         let shared = self.runtime.get().await?;
         let id = request.session_id.to_string();
+        self.refuse_subagent(&id, "load")?;
         if let Some(mut earlier) = self.sessions.take_idle(&id)? {
             earlier.tools.release().await;
         }
@@ -207,7 +245,11 @@ impl Server {
         for repair in repairs {
             eprintln!("{}", wording::resume_repaired(&id, &repair));
         }
-        let replay = updates::replay(&agent.history(), shared.delegation_tools());
+        let replay = self.replay(&shared, agent.id());
+        let replay = replay.unwrap_or_else(|| {
+            let history = updates::replay(&agent.history(), shared.delegation_tools());
+            history.into_iter().map(|update| (id.clone(), update)).collect()
+        });
         let hold = shared.retention().map(|retention| retention.hold(agent.id()));
         self.sessions.insert(
             id,
@@ -220,6 +262,16 @@ impl Server {
         Ok(replay)
     }
 
+    /// A loaded session's replay with its children ([`replay::replay`]),
+    /// for a client that advertised `subagents`; `None` otherwise, or when
+    /// its transcript cannot be read again (it was just read to resume it).
+    fn replay(&self, shared: &SharedRuntime, id: &dsh_tools::AgentId) -> Option<Vec<replay::Replayed>> {
+        let data_dir = shared.data_dir().filter(|_| self.subagents())?;
+        let path = dsh_agent::transcript::transcript_path(data_dir, id);
+        let transcript = dsh_agent::transcript::read_transcript(&path).ok()?;
+        Some(replay::replay(data_dir, id, &transcript, shared.delegation_tools()))
+    }
+
     /// `session/prompt`: begins the session's turn (refused for an unknown
     /// session, or while one of its prompts runs) and runs it off the
     /// connection's loop ([`prompt::run`]), so `session/cancel` and other
@@ -230,9 +282,14 @@ impl Server {
         responder: acp::v1::Responder<acp::v1::schema::PromptResponse>,
         cx: &acp::v1::ConnectionTo<acp::Client>,
     ) -> Result<(), acp::Error> {
-        let turn = match self.sessions.begin_turn(&request.session_id.to_string()) {
+        let id = request.session_id.to_string();
+        let turn = match self.sessions.begin_turn(&id) {
             Ok(turn) => turn,
-            Err(error) => return responder.respond_with_error(error),
+            Err(error) => {
+                // No open session: a subagent session's id is refused as such.
+                let error = self.refuse_subagent(&id, "prompt").err().unwrap_or(error);
+                return responder.respond_with_error(error);
+            }
         };
         let text = prompt::prompt_text(&request.prompt);
         let origin = origin(request.meta.as_ref());
@@ -241,16 +298,54 @@ impl Server {
             session_id: request.session_id,
             responder,
         };
-        let streams = self.streams.clone();
+        let (streams, subagents) = (self.streams.clone(), self.subagents());
         // A task that is never run drops the turn with it: the session is
         // not left running.
-        cx.spawn(async move { prompt::run(turn, text, origin, &streams, connection).await })
+        cx.spawn(async move { prompt::run(turn, text, origin, &streams, subagents, connection).await })
     }
 
     /// `session/cancel`: cancels that session's running prompt, which then
-    /// answers `cancelled`; what was streamed stands.
+    /// answers `cancelled`; what was streamed stands. With the id of an
+    /// announced subagent session still running, cancels that child and
+    /// its descendants alone: its parent reads its cancelled result and
+    /// goes on. Any other id is logged and ignored.
     fn cancel(&self, notification: &CancelNotification) {
-        self.sessions.cancel_turn(&notification.session_id.to_string());
+        let id = notification.session_id.to_string();
+        if self.sessions.cancel_turn(&id) {
+            return;
+        }
+        match self.streams.known(&id) {
+            Known::Running => {
+                let shared = self.runtime.0.borrow().clone();
+                if !shared.is_some_and(|shared| shared.service().cancel_run(&id)) {
+                    tracing::warn!("{}", wording::cancel_ignored_ended(&id));
+                }
+            }
+            Known::Ended => tracing::warn!("{}", wording::cancel_ignored_ended(&id)),
+            Known::Unknown => tracing::warn!("{}", wording::cancel_ignored_unknown(&id)),
+        }
+    }
+
+    /// `session/close`: cancels the session's running prompt, ends it (its
+    /// background children are killed and released, then its client's MCP
+    /// servers go) and answers. A subagent session's id is refused; an
+    /// unknown id too.
+    async fn close(&self, request: &CloseSessionRequest) -> Result<CloseSessionResponse, acp::Error> {
+        let id = request.session_id.to_string();
+        let Some(mut session) = self.sessions.close(&id) else {
+            self.refuse_subagent(&id, "close")?;
+            return Err(acp::Error::new(
+                acp::ErrorCode::INVALID_PARAMS,
+                wording::unknown_session(&id),
+            ));
+        };
+        let shared = self.runtime.get().await?;
+        shared
+            .tasks()
+            .dispose_owner(session.agent.id(), wording::ACP_SESSION_CLOSED)
+            .await;
+        session.tools.release().await;
+        Ok(CloseSessionResponse::new())
     }
 
     /// The end of the connection ends every session: the children its agent
@@ -301,6 +396,7 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
         sessions: Arc::default(),
         streams,
         load_session: args.data_dir.is_some(),
+        subagents: Arc::default(),
     };
     let served = connect(server.clone(), lines);
     // A build that fails ends dsh at once (exit 2, as before any answer); a
@@ -338,6 +434,15 @@ pub(crate) async fn serve(args: AcpArgs) -> Result<(), Failure> {
     served.map_err(|error| Failure::failed(wording::acp_connection_failed(&error)))
 }
 
+/// The refusal of a request (`what`: the method's verb) that names a
+/// subagent session.
+fn subagent_refused(id: &str, what: &str) -> acp::Error {
+    acp::Error::new(
+        acp::ErrorCode::INVALID_PARAMS,
+        wording::subagent_session_refused(&id, what),
+    )
+}
+
 /// The runtime every session shares: the model and the delegation tools,
 /// with the configured MCP servers started; its banner shown.
 async fn build(
@@ -361,14 +466,20 @@ async fn build(
 /// The connection to the client on `lines`, each ACP method wired to its
 /// handler on `server`; it ends when the client closes it.
 async fn connect(server: Server, lines: stdio::Lines) -> Result<(), acp::Error> {
-    let (on_initialize, on_new, on_load, on_prompt, on_cancel) =
-        (server.clone(), server.clone(), server.clone(), server.clone(), server);
+    let (on_initialize, on_new, on_load, on_prompt, on_cancel, on_close) = (
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server,
+    );
     acp::Agent
         .v1()
         .name("dsh")
         .on_receive_request(
-            async move |_request: acp::v1::schema::InitializeRequest, responder, _cx| {
-                responder.respond(on_initialize.initialize())
+            async move |request: InitializeRequest, responder, _cx| {
+                responder.respond(on_initialize.initialize(&request))
             },
             acp::on_receive_request!(),
         )
@@ -389,8 +500,8 @@ async fn connect(server: Server, lines: stdio::Lines) -> Result<(), acp::Error> 
                         Ok(replay) => replay,
                         Err(error) => return responder.respond_with_error(error),
                     };
-                    for update in replay {
-                        client.send_notification(SessionNotification::new(request.session_id.clone(), update))?;
+                    for (session, update) in replay {
+                        client.send_notification(SessionNotification::new(session, update))?;
                     }
                     responder.respond(LoadSessionResponse::new())
                 })
@@ -399,6 +510,13 @@ async fn connect(server: Server, lines: stdio::Lines) -> Result<(), acp::Error> 
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, cx| on_prompt.prompt(request, responder, &cx),
+            acp::on_receive_request!(),
+        )
+        .on_receive_request(
+            async move |request: CloseSessionRequest, responder, cx| {
+                let server = on_close.clone();
+                cx.spawn(async move { responder.respond_with_result(server.close(&request).await) })
+            },
             acp::on_receive_request!(),
         )
         .on_receive_notification(

@@ -25,8 +25,10 @@ use crate::wording;
 /// The client of a prompt, as its turn sees it: where the updates go, and
 /// who is answered at the end.
 pub(super) trait PromptClient {
-    /// Sends one `session/update` of the prompt's session.
-    fn update(&self, update: SessionUpdate) -> Result<(), acp::Error>;
+    /// Sends one `session/update`: of the prompt's session, or of the
+    /// session `session` names (an announced child's, or the parent's of a
+    /// child's `subagent_update`).
+    fn update(&self, session: Option<&str>, update: SessionUpdate) -> Result<(), acp::Error>;
 
     /// Answers the prompt.
     fn answer(self, answer: Result<PromptResponse, acp::Error>) -> Result<(), acp::Error>;
@@ -40,9 +42,9 @@ pub(super) struct Connection {
 }
 
 impl PromptClient for Connection {
-    fn update(&self, update: SessionUpdate) -> Result<(), acp::Error> {
-        self.cx
-            .send_notification(SessionNotification::new(self.session_id.clone(), update))
+    fn update(&self, session: Option<&str>, update: SessionUpdate) -> Result<(), acp::Error> {
+        let session_id = session.map_or_else(|| self.session_id.clone(), |id| SessionId::new(id.to_owned()));
+        self.cx.send_notification(SessionNotification::new(session_id, update))
     }
 
     fn answer(self, answer: Result<PromptResponse, acp::Error>) -> Result<(), acp::Error> {
@@ -89,25 +91,38 @@ pub(super) fn prompt_text(blocks: &[ContentBlock]) -> String {
         .join("\n")
 }
 
-/// The session agent's events streamed to a prompt's channel, until dropped.
+/// The session agent's events streamed to a prompt's channel, until
+/// finished or dropped.
 struct Streaming<'a> {
     streams: &'a Streams,
     agent: AgentId,
+    open: bool,
 }
 
 impl<'a> Streaming<'a> {
-    fn open(streams: &'a Streams, agent: &AgentId, events: UnboundedSender<Event>) -> Self {
-        streams.open(agent, events);
+    fn open(streams: &'a Streams, agent: &AgentId, events: UnboundedSender<Event>, subagents: bool) -> Self {
+        streams.open(agent, events, subagents);
         Self {
             streams,
             agent: agent.clone(),
+            open: true,
         }
+    }
+
+    /// Stops the stream; the terminal states of its announced children
+    /// still running, to send before the answer.
+    fn finish(mut self, cancelled: bool) -> Vec<Event> {
+        self.open = false;
+        self.streams.close(&self.agent, cancelled)
     }
 }
 
 impl Drop for Streaming<'_> {
     fn drop(&mut self) {
-        self.streams.close(&self.agent);
+        if self.open {
+            // A prompt that ends another way sends nothing more.
+            self.streams.close(&self.agent, true);
+        }
     }
 }
 
@@ -119,14 +134,17 @@ fn waiting(received: &mut UnboundedReceiver<Event>) -> impl Iterator<Item = Even
 /// Sends the updates of `events` (coalesced), stopping at the first that
 /// cannot be sent.
 fn forward(client: &impl PromptClient, events: Vec<Event>) -> Result<(), acp::Error> {
-    for update in stream::coalesce(events).into_iter().flat_map(updates::live) {
-        client.update(update)?;
+    for (session, update) in stream::coalesce(events).into_iter().flat_map(updates::routed) {
+        client.update(session.as_deref(), update)?;
     }
     Ok(())
 }
 
 /// Runs one turn: the session agent on `text`, its events streamed to
-/// `client`, then the answer.
+/// `client`, then the answer. With `subagents` (the client advertised
+/// them) its children are announced as subagent sessions, and every one
+/// of them still running when the run returns is closed before the answer
+/// (`cancelled` when the turn was).
 ///
 /// An update that cannot be sent means the client can no longer follow the
 /// run: the turn is cancelled, the run ends as a cancelled run does (its
@@ -138,11 +156,12 @@ pub(super) async fn run(
     text: String,
     origin: SpanOrigin,
     streams: &Streams,
+    subagents: bool,
     client: impl PromptClient,
 ) -> Result<(), acp::Error> {
     let (agent, cancel) = (turn.agent().clone(), turn.cancel().clone());
     let (events, mut received) = unbounded_channel();
-    let streaming = Streaming::open(streams, agent.id(), events);
+    let streaming = Streaming::open(streams, agent.id(), events, subagents);
     let run = agent.run_from(text, &cancel, &origin);
     tokio::pin!(run);
     // Every event is sent before the run returns: forward them as they come
@@ -162,8 +181,9 @@ pub(super) async fn run(
             }
         }
     };
-    drop(streaming);
-    let sent = sent.and_then(|()| forward(&client, waiting(&mut received).collect()));
+    let closing = streaming.finish(outcome.stop == AgentStop::Cancelled);
+    let rest = waiting(&mut received).chain(closing).collect();
+    let sent = sent.and_then(|()| forward(&client, rest));
     drop(turn);
     sent?;
     client.answer(stop_reason(&outcome.stop).map(PromptResponse::new))

@@ -105,14 +105,27 @@ impl Sessions {
         })
     }
 
-    /// Cancels the running turn of the session `id` (`session/cancel`), if any.
-    pub(super) fn cancel_turn(&self, id: &str) {
-        if let Some(Entry {
-            turn: Some(running), ..
-        }) = self.lock().open.get(id)
-        {
+    /// Cancels the running turn of the session `id` (`session/cancel`), if
+    /// any; whether the session is open.
+    pub(super) fn cancel_turn(&self, id: &str) -> bool {
+        let state = self.lock();
+        let Some(entry) = state.open.get(id) else {
+            return false;
+        };
+        if let Some(running) = &entry.turn {
             running.cancel.cancel();
         }
+        true
+    }
+
+    /// Closes the session `id` (`session/close`): its running turn, if any,
+    /// is cancelled; the session is returned to be released.
+    pub(super) fn close(&self, id: &str) -> Option<Session> {
+        let entry = self.lock().open.remove(id)?;
+        if let Some(running) = &entry.turn {
+            running.cancel.cancel();
+        }
+        Some(entry.session)
     }
 
     /// Closes every session (the connection ended), returning them to be

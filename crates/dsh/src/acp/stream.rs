@@ -15,55 +15,11 @@ use dsh_subagent::{QueuedInfo, RunEndInfo, RunInfo, WaitInfo};
 use dsh_tools::{AgentId, ToolResult};
 use tokio::sync::mpsc::UnboundedSender;
 
+pub(crate) use super::event::Event;
+use super::subagents::{Known, Route, Subagents};
 use crate::observe::{self, ChildActivity, ModelCalls, TreeObserver};
 use crate::wording;
-
-/// One thing a prompt reports to its ACP client.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Event {
-    /// A piece of the session agent's answer.
-    Text(String),
-    /// The session agent started a tool call.
-    ToolStarted {
-        /// The call's id.
-        id: String,
-        /// The tool.
-        name: String,
-        /// Its arguments (a JSON text).
-        arguments: String,
-        /// Whether it delegates (a `subagent`-kind tool).
-        delegation: bool,
-    },
-    /// A tool call of the session agent ended.
-    ToolFinished {
-        /// The call's id.
-        id: String,
-        /// What the model reads.
-        text: String,
-        /// Whether it failed.
-        failed: bool,
-        /// How the result was cut to its budget, when it was.
-        cut: Option<Box<dsh_tools::Cut>>,
-    },
-    /// A delegation call's own child waits for a slot of its tree: the
-    /// call is pending.
-    CallWaits {
-        /// The delegation call's id.
-        call: String,
-    },
-    /// That child got its slot: the call is in progress again.
-    CallAdmitted {
-        /// The delegation call's id.
-        call: String,
-    },
-    /// The children working under a delegation call, one line each.
-    ChildProgress {
-        /// The delegation call's id.
-        call: String,
-        /// The lines, in start order.
-        lines: Vec<String>,
-    },
-}
+use dsh_subagent_acp::ChildUpdate;
 
 /// The events that were ready together, with adjacent text deltas merged
 /// into one: the client reads the same text either way.
@@ -77,6 +33,17 @@ pub(crate) fn coalesce(events: impl IntoIterator<Item = Event>) -> Vec<Event> {
     for event in events {
         match (merged.last_mut(), event) {
             (Some(Event::Text(text)), Event::Text(delta)) => text.push_str(&delta),
+            (
+                Some(Event::InSession { session, event: last }),
+                Event::InSession {
+                    session: next,
+                    event: delta,
+                },
+            ) if *session == next && matches!((&**last, &*delta), (Event::Text(_), Event::Text(_))) => {
+                if let (Event::Text(text), Event::Text(delta)) = (&mut **last, *delta) {
+                    text.push_str(&delta);
+                }
+            }
             (_, event) => merged.push(event),
         }
     }
@@ -140,6 +107,8 @@ struct State {
     /// Each start waiting for a slot (or admitted and not yet started),
     /// by announced run.
     queued: HashMap<u64, Waiting>,
+    /// The children announced as subagent sessions.
+    subagents: Subagents,
 }
 
 /// Routes observer events to the running prompts ([`TreeObserver`]).
@@ -171,23 +140,50 @@ impl Streams {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Starts streaming `agent`'s events to `events`, until [`close`](Self::close).
-    pub(crate) fn open(&self, agent: &AgentId, events: UnboundedSender<Event>) {
-        self.lock().open.insert(
+    /// Starts streaming `agent`'s events to `events`, until [`close`](Self::close);
+    /// its children are announced as subagent sessions when `subagents`.
+    pub(crate) fn open(&self, agent: &AgentId, events: UnboundedSender<Event>, subagents: bool) {
+        let mut state = self.lock();
+        state.open.insert(
             agent.clone(),
             Open {
                 events,
                 delegations: Vec::new(),
             },
         );
+        state.subagents.open(agent, subagents);
     }
 
     /// Stops streaming `agent`'s events; its children no longer report.
-    pub(crate) fn close(&self, agent: &AgentId) {
+    /// Returns the terminal states of its announced children still running
+    /// (`cancelled` when its turn was), to send before its answer.
+    pub(crate) fn close(&self, agent: &AgentId, cancelled: bool) -> Vec<Event> {
         let mut state = self.lock();
         state.open.remove(agent);
         state.children.retain(|_, reporting| &reporting.root != agent);
         state.queued.retain(|_, waiting| &waiting.reporting.root != agent);
+        state.subagents.close(agent, cancelled)
+    }
+
+    /// Where a session id that is no open session's stands: an announced
+    /// child running, one that ended, or neither.
+    pub(crate) fn known(&self, id: &str) -> Known {
+        self.lock().subagents.known(&AgentId::new(id))
+    }
+
+    /// Sends `event` of `agent` (no session agent) to its own session, when
+    /// it is an announced child ([`Subagents::route`]).
+    fn route(state: &mut State, agent: &AgentId, event: impl FnOnce() -> Event) {
+        if let Route::Send(root, event) = state.subagents.route(agent, event) {
+            Self::send(state, &root, event);
+        }
+    }
+
+    /// Sends each event to its session's prompt.
+    fn send_all(state: &State, events: Vec<(AgentId, Event)>) {
+        for (root, event) in events {
+            Self::send(state, &root, event);
+        }
     }
 
     /// Whether `agent`'s events are streamed now.
@@ -336,6 +332,11 @@ impl TreeObserver for Streams {
                 state.children.insert(child.clone(), Reporting { root, call, label });
             }
         }
+        {
+            let mut state = self.lock();
+            let announced = state.subagents.started(run);
+            Self::send_all(&state, announced);
+        }
         self.child_line(&child, |label| wording::acp_child_started(label, &run.provider));
         // An ACP child may have reported before its start was announced.
         if let Some(now) = self.activity.get(&run.id).and_then(|activity| activity.now) {
@@ -348,12 +349,18 @@ impl TreeObserver for Streams {
         let child = AgentId::new(end.run.id.as_str());
         let summary = observe::child_summary(end, self.calls.take(&end.run.id), self.activity.take(&end.run.id));
         self.child_line(&child, |label| wording::acp_child_finished(label, &summary));
-        self.lock().children.remove(&child);
+        let mut state = self.lock();
+        state.children.remove(&child);
+        let ended = state.subagents.ended(end);
+        Self::send_all(&state, ended);
     }
 
-    fn acp_child_update(&self, run: &str, update: &dsh_subagent_acp::ChildUpdate) {
+    fn acp_child_update(&self, run: &str, update: &ChildUpdate) {
         if let Some(now) = self.activity.record(run, update).now {
             self.child_line(&AgentId::new(run), |label| wording::acp_child_activity(label, &now));
+        }
+        if let Some(event) = remote_event(update) {
+            Self::route(&mut self.lock(), &AgentId::new(run), || event);
         }
     }
 }
@@ -369,7 +376,12 @@ impl AgentObserver for Streams {
     }
 
     fn text_delta(&self, agent: &AgentId, delta: &str) {
-        Self::send(&self.lock(), agent, Event::Text(delta.to_owned()));
+        let mut state = self.lock();
+        if state.open.contains_key(agent) {
+            Self::send(&state, agent, Event::Text(delta.to_owned()));
+        } else {
+            Self::route(&mut state, agent, || Event::Text(delta.to_owned()));
+        }
     }
 
     fn tool_call_started(&self, agent: &AgentId, call: &ToolCall) {
@@ -399,13 +411,29 @@ impl AgentObserver for Streams {
                 );
                 return;
             }
+            let started = || Event::ToolStarted {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                delegation,
+            };
+            Self::route(&mut state, agent, started);
         }
         self.child_line(agent, |label| wording::acp_child_tool(label, &call.name));
     }
 
     fn tool_call_finished(&self, agent: &AgentId, call: &ToolCall, result: &ToolResult) {
         let mut state = self.lock();
-        let Some(open) = state.open.get_mut(agent) else { return };
+        let finished = || Event::ToolFinished {
+            id: call.id.clone(),
+            text: result.text.clone(),
+            failed: result.is_error,
+            cut: result.cut.clone(),
+        };
+        let Some(open) = state.open.get_mut(agent) else {
+            Self::route(&mut state, agent, finished);
+            return;
+        };
         open.delegations.retain(|delegation| delegation.call != call.id);
         state
             .children
@@ -413,17 +441,29 @@ impl AgentObserver for Streams {
         state
             .queued
             .retain(|_, waiting| !(&waiting.reporting.root == agent && waiting.reporting.call == call.id));
-        Self::send(
-            &state,
-            agent,
-            Event::ToolFinished {
-                id: call.id.clone(),
-                text: result.text.clone(),
-                failed: result.is_error,
-                cut: result.cut.clone(),
-            },
-        );
+        Self::send(&state, agent, finished());
     }
+}
+
+/// The event an ACP child's report makes on its own session, when it is
+/// of a kind a session shows.
+fn remote_event(update: &ChildUpdate) -> Option<Event> {
+    Some(match update {
+        ChildUpdate::Text(text) => Event::Text(text.clone()),
+        ChildUpdate::Thought(text) => Event::Thought(text.clone()),
+        ChildUpdate::ToolCall { id, title, status } => Event::RemoteToolCall {
+            id: id.clone(),
+            title: title.clone(),
+            status: *status,
+        },
+        ChildUpdate::ToolCallUpdate { id, title, status } => Event::RemoteToolUpdate {
+            id: id.clone(),
+            title: title.clone(),
+            status: *status,
+        },
+        ChildUpdate::Plan(steps) => Event::Plan(steps.clone()),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -491,7 +531,7 @@ mod tests {
         }));
         let root = AgentId::new("root");
         let (events, received) = unbounded_channel();
-        streams.open(&root, events);
+        streams.open(&root, events, false);
         (streams, root, received, (registrations, runs))
     }
 
@@ -552,7 +592,7 @@ mod tests {
         // After its call ended, a (background) child no longer reports.
         end(kid_b).await;
         streams.text_delta(&kid_a, "not the session's text");
-        streams.close(&root);
+        streams.close(&root, false);
         streams.text_delta(&root, "after the prompt");
 
         let mut seen = Vec::new();
@@ -609,7 +649,7 @@ mod tests {
         streams.acp_child_update(kid, &ChildUpdate::Text("Hel".into()));
         streams.acp_child_update(kid, &ChildUpdate::Text("lo".into()));
         end(run).await;
-        streams.close(&root);
+        streams.close(&root, false);
 
         let mut seen = Vec::new();
         while let Ok(event) = received.try_recv() {
@@ -699,7 +739,7 @@ mod tests {
                 progress("c1", "beta: completed"),
             ]
         );
-        streams.close(&root);
+        streams.close(&root, false);
         assert!(streams.lock().queued.is_empty());
     }
 }

@@ -1,8 +1,11 @@
 //! `session/update`s: what an ACP client sees of a running prompt
 //! ([`live`]) and of a loaded session's history ([`replay`]).
 
+use acp::schema::MaybeUndefined;
 use acp::v1::schema::{
-    Content, ContentBlock, ContentChunk, Meta, SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
+    Content, ContentBlock, ContentChunk, ErrorStopReason, IdleStateUpdate, IdleStopReason, Meta, OtherStopReason, Plan,
+    PlanEntry, PlanEntryPriority, PlanEntryStatus, RunningStateUpdate, SessionCancelCapabilities, SessionUpdate,
+    StateUpdate, SubagentSessionCapabilities, SubagentUpdate, TextContent, ToolCall, ToolCallContent, ToolCallStatus,
     ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use agent_client_protocol as acp;
@@ -12,7 +15,9 @@ use dsh_tools::Cut;
 use dsh_tools::budget::CUT_META_KEY;
 use serde_json::Value;
 
-use super::stream::Event;
+use dsh_subagent_acp::Status;
+
+use super::event::{Change, Ending, Event};
 
 fn text(text: impl Into<String>) -> ContentBlock {
     ContentBlock::Text(TextContent::new(text.into()))
@@ -98,7 +103,113 @@ pub(crate) fn live(event: Event) -> Vec<SessionUpdate> {
             call,
             ToolCallUpdateFields::new().content(content(lines.join("\n"))),
         ))],
+        Event::Thought(delta) => vec![SessionUpdate::AgentThoughtChunk(ContentChunk::new(text(delta)))],
+        Event::Plan(steps) => vec![plan(&steps)],
+        Event::RemoteToolCall { id, title, status } => vec![SessionUpdate::ToolCall(
+            ToolCall::new(id, title).status(tool_status(status)),
+        )],
+        Event::RemoteToolUpdate { id, title, status } => {
+            let mut fields = ToolCallUpdateFields::new();
+            fields.title = title;
+            fields.status = status.map(tool_status);
+            vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(id, fields))]
+        }
+        Event::Subagent { child, change, .. } => vec![subagent(&child, &change)],
+        Event::InSession { event, .. } => live(*event),
     }
+}
+
+/// The updates for one event of a running prompt, each with the session it
+/// goes to: `None` for the prompt's own session, a child's id for its own
+/// updates, the immediate parent's id for a child's `subagent_update`.
+pub(crate) fn routed(event: Event) -> Vec<(Option<String>, SessionUpdate)> {
+    let session = match &event {
+        Event::Subagent { parent, .. } => Some(parent.clone()),
+        Event::InSession { session, .. } => Some(session.clone()),
+        _ => None,
+    };
+    live(event)
+        .into_iter()
+        .map(|update| (session.clone(), update))
+        .collect()
+}
+
+/// An ACP child's tool call status, as ACP says it.
+fn tool_status(status: Status) -> ToolCallStatus {
+    match status {
+        Status::Pending => ToolCallStatus::Pending,
+        Status::InProgress => ToolCallStatus::InProgress,
+        Status::Completed => ToolCallStatus::Completed,
+        _ => ToolCallStatus::Failed,
+    }
+}
+
+/// An ACP child's plan, as ACP says it (its priorities are not forwarded:
+/// each step is `medium`).
+fn plan(steps: &[(String, Status)]) -> SessionUpdate {
+    let entries = steps
+        .iter()
+        .map(|(step, status)| {
+            let status = match status {
+                Status::Pending => PlanEntryStatus::Pending,
+                Status::InProgress => PlanEntryStatus::InProgress,
+                _ => PlanEntryStatus::Completed,
+            };
+            PlanEntry::new(step.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    SessionUpdate::Plan(Plan::new(entries))
+}
+
+/// Sets a patch field when there is a value; leaves it out otherwise.
+fn given(value: Option<String>) -> MaybeUndefined<String> {
+    value.map_or(MaybeUndefined::Undefined, MaybeUndefined::Value)
+}
+
+/// The `subagent_update` that announces `child` (its title, task, cancel
+/// capability and `running` state) or gives its terminal state: an `idle`
+/// state with its stop reason, and no capability left.
+pub(crate) fn subagent(child: &str, change: &Change) -> SessionUpdate {
+    let update = SubagentUpdate::new(child.to_owned());
+    SessionUpdate::SubagentUpdate(match change {
+        Change::Started { title, task, cancel } => {
+            let capabilities = SubagentSessionCapabilities::new().cancel(cancel.then(SessionCancelCapabilities::new));
+            update
+                .title(given(title.clone()))
+                .description(given(task.clone()))
+                .capabilities(capabilities)
+                .state(StateUpdate::Running(RunningStateUpdate::new()))
+        }
+        Change::Ended(ending) => update
+            .capabilities(SubagentSessionCapabilities::new())
+            .state(StateUpdate::Idle(
+                IdleStateUpdate::new().stop_reason(stop_reason(ending)),
+            )),
+    })
+}
+
+/// The stop reason of a child's `idle` terminal state.
+fn stop_reason(ending: &Ending) -> IdleStopReason {
+    match ending {
+        Ending::EndTurn => IdleStopReason::EndTurn,
+        Ending::MaxTokens => IdleStopReason::MaxTokens,
+        Ending::Refusal => IdleStopReason::Refusal,
+        Ending::Cancelled => IdleStopReason::Cancelled,
+        Ending::Failed(message) => IdleStopReason::Error(ErrorStopReason::new().error(acp::v1::schema::Error::new(
+            i32::from(acp::ErrorCode::INTERNAL_ERROR),
+            message.clone(),
+        ))),
+        Ending::Disconnected => IdleStopReason::Other(OtherStopReason::new(
+            super::subagents::DISCONNECTED_STOP,
+            Default::default(),
+        )),
+    }
+}
+
+/// The end of a replayed tool call whose result was never recorded (its
+/// run was interrupted): failed, saying so.
+pub(crate) fn interrupted_call(id: &str) -> SessionUpdate {
+    finished(id, crate::wording::ACP_CALL_INTERRUPTED, true, None)
 }
 
 /// A loaded session's history as the updates a client would have seen:

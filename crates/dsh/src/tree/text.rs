@@ -41,6 +41,9 @@ fn node_lines(node: &Node, first: &str, rest: &str, now_ms: u64, lines: &mut Vec
     if let Some(place) = words::place(&node.place) {
         lines.push(format!("{rest}{guide}{place}"));
     }
+    if let Some(task) = &node.task {
+        lines.push(format!("{rest}{guide}{}", words::asked(task)));
+    }
     for problem in &node.problems {
         lines.push(format!("{rest}{guide}{}", words::problem(problem)));
     }

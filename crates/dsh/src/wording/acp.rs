@@ -21,6 +21,10 @@ pub(crate) const ACP_SETUP_FAILED: &str = "the dsh agent could not be set up; it
 /// connection (their task records and `task_output` say so).
 pub(crate) const ACP_CONNECTION_CLOSED: &str = "the ACP connection closed";
 
+/// Why a session's background children were killed: its client closed
+/// the session (`session/close`).
+pub(crate) const ACP_SESSION_CLOSED: &str = "the ACP session was closed";
+
 /// A request for a session this agent does not hold.
 pub(crate) fn unknown_session(id: &dyn Display) -> String {
     format!("unknown session {id}")
@@ -65,3 +69,40 @@ pub(crate) fn acp_mcp_cwd_not_a_directory(cwd: &std::path::Path) -> String {
         cwd.display()
     )
 }
+
+/// Reports of agents not yet announced as subagent sessions were dropped
+/// past their bound (logged once per connection).
+pub(crate) const ACP_SUBAGENT_REPORTS_DROPPED: &str = "dsh acp: too many reports of children not yet announced as subagent sessions; the rest were dropped, so some subagent sessions miss their first updates";
+
+/// A session method other than `session/cancel` called with the id of a
+/// subagent session (a child the agent announced), which a client may not
+/// drive: `what` is what the method would do (`prompt`, `load`, `close`).
+pub(crate) fn subagent_session_refused(id: &dyn Display, what: &str) -> String {
+    format!(
+        "session {id} is a subagent session, started by its parent agent: a client cannot {what} it; only session/cancel is taken for it, while it runs"
+    )
+}
+
+/// `session/cancel` with an id that is no session's nor a running
+/// subagent's: ignored (a notification has no answer), logged.
+pub(crate) fn cancel_ignored_unknown(id: &dyn Display) -> String {
+    format!("dsh acp: session/cancel for unknown session {id}; nothing to cancel")
+}
+
+/// `session/cancel` with the id of a subagent session that has ended.
+pub(crate) fn cancel_ignored_ended(id: &dyn Display) -> String {
+    format!("dsh acp: session/cancel for subagent session {id}, which has ended; nothing to cancel")
+}
+
+/// `session/load` replays a subagent session whose record cannot be read
+/// whole: what could be read is replayed, and the session is closed as
+/// disconnected.
+pub(crate) fn subagent_record_torn(session: &dyn Display, child: &dyn Display, why: &dyn Display) -> String {
+    format!(
+        "dsh acp: session/load of {session}: the record of subagent session {child} is not whole ({why}); what could be read is replayed and it is closed as disconnected"
+    )
+}
+
+/// A replayed tool call whose result was never recorded: its run was
+/// interrupted (the process ended mid-call).
+pub(crate) const ACP_CALL_INTERRUPTED: &str = "interrupted: the run ended before this call's result was recorded";

@@ -50,6 +50,8 @@ enum Fail {
 #[derive(Default)]
 struct Log {
     updates: usize,
+    /// Each update: its session (`None`: the prompt's) and its JSON.
+    sent: Vec<(Option<String>, serde_json::Value)>,
     answer: Option<Result<StopReason, acp::Error>>,
 }
 
@@ -64,10 +66,12 @@ fn refused() -> acp::Error {
 }
 
 impl PromptClient for Client {
-    fn update(&self, _update: SessionUpdate) -> Result<(), acp::Error> {
+    fn update(&self, session: Option<&str>, update: SessionUpdate) -> Result<(), acp::Error> {
         let mut log = self.log.lock().unwrap();
         let index = log.updates;
         log.updates += 1;
+        log.sent
+            .push((session.map(str::to_owned), serde_json::to_value(&update).unwrap()));
         match self.fail {
             Fail::Update(at) if at == index => Err(refused()),
             Fail::PanicAt(at) if at == index => {
@@ -133,10 +137,23 @@ impl Fixture {
     /// One prompt's turn, its client failing where told: what the turn
     /// returned, and what the client was sent.
     async fn prompt(&self, fail: Fail) -> (Result<(), acp::Error>, Log) {
+        self.prompt_as(fail, false).await
+    }
+
+    /// [`Fixture::prompt`], for a client that advertised `subagents` or not.
+    async fn prompt_as(&self, fail: Fail, subagents: bool) -> (Result<(), acp::Error>, Log) {
         let log = Arc::new(Mutex::new(Log::default()));
         let client = Client { fail, log: log.clone() };
         let turn = self.sessions.begin_turn(&self.id).unwrap();
-        let ended = run(turn, "go".to_owned(), SpanOrigin::current(), &self.streams, client).await;
+        let ended = run(
+            turn,
+            "go".to_owned(),
+            SpanOrigin::current(),
+            &self.streams,
+            subagents,
+            client,
+        )
+        .await;
         let log = std::mem::take(&mut *log.lock().unwrap());
         (ended, log)
     }
@@ -212,6 +229,7 @@ async fn a_turn_dropped_at_each_step_ends() {
             "go".to_owned(),
             SpanOrigin::current(),
             &fixture.streams,
+            false,
             client,
         ));
         while log.lock().unwrap().updates < sent {
@@ -238,9 +256,16 @@ async fn a_run_that_fails_is_answered_with_its_error_and_ends_the_turn() {
         log: log.clone(),
     };
     let turn = fixture.sessions.begin_turn(&fixture.id).unwrap();
-    run(turn, "go".to_owned(), SpanOrigin::current(), &fixture.streams, client)
-        .await
-        .unwrap();
+    run(
+        turn,
+        "go".to_owned(),
+        SpanOrigin::current(),
+        &fixture.streams,
+        false,
+        client,
+    )
+    .await
+    .unwrap();
     let answer = log.lock().unwrap().answer.take().unwrap();
     let error = answer.unwrap_err();
     assert_eq!(error.code, acp::ErrorCode::INTERNAL_ERROR);
@@ -304,4 +329,62 @@ fn a_context_stop_fails_the_turn_with_its_own_line_and_says_which_stop_in_its_da
         error.data,
         Some(serde_json::json!({"stopReason": "context-window", "contextWindow": 24_000, "requestTokens": 31_250}))
     );
+}
+
+/// With a client that advertised `subagents`, the child is announced on
+/// the parent's session before any update of its own, streams under its
+/// own id, and its one terminal state follows its last update and comes
+/// before the delegation call's end; without it, nothing of the child
+/// leaves the parent's session.
+#[tokio::test]
+async fn a_child_is_announced_streams_under_its_own_id_and_ends_once() {
+    let fixture = Fixture::new(DELEGATING).await;
+    let (_, plain) = fixture.prompt_as(Fail::Never, false).await;
+    assert!(
+        plain.sent.iter().all(|(session, _)| session.is_none()),
+        "{:?}",
+        plain.sent
+    );
+
+    let (ended, log) = fixture.prompt_as(Fail::Never, true).await;
+    ended.unwrap();
+    assert!(matches!(log.answer, Some(Ok(StopReason::EndTurn))));
+    let parent = Some(fixture.id.clone());
+    let kind = |update: &serde_json::Value| update["sessionUpdate"].as_str().unwrap().to_owned();
+    let announce = log
+        .sent
+        .iter()
+        .position(|(session, update)| *session == parent && kind(update) == "subagent_update")
+        .unwrap();
+    let child = log.sent[announce].1["sessionId"].as_str().unwrap().to_owned();
+    let child_updates: Vec<usize> = (0..log.sent.len())
+        .filter(|&index| log.sent[index].0.as_deref() == Some(child.as_str()))
+        .collect();
+    let terminal: Vec<usize> = (0..log.sent.len())
+        .filter(|&index| index != announce && log.sent[index].0 == parent)
+        .collect();
+    let delegation_done = log
+        .sent
+        .iter()
+        .position(|(session, update)| session.is_none() && update["status"] == "completed")
+        .unwrap();
+    assert!(!child_updates.is_empty());
+    assert!(
+        child_updates
+            .iter()
+            .all(|&index| index > announce && index < terminal[0])
+    );
+    assert_eq!(terminal.len(), 1, "exactly one terminal state");
+    assert!(terminal[0] < delegation_done, "the child ends before its call does");
+    let shown: Vec<serde_json::Value> = std::iter::once(announce)
+        .chain(child_updates)
+        .chain(terminal)
+        .map(|index| serde_json::json!([log.sent[index].0, log.sent[index].1]))
+        .collect();
+    let text = serde_json::to_string(&shown)
+        .unwrap()
+        .replace(&child, "CHILD")
+        .replace(&fixture.id, "PARENT");
+    let shown: serde_json::Value = serde_json::from_str(&text).unwrap();
+    insta::assert_json_snapshot!(shown);
 }
