@@ -188,6 +188,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // In the background: the call returns a task id at once, the task
     // settles the child, and its owner is told before its next model call.
+    // Every call reserves the next id when it starts (the three calls above
+    // kept theirs unused), so ids follow the order of the calls.
     let started = tools
         .call(
             "subagent",
@@ -195,11 +197,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             caller(CancellationToken::new()),
         )
         .await;
-    assert_eq!(started.text, "started background subagent task subagent-1");
+    assert_eq!(started.text, "started background subagent task subagent-4");
     let output = tools
         .call(
             "task_output",
-            json!({"task_id": "subagent-1", "wait": true}),
+            json!({"task_id": "subagent-4", "wait": true}),
             caller(CancellationToken::new()),
         )
         .await;
@@ -207,7 +209,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(
         harness.notices().take(&"parent-1".into()),
         [
-            "background task subagent-1 (subagent: count) finished [status: completed]. Read its output with task_output."
+            "background task subagent-4 (subagent: count) finished [status: completed]. Read its output with task_output."
         ]
     );
     println!("background   → {}", output.text.replace('\n', " | "));
