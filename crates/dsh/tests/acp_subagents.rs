@@ -2,7 +2,8 @@
 //! advertises `subagents`: a per-child cancel that leaves the parent's turn
 //! going, a parent cancel that ends every child first (deepest first),
 //! refusals of a child's id, and a load after a crash that closes the
-//! orphan as disconnected. Offline (scripted models).
+//! orphan as disconnected; a background child announced and ended before
+//! its prompt answers. Offline (scripted models).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -262,4 +263,58 @@ fn a_load_after_a_crash_closes_the_orphan_as_disconnected_every_time() {
         "the orphan's own history: {replayed:#?}"
     );
     assert_eq!(load(), replayed, "a second load replays the same, and revives nothing");
+}
+
+const BACKGROUND: &str = r#"{"rules": [
+  {"when": {"last_user_contains": "work later"}, "reply": {"text": "background answer", "delay_ms": 300}},
+  {"when": {"last_user_contains": "finished"}, "reply": {"text": "the parent read it"}},
+  {"when": {"last_user_contains": "Start", "last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "in the background", "prompt": "work later",
+      "run_in_background": true}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "started it"}}
+]}"#;
+
+/// A background child is announced as a foreground one is: its turn waits
+/// for it, so its one terminal state comes before the prompt's answer, and
+/// the parent's model reads its completion notice in the same turn.
+#[test]
+fn a_background_child_is_announced_and_ends_before_its_prompt_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(dir.path(), "script.json", BACKGROUND);
+    let config = write(
+        dir.path(),
+        "background.toml",
+        "[[subagents]]\nprovider = \"spawn\"\nmax_depth = 1\nenable_run_in_background = true\n",
+    );
+    // A background spawn child is continuable: it needs a data directory.
+    let data = dir.path().join("data");
+    let args = [
+        "--quiet",
+        "--config",
+        &config,
+        "--script",
+        &script,
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    let mut peer = Peer::start(dir.path(), &args);
+    let session = open(&mut peer, dir.path());
+    peer.prompt(3, &session, "Start the work.");
+    let (mut seen, child) = until_announced(&peer, "in the background");
+    seen.extend(peer.until_response(3));
+    assert_eq!(seen.last().unwrap()["result"]["stopReason"], "end_turn", "{seen:#?}");
+    let messages = routed(&seen);
+    assert_eq!(terminal(&messages, &child), [(session.clone(), "end_turn".to_owned())]);
+    let said: String = messages
+        .iter()
+        .filter(|(id, _)| *id == child)
+        .filter_map(|(_, update)| update["content"]["text"].as_str())
+        .collect();
+    assert_eq!(said, "background answer", "the child's own text, under its own id");
+    let texts: Vec<&str> = messages
+        .iter()
+        .filter(|(id, _)| *id == session)
+        .filter_map(|(_, update)| update["content"]["text"].as_str())
+        .collect();
+    assert!(texts.contains(&"the parent read it"), "{texts:#?}");
 }

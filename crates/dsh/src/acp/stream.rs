@@ -324,16 +324,12 @@ impl TreeObserver for Streams {
                     entry.0 = Entry::Child(child.clone());
                 }
                 state.children.insert(child.clone(), reporting);
-            } else {
-                let Some((root, call, _)) = Self::target(&state, &run.parent, run.label.as_deref()) else {
-                    return;
-                };
+            } else if let Some((root, call, _)) = Self::target(&state, &run.parent, run.label.as_deref()) {
                 let label = run.label.clone().unwrap_or_else(|| run.id.clone());
                 state.children.insert(child.clone(), Reporting { root, call, label });
             }
-        }
-        {
-            let mut state = self.lock();
+            // A background child may start after its call returned: no call
+            // shows its lines, yet it is announced as a subagent session.
             let announced = state.subagents.started(run);
             Self::send_all(&state, announced);
         }
