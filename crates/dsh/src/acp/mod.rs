@@ -51,7 +51,7 @@ use crate::failure::Failure;
 use crate::harness::Surface;
 use crate::observe::{Tee, TreeObserver};
 use crate::progress::Progress;
-use crate::resume::ResumeError;
+use crate::resume::{self, ResumeError};
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
@@ -223,7 +223,11 @@ impl Server {
         }
         let mut tools = SessionTools::mount(&shared, &request.mcp_servers, &request.cwd).await?;
         let resumed = shared.resume_on(shared.runtime_with(tools.registry().clone()), &id);
-        let (agent, repairs) = match resumed {
+        let resume::Resumed {
+            agent,
+            repairs,
+            pending,
+        } = match resumed {
             Ok(resumed) => resumed,
             Err(error) => {
                 tools.release().await;
@@ -244,6 +248,17 @@ impl Server {
         };
         for repair in repairs {
             eprintln!("{}", wording::resume_repaired(&id, &repair));
+        }
+        // A turn whose calls need a tool this session no longer has is
+        // not loaded: the reason names the transcript, for the person
+        // running dsh.
+        if let Err(failure) = pending.check(&agent) {
+            tools.release().await;
+            eprintln!("{}", failure.message());
+            return Err(acp::Error::new(
+                acp::ErrorCode::INTERNAL_ERROR,
+                wording::session_not_loaded(&id),
+            ));
         }
         let replay = self.replay(&shared, agent.id());
         let replay = replay.unwrap_or_else(|| {
