@@ -164,6 +164,9 @@ pub(crate) struct Resumed {
     pub(crate) repairs: Vec<String>,
     /// The tools its open turn's calls still need.
     pub(crate) pending: PendingCalls,
+    /// Whether its tree was interrupted: its turn, or the run of a child
+    /// its records name, was left open.
+    pub(crate) interrupted: bool,
 }
 
 /// The tools a resumed turn still needs: those of its last answer's calls
@@ -264,7 +267,7 @@ pub(crate) fn interrupted_session(data_dir: &Path, label: &str) -> Option<String
 
 /// Whether an agent's turn, or a run of a child its records name, was left
 /// open (followed down the tree).
-fn tree_unfinished(data_dir: &Path, transcript: &Transcript) -> bool {
+pub(crate) fn tree_unfinished(data_dir: &Path, transcript: &Transcript) -> bool {
     if open(transcript) {
         return true;
     }

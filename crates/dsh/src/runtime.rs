@@ -350,6 +350,7 @@ impl SharedRuntime {
         };
         let saved = resume::load_parent(dir, id)?;
         let pending = resume::PendingCalls::of(&saved);
+        let interrupted = resume::tree_unfinished(dir, &saved.transcript);
         let mut builder = Agent::builder(runtime.clone())
             .lineage(self.mounted.open_tree().lineage())
             .id(saved.id)
@@ -373,6 +374,7 @@ impl SharedRuntime {
             agent,
             repairs: saved.repairs,
             pending,
+            interrupted,
         })
     }
 }

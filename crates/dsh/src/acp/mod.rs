@@ -65,7 +65,7 @@ mod stream;
 mod subagents;
 mod updates;
 
-use session::{Session, Sessions};
+use session::{NextTurn, Session, Sessions};
 use session_tools::SessionTools;
 use stdio::Stdio;
 use stream::Streams;
@@ -192,6 +192,7 @@ impl Server {
                         agent,
                         tools,
                         _hold: hold,
+                        next: NextTurn::New,
                     },
                 );
                 Ok(NewSessionResponse::new(id).meta(meta))
@@ -227,6 +228,7 @@ impl Server {
             agent,
             repairs,
             pending,
+            interrupted,
         } = match resumed {
             Ok(resumed) => resumed,
             Err(error) => {
@@ -260,7 +262,14 @@ impl Server {
                 wording::session_not_loaded(&id),
             ));
         }
-        let replay = self.replay(&shared, agent.id());
+        // An interrupted tree goes on at the next prompt, and what the
+        // replay shows of it says so: a child that will resume is not
+        // closed.
+        let next = match interrupted {
+            true => NextTurn::Resume,
+            false => NextTurn::New,
+        };
+        let replay = self.replay(&shared, agent.id(), next);
         let replay = replay.unwrap_or_else(|| {
             let history = updates::replay(&agent.history(), shared.delegation_tools());
             history.into_iter().map(|update| (id.clone(), update)).collect()
@@ -272,6 +281,7 @@ impl Server {
                 agent,
                 tools,
                 _hold: hold,
+                next,
             },
         );
         Ok(replay)
@@ -280,11 +290,17 @@ impl Server {
     /// A loaded session's replay with its children ([`replay::replay`]),
     /// for a client that advertised `subagents`; `None` otherwise, or when
     /// its transcript cannot be read again (it was just read to resume it).
-    fn replay(&self, shared: &SharedRuntime, id: &dsh_tools::AgentId) -> Option<Vec<replay::Replayed>> {
+    fn replay(
+        &self,
+        shared: &SharedRuntime,
+        id: &dsh_tools::AgentId,
+        next: NextTurn,
+    ) -> Option<Vec<replay::Replayed>> {
         let data_dir = shared.data_dir().filter(|_| self.subagents())?;
         let path = dsh_agent::transcript::transcript_path(data_dir, id);
         let transcript = dsh_agent::transcript::read_transcript(&path).ok()?;
-        Some(replay::replay(data_dir, id, &transcript, shared.delegation_tools()))
+        let tools = shared.delegation_tools();
+        Some(replay::replay(data_dir, id, &transcript, tools, next == NextTurn::Resume))
     }
 
     /// `session/prompt`: begins the session's turn (refused for an unknown
