@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+use dsh_agent::Agent;
 use dsh_agent::transcript::{
     INTERRUPTED, Transcript, TranscriptEntry, TreeLock, read_transcript, repair_for_resume, transcript_path,
 };
-use dsh_agent::Agent;
 use dsh_tools::AgentId;
 
 use crate::failure::Failure;
@@ -209,7 +209,11 @@ impl PendingCalls {
             .collect();
         match missing.is_empty() {
             true => Ok(()),
-            false => Err(Failure::usage(wording::pending_tool_gone(&self.transcript, &missing, &offered))),
+            false => Err(Failure::usage(wording::pending_tool_gone(
+                &self.transcript,
+                &missing,
+                &offered,
+            ))),
         }
     }
 }

@@ -278,7 +278,11 @@ fn a_load_after_a_crash_leaves_the_children_running_and_the_next_prompt_resumes_
 
     peer.prompt(4, &session, "go on");
     let answered = peer.until_response(4);
-    assert_eq!(answered.last().unwrap()["result"]["stopReason"], "end_turn", "{answered:#?}");
+    assert_eq!(
+        answered.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{answered:#?}"
+    );
     let messages = routed(&answered);
     assert_eq!(terminal(&messages, &grandkid), [(kid.clone(), "end_turn".to_owned())]);
     assert_eq!(terminal(&messages, &kid), [(session.clone(), "end_turn".to_owned())]);

@@ -64,8 +64,16 @@ fn refused(tree: &Tree) -> Ran {
     let requests = tree.server.log().len();
     let ran = tree.run(&["--resume".to_owned(), tree.parent_id().unwrap()]);
     assert!(!ran.status.success(), "{ran}");
-    assert_eq!(tree.server.log().len(), requests, "a refused resume sent a request:\n{ran}");
-    assert_eq!(transcripts(tree), before, "a refused resume changed a transcript:\n{ran}");
+    assert_eq!(
+        tree.server.log().len(),
+        requests,
+        "a refused resume sent a request:\n{ran}"
+    );
+    assert_eq!(
+        transcripts(tree),
+        before,
+        "a refused resume changed a transcript:\n{ran}"
+    );
     ran
 }
 
@@ -84,7 +92,9 @@ fn edit_lines(path: &Path, edit: impl FnOnce(&mut Vec<String>)) {
 fn a_parent_transcript_corrupt_mid_file_is_refused_naming_the_file_and_line() {
     let tree = interrupted();
     let path = tree.transcript_of("P");
-    edit_lines(&path, |lines| lines.insert(2, "{\"type\": \"message\", garbage".to_owned()));
+    edit_lines(&path, |lines| {
+        lines.insert(2, "{\"type\": \"message\", garbage".to_owned())
+    });
     let ran = refused(&tree);
     assert_eq!(ran.status.code(), Some(1), "{ran}");
     insta::assert_snapshot!("corrupt_parent", placeheld(&tree, &ran.stderr, None));
@@ -98,7 +108,11 @@ fn child_disconnected(tree: &Tree, child: &Path) -> String {
     let before = std::fs::read(child).ok();
     let ran = tree.run(&["--resume".to_owned(), tree.parent_id().unwrap()]);
     assert!(ran.status.success(), "{ran}");
-    assert_eq!(std::fs::read(child).ok(), before, "the child's transcript changed:\n{ran}");
+    assert_eq!(
+        std::fs::read(child).ok(),
+        before,
+        "the child's transcript changed:\n{ran}"
+    );
     assert!(ran.stderr.contains("↳ subagent \"part F1\" disconnected"), "{ran}");
     let log = tree.server.log();
     let last = &log.last().unwrap().body["messages"];

@@ -110,6 +110,9 @@ max_depth = "provider-managed"
         .output()
         .unwrap();
     let shown = String::from_utf8(shown.stdout).unwrap();
-    let line = shown.lines().find(|line| line.contains("part A1")).unwrap_or_else(|| panic!("{shown}"));
+    let line = shown
+        .lines()
+        .find(|line| line.contains("part A1"))
+        .unwrap_or_else(|| panic!("{shown}"));
     assert!(line.contains("disconnected"), "{shown}");
 }

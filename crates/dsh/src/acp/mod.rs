@@ -290,17 +290,18 @@ impl Server {
     /// A loaded session's replay with its children ([`replay::replay`]),
     /// for a client that advertised `subagents`; `None` otherwise, or when
     /// its transcript cannot be read again (it was just read to resume it).
-    fn replay(
-        &self,
-        shared: &SharedRuntime,
-        id: &dsh_tools::AgentId,
-        next: NextTurn,
-    ) -> Option<Vec<replay::Replayed>> {
+    fn replay(&self, shared: &SharedRuntime, id: &dsh_tools::AgentId, next: NextTurn) -> Option<Vec<replay::Replayed>> {
         let data_dir = shared.data_dir().filter(|_| self.subagents())?;
         let path = dsh_agent::transcript::transcript_path(data_dir, id);
         let transcript = dsh_agent::transcript::read_transcript(&path).ok()?;
         let tools = shared.delegation_tools();
-        Some(replay::replay(data_dir, id, &transcript, tools, next == NextTurn::Resume))
+        Some(replay::replay(
+            data_dir,
+            id,
+            &transcript,
+            tools,
+            next == NextTurn::Resume,
+        ))
     }
 
     /// `session/prompt`: begins the session's turn (refused for an unknown
