@@ -10,13 +10,14 @@
 use std::sync::{Arc, OnceLock};
 
 use dsh_agent::transcript::TreeLock;
-use dsh_agent::{Agent, AgentStop, EndOfRun};
+use dsh_agent::{Agent, AgentStop, EndOfRun, RunOutcome};
 use dsh_tools::{AgentId, CancellationToken};
 
 use crate::cli::RunArgs;
 use crate::failure::Failure;
 use crate::harness::Surface;
 use crate::progress::Progress;
+use crate::resume::PendingCalls;
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
@@ -43,36 +44,8 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
         EndOfRun::Leave
     });
     // One process runs a tree at a time; the lock also tells `dsh tree`
-    // that it runs, and is let go however this process ends. A resumed
-    // tree is locked before its transcript is touched (a torn tail is cut
-    // off), so a second resume of a busy tree changes nothing.
-    let (parent, pending, _running) = match &args.resume {
-        Some(id) => {
-            let id = match id.as_str() {
-                "" => crate::resume::most_recent_interrupted(&args.data_dir)
-                    .ok_or_else(|| Failure::usage(wording::nothing_to_resume(&args.data_dir.join("agents"))))?,
-                id => id.to_owned(),
-            };
-            let lock = match crate::resume::is_parent_id(&args.data_dir, &id) {
-                true => Some(lock_tree(&args.data_dir, &AgentId::new(id.as_str()))?),
-                // Unknown: the resume refuses it, listing the parents.
-                false => None,
-            };
-            let resumed = shared.resume(&id)?;
-            if !args.quiet {
-                eprintln!("{}", wording::resuming(&id));
-            }
-            for repair in resumed.repairs {
-                eprintln!("{}", wording::resume_repaired(&id, &repair));
-            }
-            (resumed.agent, Some(resumed.pending), lock)
-        }
-        None => {
-            let parent = shared.parent(wording::RUN_LABEL)?;
-            let lock = lock_tree(&args.data_dir, parent.id())?;
-            (parent, None, Some(lock))
-        }
-    };
+    // that it runs, and is let go however this process ends.
+    let (parent, pending, _running) = parent(&args, &shared)?;
     // After the parent is found: an unknown id starts no server.
     shared.mount_mcp_servers().await?;
     // Every tool is mounted: a resumed turn whose calls need a tool no
@@ -120,6 +93,52 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
     let recorded = shared.finish_recording(args.quiet, stopped.get().copied());
 
     summary(&args, &progress, &parent, all_failed);
+    ended(&args, &parent, outcome, &left, recorded)
+}
+
+/// The run's parent, new or resumed (with the tools its open turn's calls
+/// still need), and its tree's lock. A resumed tree is locked before its
+/// transcript is touched (a torn tail is cut off), so a second resume of a
+/// busy tree changes nothing.
+fn parent(args: &RunArgs, shared: &SharedRuntime) -> Result<(Agent, Option<PendingCalls>, Option<TreeLock>), Failure> {
+    Ok(match &args.resume {
+        Some(id) => {
+            let id = match id.as_str() {
+                "" => crate::resume::most_recent_interrupted(&args.data_dir)
+                    .ok_or_else(|| Failure::usage(wording::nothing_to_resume(&args.data_dir.join("agents"))))?,
+                id => id.to_owned(),
+            };
+            let lock = match crate::resume::is_parent_id(&args.data_dir, &id) {
+                true => Some(lock_tree(&args.data_dir, &AgentId::new(id.as_str()))?),
+                // Unknown: the resume refuses it, listing the parents.
+                false => None,
+            };
+            let resumed = shared.resume(&id)?;
+            if !args.quiet {
+                eprintln!("{}", wording::resuming(&id));
+            }
+            for repair in resumed.repairs {
+                eprintln!("{}", wording::resume_repaired(&id, &repair));
+            }
+            (resumed.agent, Some(resumed.pending), lock)
+        }
+        None => {
+            let parent = shared.parent(wording::RUN_LABEL)?;
+            let lock = lock_tree(&args.data_dir, parent.id())?;
+            (parent, None, Some(lock))
+        }
+    })
+}
+
+/// What the run's end prints, and how it exits: the answer, the children
+/// left to resume and the command that goes on.
+fn ended(
+    args: &RunArgs,
+    parent: &Agent,
+    outcome: RunOutcome,
+    left: &[String],
+    recorded: Result<(), Failure>,
+) -> Result<(), Failure> {
     let resume = wording::resume_command(&args.data_dir, parent.id());
     match outcome.stop {
         AgentStop::Completed if left.is_empty() => {
@@ -128,7 +147,7 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
         }
         AgentStop::Completed => {
             println!("{}", outcome.text);
-            for task in &left {
+            for task in left {
                 eprintln!("{}", wording::left_running(task));
             }
             recorded?;
@@ -139,7 +158,7 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
             if !outcome.text.is_empty() {
                 println!("{}", outcome.text);
             }
-            for task in &left {
+            for task in left {
                 eprintln!("{}", wording::left_running(task));
             }
             Err(Failure::failed(wording::run_unfinished(&stop)))
