@@ -4,7 +4,7 @@
 # schema/v1/schema.unstable.json):
 #   1. scripts/acp-typescript-subagents.mjs: an SDK client that advertises
 #      `subagents` drives `dsh acp` through announce and stream, a per-child
-#      cancel, a parent cancel and a load with an orphan, and checks every
+#      cancel, a parent cancel and a load after a crash, and checks every
 #      message dsh sends;
 #   2. scripts/acp-typescript-subagent-agent.mjs: an SDK agent that
 #      announces two subagents runs as an ACP child of `dsh run`, and

@@ -284,7 +284,7 @@ impl Loader {
             }
         };
         node.turns = turns(&transcript, self.live);
-        let full = node.turns.first().and_then(|turn| turn.answer_bytes);
+        let full = answer_bytes(&node.turns);
         if let Some((call, result)) = facts
             .call_id
             .as_deref()
@@ -628,6 +628,17 @@ fn turns(transcript: &Transcript, live: bool) -> Vec<Turn> {
         });
     }
     turns
+}
+
+/// The size of the answer that ended a child's first activation: its first
+/// turn that ended other than interrupted. A resumed child's turn ends
+/// `interrupted` (answer 0 B) and its resume ends it for real, so the
+/// result its caller read is that later turn's answer.
+fn answer_bytes(turns: &[Turn]) -> Option<u64> {
+    turns
+        .iter()
+        .find(|turn| !matches!(turn.ending, Ending::Interrupted { .. }))
+        .and_then(|turn| turn.answer_bytes)
 }
 
 fn apply_times(turn: &mut Turn, times: &TurnTimes) {

@@ -1,8 +1,9 @@
 //! Finding an earlier parent to continue (`dsh run --resume`, ACP
 //! `session/load`): its transcript, repaired after a crash.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use dsh_agent::Agent;
 use dsh_agent::transcript::{
     INTERRUPTED, Transcript, TranscriptEntry, TreeLock, read_transcript, repair_for_resume, transcript_path,
 };
@@ -17,6 +18,8 @@ pub(crate) struct SavedParent {
     pub(crate) label: Option<String>,
     pub(crate) model: String,
     pub(crate) system_prompt: Option<String>,
+    /// Where its transcript is.
+    pub(crate) path: PathBuf,
     /// Its transcript, repaired: the ended turns and the open one.
     pub(crate) transcript: Transcript,
     /// What was repaired (a torn tail, an interrupted turn), one line each.
@@ -39,6 +42,12 @@ fn header(path: &Path) -> Option<(AgentId, Option<AgentId>)> {
         TranscriptEntry::Header { id, parent, .. } => Some((id.clone(), parent.clone())),
         _ => None,
     }
+}
+
+/// Whether `id` is shaped like an agent id and has a transcript under
+/// `data_dir`: a parent's (or a child's, which a resume refuses).
+pub(crate) fn is_parent_id(data_dir: &Path, id: &str) -> bool {
+    plausible_id(id) && transcript_path(data_dir, &AgentId::new(id)).is_file() && !is_child(data_dir, id)
 }
 
 /// Whether `id` is a child's id under `data_dir`: its transcript's header
@@ -118,8 +127,8 @@ pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, Resu
     if !path.is_file() {
         return Err(unknown());
     }
-    let transcript: Transcript =
-        read_transcript(&path).map_err(|error| ResumeError::Failed(Failure::failed(wording::failed(&error))))?;
+    let transcript: Transcript = read_transcript(&path)
+        .map_err(|error| ResumeError::Failed(Failure::failed(wording::cannot_resume(id, &error))))?;
     let Some(TranscriptEntry::Header {
         id: recorded,
         parent,
@@ -141,9 +150,72 @@ pub(crate) fn load_parent(data_dir: &Path, id: &str) -> Result<SavedParent, Resu
         label,
         model,
         system_prompt,
+        path,
         transcript,
         repairs,
     })
+}
+
+/// A parent continued from its transcript ([`crate::runtime::SharedRuntime::resume`]).
+pub(crate) struct Resumed {
+    /// The parent, its open turn to go on with.
+    pub(crate) agent: Agent,
+    /// What was repaired (a torn tail), one line each.
+    pub(crate) repairs: Vec<String>,
+    /// The tools its open turn's calls still need.
+    pub(crate) pending: PendingCalls,
+    /// Whether its tree was interrupted: its turn, or the run of a child
+    /// its records name, was left open.
+    pub(crate) interrupted: bool,
+}
+
+/// The tools a resumed turn still needs: those of its last answer's calls
+/// with no recorded result, which the resume runs again.
+pub(crate) struct PendingCalls {
+    transcript: PathBuf,
+    tools: Vec<String>,
+}
+
+impl PendingCalls {
+    /// The pending calls of `saved`'s open turn, when it has one.
+    pub(crate) fn of(saved: &SavedParent) -> Self {
+        let mut tools: Vec<String> = saved
+            .transcript
+            .turns()
+            .open
+            .and_then(|open| open.round)
+            .map(|round| round.pending().map(|call| call.name.clone()).collect())
+            .unwrap_or_default();
+        tools.sort();
+        tools.dedup();
+        Self {
+            transcript: saved.path.clone(),
+            tools,
+        }
+    }
+
+    /// Refuses, before any request is sent, a resume whose pending calls
+    /// need a tool `agent` is no longer offered (a `[[subagents]]` entry
+    /// removed from `dsh.toml`, an MCP server no longer mounted): running
+    /// them again would hand the model an unknown tool's error for work it
+    /// had asked for. Call it once every tool is mounted.
+    pub(crate) fn check(&self, agent: &Agent) -> Result<(), Failure> {
+        let offered: Vec<String> = agent.tools().definitions().into_iter().map(|tool| tool.name).collect();
+        let missing: Vec<&str> = self
+            .tools
+            .iter()
+            .filter(|tool| !offered.contains(tool))
+            .map(String::as_str)
+            .collect();
+        match missing.is_empty() {
+            true => Ok(()),
+            false => Err(Failure::usage(wording::pending_tool_gone(
+                &self.transcript,
+                &missing,
+                &offered,
+            ))),
+        }
+    }
 }
 
 /// The most recent top-level run under `data_dir` that was interrupted and
@@ -199,7 +271,7 @@ pub(crate) fn interrupted_session(data_dir: &Path, label: &str) -> Option<String
 
 /// Whether an agent's turn, or a run of a child its records name, was left
 /// open (followed down the tree).
-fn tree_unfinished(data_dir: &Path, transcript: &Transcript) -> bool {
+pub(crate) fn tree_unfinished(data_dir: &Path, transcript: &Transcript) -> bool {
     if open(transcript) {
         return true;
     }

@@ -10,13 +10,14 @@
 use std::sync::{Arc, OnceLock};
 
 use dsh_agent::transcript::TreeLock;
-use dsh_agent::{Agent, AgentStop, EndOfRun};
-use dsh_tools::CancellationToken;
+use dsh_agent::{Agent, AgentStop, EndOfRun, RunOutcome};
+use dsh_tools::{AgentId, CancellationToken};
 
 use crate::cli::RunArgs;
 use crate::failure::Failure;
 use crate::harness::Surface;
 use crate::progress::Progress;
+use crate::resume::PendingCalls;
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
@@ -42,30 +43,16 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
     } else {
         EndOfRun::Leave
     });
-    let (parent, resumed) = match &args.resume {
-        Some(id) => {
-            let id = match id.as_str() {
-                "" => crate::resume::most_recent_interrupted(&args.data_dir)
-                    .ok_or_else(|| Failure::usage(wording::nothing_to_resume(&args.data_dir.join("agents"))))?,
-                id => id.to_owned(),
-            };
-            let (parent, repairs) = shared.resume(&id)?;
-            if !args.quiet {
-                eprintln!("{}", wording::resuming(&id));
-            }
-            for repair in repairs {
-                eprintln!("{}", wording::resume_repaired(&id, &repair));
-            }
-            (parent, true)
-        }
-        None => (shared.parent(wording::RUN_LABEL)?, false),
-    };
     // One process runs a tree at a time; the lock also tells `dsh tree`
     // that it runs, and is let go however this process ends.
-    let _running =
-        TreeLock::acquire(&args.data_dir, parent.id()).map_err(|error| Failure::usage(wording::failed(&error)))?;
+    let (parent, pending, _running) = parent(&args, &shared)?;
     // After the parent is found: an unknown id starts no server.
     shared.mount_mcp_servers().await?;
+    // Every tool is mounted: a resumed turn whose calls need a tool no
+    // longer offered is refused before any request is sent.
+    if let Some(pending) = &pending {
+        pending.check(&parent)?;
+    }
     // SIGINT or SIGTERM stops the run resumably: its children are stopped
     // and released, their turns left open, its recording closed as
     // interrupted. A second signal exits at once. Caught from here on,
@@ -80,7 +67,7 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
     let label = info.label.as_deref().unwrap_or(wording::RUN_LABEL);
     progress.start_tree(info.id.as_str(), label, &info.model);
 
-    let outcome = if resumed {
+    let outcome = if pending.is_some() {
         parent.resume(task, &cancel).await
     } else {
         parent.run(task.unwrap_or_default(), &cancel).await
@@ -106,6 +93,52 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
     let recorded = shared.finish_recording(args.quiet, stopped.get().copied());
 
     summary(&args, &progress, &parent, all_failed);
+    ended(&args, &parent, outcome, &left, recorded)
+}
+
+/// The run's parent, new or resumed (with the tools its open turn's calls
+/// still need), and its tree's lock. A resumed tree is locked before its
+/// transcript is touched (a torn tail is cut off), so a second resume of a
+/// busy tree changes nothing.
+fn parent(args: &RunArgs, shared: &SharedRuntime) -> Result<(Agent, Option<PendingCalls>, Option<TreeLock>), Failure> {
+    Ok(match &args.resume {
+        Some(id) => {
+            let id = match id.as_str() {
+                "" => crate::resume::most_recent_interrupted(&args.data_dir)
+                    .ok_or_else(|| Failure::usage(wording::nothing_to_resume(&args.data_dir.join("agents"))))?,
+                id => id.to_owned(),
+            };
+            let lock = match crate::resume::is_parent_id(&args.data_dir, &id) {
+                true => Some(lock_tree(&args.data_dir, &AgentId::new(id.as_str()))?),
+                // Unknown: the resume refuses it, listing the parents.
+                false => None,
+            };
+            let resumed = shared.resume(&id)?;
+            if !args.quiet {
+                eprintln!("{}", wording::resuming(&id));
+            }
+            for repair in resumed.repairs {
+                eprintln!("{}", wording::resume_repaired(&id, &repair));
+            }
+            (resumed.agent, Some(resumed.pending), lock)
+        }
+        None => {
+            let parent = shared.parent(wording::RUN_LABEL)?;
+            let lock = lock_tree(&args.data_dir, parent.id())?;
+            (parent, None, Some(lock))
+        }
+    })
+}
+
+/// What the run's end prints, and how it exits: the answer, the children
+/// left to resume and the command that goes on.
+fn ended(
+    args: &RunArgs,
+    parent: &Agent,
+    outcome: RunOutcome,
+    left: &[String],
+    recorded: Result<(), Failure>,
+) -> Result<(), Failure> {
     let resume = wording::resume_command(&args.data_dir, parent.id());
     match outcome.stop {
         AgentStop::Completed if left.is_empty() => {
@@ -114,7 +147,7 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
         }
         AgentStop::Completed => {
             println!("{}", outcome.text);
-            for task in &left {
+            for task in left {
                 eprintln!("{}", wording::left_running(task));
             }
             recorded?;
@@ -125,12 +158,17 @@ pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failu
             if !outcome.text.is_empty() {
                 println!("{}", outcome.text);
             }
-            for task in &left {
+            for task in left {
                 eprintln!("{}", wording::left_running(task));
             }
             Err(Failure::failed(wording::run_unfinished(&stop)))
         }
     }
+}
+
+/// Takes the lock of `root`'s tree: refused while another process runs it.
+fn lock_tree(data_dir: &std::path::Path, root: &AgentId) -> Result<TreeLock, Failure> {
+    TreeLock::acquire(data_dir, root).map_err(|error| Failure::usage(wording::failed(&error)))
 }
 
 /// The run's closing lines on stderr: where the transcripts are and what

@@ -334,20 +334,23 @@ impl SharedRuntime {
     }
 
     /// An earlier parent, continued: its id, history (committed turns), system
-    /// prompt and model from its transcript; today's tools. A torn tail and an
-    /// interrupted turn are repaired first; what was repaired is returned.
-    pub(crate) fn resume(&self, id: &str) -> Result<(Agent, Vec<String>), ResumeError> {
+    /// prompt and model from its transcript; today's tools. A torn tail is
+    /// repaired first; what was repaired, and the tools its open turn's
+    /// calls still need, are returned with it.
+    pub(crate) fn resume(&self, id: &str) -> Result<resume::Resumed, ResumeError> {
         self.resume_on(self.runtime.clone(), id)
     }
 
     /// [`SharedRuntime::resume`] on `runtime` ([`SharedRuntime::runtime_with`]); the
     /// continued parent is at the root of a new delegation tree (limits
     /// count per run of dsh, not over a parent's whole history).
-    pub(crate) fn resume_on(&self, runtime: Arc<AgentRuntime>, id: &str) -> Result<(Agent, Vec<String>), ResumeError> {
+    pub(crate) fn resume_on(&self, runtime: Arc<AgentRuntime>, id: &str) -> Result<resume::Resumed, ResumeError> {
         let Some(dir) = runtime.data_dir() else {
             return Err(ResumeError::Failed(Failure::usage(wording::RESUME_NEEDS_DATA_DIR)));
         };
         let saved = resume::load_parent(dir, id)?;
+        let pending = resume::PendingCalls::of(&saved);
+        let interrupted = resume::tree_unfinished(dir, &saved.transcript);
         let mut builder = Agent::builder(runtime.clone())
             .lineage(self.mounted.open_tree().lineage())
             .id(saved.id)
@@ -367,6 +370,11 @@ impl SharedRuntime {
             )),
             error => ResumeError::Failed(Failure::internal(error.to_string())),
         })?;
-        Ok((agent, saved.repairs))
+        Ok(resume::Resumed {
+            agent,
+            repairs: saved.repairs,
+            pending,
+            interrupted,
+        })
     }
 }

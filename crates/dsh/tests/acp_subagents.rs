@@ -1,9 +1,9 @@
 //! `dsh acp` as an agent of the Subagents RFD, seen by a client that
 //! advertises `subagents`: a per-child cancel that leaves the parent's turn
 //! going, a parent cancel that ends every child first (deepest first),
-//! refusals of a child's id, and a load after a crash that closes the
-//! orphan as disconnected; a background child announced and ended before
-//! its prompt answers. Offline (scripted models).
+//! refusals of a child's id, a load after a crash whose next prompt
+//! resumes the children the crash interrupted, and a background child
+//! announced and ended before its prompt answers. Offline (scripted models).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -209,8 +209,25 @@ fn a_cancelled_parent_ends_every_child_deepest_first_before_its_answer() {
     assert!(at(&grandkid) < at(&kid), "descendants first");
 }
 
+/// [`NESTED`] with no delay: what the model answers once `dsh acp` is
+/// started again.
+const NESTED_FAST: &str = r#"{"rules": [
+  {"when": {"last_user_contains": "deepest"}, "reply": {"text": "deep"}},
+  {"when": {"last_user_contains": "middle", "last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "grandkid", "prompt": "deepest"}}]}},
+  {"when": {"last_user_contains": "top", "last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "kid", "prompt": "middle"}}]}},
+  {"when": {}, "reply": {"text": "done"}}
+]}"#;
+
+/// `dsh acp` dies while a child and its own child run. A `session/load`
+/// replays the session with both announced and left running (their runs
+/// are not over: the next prompt resumes them), the same at every load, and
+/// revives nothing. The next `session/prompt` goes on with the interrupted
+/// turn as `dsh run --resume` does: the grandchild resumes, each child ends
+/// once (`end_turn`, deepest first), and the parent answers.
 #[test]
-fn a_load_after_a_crash_closes_the_orphan_as_disconnected_every_time() {
+fn a_load_after_a_crash_leaves_the_children_running_and_the_next_prompt_resumes_them() {
     let dir = tempfile::tempdir().unwrap();
     let script = write(dir.path(), "script.json", NESTED);
     let config = nested_config(dir.path());
@@ -232,6 +249,7 @@ fn a_load_after_a_crash_closes_the_orphan_as_disconnected_every_time() {
     // The process dies while both children run.
     first.child.kill().unwrap();
     first.child.wait().unwrap();
+    write(dir.path(), "script.json", NESTED_FAST);
 
     let load = || {
         let mut peer = Peer::start(dir.path(), &args);
@@ -240,29 +258,52 @@ fn a_load_after_a_crash_closes_the_orphan_as_disconnected_every_time() {
             "params": {"sessionId": session, "cwd": dir.path(), "mcpServers": []}}));
         let loaded = peer.until_response(3);
         assert!(loaded.last().unwrap()["result"].is_object(), "{loaded:#?}");
-        routed(&loaded)
+        (peer, routed(&loaded))
     };
-    let replayed = load();
+    let (_, replayed) = load();
     let kid = replayed
         .iter()
         .find(|(_, update)| update["sessionUpdate"] == "subagent_update" && update["title"] == "kid")
         .map(|(_, update)| update["sessionId"].as_str().unwrap().to_owned())
         .unwrap();
-    assert_eq!(
-        terminal(&replayed, &grandkid),
-        [(kid.clone(), "_disconnected".to_owned())]
-    );
-    assert_eq!(
-        terminal(&replayed, &kid),
-        [(session.clone(), "_disconnected".to_owned())]
-    );
+    assert_eq!(terminal(&replayed, &grandkid), []);
+    assert_eq!(terminal(&replayed, &kid), []);
     assert!(
         replayed
             .iter()
             .any(|(id, update)| *id == grandkid && update["content"]["text"] == "deepest"),
         "the orphan's own history: {replayed:#?}"
     );
-    assert_eq!(load(), replayed, "a second load replays the same, and revives nothing");
+    let (mut peer, again) = load();
+    assert_eq!(again, replayed, "a second load replays the same, and revives nothing");
+
+    peer.prompt(4, &session, "go on");
+    let answered = peer.until_response(4);
+    assert_eq!(
+        answered.last().unwrap()["result"]["stopReason"],
+        "end_turn",
+        "{answered:#?}"
+    );
+    let messages = routed(&answered);
+    assert_eq!(terminal(&messages, &grandkid), [(kid.clone(), "end_turn".to_owned())]);
+    assert_eq!(terminal(&messages, &kid), [(session.clone(), "end_turn".to_owned())]);
+    let at = |child: &str| {
+        messages
+            .iter()
+            .position(|(_, update)| update["sessionId"] == child && update["state"]["state"] == "idle")
+            .unwrap()
+    };
+    assert!(at(&grandkid) < at(&kid), "descendants first");
+    let said: String = messages
+        .iter()
+        .filter(|(id, update)| *id == session && update["sessionUpdate"] == "agent_message_chunk")
+        .map(|(_, update)| update["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(said, "done", "{messages:#?}");
+    // The kid went on from its last completed step: its call of the
+    // grandkid was not asked for again.
+    let record = std::fs::read_to_string(dir.path().join(format!("data/agents/{kid}.jsonl"))).unwrap();
+    assert_eq!(record.matches("\"tool_calls\"").count(), 1, "{record}");
 }
 
 const BACKGROUND: &str = r#"{"rules": [

@@ -71,7 +71,7 @@ pub(crate) fn log_run_failed(diagnostic: &dyn std::fmt::Display) -> String {
 /// Why a child in another process cannot go on after an interruption.
 pub(crate) fn interrupted_child(provider: &str) -> String {
     format!(
-        "it ran in a process of ACP agent {provider:?} that ended with the run, and dsh does not take up an ACP child's session again"
+        "it ran in a process of ACP agent {provider:?} that ended with the run, and dsh does not take up an ACP child's session again; none of its text was kept (an ACP child's answer is recorded when it ends), so delegate the work again if it is still needed"
     )
 }
 

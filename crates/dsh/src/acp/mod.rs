@@ -51,7 +51,7 @@ use crate::failure::Failure;
 use crate::harness::Surface;
 use crate::observe::{Tee, TreeObserver};
 use crate::progress::Progress;
-use crate::resume::ResumeError;
+use crate::resume::{self, ResumeError};
 use crate::runtime::SharedRuntime;
 use crate::wording;
 
@@ -65,7 +65,7 @@ mod stream;
 mod subagents;
 mod updates;
 
-use session::{Session, Sessions};
+use session::{NextTurn, Session, Sessions};
 use session_tools::SessionTools;
 use stdio::Stdio;
 use stream::Streams;
@@ -192,6 +192,7 @@ impl Server {
                         agent,
                         tools,
                         _hold: hold,
+                        next: NextTurn::New,
                     },
                 );
                 Ok(NewSessionResponse::new(id).meta(meta))
@@ -223,7 +224,12 @@ impl Server {
         }
         let mut tools = SessionTools::mount(&shared, &request.mcp_servers, &request.cwd).await?;
         let resumed = shared.resume_on(shared.runtime_with(tools.registry().clone()), &id);
-        let (agent, repairs) = match resumed {
+        let resume::Resumed {
+            agent,
+            repairs,
+            pending,
+            interrupted,
+        } = match resumed {
             Ok(resumed) => resumed,
             Err(error) => {
                 tools.release().await;
@@ -245,7 +251,25 @@ impl Server {
         for repair in repairs {
             eprintln!("{}", wording::resume_repaired(&id, &repair));
         }
-        let replay = self.replay(&shared, agent.id());
+        // A turn whose calls need a tool this session no longer has is
+        // not loaded: the reason names the transcript, for the person
+        // running dsh.
+        if let Err(failure) = pending.check(&agent) {
+            tools.release().await;
+            eprintln!("{}", failure.message());
+            return Err(acp::Error::new(
+                acp::ErrorCode::INTERNAL_ERROR,
+                wording::session_not_loaded(&id),
+            ));
+        }
+        // An interrupted tree goes on at the next prompt, and what the
+        // replay shows of it says so: a child that will resume is not
+        // closed.
+        let next = match interrupted {
+            true => NextTurn::Resume,
+            false => NextTurn::New,
+        };
+        let replay = self.replay(&shared, agent.id(), next);
         let replay = replay.unwrap_or_else(|| {
             let history = updates::replay(&agent.history(), shared.delegation_tools());
             history.into_iter().map(|update| (id.clone(), update)).collect()
@@ -257,6 +281,7 @@ impl Server {
                 agent,
                 tools,
                 _hold: hold,
+                next,
             },
         );
         Ok(replay)
@@ -265,11 +290,18 @@ impl Server {
     /// A loaded session's replay with its children ([`replay::replay`]),
     /// for a client that advertised `subagents`; `None` otherwise, or when
     /// its transcript cannot be read again (it was just read to resume it).
-    fn replay(&self, shared: &SharedRuntime, id: &dsh_tools::AgentId) -> Option<Vec<replay::Replayed>> {
+    fn replay(&self, shared: &SharedRuntime, id: &dsh_tools::AgentId, next: NextTurn) -> Option<Vec<replay::Replayed>> {
         let data_dir = shared.data_dir().filter(|_| self.subagents())?;
         let path = dsh_agent::transcript::transcript_path(data_dir, id);
         let transcript = dsh_agent::transcript::read_transcript(&path).ok()?;
-        Some(replay::replay(data_dir, id, &transcript, shared.delegation_tools()))
+        let tools = shared.delegation_tools();
+        Some(replay::replay(
+            data_dir,
+            id,
+            &transcript,
+            tools,
+            next == NextTurn::Resume,
+        ))
     }
 
     /// `session/prompt`: begins the session's turn (refused for an unknown

@@ -17,7 +17,7 @@ use dsh_subagent_api::SpanOrigin;
 use dsh_tools::AgentId;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use super::session::Turn;
+use super::session::{NextTurn, Turn};
 use super::stream::{self, Event, Streams};
 use super::updates;
 use crate::wording;
@@ -162,7 +162,13 @@ pub(super) async fn run(
     let (agent, cancel) = (turn.agent().clone(), turn.cancel().clone());
     let (events, mut received) = unbounded_channel();
     let streaming = Streaming::open(streams, agent.id(), events, subagents);
-    let run = agent.run_from(text, &cancel, &origin);
+    let next = turn.next();
+    let run = async {
+        match next {
+            NextTurn::New => agent.run_from(text, &cancel, &origin).await,
+            NextTurn::Resume => agent.resume_from_origin(Some(text), &cancel, &origin).await,
+        }
+    };
     tokio::pin!(run);
     // Every event is sent before the run returns: forward them as they come
     // (those ready together at once), then the rest, then the answer.

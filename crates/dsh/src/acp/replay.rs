@@ -9,6 +9,12 @@
 //!   `_disconnected`, after its own descendants: descendants before
 //!   parents. Nothing is run or revived, and nothing is written, so a
 //!   repeated load replays the same updates.
+//! - Except when the session's next prompt resumes its tree (the load
+//!   found it interrupted): an in-process child whose run was left open
+//!   (or ended `interrupted`) is announced and left running, with no
+//!   terminal state, since it goes on at that prompt and its end comes
+//!   then. A child in another process is still closed as disconnected: it
+//!   cannot be taken up again.
 //! - A tool call whose result was never recorded (a run interrupted by a
 //!   crash) is closed as failed, so a client shows no call running.
 //! - What a child's record lacks is logged once per child; the parent's
@@ -26,7 +32,7 @@ use std::path::Path;
 
 use acp::v1::schema::SessionUpdate;
 use agent_client_protocol as acp;
-use dsh_agent::transcript::{Transcript, TranscriptEntry, read_transcript, transcript_path};
+use dsh_agent::transcript::{INTERRUPTED, Transcript, TranscriptEntry, read_transcript, transcript_path};
 use dsh_llm::Message;
 use dsh_subagent_api::{RemoteChild, StopReason};
 use dsh_tools::AgentId;
@@ -45,6 +51,9 @@ struct Walk<'a> {
     delegation_tools: &'a [String],
     /// The loaded session's id, for the log lines.
     session: &'a str,
+    /// Whether the session's next prompt resumes its tree: an in-process
+    /// child whose run was left open then goes on, and is not closed.
+    resumes: bool,
     announced: HashSet<String>,
     out: Vec<Replayed>,
 }
@@ -56,11 +65,13 @@ pub(crate) fn replay(
     root: &AgentId,
     transcript: &Transcript,
     delegation_tools: &[String],
+    resumes: bool,
 ) -> Vec<Replayed> {
     let mut walk = Walk {
         data_dir,
         delegation_tools,
         session: root.as_str(),
+        resumes,
         announced: HashSet::from([root.to_string()]),
         out: Vec::new(),
     };
@@ -154,6 +165,10 @@ impl Walk<'_> {
             Ok(transcript) => {
                 let stop = self.agent(child, transcript, depth + 1);
                 match (stop, &transcript.diagnostic) {
+                    // Left open: the next prompt resumes it, and its end
+                    // comes then.
+                    (None, None) if self.resumes => return,
+                    (Some(stop), None) if self.resumes && stop == INTERRUPTED => return,
                     (Some(stop), None) => Ending::of_stop(&stop),
                     (_, Some(torn)) => self.lost(child, torn),
                     (None, None) => Ending::Disconnected,

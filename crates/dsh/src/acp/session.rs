@@ -27,6 +27,20 @@ pub(super) struct Session {
     /// Keeps the agent's transcript from sweeps while the session is open
     /// (with a data directory).
     pub(super) _hold: Option<Hold>,
+    /// How its next prompt begins.
+    pub(super) next: NextTurn,
+}
+
+/// How a session's next prompt begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum NextTurn {
+    /// A new turn, opened by the prompt.
+    New,
+    /// The tree a `session/load` found interrupted goes on first, as `dsh
+    /// run --resume` does ([`Agent::resume`](dsh_agent::Agent::resume)):
+    /// the interrupted turn is kept and the prompt joins it, finished
+    /// children deliver once, interrupted ones resume.
+    Resume,
 }
 
 /// A session, and its running turn when it runs one.
@@ -92,6 +106,7 @@ impl Sessions {
             return Err(already_running());
         }
         let cancel = CancellationToken::new();
+        let next = std::mem::replace(&mut entry.session.next, NextTurn::New);
         entry.turn = Some(Running {
             number,
             cancel: cancel.clone(),
@@ -102,6 +117,7 @@ impl Sessions {
             number,
             agent: entry.session.agent.clone(),
             cancel,
+            next,
         })
     }
 
@@ -163,9 +179,15 @@ pub(super) struct Turn {
     number: u64,
     agent: Agent,
     cancel: CancellationToken,
+    next: NextTurn,
 }
 
 impl Turn {
+    /// How the turn begins: new, or resuming what a load found interrupted.
+    pub(super) fn next(&self) -> NextTurn {
+        self.next
+    }
+
     /// The session's agent.
     pub(super) fn agent(&self) -> &Agent {
         &self.agent

@@ -118,7 +118,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
 async fn serve_stdio(shared: &SharedRuntime, server: &McpToolServer, data_dir: &Path) -> Result<(), Failure> {
     let session = match crate::resume::interrupted_session(data_dir, wording::MCP_LABEL) {
         Some(id) => {
-            let (session, _) = shared.resume(&id)?;
+            let session = shared.resume(&id)?.agent;
             shared.recover(&session);
             session
         }

@@ -24,6 +24,12 @@ pub(crate) fn resume_repaired(id: &str, repair: &str) -> String {
     format!("dsh: resuming {id}: {repair}")
 }
 
+/// A parent whose transcript cannot be read (corrupt mid-file, of a newer
+/// version): nothing is changed.
+pub(crate) fn cannot_resume(id: &str, error: &dyn Display) -> String {
+    format!("dsh: cannot resume {id}: {error}; nothing was changed")
+}
+
 /// A transcript whose torn tail or interrupted turn could not be repaired.
 pub(crate) fn cannot_repair(path: &std::path::Path, error: &dyn Display) -> String {
     format!("dsh: cannot repair {}: {error}", path.display())
@@ -59,4 +65,19 @@ pub(crate) fn child_recovered(agent: &str, child: &dsh_subagent::RecoveredChild)
 /// A resumed agent whose background children could not be read.
 pub(crate) fn recovery_failed(error: &dyn Display) -> String {
     format!("dsh: the background children of a resumed agent could not be restored: {error}")
+}
+
+/// A resume whose interrupted turn has calls of tools the configuration no
+/// longer offers: refused before any request is sent.
+pub(crate) fn pending_tool_gone(transcript: &std::path::Path, missing: &[&str], offered: &[String]) -> String {
+    let missing: Vec<String> = missing.iter().map(|tool| format!("{tool:?}")).collect();
+    let offered = match offered.is_empty() {
+        true => "none".to_owned(),
+        false => offered.join(", "),
+    };
+    format!(
+        "dsh: cannot resume: the interrupted turn in {} has calls of {} waiting to run again, and this configuration no longer offers that tool (tools offered now: {offered}); restore it in dsh.toml (or the MCP server that gave it), then resume",
+        transcript.display(),
+        missing.join(", ")
+    )
 }

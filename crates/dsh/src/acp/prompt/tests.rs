@@ -14,7 +14,7 @@ use dsh_subagent_api::SpanOrigin;
 use futures::FutureExt;
 
 use super::{PromptClient, run, stop_reason};
-use crate::acp::session::{Session, Sessions};
+use crate::acp::session::{NextTurn, Session, Sessions};
 use crate::acp::session_tools::SessionTools;
 use crate::acp::stream::Streams;
 use crate::cli::AgentArgs;
@@ -124,6 +124,7 @@ impl Fixture {
                 agent,
                 tools,
                 _hold: None,
+                next: NextTurn::New,
             },
         );
         Self {

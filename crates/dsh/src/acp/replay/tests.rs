@@ -189,11 +189,19 @@ fn a_session_replays_with_its_children_and_closes_its_orphans_deepest_first() {
     let root = AgentId::new("parent");
     let load = || {
         let transcript = read_transcript(&transcript_path(data, &root)).unwrap();
-        replay(data, &root, &transcript, &["subagent".to_owned()])
+        replay(data, &root, &transcript, &["subagent".to_owned()], false)
     };
     let first = load();
     insta::assert_debug_snapshot!(said(&first));
     assert_eq!(said(&load()), said(&first), "a second load replays the same");
+    // When the next prompt resumes the tree, the child whose run was left
+    // open (not torn, not missing) is left running: only its end goes.
+    let transcript = read_transcript(&transcript_path(data, &root)).unwrap();
+    let resumed = said(&replay(data, &root, &transcript, &["subagent".to_owned()], true));
+    let mut without = said(&first);
+    let ended = "orphan: subagent orphans-own {\"state\":\"idle\",\"stopReason\":\"_disconnected\"}";
+    without.retain(|line| line != ended);
+    assert_eq!(resumed, without);
     let announce = first
         .iter()
         .map(|(_, update)| serde_json::to_value(update).unwrap())
