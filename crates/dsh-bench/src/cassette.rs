@@ -1,26 +1,16 @@
-//! Cassettes (`dsh_llm::cassette`): what recording costs a delegation on
-//! the scripted model, what replaying a 1,000-request cassette with 8
-//! children at once costs in time and memory, and that finding a request
-//! does not grow with the cassette (an index, not a scan).
-//!
-//! The delegation is a real one: a parent agent on the builtin scripted
-//! model calls `subagent`, an in-process child answers, the parent answers
-//! (three model calls). Recorded, the same delegation runs over a
-//! `RecordingModel` writing an events-level cassette to a file; its floor
-//! is the delegation unrecorded, measured in the same run.
+//! Cassettes (`dsh_llm::cassette`): what recording costs
+//! ([`recording`](crate::recording)), what replaying a 1,000-request
+//! cassette with 8 children at once costs in time and memory, and that
+//! finding a request does not grow with the cassette (an index, not a
+//! scan).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_agent::{Agent, AgentRuntime, AgentStop};
 use dsh_llm::cassette::{Cassette, Recorder, RecordingModel, ReplayModel, Timing};
 use dsh_llm::{CancellationToken, ChatModel, ChatRequest, Message, ScriptedModel, complete};
-use dsh_subagent::{ProviderRegistration, SubagentService};
-use dsh_subagent_spawn::SpawnProvider;
-use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
-use dsh_tools::ToolRegistry;
 
+use crate::delegation::Scratch;
 use crate::memory::child_numbers;
 use crate::{Flavor, Plan, Row, median, micros, ratio, status_kb, yes_no};
 
@@ -32,107 +22,6 @@ pub const CHILDREN: usize = 8;
 
 /// The cassette sizes the lookup is timed at.
 pub const SIZES: [usize; 3] = [100, 1_000, 10_000];
-
-/// A directory of its own under the system's temporary directory, removed
-/// when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(what: &str) -> Result<Self, String> {
-        // One per call: figures measured at once in one process (the
-        // tests) never share one.
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let number = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("dsh-bench-{what}-{}-{number}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|error| format!("{}: {error}", dir.display()))?;
-        Ok(Self(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A parent with `subagent` (in-process children that may not delegate)
-/// over `model`.
-struct Delegation {
-    runtime: Arc<AgentRuntime>,
-    _keep: (ProviderRegistration, SubagentToolPlugin, SubagentService),
-}
-
-impl Delegation {
-    fn new(model: Arc<dyn ChatModel>) -> Result<Self, String> {
-        let service = SubagentService::new();
-        let tools = ToolRegistry::new();
-        let provider = service
-            .register_provider(Arc::new(SpawnProvider::new()))
-            .map_err(|error| error.to_string())?;
-        let config =
-            SubagentToolConfig::new("spawn").tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent"]));
-        let plugin = SubagentToolPlugin::apply(config, &service, &tools).map_err(|error| error.to_string())?;
-        Ok(Self {
-            runtime: Arc::new(AgentRuntime::new(model, tools)),
-            _keep: (provider, plugin, service),
-        })
-    }
-
-    /// One delegation, timed; checked to have delegated and answered.
-    async fn run(&self, id: usize) -> Result<Duration, String> {
-        let parent = Agent::builder(self.runtime.clone())
-            .id(format!("bench-parent-{id}"))
-            .system_prompt("You are the parent.")
-            .build()
-            .map_err(|error| error.to_string())?;
-        let start = Instant::now();
-        let outcome = parent.run("Summarize the README.", &CancellationToken::new()).await;
-        let elapsed = start.elapsed();
-        if outcome.stop != AgentStop::Completed || !outcome.text.contains("The subagent finished the task") {
-            return Err(format!(
-                "the delegation did not complete: {:?} {}",
-                outcome.stop, outcome.text
-            ));
-        }
-        Ok(elapsed)
-    }
-}
-
-/// Recording's cost: a delegation recorded against the same delegation
-/// unrecorded, alternated, medians.
-pub fn recording_row(plan: &Plan, flavor: Flavor) -> Result<Row, String> {
-    let scratch = Scratch::new("record")?;
-    let runtime = flavor.runtime()?;
-    runtime.block_on(async {
-        let recorder = Recorder::create(scratch.0.join("bench.jsonl")).map_err(|error| error.to_string())?;
-        let recorded = RecordingModel::new(ScriptedModel::builtin(), &recorder).map_err(|error| error.to_string())?;
-        let live = Delegation::new(Arc::new(recorded))?;
-        let plain = Delegation::new(Arc::new(ScriptedModel::builtin()))?;
-        live.run(0).await?;
-        plain.run(0).await?;
-        let samples = plan.rounds.max(1) * 100;
-        let (mut floors, mut ours) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-        for id in 1..=samples {
-            floors.push(plain.run(id).await?);
-            ours.push(live.run(id).await?);
-        }
-        let exchanges = recorder.finish().map_err(|error| error.to_string())?;
-        if exchanges != 3 * (samples as u64 + 1) {
-            return Err(format!("{exchanges} exchanges recorded, not 3 per delegation"));
-        }
-        let (ours, floor) = (micros(median(ours)), micros(median(floors)));
-        let ratio = ratio(ours, floor);
-        Ok(Row {
-            figure: "a delegation on the scripted model, recorded (3 model calls, events level, to a file)".to_owned(),
-            flavor: flavor.name(),
-            ours: format!("{ours:.1} µs"),
-            floor: format!("{floor:.1} µs (not recorded)"),
-            ratio: format!("{ratio:.2}×"),
-            target: format!("≤ 1.05× (recording ≤ 5 %): {}", yes_no(ratio <= 1.05)),
-        })
-    })
-}
 
 /// `count` distinct requests, as `CHILDREN` children ask them (each child
 /// its own conversation).
@@ -192,7 +81,7 @@ async fn ask_all(model: Arc<dyn ChatModel>, count: usize) -> Result<Duration, St
 /// requests asked of the scripted model itself.
 pub fn replay_row(plan: &Plan, flavor: Flavor) -> Result<Row, String> {
     let scratch = Scratch::new("replay")?;
-    let file = scratch.0.join("replay.jsonl");
+    let file = scratch.path().join("replay.jsonl");
     let runtime = flavor.runtime()?;
     runtime.block_on(async {
         record(&file, REPLAYED).await?;
@@ -221,7 +110,7 @@ pub fn replay_row(plan: &Plan, flavor: Flavor) -> Result<Row, String> {
 /// children; prints `<baseline kB> <peak kB>`.
 pub fn replay_memory_child(count: usize, flavor: Flavor) -> Result<String, String> {
     let scratch = Scratch::new("replay-memory")?;
-    let file = scratch.0.join("replay.jsonl");
+    let file = scratch.path().join("replay.jsonl");
     let runtime = flavor.runtime()?;
     runtime.block_on(async {
         record(&file, count).await?;
@@ -261,7 +150,7 @@ pub fn lookup_rows(plan: &Plan, flavor: Flavor) -> Result<Vec<Row>, String> {
     runtime.block_on(async {
         let mut times = Vec::new();
         for size in SIZES {
-            let file = scratch.0.join(format!("lookup-{size}.jsonl"));
+            let file = scratch.path().join(format!("lookup-{size}.jsonl"));
             record(&file, size).await?;
             let cassette = Cassette::load(&file).map_err(|error| error.to_string())?;
             let ask: Vec<ChatRequest> = requests(size);
@@ -300,7 +189,8 @@ pub fn lookup_rows(plan: &Plan, flavor: Flavor) -> Result<Vec<Row>, String> {
 /// Every cassette row of one flavor (the memory row measured in a fresh
 /// process when `memory`).
 pub fn rows(plan: &Plan, flavor: Flavor, memory: bool) -> Result<Vec<Row>, String> {
-    let mut rows = vec![recording_row(plan, flavor)?, replay_row(plan, flavor)?];
+    let mut rows = crate::recording::rows(plan, flavor)?;
+    rows.push(replay_row(plan, flavor)?);
     if memory {
         rows.push(replay_memory_row(flavor)?);
     }
@@ -315,12 +205,13 @@ mod tests {
     #[test]
     fn the_cassette_rows_measure_what_they_say() {
         let rows = rows(&Plan::smoke(), Flavor::CurrentThread, false).unwrap();
-        assert_eq!(rows.len(), 2 + SIZES.len());
+        assert_eq!(rows.len(), crate::recording::ROWS + 1 + SIZES.len());
         assert!(
             rows[0]
                 .figure
                 .starts_with("a delegation on the scripted model, recorded")
         );
-        assert!(rows[4].figure.contains("10000-request"), "{}", rows[4].figure);
+        let last = &rows[rows.len() - 1].figure;
+        assert!(last.contains("10000-request"), "{last}");
     }
 }

@@ -37,7 +37,12 @@
 //!   and streamed against the same without, and a per-child cancel against
 //!   the connection's own round trip ([`acp_subagents`]);
 //! - `dsh run`'s live view: its frames on a terminal, and its cost with
-//!   stderr a pipe ([`live`]).
+//!   stderr a pipe ([`live`]);
+//! - what recording a delegation into a cassette costs ([`recording`]) and
+//!   what writing its transcripts costs ([`durable`]), on the scripted model
+//!   and on one that takes 1 ms a call;
+//! - `dsh run --resume` of a crashed tree of 1,000 agents: the time to its
+//!   first new request and its peak RSS ([`resume`]).
 //!
 //! Performance is shown here, never by timed tests.
 
@@ -49,13 +54,18 @@ pub mod answer;
 pub mod answer_http;
 pub mod cassette;
 pub mod context;
+pub mod delegation;
 pub mod dsh;
+pub mod durable;
 mod fixture;
 pub mod limits;
 pub mod live;
 mod memory;
 mod parts;
+pub mod recording;
 mod report;
+pub mod resume;
+mod resume_server;
 pub mod spans;
 pub mod tree;
 
@@ -238,12 +248,19 @@ fn delegation_row(figure: String, flavor: Flavor, ours: Duration, floor: Duratio
     }
 }
 
-/// Runs the plan on both flavors and returns the table.
-pub fn run(plan: &Plan) -> Result<Report, String> {
+/// The delegation rows of both flavors: sequential, concurrent, their
+/// parts and the cancellation (`--only delegation`).
+pub fn delegation_rows(plan: &Plan) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
     for flavor in Flavor::ALL {
         rows.extend(run_flavor(plan, flavor)?);
     }
+    Ok(rows)
+}
+
+/// Runs the plan on both flavors and returns the table.
+pub fn run(plan: &Plan) -> Result<Report, String> {
+    let mut rows = delegation_rows(plan)?;
     if plan.in_flight > 0 {
         for flavor in Flavor::ALL {
             rows.extend(memory_rows(plan.in_flight, flavor)?);
@@ -272,9 +289,13 @@ pub fn run(plan: &Plan) -> Result<Report, String> {
     for flavor in Flavor::ALL {
         rows.extend(cassette::rows(plan, flavor, plan.in_flight > 0)?);
     }
+    for flavor in Flavor::ALL {
+        rows.extend(durable::rows(plan, flavor)?);
+    }
     rows.push(catalog_row(plan.catalog_samples)?);
     if plan.tree {
         rows.extend(tree::rows()?);
+        rows.extend(resume::rows(plan.resume_runs)?);
     }
     if plan.live_runs > 0 {
         rows.extend(live::rows(plan.live_runs)?);

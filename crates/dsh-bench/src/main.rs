@@ -9,7 +9,10 @@
 //! `--only cassette` only the cassettes' (recording, replay, lookup; with the
 //! load average before and after),
 //! `--only tree` only `dsh tree`'s on a generated data directory,
-//! `--only live` only `dsh run`'s live view's.
+//! `--only live` only `dsh run`'s live view's, `--only delegation` only the
+//! delegation's (sequential, concurrent, cancelled; `--quick` too),
+//! `--only durable` only the transcripts' and the crashed tree's resume,
+//! `--only resume` only the resume.
 //!
 //! `--in-flight <N> <flavor>` and `--queued <N> <flavor>` are the child modes
 //! the memory figures run in (a fresh process, so its peak RSS belongs to
@@ -17,7 +20,8 @@
 //! answer's, `--answer-http <bytes>` the long answer's through `dsh run`
 //! (the `dsh` binary named by `DSH_BENCH_DSH_BIN`), and
 //! `--replay-memory <requests> <flavor>` the replay's; `--tree <dsh>` the
-//! `dsh tree` measurement's.
+//! `dsh tree` measurement's, `--resume-tree <dsh> <dir> <root>` the
+//! resume's.
 
 #![forbid(unsafe_code)]
 
@@ -33,6 +37,17 @@ fn main() -> ExitCode {
         ["--only", "acp"] => run_acp(&Plan::full()),
         ["--quick", "--only", "acp"] | ["--only", "acp", "--quick"] => run_acp(&Plan::quick()),
         ["--only", "limits"] => run_limits(&Plan::full()),
+        ["--only", "delegation"] => print_rows(dsh_bench::delegation_rows(&Plan::full())),
+        ["--quick", "--only", "delegation"] | ["--only", "delegation", "--quick"] => {
+            print_rows(dsh_bench::delegation_rows(&Plan::quick()))
+        }
+        ["--only", "durable"] => run_durable(&Plan::full()),
+        ["--only", "resume"] => print_rows(dsh_bench::resume::rows(Plan::full().resume_runs)),
+        ["--resume-tree", dsh, dir, root] => print_child(dsh_bench::resume::measure_child(
+            std::path::Path::new(dsh),
+            std::path::Path::new(dir),
+            root,
+        )),
         ["--only", "context"] => run_context(&Plan::full()),
         ["--only", "answer"] => run_answer(&Plan::full()),
         ["--only", "cassette"] => run_cassette(&Plan::full()),
@@ -117,6 +132,20 @@ fn load() -> String {
     std::fs::read_to_string("/proc/loadavg").unwrap_or_default()
 }
 
+/// Only the durable writing's rows (transcripts on both flavors, then the
+/// resume of a crashed tree).
+fn run_durable(plan: &Plan) -> ExitCode {
+    let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
+        rows.extend(dsh_bench::durable::rows(plan, flavor)?);
+        Ok::<_, String>(rows)
+    });
+    let rows = rows.and_then(|mut rows| {
+        rows.extend(dsh_bench::resume::rows(plan.resume_runs)?);
+        Ok(rows)
+    });
+    print_rows(rows)
+}
+
 /// Only the long answer's rows.
 fn run_answer(plan: &Plan) -> ExitCode {
     let rows = Flavor::ALL.into_iter().try_fold(Vec::new(), |mut rows, flavor| {
@@ -187,6 +216,8 @@ fn run_acp(plan: &Plan) -> ExitCode {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: dsh-bench [--quick] [--only acp|subagents|limits|context|answer|cassette|tree|live]");
+    eprintln!(
+        "usage: dsh-bench [--quick] [--only acp|subagents|limits|context|answer|cassette|tree|live|delegation|durable|resume]"
+    );
     ExitCode::FAILURE
 }

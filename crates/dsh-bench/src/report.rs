@@ -59,6 +59,8 @@ pub struct Plan {
     /// Whether to time `dsh tree` on a generated data directory (it runs
     /// the `dsh` binary, as the `dsh acp` rows do).
     pub tree: bool,
+    /// `dsh run --resume`s of a crashed tree timed when `tree` is set.
+    pub resume_runs: usize,
     /// `dsh run`s of each kind for the live view's rows (0: skip them; they
     /// run the `dsh` binary).
     pub live_runs: usize,
@@ -76,6 +78,7 @@ impl Plan {
             catalog_samples: 200,
             acp_samples: 30,
             tree: true,
+            resume_runs: 5,
             live_runs: 15,
         }
     }
@@ -91,6 +94,7 @@ impl Plan {
             catalog_samples: 20,
             acp_samples: 5,
             tree: true,
+            resume_runs: 3,
             live_runs: 5,
         }
     }
@@ -106,6 +110,7 @@ impl Plan {
             catalog_samples: 1,
             acp_samples: 0,
             tree: false,
+            resume_runs: 0,
             live_runs: 0,
         }
     }
