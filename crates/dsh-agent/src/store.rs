@@ -227,12 +227,17 @@ fn remote_record(id: &AgentId, parent: &AgentId, remote: dsh_subagent_api::Remot
 }
 
 /// Whether the transcript was written by a version that names children
-/// (its runs record their times): then naming none means it has none.
+/// (format version 2, or a run that recorded its times): then naming none
+/// means it has none. A version-2 agent whose first run never ended (a
+/// crash, a resumable stop) names its children too; without the version
+/// its resume read every transcript of the data directory whole to find
+/// its children by their headers (a second and more in a tree of 1,000).
 fn names_children(transcript: &Transcript) -> bool {
-    transcript
-        .entries
-        .iter()
-        .any(|entry| matches!(entry, TranscriptEntry::TurnEnd { times: Some(_), .. }))
+    transcript.version() >= 2
+        || transcript
+            .entries
+            .iter()
+            .any(|entry| matches!(entry, TranscriptEntry::TurnEnd { times: Some(_), .. }))
 }
 
 /// Whether `id` can name a transcript file (no path tricks).
@@ -256,5 +261,41 @@ impl ChildStore for JsonlChildStore {
             Some(children) => Ok(children),
             None => self.found_by_headers(parent),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transcript of `id` (a child of `parent` when given) in format
+    /// `version`, whose first run never ended.
+    fn open_turn(dir: &Path, id: &str, parent: Option<&str>, version: u32) {
+        let parent = parent.map_or(String::new(), |parent| format!(r#","parent":"{parent}""#));
+        let header = format!(
+            r#"{{"type":"header","version":{version},"id":"{id}"{parent},"depth":0,"model":"m","created_at_ms":1}}"#
+        );
+        let task = r#"{"type":"message","message":{"role":"user","content":"go on"}}"#;
+        let path = transcript_path(dir, &AgentId::new(id));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("{header}\n{task}\n")).unwrap();
+    }
+
+    #[test]
+    fn a_version_2_agent_whose_run_never_ended_names_its_children_and_no_header_is_scanned() {
+        let dir = tempfile::tempdir().unwrap();
+        open_turn(dir.path(), "parent", None, 2);
+        // Named by nothing: only a scan of every header would find it.
+        open_turn(dir.path(), "stray", Some("parent"), 2);
+        let store = JsonlChildStore::new(dir.path());
+        assert!(store.children_of(&AgentId::new("parent")).unwrap().is_empty());
+
+        // A version-1 transcript that never ended may predate `child`
+        // entries: its children are found by their headers.
+        open_turn(dir.path(), "old", None, 1);
+        open_turn(dir.path(), "old-child", Some("old"), 1);
+        let children = store.children_of(&AgentId::new("old")).unwrap();
+        assert_eq!(children.len(), 1);
+        assert_eq!(children[0].id, "old-child");
     }
 }

@@ -57,6 +57,7 @@ impl Drop for Scratch {
 /// answer streams: a model that is not free, as every real one is. The
 /// wait is a `thread::sleep` on tokio's blocking pool, precise to tens of
 /// microseconds where the runtime's timer rounds to the next millisecond.
+#[derive(Debug)]
 pub struct SlowModel<M>(pub M);
 
 impl<M: ChatModel> ChatModel for SlowModel<M> {

@@ -25,7 +25,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::delegation::Scratch;
-use crate::resume_server::{AGENTS, CHILDREN, DONE, GRANDCHILDREN, HELD, Seen, TASK, serve};
+use crate::resume_server::{AGENTS, CHILDREN, GRANDCHILDREN, Seen, TASK, serve};
 use crate::{Row, median, yes_no};
 
 /// The configuration of every run: one `spawn` tool two levels deep, room
@@ -244,6 +244,7 @@ pub fn rows(runs: usize) -> Result<Vec<Row>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resume_server::{DONE, HELD};
 
     #[test]
     fn the_held_part_is_one_of_the_tree() {

@@ -21,50 +21,50 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 /// Children of the top-level agent.
-pub const CHILDREN: usize = 9;
+pub(crate) const CHILDREN: usize = 9;
 
 /// Children of each child.
-pub const GRANDCHILDREN: usize = 110;
+pub(crate) const GRANDCHILDREN: usize = 110;
 
 /// Agents of the tree.
-pub const AGENTS: usize = 1 + CHILDREN + CHILDREN * GRANDCHILDREN;
+pub(crate) const AGENTS: usize = 1 + CHILDREN + CHILDREN * GRANDCHILDREN;
 
 /// Bytes of each grandchild's answer: with the results its parent keeps,
 /// about 100 MB of transcripts in all.
-pub const ANSWER_BYTES: usize = 48_000;
+pub(crate) const ANSWER_BYTES: usize = 48_000;
 
 /// The part the server holds: the last child's last grandchild.
-pub const HELD: &str = "part 8.109";
+pub(crate) const HELD: &str = "part 8.109";
 
 /// The task `dsh run` is given.
-pub const TASK: &str = "Split the work and delegate it.";
+pub(crate) const TASK: &str = "Split the work and delegate it.";
 
 /// Every agent's answer once its tool results are in.
-pub const DONE: &str = "all parts are done";
+pub(crate) const DONE: &str = "all parts are done";
 
 /// Bytes of answer per streamed delta.
 const DELTA: usize = 4096;
 
 /// What the server has seen, shared with its threads.
 #[derive(Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// Answers written whole.
-    pub answered: AtomicUsize,
+    pub(crate) answered: AtomicUsize,
     /// When the first request was read.
-    pub first: Mutex<Option<Instant>>,
+    pub(crate) first: Mutex<Option<Instant>>,
     /// Whether [`HELD`] is held (never answered).
-    pub hold: AtomicBool,
+    pub(crate) hold: AtomicBool,
 }
 
 impl Seen {
     /// When the first request was read, if one was.
-    pub fn first(&self) -> Option<Instant> {
+    pub(crate) fn first(&self) -> Option<Instant> {
         *self.first.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
 /// Starts the server; its base URL and what it sees.
-pub fn serve(hold: bool) -> Result<(String, Arc<Seen>), String> {
+pub(crate) fn serve(hold: bool) -> Result<(String, Arc<Seen>), String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|error| error.to_string())?;
     let address = listener.local_addr().map_err(|error| error.to_string())?;
     let seen = Arc::new(Seen::default());
