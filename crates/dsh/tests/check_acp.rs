@@ -241,7 +241,7 @@ fn dsh_acp_that_delegates_announces_its_children_as_the_rfd_asks() {
     let announced: usize = detail.split(' ').next().unwrap().parse().unwrap();
     assert!(announced >= 4, "{detail}");
     assert!(
-        detail.contains("subagents announced, each on its parent's session before its own updates, each ended once after its last (idle: end_turn "),
+        detail.contains("subagents announced, each on its parent's session before its own updates, each run ended once after its last update (idle: end_turn "),
         "{detail}"
     );
 }

@@ -136,7 +136,7 @@ impl Trail {
                 None => stops.push((stop.clone(), 1)),
             }
         }
-        Ok(Some(wording::check_rfd_followed(judge.order.len(), &stops)))
+        Ok(Some(wording::check_rfd_followed(judge.order.len(), judge.runs, &stops)))
     }
 }
 
@@ -170,6 +170,8 @@ struct Judge {
     open_at_answer: HashSet<String>,
     /// Each terminal state's stop reason.
     stops: Vec<String>,
+    /// The runs announced: each child's first, and each `running` after an end.
+    runs: usize,
     faults: Vec<String>,
 }
 
@@ -204,7 +206,10 @@ impl Judge {
             return self.announce(session, child, state);
         };
         match (ended, state) {
-            (true, ChildState::Running) => self.set_ended(child, false),
+            (true, ChildState::Running) => {
+                self.runs += 1;
+                self.set_ended(child, false);
+            }
             (true, ChildState::Idle(_)) => self.fault(wording::check_rfd_second_end(child)),
             (true, ChildState::Other) => self.fault(wording::check_rfd_after_end(child, "subagent_update")),
             (false, ChildState::Idle(stop)) => {
@@ -231,6 +236,7 @@ impl Judge {
         if let ChildState::Idle(stop) = state {
             self.stops.push(stop.clone());
         }
+        self.runs += 1;
         self.order.push(child.to_owned());
         self.children.insert(
             child.to_owned(),

@@ -295,12 +295,18 @@ pub(crate) fn check_rfd_open_at_answer(child: &str, stop: &str) -> String {
     )
 }
 
-/// The RFD check passed: how many children, and how they ended.
-pub(crate) fn check_rfd_followed(announced: usize, stops: &[(String, usize)]) -> String {
+/// The RFD check passed: how many children (and runs: a reusable child
+/// runs again), and how each run ended.
+pub(crate) fn check_rfd_followed(announced: usize, runs: usize, stops: &[(String, usize)]) -> String {
     let stops: Vec<String> = stops.iter().map(|(stop, count)| format!("{stop} {count}")).collect();
     let noun = if announced == 1 { "subagent" } else { "subagents" };
+    let runs = if runs == announced {
+        String::new()
+    } else {
+        format!(" ({runs} runs)")
+    };
     format!(
-        "{announced} {noun} announced, each on its parent's session before its own updates, each ended once after its last (idle: {})",
+        "{announced} {noun} announced{runs}, each on its parent's session before its own updates, each run ended once after its last update (idle: {})",
         stops.join(", ")
     )
 }

@@ -68,7 +68,7 @@ fn children_announced_before_their_updates_and_ended_once_pass() {
     assert_eq!(
         step,
         Ok(Some(
-            "2 subagents announced, each on its parent's session before its own updates, each ended once after its last (idle: end_turn 2, cancelled 1)"
+            "2 subagents announced (3 runs), each on its parent's session before its own updates, each run ended once after its last update (idle: end_turn 2, cancelled 1)"
                 .to_owned()
         ))
     );
