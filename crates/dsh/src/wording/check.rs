@@ -247,7 +247,10 @@ pub(crate) fn check_rfd_no_child(session: &str) -> String {
 }
 
 pub(crate) fn check_rfd_root_announced(child: &str) -> String {
-    format!("{}, a session the client opened, was announced as a subagent", sid(child))
+    format!(
+        "{}, a session the client opened, was announced as a subagent",
+        sid(child)
+    )
 }
 
 pub(crate) fn check_rfd_on_ended(child: &str, session: &str) -> String {

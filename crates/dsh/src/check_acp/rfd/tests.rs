@@ -92,7 +92,11 @@ fn each_broken_rule_is_named() {
             "agent_message_chunk on `stranger`, a session neither opened by the client nor announced",
         ),
         (
-            vec![announce(ROOT, "a"), end(ROOT, "a", "end_turn"), end(ROOT, "a", "cancelled")],
+            vec![
+                announce(ROOT, "a"),
+                end(ROOT, "a", "end_turn"),
+                end(ROOT, "a", "cancelled"),
+            ],
             "`a` ended twice: an idle state after its terminal one",
         ),
         (
@@ -100,7 +104,12 @@ fn each_broken_rule_is_named() {
             "agent_message_chunk bearing `a`'s id came after its terminal state",
         ),
         (
-            vec![announce(ROOT, "a"), chunk("a"), Did::Answered(ROOT), end(ROOT, "a", "end_turn")],
+            vec![
+                announce(ROOT, "a"),
+                chunk("a"),
+                Did::Answered(ROOT),
+                end(ROOT, "a", "end_turn"),
+            ],
             "session/prompt answered end_turn while its subagent `a` had not ended: each announced subagent ends, with its terminal state, before its parent's prompt returns",
         ),
         (
