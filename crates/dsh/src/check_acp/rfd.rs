@@ -15,9 +15,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use dsh_subagent_conformance::Status;
 use serde_json::Value;
 
-use super::steps::{Step, fail};
 use crate::wording;
 
 /// The most updates kept for the judgement: past it the rest are not
@@ -101,9 +101,10 @@ impl Trail {
         }
     }
 
-    /// The finding: PASS when children were announced and every rule held,
-    /// FAIL naming what broke one, SKIPPED when nothing was announced.
-    pub(super) fn judge(&self, roots: &[String]) -> Step {
+    /// The finding: PASS (with a note) when children were announced and
+    /// every rule held, FAIL naming what broke one, SKIPPED when nothing
+    /// was announced.
+    pub(super) fn judge(&self, roots: &[String]) -> Result<Option<String>, (Status, String)> {
         let mut judge = Judge {
             roots: roots.iter().cloned().collect(),
             ..Judge::default()
@@ -115,19 +116,13 @@ impl Trail {
         if !judge.faults.is_empty() {
             let named: Vec<&str> = judge.faults.iter().take(NAMED).map(String::as_str).collect();
             let more = judge.faults.len().saturating_sub(NAMED);
-            return Err(fail(wording::check_rfd_broken(&named, more)));
+            return Err((Status::Fail, wording::check_rfd_broken(&named, more)));
         }
         if self.overflowed {
-            return Err((
-                dsh_subagent_conformance::Status::Skipped,
-                wording::check_rfd_overflow(MAX_TRAIL),
-            ));
+            return Err((Status::Skipped, wording::check_rfd_overflow(MAX_TRAIL)));
         }
         if judge.order.is_empty() {
-            return Err((
-                dsh_subagent_conformance::Status::Skipped,
-                wording::CHECK_RFD_NONE.to_owned(),
-            ));
+            return Err((Status::Skipped, wording::CHECK_RFD_NONE.to_owned()));
         }
         let mut stops: Vec<(String, usize)> = Vec::new();
         for stop in &judge.stops {

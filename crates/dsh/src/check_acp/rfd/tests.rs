@@ -3,7 +3,11 @@
 use dsh_subagent_conformance::Status;
 use serde_json::{Value, json};
 
-use super::{Trail, fail};
+use super::Trail;
+
+fn fail(seen: &str) -> (Status, String) {
+    (Status::Fail, seen.to_owned())
+}
 
 const ROOT: &str = "root";
 
