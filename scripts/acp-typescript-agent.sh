@@ -8,7 +8,7 @@
 #
 # Needs npm and the npm registry: the SDK and a Node.js 22 come from npm,
 # pinned, into $ACP_TS_DIR (default target/acp-typescript), not the system.
-# Not part of .ci/run, like scripts/acp-typescript-client.sh; its result is
+# Run by .ci/run, after the other TypeScript scripts; its result is
 # in docs/conformance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."

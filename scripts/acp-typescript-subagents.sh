@@ -8,7 +8,9 @@
 #      message dsh sends;
 #   2. scripts/acp-typescript-subagent-agent.mjs: an SDK agent that
 #      announces two subagents runs as an ACP child of `dsh run`, and
-#      `dsh tree --json` shows them under it.
+#      `dsh tree --json` shows them under it;
+#   3. `dsh check acp` checks that agent, and its subagent updates follow
+#      the Subagents RFD (acp.subagents-rfd passes).
 # Offline: the scripted model.
 #
 # Needs npm and the npm registry: the SDK and a Node.js 22 come from npm,
@@ -88,3 +90,9 @@ const passed = results.filter(([, ok]) => ok).length;
 console.log(`${passed} passed, ${results.length - passed} failed`);
 process.exit(passed === results.length ? 0 : 1);
 JS
+
+echo "==> dsh check acp against the SDK $sdk_version agent that announces subagents"
+(cd "$scratch/agent" && "$dsh" check acp -- "$node" "$root/scripts/acp-typescript-subagent-agent.mjs" "$sdk") \
+  | tee "$scratch/agent/check.txt"
+grep -q "^CAPABILITY PASS    acp.subagents-rfd" "$scratch/agent/check.txt" \
+  || { echo "FAIL  acp.subagents-rfd did not pass" >&2; exit 1; }

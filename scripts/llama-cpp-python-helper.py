@@ -54,6 +54,8 @@ FORCED = {"type": "function", "function": {"name": "subagent"}}
 # 3,072 tokens a 4,096-token window leaves beside the parent's answer, and a
 # 135M model on two busy cores writes it in minutes.
 LONG_ANSWER = 3000
+# The characters of each answer's text the report shows.
+TEXT_SHOWN = 80
 # The characters each string argument of the forced call may take.
 STRING_BOUND = 300
 
@@ -113,7 +115,7 @@ def duplicate_tool_call(data):
 
 def stream_facts(body):
     """What an SSE body held: events, a finish reason, `[DONE]`, usage."""
-    facts = {"events": 0, "finish_reason": None, "done": False, "usage": False, "text_bytes": 0}
+    facts = {"events": 0, "finish_reason": None, "done": False, "usage": False, "text_bytes": 0, "text_start": ""}
     for line in body.splitlines():
         if not line.startswith(b"data:"):
             continue
@@ -134,6 +136,8 @@ def stream_facts(body):
             content = (choice.get("delta") or {}).get("content")
             if isinstance(content, str):
                 facts["text_bytes"] += len(content.encode())
+                if len(facts["text_start"]) < TEXT_SHOWN:
+                    facts["text_start"] = (facts["text_start"] + content)[:TEXT_SHOWN]
     return facts
 
 
@@ -359,6 +363,8 @@ def count(upstream, log_path, bodies, window, musts):
             else:
                 answered += ", cut: [DONE] without a finish reason" if e.get("done") else ", cut: no [DONE]"
             answered += f", {e.get('text_bytes', 0)} bytes of text"
+            if who == "child" and e.get("text_start"):
+                answered += f" ({json.dumps(' '.join(e['text_start'].split()))}…)"
         print(f"  call {e['n']}: {who}, {len(e['roles'])} messages, {e['bytes']} bytes, {how} -> {answered}; {counted}")
     print(f"  requests: {sum('roles' in e for e in entries)}; refused (a 4xx/5xx, or an empty 200): {refusals}")
     if largest:

@@ -194,13 +194,21 @@ TOML
 
     if wanted parallel; then
         say "run 1: two children at once, the server's defaults (interrupt_requests on)"
-        say "run 1 must show: two children started, at least one answering with model text; the largest request answered within the window; dsh run exiting 0"
+        say "run 1 must show: two children started and both answering with model text (each completed, as dsh reports it); the largest request answered within the window; dsh run exiting 0"
         start_proxy parallel --parallel
         run_dsh parallel "Use the subagent tool to find out what the capital of France is, then tell me the answer."
         stop_proxy parallel
-        report parallel --children 1 --fit window
+        report parallel --children 2 --fit window
         [ "$(grep -c '"parent": false' "$work/parallel/requests.jsonl" || true)" -ge 2 ] \
             || fail_run parallel "fewer than two child requests: the two children did not both start"
+        say "run 1: dsh tree (the cut child's wait for its turn shows as queued time)"
+        "${dsh[@]}" tree --data-dir "$work/parallel/data" | cut -c1-240 || true
+        for kept in "$work/parallel/data/learned/"*.json; do
+            [ -f "$kept" ] && say "run 1: kept for the next run ($(basename "$kept")): $(cut -c1-240 "$kept")"
+        done
+        completed="$(grep -c '^↳ subagent .* completed' "$work/parallel/stderr" || true)"
+        say "run 1: children completed, as dsh reports them: $completed"
+        [ "$completed" -ge 2 ] || fail_run parallel "$completed of 2 children completed"
     fi
 
     if wanted configured; then

@@ -1,8 +1,9 @@
-//! `dsh check acp`: against `dsh acp` (every requirement passes), and
-//! against agents that break at each step (`acp-fault-agent`): a command
-//! that does not exist, one that exits at once, writes garbage or
-//! megabytes to stdout, or never answers `initialize`. Each ends with a
-//! clear report line, a non-zero exit, and no process left.
+//! `dsh check acp`: against `dsh acp` (every requirement passes, its
+//! subagent sessions following the Subagents RFD), and against agents that
+//! break at each step (`acp-fault-agent`): a command that does not exist,
+//! one that exits at once, writes garbage or megabytes to stdout, or never
+//! answers `initialize`, and subagent updates out of order. Each ends with
+//! a clear report line, a non-zero exit, and no process left.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -56,7 +57,7 @@ fn dsh_acp_passes_every_requirement_and_its_verdict_is_saved() {
         (Some(1), Some("PASS"))
     );
     for finding in report["findings"].as_array().unwrap() {
-        let skipped = ["acp.authenticate", "acp.subagents-rfd"].contains(&finding["id"].as_str().unwrap());
+        let skipped = finding["id"] == "acp.authenticate";
         let expect = if skipped { "SKIPPED" } else { "PASS" };
         assert_eq!(finding["status"], expect, "{finding:#}");
     }
@@ -199,5 +200,80 @@ fn the_table_of_an_agent_that_dies_at_initialize() {
     assert_eq!(
         stderr,
         "dsh check acp: <acp-fault-agent> exit-at-init failed acp.initialize\n"
+    );
+}
+
+/// A parent that asks two children at once, each of which asks one more.
+const DELEGATING: &str = r#"{"rules": [
+  {"when": {"last_user_contains": "deepest"}, "reply": {"text": "deep", "delay_ms": 200}},
+  {"when": {"last_user_contains": "middle", "last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "grandkid", "prompt": "deepest"}}]}},
+  {"when": {"last_message": "tool"}, "reply": {"text": "done"}},
+  {"when": {"last_message": "user"}, "reply": {"tool_calls": [
+    {"name": "subagent", "arguments": {"description": "kid one", "prompt": "middle one"}},
+    {"name": "subagent", "arguments": {"description": "kid two", "prompt": "middle two"}}]}}
+]}"#;
+
+#[test]
+fn dsh_acp_that_delegates_announces_its_children_as_the_rfd_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("script.json"), DELEGATING).unwrap();
+    std::fs::write(
+        dir.path().join("nested.toml"),
+        "[[subagents]]\nprovider = \"spawn\"\nmax_depth = 2\n",
+    )
+    .unwrap();
+    let command = [
+        DSH,
+        "acp",
+        "--quiet",
+        "--config",
+        "nested.toml",
+        "--script",
+        "script.json",
+    ];
+    let (code, report) = check(dir.path(), &command, &[]);
+    assert_eq!(code, 0, "{report:#}");
+    let (status, detail) = finding(&report, "acp.subagents-rfd");
+    assert_eq!(status, "PASS", "{report:#}");
+    // Two kids and their two grandkids in the first prompt; the cancelled
+    // one may start some before the cancel reaches them.
+    let announced: usize = detail.split(' ').next().unwrap().parse().unwrap();
+    assert!(announced >= 4, "{detail}");
+    assert!(
+        detail.contains("subagents announced, each on its parent's session before its own updates, each run ended once after its last update (idle: end_turn "),
+        "{detail}"
+    );
+}
+
+#[test]
+fn subagent_updates_out_of_order_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = agent();
+    let cases = [
+        (
+            "subagents",
+            "`sub-writer` ended twice: an idle state after its terminal one; agent_message_chunk on `sub-stranger`, a session neither opened by the client nor announced",
+        ),
+        (
+            "subagent-late",
+            "agent_message_chunk on `sub-early` came before its announcement: a subagent is announced on its parent's session before any update bearing its id; session/prompt answered end_turn while its subagent `sub-open` had not ended: each announced subagent ends, with its terminal state, before its parent's prompt returns; agent_message_chunk bearing `sub-early`'s id came after its terminal state",
+        ),
+    ];
+    for (mode, seen) in cases {
+        let (code, report) = check(dir.path(), &[&agent, mode], &[]);
+        assert_eq!(code, 1, "{mode}: {report:#}");
+        assert_eq!(finding(&report, "acp.subagents-rfd"), ("FAIL", seen), "{mode}");
+        assert_eq!(finding(&report, "acp.prompt").0, "PASS", "{mode}: {report:#}");
+    }
+    // Told apart from an agent that announces nothing.
+    let (code, report) = check(dir.path(), &[&agent, "echo"], &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(
+        finding(&report, "acp.subagents-rfd"),
+        (
+            "SKIPPED",
+            "the agent announced no subagent (the check advertised clientCapabilities.subagents, as dsh does)"
+        )
     );
 }

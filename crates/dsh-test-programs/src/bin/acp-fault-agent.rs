@@ -36,6 +36,7 @@
 //! | `error-data` | answers with a JSON-RPC error whose `data` holds the cause |
 //! | `refuse` | answers with a bare JSON-RPC error (no `data`) |
 //! | `subagents` | when the client advertised `subagents`: announces `reader` (with `helper` under it) and `writer`, streams in each, ends them (`end_turn`, `error`), then sends an update for a session it never announced and a second terminal state; answers `both done` |
+//! | `subagent-late` | when the client advertised `subagents`: streams in `sub-early` before it announces it, announces `sub-open` and answers `left open` without ending it |
 //! | `subagent-flood` | when the client advertised `subagents`: announces 5000 subagents, ending none; answers `flooded` |
 //! | `subagent-cancel` | when the client advertised `subagents`: announces `waiter`, streams `started`; at `session/cancel` ends `waiter` as `cancelled`, then answers `cancelled` |
 //!
@@ -262,6 +263,16 @@ fn main() {
                         if subagents_advertised {
                             subagents(session);
                         }
+                        reply(&id, json!({"stopReason": "end_turn"}));
+                    }
+                    "subagent-late" => {
+                        if subagents_advertised {
+                            chunk("sub-early", "too soon");
+                            announce(session, "sub-early", "early");
+                            end(session, "sub-early", json!({"stopReason": "end_turn"}));
+                            announce(session, "sub-open", "open");
+                        }
+                        chunk(session, "left open");
                         reply(&id, json!({"stopReason": "end_turn"}));
                     }
                     "subagent-flood" => {

@@ -3,6 +3,7 @@
 //! answer, and the agent's own requests answered as a client without a
 //! file system, terminal or person would.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use dsh_process::{Child, ChildSpec};
@@ -11,6 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 
+use super::rfd::Trail;
 use crate::wording;
 
 /// The longest line the check reads from the agent's stdout.
@@ -66,6 +68,10 @@ pub(crate) struct Client {
     /// Whether the connection broke (closed, a line too long, a flood, a
     /// failed write): nothing more can be asked.
     pub(crate) broken: bool,
+    /// Every update and prompt answer, in order, for the Subagents RFD check.
+    pub(super) trail: Trail,
+    /// The session of each `session/prompt` not answered yet, by request id.
+    prompts: HashMap<u64, String>,
 }
 
 impl NoAnswer {
@@ -96,6 +102,8 @@ impl Client {
             updates: Vec::new(),
             asked: Vec::new(),
             broken: false,
+            trail: Trail::default(),
+            prompts: HashMap::new(),
         }
     }
 
@@ -115,6 +123,10 @@ impl Client {
     pub(crate) async fn send_request(&mut self, method: &str, params: Value) -> Result<u64, NoAnswer> {
         self.next_id += 1;
         let id = self.next_id;
+        if method == "session/prompt" {
+            let session = params["sessionId"].as_str().unwrap_or_default();
+            self.prompts.insert(id, session.to_owned());
+        }
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
         Ok(id)
@@ -150,11 +162,19 @@ impl Client {
             if read > MAX_READ_BYTES {
                 return Err(NoAnswer::Flood);
             }
-            if message.get("method").is_none() && message.get("id").and_then(Value::as_u64) == Some(id) {
-                return Ok(match message.get("error") {
+            let answered = message.get("id").and_then(Value::as_u64);
+            if let (None, Some(answered)) = (message.get("method"), answered) {
+                let answer = match message.get("error") {
                     Some(error) => Err(error.clone()),
                     None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
-                });
+                };
+                if let Some(session) = self.prompts.remove(&answered) {
+                    self.trail.answered(&session, &answer);
+                }
+                if answered == id {
+                    return Ok(answer);
+                }
+                continue;
             }
             self.handle(&message).await?;
         }
@@ -166,6 +186,7 @@ impl Client {
             return Ok(());
         };
         if method == "session/update" {
+            self.trail.update(&message["params"]);
             let update = &message["params"]["update"];
             if let Some(kind) = update.get("sessionUpdate").and_then(Value::as_str)
                 && !self.updates.iter().any(|seen| seen == kind)

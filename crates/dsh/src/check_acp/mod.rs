@@ -3,11 +3,13 @@
 //! teardown ladder) and checks what a parent relies on: `initialize`,
 //! authentication where offered, `session/new`, a prompt answered, a
 //! cancel honoured in time, errors that say what went wrong, the whole
-//! process group gone after stdin closes and after the ladder, and stderr
-//! kept small. Prints the report as a table (or `--json`), saves it for
+//! process group gone after stdin closes and after the ladder, stderr
+//! kept small, and, where the agent announces subagents, their updates in
+//! the order the Subagents RFD asks ([`rfd`]). Prints the report as a table (or `--json`), saves it for
 //! `dsh config check`, and exits 1 when a MANDATORY requirement fails.
 
 pub(crate) mod client;
+mod rfd;
 pub(crate) mod saved;
 mod steps;
 
@@ -17,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use dsh_process::{Child, ChildSpec, Teardown};
 use dsh_subagent_acp::AcpConfig;
-use dsh_subagent_conformance::{Report, Tier};
+use dsh_subagent_conformance::{Report, Status, Tier};
 
 use self::client::{Client, NoAnswer};
 use self::steps::{Findings, fail};
@@ -103,8 +105,11 @@ pub(crate) async fn check(config: &AcpConfig, timeout: Duration) -> Report {
         }
     };
     findings.record("acp.start", Tier::Mandatory, Ok(None));
-    converse(&mut client, &child, &mut findings, config, timeout, &cwd).await;
-    findings.skip("acp.subagents-rfd", Tier::Capability, wording::CHECK_RFD_NOT_BUILT);
+    let rfd = match converse(&mut client, &child, &mut findings, config, timeout, &cwd).await {
+        Ok(session) => client.trail.judge(&[session]),
+        Err(why) => Err((Status::Skipped, why.to_owned())),
+    };
+    findings.record("acp.subagents-rfd", Tier::Capability, rfd);
     client.close();
     released(&child, &mut findings, config).await;
     let stderr = written.load(Ordering::Relaxed);
@@ -125,7 +130,8 @@ const AFTER: [(&str, Tier); 4] = [
     ("acp.stderr-bounded", Tier::Advisory),
 ];
 
-/// The conversation's steps; once one fails, those that need it are skipped.
+/// The conversation's steps; once one fails, those that need it are
+/// skipped. Returns the session it opened, or why none was.
 async fn converse(
     client: &mut Client,
     child: &Child,
@@ -133,7 +139,7 @@ async fn converse(
     config: &AcpConfig,
     timeout: Duration,
     cwd: &std::path::Path,
-) {
+) -> Result<String, &'static str> {
     let skip_from = |findings: &mut Findings, from: usize, why: &str| {
         for (id, tier) in &CONVERSATION[from..] {
             findings.skip(id, *tier, why);
@@ -150,7 +156,8 @@ async fn converse(
         }
         Err(seen) => {
             findings.record("acp.initialize", Tier::Mandatory, Err(seen));
-            return skip_from(findings, 1, wording::CHECK_AFTER_INITIALIZE);
+            skip_from(findings, 1, wording::CHECK_AFTER_INITIALIZE);
+            return Err(wording::CHECK_AFTER_INITIALIZE);
         }
     };
     let passed = passed_variables(config);
@@ -181,10 +188,12 @@ async fn converse(
         }
         Err(seen) => {
             findings.record("acp.session-new", Tier::Mandatory, Err(seen));
-            return skip_from(findings, 3, wording::CHECK_AFTER_SESSION);
+            skip_from(findings, 3, wording::CHECK_AFTER_SESSION);
+            return Err(wording::CHECK_AFTER_SESSION);
         }
     };
     turns(client, child, findings, &session, timeout).await;
+    Ok(session)
 }
 
 /// A prompt, a cancelled prompt, and an error.

@@ -79,11 +79,13 @@ pub(super) fn initialized(answer: Answer) -> Result<Initialized, (Status, String
     })
 }
 
-/// The `initialize` request of a client without a file system or terminal.
+/// The `initialize` request of a client without a file system or
+/// terminal, that takes subagent sessions (the Subagents RFD), as dsh
+/// does as the parent of every ACP child.
 pub(super) fn initialize_params() -> Value {
     json!({
         "protocolVersion": 1,
-        "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false},
+        "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false, "subagents": {}},
         "clientInfo": {"name": "dsh check acp", "version": env!("CARGO_PKG_VERSION")}
     })
 }

@@ -58,8 +58,8 @@ pub(crate) const CHECK_AFTER_INITIALIZE: &str = "not checked: initialize was not
 pub(crate) const CHECK_AFTER_SESSION: &str = "not checked: no session was opened";
 pub(crate) const CHECK_AFTER_BREAK: &str = "not checked: the connection to the agent broke (see above)";
 pub(crate) const CHECK_NO_AUTH: &str = "the agent advertises no authentication method";
-pub(crate) const CHECK_RFD_NOT_BUILT: &str =
-    "not checked yet: dsh does not read the Subagents RFD's updates (its support is under way)";
+pub(crate) const CHECK_RFD_NONE: &str =
+    "the agent announced no subagent (the check advertised clientCapabilities.subagents, as dsh does)";
 pub(crate) const CHECK_NO_TEXT: &str = "the turn ended end_turn without any agent_message_chunk text";
 pub(crate) const CHECK_ENDED_BEFORE_CANCEL: &str =
     "the turn ended end_turn before the agent read session/cancel: nothing was left to cancel";
@@ -218,6 +218,100 @@ pub(crate) fn check_gone_after(how: Teardown) -> String {
 
 pub(crate) fn check_survived(error: &TeardownError) -> String {
     format!("the process group outlived the whole ladder: {error}")
+}
+
+/// A session id as the RFD check names it: quoted, cut to 60 characters.
+fn sid(id: &str) -> String {
+    match id.char_indices().nth(60) {
+        Some((at, _)) => format!("`{}…`", &id[..at]),
+        None => format!("`{id}`"),
+    }
+}
+
+pub(crate) fn check_rfd_overflow(max: usize) -> String {
+    format!("more than {max} session updates: their order was not judged")
+}
+
+/// The RFD check's finding when rules broke: the first few, and how many more.
+pub(crate) fn check_rfd_broken(named: &[&str], more: usize) -> String {
+    let named = named.join("; ");
+    if more == 0 {
+        named
+    } else {
+        format!("{named}; and {more} more")
+    }
+}
+
+pub(crate) fn check_rfd_no_child(session: &str) -> String {
+    format!("a subagent_update on {} names no sessionId", sid(session))
+}
+
+pub(crate) fn check_rfd_root_announced(child: &str) -> String {
+    format!(
+        "{}, a session the client opened, was announced as a subagent",
+        sid(child)
+    )
+}
+
+pub(crate) fn check_rfd_on_ended(child: &str, session: &str) -> String {
+    format!(
+        "{} was announced on {} after that subagent's terminal state",
+        sid(child),
+        sid(session)
+    )
+}
+
+pub(crate) fn check_rfd_on_unknown(child: &str, session: &str) -> String {
+    format!(
+        "{} was announced on {}, neither a session the client opened nor an announced subagent",
+        sid(child),
+        sid(session)
+    )
+}
+
+pub(crate) fn check_rfd_second_end(child: &str) -> String {
+    format!("{} ended twice: an idle state after its terminal one", sid(child))
+}
+
+pub(crate) fn check_rfd_after_end(child: &str, kind: &str) -> String {
+    format!("{kind} bearing {}'s id came after its terminal state", sid(child))
+}
+
+pub(crate) fn check_rfd_before_announce(child: &str, kind: &str) -> String {
+    format!(
+        "{kind} on {} came before its announcement: a subagent is announced on its parent's session before any update bearing its id",
+        sid(child)
+    )
+}
+
+pub(crate) fn check_rfd_never_announced(session: &str, kind: &str) -> String {
+    format!(
+        "{kind} on {}, a session neither opened by the client nor announced",
+        sid(session)
+    )
+}
+
+pub(crate) fn check_rfd_open_at_answer(child: &str, stop: &str) -> String {
+    format!(
+        "session/prompt answered {stop} while its subagent {} had not ended: each announced subagent ends, with its terminal state, before its parent's prompt returns",
+        sid(child)
+    )
+}
+
+/// The RFD check passed: how many children (and runs: a reusable child
+/// runs again), and how each run ended.
+pub(crate) fn check_rfd_followed(announced: usize, runs: usize, stops: &[(String, usize)]) -> String {
+    let stops: Vec<String> = stops.iter().map(|(stop, count)| format!("{stop} {count}")).collect();
+    let noun = if announced == 1 { "subagent" } else { "subagents" };
+    let runs = if runs == announced {
+        String::new()
+    } else {
+        format!(" ({runs} runs)")
+    };
+    format!(
+        "{announced} {noun} announced{runs}, each on its parent's session before its own updates, each run ended once after its last update (idle: {})",
+        stops.join(", ")
+    )
 }
 
 pub(crate) fn check_stderr_bytes(bytes: usize) -> String {
