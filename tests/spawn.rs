@@ -170,7 +170,7 @@ async fn the_depth_cap_stops_a_grandchild_with_the_contract_text() {
                "reply": {"text": "child saw: {{last_tool_result}}"}}),
     ];
     let harness = Harness::with(script([rules, parent_rules()].concat()), |config| {
-        config.max_depth(MaxDepth::Limit(1))
+        config.max_depth(MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(1)))
     });
     let outcome = harness.parent().run("go", &CancellationToken::new()).await;
     assert_eq!(

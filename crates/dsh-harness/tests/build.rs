@@ -189,7 +189,7 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
         (
             "a numeric maxDepth the provider cannot enforce",
             HarnessBuilder::new().subagent(
-                SubagentToolConfig::new("spawn").max_depth(MaxDepth::Limit(1)),
+                SubagentToolConfig::new("spawn").max_depth(MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(1))),
                 ScriptedProvider::builder("spawn").capabilities(limited()).build(),
             ),
             BuildError::Tool(dsh_tool_subagent::ConfigError::CannotEnforceMaxDepth {

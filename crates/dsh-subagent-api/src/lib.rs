@@ -35,7 +35,7 @@ pub use continuation::{
     ResumeRequest,
 };
 pub use cost_limit::{CostLimit, InvalidCostLimit};
-pub use depth::{MAX_SAFE_INTEGER, child_depth, validate_max_depth};
+pub use depth::{DepthLimit, MAX_SAFE_INTEGER, child_depth};
 pub use error::SubagentError;
 pub use lineage::{BudgetScope, CostBudget, Lineage, TokenBudget};
 pub use provider::SubagentProvider;

@@ -7,7 +7,7 @@ use crate::{AgentRef, CancellationToken, Lineage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{Capability, ContentBlock, ContextWindow, SubagentError, validate_max_depth};
+use crate::{Capability, ContentBlock, ContextWindow, DepthLimit, SubagentError, TokenLimit};
 
 /// Options for the child agent itself, overlaid on the parent's.
 ///
@@ -193,7 +193,7 @@ pub struct ChildSettings {
     /// A tool filter for the child. Needs [`Capability::ToolFilter`].
     pub tool_filter: Option<ToolFilter>,
     /// An absolute depth cap: the child's depth must be at most this. Needs [`Capability::DepthLimit`].
-    pub max_depth: Option<u64>,
+    pub max_depth: Option<DepthLimit>,
     /// A JSON schema the child's final answer must match. Needs [`Capability::OutputSchema`].
     pub output_schema: Option<Value>,
     /// The wall time the child's run may take. The service cancels it when
@@ -203,7 +203,7 @@ pub struct ChildSettings {
     /// The input plus output tokens the child may spend over all its model
     /// calls, its own children's included, within what its parent has left.
     /// Needs [`Capability::TokenBudget`].
-    pub token_budget: Option<u64>,
+    pub token_budget: Option<TokenLimit>,
 }
 
 /// The settings of a request that sets none.
@@ -228,12 +228,10 @@ impl ChildSettings {
         self == &NO_SETTINGS
     }
 
-    /// Checks the fields that have a shape of their own: `max_depth` must be
-    /// a safe integer and `output_schema` object-rooted.
+    /// Checks the one field whose shape its type cannot hold:
+    /// `output_schema` must be object-rooted. (The depth cap and the token
+    /// budget checked themselves when they were made.)
     pub fn validate(&self) -> Result<(), SubagentError> {
-        if let Some(max_depth) = self.max_depth {
-            validate_max_depth(max_depth)?;
-        }
         if let Some(schema) = &self.output_schema
             && schema.get("type").and_then(Value::as_str) != Some("object")
         {
@@ -400,7 +398,7 @@ mod tests {
         let mut request = StartRequest::text("p", AgentRef::new("a"), CancellationToken::new());
         let settings = request.settings_mut();
         settings.persona = Some("x".into());
-        settings.max_depth = Some(1);
+        settings.max_depth = DepthLimit::new(1).ok();
         settings.output_schema = Some(serde_json::json!({}));
         let needed: Vec<_> = request.required_capabilities().collect();
         assert_eq!(
@@ -418,8 +416,8 @@ mod tests {
         let mut request =
             StartRequest::text("p", AgentRef::new("a"), CancellationToken::new()).with_settings(shared.clone());
         assert_eq!(request.settings().persona.as_deref(), Some("terse"));
-        request.settings_mut().max_depth = Some(2);
-        assert_eq!(request.settings().max_depth, Some(2));
+        request.settings_mut().max_depth = DepthLimit::new(2).ok();
+        assert_eq!(request.settings().max_depth, DepthLimit::new(2).ok());
         assert_eq!(shared.max_depth, None, "the shared settings are unchanged");
     }
 

@@ -39,7 +39,7 @@ pub(crate) struct Demand {
     /// The child's own wall-time limit.
     pub(crate) timeout: Option<Duration>,
     /// The child's own token budget.
-    pub(crate) token_budget: Option<u64>,
+    pub(crate) token_budget: Option<dsh_subagent_api::TokenLimit>,
 }
 
 /// Who is waiting, for the queue's announcements.
@@ -357,7 +357,7 @@ impl Reservation {
             (own, inherited) => own.or(inherited),
         };
         let budget = match demand.token_budget {
-            Some(limit) => Some(TokenBudget::new(BudgetScope::Child, limit, parent_budget)),
+            Some(limit) => Some(TokenBudget::new(BudgetScope::Child, limit.tokens(), parent_budget)),
             None => parent_budget,
         };
         let mut lineage = Lineage::new();

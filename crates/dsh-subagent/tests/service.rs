@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use dsh_subagent::{SubagentEvent, SubagentService};
 use dsh_subagent_api::{
-    AgentOptions, AgentRef, CancellationToken, Capabilities, StartRequest, StopReason, SubagentError, ToolFilter,
+    AgentOptions, AgentRef, CancellationToken, Capabilities, DepthLimit, StartRequest, StopReason, SubagentError,
+    ToolFilter,
 };
 use dsh_subagent_testing::scripted::ScriptedProvider;
 use serde_json::json;
@@ -139,7 +140,9 @@ async fn each_unsupported_capability_rejects_before_the_provider_starts() {
         ("outputSchema", |r| {
             r.settings_mut().output_schema = Some(json!({"type": "object"}))
         }),
-        ("depthLimit", |r| r.settings_mut().max_depth = Some(3)),
+        ("depthLimit", |r| {
+            r.settings_mut().max_depth = Some(DepthLimit::levels(3))
+        }),
         ("toolFilter", |r| {
             r.settings_mut().tool_filter = Some(ToolFilter::denying(vec!["subagent"]))
         }),
@@ -177,7 +180,7 @@ async fn capabilities_are_checked_in_contract_order() {
     let mut req = request("p");
     req.settings_mut().persona = Some("x".into());
     req.settings_mut().tool_filter = Some(ToolFilter::default());
-    req.settings_mut().max_depth = Some(1);
+    req.settings_mut().max_depth = Some(DepthLimit::levels(1));
     let error = service.start("acp", req).await.unwrap_err();
     assert!(error.to_string().contains("\"depthLimit\""), "{error}");
 }
@@ -187,9 +190,8 @@ async fn invalid_max_depth_and_schema_reject_before_provider_start() {
     let service = SubagentService::new();
     let provider = ScriptedProvider::builder("spawn").build();
     let _reg = service.register_provider(provider.clone()).unwrap();
-    let mut too_big = request("p");
-    too_big.settings_mut().max_depth = Some(1 << 53);
-    let error = service.start("spawn", too_big).await.unwrap_err();
+    // A cap past the safe range cannot be made, so no request carries one.
+    let error = DepthLimit::new(1 << 53).unwrap_err();
     assert_eq!(
         error.to_string(),
         "subagent maxDepth must be a non-negative safe integer"
@@ -207,18 +209,18 @@ async fn the_depth_cap_is_checked_against_the_callers_current_depth() {
     let provider = ScriptedProvider::builder("spawn").build();
     let _reg = service.register_provider(provider.clone()).unwrap();
     let mut deep = StartRequest::text("t", AgentRef::new("p").with_depth(3), CancellationToken::new());
-    deep.settings_mut().max_depth = Some(3);
+    deep.settings_mut().max_depth = Some(DepthLimit::levels(3));
     let error = service.start("spawn", deep).await.unwrap_err();
     assert_eq!(error.to_string(), "subagent depth 4 exceeds maxDepth 3");
     assert_eq!(error.code(), "DEPTH_EXCEEDED");
     let mut zero = request("p");
-    zero.settings_mut().max_depth = Some(0);
+    zero.settings_mut().max_depth = Some(DepthLimit::levels(0));
     assert_eq!(
         service.start("spawn", zero).await.unwrap_err().to_string(),
         "subagent depth 1 exceeds maxDepth 0"
     );
     let mut fine = StartRequest::text("t", AgentRef::new("p").with_depth(2), CancellationToken::new());
-    fine.settings_mut().max_depth = Some(3);
+    fine.settings_mut().max_depth = Some(DepthLimit::levels(3));
     assert!(service.start("spawn", fine).await.is_ok());
     assert_eq!(provider.stats().starts(), 1);
 }

@@ -7,16 +7,8 @@ use dsh_tools::{ResultBudget, json_kind};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::MaxDepth;
 use crate::wording;
-
-/// How deep delegation may nest below this tool.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MaxDepth {
-    /// The child's depth (caller's depth + 1) must be at most this. `0` forbids delegation.
-    Limit(u64),
-    /// The provider keeps its own recursion budget; no cap is sent.
-    ProviderManaged,
-}
 
 /// The configuration of one `subagent` tool instance: one provider, one tool name.
 ///
@@ -242,7 +234,10 @@ impl SubagentToolConfig {
         config.persona = string(object, "persona")?;
         config.agent_options = agent_options(object)?;
         config.tool_filter = typed(object, "toolFilter")?;
-        config.max_depth = object.get("maxDepth").map(parse_max_depth).transpose()?;
+        config.max_depth = object
+            .get("maxDepth")
+            .map(|value| MaxDepth::deserialize(value).map_err(|_| ConfigError::InvalidMaxDepth))
+            .transpose()?;
         if let Some(enable) = object.get("enableRunInBackground") {
             config.enable_run_in_background = enable.as_bool().ok_or_else(|| {
                 ConfigError::Invalid(wording::config_key_wrong_type(
@@ -263,14 +258,11 @@ impl SubagentToolConfig {
         Ok(config)
     }
 
-    /// The load-time checks: `maxDepth` is a safe integer, `toolFilter` names
-    /// a list, names are not empty, `maxTokens` is a positive safe integer.
+    /// The load-time checks of what no type of its own checks: `toolFilter`
+    /// names a list, names are not empty, `maxTokens` is a positive safe
+    /// integer. (`maxDepth`, `timeout`, `tokenBudget` and `resultBudget`
+    /// checked themselves when they were made.)
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(MaxDepth::Limit(limit)) = self.max_depth
-            && limit > MAX_SAFE_INTEGER
-        {
-            return Err(ConfigError::InvalidMaxDepth);
-        }
         if let Some(filter) = &self.tool_filter
             && filter.allow.is_none()
             && filter.deny.is_none()
@@ -312,35 +304,6 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
         _ => return None,
     };
     (!duration.is_zero()).then_some(duration)
-}
-
-/// `maxDepth`: a non-negative safe integer (an integral float such as `2.0`
-/// counts, `-0` does not) or the literal `"provider-managed"`.
-fn parse_max_depth(value: &Value) -> Result<MaxDepth, ConfigError> {
-    if value.as_str() == Some("provider-managed") {
-        return Ok(MaxDepth::ProviderManaged);
-    }
-    let Value::Number(number) = value else {
-        return Err(ConfigError::InvalidMaxDepth);
-    };
-    if let Some(limit) = number.as_u64() {
-        return (limit <= MAX_SAFE_INTEGER)
-            .then_some(MaxDepth::Limit(limit))
-            .ok_or(ConfigError::InvalidMaxDepth);
-    }
-    match number.as_f64() {
-        Some(float)
-            if float.is_finite()
-                && float.fract() == 0.0
-                && float >= 0.0
-                && !(float == 0.0 && float.is_sign_negative())
-                && float <= MAX_SAFE_INTEGER as f64 =>
-        {
-            // Exact: an integral float within the safe range converts losslessly.
-            Ok(MaxDepth::Limit(float as u64))
-        }
-        _ => Err(ConfigError::InvalidMaxDepth),
-    }
 }
 
 fn string(object: &Map<String, Value>, key: &str) -> Result<Option<String>, ConfigError> {

@@ -7,14 +7,16 @@ mod config;
 mod continuable;
 mod cut;
 mod lifecycle;
+mod max_depth;
 mod plugin;
 mod render;
 mod tool;
 pub mod wording;
 
 pub use code::ErrorCode;
-pub use config::{ConfigError, MaxDepth, SubagentToolConfig, parse_duration};
+pub use config::{ConfigError, SubagentToolConfig, parse_duration};
 pub use dsh_subagent::RELEASE_GRACE;
+pub use max_depth::MaxDepth;
 pub use plugin::SubagentToolPlugin;
 pub use wording::Wording;
 

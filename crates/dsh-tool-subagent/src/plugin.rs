@@ -7,7 +7,8 @@ use dsh_subagent_api::{SubagentError, SubagentProvider};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{MountedTool, NameReservation, RegistryError, ToolRegistry};
 
-use crate::config::{ConfigError, MaxDepth, SubagentToolConfig};
+use crate::MaxDepth;
+use crate::config::{ConfigError, SubagentToolConfig};
 use crate::cut::Pages;
 use crate::tool::{BackgroundRoute, SubagentTool};
 use crate::wording::{self, Wording};

@@ -3,15 +3,16 @@
 use std::sync::Arc;
 
 use dsh_subagent::{SubagentControl, SubagentService};
-use dsh_subagent_api::{ChildSettings, Provenance, RunMode, SpanOrigin, StartRequest, TokenLimit};
+use dsh_subagent_api::{ChildSettings, Provenance, RunMode, SpanOrigin, StartRequest};
 use dsh_tasks::TaskRegistry;
 use dsh_tools::{Arguments, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistry};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
+use crate::MaxDepth;
 use crate::args::{self, SubagentArgs};
-use crate::config::{MaxDepth, SubagentToolConfig};
+use crate::config::SubagentToolConfig;
 use crate::cut::{Cutter, Pages};
 use crate::lifecycle;
 use crate::wording::{self, Wording};
@@ -152,11 +153,8 @@ fn child_settings(config: &SubagentToolConfig) -> ChildSettings {
     settings.persona = config.persona.clone();
     settings.tool_filter = config.tool_filter.clone();
     settings.timeout = config.timeout;
-    settings.token_budget = config.token_budget.map(TokenLimit::tokens);
-    settings.max_depth = match config.max_depth {
-        Some(MaxDepth::Limit(limit)) => Some(limit),
-        Some(MaxDepth::ProviderManaged) | None => None,
-    };
+    settings.token_budget = config.token_budget;
+    settings.max_depth = config.max_depth.and_then(MaxDepth::cap);
     settings
 }
 

@@ -196,6 +196,14 @@ pub use dsh_subagent::wording::{RELEASE_ABANDONED, STAGE_DISPOSE, STAGE_RUN, STA
 /// `maxDepth` is neither a non-negative safe integer nor `"provider-managed"`.
 pub const MAX_DEPTH_INVALID: &str = "subagent maxDepth must be a non-negative safe integer";
 
+/// What a `maxDepth` (`max_depth` in `dsh.toml`) may be, as a reader of a
+/// configuration file says it expected.
+pub const EXPECTING_MAX_DEPTH: &str = r#"a non-negative integer or "provider-managed""#;
+
+/// A whole-number `maxDepth` past the safe-integer range, as a reader of a
+/// configuration file says it.
+pub const MAX_DEPTH_PAST_SAFE_INTEGER: &str = "must be at most 9007199254740991";
+
 /// `toolFilter` names neither list.
 pub const TOOL_FILTER_EMPTY: &str = "tool-subagent: `toolFilter` is configured but names neither `allow` nor `deny` — remove the key or fill the filter";
 

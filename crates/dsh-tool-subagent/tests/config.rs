@@ -16,10 +16,13 @@ fn a_minimal_config_has_every_default() {
 #[test]
 fn max_depth_accepts_safe_integers_and_provider_managed() {
     for (value, expected) in [
-        (json!(0), MaxDepth::Limit(0)),
-        (json!(3), MaxDepth::Limit(3)),
-        (json!(2.0), MaxDepth::Limit(2)),
-        (json!(9_007_199_254_740_991_u64), MaxDepth::Limit(9_007_199_254_740_991)),
+        (json!(0), MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(0))),
+        (json!(3), MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(3))),
+        (json!(2.0), MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(2))),
+        (
+            json!(9_007_199_254_740_991_u64),
+            MaxDepth::limit(9_007_199_254_740_991).unwrap(),
+        ),
         (json!("provider-managed"), MaxDepth::ProviderManaged),
     ] {
         let config = SubagentToolConfig::from_json(&json!({"provider": "p", "maxDepth": value})).unwrap();
@@ -48,8 +51,12 @@ fn max_depth_rejects_everything_else_with_the_contract_message() {
             "subagent maxDepth must be a non-negative safe integer"
         );
     }
-    let typed = SubagentToolConfig::new("p").max_depth(MaxDepth::Limit(1 << 53));
-    assert_eq!(typed.validate(), Err(ConfigError::InvalidMaxDepth));
+    // The typed API cannot hold one past the range: the cap checks itself when made.
+    assert_eq!(MaxDepth::limit(1 << 53), Err(ConfigError::InvalidMaxDepth));
+    assert_eq!(
+        "9007199254740992".parse::<MaxDepth>(),
+        Err(ConfigError::InvalidMaxDepth)
+    );
 }
 
 #[test]

@@ -252,7 +252,7 @@ async fn configured_agent_options_persona_filter_and_depth_arrive_unchanged() {
         .agent_options(AgentOptions::new().with_model("child-model"))
         .persona("You are the child.")
         .tool_filter(ToolFilter::denying(vec!["subagent"]))
-        .max_depth(MaxDepth::Limit(2));
+        .max_depth(MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(2)));
     let fixture = Fixture::with_config(|b| b, config);
     assert!(!fixture.delegate().await.is_error);
     let request = fixture.provider.stats().last_request().unwrap();
@@ -266,7 +266,10 @@ async fn configured_agent_options_persona_filter_and_depth_arrive_unchanged() {
         json!({"deny": ["subagent"]}),
         "no allow key appears"
     );
-    assert_eq!(request.settings().max_depth, Some(2));
+    assert_eq!(
+        request.settings().max_depth,
+        Some(dsh_subagent_api::DepthLimit::levels(2))
+    );
 }
 
 #[tokio::test]
@@ -284,7 +287,10 @@ async fn filter_and_zero_depth_are_forwarded_without_mixing() {
 
 #[tokio::test]
 async fn the_depth_cap_is_checked_against_the_callers_depth() {
-    let fixture = Fixture::with_config(|b| b, SubagentToolConfig::new("mock").max_depth(MaxDepth::Limit(3)));
+    let fixture = Fixture::with_config(
+        |b| b,
+        SubagentToolConfig::new("mock").max_depth(MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(3))),
+    );
     let deep = dsh_tools::ToolExecution::new(dsh_tools::CancellationToken::new())
         .with_agent(dsh_tools::AgentRef::new("deep").with_depth(3));
     let result = fixture.tools.call("subagent", task(), deep).await;

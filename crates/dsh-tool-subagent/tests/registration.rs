@@ -152,7 +152,7 @@ async fn a_numeric_max_depth_over_a_provider_without_depth_limit_fails_at_mount(
             .capabilities(Capabilities::NONE)
             .build()
     };
-    let config = SubagentToolConfig::new("acp").max_depth(MaxDepth::Limit(3));
+    let config = SubagentToolConfig::new("acp").max_depth(MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(3)));
 
     // Provider present at load: the load fails.
     let registration = service.register_provider(acp()).unwrap();

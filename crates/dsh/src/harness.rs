@@ -54,7 +54,7 @@ fn default_subagents(with_send_message: bool, surface: Surface) -> Vec<Subagent>
         deny.extend(dsh_tool_subagent_control::TOOL_NAMES);
     }
     let policy = |tool: SubagentToolConfig| {
-        tool.max_depth(MaxDepth::Limit(1))
+        tool.max_depth(MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(1)))
             .enable_run_in_background(true)
             .tool_filter(ToolFilter::denying(deny.clone()))
     };

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use dsh_subagent_api::{
-    BudgetScope, Capability, Lineage, StartRequest, SubagentError, SubagentProvider, SubagentResult, TokenBudget,
-    ToolFilter,
+    BudgetScope, Capability, DepthLimit, Lineage, StartRequest, SubagentError, SubagentProvider, SubagentResult,
+    TokenBudget, TokenLimit, ToolFilter,
 };
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -61,11 +61,11 @@ fn asking(env: &Env, capability: Capability) -> (StartRequest, Option<Arc<TokenB
     let settings = request.settings_mut();
     match capability {
         Capability::OutputSchema => settings.output_schema = Some(output_schema()),
-        Capability::DepthLimit => settings.max_depth = Some(env.parent.depth().saturating_add(1)),
+        Capability::DepthLimit => settings.max_depth = DepthLimit::new(env.parent.depth().saturating_add(1)).ok(),
         Capability::ToolFilter => settings.tool_filter = Some(ToolFilter::allowing(Vec::<String>::new())),
         Capability::Persona => settings.persona = Some(PERSONA.to_owned()),
         Capability::TokenBudget => {
-            settings.token_budget = Some(CHILD_TOKENS);
+            settings.token_budget = TokenLimit::new(CHILD_TOKENS).ok();
             let budget = TokenBudget::new(BudgetScope::Tree, TREE_TOKENS, None);
             request.parent = request
                 .parent
@@ -136,7 +136,7 @@ fn structured(result: &SubagentResult) -> Checked {
 /// `depthLimit`: a child over the cap is refused before the provider is called.
 async fn over_the_cap(env: &Env) -> Checked {
     let (mut request, _cancel) = env.request();
-    request.settings_mut().max_depth = Some(env.parent.depth());
+    request.settings_mut().max_depth = DepthLimit::new(env.parent.depth()).ok();
     let before = env.provider.starts();
     match env.start(request).await? {
         Err(SubagentError::DepthExceeded { .. }) if env.provider.starts() == before => {

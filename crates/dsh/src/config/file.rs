@@ -163,7 +163,8 @@ pub(crate) struct RawSubagent {
     pub(crate) persona: Option<Spanned<String>>,
     pub(crate) agent_options: Option<Spanned<RawAgentOptions>>,
     pub(crate) tool_filter: Option<Spanned<RawToolFilter>>,
-    pub(crate) max_depth: Option<Spanned<RawMaxDepth>>,
+    /// The depth cap, checked as it is read.
+    pub(crate) max_depth: Option<Spanned<dsh_tool_subagent::MaxDepth>>,
     pub(crate) enable_run_in_background: Option<bool>,
     /// The wall time of each child run, as `"90s"`, `"10min"`, `"1h"`.
     pub(crate) timeout: Option<Spanned<RawDuration>>,
@@ -280,42 +281,6 @@ pub(crate) struct RawAgentOptions {
 pub(crate) struct RawToolFilter {
     pub(crate) allow: Option<Vec<String>>,
     pub(crate) deny: Option<Vec<String>>,
-}
-
-/// `max_depth`: a non-negative integer or `"provider-managed"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RawMaxDepth {
-    /// A cap on the child's depth.
-    Limit(u64),
-    /// The provider keeps its own recursion budget.
-    ProviderManaged,
-}
-
-impl<'de> Deserialize<'de> for RawMaxDepth {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = RawMaxDepth;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(crate::wording::CONFIG_EXPECTING_MAX_DEPTH)
-            }
-            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<RawMaxDepth, E> {
-                u64::try_from(value)
-                    .map(RawMaxDepth::Limit)
-                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(value), &self))
-            }
-            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<RawMaxDepth, E> {
-                Ok(RawMaxDepth::Limit(value))
-            }
-            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawMaxDepth, E> {
-                match value {
-                    "provider-managed" => Ok(RawMaxDepth::ProviderManaged),
-                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
-                }
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
 }
 
 /// One `[[mcp_servers]]` entry: an MCP server whose tools the agents get,

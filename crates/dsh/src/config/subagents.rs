@@ -14,9 +14,7 @@ use dsh_subagent_api::{AgentOptions, Capabilities, SubagentProvider, TokenLimit,
 use dsh_tool_subagent::{MaxDepth, RELEASE_GRACE, SubagentToolConfig};
 use toml::Spanned;
 
-use super::file::{
-    ProviderKind, RawAgentOptions, RawAuth, RawDuration, RawMaxDepth, RawPermission, RawSubagent, RawToolFilter,
-};
+use super::file::{ProviderKind, RawAgentOptions, RawAuth, RawDuration, RawPermission, RawSubagent, RawToolFilter};
 use super::model::price;
 use super::{At, ConfigFileError, non_empty, variable_name};
 use crate::wording;
@@ -166,7 +164,7 @@ fn resolve_subagent(
     let tool = entry.persona(raw.persona.take(), tool)?;
     let (tool, price) = entry.agent_options(raw.agent_options.take(), tool)?;
     let (tool, filter_span) = entry.tool_filter(raw.tool_filter.take(), tool)?;
-    let (tool, depth_span) = entry.max_depth(raw.max_depth.take(), tool)?;
+    let tool = entry.max_depth(raw.max_depth.take(), tool)?;
     let tool = match raw.enable_run_in_background {
         Some(enable) => tool.enable_run_in_background(enable),
         None => tool,
@@ -177,7 +175,7 @@ fn resolve_subagent(
         Some(budget) => tool.result_budget(budget.into_inner()),
         None => tool,
     };
-    entry.validate(&tool, [depth_span, filter_span.clone()], name_span.clone())?;
+    entry.validate(&tool, filter_span.clone(), name_span.clone())?;
     Ok(Located {
         subagent: Subagent { provider, tool, price },
         name_span,
@@ -284,31 +282,22 @@ impl Entry<'_, '_> {
         Ok((tool.tool_filter(tool_filter), Some(span)))
     }
 
-    /// `max_depth`: a number only over a provider that enforces it; and
-    /// where it is.
+    /// `max_depth` (checked as it was read): a number only over a provider
+    /// that enforces it.
     fn max_depth(
         &self,
-        max_depth: Option<Spanned<RawMaxDepth>>,
+        max_depth: Option<Spanned<MaxDepth>>,
         tool: SubagentToolConfig,
-    ) -> Result<(SubagentToolConfig, Option<Range<usize>>), ConfigFileError> {
-        let Some(max_depth) = max_depth else {
-            return Ok((tool, None));
-        };
-        let span = max_depth.span();
-        let depth = match max_depth.into_inner() {
-            RawMaxDepth::Limit(limit) => {
-                if !self.capabilities.depth_limit {
-                    return Err((self.at)(
-                        Some(span),
-                        self.key("max_depth"),
-                        wording::config_depth_not_enforced(self.kind.as_str()),
-                    ));
-                }
-                MaxDepth::Limit(limit)
-            }
-            RawMaxDepth::ProviderManaged => MaxDepth::ProviderManaged,
-        };
-        Ok((tool.max_depth(depth), Some(span)))
+    ) -> Result<SubagentToolConfig, ConfigFileError> {
+        let Some(max_depth) = max_depth else { return Ok(tool) };
+        if max_depth.get_ref().cap().is_some() && !self.capabilities.depth_limit {
+            return Err((self.at)(
+                Some(max_depth.span()),
+                self.key("max_depth"),
+                wording::config_depth_not_enforced(self.kind.as_str()),
+            ));
+        }
+        Ok(tool.max_depth(max_depth.into_inner()))
     }
 
     /// `timeout`: a duration with its unit.
@@ -341,20 +330,16 @@ impl Entry<'_, '_> {
         Ok(tool.token_budget(budget.into_inner()))
     }
 
-    /// The tool's own check, its error at the key it concerns: `spans` are
-    /// those of `max_depth` and `tool_filter`, when written; the name's is
-    /// the fallback.
+    /// The tool's own check, its error at the key it concerns: the span is
+    /// `tool_filter`'s, when written; the name's is the fallback.
     fn validate(
         &self,
         tool: &SubagentToolConfig,
-        [depth_span, filter_span]: [Option<Range<usize>>; 2],
+        filter_span: Option<Range<usize>>,
         name_span: Range<usize>,
     ) -> Result<(), ConfigFileError> {
         let Err(error) = tool.validate() else { return Ok(()) };
         let (span, name, message) = match error {
-            dsh_tool_subagent::ConfigError::InvalidMaxDepth => {
-                (depth_span, "max_depth", wording::CONFIG_PAST_SAFE_INTEGER.to_owned())
-            }
             dsh_tool_subagent::ConfigError::EmptyToolFilter => {
                 (filter_span, "tool_filter", wording::CONFIG_EMPTY_TOOL_FILTER.to_owned())
             }

@@ -126,7 +126,10 @@ result_budget = 16000
         spawn.tool.tool_filter.as_ref().and_then(|filter| filter.deny.clone()),
         Some(vec!["subagent".to_owned()])
     );
-    assert_eq!(spawn.tool.max_depth, Some(MaxDepth::Limit(1)));
+    assert_eq!(
+        spawn.tool.max_depth,
+        Some(MaxDepth::Limit(dsh_subagent_api::DepthLimit::levels(1)))
+    );
     assert!(spawn.tool.enable_run_in_background);
     assert_eq!(spawn.tool.timeout, Some(Duration::from_secs(600)));
     assert_eq!(spawn.tool.token_budget.map(|limit| limit.tokens()), Some(200_000));

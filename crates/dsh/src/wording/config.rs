@@ -156,9 +156,6 @@ pub(crate) fn variable_invalid(variable: &str, refusal: &dyn Display) -> String 
 /// A `tool_filter` with neither list.
 pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
 
-/// A `max_depth` in `dsh.toml` beyond what the tool accepts.
-pub(crate) const CONFIG_PAST_SAFE_INTEGER: &str = "must be at most 9007199254740991";
-
 /// A `timeout` that is not a duration.
 pub(crate) fn config_bad_duration(text: &str) -> String {
     format!(
@@ -208,9 +205,6 @@ pub(crate) const CONFIG_EXPECTING_AUTH: &str = r#""none", "first-env-var" or { m
 
 /// What a `timeout` may be.
 pub(crate) const CONFIG_EXPECTING_DURATION: &str = r#"a duration as text, such as "90s" or "10min""#;
-
-/// What a `max_depth` value may be.
-pub(crate) const CONFIG_EXPECTING_MAX_DEPTH: &str = r#"a non-negative integer or "provider-managed""#;
 
 /// The working directory, where `dsh.toml` is looked for, is unreadable.
 pub(crate) fn cwd_unreadable(error: &dyn Display) -> String {
