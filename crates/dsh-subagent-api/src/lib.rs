@@ -9,6 +9,7 @@ mod content;
 mod continuation;
 mod cost_limit;
 mod depth;
+mod duration;
 mod error;
 mod lineage;
 mod provider;
@@ -36,6 +37,7 @@ pub use continuation::{
 };
 pub use cost_limit::{CostLimit, InvalidCostLimit};
 pub use depth::{DepthLimit, MAX_SAFE_INTEGER, child_depth};
+pub use duration::{DurationSetting, InvalidDuration};
 pub use error::SubagentError;
 pub use lineage::{BudgetScope, CostBudget, Lineage, TokenBudget};
 pub use provider::SubagentProvider;

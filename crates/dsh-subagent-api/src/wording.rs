@@ -161,6 +161,18 @@ pub(crate) fn context_window_refused(written: &dyn Display, minimum: u64) -> Str
     format!("a context window must be a whole number of tokens, at least {minimum}, such as 128000; got {written}")
 }
 
+/// The one refusal of a duration (`DurationSetting`), however it was
+/// written.
+pub(crate) fn duration_refused(written: &str) -> String {
+    format!(
+        "{written:?} is not a duration: write a positive whole number and a unit, such as \"500ms\", \"90s\", \"10min\" or \"2h\""
+    )
+}
+
+/// What a duration may be, as a reader of a configuration file says it
+/// expected.
+pub(crate) const EXPECTING_DURATION: &str = r#"a duration as text, such as "90s" or "10min""#;
+
 /// The one refusal of a token budget, however it was written.
 pub(crate) fn token_limit_refused(written: &dyn Display, maximum: u64) -> String {
     format!(

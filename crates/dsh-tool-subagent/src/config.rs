@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use dsh_subagent_api::{AgentOptions, ContextWindow, MAX_SAFE_INTEGER, TokenLimit, ToolFilter};
+use dsh_subagent_api::{AgentOptions, ContextWindow, DurationSetting, MAX_SAFE_INTEGER, TokenLimit, ToolFilter};
 use dsh_tools::{ResultBudget, json_kind};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -249,7 +249,9 @@ impl SubagentToolConfig {
         }
         config.timeout = string(object, "timeout")?
             .map(|text| {
-                parse_duration(&text).ok_or_else(|| ConfigError::Invalid(wording::config_timeout_invalid(&text)))
+                text.parse::<DurationSetting>()
+                    .map(DurationSetting::get)
+                    .map_err(|_| ConfigError::Invalid(wording::config_timeout_invalid(&text)))
             })
             .transpose()?;
         config.token_budget = typed(object, "tokenBudget")?;
@@ -259,9 +261,10 @@ impl SubagentToolConfig {
     }
 
     /// The load-time checks of what no type of its own checks: `toolFilter`
-    /// names a list, names are not empty, `maxTokens` is a positive safe
-    /// integer. (`maxDepth`, `timeout`, `tokenBudget` and `resultBudget`
-    /// checked themselves when they were made.)
+    /// names a list, names are not empty, a `timeout` given as a
+    /// [`Duration`] is not zero, `maxTokens` is a positive safe integer.
+    /// (`maxDepth`, `tokenBudget` and `resultBudget` checked themselves when
+    /// they were made, and so did a `timeout` read as text.)
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(filter) = &self.tool_filter
             && filter.allow.is_none()
@@ -287,23 +290,6 @@ impl SubagentToolConfig {
         }
         Ok(())
     }
-}
-
-/// A duration written as a positive whole number and a unit: `500ms`,
-/// `90s`, `10min` (or `10m`), `2h`; a space before the unit is allowed.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let duration = match unit.trim_start() {
-        "ms" => Duration::from_millis(number),
-        "s" => Duration::from_secs(number),
-        "m" | "min" => Duration::from_secs(number.checked_mul(60)?),
-        "h" => Duration::from_secs(number.checked_mul(3600)?),
-        _ => return None,
-    };
-    (!duration.is_zero()).then_some(duration)
 }
 
 fn string(object: &Map<String, Value>, key: &str) -> Result<Option<String>, ConfigError> {

@@ -14,7 +14,7 @@ mod tool;
 pub mod wording;
 
 pub use code::ErrorCode;
-pub use config::{ConfigError, SubagentToolConfig, parse_duration};
+pub use config::{ConfigError, SubagentToolConfig};
 pub use dsh_subagent::RELEASE_GRACE;
 pub use max_depth::MaxDepth;
 pub use plugin::SubagentToolPlugin;

@@ -1,6 +1,7 @@
 //! Load-time validation (docs/contract.md, "Configuration").
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use dsh_tool_subagent::provider::DurationSetting;
 use dsh_tool_subagent::{ConfigError, MaxDepth, SubagentToolConfig};
 use serde_json::json;
 
@@ -137,13 +138,13 @@ fn timeouts_and_token_budgets_are_read_from_json() {
     assert_eq!(config.token_budget.map(|limit| limit.tokens()), Some(5000));
     for (text, millis) in [("500ms", 500), ("90s", 90_000), ("2 h", 7_200_000), ("3m", 180_000)] {
         assert_eq!(
-            dsh_tool_subagent::parse_duration(text),
-            Some(std::time::Duration::from_millis(millis)),
+            text.parse::<DurationSetting>().map(DurationSetting::get),
+            Ok(std::time::Duration::from_millis(millis)),
             "{text}"
         );
     }
     for bad in ["", "10", "s", "-1s", "1.5s", "0ms", "10 days"] {
-        assert_eq!(dsh_tool_subagent::parse_duration(bad), None, "{bad}");
+        assert!(bad.parse::<DurationSetting>().is_err(), "{bad}");
     }
 }
 

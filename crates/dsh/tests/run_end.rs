@@ -172,9 +172,9 @@ command = "{}"
 args = ["ignore-cancel"]
 env = ["FAULT_AGENT_PID_FILE"]
 max_depth = "provider-managed"
-cancel_grace_ms = 1500
-eof_grace_ms = 1500
-term_grace_ms = 1000
+cancel_grace = "1500ms"
+eof_grace = "1500ms"
+term_grace = "1s"
 "#,
         agent.display()
     )

@@ -70,7 +70,7 @@ fn parse_age(text: &str) -> Option<Duration> {
             let days: u64 = days.trim_end().parse().ok()?;
             Duration::from_secs(days.checked_mul(24 * 3600)?)
         }
-        None => dsh_tool_subagent::parse_duration(text)?,
+        None => text.parse::<dsh_subagent_api::DurationSetting>().ok()?.get(),
     };
     (age.as_secs() > 0).then_some(age)
 }

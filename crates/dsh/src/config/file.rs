@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use dsh_subagent_api::DurationSetting;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -84,27 +85,6 @@ impl<'de> Deserialize<'de> for RawBound {
     }
 }
 
-/// A duration, written as text (`"90s"`, `"10min"`); parsed by
-/// `dsh_tool_subagent::parse_duration` once read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct RawDuration(pub(crate) String);
-
-impl<'de> Deserialize<'de> for RawDuration {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = RawDuration;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(crate::wording::CONFIG_EXPECTING_DURATION)
-            }
-            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawDuration, E> {
-                Ok(RawDuration(value.to_owned()))
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
 /// `[model]`: the parent's model endpoint.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,7 +147,7 @@ pub(crate) struct RawSubagent {
     pub(crate) max_depth: Option<Spanned<dsh_tool_subagent::MaxDepth>>,
     pub(crate) enable_run_in_background: Option<bool>,
     /// The wall time of each child run, as `"90s"`, `"10min"`, `"1h"`.
-    pub(crate) timeout: Option<Spanned<RawDuration>>,
+    pub(crate) timeout: Option<Spanned<DurationSetting>>,
     /// The tokens each child may spend, its own children's included.
     pub(crate) token_budget: Option<Spanned<dsh_subagent_api::TokenLimit>>,
     /// The most of this tool's results the model reads, checked as it is read.
@@ -179,14 +159,14 @@ pub(crate) struct RawSubagent {
     pub(crate) cwd: Option<Spanned<PathBuf>>,
     pub(crate) permission: Option<Spanned<RawPermission>>,
     pub(crate) auth: Option<Spanned<RawAuth>>,
-    pub(crate) turn_timeout_ms: Option<Spanned<u64>>,
-    pub(crate) cancel_grace_ms: Option<Spanned<u64>>,
-    /// The launch's `eof_grace`; `dispose_eof_grace_ms` is its deprecated name.
-    #[serde(alias = "dispose_eof_grace_ms")]
-    pub(crate) eof_grace_ms: Option<Spanned<u64>>,
-    /// The launch's `term_grace`; `dispose_term_grace_ms` is its deprecated name.
-    #[serde(alias = "dispose_term_grace_ms")]
-    pub(crate) term_grace_ms: Option<Spanned<u64>>,
+    /// The longest one turn may take.
+    pub(crate) turn_timeout: Option<Spanned<DurationSetting>>,
+    /// The wait for a cancelled turn to end.
+    pub(crate) cancel_grace: Option<Spanned<DurationSetting>>,
+    /// The launch's `eof_grace`.
+    pub(crate) eof_grace: Option<Spanned<DurationSetting>>,
+    /// The launch's `term_grace`.
+    pub(crate) term_grace: Option<Spanned<DurationSetting>>,
 }
 
 impl RawSubagent {
@@ -199,10 +179,10 @@ impl RawSubagent {
             ("cwd", self.cwd.as_ref().map(Spanned::span)),
             ("permission", self.permission.as_ref().map(Spanned::span)),
             ("auth", self.auth.as_ref().map(Spanned::span)),
-            ("turn_timeout_ms", self.turn_timeout_ms.as_ref().map(Spanned::span)),
-            ("cancel_grace_ms", self.cancel_grace_ms.as_ref().map(Spanned::span)),
-            ("eof_grace_ms", self.eof_grace_ms.as_ref().map(Spanned::span)),
-            ("term_grace_ms", self.term_grace_ms.as_ref().map(Spanned::span)),
+            ("turn_timeout", self.turn_timeout.as_ref().map(Spanned::span)),
+            ("cancel_grace", self.cancel_grace.as_ref().map(Spanned::span)),
+            ("eof_grace", self.eof_grace.as_ref().map(Spanned::span)),
+            ("term_grace", self.term_grace.as_ref().map(Spanned::span)),
         ]
         .into_iter()
         .filter_map(|(key, span)| span.map(|span| (key, span)))

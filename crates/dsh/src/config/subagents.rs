@@ -14,7 +14,7 @@ use dsh_subagent_api::{AgentOptions, Capabilities, SubagentProvider, TokenLimit,
 use dsh_tool_subagent::{MaxDepth, RELEASE_GRACE, SubagentToolConfig};
 use toml::Spanned;
 
-use super::file::{ProviderKind, RawAgentOptions, RawAuth, RawDuration, RawPermission, RawSubagent, RawToolFilter};
+use super::file::{ProviderKind, RawAgentOptions, RawAuth, RawPermission, RawSubagent, RawToolFilter};
 use super::model::price;
 use super::{At, ConfigFileError, non_empty, variable_name};
 use crate::wording;
@@ -169,7 +169,10 @@ fn resolve_subagent(
         Some(enable) => tool.enable_run_in_background(enable),
         None => tool,
     };
-    let tool = entry.timeout(raw.timeout.take(), tool)?;
+    let tool = match raw.timeout.take() {
+        Some(timeout) => tool.timeout(timeout.into_inner().get()),
+        None => tool,
+    };
     let tool = entry.token_budget(raw.token_budget.take(), tool)?;
     let tool = match raw.result_budget.take() {
         Some(budget) => tool.result_budget(budget.into_inner()),
@@ -300,24 +303,6 @@ impl Entry<'_, '_> {
         Ok(tool.max_depth(max_depth.into_inner()))
     }
 
-    /// `timeout`: a duration with its unit.
-    fn timeout(
-        &self,
-        timeout: Option<Spanned<RawDuration>>,
-        tool: SubagentToolConfig,
-    ) -> Result<SubagentToolConfig, ConfigFileError> {
-        let Some(timeout) = timeout else { return Ok(tool) };
-        let text = &timeout.get_ref().0;
-        let duration = dsh_tool_subagent::parse_duration(text).ok_or_else(|| {
-            (self.at)(
-                Some(timeout.span()),
-                self.key("timeout"),
-                wording::config_bad_duration(text),
-            )
-        })?;
-        Ok(tool.timeout(duration))
-    }
-
     /// `token_budget` (checked as it was read): only over a provider that
     /// counts tokens.
     fn token_budget(
@@ -407,15 +392,8 @@ impl AcpEntry<'_, '_> {
                 RawAuth::Method(id) => AcpAuth::Method(id.clone()),
             });
         }
-        if let Some(timeout) = &raw.turn_timeout_ms {
-            if *timeout.get_ref() == 0 {
-                return Err(at(
-                    Some(timeout.span()),
-                    self.key("turn_timeout_ms"),
-                    wording::CONFIG_ZERO_TIMEOUT.to_owned(),
-                ));
-            }
-            config = config.turn_timeout(Duration::from_millis(*timeout.get_ref()));
+        if let Some(timeout) = &raw.turn_timeout {
+            config = config.turn_timeout(timeout.get_ref().get());
         }
         self.graces(raw, config)
     }
@@ -425,18 +403,18 @@ impl AcpEntry<'_, '_> {
     /// time the tool waits for it.
     fn graces(&self, raw: &RawSubagent, mut config: AcpConfig) -> Result<AcpConfig, ConfigFileError> {
         let graces = [
-            ("cancel_grace_ms", &raw.cancel_grace_ms),
-            ("eof_grace_ms", &raw.eof_grace_ms),
-            ("term_grace_ms", &raw.term_grace_ms),
+            ("cancel_grace", &raw.cancel_grace),
+            ("eof_grace", &raw.eof_grace),
+            ("term_grace", &raw.term_grace),
         ];
-        if let Some(grace) = &raw.cancel_grace_ms {
-            config = config.cancel_grace(Duration::from_millis(*grace.get_ref()));
+        if let Some(grace) = &raw.cancel_grace {
+            config = config.cancel_grace(grace.get_ref().get());
         }
-        if let Some(grace) = &raw.eof_grace_ms {
-            config = config.eof_grace(Duration::from_millis(*grace.get_ref()));
+        if let Some(grace) = &raw.eof_grace {
+            config = config.eof_grace(grace.get_ref().get());
         }
-        if let Some(grace) = &raw.term_grace_ms {
-            config = config.term_grace(Duration::from_millis(*grace.get_ref()));
+        if let Some(grace) = &raw.term_grace {
+            config = config.term_grace(grace.get_ref().get());
         }
         if config.longest_release() > RELEASE_GRACE
             && let Some((name, grace)) = graces

@@ -65,10 +65,10 @@ env = ["DSH_API_KEY"]
 cwd = "."
 permission = "allow-first"
 auth = { method = "api-key" }
-turn_timeout_ms = 600000
-cancel_grace_ms = 1000
-eof_grace_ms = 500
-term_grace_ms = 700
+turn_timeout = "10min"
+cancel_grace = "1s"
+eof_grace = "500ms"
+term_grace = "700ms"
 max_depth = "provider-managed"
 
 [[mcp_servers]]
@@ -192,10 +192,10 @@ fn an_empty_file_configures_nothing() {
     assert!(config.mcp_servers.is_empty());
 }
 
-/// The release graces are read under the names of the launch's graces, and
-/// a file written with their deprecated names loads to the same values.
+/// The release graces are read under the names of the launch's graces,
+/// as durations with their unit.
 #[test]
-fn the_graces_load_under_their_names_and_their_deprecated_ones() {
+fn the_graces_load_under_the_names_of_the_launchs_graces() {
     let acp = |graces: &str| {
         let text = format!("[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\n{graces}");
         let mut config = check(&text).unwrap();
@@ -204,19 +204,14 @@ fn the_graces_load_under_their_names_and_their_deprecated_ones() {
             _ => panic!("not acp"),
         }
     };
-    let named = acp("eof_grace_ms = 300\nterm_grace_ms = 900\n");
+    let named = acp("eof_grace = \"300ms\"\nterm_grace = \"900ms\"\n");
     assert_eq!(named.launch.teardown.eof_grace, Duration::from_millis(300));
     assert_eq!(named.launch.teardown.term_grace, Duration::from_millis(900));
-    let deprecated = acp("dispose_eof_grace_ms = 300\ndispose_term_grace_ms = 900\n");
-    assert_eq!(deprecated, named);
     assert_ne!(acp(""), named, "the values above must differ from the defaults");
-    let both =
-        error("[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\neof_grace_ms = 300\ndispose_eof_grace_ms = 300\n");
-    assert!(both.contains("duplicate field `eof_grace_ms`"), "{both}");
+    let old = error("[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\neof_grace_ms = 300\n");
+    assert!(old.contains("unknown field `eof_grace_ms`"), "{old}");
 }
 
-/// Every refusal names the file, the line and column, the key path and the
-/// problem; the cases cover unknown keys, wrong types and contradictions.
 #[test]
 fn errors_name_file_line_column_and_key() {
     let cases: &[(&str, &str)] = &[
@@ -266,7 +261,7 @@ fn errors_name_file_line_column_and_key() {
         ),
         (
             "graces longer than the tool waits",
-            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\neof_grace_ms = 6000\nterm_grace_ms = 3000\n",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\neof_grace = \"6s\"\nterm_grace = \"3s\"\n",
         ),
         (
             "unknown auth",
@@ -278,7 +273,7 @@ fn errors_name_file_line_column_and_key() {
         ),
         (
             "zero turn timeout",
-            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nturn_timeout_ms = 0\n",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nturn_timeout = \"0s\"\n",
         ),
         (
             "empty tool filter",

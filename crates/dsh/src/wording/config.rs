@@ -156,16 +156,6 @@ pub(crate) fn variable_invalid(variable: &str, refusal: &dyn Display) -> String 
 /// A `tool_filter` with neither list.
 pub(crate) const CONFIG_EMPTY_TOOL_FILTER: &str = "names neither `allow` nor `deny`; remove the key or fill the filter";
 
-/// A `timeout` that is not a duration.
-pub(crate) fn config_bad_duration(text: &str) -> String {
-    format!(
-        "{text:?} is not a duration: write a positive whole number and a unit, such as \"500ms\", \"90s\", \"10min\" or \"2h\""
-    )
-}
-
-/// A zero timeout in `dsh.toml`.
-pub(crate) const CONFIG_ZERO_TIMEOUT: &str = "must be greater than zero (leave it out for no timeout)";
-
 /// ACP teardown graces that do not fit in the tool's release grace.
 pub(crate) fn config_graces_too_long(
     budget: std::time::Duration,
@@ -173,7 +163,7 @@ pub(crate) fn config_graces_too_long(
     grace: std::time::Duration,
 ) -> String {
     format!(
-        "a cancelled child's teardown could take {} ms (these graces plus {} ms after SIGKILL), longer than the {} ms the tool waits for it, so the call could not say whether the child was stopped; keep cancel_grace_ms + eof_grace_ms + term_grace_ms at most {} ms",
+        "a cancelled child's teardown could take {} ms (these graces plus {} ms after SIGKILL), longer than the {} ms the tool waits for it, so the call could not say whether the child was stopped; keep cancel_grace + eof_grace + term_grace at most {} ms",
         budget.as_millis(),
         fixed.as_millis(),
         grace.as_millis(),
@@ -202,9 +192,6 @@ pub(crate) fn config_error(path: &Path, position: Option<(usize, usize)>, key: &
 
 /// What an `auth` value may be.
 pub(crate) const CONFIG_EXPECTING_AUTH: &str = r#""none", "first-env-var" or { method = "<id>" }"#;
-
-/// What a `timeout` may be.
-pub(crate) const CONFIG_EXPECTING_DURATION: &str = r#"a duration as text, such as "90s" or "10min""#;
 
 /// The working directory, where `dsh.toml` is looked for, is unreadable.
 pub(crate) fn cwd_unreadable(error: &dyn Display) -> String {
