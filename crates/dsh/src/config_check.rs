@@ -32,6 +32,7 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
         "{}",
         wording::config_checked(config.as_ref().map(|config| config.path.as_path()))
     );
+    warn_uncapped(config.as_ref());
     // The limits are not in the catalog the model reads: stderr, like the verdict.
     eprintln!("{}", wording::config_check_limits(&limits));
     if let Some(file) = config.as_ref().and_then(|config| config.record.as_deref()) {
@@ -64,6 +65,15 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
         Ok(())
     } else {
         Err(Failure::failed(wording::config_check_probe_failed(&failed)))
+    }
+}
+
+/// Says once, on stderr, which delegation tools let their children
+/// delegate again with no depth cap (`dsh run` and `dsh config check`).
+pub(crate) fn warn_uncapped(config: Option<&config::Config>) {
+    let uncapped = config.map(config::Config::uncapped_tools).unwrap_or_default();
+    if !uncapped.is_empty() {
+        eprintln!("{}", wording::uncapped_delegation(&uncapped));
     }
 }
 

@@ -21,6 +21,7 @@ mod limits;
 mod mcp_servers;
 mod model;
 mod subagents;
+mod uncapped;
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};

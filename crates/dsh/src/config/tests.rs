@@ -566,6 +566,20 @@ fn the_readme_example_is_valid() {
     assert_eq!(config.subagents[0].tool.tool_name, "subagent_claude");
 }
 
+/// The documented example caps the depth of every tool whose children could
+/// delegate again, so following it never meets the uncapped-depth warning.
+#[test]
+fn the_readme_example_caps_its_depth() {
+    let readme = include_str!("../../README.md");
+    let start = readme.find("```toml\n").unwrap() + "```toml\n".len();
+    let text = &readme[start..start + readme[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
+    assert!(config.uncapped_tools().is_empty(), "{:?}", config.uncapped_tools());
+    let example = check("[[subagents]]\nprovider = \"spawn\"\ntimeout = \"10min\"\n").unwrap();
+    assert_eq!(example.uncapped_tools(), ["subagent"]);
+}
+
 /// The catalog's deployment note states dsh's default limits: it must say
 /// what dsh does.
 #[test]

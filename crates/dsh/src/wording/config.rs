@@ -11,6 +11,19 @@ pub(crate) fn config_record_directory(file: &str) -> String {
     format!("{file:?} is a directory: name the cassette file to record into, e.g. \"runs/last.jsonl\"")
 }
 
+/// `dsh run` and `dsh config check`, once: delegation tools whose children
+/// may delegate again with no depth cap (no `max_depth`, and a filter that
+/// leaves them a delegation tool).
+pub(crate) fn uncapped_delegation(tools: &[&str]) -> String {
+    let (names, verb, whose, entry) = match tools {
+        [one] => (format!("tool {one}"), "has", "its", "its [[subagents]] entry"),
+        many => (format!("tools {}", many.join(", ")), "have", "their", "their [[subagents]] entries"),
+    };
+    format!(
+        "dsh: warning: the delegation {names} {verb} no max_depth, so {whose} children may delegate again with no depth cap (a model that always delegates goes as deep as [limits] max_children allows); set max_depth = 1 in {entry} to let only the top-level agent delegate"
+    )
+}
+
 /// `dsh config check`: the cassette every run records into.
 pub(crate) fn config_check_record(file: &std::path::Path) -> String {
     format!(
