@@ -2,6 +2,8 @@
 //! calls may wait for a slot, how many children the tree may start, and how
 //! many tokens and how much money it may spend.
 
+use std::num::NonZeroUsize;
+
 use dsh_subagent_api::{ChildCount, CostLimit, QueueLimit, TokenLimit};
 
 /// The limits of every delegation tree of a service
@@ -46,6 +48,17 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The children of a tree that run at once when a harness bounds its
+    /// trees without choosing (`dsh` does, unless `[limits]` or a flag
+    /// says otherwise): 8.
+    pub const DEFAULT_MAX_CONCURRENT: ChildCount =
+        ChildCount::from_non_zero(NonZeroUsize::new(8).expect("8 is not zero"));
+    /// The calls of a tree that wait for a slot, by the same rule: 64.
+    pub const DEFAULT_MAX_QUEUED: QueueLimit = QueueLimit::new(64);
+    /// The children a tree starts over its life, by the same rule: 200.
+    pub const DEFAULT_MAX_CHILDREN: ChildCount =
+        ChildCount::from_non_zero(NonZeroUsize::new(200).expect("200 is not zero"));
+
     /// No limit on children at all, and outputs kept in the process's store
     /// ([`dsh_tasks::TextStore::process`]).
     pub const fn none() -> Self {

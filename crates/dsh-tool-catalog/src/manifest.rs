@@ -77,7 +77,7 @@ pub fn manifest() -> Vec<ToolPackage> {
                 SubagentToolConfig::FORK_TOOL_NAME,
                 SubagentToolConfig::ACP_TOOL_NAME,
             ],
-            note: wording::SUBAGENT_NOTE,
+            note: wording::SUBAGENT_NOTE.as_str(),
             mount: mount_subagent,
         },
         ToolPackage {
@@ -99,7 +99,7 @@ pub fn manifest() -> Vec<ToolPackage> {
             requires: &["dsh_tools::ToolRegistry", "dsh_tasks::TaskRegistry"],
             writes: wording::TASKS_WRITES,
             shipped_aliases: &[],
-            note: wording::TASKS_NOTE,
+            note: wording::TASKS_NOTE.as_str(),
             mount: mount_tasks,
         },
         ToolPackage {
@@ -114,7 +114,7 @@ pub fn manifest() -> Vec<ToolPackage> {
             requires: wording::DSH_MCP_REQUIRES,
             writes: wording::DSH_MCP_WRITES,
             shipped_aliases: &[],
-            note: wording::DSH_MCP_NOTE,
+            note: wording::DSH_MCP_NOTE.as_str(),
             mount: mount_dsh_mcp,
         },
     ]

@@ -1,8 +1,6 @@
 //! `[limits]`: the bounds of every delegation tree, and the result budget
 //! of every tool without its own.
 
-use std::num::NonZeroUsize;
-
 use dsh_subagent_api::{ChildCount, CostLimit, QueueLimit, TokenLimit};
 use dsh_tools::ResultBudget;
 use serde::Deserialize;
@@ -33,17 +31,16 @@ pub(crate) struct LimitsConfig {
 }
 
 impl LimitsConfig {
-    /// dsh's default `max_concurrent`.
-    pub(crate) const DEFAULT_MAX_CONCURRENT: ChildCount =
-        ChildCount::from_non_zero(NonZeroUsize::new(8).expect("8 is not zero"));
-    /// dsh's default `max_queued`.
-    pub(crate) const DEFAULT_MAX_QUEUED: QueueLimit = QueueLimit::new(64);
-    /// dsh's default `max_children`.
-    pub(crate) const DEFAULT_MAX_CHILDREN: ChildCount =
-        ChildCount::from_non_zero(NonZeroUsize::new(200).expect("200 is not zero"));
+    /// dsh's default `max_concurrent`: the library's.
+    pub(crate) const DEFAULT_MAX_CONCURRENT: ChildCount = dsh_subagent::Limits::DEFAULT_MAX_CONCURRENT;
+    /// dsh's default `max_queued`: the library's.
+    pub(crate) const DEFAULT_MAX_QUEUED: QueueLimit = dsh_subagent::Limits::DEFAULT_MAX_QUEUED;
+    /// dsh's default `max_children`: the library's.
+    pub(crate) const DEFAULT_MAX_CHILDREN: ChildCount = dsh_subagent::Limits::DEFAULT_MAX_CHILDREN;
 
-    /// `flags` over `self` (the file) over dsh's defaults: 8 at once, 64
-    /// waiting, 200 children, no token or cost budget.
+    /// `flags` over `self` (the file) over the library's defaults
+    /// (`dsh_subagent::Limits::DEFAULT_*`: 8 at once, 64 waiting, 200
+    /// children), and no token or cost budget.
     pub(crate) fn resolve(&self, flags: &LimitsConfig) -> dsh_subagent::Limits {
         let limits = dsh_subagent::Limits::none()
             .with_max_concurrent(

@@ -17,7 +17,12 @@ pub(crate) fn config_record_directory(file: &str) -> String {
 pub(crate) fn uncapped_delegation(tools: &[&str]) -> String {
     let (names, verb, whose, entry) = match tools {
         [one] => (format!("tool {one}"), "has", "its", "its [[subagents]] entry"),
-        many => (format!("tools {}", many.join(", ")), "have", "their", "their [[subagents]] entries"),
+        many => (
+            format!("tools {}", many.join(", ")),
+            "have",
+            "their",
+            "their [[subagents]] entries",
+        ),
     };
     format!(
         "dsh: warning: the delegation {names} {verb} no max_depth, so {whose} children may delegate again with no depth cap (a model that always delegates goes as deep as [limits] max_children allows); set max_depth = 1 in {entry} to let only the top-level agent delegate"
