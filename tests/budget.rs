@@ -15,7 +15,7 @@ use dsh_subagent_spawn::SpawnProvider;
 use dsh_subagent_testing::budget::{marked_answer, noticed_task_id, read_back};
 use dsh_tasks::wording::TASK_OUTPUT;
 use dsh_tools::budget::PagedRead;
-use dsh_tools::{CancellationToken, ResultBudget, ToolExecution};
+use dsh_tools::{CancellationToken, ResultLimit, ToolExecution};
 use serde_json::{Value, json};
 
 const MARKS: [char; 4] = ['w', 'x', 'y', 'z'];
@@ -86,7 +86,7 @@ async fn four_children_answering_two_megabytes_each_are_cut_and_page_back_from_t
         })
         .collect();
     assert_eq!(results.len(), 4);
-    let budget = ResultBudget::DEFAULT.bytes();
+    let budget = ResultLimit::DEFAULT.bytes();
     let exec = ToolExecution::new(CancellationToken::new()).with_agent(parent.agent_ref());
     for (mark, result) in MARKS.iter().zip(&results) {
         let full = answer(*mark);
@@ -98,7 +98,7 @@ async fn four_children_answering_two_megabytes_each_are_cut_and_page_back_from_t
 
         // Every page from the start, reassembled: exactly the answer.
         let read = PagedRead::new(TASK_OUTPUT, task_id);
-        let read_back = read_back(harness.tools(), &read, &exec, ResultBudget::DEFAULT).await;
+        let read_back = read_back(harness.tools(), &read, &exec, ResultLimit::DEFAULT).await;
         assert!(
             read_back == full,
             "part {mark}: {} of {} bytes",

@@ -92,7 +92,7 @@ impl World {
 
 fn check(result: &ToolResult, bytes: usize) -> Result<(), String> {
     let kept = result.cut.as_ref().is_some_and(|cut| cut.read.is_some());
-    let budget = dsh_tools::ResultBudget::DEFAULT.bytes();
+    let budget = dsh_tools::ResultLimit::DEFAULT.bytes();
     if result.is_error
         || !kept
         || !result.text.starts_with("HEAD ")

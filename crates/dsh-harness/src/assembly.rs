@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dsh_subagent::Limits;
 use dsh_subagent_api::{ChildStore, SubagentProvider};
 use dsh_tool_subagent::SubagentToolConfig;
-use dsh_tools::{ResultBudget, Tool};
+use dsh_tools::{ResultLimit, Tool};
 
 /// Where the model's `run_in_background: true` calls go, and which tools
 /// collect them.
@@ -62,5 +62,5 @@ pub(crate) struct Assembly {
     /// The limits of every delegation tree of the harness's service.
     pub(crate) limits: Limits,
     /// The result budget of every tool that sets none of its own.
-    pub(crate) result_budget: Option<ResultBudget>,
+    pub(crate) result_budget: Option<ResultLimit>,
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use dsh_subagent::Limits;
 use dsh_subagent_api::SubagentProvider;
 use dsh_tool_subagent::SubagentToolConfig;
-use dsh_tools::{ResultBudget, Tool};
+use dsh_tools::{ResultLimit, Tool};
 
 use crate::assembly::Assembly;
 use crate::{Background, BuildError, Harness, check};
@@ -128,10 +128,10 @@ impl HarnessBuilder {
     /// the harness that sets no budget of its own: each `subagent` tool's
     /// result ([`SubagentToolConfig::result_budget`]) and what `task_output`
     /// shows (background results, `send_message` answers, and the paged
-    /// reads of cut results). [`ResultBudget::DEFAULT`] (8,000 tokens)
+    /// reads of cut results). [`ResultLimit::DEFAULT`] (8,000 tokens)
     /// unless set. A longer output reads as its head and tail around a
     /// notice that gives the exact `task_output` call reading on.
-    pub fn result_budget(mut self, budget: ResultBudget) -> Self {
+    pub fn result_budget(mut self, budget: ResultLimit) -> Self {
         self.assembly.result_budget = Some(budget);
         self
     }

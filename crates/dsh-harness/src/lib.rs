@@ -25,9 +25,7 @@ pub use dsh_subagent::{
 pub use dsh_subagent_api as provider;
 pub use dsh_tasks::TaskRegistry;
 pub use dsh_tool_subagent::{MaxDepth, SubagentToolConfig, SubagentToolPlugin};
-pub use dsh_tools::{
-    AgentId, AgentRef, CancellationToken, ResultBudget, Tool, ToolExecution, ToolRegistry, ToolResult,
-};
+pub use dsh_tools::{AgentId, AgentRef, CancellationToken, ResultLimit, Tool, ToolExecution, ToolRegistry, ToolResult};
 
 /// The workspace README's Rust examples run as doc tests of this crate.
 #[cfg(doctest)]

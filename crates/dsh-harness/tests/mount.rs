@@ -117,11 +117,11 @@ async fn a_harness_result_budget_bounds_every_tool_that_sets_none_of_its_own() {
         .subagent(
             SubagentToolConfig::new("own")
                 .tool_name("subagent_own")
-                .result_budget(dsh_harness::ResultBudget::new(2_000).unwrap()),
+                .result_budget(dsh_harness::ResultLimit::new(2_000).unwrap()),
             long("own"),
         )
         .background(Background::Tasks)
-        .result_budget(dsh_harness::ResultBudget::MIN)
+        .result_budget(dsh_harness::ResultLimit::MIN)
         .build()
         .unwrap();
     let call = |tool: &'static str| {

@@ -13,7 +13,7 @@ use dsh_tasks::{TaskRegistry, TextStore};
 use dsh_tool_tasks::{TaskShelf, TaskToolsPlugin};
 use dsh_tools::ResultPolicy;
 use dsh_tools::budget::{PagedRead, Shown};
-use dsh_tools::{AgentRef, CancellationToken, ResultBudget, ToolExecution, ToolRegistry};
+use dsh_tools::{AgentRef, CancellationToken, ResultLimit, ToolExecution, ToolRegistry};
 use serde_json::json;
 
 /// The test MCP server, built by `dsh-test-programs`.
@@ -47,7 +47,7 @@ struct World {
 }
 
 impl World {
-    async fn new(budget: ResultBudget, kept: usize, shelf: bool) -> Self {
+    async fn new(budget: ResultLimit, kept: usize, shelf: bool) -> Self {
         let tools = ToolRegistry::new();
         let tasks = TaskRegistry::new().kept_in(TextStore::new(kept));
         let task_tools = TaskToolsPlugin::apply_within(&tasks, &tools, budget).unwrap();
@@ -70,7 +70,7 @@ impl World {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_200_kb_answer_reads_as_head_and_tail_and_pages_back_whole_with_task_output() {
-    let world = World::new(ResultBudget::DEFAULT, 1_000_000, true).await;
+    let world = World::new(ResultLimit::DEFAULT, 1_000_000, true).await;
     let full = big(200_000);
     let result = world
         .tools
@@ -78,7 +78,7 @@ async fn a_200_kb_answer_reads_as_head_and_tail_and_pages_back_whole_with_task_o
         .await;
     assert!(!result.is_error);
     assert!(
-        result.text.len() <= ResultBudget::DEFAULT.bytes(),
+        result.text.len() <= ResultLimit::DEFAULT.bytes(),
         "{}",
         result.text.len()
     );
@@ -99,7 +99,7 @@ async fn a_200_kb_answer_reads_as_head_and_tail_and_pages_back_whole_with_task_o
     );
     // The whole answer, page by page; no second call of the server's tool.
     let read = PagedRead::new(TASK_OUTPUT, id.clone());
-    let back = read_back(&world.tools, &read, &exec("parent"), ResultBudget::DEFAULT).await;
+    let back = read_back(&world.tools, &read, &exec("parent"), ResultLimit::DEFAULT).await;
     assert_eq!(back, full);
     let listed = world.tools.call("task_list", json!({}), exec("parent")).await;
     assert_eq!(listed.text, "mcp-1 [status: completed] (mcp: mcp__t__big)");
@@ -121,7 +121,7 @@ async fn a_200_kb_answer_reads_as_head_and_tail_and_pages_back_whole_with_task_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_error_result_stays_an_error_with_its_code_and_pages_back_whole() {
-    let budget = ResultBudget::new(1_000).unwrap();
+    let budget = ResultLimit::new(1_000).unwrap();
     let world = World::new(budget, 1_000_000, true).await;
     let result = world
         .tools
@@ -149,12 +149,12 @@ async fn a_long_error_result_stays_an_error_with_its_code_and_pages_back_whole()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_shelf_or_room_the_notice_says_the_rest_is_not_kept() {
     // No shelf: cut all the same, nothing kept.
-    let world = World::new(ResultBudget::DEFAULT, 1_000_000, false).await;
+    let world = World::new(ResultLimit::DEFAULT, 1_000_000, false).await;
     let result = world
         .tools
         .call("mcp__t__big", json!({"bytes": 200_000}), exec("parent"))
         .await;
-    assert!(result.text.len() <= ResultBudget::DEFAULT.bytes());
+    assert!(result.text.len() <= ResultLimit::DEFAULT.bytes());
     assert!(result.text.contains(" in between are not kept]"));
     assert_eq!(
         world.tools.call("task_list", json!({}), exec("parent")).await.text,
@@ -162,7 +162,7 @@ async fn without_a_shelf_or_room_the_notice_says_the_rest_is_not_kept() {
     );
     world.mount.release().await.unwrap();
     // A store smaller than the answer: not kept, and no task recorded.
-    let world = World::new(ResultBudget::DEFAULT, 100_000, true).await;
+    let world = World::new(ResultLimit::DEFAULT, 100_000, true).await;
     let result = world
         .tools
         .call("mcp__t__big", json!({"bytes": 200_000}), exec("parent"))
@@ -184,7 +184,7 @@ async fn without_a_shelf_or_room_the_notice_says_the_rest_is_not_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_results_are_kept_under_ids_in_call_order_whatever_order_they_finish() {
-    let world = World::new(ResultBudget::DEFAULT, 1_000_000, true).await;
+    let world = World::new(ResultLimit::DEFAULT, 1_000_000, true).await;
     let call = |bytes: u64| world.tools.call("mcp__t__big", json!({"bytes": bytes}), exec("parent"));
     // Started in call order, as the calls of one round are (each first
     // poll takes its id), then the second finished and kept first.

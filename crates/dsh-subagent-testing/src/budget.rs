@@ -2,7 +2,7 @@
 //! the suites that check a result budget end to end.
 
 use dsh_tools::budget::{PagedRead, Shown};
-use dsh_tools::{ResultBudget, ToolExecution, ToolRegistry};
+use dsh_tools::{ResultLimit, ToolExecution, ToolRegistry};
 use serde_json::json;
 
 /// An answer of `chars` characters between two marks: characters of one to
@@ -40,7 +40,7 @@ pub fn noticed_task_id(text: &str, tool: &str) -> String {
 /// within `budget`, each starting where the one before ended, the last one
 /// the page that names no next offset. Panics on a read that fails or
 /// breaks one of these.
-pub async fn read_back(tools: &ToolRegistry, read: &PagedRead, exec: &ToolExecution, budget: ResultBudget) -> String {
+pub async fn read_back(tools: &ToolRegistry, read: &PagedRead, exec: &ToolExecution, budget: ResultLimit) -> String {
     let status_line = |text: &str| {
         let Some(at) = text.rfind("\n[status: ") else {
             panic!("a page without its status line: {text}")

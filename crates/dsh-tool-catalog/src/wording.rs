@@ -6,7 +6,7 @@
 use std::sync::LazyLock;
 
 use dsh_subagent::Limits;
-use dsh_tools::ResultBudget;
+use dsh_tools::ResultLimit;
 
 // ---- the page frame ---------------------------------------------------------------
 
@@ -57,8 +57,8 @@ pub(crate) static SUBAGENT_NOTE: LazyLock<String> = LazyLock::new(|| {
         max_concurrent = Limits::DEFAULT_MAX_CONCURRENT.children(),
         max_queued = Limits::DEFAULT_MAX_QUEUED.calls(),
         max_children = Limits::DEFAULT_MAX_CHILDREN.children(),
-        default_budget = ResultBudget::DEFAULT.tokens(),
-        min_budget = ResultBudget::MIN.tokens()
+        default_budget = ResultLimit::DEFAULT.tokens(),
+        min_budget = ResultLimit::MIN.tokens()
     )
 });
 
@@ -84,7 +84,7 @@ pub(crate) const TASKS_WRITES: &[&str] = &[
 pub(crate) static TASKS_NOTE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "The three tools act only on the calling agent's own background tasks, so they are registered once and shared by every agent: another agent's task id reads exactly as an unknown one (`no task with id …`; only the stable code, `FOREIGN_TASK` against `UNKNOWN_TASK`, tells the harness which), so a caller cannot probe which ids exist. A task finishing queues a completion notice for its owner (`background task <id> (<kind>: <label>) finished [status: …]. Read its output with task_output.`); a harness hands those to the owner's next model call by giving its `dsh_agent::AgentRuntime` the registry's notices (`with_notices`). `task_output` shows at most its result budget (`TaskToolsPlugin::apply_within`; `dsh` uses the tree's `result_budget`, default {default_budget} tokens): a longer output reads as its head and its tail around a notice naming the `offset` that reads on, and its optional `offset` (characters) reads one page from there. Kept outputs are bounded (32 MiB per process, oldest out first; an output larger than that is never kept); an output no longer kept says so and how long it was, and nothing is run again to answer a read.",
-        default_budget = ResultBudget::DEFAULT.tokens()
+        default_budget = ResultLimit::DEFAULT.tokens()
     )
 });
 
@@ -100,7 +100,7 @@ pub(crate) const DSH_MCP_WRITES: &[&str] = &[
 pub(crate) static DSH_MCP_NOTE: LazyLock<String> = LazyLock::new(|| {
     format!(
         "What `dsh mcp` serves to an MCP host: its `tools/list` gives these names, descriptions and input schemas byte for byte. `subagent` runs over the spawn provider with `enableRunInBackground` and the continuation capability, so its description names `send_message`; `send_message` and the three task tools complete background mode. There is no `subagent_fork`: the calling agent's conversation lives in the MCP host, so a fork would inherit nothing. Each MCP session is one calling agent that owns its children and background tasks; another session cannot see them, and closing the session cancels and releases them all. MCP tools: `dsh run`, `dsh acp` and `dsh mcp` take `--mcp-server <name>=<command line>` (repeatable) and mount each tool of that server, for the parent and its children, as `mcp__<name>__<tool>` with the server's own description and input schema (`dsh mcp` lists them after these). A `toolFilter` names them by that full name in `allow` or `deny`, exactly like any other tool, and a filter naming a tool that is not mounted fails the call. A server that cannot start stops `dsh` with exit 2 before any model call. Every result is within `--result-budget` (or `[limits] result_budget`, default {default_budget} tokens), paged with `task_output`'s `offset`; a cut result's `_meta` carries `dsh/resultCut` with its full and shown sizes. Children fit each request into their model's context window (`--context-window`, `[model] context_window` or `DSH_CONTEXT_WINDOW`, else learned from the server's first refusal that names it).",
-        default_budget = ResultBudget::DEFAULT.tokens()
+        default_budget = ResultLimit::DEFAULT.tokens()
     )
 });
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use dsh_subagent_api::{AgentOptions, ContextWindow, DurationSetting, MAX_SAFE_INTEGER, TokenLimit, ToolFilter};
-use dsh_tools::{ResultBudget, json_kind};
+use dsh_tools::{ResultLimit, json_kind};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -58,13 +58,13 @@ pub struct SubagentToolConfig {
     /// the provider's `tokenBudget` capability.
     pub token_budget: Option<TokenLimit>,
     /// The most of a result the model reads (JSON `resultBudget`, in
-    /// tokens of 4 bytes; at least [`ResultBudget::MIN`]). Absent:
-    /// [`ResultBudget::DEFAULT`], 8,000 tokens, unless the harness sets
+    /// tokens of 4 bytes; at least [`ResultLimit::MIN`]). Absent:
+    /// [`ResultLimit::DEFAULT`], 8,000 tokens, unless the harness sets
     /// another for all its tools. A longer result reads as its head and
     /// tail around a notice; with `task_output` mounted the whole result is
     /// kept as a task of the caller, and the notice gives the exact
     /// `task_output` call that reads on.
-    pub result_budget: Option<ResultBudget>,
+    pub result_budget: Option<ResultLimit>,
 }
 
 /// A configuration the tool refuses, at load or when its provider appears.
@@ -195,13 +195,13 @@ impl SubagentToolConfig {
 
     /// Sets the most of a result the model reads.
     #[must_use]
-    pub fn result_budget(mut self, budget: ResultBudget) -> Self {
+    pub fn result_budget(mut self, budget: ResultLimit) -> Self {
         self.result_budget = Some(budget);
         self
     }
 
     /// The result budget in force: the configured one, else the default.
-    pub fn result_budget_or_default(&self) -> ResultBudget {
+    pub fn result_budget_or_default(&self) -> ResultLimit {
         self.result_budget.unwrap_or_default()
     }
 

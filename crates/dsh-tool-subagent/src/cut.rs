@@ -9,7 +9,7 @@ use dsh_subagent::{CutInfo, CutOutcome, SubagentService};
 use dsh_subagent_api::AgentRef;
 use dsh_tasks::{Output, Recorded, Reservation, TaskRegistry};
 use dsh_tools::budget::{self, PagedRead, TextSize};
-use dsh_tools::{ResultBudget, ToolError, ToolOutput, ToolRegistry};
+use dsh_tools::{ResultLimit, ToolError, ToolOutput, ToolRegistry};
 
 use crate::lifecycle::Delegated;
 use crate::wording;
@@ -35,7 +35,7 @@ impl Pages {
 /// What one cut needs besides the result: the budget, where it is kept
 /// and under which id, and who reads it.
 pub(crate) struct Cutter<'a> {
-    pub(crate) budget: ResultBudget,
+    pub(crate) budget: ResultLimit,
     pub(crate) pages: Option<&'a Pages>,
     pub(crate) service: &'a SubagentService,
     pub(crate) caller: &'a AgentRef,

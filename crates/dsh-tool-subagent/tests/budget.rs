@@ -16,7 +16,7 @@ use dsh_tasks::wording::TASK_OUTPUT;
 use dsh_tool_subagent::{SubagentToolConfig, SubagentToolPlugin};
 use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::budget::{PagedRead, Shown};
-use dsh_tools::{ResultBudget, ToolRegistry, ToolResult};
+use dsh_tools::{ResultLimit, ToolRegistry, ToolResult};
 use serde_json::json;
 
 /// Subagent tools named `subagent_<mark>` over scripted providers that
@@ -77,7 +77,7 @@ impl World {
     /// start, each page within the budget.
     async fn read_back(&self, task_id: &str) -> String {
         let read = PagedRead::new(TASK_OUTPUT, task_id.to_owned());
-        read_back(&self.tools, &read, &exec(), ResultBudget::DEFAULT).await
+        read_back(&self.tools, &read, &exec(), ResultLimit::DEFAULT).await
     }
 }
 
@@ -308,7 +308,7 @@ async fn an_answer_larger_than_the_whole_store_is_not_kept_and_its_notice_says_s
     assert_eq!(held, marked_answer('k', 20_000).len());
     let big = world.delegate('b').await;
     assert!(!big.is_error);
-    assert!(big.text.len() <= ResultBudget::DEFAULT.bytes());
+    assert!(big.text.len() <= ResultLimit::DEFAULT.bytes());
     assert!(
         big.text.contains(" in between are not kept]"),
         "{}",

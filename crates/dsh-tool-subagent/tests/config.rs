@@ -151,11 +151,11 @@ fn timeouts_and_token_budgets_are_read_from_json() {
 #[test]
 fn result_budgets_are_read_from_json_and_default_to_8000_tokens() {
     let config = SubagentToolConfig::from_json(&json!({"provider": "p", "resultBudget": 256})).unwrap();
-    assert_eq!(config.result_budget, Some(dsh_tools::ResultBudget::MIN));
+    assert_eq!(config.result_budget, Some(dsh_tools::ResultLimit::MIN));
     assert_eq!(config.result_budget_or_default().bytes(), 1_024);
     let default = SubagentToolConfig::from_json(&json!({"provider": "p"})).unwrap();
     assert_eq!(default.result_budget, None);
-    assert_eq!(default.result_budget_or_default(), dsh_tools::ResultBudget::DEFAULT);
+    assert_eq!(default.result_budget_or_default(), dsh_tools::ResultLimit::DEFAULT);
     assert_eq!(default.result_budget_or_default().bytes(), 32_000);
 }
 

@@ -162,7 +162,7 @@ proptest! {
         prop_assert_eq!((stats.disposes(), stats.live()), (1, 0));
         // Within the default budget, and over it its head and tail (this
         // instance has no task registry, so the rest is not kept).
-        let budget = dsh_tools::ResultBudget::DEFAULT.bytes();
+        let budget = dsh_tools::ResultLimit::DEFAULT.bytes();
         let within = |text: &str, allowance: usize| {
             dsh_tools::budget::head_and_tail(text, allowance, None).map_or_else(|| text.to_owned(), |cut| cut.text)
         };

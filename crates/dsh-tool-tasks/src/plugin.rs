@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_tasks::TaskRegistry;
-use dsh_tools::{MountedTool, NameReservation, RegistryError, ResultBudget, Tool, ToolRegistry};
+use dsh_tools::{MountedTool, NameReservation, RegistryError, ResultLimit, Tool, ToolRegistry};
 
 use crate::tools::{TaskKillTool, TaskListTool, TaskOutputTool};
 
@@ -23,12 +23,12 @@ pub struct TaskToolsPlugin {
 impl TaskToolsPlugin {
     /// Registers the three tools in `tools`, each acting on `tasks`, with
     /// `task_output` within the default result budget
-    /// ([`ResultBudget::DEFAULT`]).
+    /// ([`ResultLimit::DEFAULT`]).
     ///
     /// Fails with [`RegistryError::DuplicateName`] when one of the names is
     /// already taken; then none is registered.
     pub fn apply(tasks: &TaskRegistry, tools: &ToolRegistry) -> Result<Self, RegistryError> {
-        Self::apply_within(tasks, tools, ResultBudget::DEFAULT)
+        Self::apply_within(tasks, tools, ResultLimit::DEFAULT)
     }
 
     /// [`TaskToolsPlugin::apply`], with `task_output` showing at most
@@ -37,7 +37,7 @@ impl TaskToolsPlugin {
     pub fn apply_within(
         tasks: &TaskRegistry,
         tools: &ToolRegistry,
-        budget: ResultBudget,
+        budget: ResultLimit,
     ) -> Result<Self, RegistryError> {
         let built: [Arc<dyn Tool>; 3] = [
             Arc::new(TaskOutputTool::new(tasks.clone(), budget)),

@@ -2,7 +2,7 @@
 
 use dsh_tasks::{KillOutcome, TaskRegistry, TaskSnapshot, wording};
 use dsh_tools::budget::{self, PagedRead};
-use dsh_tools::{AgentId, ResultBudget, Tool, ToolError, ToolExecution, ToolOutput};
+use dsh_tools::{AgentId, ResultLimit, Tool, ToolError, ToolExecution, ToolOutput};
 use futures::future::BoxFuture;
 use serde_json::Value;
 
@@ -21,11 +21,11 @@ fn caller(tool: &str, exec: &ToolExecution) -> Result<AgentId, ToolError> {
 pub(crate) struct TaskOutputTool {
     tasks: TaskRegistry,
     arguments: Arguments<TaskOutputArgs>,
-    budget: ResultBudget,
+    budget: ResultLimit,
 }
 
 impl TaskOutputTool {
-    pub(crate) fn new(tasks: TaskRegistry, budget: ResultBudget) -> Self {
+    pub(crate) fn new(tasks: TaskRegistry, budget: ResultLimit) -> Self {
         Self {
             tasks,
             arguments: args::task_output_arguments(),

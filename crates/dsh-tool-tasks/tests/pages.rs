@@ -9,7 +9,7 @@ use common::exec;
 use dsh_tasks::{Recorded, TaskOutcome, TaskRegistry, TaskSpec, TextStore};
 use dsh_tool_tasks::TaskToolsPlugin;
 use dsh_tools::budget::Shown;
-use dsh_tools::{AgentId, ResultBudget, ToolRegistry, ToolResult};
+use dsh_tools::{AgentId, ResultLimit, ToolRegistry, ToolResult};
 use serde_json::{Value, json};
 
 /// A registry, and the task tools over it within `budget` tokens.
@@ -22,7 +22,7 @@ struct Pages {
 impl Pages {
     fn new(tasks: TaskRegistry, budget: u64) -> Self {
         let tools = ToolRegistry::new();
-        let plugin = TaskToolsPlugin::apply_within(&tasks, &tools, ResultBudget::new(budget).unwrap()).unwrap();
+        let plugin = TaskToolsPlugin::apply_within(&tasks, &tools, ResultLimit::new(budget).unwrap()).unwrap();
         Self {
             tasks,
             tools,
@@ -265,7 +265,7 @@ fn failed(pages: &Pages, detail: &str, text: &str) -> String {
 #[tokio::test]
 async fn a_long_diagnostic_counts_within_the_budget() {
     let pages = Pages::new(TaskRegistry::new(), 256);
-    let budget = ResultBudget::new(256).unwrap().bytes();
+    let budget = ResultLimit::new(256).unwrap().bytes();
     // A failed run's diagnostic, as long as a provider may give (4 KB).
     let detail = format!("error: {}", "stderr line\n".repeat(340));
     for output in ["", "short partial output", &"p".repeat(10_000)] {
@@ -342,7 +342,7 @@ proptest::proptest! {
             let id = failed(&pages, &detail, &text);
             let chars: Vec<char> = text.chars().collect();
             let start = start.min(chars.len());
-            let budget = ResultBudget::new(tokens).unwrap().bytes();
+            let budget = ResultLimit::new(tokens).unwrap().bytes();
             let read_back = follow(&pages, &id, start as u64, budget).await;
             let expected: String = chars[start..].iter().collect();
             assert_eq!(read_back, expected);

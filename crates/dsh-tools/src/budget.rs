@@ -62,24 +62,24 @@ pub const fn bytes_in(tokens: u64) -> u64 {
 pub const SMALLEST_USEFUL_SHARE: usize = 128;
 
 /// The most a delegation output shows the model, in tokens, at least
-/// [`ResultBudget::MIN`].
+/// [`ResultLimit::MIN`].
 ///
 /// It checks itself wherever it is read, so a budget travels whole from a
 /// flag (`FromStr`), a configuration file or a tool's JSON configuration
 /// (`Deserialize`, as a JSON number) to the cut; every refusal reads as
-/// [`InvalidResultBudget`] says.
+/// [`InvalidResultLimit`] says.
 ///
 /// ```
-/// use dsh_tools::ResultBudget;
-/// assert_eq!(ResultBudget::DEFAULT.tokens(), 8_000);
-/// assert_eq!(ResultBudget::DEFAULT.bytes(), 32_000);
-/// assert!(ResultBudget::new(100).is_err()); // too small to hold a notice and any text
-/// assert_eq!("2000".parse::<ResultBudget>().map(ResultBudget::tokens), Ok(2_000));
+/// use dsh_tools::ResultLimit;
+/// assert_eq!(ResultLimit::DEFAULT.tokens(), 8_000);
+/// assert_eq!(ResultLimit::DEFAULT.bytes(), 32_000);
+/// assert!(ResultLimit::new(100).is_err()); // too small to hold a notice and any text
+/// assert_eq!("2000".parse::<ResultLimit>().map(ResultLimit::tokens), Ok(2_000));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ResultBudget(NonZeroU64);
+pub struct ResultLimit(NonZeroU64);
 
-impl ResultBudget {
+impl ResultLimit {
     /// 8,000 tokens (32,000 bytes): a long answer, a small part of any
     /// current model's window.
     pub const DEFAULT: Self = Self(NonZeroU64::new(8_000).expect("8,000 is not zero"));
@@ -87,11 +87,11 @@ impl ResultBudget {
     /// The smallest budget: room for a notice and some text at each end.
     pub const MIN: Self = Self(NonZeroU64::new(256).expect("256 is not zero"));
 
-    /// A budget of `tokens` tokens; refused below [`ResultBudget::MIN`].
-    pub fn new(tokens: u64) -> Result<Self, InvalidResultBudget> {
+    /// A budget of `tokens` tokens; refused below [`ResultLimit::MIN`].
+    pub fn new(tokens: u64) -> Result<Self, InvalidResultLimit> {
         match NonZeroU64::new(tokens) {
             Some(tokens) if tokens.get() >= Self::MIN.0.get() => Ok(Self(tokens)),
-            _ => Err(InvalidResultBudget(Written::as_is(tokens))),
+            _ => Err(InvalidResultLimit(Written::as_is(tokens))),
         }
     }
 
@@ -106,28 +106,28 @@ impl ResultBudget {
     }
 }
 
-impl Default for ResultBudget {
+impl Default for ResultLimit {
     fn default() -> Self {
         Self::DEFAULT
     }
 }
 
 /// A value that is no result budget: not a whole number of tokens, or
-/// fewer than [`ResultBudget::MIN`]. Its text is the one refusal of a
+/// fewer than [`ResultLimit::MIN`]. Its text is the one refusal of a
 /// result budget, however it was written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", wording::result_budget_refused(&self.0, ResultBudget::MIN.tokens(), ResultBudget::DEFAULT.tokens()))]
-pub struct InvalidResultBudget(Written);
+#[error("{}", wording::result_budget_refused(&self.0, ResultLimit::MIN.tokens(), ResultLimit::DEFAULT.tokens()))]
+pub struct InvalidResultLimit(Written);
 
-impl Bounded for ResultBudget {
-    type Error = InvalidResultBudget;
+impl Bounded for ResultLimit {
+    type Error = InvalidResultLimit;
 
-    fn from_whole(value: u64) -> Result<Self, InvalidResultBudget> {
+    fn from_whole(value: u64) -> Result<Self, InvalidResultLimit> {
         Self::new(value)
     }
 
-    fn refuse(written: Written) -> InvalidResultBudget {
-        InvalidResultBudget(written)
+    fn refuse(written: Written) -> InvalidResultLimit {
+        InvalidResultLimit(written)
     }
 
     fn whole(&self) -> u64 {
@@ -135,21 +135,21 @@ impl Bounded for ResultBudget {
     }
 }
 
-impl FromStr for ResultBudget {
-    type Err = InvalidResultBudget;
+impl FromStr for ResultLimit {
+    type Err = InvalidResultLimit;
 
-    fn from_str(text: &str) -> Result<Self, InvalidResultBudget> {
+    fn from_str(text: &str) -> Result<Self, InvalidResultLimit> {
         setting::parse(text)
     }
 }
 
-impl<'de> Deserialize<'de> for ResultBudget {
+impl<'de> Deserialize<'de> for ResultLimit {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         setting::deserialize(deserializer)
     }
 }
 
-impl Serialize for ResultBudget {
+impl Serialize for ResultLimit {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         setting::serialize(self, serializer)
     }

@@ -12,7 +12,7 @@ pub mod trace;
 pub mod wording;
 
 pub use arguments::{ArgumentWording, Arguments};
-pub use budget::{Cut, InvalidResultBudget, PagedRead, ResultBudget};
+pub use budget::{Cut, InvalidResultLimit, PagedRead, ResultLimit};
 pub use code::ErrorCode;
 pub use dsh_subagent_api::{AgentId, AgentRef, RecordedChild, Rerun};
 pub use dsh_subagent_api::{BoxFuture, CancellationToken, StableCode, TextSource, error_code_text, error_codes};

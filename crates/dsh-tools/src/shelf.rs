@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::budget::{PagedRead, ResultBudget, head_and_tail};
+use crate::budget::{PagedRead, ResultLimit, head_and_tail};
 use crate::{AgentRef, ToolError, ToolOutput, wording};
 
 /// A result too long for its budget, handed whole to a [`ResultShelf`].
@@ -56,23 +56,23 @@ pub trait ShelfPlace: Send {
 ///
 /// ```
 /// use dsh_tools::ResultPolicy;
-/// use dsh_tools::{ResultBudget, ToolOutput};
-/// let policy = ResultPolicy::new(ResultBudget::MIN);
+/// use dsh_tools::{ResultLimit, ToolOutput};
+/// let policy = ResultPolicy::new(ResultLimit::MIN);
 /// // Reserved when the call starts: nothing, without a shelf.
 /// let place = policy.reserve(None);
 /// let cut = policy.within(Ok(ToolOutput::text("x".repeat(5_000))), place, "mcp__files__read").unwrap();
-/// assert!(cut.text.len() <= ResultBudget::MIN.bytes());
+/// assert!(cut.text.len() <= ResultLimit::MIN.bytes());
 /// assert!(cut.text.contains("not kept"), "no shelf: the rest is not kept");
 /// ```
 #[derive(Clone)]
 pub struct ResultPolicy {
-    budget: ResultBudget,
+    budget: ResultLimit,
     shelf: Option<Arc<dyn ResultShelf>>,
 }
 
 impl ResultPolicy {
     /// Results within `budget`, nothing kept.
-    pub fn new(budget: ResultBudget) -> Self {
+    pub fn new(budget: ResultLimit) -> Self {
         Self { budget, shelf: None }
     }
 
@@ -84,7 +84,7 @@ impl ResultPolicy {
     }
 
     /// The result budget.
-    pub fn result_budget(&self) -> ResultBudget {
+    pub fn result_budget(&self) -> ResultLimit {
         self.budget
     }
 
@@ -138,9 +138,9 @@ impl ResultPolicy {
 }
 
 impl Default for ResultPolicy {
-    /// [`ResultBudget::DEFAULT`], nothing kept.
+    /// [`ResultLimit::DEFAULT`], nothing kept.
     fn default() -> Self {
-        Self::new(ResultBudget::DEFAULT)
+        Self::new(ResultLimit::DEFAULT)
     }
 }
 

@@ -195,7 +195,7 @@ pub(crate) struct AgentArgs {
     /// (default: `[limits].result_budget`, else 8000; a `[[subagents]]`
     /// entry's own `result_budget` wins for its tool).
     #[arg(long, value_name = "TOKENS")]
-    pub(crate) result_budget: Option<dsh_tools::ResultBudget>,
+    pub(crate) result_budget: Option<dsh_tools::ResultLimit>,
     /// Record every model exchange of the run (the parent and its
     /// in-process children) into this cassette: at the HTTP level with an
     /// endpoint, else at the events level. Written as FILE.recording and

@@ -14,7 +14,7 @@ use dsh_subagent::{DelegationTree, Limits};
 use dsh_subagent_acp::{AcpConfig, AcpProvider};
 use dsh_subagent_api::{SubagentProvider, ToolFilter};
 use dsh_tool_subagent::{MaxDepth, SubagentToolConfig};
-use dsh_tools::{ResultBudget, ToolRegistry};
+use dsh_tools::{ResultLimit, ToolRegistry};
 
 use crate::config::{Config, Provider, Subagent};
 use crate::failure::Failure;
@@ -155,7 +155,7 @@ impl MountedHarness {
         surface: Surface,
         observer: Option<Arc<dyn TreeObserver>>,
         limits: Limits,
-        result_budget: ResultBudget,
+        result_budget: ResultLimit,
         (withheld, env): (&[String], &[(String, String)]),
     ) -> Result<Self, Failure> {
         let subagents = match config {

@@ -153,29 +153,29 @@ fn budgets_are_tokens_at_four_bytes_each() {
     assert_eq!(tokens_in(1), 1);
     assert_eq!(tokens_in(8), 2);
     assert_eq!(tokens_in(9), 3);
-    assert_eq!(ResultBudget::new(1_000).unwrap().bytes(), 4_000);
-    assert_eq!(ResultBudget::default(), ResultBudget::DEFAULT);
-    assert!(ResultBudget::new(0).is_err());
-    assert!(ResultBudget::new(255).is_err());
-    assert_eq!(ResultBudget::new(256), Ok(ResultBudget::MIN));
-    assert_eq!(" 256 ".parse::<ResultBudget>(), Ok(ResultBudget::MIN));
+    assert_eq!(ResultLimit::new(1_000).unwrap().bytes(), 4_000);
+    assert_eq!(ResultLimit::default(), ResultLimit::DEFAULT);
+    assert!(ResultLimit::new(0).is_err());
+    assert!(ResultLimit::new(255).is_err());
+    assert_eq!(ResultLimit::new(256), Ok(ResultLimit::MIN));
+    assert_eq!(" 256 ".parse::<ResultLimit>(), Ok(ResultLimit::MIN));
     assert_eq!(
-        serde_json::from_value::<ResultBudget>(serde_json::json!(256)).ok(),
-        Some(ResultBudget::MIN)
+        serde_json::from_value::<ResultLimit>(serde_json::json!(256)).ok(),
+        Some(ResultLimit::MIN)
     );
     assert_eq!(
-        serde_json::to_value(ResultBudget::DEFAULT).ok(),
+        serde_json::to_value(ResultLimit::DEFAULT).ok(),
         Some(serde_json::json!(8000))
     );
 }
 
 #[test]
 fn every_reader_refuses_a_result_budget_in_one_wording() {
-    let json = |value: serde_json::Value| serde_json::from_value::<ResultBudget>(value).unwrap_err().to_string();
+    let json = |value: serde_json::Value| serde_json::from_value::<ResultLimit>(value).unwrap_err().to_string();
     let refusals = [
-        ResultBudget::new(12).unwrap_err().to_string(),
-        "0".parse::<ResultBudget>().unwrap_err().to_string(),
-        "8k".parse::<ResultBudget>().unwrap_err().to_string(),
+        ResultLimit::new(12).unwrap_err().to_string(),
+        "0".parse::<ResultLimit>().unwrap_err().to_string(),
+        "8k".parse::<ResultLimit>().unwrap_err().to_string(),
         json(serde_json::json!(255)),
         json(serde_json::json!(-1)),
         json(serde_json::json!(300.5)),
@@ -188,7 +188,7 @@ fn every_reader_refuses_a_result_budget_in_one_wording() {
 #[test]
 fn the_notices_read_as_pinned() {
     let text = format!("{}{}", "a".repeat(2_000_000), "z".repeat(2_000_000));
-    let budget = ResultBudget::DEFAULT.bytes();
+    let budget = ResultLimit::DEFAULT.bytes();
     let cut = head_and_tail(&text, budget, Some(read())).unwrap();
     let uncut = head_and_tail(&text, budget, None).unwrap();
     let paged = page(&text, 15_907, budget, read()).unwrap();

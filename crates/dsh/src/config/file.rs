@@ -151,7 +151,7 @@ pub(crate) struct RawSubagent {
     /// The tokens each child may spend, its own children's included.
     pub(crate) token_budget: Option<Spanned<dsh_subagent_api::TokenLimit>>,
     /// The most of this tool's results the model reads, checked as it is read.
-    pub(crate) result_budget: Option<Spanned<dsh_tools::ResultBudget>>,
+    pub(crate) result_budget: Option<Spanned<dsh_tools::ResultLimit>>,
     // Keys of `provider = "acp"` only.
     pub(crate) command: Option<Spanned<String>>,
     pub(crate) args: Option<Spanned<Vec<String>>>,

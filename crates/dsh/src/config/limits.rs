@@ -2,7 +2,7 @@
 //! of every tool without its own.
 
 use dsh_subagent_api::{ChildCount, CostLimit, QueueLimit, TokenLimit};
-use dsh_tools::ResultBudget;
+use dsh_tools::ResultLimit;
 use serde::Deserialize;
 
 /// `[limits]`: the bounds of every delegation tree (a top-level agent and
@@ -27,7 +27,7 @@ pub(crate) struct LimitsConfig {
     pub(crate) cost_budget: Option<CostLimit>,
     /// The most of a delegation output the model reads, for every tool
     /// without its own.
-    pub(crate) result_budget: Option<ResultBudget>,
+    pub(crate) result_budget: Option<ResultLimit>,
 }
 
 impl LimitsConfig {
@@ -68,7 +68,7 @@ impl LimitsConfig {
 
     /// The result budget: `flags` over `self` (the file) over the default
     /// of 8,000 tokens.
-    pub(crate) fn result_budget(&self, flags: &LimitsConfig) -> ResultBudget {
+    pub(crate) fn result_budget(&self, flags: &LimitsConfig) -> ResultLimit {
         flags.result_budget.or(self.result_budget).unwrap_or_default()
     }
 }

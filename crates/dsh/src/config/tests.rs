@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use dsh_subagent_api::{ChildCount, CostLimit, QueueLimit};
 use dsh_tool_subagent::MaxDepth;
-use dsh_tools::ResultBudget;
+use dsh_tools::ResultLimit;
 
 use super::*;
 
@@ -133,7 +133,7 @@ result_budget = 16000
     assert!(spawn.tool.enable_run_in_background);
     assert_eq!(spawn.tool.timeout, Some(Duration::from_secs(600)));
     assert_eq!(spawn.tool.token_budget.map(|limit| limit.tokens()), Some(200_000));
-    assert_eq!(spawn.tool.result_budget, Some(ResultBudget::new(4_000).unwrap()));
+    assert_eq!(spawn.tool.result_budget, Some(ResultLimit::new(4_000).unwrap()));
     let fork = &config.subagents[1];
     assert!(matches!(fork.provider, Provider::Fork));
     assert!(!fork.tool.enable_run_in_background);
@@ -147,7 +147,7 @@ result_budget = 16000
             max_children: ChildCount::new(50).ok(),
             token_budget: dsh_subagent_api::TokenLimit::new(1_000_000).ok(),
             cost_budget: None,
-            result_budget: ResultBudget::new(16_000).ok(),
+            result_budget: ResultLimit::new(16_000).ok(),
         }
     );
     let acp = &config.subagents[2];
@@ -470,11 +470,11 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
 #[test]
 fn a_result_budget_flag_beats_the_file_which_beats_the_default() {
     let none = LimitsConfig::default();
-    assert_eq!(none.result_budget(&none), ResultBudget::DEFAULT);
+    assert_eq!(none.result_budget(&none), ResultLimit::DEFAULT);
     let file = check("[limits]\nresult_budget = 16000\n").unwrap().limits;
     assert_eq!(file.result_budget(&none).tokens(), 16_000);
     let flags = LimitsConfig {
-        result_budget: ResultBudget::new(300).ok(),
+        result_budget: ResultLimit::new(300).ok(),
         ..LimitsConfig::default()
     };
     assert_eq!(file.result_budget(&flags).tokens(), 300);
@@ -550,10 +550,10 @@ fn the_readme_example_is_valid() {
     assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
     assert_eq!(config.limits.max_concurrent, Some(LimitsConfig::DEFAULT_MAX_CONCURRENT));
     assert_eq!(config.limits.token_budget.map(|limit| limit.tokens()), Some(2_000_000));
-    assert_eq!(config.limits.result_budget, Some(ResultBudget::DEFAULT));
+    assert_eq!(config.limits.result_budget, Some(ResultLimit::DEFAULT));
     assert_eq!(config.subagents[0].tool.timeout, Some(Duration::from_secs(600)));
     assert_eq!(
-        config.subagents[0].tool.result_budget.map(ResultBudget::tokens),
+        config.subagents[0].tool.result_budget.map(ResultLimit::tokens),
         Some(4_000)
     );
     // The commented adapter parses too, once uncommented.
