@@ -383,6 +383,56 @@ fn result_budgets_below_256_tokens_are_refused_where_they_are_written() {
     insta::assert_snapshot!(refusals(cases));
 }
 
+/// Every bounded setting of the file is refused where it is written: the
+/// file, the line and column of its value, and its key path.
+#[test]
+fn every_bounded_setting_is_refused_at_its_key_line_and_column() {
+    let spawn = "[[subagents]]\nprovider = \"spawn\"\n";
+    let acp = "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\n";
+    let cases: Vec<(String, &str, &str)> = [
+        (spawn, "max_depth", "-1"),
+        (spawn, "max_depth", "9007199254740992"),
+        (spawn, "timeout", "\"0s\""),
+        (spawn, "token_budget", "0"),
+        (spawn, "result_budget", "12"),
+        (spawn, "agent_options.context_window", "512"),
+        (acp, "turn_timeout", "\"90\""),
+        (acp, "cancel_grace", "1000"),
+        (acp, "eof_grace", "\"half a second\""),
+        (acp, "term_grace", "\"-1s\""),
+    ]
+    .into_iter()
+    .map(|(table, key, value)| (format!("{table}{key} = {value}\n"), key, value))
+    .chain(
+        [
+            ("[limits]\n", "max_concurrent", "0"),
+            ("[limits]\n", "max_queued", "-1"),
+            ("[limits]\n", "max_children", "0"),
+            ("[limits]\n", "token_budget", "0"),
+            ("[limits]\n", "cost_budget", "0"),
+            ("[limits]\n", "result_budget", "12"),
+            ("[model]\n", "context_window", "512"),
+            ("[model]\n", "max_concurrent", "0"),
+            ("[data]\n", "max_age", "\"forever\""),
+            ("[data]\n", "max_size", "\"1gb\""),
+        ]
+        .map(|(table, key, value)| (format!("{table}{key} = {value}\n"), key, value)),
+    )
+    .collect();
+    for (text, key, value) in cases {
+        let refused = error(&text);
+        let line = text.lines().count();
+        let column = key.len() + " = ".len() + 1;
+        let table = text.lines().next().unwrap_or_default();
+        let path = match table {
+            "[[subagents]]" => format!("subagents[0].{key}"),
+            table => format!("{}.{key}", table.trim_matches(['[', ']'])),
+        };
+        let at = format!("dsh.toml:{line}:{column}: {path}: ");
+        assert!(refused.starts_with(&at), "{key} = {value}: {refused}\nis not at {at}");
+    }
+}
+
 /// A bounded setting refuses a bad value in its own words, the same from
 /// its flag and from its key in the file.
 #[test]
