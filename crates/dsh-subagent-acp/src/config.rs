@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use dsh_process::{Environment, Ladder, Launch};
 
+use crate::ByteLimit;
+
 use crate::wording;
 
 /// How long the group may take to vanish after SIGKILL before release reports
@@ -111,9 +113,9 @@ pub struct AcpConfig {
     /// (`cancelled`) before the run settles `aborted` without it.
     pub cancel_grace: Duration,
     /// The most answer text collected; a child that streams more fails the run.
-    pub max_output_bytes: usize,
+    pub max_output_bytes: ByteLimit,
     /// The longest protocol line read from the child; a longer one fails the run.
-    pub max_line_bytes: usize,
+    pub max_line_bytes: ByteLimit,
 }
 
 impl AcpAuth {
@@ -147,8 +149,8 @@ impl AcpConfig {
             startup_timeout: Duration::from_secs(60),
             turn_timeout: None,
             cancel_grace: Duration::from_millis(1000),
-            max_output_bytes: 1 << 20,
-            max_line_bytes: 4 << 20,
+            max_output_bytes: ByteLimit::DEFAULT_MAX_OUTPUT,
+            max_line_bytes: ByteLimit::DEFAULT_MAX_LINE,
         }
     }
 
@@ -253,14 +255,14 @@ impl AcpConfig {
 
     /// Sets the bound on collected answer text.
     #[must_use]
-    pub fn max_output_bytes(mut self, bytes: usize) -> Self {
+    pub fn max_output_bytes(mut self, bytes: ByteLimit) -> Self {
         self.max_output_bytes = bytes;
         self
     }
 
     /// Sets the bound on one protocol line.
     #[must_use]
-    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+    pub fn max_line_bytes(mut self, bytes: ByteLimit) -> Self {
         self.max_line_bytes = bytes;
         self
     }
@@ -277,7 +279,8 @@ impl AcpConfig {
     }
 
     /// Checks what the builder cannot: a command, an absolute-or-relative
-    /// usable cwd, and non-zero bounds.
+    /// usable cwd, and non-zero timeouts (the byte bounds checked
+    /// themselves when they were made).
     pub fn validate(&self) -> Result<(), InvalidConfig> {
         if self.command.as_os_str().is_empty() {
             return Err(InvalidConfig::new(wording::COMMAND_EMPTY.to_owned()));
@@ -303,8 +306,6 @@ impl AcpConfig {
         let zero = [
             ("startupTimeout", self.startup_timeout.is_zero()),
             ("turnTimeout", self.turn_timeout.is_some_and(|t| t.is_zero())),
-            ("maxOutputBytes", self.max_output_bytes == 0),
-            ("maxLineBytes", self.max_line_bytes == 0),
         ];
         if let Some((key, _)) = zero.iter().find(|(_, is_zero)| *is_zero) {
             return Err(InvalidConfig::new(wording::must_be_positive(key)));
@@ -364,11 +365,8 @@ mod tests {
                 .to_string()
                 .contains("not an accessible directory")
         );
-        let zero = AcpConfig::new("a").max_line_bytes(0);
-        assert_eq!(
-            zero.validate().unwrap_err().to_string(),
-            "subagent-acp: config maxLineBytes must be greater than zero"
-        );
+        // A zero byte bound cannot be made: it checks itself (byte_limit.rs).
+        assert!(ByteLimit::new(0).is_err());
         let env = AcpConfig::new("a").env("A=B", "c");
         assert!(env.validate().unwrap_err().to_string().contains("cannot exist"));
         let turn = AcpConfig::new("a").turn_timeout(Duration::ZERO);

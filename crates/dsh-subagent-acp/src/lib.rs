@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod byte_limit;
 mod child_update;
 mod code;
 mod config;
@@ -13,6 +14,7 @@ mod subagents;
 mod transport;
 mod wording;
 
+pub use byte_limit::{ByteLimit, InvalidByteLimit};
 pub use child_update::{ChildUpdate, ProgressSink, Status};
 pub use code::ErrorCode;
 pub use config::{AcpAuth, AcpConfig, DEFAULT_NAME, InvalidConfig, PermissionPolicy};

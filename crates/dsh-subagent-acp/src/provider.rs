@@ -141,7 +141,7 @@ async fn start(
     let (done_tx, done) = watch::channel(false);
     let task = tokio::spawn({
         let outgoing = writer(pipes.stdin, process.stdin_closer());
-        let incoming = reader(pipes.stdout, state.clone(), config.max_line_bytes);
+        let incoming = reader(pipes.stdout, state.clone(), config.max_line_bytes.bytes());
         let (state, cancel) = (state.clone(), run_cancel.clone());
         async move {
             let ended = converse(conversation, incoming, outgoing, state, cancel, published_tx).await;
@@ -267,7 +267,7 @@ fn conversation(
         env_set,
         turn_timeout: config.turn_timeout,
         cancel_grace: config.cancel_grace,
-        max_output_bytes: config.max_output_bytes,
+        max_output_bytes: config.max_output_bytes.bytes(),
         trace_context: request.origin.span().map(trace_meta).unwrap_or_default(),
         progress,
         origin: request.origin.span().cloned(),

@@ -179,7 +179,7 @@ async fn an_unknown_method_fails_the_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_answer_text_is_cut_at_the_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), "flood").max_output_bytes(64 * 1024);
+    let config = config(dir.path(), "flood").max_output_bytes(dsh_subagent_acp::ByteLimit::new(64 * 1024).unwrap());
     let text = delegate(config, "p").await;
     let (headline, partial) = text.split_once("\nPartial output before the run ended:\n").unwrap();
     assert_eq!(
@@ -193,7 +193,7 @@ async fn a_flood_of_answer_text_is_cut_at_the_bound() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endless_line_is_cut_at_the_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let config = config(dir.path(), "flood-line").max_line_bytes(64 * 1024);
+    let config = config(dir.path(), "flood-line").max_line_bytes(dsh_subagent_acp::ByteLimit::new(64 * 1024).unwrap());
     let text = delegate(config, "p").await;
     assert_eq!(
         text,

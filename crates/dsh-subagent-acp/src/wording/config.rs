@@ -25,6 +25,11 @@ pub(crate) fn env_name_impossible(key: &str) -> String {
 /// `AcpAuth::Method` with a blank id.
 pub(crate) const AUTH_METHOD_EMPTY: &str = "subagent-acp: config auth method id must not be empty";
 
+/// The one refusal of a byte bound (`ByteLimit`), however it was written.
+pub(crate) fn byte_limit_refused(written: &dyn std::fmt::Display) -> String {
+    format!("subagent-acp: a byte limit must be a whole number of bytes, at least 1; got {written}")
+}
+
 /// A bound or timeout of zero (`key` is the config key).
 pub(crate) fn must_be_positive(key: &str) -> String {
     format!("subagent-acp: config {key} must be greater than zero")
