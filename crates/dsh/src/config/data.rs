@@ -4,62 +4,72 @@
 
 use std::time::Duration;
 
-use toml::Spanned;
-
-use super::file::{RawBound, RawData};
-use super::{At, ConfigFileError};
+use super::file::RawData;
 use crate::retention::DataPolicy;
 use crate::wording;
 
-/// What a `[data]` key says: a bound, or `"off"` for none.
-enum Bound<T> {
-    Off,
-    At(T),
+/// `[data] max_age`: how old a transcript may grow before a sweep removes
+/// it, or `"off"` (`None`) for no bound. Checked as it is read, so a bad
+/// value is refused at its key, line and column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MaxAge(pub(crate) Option<Duration>);
+
+/// `[data] max_size`: how many bytes of transcripts are kept, or `"off"`
+/// (`None`) for no bound. Checked as it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MaxSize(pub(crate) Option<u64>);
+
+/// One `[data]` bound's reading: `"off"`, or a value `parse` reads, else
+/// the refusal `bad` words.
+struct BoundVisitor<T> {
+    parse: fn(&str) -> Option<T>,
+    bad: fn(&str) -> String,
 }
 
-impl<T> Bound<T> {
-    /// `"off"`, or what `parse` reads; `None` when it reads nothing.
-    fn read(text: &str, parse: impl Fn(&str) -> Option<T>) -> Option<Self> {
-        match text.trim() {
-            "off" => Some(Self::Off),
-            text => parse(text).map(Self::At),
-        }
+impl<T> serde::de::Visitor<'_> for BoundVisitor<T> {
+    type Value = Option<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(wording::CONFIG_EXPECTING_BOUND)
     }
 
-    fn into_option(self) -> Option<T> {
-        match self {
-            Self::Off => None,
-            Self::At(value) => Some(value),
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Option<T>, E> {
+        match text.trim() {
+            "off" => Ok(None),
+            trimmed => (self.parse)(trimmed)
+                .map(Some)
+                .ok_or_else(|| E::custom((self.bad)(text))),
         }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MaxAge {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let visitor = BoundVisitor {
+            parse: parse_age,
+            bad: wording::config_bad_age,
+        };
+        deserializer.deserialize_any(visitor).map(Self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MaxSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let visitor = BoundVisitor {
+            parse: parse_size,
+            bad: wording::config_bad_size,
+        };
+        deserializer.deserialize_any(visitor).map(Self)
     }
 }
 
 /// The policy `[data]` sets, over dsh's defaults.
-pub(super) fn resolve_data(raw: RawData, at: &At<'_>) -> Result<DataPolicy, ConfigFileError> {
+pub(super) fn resolve_data(raw: RawData) -> DataPolicy {
     let defaults = DataPolicy::default();
-    let max_age = match raw.max_age {
-        None => defaults.max_age,
-        Some(value) => read(&value, "max_age", parse_age, wording::config_bad_age, at)?,
-    };
-    let max_size = match raw.max_size {
-        None => defaults.max_size,
-        Some(value) => read(&value, "max_size", parse_size, wording::config_bad_size, at)?,
-    };
-    Ok(DataPolicy { max_age, max_size })
-}
-
-/// One key's bound, or the error that names it.
-fn read<T>(
-    value: &Spanned<RawBound>,
-    key: &str,
-    parse: fn(&str) -> Option<T>,
-    bad: fn(&str) -> String,
-    at: &At<'_>,
-) -> Result<Option<T>, ConfigFileError> {
-    let text = &value.get_ref().0;
-    Bound::read(text, parse)
-        .map(Bound::into_option)
-        .ok_or_else(|| at(Some(value.span()), format!("data.{key}"), bad(text)))
+    DataPolicy {
+        max_age: raw.max_age.map_or(defaults.max_age, |age| age.0),
+        max_size: raw.max_size.map_or(defaults.max_size, |size| size.0),
+    }
 }
 
 /// An age: a positive whole number and a unit, `d` (days) or any unit a

@@ -61,28 +61,8 @@ pub(crate) struct RawRecord {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawData {
-    pub(crate) max_age: Option<Spanned<RawBound>>,
-    pub(crate) max_size: Option<Spanned<RawBound>>,
-}
-
-/// An age or a size as text (`"30d"`, `"1GiB"`), or `"off"`; parsed once read.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct RawBound(pub(crate) String);
-
-impl<'de> Deserialize<'de> for RawBound {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = RawBound;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(crate::wording::CONFIG_EXPECTING_BOUND)
-            }
-            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<RawBound, E> {
-                Ok(RawBound(value.to_owned()))
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
+    pub(crate) max_age: Option<super::data::MaxAge>,
+    pub(crate) max_size: Option<super::data::MaxSize>,
 }
 
 /// `[model]`: the parent's model endpoint.
