@@ -4,6 +4,7 @@
 mod args;
 mod code;
 mod config;
+mod config_error;
 mod continuable;
 mod cut;
 mod lifecycle;

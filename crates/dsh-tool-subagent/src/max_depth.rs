@@ -5,7 +5,7 @@ use std::fmt;
 
 use dsh_subagent_api::DepthLimit;
 
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 use crate::wording;
 
 /// How deep delegation may nest below this tool.

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use super::file::RawData;
 use crate::retention::DataPolicy;
 use crate::wording;
 
@@ -63,12 +62,13 @@ impl<'de> serde::Deserialize<'de> for MaxSize {
     }
 }
 
-/// The policy `[data]` sets, over dsh's defaults.
-pub(super) fn resolve_data(raw: RawData) -> DataPolicy {
+/// The policy `[data]` sets (its `max_age` and `max_size`, when written),
+/// over dsh's defaults.
+pub(super) fn resolve_data(max_age: Option<MaxAge>, max_size: Option<MaxSize>) -> DataPolicy {
     let defaults = DataPolicy::default();
     DataPolicy {
-        max_age: raw.max_age.map_or(defaults.max_age, |age| age.0),
-        max_size: raw.max_size.map_or(defaults.max_size, |size| size.0),
+        max_age: max_age.map_or(defaults.max_age, |age| age.0),
+        max_size: max_size.map_or(defaults.max_size, |size| size.0),
     }
 }
 

@@ -115,7 +115,10 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
     let subagents = subagents::resolve_subagents(raw.subagents, base, &at)?;
     let mcp_servers = mcp_servers::resolve_mcp_servers(raw.mcp_servers, &at)?;
     let limits = raw.limits.unwrap_or_default();
-    let data = raw.data.map(data::resolve_data).unwrap_or_default();
+    let data = raw
+        .data
+        .map(|data| data::resolve_data(data.max_age, data.max_size))
+        .unwrap_or_default();
     let record = raw.record.map(|record| resolve_record(record, base, &at)).transpose()?;
     Ok(Config {
         path: path.to_owned(),
