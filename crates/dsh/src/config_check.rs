@@ -32,7 +32,6 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
         "{}",
         wording::config_checked(config.as_ref().map(|config| config.path.as_path()))
     );
-    warn_uncapped(config.as_ref());
     // The limits are not in the catalog the model reads: stderr, like the verdict.
     eprintln!("{}", wording::config_check_limits(&limits));
     if let Some(file) = config.as_ref().and_then(|config| config.record.as_deref()) {
@@ -50,6 +49,7 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
             )
         );
     }
+    warn_uncapped(config.as_ref());
     // Checking starts no process: MCP servers' tools are listed once they run.
     let servers = config.as_ref().map_or(0, |config| config.mcp_servers.len());
     if servers > 0 {

@@ -26,7 +26,10 @@ use crate::wording;
 /// turn.
 pub(crate) async fn run(args: RunArgs, task: Option<String>) -> Result<(), Failure> {
     let config = crate::self_mount::load_for_mounting(args.agent.config.as_deref())?;
-    crate::config_check::warn_uncapped(config.as_ref());
+    // Once per run: a resume goes on with a run that was warned when it began.
+    if args.resume.is_none() {
+        crate::config_check::warn_uncapped(config.as_ref());
+    }
     // A resume is asked for to let the work finish: it waits unless told
     // not to on its own command line; `[run] wait` is for new runs.
     let waits = !args.no_wait && (args.resume.is_some() || config.as_ref().is_none_or(|config| config.run.wait));

@@ -84,12 +84,17 @@ max_depth = "provider-managed"
     let output = dsh(dir.path(), &["config", "check"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     // The verdict, then the limits: the tree's (the file's over dsh's
-    // defaults) and each tool's own; then each ACP child's last check.
+    // defaults) and each tool's own; the warning that the first tool's
+    // children may delegate again with no depth cap; then each ACP child's
+    // last check.
     assert_eq!(
         text(&output.stderr),
         "dsh: dsh.toml is valid; the parent's model sees these tools:\n\
          dsh: limits per top-level agent: 3 children at once, 64 calls waiting, 200 children in all, token budget none\n\
          dsh: subagent: each child run: timeout 10 min, token budget 200000 tokens\n\
+         dsh: warning: the delegation tool subagent has no max_depth, so its children may delegate again \
+         with no depth cap (a model that always delegates goes as deep as [limits] max_children allows); \
+         set max_depth = 1 in its [[subagents]] entry to let only the top-level agent delegate\n\
          dsh: ACP child of subagent_remote (dsh acp --quiet --config child.toml): no saved check; \
          `dsh check acp -- dsh acp --quiet --config child.toml` or `dsh config check --probe` checks it\n"
     );
