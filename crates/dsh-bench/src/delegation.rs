@@ -4,7 +4,7 @@
 //! `spawn` child answers, the parent answers (three model calls), over a
 //! model that answers at once or one that takes a millisecond a call
 //! ([`SlowModel`]). The figure and its floor are measured as alternated
-//! pairs ([`pairs`]), so both see the same load.
+//! pairs (`pairs`), so both see the same load.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -2,10 +2,10 @@
 //! start to its first new model request, and its peak RSS.
 //!
 //! The bench makes the tree the way a user would, with the real `dsh`
-//! binary: `dsh run` against the loopback model of [`resume_server`]
+//! binary: `dsh run` against a loopback model (the private `resume_server`)
 //! delegates to 9 children, each to 110 grandchildren, which answer 48 KB
 //! each (about 100 MB of transcripts in all). The server never answers one
-//! grandchild ([`HELD`]); once every other answer is in, the bench kills
+//! grandchild (`HELD`); once every other answer is in, the bench kills
 //! `dsh` with SIGKILL, so the transcripts are what a crash leaves: the
 //! top-level agent's turn and one child's open, one grandchild's unanswered.
 //!

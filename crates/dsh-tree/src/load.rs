@@ -307,7 +307,7 @@ impl Loader {
     /// Reads the children `transcript` names (or, for an older transcript
     /// that names none, those whose headers name it).
     fn children(&mut self, data_dir: &Path, transcript: &Transcript, node: &mut Node, level: usize) {
-        let mut named = named_children(transcript);
+        let mut named = named_children(data_dir, transcript);
         if named.is_empty() && !names_children(transcript) {
             named = self
                 .children_by_header(data_dir, &node.id)
@@ -651,12 +651,21 @@ fn apply_times(turn: &mut Turn, times: &TurnTimes) {
 
 /// The children a transcript names, each once, in the order they first
 /// began; a child in another process with its first and last records.
-fn named_children(transcript: &Transcript) -> Vec<Named> {
+///
+/// A background child is named by its start record too, written before it
+/// runs, once it keeps a transcript of its own: a process that died between
+/// that record and the child's own entry left a child that ran (and that a
+/// resume takes up) all the same. One that never began is not shown.
+fn named_children(data_dir: &Path, transcript: &Transcript) -> Vec<Named> {
     let mut named: Vec<Named> = Vec::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
     for entry in &transcript.entries {
-        let TranscriptEntry::Child { id, call_id, elsewhere } = entry else {
-            continue;
+        let (id, call_id, elsewhere) = match entry {
+            TranscriptEntry::Child { id, call_id, elsewhere } => (id, call_id, elsewhere),
+            TranscriptEntry::ChildStart { id, start } if transcript_path(data_dir, id).exists() => {
+                (id, &start.call_id, &None)
+            }
+            _ => continue,
         };
         match seen.get(id.as_str()) {
             Some(&index) => {

@@ -672,3 +672,36 @@ fn an_acp_childs_own_subagents_show_under_it_with_their_tasks_and_states() {
     );
     assert_eq!(acp.children[0].depth, 2);
 }
+
+/// A background child recorded only by its start (the process died before
+/// its parent wrote the child's own entry) shows once it keeps a transcript
+/// of its own; one that never began is not shown.
+#[test]
+fn a_background_child_known_only_by_its_start_record_shows_once_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |id: &str, call: &str| {
+        serde_json::json!({"type": "child_start", "id": id,
+            "start": {"task_id": "subagent-1", "descriptor": {}, "prompt": "p", "call_id": call}})
+    };
+    write(
+        dir.path(),
+        "root",
+        &[
+            header("root", None, "dsh run", serde_json::Value::Null),
+            serde_json::json!({"type": "message", "message": Message::user("go")}),
+            start("ran", "c1"),
+            start("never", "c2"),
+        ],
+    );
+    write(
+        dir.path(),
+        "ran",
+        &[
+            header("ran", Some("root"), "bg", serde_json::Value::Null),
+            end("completed", 1_100, 2_000, 5),
+        ],
+    );
+    let tree = load(dir.path(), Some("root")).unwrap();
+    let ids: Vec<&str> = tree.root.children.iter().map(|child| child.id.as_str()).collect();
+    assert_eq!(ids, ["ran"]);
+}
