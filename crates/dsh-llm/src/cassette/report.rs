@@ -4,12 +4,13 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use serde_json::Value;
 
+use super::cassette::{Cassette, opening};
+use super::exchange::Exchange;
 use super::format::Outcome;
 use super::key::first_difference;
-use super::load::Exchange;
-use super::replay::{Cassette, opening};
 use crate::error::truncate;
 use crate::model::ChatEvent;
 use crate::wording;
@@ -200,46 +201,8 @@ impl Cassette {
                     task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
                 });
             };
-            let theirs = &theirs.1;
-            for request in 0..positions.len().max(theirs.len()) {
-                let mine = positions.get(request).copied();
-                let other_one = theirs.get(request).copied();
-                let (mine, other_one) = match (mine, other_one) {
-                    (Some(mine), Some(other_one)) => (mine, other_one),
-                    (only, _) => {
-                        let exchange = only
-                            .and_then(|at| self.exchanges().get(at))
-                            .or_else(|| other_one.and_then(|at| other.exchanges().get(at)));
-                        return Some(Divergence::Missing {
-                            agent: *number,
-                            request: request + 1,
-                            in_first: only.is_some(),
-                            task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
-                        });
-                    }
-                };
-                if let Some(difference) = first_difference(self.key_at(mine), other.key_at(other_one)) {
-                    return Some(Divergence::Request {
-                        agent: *number,
-                        request: request + 1,
-                        field: difference.path,
-                        first: difference.recorded.map(|value| truncate(&value.to_string(), 160)),
-                        second: difference.asked.map(|value| truncate(&value.to_string(), 160)),
-                    });
-                }
-                let (Some(mine), Some(other_one)) = (self.exchanges().get(mine), other.exchanges().get(other_one))
-                else {
-                    continue;
-                };
-                let (a, b) = (Answer::of(mine).text, Answer::of(other_one).text);
-                if a != b {
-                    return Some(Divergence::Answer {
-                        agent: *number,
-                        request: request + 1,
-                        first: truncate(&a, 160),
-                        second: truncate(&b, 160),
-                    });
-                }
+            if let Some(divergence) = self.diff_agent(other, *number, positions, &theirs.1) {
+                return Some(divergence);
             }
         }
         for (at, (opening, (number, positions))) in second.order.iter().enumerate() {
@@ -255,6 +218,51 @@ impl Cassette {
                     request: 1,
                     in_first: false,
                     task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
+                });
+            }
+        }
+        None
+    }
+
+    /// Where agent `number`'s requests (`positions`, in this cassette)
+    /// and its pair's in `other` (`theirs`) first part, if they do.
+    fn diff_agent(&self, other: &Cassette, number: usize, positions: &[usize], theirs: &[usize]) -> Option<Divergence> {
+        for request in 0..positions.len().max(theirs.len()) {
+            let mine = positions.get(request).copied();
+            let other_one = theirs.get(request).copied();
+            let (mine, other_one) = match (mine, other_one) {
+                (Some(mine), Some(other_one)) => (mine, other_one),
+                (only, _) => {
+                    let exchange = only
+                        .and_then(|at| self.exchanges().get(at))
+                        .or_else(|| other_one.and_then(|at| other.exchanges().get(at)));
+                    return Some(Divergence::Missing {
+                        agent: number,
+                        request: request + 1,
+                        in_first: only.is_some(),
+                        task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
+                    });
+                }
+            };
+            if let Some(difference) = first_difference(self.key_at(mine), other.key_at(other_one)) {
+                return Some(Divergence::Request {
+                    agent: number,
+                    request: request + 1,
+                    field: difference.path,
+                    first: difference.recorded.map(|value| truncate(&value.to_string(), 160)),
+                    second: difference.asked.map(|value| truncate(&value.to_string(), 160)),
+                });
+            }
+            let (Some(mine), Some(other_one)) = (self.exchanges().get(mine), other.exchanges().get(other_one)) else {
+                continue;
+            };
+            let (a, b) = (Answer::of(mine).text, Answer::of(other_one).text);
+            if a != b {
+                return Some(Divergence::Answer {
+                    agent: number,
+                    request: request + 1,
+                    first: truncate(&a, 160),
+                    second: truncate(&b, 160),
                 });
             }
         }
@@ -329,6 +337,17 @@ enum Ending {
     Dropped,
 }
 
+/// What an answer said, as it is read.
+#[derive(Default)]
+struct Heard {
+    /// It carried anything but `[DONE]`.
+    anything: bool,
+    /// It gave a finish reason.
+    finished: bool,
+    /// Its stream ended with `[DONE]`.
+    done: bool,
+}
+
 impl Answer {
     fn of(exchange: &Exchange) -> Answer {
         let mut answer = Answer {
@@ -337,36 +356,47 @@ impl Answer {
             prompt_tokens: 0,
             completion_tokens: 0,
         };
-        let mut finished = false;
         let status = exchange.answer.head.as_ref().map(|head| head.status);
         if let Some(status) = status.filter(|status| *status >= 300) {
             answer.text = wording::answer_status(status);
         }
-        // Whether the answer carried anything but `[DONE]`.
-        let mut heard = false;
-        for (_, event) in &exchange.answer.events {
-            heard = true;
+        let mut heard = Heard::default();
+        answer.read_events(&exchange.answer.events, &mut heard);
+        answer.read_body(&exchange.answer.chunks, status, &mut heard);
+        let failed_status = status.is_some_and(|status| status >= 400);
+        answer.ending = answer.ending(&exchange.end.1, failed_status, &heard);
+        match answer.ending {
+            Ending::Error if !failed_status => answer.text.push_str(wording::ANSWER_FAILED),
+            Ending::Dropped => answer.text.push_str(wording::ANSWER_DROPPED),
+            _ => {}
+        }
+        answer
+    }
+
+    /// The events a model streamed (events level).
+    fn read_events(&mut self, events: &[(u64, ChatEvent)], heard: &mut Heard) {
+        for (_, event) in events {
+            heard.anything = true;
             match event {
-                ChatEvent::TextDelta(text) => answer.text.push_str(text),
-                ChatEvent::ToolCall(call) => answer
+                ChatEvent::TextDelta(text) => self.text.push_str(text),
+                ChatEvent::ToolCall(call) => self
                     .text
                     .push_str(&wording::answer_tool_call(&call.name, &call.arguments)),
-                ChatEvent::Usage(usage) => answer.usage(usage.prompt_tokens, usage.completion_tokens),
+                ChatEvent::Usage(usage) => self.usage(usage.prompt_tokens, usage.completion_tokens),
                 ChatEvent::Finish(reason) => {
-                    finished = true;
-                    answer.text.push_str(&wording::answer_finish(reason.as_str()));
+                    heard.finished = true;
+                    self.text.push_str(&wording::answer_finish(reason.as_str()));
                 }
                 ChatEvent::Queued(_) => {}
             }
         }
-        let body: Vec<u8> = exchange
-            .answer
-            .chunks
-            .iter()
-            .flat_map(|(_, bytes)| bytes.to_vec())
-            .collect();
+    }
+
+    /// The body's chunks (HTTP level): a stream of `data:` lines, or one
+    /// whole completion.
+    fn read_body(&mut self, chunks: &[(u64, Bytes)], status: Option<u16>, heard: &mut Heard) {
+        let body: Vec<u8> = chunks.iter().flat_map(|(_, bytes)| bytes.to_vec()).collect();
         let body = String::from_utf8_lossy(&body);
-        let mut done = false;
         let mut streamed = false;
         for line in body.lines() {
             let Some(data) = line.strip_prefix("data:").map(str::trim) else {
@@ -374,53 +404,51 @@ impl Answer {
             };
             streamed = true;
             if data == "[DONE]" {
-                done = true;
+                heard.done = true;
                 continue;
             }
-            heard = true;
+            heard.anything = true;
             let Ok(chunk) = serde_json::from_str::<Value>(data) else {
                 continue;
             };
-            finished |= answer.chunk(&chunk);
+            heard.finished |= self.chunk(&chunk);
         }
         // A whole (not streamed) answer is one JSON completion.
         if !streamed
             && status.is_some_and(|status| status < 300)
             && let Ok(whole) = serde_json::from_str::<Value>(&body)
         {
-            heard = true;
-            finished |= answer.chunk(&whole);
+            heard.anything = true;
+            heard.finished |= self.chunk(&whole);
         }
-        let failed_status = status.is_some_and(|status| status >= 400);
-        answer.ending = match &exchange.end.1 {
+    }
+
+    /// How the answer ended, from its recorded outcome and what it said;
+    /// a cut's notice goes on its text.
+    fn ending(&mut self, outcome: &Outcome, failed_status: bool, heard: &Heard) -> Ending {
+        match outcome {
             Outcome::Failed(_) | Outcome::Error(_) => Ending::Error,
             _ if failed_status => Ending::Error,
             Outcome::Cut(error) => {
-                answer.text.push_str(&wording::answer_cut(error));
+                self.text.push_str(&wording::answer_cut(error));
                 Ending::Cut
             }
             // A client stops reading once the answer said it was complete.
-            _ if finished => Ending::Finished,
-            Outcome::Dropped if !done => Ending::Dropped,
+            _ if heard.finished => Ending::Finished,
+            Outcome::Dropped if !heard.done => Ending::Dropped,
             // `[DONE]` or the body's end before a finish reason: with
             // nothing said, a refusal inside a 200; after something, a cut.
-            _ if !heard => Ending::Error,
+            _ if !heard.anything => Ending::Error,
             _ => {
-                let how = if done {
+                let how = if heard.done {
                     wording::ANSWER_CUT_BY_DONE
                 } else {
                     wording::ANSWER_CUT_BY_END
                 };
-                answer.text.push_str(&wording::answer_cut(how));
+                self.text.push_str(&wording::answer_cut(how));
                 Ending::Cut
             }
-        };
-        match answer.ending {
-            Ending::Error if !failed_status => answer.text.push_str(wording::ANSWER_FAILED),
-            Ending::Dropped => answer.text.push_str(wording::ANSWER_DROPPED),
-            _ => {}
         }
-        answer
     }
 
     fn usage(&mut self, prompt: u64, completion: u64) {
