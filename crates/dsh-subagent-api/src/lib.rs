@@ -11,6 +11,7 @@ mod cost_limit;
 mod depth;
 mod error;
 mod lineage;
+pub mod money;
 mod provider;
 mod queue_limit;
 mod remote;
