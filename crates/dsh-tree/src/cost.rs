@@ -6,18 +6,16 @@ use dsh_llm::Cost;
 use dsh_subagent_api::money::amount_of_nanos;
 use serde::{Serialize, Serializer};
 
-use crate::node::Tokens;
-
-/// What `parts` cost together, each a count of tokens and its cost:
+/// What `parts` cost together, each whether it spent tokens and its cost:
 /// `None` when some part spent tokens without a known cost (never a
 /// made-up price), or none had a cost.
-pub(crate) fn of_parts<'a>(parts: impl IntoIterator<Item = (Option<&'a Tokens>, Option<Cost>)>) -> Option<Cost> {
+pub(crate) fn of_parts(parts: impl IntoIterator<Item = (bool, Option<Cost>)>) -> Option<Cost> {
     let mut total: Option<Cost> = None;
-    for (tokens, cost) in parts {
-        match (tokens, cost) {
+    for (spent_tokens, cost) in parts {
+        match (spent_tokens, cost) {
             (_, Some(cost)) => total = Some(total.map_or(cost, |sum| sum + cost)),
-            (Some(_), None) => return None,
-            (None, None) => {}
+            (true, None) => return None,
+            (false, None) => {}
         }
     }
     total

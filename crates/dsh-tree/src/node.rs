@@ -183,12 +183,12 @@ impl Node {
             .children
             .iter()
             .fold(self.tokens, |total, child| Tokens::add(total, child.subtree_tokens));
-        self.cost = cost::of_parts(self.turns.iter().map(|turn| (turn.tokens.as_ref(), turn.cost)));
+        self.cost = cost::of_parts(self.turns.iter().map(|turn| (turn.tokens.is_some(), turn.cost)));
         let children = self
             .children
             .iter()
-            .map(|child| (child.subtree_tokens.as_ref(), child.subtree_cost));
-        self.subtree_cost = cost::of_parts(std::iter::once((self.tokens.as_ref(), self.cost)).chain(children));
+            .map(|child| (child.subtree_tokens.is_some(), child.subtree_cost));
+        self.subtree_cost = cost::of_parts(std::iter::once((self.tokens.is_some(), self.cost)).chain(children));
     }
 }
 

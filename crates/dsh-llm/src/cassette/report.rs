@@ -8,134 +8,14 @@ use bytes::Bytes;
 use serde_json::Value;
 
 use super::cassette::{Cassette, opening};
+use super::divergence::Divergence;
 use super::exchange::Exchange;
 use super::format::Outcome;
 use super::key::first_difference;
+use super::summary::{AgentSummary, Summary};
 use crate::error::truncate;
 use crate::model::ChatEvent;
 use crate::wording;
-
-/// What a cassette holds, in numbers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Summary {
-    /// The agents, by first appearance.
-    pub agents: Vec<AgentSummary>,
-    /// All exchanges (a retry is one of its own).
-    pub exchanges: usize,
-    /// Prompt tokens the answers reported.
-    pub prompt_tokens: u64,
-    /// Completion tokens the answers reported.
-    pub completion_tokens: u64,
-    /// Exchanges that ended in an error: an HTTP status of 400 or more, a
-    /// failed connection, a model's error, or an answer that said nothing
-    /// (an empty 200, or `[DONE]` alone).
-    pub errors: usize,
-    /// Answers that stopped after they began but before their finish
-    /// reason: cut by the network, or by the server (`[DONE]` or the
-    /// body's end too early). Only a finish reason makes an answer whole.
-    pub cut_streams: usize,
-    /// Exchanges the client stopped reading before the answer said it was
-    /// complete (cancelled, or its timeout fired).
-    pub dropped: usize,
-}
-
-/// One agent of a cassette.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct AgentSummary {
-    /// Its number (1-based, by first appearance).
-    pub number: usize,
-    /// Its requests.
-    pub requests: usize,
-    /// The start of its first user message.
-    pub task: String,
-}
-
-impl std::fmt::Display for Summary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&wording::cassette_totals(
-            self.exchanges,
-            self.agents.len(),
-            (self.prompt_tokens, self.completion_tokens),
-            self.errors,
-            self.cut_streams,
-            self.dropped,
-        ))?;
-        for agent in &self.agents {
-            f.write_str(&wording::cassette_agent(agent.number, agent.requests, &agent.task))?;
-        }
-        Ok(())
-    }
-}
-
-/// Where two recordings of one task first part.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Divergence {
-    /// One agent's request differs at a field.
-    Request {
-        /// The agent (numbered as in the first cassette).
-        agent: usize,
-        /// Its request number.
-        request: usize,
-        /// The first field that differs, e.g. `messages[3].content`.
-        field: String,
-        /// Its value in the first cassette (`None`: absent).
-        first: Option<String>,
-        /// Its value in the second.
-        second: Option<String>,
-    },
-    /// One agent's request is the same, its answer is not.
-    Answer {
-        /// The agent.
-        agent: usize,
-        /// Its request number.
-        request: usize,
-        /// The first answer, in short.
-        first: String,
-        /// The second.
-        second: String,
-    },
-    /// An agent's request is in one cassette only.
-    Missing {
-        /// The agent (numbered in the cassette that has it).
-        agent: usize,
-        /// Its request number.
-        request: usize,
-        /// Whether the first cassette has it (else the second).
-        in_first: bool,
-        /// The start of the agent's task.
-        task: String,
-    },
-}
-
-impl std::fmt::Display for Divergence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let text = match self {
-            Divergence::Request {
-                agent,
-                request,
-                field,
-                first,
-                second,
-            } => wording::divergence_request(*agent, *request, field, first.as_deref(), second.as_deref()),
-            Divergence::Answer {
-                agent,
-                request,
-                first,
-                second,
-            } => wording::divergence_answer(*agent, *request, first, second),
-            Divergence::Missing {
-                agent,
-                request,
-                in_first,
-                task,
-            } => wording::divergence_missing(*agent, *request, *in_first, task),
-        };
-        f.write_str(&text)
-    }
-}
 
 impl Cassette {
     /// Its agents, requests, tokens, errors and cut streams.
