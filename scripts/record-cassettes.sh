@@ -7,7 +7,8 @@
 #
 # Writes (and replaces):
 #   crates/dsh-llm/tests/cassettes/{parallel,refused,cut}.jsonl
-#       by `cargo run -p dsh-llm --example record_live` (HTTP level):
+#       by `cargo run -p dsh-test-programs --bin record-live-cassettes`
+#       (HTTP level):
 #       three questions asked at once, one request over the 8192-token
 #       window, one answer cut part-way by a proxy;
 #   crates/dsh/tests/cassettes/delegation.jsonl
@@ -67,7 +68,7 @@ which="${1:-both}"
 if [ "$which" != dsh ]; then
     say "recording crates/dsh-llm/tests/cassettes"
     DSH_BASE_URL="http://127.0.0.1:$port/v1" \
-        cargo run --quiet -p dsh-llm --example record_live -- crates/dsh-llm/tests/cassettes
+        cargo run --quiet -p dsh-test-programs --bin record-live-cassettes -- crates/dsh-llm/tests/cassettes
 fi
 if [ "$which" != llm ]; then
     say "recording crates/dsh/tests/cassettes/delegation.jsonl"

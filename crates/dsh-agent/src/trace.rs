@@ -87,7 +87,7 @@ pub(crate) fn record_response(span: &Span, response: &ChatResponse, spent: Usage
 /// of the model's price); estimated when its usage is, which
 /// `dsh.usage.estimated` says.
 pub(crate) fn record_cost(span: &Span, cost: dsh_llm::Cost) {
-    span.record("dsh.cost", cost.amount());
+    span.record("dsh.cost", dsh_subagent_api::money::amount_of_nanos(cost.nanos()));
 }
 
 /// Records token usage on a span, as ints (the cached input tokens where

@@ -192,7 +192,12 @@ mod tests {
     fn a_cost_is_known_only_where_every_call_was_priced() {
         let price = Price::new(1.0, 2.0).ok();
         let call = Priced::of(&Usage::reported(1_000_000, 0), price);
-        assert_eq!(call.known().map(|cost| cost.to_string()).as_deref(), Some("1"));
+        assert_eq!(
+            call.known()
+                .map(|cost| dsh_subagent_api::money::amount_text(cost.nanos()))
+                .as_deref(),
+            Some("1")
+        );
         assert_eq!(call + Priced::Nothing, call);
         assert_eq!(Priced::Nothing + Priced::Nothing, Priced::Nothing);
         let unpriced = Priced::of(&Usage::reported(10, 10), None);
@@ -202,7 +207,7 @@ mod tests {
         assert_eq!(
             (call + guess)
                 .known()
-                .map(|cost| (cost.to_string(), cost.is_estimated())),
+                .map(|cost| (dsh_subagent_api::money::amount_text(cost.nanos()), cost.is_estimated())),
             Some(("1.5".to_owned(), true))
         );
     }

@@ -232,7 +232,7 @@ pub(crate) mod stop {
 
     /// The tree's money budget was spent before the next model call.
     pub(crate) fn cost_budget(limit: u64) -> String {
-        let limit = dsh_llm::Cost::from_nanos(limit);
+        let limit = dsh_subagent_api::money::amount_text(limit);
         format!("cost budget of {limit} spent")
     }
 

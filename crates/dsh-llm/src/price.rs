@@ -2,9 +2,9 @@
 //! of a [`Usage`] at that price.
 //!
 //! The arithmetic lives here, in one small type, so every view of cost (the
-//! `dsh` lines, `dsh tree`, spans) and every money budget agree on it.
-
-use std::fmt;
+//! `dsh` lines, `dsh tree`, spans) and every money budget agree on it. A
+//! cost counts billionths of its unit; `dsh_subagent_api::money` is the
+//! one conversion between those and an amount (`0.82`), both ways.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,7 +18,7 @@ use crate::{Counted, Usage};
 /// use dsh_llm::{Price, Usage};
 /// let price = Price::new(0.27, 1.10).unwrap();
 /// let cost = price.cost(&Usage::reported(1_000_000, 500_000));
-/// assert_eq!(cost.amount(), 0.82);
+/// assert_eq!(cost.nanos(), 820_000_000); // 0.82
 /// assert!(!cost.is_estimated());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -112,7 +112,7 @@ impl Price {
     /// let price = Price::new(1.0, 4.0).unwrap().with_cached_input(0.1).unwrap();
     /// // (200 × 1 + 800 × 0.1 + 100 × 4) per million
     /// let cost = price.cost(&Usage::reported(1000, 100).with_cached(800));
-    /// assert_eq!(cost.amount(), 0.00068);
+    /// assert_eq!(cost.nanos(), 680_000); // 0.00068
     /// ```
     pub fn cost(&self, usage: &Usage) -> Cost {
         let cached = match self.cached_input {
@@ -126,9 +126,10 @@ impl Price {
     }
 }
 
-/// An amount of money, exact to a billionth of its currency's unit (so sums
-/// over a tree are exact and never drift), and whether it was priced from
-/// estimated token counts.
+/// What model calls cost: an amount of money in billionths of its
+/// currency's unit (so sums over a tree are exact and never drift), and
+/// whether it was priced from estimated token counts. The one cost type:
+/// the agent loop, its transcripts, budgets and the tree all hold this one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Cost {
     nanos: u64,
@@ -142,14 +143,6 @@ impl Cost {
         nanos: 0,
         counted: Counted::Reported,
     };
-
-    /// A cost of `amount` units, rounded to a billionth; `None` when the
-    /// amount is not a number or is negative (a budget of it could never
-    /// be kept). Amounts past what a `u64` of billionths holds (about 18
-    /// billion units) are taken as that.
-    pub fn from_amount(amount: f64) -> Option<Self> {
-        (amount.is_finite() && amount >= 0.0).then(|| Self::from_per_million(amount * 1e6, Counted::Reported))
-    }
 
     /// A cost from an amount per million tokens times tokens.
     fn from_per_million(amount: f64, counted: Counted) -> Self {
@@ -179,11 +172,6 @@ impl Cost {
     /// The cost in billionths of its unit.
     pub const fn nanos(&self) -> u64 {
         self.nanos
-    }
-
-    /// The cost in its unit.
-    pub fn amount(&self) -> f64 {
-        self.nanos as f64 / 1e9
     }
 
     /// Whether the tokens it was priced from are the server's counts or
@@ -219,20 +207,6 @@ impl std::ops::Add for Cost {
     }
 }
 
-/// The amount alone, with as many decimals as it needs (at most nine, none
-/// trailing): `0.82`, `0.000027`, `3`.
-impl fmt::Display for Cost {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let units = self.nanos / 1_000_000_000;
-        let fraction = self.nanos % 1_000_000_000;
-        if fraction == 0 {
-            return write!(f, "{units}");
-        }
-        let digits = format!("{fraction:09}");
-        write!(f, "{units}.{}", digits.trim_end_matches('0'))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,7 +225,6 @@ mod tests {
         let cost = price.cost(&Usage::reported(1000, 100));
         // 1000 × 0.27 / 1e6 + 100 × 1.10 / 1e6 = 0.00027 + 0.00011
         assert_eq!(cost.nanos(), 380_000);
-        assert_eq!(cost.to_string(), "0.00038");
         assert_eq!(
             price.cost(&Usage::reported(3, 0)).nanos(),
             810,
@@ -266,11 +239,11 @@ mod tests {
         let price = Price::new(2.0, 8.0).unwrap();
         let guess = price.cost(&estimated(500_000, 0));
         assert!(guess.is_estimated());
-        assert_eq!(guess.amount(), 1.0);
+        assert_eq!(guess.nanos(), 1_000_000_000);
         let known = price.cost(&Usage::reported(0, 250_000));
         assert!(!known.is_estimated());
         let sum = guess + known;
-        assert_eq!((sum.to_string(), sum.is_estimated()), ("3".to_owned(), true));
+        assert_eq!((sum.nanos(), sum.is_estimated()), (3_000_000_000, true));
         assert_eq!(Cost::add_known(None, Some(known)), Some(known));
         assert_eq!(Cost::add_known(None, None), None);
     }
@@ -292,18 +265,5 @@ mod tests {
         insta::assert_snapshot!(error.to_string());
         let price = Price::new(1.0, 2.0).unwrap().with_cached_input(0.1).unwrap();
         assert_eq!(price.cached_input(), Some(0.1));
-    }
-
-    #[test]
-    fn amounts_convert_exactly_to_billionths_and_print_without_trailing_zeros() {
-        assert_eq!(Cost::from_amount(2.5).map(|cost| cost.nanos()), Some(2_500_000_000));
-        assert_eq!(Cost::from_amount(0.000_000_001).map(|cost| cost.nanos()), Some(1));
-        assert_eq!(Cost::from_amount(-1.0), None);
-        assert_eq!(Cost::from_amount(f64::NAN), None);
-        assert_eq!(Cost::from_amount(1e30).map(|cost| cost.nanos()), Some(u64::MAX));
-        let print = |amount: f64| Cost::from_amount(amount).map(|cost| cost.to_string());
-        assert_eq!(print(2.5).as_deref(), Some("2.5"));
-        assert_eq!(print(3.0).as_deref(), Some("3"));
-        assert_eq!(print(0.000_027).as_deref(), Some("0.000027"));
     }
 }

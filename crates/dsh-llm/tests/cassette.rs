@@ -151,9 +151,11 @@ fn temp_dir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-#[tokio::test]
-async fn http_quirks_replay_through_the_same_client_code() {
-    let (base_url, count) = serve(vec![
+/// A server's quirks, one request after another: a plain answer, a 429
+/// then its retry's answer, a cut stream, a refusal for length, and an
+/// empty 200 whose ask without streaming is a refusal.
+fn quirky_replies() -> Vec<Reply> {
+    vec![
         // 1: a plain answer.
         Reply::Sse {
             pieces: vec![text_chunk("Paris"), text_chunk("."), finish_chunk("stop"), DONE.into()],
@@ -191,8 +193,12 @@ async fn http_quirks_replay_through_the_same_client_code() {
             headers: vec![],
             body: r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, you requested 2300 tokens (2044 in the messages, 256 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#.into(),
         },
-    ])
-    .await;
+    ]
+}
+
+#[tokio::test]
+async fn http_quirks_replay_through_the_same_client_code() {
+    let (base_url, count) = serve(quirky_replies()).await;
     let dir = temp_dir();
     let file = dir.path().join("quirks.jsonl");
     let recorder = Recorder::create(&file).unwrap();

@@ -1,7 +1,7 @@
 //! Real traffic, replayed offline: the cassettes in `tests/cassettes` were
 //! recorded from llama-cpp-python serving SmolLM2-135M-Instruct by
-//! `examples/record_live.rs` (`scripts/record-cassettes.sh` records them
-//! again). Each is answered through the client's own code, as it came.
+//! dsh-test-programs' `record-live-cassettes` (`scripts/record-cassettes.sh`
+//! records them again). Each is answered through the client's own code, as it came.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ fn cassette(name: &str) -> Arc<Cassette> {
     cassette
 }
 
-/// As `examples/record_live.rs` asks.
+/// As `record-live-cassettes` asks.
 fn short(question: &str) -> ChatRequest {
     let mut request = ChatRequest::new(vec![Message::user(question)]).with_max_tokens(12);
     request.temperature = Some(0.0);

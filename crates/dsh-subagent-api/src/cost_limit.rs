@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer};
 
+use crate::money::{NANOS_PER_UNIT, amount_text, nanos_of_amount};
 use crate::setting::Written;
 use crate::wording;
 
@@ -42,7 +43,7 @@ impl CostLimit {
     pub fn from_nanos(nanos: u64) -> Result<Self, InvalidCostLimit> {
         match NonZeroU64::new(nanos) {
             Some(nanos) if nanos.get() <= Self::MAX_NANOS => Ok(Self(nanos)),
-            _ => Err(InvalidCostLimit(Written::as_is(Amount(nanos)))),
+            _ => Err(InvalidCostLimit(Written::as_is(amount_text(nanos)))),
         }
     }
 
@@ -54,12 +55,8 @@ impl CostLimit {
     }
 
     fn of_amount(amount: f64, written: impl FnOnce() -> Written) -> Result<Self, InvalidCostLimit> {
-        let nanos = (amount * NANOS_PER_UNIT as f64).round();
-        // The bounds are checked on the float (a NaN fails them), so `as`
-        // never clamps a value into range.
-        (nanos >= Self::MIN_NANOS as f64 && nanos <= Self::MAX_NANOS as f64)
-            .then(|| Self::from_nanos(nanos as u64).ok())
-            .flatten()
+        nanos_of_amount(amount)
+            .and_then(|nanos| Self::from_nanos(nanos).ok())
             .ok_or_else(|| InvalidCostLimit(written()))
     }
 
@@ -69,26 +66,10 @@ impl CostLimit {
     }
 }
 
-const NANOS_PER_UNIT: u64 = 1_000_000_000;
-
 /// The budget as an amount in its unit: `2.5`, `10`.
 impl fmt::Display for CostLimit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        Amount(self.nanos()).fmt(f)
-    }
-}
-
-/// Billionths of a unit, written as an amount of the unit.
-struct Amount(u64);
-
-impl fmt::Display for Amount {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (units, fraction) = (self.0 / NANOS_PER_UNIT, self.0 % NANOS_PER_UNIT);
-        if fraction == 0 {
-            return write!(f, "{units}");
-        }
-        let digits = format!("{fraction:09}");
-        write!(f, "{units}.{}", digits.trim_end_matches('0'))
+        f.write_str(&amount_text(self.nanos()))
     }
 }
 
@@ -96,7 +77,7 @@ impl fmt::Display for Amount {
 /// unit to [`CostLimit::MAX_NANOS`] billionths. Its text is the one refusal
 /// of a cost budget, however it was written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", wording::cost_limit_refused(&self.0, &Amount(CostLimit::MIN_NANOS), &Amount(CostLimit::MAX_NANOS)))]
+#[error("{}", wording::cost_limit_refused(&self.0, &amount_text(CostLimit::MIN_NANOS), &amount_text(CostLimit::MAX_NANOS)))]
 pub struct InvalidCostLimit(Written);
 
 /// A command-line amount: a number, spaces around it allowed.

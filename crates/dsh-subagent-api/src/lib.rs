@@ -12,6 +12,7 @@ mod depth;
 mod duration;
 mod error;
 mod lineage;
+pub mod money;
 mod provider;
 mod queue_limit;
 mod remote;

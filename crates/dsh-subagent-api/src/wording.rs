@@ -130,19 +130,9 @@ pub(crate) fn cost_budget_spent(spent: u64, limit: u64, estimated: bool) -> Stri
     let estimated = if estimated { ", partly estimated" } else { "" };
     format!(
         "subagent not started: this delegation tree's cost budget is spent ({} of {}{estimated}). Finish the task with the results you have; do not retry.",
-        units(spent),
-        units(limit)
+        crate::money::amount_text(spent),
+        crate::money::amount_text(limit)
     )
-}
-
-/// Billionths of a unit as units, without trailing zeros: `0.5`, `2`.
-pub(crate) fn units(nanos: u64) -> String {
-    let (whole, fraction) = (nanos / 1_000_000_000, nanos % 1_000_000_000);
-    if fraction == 0 {
-        return whole.to_string();
-    }
-    let digits = format!("{fraction:09}");
-    format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
 /// What a bounded setting must be (serde's `expecting`; the refusals

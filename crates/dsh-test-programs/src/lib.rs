@@ -7,7 +7,10 @@
 //! - `mcp-test-server`: a small MCP server on stdio (`dsh-mcp`'s and
 //!   `dsh`'s tests);
 //! - `mcp-conformance-client`: dsh's MCP client as the official conformance
-//!   suite drives it (`scripts/mcp-conformance.sh`).
+//!   suite drives it (`scripts/mcp-conformance.sh`);
+//! - `record-live-cassettes`: records `dsh-llm`'s cassettes of real traffic
+//!   from a live server (`scripts/record-cassettes.sh`), which its
+//!   `tests/recorded.rs` replays.
 //!
 //! Each program's own documentation is at the top of its source in
 //! `src/bin/`. A test that depends on this crate gets a program's path with

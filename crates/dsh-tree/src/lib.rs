@@ -2,13 +2,13 @@
 #![forbid(unsafe_code)]
 
 mod announced;
+mod cost;
 mod live;
 mod load;
 mod node;
 mod wording;
 
+pub use dsh_llm::Cost;
 pub use live::LiveTree;
 pub use load::{LoadError, load, valid_agent_id};
-pub use node::{
-    Cost, Ending, MAX_SHOWN_DEPTH, Node, Place, Problem, ResultSize, TREE_FORMAT_VERSION, Tokens, Tree, Turn,
-};
+pub use node::{Ending, MAX_SHOWN_DEPTH, Node, Place, Problem, ResultSize, TREE_FORMAT_VERSION, Tokens, Tree, Turn};

@@ -13,7 +13,9 @@ use dsh_agent::transcript::now_ms;
 use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_subagent_api::StopReason;
 
-use crate::node::{Cost, Ending, Node, Place, ResultSize, Tokens, Tree, Turn};
+use dsh_llm::Cost;
+
+use crate::node::{Ending, Node, Place, ResultSize, Tokens, Tree, Turn};
 
 /// The tree of one top-level agent as its events arrive. Cheap to feed:
 /// each event is a few map operations under one lock.

@@ -19,7 +19,7 @@ use dsh_agent::transcript::{
 use dsh_llm::Message;
 use dsh_subagent_api::{AgentId, RemoteChild};
 
-use crate::node::{Cost, Ending, MAX_SHOWN_DEPTH, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
+use crate::node::{Ending, MAX_SHOWN_DEPTH, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
 use crate::wording;
 
 /// The tool that reads a background task's output: the parent's reads of
@@ -592,7 +592,7 @@ fn turns(transcript: &Transcript, live: bool) -> Vec<Turn> {
                     ending,
                     model_calls: *steps,
                     tokens: usage.as_ref().map(Tokens::from_usage),
-                    cost: cost.map(Cost::from),
+                    cost: *cost,
                     ..Turn::default()
                 };
                 if let Some(times) = times {

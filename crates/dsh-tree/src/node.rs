@@ -1,7 +1,10 @@
 //! The model: a tree of nodes, each with its turns, tokens, result and
 //! problems. Serialized as is for `dsh tree --json` ([`TREE_FORMAT_VERSION`]).
 
+use dsh_llm::Cost;
 use serde::Serialize;
+
+use crate::cost;
 
 /// The version of the tree's JSON shape. It changes only when a field
 /// changes meaning or goes away; new fields may appear within a version.
@@ -96,9 +99,11 @@ pub struct Node {
     /// Its tokens and every descendant's.
     pub subtree_tokens: Option<Tokens>,
     /// What its own tokens cost, only where a price is known (never a
-    /// made-up price).
+    /// made-up price); shown as `{"amount", "estimated"}`.
+    #[serde(serialize_with = "cost::shown")]
     pub cost: Option<Cost>,
     /// What its subtree's tokens cost, only where every price is known.
+    #[serde(serialize_with = "cost::shown")]
     pub subtree_cost: Option<Cost>,
     /// Its (first) result's size in full and as its parent's model read it.
     pub result: Option<ResultSize>,
@@ -178,12 +183,12 @@ impl Node {
             .children
             .iter()
             .fold(self.tokens, |total, child| Tokens::add(total, child.subtree_tokens));
-        self.cost = Cost::of_parts(self.turns.iter().map(|turn| (turn.tokens.as_ref(), turn.cost)));
+        self.cost = cost::of_parts(self.turns.iter().map(|turn| (turn.tokens.is_some(), turn.cost)));
         let children = self
             .children
             .iter()
-            .map(|child| (child.subtree_tokens.as_ref(), child.subtree_cost));
-        self.subtree_cost = Cost::of_parts(std::iter::once((self.tokens.as_ref(), self.cost)).chain(children));
+            .map(|child| (child.subtree_tokens.is_some(), child.subtree_cost));
+        self.subtree_cost = cost::of_parts(std::iter::once((self.tokens.is_some(), self.cost)).chain(children));
     }
 }
 
@@ -233,6 +238,7 @@ pub struct Turn {
     /// The tokens of its model calls, when any reported them.
     pub tokens: Option<Tokens>,
     /// What its model calls cost, where their model's price is known.
+    #[serde(serialize_with = "cost::shown")]
     pub cost: Option<Cost>,
     /// The size of its final answer, in bytes.
     pub answer_bytes: Option<u64>,
@@ -404,65 +410,6 @@ impl Tokens {
                 estimated: a.estimated || b.estimated,
             }),
             (one, None) | (None, one) => one,
-        }
-    }
-}
-
-/// What tokens cost, in the currency their price is given in: a
-/// [`dsh_llm::Cost`] as the tree shows it (`{"amount", "estimated"}`),
-/// summed exactly.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct Cost {
-    /// The amount.
-    pub amount: f64,
-    /// Whether it is priced from estimated tokens.
-    pub estimated: bool,
-    /// The cost itself, which sums exactly.
-    #[serde(skip)]
-    exact: dsh_llm::Cost,
-}
-
-impl Cost {
-    /// A cost of `amount` (to a billionth; a negative or not-a-number
-    /// amount is zero).
-    pub fn new(amount: f64, estimated: bool) -> Self {
-        let exact = dsh_llm::Cost::from_amount(amount).unwrap_or_default();
-        let counted = if estimated {
-            dsh_llm::Counted::Estimated
-        } else {
-            dsh_llm::Counted::Reported
-        };
-        Self::from(dsh_llm::Cost::from_nanos(exact.nanos()).with_counted(counted))
-    }
-
-    /// The cost, exact to a billionth of its unit.
-    pub fn exact(&self) -> dsh_llm::Cost {
-        self.exact
-    }
-
-    /// What `parts` cost together, each a count of tokens and its cost:
-    /// `None` when some part spent tokens without a known cost (never a
-    /// made-up price), or none had a cost.
-    pub fn of_parts<'a>(parts: impl IntoIterator<Item = (Option<&'a Tokens>, Option<Cost>)>) -> Option<Self> {
-        let mut total: Option<dsh_llm::Cost> = None;
-        for (tokens, cost) in parts {
-            match (tokens, cost) {
-                (_, Some(cost)) => total = Some(total.map_or(cost.exact, |sum| sum + cost.exact)),
-                (Some(_), None) => return None,
-                (None, None) => {}
-            }
-        }
-        total.map(Self::from)
-    }
-}
-
-impl From<dsh_llm::Cost> for Cost {
-    fn from(exact: dsh_llm::Cost) -> Self {
-        Self {
-            amount: exact.amount(),
-            estimated: exact.is_estimated(),
-            exact,
         }
     }
 }

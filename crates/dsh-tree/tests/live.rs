@@ -72,7 +72,7 @@ async fn children_appear_wait_run_and_end_under_their_parent() {
         "scripted-subagent:local:parent",
         1,
         Some(Tokens::reported(10, 2)),
-        Some(Cost::new(0.5, false)),
+        Some(Cost::from_nanos(500_000_000)),
     );
     first.result().await.unwrap();
     first.dispose().await.unwrap();
@@ -105,9 +105,9 @@ async fn children_appear_wait_run_and_end_under_their_parent() {
     assert_eq!(second.provider.as_deref(), Some("failing"));
     assert_eq!(root.children[0].tokens, Some(Tokens::reported(10, 2)));
     assert_eq!(root.subtree_tokens, Some(Tokens::reported(10, 2)));
-    assert_eq!(root.children[0].cost, Some(Cost::new(0.5, false)));
+    assert_eq!(root.children[0].cost, Some(Cost::from_nanos(500_000_000)));
     // The second child spent nothing, so the subtree's cost is known.
-    assert_eq!(root.subtree_cost, Some(Cost::new(0.5, false)));
+    assert_eq!(root.subtree_cost, Some(Cost::from_nanos(500_000_000)));
 }
 
 #[tokio::test]

@@ -148,7 +148,7 @@ impl MountedHarness {
     /// `observer`, when there is one. `limits` bound every delegation tree
     /// (each top-level agent opens its own: [`MountedHarness::open_tree`]).
     /// `env` is what it gives ACP children besides the self-mount check's marker
-    /// (the cassette they record a part of, or replay: [`crate::tape`]).
+    /// (the cassette they record a part of, or replay: [`crate::cassette_mode`]).
     pub(crate) fn new(
         config: Option<&Config>,
         data_dir: Option<&Path>,

@@ -2,6 +2,7 @@
 
 mod acp;
 mod cassette;
+mod cassette_mode;
 mod check_acp;
 mod cli;
 mod config;
@@ -22,7 +23,6 @@ mod run;
 mod runtime;
 mod self_mount;
 mod signal;
-mod tape;
 mod task_input;
 mod telemetry;
 mod transcript;

@@ -354,7 +354,7 @@ impl AgentObserver for Progress {
             && let Some(tree) = view.tree()
         {
             let tokens = usage.as_ref().map(dsh_tree::Tokens::from_usage);
-            tree.model_call(agent.as_str(), steps, tokens, cost.known().map(dsh_tree::Cost::from));
+            tree.model_call(agent.as_str(), steps, tokens, cost.known());
         }
         let state = self.lock();
         let bar = state

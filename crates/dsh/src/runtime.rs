@@ -15,6 +15,7 @@ use dsh_tool_tasks::TaskShelf;
 use dsh_tools::ResultPolicy;
 use dsh_tools::{AgentId, ToolRegistry};
 
+use crate::cassette_mode::CassetteMode;
 use crate::cli::AgentArgs;
 use crate::config::Config;
 use crate::failure::Failure;
@@ -24,7 +25,6 @@ use crate::observe::TreeObserver;
 use crate::resume::ResumeError;
 use crate::retention::Retention;
 use crate::signal::Stop;
-use crate::tape::Tape;
 use crate::{model, resume, wording};
 
 /// The harness's completion notices, as the agent loop takes them (with the
@@ -116,8 +116,9 @@ impl SharedRuntime {
         // Recording or replaying: ACP children record their parts of the
         // same cassette, or replay it.
         let recorded_by_file = config.and_then(|config| config.record.as_deref());
-        let tape = Tape::resolve(args, recorded_by_file, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
-        let cassette_env: Vec<(String, String)> = tape.child_env().into_iter().collect();
+        let cassette_mode =
+            CassetteMode::resolve(args, recorded_by_file, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
+        let cassette_env: Vec<(String, String)> = cassette_mode.child_env().into_iter().collect();
         let mounted = MountedHarness::new(
             config,
             data_dir,
@@ -146,9 +147,9 @@ impl SharedRuntime {
                 }
                 Ok(())
             }));
-        let choice =
-            model::choose(args, tape.replay(), &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
-        let recorder = tape.recorder()?;
+        let choice = model::choose(args, cassette_mode.replay(), &file_model, |key| std::env::var(key).ok())
+            .map_err(Failure::usage)?;
+        let recorder = cassette_mode.recorder()?;
         let banner = choice.banner.clone();
         let endpoint = choice.endpoint();
         let model = choice.model(recorder.as_ref()).map_err(Failure::usage)?;

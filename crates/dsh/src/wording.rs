@@ -355,9 +355,10 @@ pub(crate) fn tokens(usage: Option<dsh_llm::Usage>) -> String {
 /// `N tokens, cost X`, the cost marked `(estimated)` when priced from
 /// estimated tokens; tokens alone otherwise (never a made-up price).
 pub(crate) fn tokens_and_cost(usage: Option<dsh_llm::Usage>, cost: dsh_agent::Priced) -> String {
+    let amount = |cost: dsh_llm::Cost| dsh_subagent_api::money::amount_text(cost.nanos());
     match cost.known() {
-        Some(cost) if cost.is_estimated() => format!("{}, cost {cost} (estimated)", tokens(usage)),
-        Some(cost) => format!("{}, cost {cost}", tokens(usage)),
+        Some(cost) if cost.is_estimated() => format!("{}, cost {} (estimated)", tokens(usage), amount(cost)),
+        Some(cost) => format!("{}, cost {}", tokens(usage), amount(cost)),
         None => tokens(usage),
     }
 }
@@ -492,8 +493,8 @@ pub(crate) mod tree {
     /// `cost 0.0042`, `(estimated)` after one priced from estimated
     /// tokens; in the unit of the model's price.
     pub(crate) fn cost(cost: &dsh_tree::Cost) -> String {
-        let mark = if cost.estimated { " (estimated)" } else { "" };
-        format!("cost {}{mark}", cost.exact())
+        let mark = if cost.is_estimated() { " (estimated)" } else { "" };
+        format!("cost {}{mark}", dsh_subagent_api::money::amount_text(cost.nanos()))
     }
 
     /// `subtree cost …`, shown beside the subtree's tokens when every

@@ -130,6 +130,16 @@ pub(crate) enum Failure {
     Connection(String),
 }
 
+/// The first line of a cassette of `level`.
+pub(crate) fn header(level: Level) -> Line {
+    Line::Header {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        level: Some(level),
+        recorded_by: concat!("dsh-llm ", env!("CARGO_PKG_VERSION")).to_owned(),
+    }
+}
+
 /// Lowercase hex of `bytes`.
 pub(crate) fn to_hex(bytes: &[u8]) -> String {
     use std::fmt::Write;

@@ -11,10 +11,12 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::cassette::Cassette;
 use super::error::CassetteError;
+use super::exchange_log::ExchangeLog;
 use super::format::{Failure, Level, Line, Outcome, to_hex};
-use super::recorder::{ExchangeLog, Recorder};
-use super::replay::{Cassette, Timing};
+use super::recorder::Recorder;
+use super::timing::Timing;
 use crate::openai::transport::{Body, BodyError, HttpAnswer, HttpRequest, SendError, Transport};
 use crate::openai::{CHAT_COMPLETIONS, OpenAiChatModel, OpenAiConfig};
 use crate::wording;

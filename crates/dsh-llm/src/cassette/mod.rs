@@ -47,24 +47,43 @@
 //! # }
 //! ```
 
+mod capture;
+#[expect(
+    clippy::module_inception,
+    reason = "the central type of the cassette module lives in the file named after it"
+)]
+mod cassette;
+mod contents;
+mod copy_into_kept;
+mod divergence;
 mod error;
 mod error_record;
+mod exchange;
+mod exchange_log;
+mod file_names;
 mod format;
 mod http;
 mod key;
-mod load;
-mod models;
+mod queue;
+mod reader;
 mod recorder;
-mod replay;
+mod recording_model;
+mod replay_model;
 mod report;
-mod reuse;
 mod scrub;
 mod spot;
+mod summary;
 mod tape;
+mod timing;
+mod writer;
 
+pub use cassette::Cassette;
+pub use divergence::Divergence;
 pub use error::CassetteError;
+pub use file_names::RECORDING_SUFFIX;
 pub use format::{Level, VERSION};
-pub use models::{RecordingModel, ReplayModel};
-pub use recorder::{RECORDING_SUFFIX, Recorder};
-pub use replay::{Cassette, Timing};
-pub use report::{AgentSummary, Divergence, Summary};
+pub use recorder::Recorder;
+pub use recording_model::RecordingModel;
+pub use replay_model::ReplayModel;
+pub use summary::{AgentSummary, Summary};
+pub use timing::Timing;

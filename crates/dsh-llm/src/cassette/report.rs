@@ -4,137 +4,18 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use serde_json::Value;
 
+use super::cassette::{Cassette, opening};
+use super::divergence::Divergence;
+use super::exchange::Exchange;
 use super::format::Outcome;
 use super::key::first_difference;
-use super::load::Exchange;
-use super::replay::{Cassette, opening};
+use super::summary::{AgentSummary, Summary};
 use crate::error::truncate;
 use crate::model::ChatEvent;
 use crate::wording;
-
-/// What a cassette holds, in numbers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Summary {
-    /// The agents, by first appearance.
-    pub agents: Vec<AgentSummary>,
-    /// All exchanges (a retry is one of its own).
-    pub exchanges: usize,
-    /// Prompt tokens the answers reported.
-    pub prompt_tokens: u64,
-    /// Completion tokens the answers reported.
-    pub completion_tokens: u64,
-    /// Exchanges that ended in an error: an HTTP status of 400 or more, a
-    /// failed connection, a model's error, or an answer that said nothing
-    /// (an empty 200, or `[DONE]` alone).
-    pub errors: usize,
-    /// Answers that stopped after they began but before their finish
-    /// reason: cut by the network, or by the server (`[DONE]` or the
-    /// body's end too early). Only a finish reason makes an answer whole.
-    pub cut_streams: usize,
-    /// Exchanges the client stopped reading before the answer said it was
-    /// complete (cancelled, or its timeout fired).
-    pub dropped: usize,
-}
-
-/// One agent of a cassette.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct AgentSummary {
-    /// Its number (1-based, by first appearance).
-    pub number: usize,
-    /// Its requests.
-    pub requests: usize,
-    /// The start of its first user message.
-    pub task: String,
-}
-
-impl std::fmt::Display for Summary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&wording::cassette_totals(
-            self.exchanges,
-            self.agents.len(),
-            (self.prompt_tokens, self.completion_tokens),
-            self.errors,
-            self.cut_streams,
-            self.dropped,
-        ))?;
-        for agent in &self.agents {
-            f.write_str(&wording::cassette_agent(agent.number, agent.requests, &agent.task))?;
-        }
-        Ok(())
-    }
-}
-
-/// Where two recordings of one task first part.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Divergence {
-    /// One agent's request differs at a field.
-    Request {
-        /// The agent (numbered as in the first cassette).
-        agent: usize,
-        /// Its request number.
-        request: usize,
-        /// The first field that differs, e.g. `messages[3].content`.
-        field: String,
-        /// Its value in the first cassette (`None`: absent).
-        first: Option<String>,
-        /// Its value in the second.
-        second: Option<String>,
-    },
-    /// One agent's request is the same, its answer is not.
-    Answer {
-        /// The agent.
-        agent: usize,
-        /// Its request number.
-        request: usize,
-        /// The first answer, in short.
-        first: String,
-        /// The second.
-        second: String,
-    },
-    /// An agent's request is in one cassette only.
-    Missing {
-        /// The agent (numbered in the cassette that has it).
-        agent: usize,
-        /// Its request number.
-        request: usize,
-        /// Whether the first cassette has it (else the second).
-        in_first: bool,
-        /// The start of the agent's task.
-        task: String,
-    },
-}
-
-impl std::fmt::Display for Divergence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let text = match self {
-            Divergence::Request {
-                agent,
-                request,
-                field,
-                first,
-                second,
-            } => wording::divergence_request(*agent, *request, field, first.as_deref(), second.as_deref()),
-            Divergence::Answer {
-                agent,
-                request,
-                first,
-                second,
-            } => wording::divergence_answer(*agent, *request, first, second),
-            Divergence::Missing {
-                agent,
-                request,
-                in_first,
-                task,
-            } => wording::divergence_missing(*agent, *request, *in_first, task),
-        };
-        f.write_str(&text)
-    }
-}
 
 impl Cassette {
     /// Its agents, requests, tokens, errors and cut streams.
@@ -200,46 +81,8 @@ impl Cassette {
                     task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
                 });
             };
-            let theirs = &theirs.1;
-            for request in 0..positions.len().max(theirs.len()) {
-                let mine = positions.get(request).copied();
-                let other_one = theirs.get(request).copied();
-                let (mine, other_one) = match (mine, other_one) {
-                    (Some(mine), Some(other_one)) => (mine, other_one),
-                    (only, _) => {
-                        let exchange = only
-                            .and_then(|at| self.exchanges().get(at))
-                            .or_else(|| other_one.and_then(|at| other.exchanges().get(at)));
-                        return Some(Divergence::Missing {
-                            agent: *number,
-                            request: request + 1,
-                            in_first: only.is_some(),
-                            task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
-                        });
-                    }
-                };
-                if let Some(difference) = first_difference(self.key_at(mine), other.key_at(other_one)) {
-                    return Some(Divergence::Request {
-                        agent: *number,
-                        request: request + 1,
-                        field: difference.path,
-                        first: difference.recorded.map(|value| truncate(&value.to_string(), 160)),
-                        second: difference.asked.map(|value| truncate(&value.to_string(), 160)),
-                    });
-                }
-                let (Some(mine), Some(other_one)) = (self.exchanges().get(mine), other.exchanges().get(other_one))
-                else {
-                    continue;
-                };
-                let (a, b) = (Answer::of(mine).text, Answer::of(other_one).text);
-                if a != b {
-                    return Some(Divergence::Answer {
-                        agent: *number,
-                        request: request + 1,
-                        first: truncate(&a, 160),
-                        second: truncate(&b, 160),
-                    });
-                }
+            if let Some(divergence) = self.diff_agent(other, *number, positions, &theirs.1) {
+                return Some(divergence);
             }
         }
         for (at, (opening, (number, positions))) in second.order.iter().enumerate() {
@@ -255,6 +98,51 @@ impl Cassette {
                     request: 1,
                     in_first: false,
                     task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
+                });
+            }
+        }
+        None
+    }
+
+    /// Where agent `number`'s requests (`positions`, in this cassette)
+    /// and its pair's in `other` (`theirs`) first part, if they do.
+    fn diff_agent(&self, other: &Cassette, number: usize, positions: &[usize], theirs: &[usize]) -> Option<Divergence> {
+        for request in 0..positions.len().max(theirs.len()) {
+            let mine = positions.get(request).copied();
+            let other_one = theirs.get(request).copied();
+            let (mine, other_one) = match (mine, other_one) {
+                (Some(mine), Some(other_one)) => (mine, other_one),
+                (only, _) => {
+                    let exchange = only
+                        .and_then(|at| self.exchanges().get(at))
+                        .or_else(|| other_one.and_then(|at| other.exchanges().get(at)));
+                    return Some(Divergence::Missing {
+                        agent: number,
+                        request: request + 1,
+                        in_first: only.is_some(),
+                        task: exchange.map(|exchange| task(&exchange.body)).unwrap_or_default(),
+                    });
+                }
+            };
+            if let Some(difference) = first_difference(self.key_at(mine), other.key_at(other_one)) {
+                return Some(Divergence::Request {
+                    agent: number,
+                    request: request + 1,
+                    field: difference.path,
+                    first: difference.recorded.map(|value| truncate(&value.to_string(), 160)),
+                    second: difference.asked.map(|value| truncate(&value.to_string(), 160)),
+                });
+            }
+            let (Some(mine), Some(other_one)) = (self.exchanges().get(mine), other.exchanges().get(other_one)) else {
+                continue;
+            };
+            let (a, b) = (Answer::of(mine).text, Answer::of(other_one).text);
+            if a != b {
+                return Some(Divergence::Answer {
+                    agent: number,
+                    request: request + 1,
+                    first: truncate(&a, 160),
+                    second: truncate(&b, 160),
                 });
             }
         }
@@ -329,6 +217,17 @@ enum Ending {
     Dropped,
 }
 
+/// What an answer said, as it is read.
+#[derive(Default)]
+struct Heard {
+    /// It carried anything but `[DONE]`.
+    anything: bool,
+    /// It gave a finish reason.
+    finished: bool,
+    /// Its stream ended with `[DONE]`.
+    done: bool,
+}
+
 impl Answer {
     fn of(exchange: &Exchange) -> Answer {
         let mut answer = Answer {
@@ -337,36 +236,47 @@ impl Answer {
             prompt_tokens: 0,
             completion_tokens: 0,
         };
-        let mut finished = false;
         let status = exchange.answer.head.as_ref().map(|head| head.status);
         if let Some(status) = status.filter(|status| *status >= 300) {
             answer.text = wording::answer_status(status);
         }
-        // Whether the answer carried anything but `[DONE]`.
-        let mut heard = false;
-        for (_, event) in &exchange.answer.events {
-            heard = true;
+        let mut heard = Heard::default();
+        answer.read_events(&exchange.answer.events, &mut heard);
+        answer.read_body(&exchange.answer.chunks, status, &mut heard);
+        let failed_status = status.is_some_and(|status| status >= 400);
+        answer.ending = answer.ending(&exchange.end.1, failed_status, &heard);
+        match answer.ending {
+            Ending::Error if !failed_status => answer.text.push_str(wording::ANSWER_FAILED),
+            Ending::Dropped => answer.text.push_str(wording::ANSWER_DROPPED),
+            _ => {}
+        }
+        answer
+    }
+
+    /// The events a model streamed (events level).
+    fn read_events(&mut self, events: &[(u64, ChatEvent)], heard: &mut Heard) {
+        for (_, event) in events {
+            heard.anything = true;
             match event {
-                ChatEvent::TextDelta(text) => answer.text.push_str(text),
-                ChatEvent::ToolCall(call) => answer
+                ChatEvent::TextDelta(text) => self.text.push_str(text),
+                ChatEvent::ToolCall(call) => self
                     .text
                     .push_str(&wording::answer_tool_call(&call.name, &call.arguments)),
-                ChatEvent::Usage(usage) => answer.usage(usage.prompt_tokens, usage.completion_tokens),
+                ChatEvent::Usage(usage) => self.usage(usage.prompt_tokens, usage.completion_tokens),
                 ChatEvent::Finish(reason) => {
-                    finished = true;
-                    answer.text.push_str(&wording::answer_finish(reason.as_str()));
+                    heard.finished = true;
+                    self.text.push_str(&wording::answer_finish(reason.as_str()));
                 }
                 ChatEvent::Queued(_) => {}
             }
         }
-        let body: Vec<u8> = exchange
-            .answer
-            .chunks
-            .iter()
-            .flat_map(|(_, bytes)| bytes.to_vec())
-            .collect();
+    }
+
+    /// The body's chunks (HTTP level): a stream of `data:` lines, or one
+    /// whole completion.
+    fn read_body(&mut self, chunks: &[(u64, Bytes)], status: Option<u16>, heard: &mut Heard) {
+        let body: Vec<u8> = chunks.iter().flat_map(|(_, bytes)| bytes.to_vec()).collect();
         let body = String::from_utf8_lossy(&body);
-        let mut done = false;
         let mut streamed = false;
         for line in body.lines() {
             let Some(data) = line.strip_prefix("data:").map(str::trim) else {
@@ -374,53 +284,51 @@ impl Answer {
             };
             streamed = true;
             if data == "[DONE]" {
-                done = true;
+                heard.done = true;
                 continue;
             }
-            heard = true;
+            heard.anything = true;
             let Ok(chunk) = serde_json::from_str::<Value>(data) else {
                 continue;
             };
-            finished |= answer.chunk(&chunk);
+            heard.finished |= self.chunk(&chunk);
         }
         // A whole (not streamed) answer is one JSON completion.
         if !streamed
             && status.is_some_and(|status| status < 300)
             && let Ok(whole) = serde_json::from_str::<Value>(&body)
         {
-            heard = true;
-            finished |= answer.chunk(&whole);
+            heard.anything = true;
+            heard.finished |= self.chunk(&whole);
         }
-        let failed_status = status.is_some_and(|status| status >= 400);
-        answer.ending = match &exchange.end.1 {
+    }
+
+    /// How the answer ended, from its recorded outcome and what it said;
+    /// a cut's notice goes on its text.
+    fn ending(&mut self, outcome: &Outcome, failed_status: bool, heard: &Heard) -> Ending {
+        match outcome {
             Outcome::Failed(_) | Outcome::Error(_) => Ending::Error,
             _ if failed_status => Ending::Error,
             Outcome::Cut(error) => {
-                answer.text.push_str(&wording::answer_cut(error));
+                self.text.push_str(&wording::answer_cut(error));
                 Ending::Cut
             }
             // A client stops reading once the answer said it was complete.
-            _ if finished => Ending::Finished,
-            Outcome::Dropped if !done => Ending::Dropped,
+            _ if heard.finished => Ending::Finished,
+            Outcome::Dropped if !heard.done => Ending::Dropped,
             // `[DONE]` or the body's end before a finish reason: with
             // nothing said, a refusal inside a 200; after something, a cut.
-            _ if !heard => Ending::Error,
+            _ if !heard.anything => Ending::Error,
             _ => {
-                let how = if done {
+                let how = if heard.done {
                     wording::ANSWER_CUT_BY_DONE
                 } else {
                     wording::ANSWER_CUT_BY_END
                 };
-                answer.text.push_str(&wording::answer_cut(how));
+                self.text.push_str(&wording::answer_cut(how));
                 Ending::Cut
             }
-        };
-        match answer.ending {
-            Ending::Error if !failed_status => answer.text.push_str(wording::ANSWER_FAILED),
-            Ending::Dropped => answer.text.push_str(wording::ANSWER_DROPPED),
-            _ => {}
         }
-        answer
     }
 
     fn usage(&mut self, prompt: u64, completion: u64) {

@@ -21,7 +21,7 @@ pub(crate) const ENV: &str = "DSH_CASSETTE";
 
 /// What happens to the model traffic of one `dsh`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Tape {
+pub(crate) enum CassetteMode {
     /// Nothing: the model is asked, nothing is kept.
     Off,
     /// Record into this cassette (`--record`).
@@ -32,7 +32,7 @@ pub(crate) enum Tape {
     Replay(PathBuf, Timing),
 }
 
-impl Tape {
+impl CassetteMode {
     /// The flags (`--record`, `--replay`, `--replay-timing`) win; then the
     /// [`ENV`] a parent `dsh` gave (its value names the variable when it
     /// is not one of the three forms); then `[record]` `file` of dsh.toml.
@@ -40,9 +40,9 @@ impl Tape {
         args: &AgentArgs,
         file: Option<&Path>,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Tape, String> {
+    ) -> Result<CassetteMode, String> {
         if let Some(file) = &args.record {
-            return Ok(Tape::Record(file.clone()));
+            return Ok(CassetteMode::Record(file.clone()));
         }
         if let Some(file) = &args.replay {
             let timing = if args.replay_timing {
@@ -50,27 +50,29 @@ impl Tape {
             } else {
                 Timing::Fast
             };
-            return Ok(Tape::Replay(file.clone(), timing));
+            return Ok(CassetteMode::Replay(file.clone(), timing));
         }
         let Some(value) = env(ENV).filter(|value| !value.is_empty()) else {
-            return Ok(file.map_or(Tape::Off, |file| Tape::Record(file.to_path_buf())));
+            return Ok(file.map_or(CassetteMode::Off, |file| CassetteMode::Record(file.to_path_buf())));
         };
-        let tape = match value.split_once(':') {
-            Some(("record", file)) if !file.is_empty() => Tape::RecordPart(PathBuf::from(file)),
-            Some(("replay", file)) if !file.is_empty() => Tape::Replay(PathBuf::from(file), Timing::Fast),
-            Some(("replay-timing", file)) if !file.is_empty() => Tape::Replay(PathBuf::from(file), Timing::Recorded),
+        let mode = match value.split_once(':') {
+            Some(("record", file)) if !file.is_empty() => CassetteMode::RecordPart(PathBuf::from(file)),
+            Some(("replay", file)) if !file.is_empty() => CassetteMode::Replay(PathBuf::from(file), Timing::Fast),
+            Some(("replay-timing", file)) if !file.is_empty() => {
+                CassetteMode::Replay(PathBuf::from(file), Timing::Recorded)
+            }
             _ => return Err(wording::cassette_env_invalid(ENV, &value)),
         };
-        Ok(tape)
+        Ok(mode)
     }
 
     /// The recorder, when this records: the cassette (or its part) is
     /// created now, so one that cannot be stops `dsh` before anything runs.
     pub(crate) fn recorder(&self) -> Result<Option<Recorder>, Failure> {
         let created = match self {
-            Tape::Record(file) => Recorder::create(file),
-            Tape::RecordPart(whole) => Recorder::create_part(whole),
-            Tape::Off | Tape::Replay(..) => return Ok(None),
+            CassetteMode::Record(file) => Recorder::create(file),
+            CassetteMode::RecordPart(whole) => Recorder::create_part(whole),
+            CassetteMode::Off | CassetteMode::Replay(..) => return Ok(None),
         };
         created.map(Some).map_err(|error| Failure::usage(error.to_string()))
     }
@@ -78,8 +80,8 @@ impl Tape {
     /// The cassette this replays, and how fast.
     pub(crate) fn replay(&self) -> Option<(&Path, Timing)> {
         match self {
-            Tape::Replay(file, timing) => Some((file, *timing)),
-            Tape::Off | Tape::Record(_) | Tape::RecordPart(_) => None,
+            CassetteMode::Replay(file, timing) => Some((file, *timing)),
+            CassetteMode::Off | CassetteMode::Record(_) | CassetteMode::RecordPart(_) => None,
         }
     }
 
@@ -88,10 +90,12 @@ impl Tape {
     pub(crate) fn child_env(&self) -> Option<(String, String)> {
         let absolute = |file: &Path| std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
         let value = match self {
-            Tape::Off => return None,
-            Tape::Record(file) | Tape::RecordPart(file) => format!("record:{}", absolute(file).display()),
-            Tape::Replay(file, Timing::Recorded) => format!("replay-timing:{}", absolute(file).display()),
-            Tape::Replay(file, _) => format!("replay:{}", absolute(file).display()),
+            CassetteMode::Off => return None,
+            CassetteMode::Record(file) | CassetteMode::RecordPart(file) => {
+                format!("record:{}", absolute(file).display())
+            }
+            CassetteMode::Replay(file, Timing::Recorded) => format!("replay-timing:{}", absolute(file).display()),
+            CassetteMode::Replay(file, _) => format!("replay:{}", absolute(file).display()),
         };
         Some((ENV.to_owned(), value))
     }
@@ -101,8 +105,8 @@ impl Tape {
 mod tests {
     use super::*;
 
-    fn resolve(args: &AgentArgs, value: Option<&str>) -> Result<Tape, String> {
-        Tape::resolve(args, None, |key| {
+    fn resolve(args: &AgentArgs, value: Option<&str>) -> Result<CassetteMode, String> {
+        CassetteMode::resolve(args, None, |key| {
             (key == ENV).then(|| value.map(str::to_owned)).flatten()
         })
     }
@@ -110,31 +114,31 @@ mod tests {
     #[test]
     fn flags_win_then_the_parents_variable() {
         let mut args = AgentArgs::plain();
-        assert_eq!(resolve(&args, None), Ok(Tape::Off));
+        assert_eq!(resolve(&args, None), Ok(CassetteMode::Off));
         assert_eq!(
             resolve(&args, Some("record:/r/run.jsonl")),
-            Ok(Tape::RecordPart("/r/run.jsonl".into()))
+            Ok(CassetteMode::RecordPart("/r/run.jsonl".into()))
         );
         assert_eq!(
             resolve(&args, Some("replay-timing:/r/run.jsonl")),
-            Ok(Tape::Replay("/r/run.jsonl".into(), Timing::Recorded))
+            Ok(CassetteMode::Replay("/r/run.jsonl".into(), Timing::Recorded))
         );
         args.record = Some("own.jsonl".into());
         assert_eq!(
             resolve(&args, Some("replay:/r/run.jsonl")),
-            Ok(Tape::Record("own.jsonl".into()))
+            Ok(CassetteMode::Record("own.jsonl".into()))
         );
         // The file's `[record]` comes last.
         let file = Some(Path::new("/c/runs.jsonl"));
         let none = |_: &str| None;
         assert_eq!(
-            Tape::resolve(&AgentArgs::plain(), file, none),
-            Ok(Tape::Record("/c/runs.jsonl".into()))
+            CassetteMode::resolve(&AgentArgs::plain(), file, none),
+            Ok(CassetteMode::Record("/c/runs.jsonl".into()))
         );
         let from_parent = |_: &str| Some("replay:/r/run.jsonl".to_owned());
         assert_eq!(
-            Tape::resolve(&AgentArgs::plain(), file, from_parent),
-            Ok(Tape::Replay("/r/run.jsonl".into(), Timing::Fast))
+            CassetteMode::resolve(&AgentArgs::plain(), file, from_parent),
+            Ok(CassetteMode::Replay("/r/run.jsonl".into(), Timing::Fast))
         );
         let err = resolve(&AgentArgs::plain(), Some("tape:x")).unwrap_err();
         assert!(err.contains("DSH_CASSETTE") && err.contains("tape:x"), "{err}");
@@ -142,13 +146,15 @@ mod tests {
 
     #[test]
     fn children_get_the_cassettes_absolute_path() {
-        let tape = Tape::RecordPart("/r/run.jsonl".into());
+        let mode = CassetteMode::RecordPart("/r/run.jsonl".into());
         assert_eq!(
-            tape.child_env(),
+            mode.child_env(),
             Some((ENV.to_owned(), "record:/r/run.jsonl".to_owned()))
         );
-        let relative = Tape::Replay("run.jsonl".into(), Timing::Fast).child_env().unwrap();
+        let relative = CassetteMode::Replay("run.jsonl".into(), Timing::Fast)
+            .child_env()
+            .unwrap();
         assert!(relative.1.starts_with("replay:/"), "{relative:?}");
-        assert_eq!(Tape::Off.child_env(), None);
+        assert_eq!(CassetteMode::Off.child_env(), None);
     }
 }

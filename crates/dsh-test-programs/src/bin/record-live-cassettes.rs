@@ -1,9 +1,10 @@
 //! Records real model traffic into cassettes, once, against a live
-//! OpenAI-compatible server; `tests/recorded.rs` replays them offline.
+//! OpenAI-compatible server; dsh-llm's `tests/recorded.rs` replays them
+//! offline (not a product binary).
 //!
 //! ```text
 //! DSH_BASE_URL=http://127.0.0.1:8761/v1 DSH_MODEL=SmolLM2-135M-Instruct \
-//!     cargo run -p dsh-llm --example record_live -- crates/dsh-llm/tests/cassettes
+//!     cargo run -p dsh-test-programs --bin record-live-cassettes -- crates/dsh-llm/tests/cassettes
 //! ```
 //!
 //! (`scripts/record-cassettes.sh` starts llama-cpp-python and runs this.)
@@ -39,7 +40,7 @@ const CUT_AFTER: usize = 700;
 
 #[tokio::main]
 async fn main() {
-    let out = PathBuf::from(std::env::args().nth(1).expect("usage: record_live OUT_DIR"));
+    let out = PathBuf::from(std::env::args().nth(1).expect("usage: record-live-cassettes OUT_DIR"));
     std::fs::create_dir_all(&out).unwrap();
     let config = OpenAiConfig::from_env();
     let cancel = CancellationToken::new();

@@ -10,24 +10,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 
 use super::error::CassetteError;
+use super::exchange::Exchange;
 use super::format::Level;
 use super::key::{Key, canonical, closeness, first_difference};
-use super::load::{Exchange, load_whole};
+use super::reader::load_whole;
 use super::spot::spot;
 use crate::wording;
-
-/// How fast a replay answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Timing {
-    /// As fast as it can: no waiting between recorded chunks or events,
-    /// and no delay before a recorded retry.
-    #[default]
-    Fast,
-    /// With the recorded pacing (each chunk or event when it came, after
-    /// its request), to bring back races and timeouts.
-    Recorded,
-}
 
 /// A recording, loaded and checked, ready to answer requests.
 ///
