@@ -87,7 +87,7 @@ fn without_waiting_the_children_are_stopped_resumably_and_the_run_exits_3() {
         assert_eq!(
             last,
             format!(
-                "dsh: the parent answered, and 2 background child(ren) were stopped before they finished; go on with: dsh run --data-dir data --resume {id}"
+                "dsh: the parent answered, and 2 background children were stopped before they finished; go on with: dsh run --data-dir data --resume {id}"
             ),
             "{context}"
         );

@@ -77,9 +77,12 @@ pub(crate) fn left_running(task: &dyn Display) -> String {
 
 /// The run finished with background children stopped resumably.
 pub(crate) fn work_left(count: usize, resume: &str) -> String {
-    format!(
-        "dsh: the parent answered, and {count} background child(ren) were stopped before they finished; go on with: {resume}"
-    )
+    let stopped = if count == 1 {
+        "1 background child was stopped before it finished".to_owned()
+    } else {
+        format!("{count} background children were stopped before they finished")
+    };
+    format!("dsh: the parent answered, and {stopped}; go on with: {resume}")
 }
 
 /// A run stopped by a signal: how to go on.
