@@ -402,3 +402,55 @@ fn acp_sweeps_as_it_starts_and_loads_every_session_the_bounds_keep() {
     assert!(transcript(&data, &recent).exists());
     assert_eq!(mode(&transcript(&data, &recent)), 0o600);
 }
+
+#[test]
+fn a_session_open_in_one_dsh_acp_is_refused_by_another_until_it_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--quiet", "--data-dir", "data"];
+    let mut first = Peer::start(dir.path(), &args);
+    first.initialize();
+    let session = first.new_session(dir.path());
+    first.prompt(3, &session, "one");
+    let answered = first.until_response(3);
+    assert_eq!(answered.last().unwrap()["result"]["stopReason"], "end_turn");
+
+    let load = |peer: &mut Peer, id: u64| {
+        peer.send(json!({"jsonrpc": "2.0", "id": id, "method": "session/load",
+            "params": {"sessionId": session, "cwd": dir.path(), "mcpServers": []}}));
+        peer.until_response(id).pop().unwrap()
+    };
+    let mut second = Peer::start(dir.path(), &args);
+    second.initialize();
+    let refused = load(&mut second, 4);
+    assert_eq!(
+        refused["error"]["message"],
+        format!("session {session} is open in another dsh process; close it there first"),
+        "{refused}"
+    );
+    // `dsh run --resume` of it is refused the same way, and changes nothing.
+    let resumed = dsh(
+        dir.path(),
+        &["run", "--quiet", "--data-dir", "data", "--resume", &session, "two"],
+    );
+    assert_eq!(resumed.status.code(), Some(2), "{resumed:?}");
+    assert!(
+        text(&resumed.stderr).contains("another dsh runs it now"),
+        "{}",
+        text(&resumed.stderr)
+    );
+
+    // Closed in the first, the session loads in the second and goes on.
+    first.send(json!({"jsonrpc": "2.0", "id": 5, "method": "session/close",
+        "params": {"sessionId": session}}));
+    assert!(first.until_response(5).pop().unwrap()["result"].is_object());
+    let loaded = load(&mut second, 6);
+    assert!(loaded["result"].is_object(), "{loaded}");
+    second.prompt(7, &session, "three");
+    let answered = second.until_response(7);
+    assert_eq!(answered.last().unwrap()["result"]["stopReason"], "end_turn");
+    for peer in [first, second] {
+        let Peer { mut child, stdin, .. } = peer;
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+    }
+}

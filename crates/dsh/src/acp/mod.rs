@@ -43,6 +43,7 @@ use acp::v1::schema::{
     NewSessionResponse, PromptRequest, SessionCapabilities, SessionCloseCapabilities, SessionNotification,
 };
 use agent_client_protocol as acp;
+use dsh_agent::transcript::{TreeLock, TreeLockError};
 use dsh_subagent_api::SpanOrigin;
 
 use crate::cli::AcpArgs;
@@ -184,6 +185,16 @@ impl Server {
         match shared.parent_on(shared.runtime_with(tools.registry().clone()), wording::ACP_LABEL) {
             Ok(agent) => {
                 let id = agent.id().to_string();
+                // A new tree: only a data directory that refuses the lock
+                // file stops it.
+                let lock = match lock_session(&shared, agent.id()) {
+                    Ok(lock) => lock,
+                    Err(error) => {
+                        let mut tools = tools;
+                        tools.release().await;
+                        return Err(acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, wording::failed(&error)));
+                    }
+                };
                 let meta = records_meta(agent.runtime().data_dir());
                 let hold = shared.retention().map(|retention| retention.hold(agent.id()));
                 self.sessions.insert(
@@ -193,6 +204,7 @@ impl Server {
                         tools,
                         _hold: hold,
                         next: NextTurn::New,
+                        lock,
                     },
                 );
                 Ok(NewSessionResponse::new(id).meta(meta))
@@ -221,7 +233,27 @@ impl Server {
         self.refuse_subagent(&id, "load")?;
         if let Some(mut earlier) = self.sessions.take_idle(&id)? {
             earlier.tools.release().await;
+            earlier.unlock();
         }
+        // Locked before its transcript is touched, as `dsh run --resume`
+        // does: a tree another process runs is refused, changing nothing.
+        let lock = match shared.data_dir() {
+            Some(data_dir) if resume::is_parent_id(data_dir, &id) => {
+                match lock_session(&shared, &dsh_tools::AgentId::new(id.as_str())) {
+                    Ok(lock) => lock,
+                    Err(error) => {
+                        eprintln!("{}", wording::failed(&error));
+                        let message = match error {
+                            TreeLockError::Busy { .. } => wording::session_busy(&id),
+                            _ => wording::session_not_loaded(&id),
+                        };
+                        return Err(acp::Error::new(acp::ErrorCode::INVALID_REQUEST, message));
+                    }
+                }
+            }
+            // No data directory, or an unknown id: the resume refuses it.
+            _ => None,
+        };
         let mut tools = SessionTools::mount(&shared, &request.mcp_servers, &request.cwd).await?;
         let resumed = shared.resume_on(shared.runtime_with(tools.registry().clone()), &id);
         let resume::Resumed {
@@ -282,6 +314,7 @@ impl Server {
                 tools,
                 _hold: hold,
                 next,
+                lock,
             },
         );
         Ok(replay)
@@ -377,6 +410,7 @@ impl Server {
             .dispose_owner(session.agent.id(), wording::ACP_SESSION_CLOSED)
             .await;
         session.tools.release().await;
+        session.unlock();
         Ok(CloseSessionResponse::new())
     }
 
@@ -390,7 +424,17 @@ impl Server {
                 .dispose_owner(session.agent.id(), wording::ACP_CONNECTION_CLOSED)
                 .await;
             session.tools.release().await;
+            session.unlock();
         }
+    }
+}
+
+/// Takes the lock of session `id`'s tree when transcripts are kept, so no
+/// other process runs it while the session is open here.
+fn lock_session(shared: &SharedRuntime, id: &dsh_tools::AgentId) -> Result<Option<TreeLock>, TreeLockError> {
+    match shared.data_dir() {
+        Some(data_dir) => TreeLock::acquire(data_dir, id).map(Some),
+        None => Ok(None),
     }
 }
 

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use agent_client_protocol as acp;
 use dsh_agent::Agent;
+use dsh_agent::transcript::TreeLock;
 use dsh_tools::CancellationToken;
 
 use super::session_tools::SessionTools;
@@ -29,6 +30,18 @@ pub(super) struct Session {
     pub(super) _hold: Option<Hold>,
     /// How its next prompt begins.
     pub(super) next: NextTurn,
+    /// Its tree's lock, held while the session is open (with a data
+    /// directory): another process cannot load it meanwhile.
+    pub(super) lock: Option<TreeLock>,
+}
+
+impl Session {
+    /// Ends the session's hold on its tree: the lock goes, with its file.
+    pub(super) fn unlock(&mut self) {
+        if let Some(lock) = self.lock.take() {
+            lock.remove();
+        }
+    }
 }
 
 /// How a session's next prompt begins.

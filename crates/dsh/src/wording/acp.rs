@@ -36,6 +36,12 @@ pub(crate) fn session_not_loaded(id: &dyn Display) -> String {
     format!("session {id} cannot be loaded; the agent's log says why")
 }
 
+/// `session/load` of a session another process runs now (another `dsh
+/// acp`, a `dsh run --resume`); the lock file's path goes to stderr.
+pub(crate) fn session_busy(id: &dyn Display) -> String {
+    format!("session {id} is open in another dsh process; close it there first")
+}
+
 /// `dsh acp` ended because its connection to the client failed.
 pub(crate) fn acp_connection_failed(error: &dyn Display) -> String {
     format!("dsh acp: the connection failed: {error}")

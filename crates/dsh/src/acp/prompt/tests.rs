@@ -125,6 +125,7 @@ impl Fixture {
                 tools,
                 _hold: None,
                 next: NextTurn::New,
+                lock: None,
             },
         );
         Self {
