@@ -10,13 +10,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use support::http::{event, read_request};
 
 /// The window the server holds, in tokens.
 const WINDOW: u64 = 24_000;
@@ -262,34 +264,6 @@ fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Ve
 
 fn text(message: &Value) -> &str {
     message["content"].as_str().unwrap_or_default()
-}
-
-fn event(stream: &mut TcpStream, data: &Value) {
-    let _ = write!(stream, "data: {data}\n\n");
-}
-
-/// The body of one HTTP/1.1 request (`content-length` framed).
-fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(body)
 }
 
 /// `dsh run` against `server` with `args`, over the data directory `data`.

@@ -8,12 +8,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 
 use serde_json::{Value, json};
+use support::http::{event, read_request};
 
 /// Whether the server reports usage at the end of each stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,34 +77,6 @@ fn serve(mut stream: TcpStream, reports: Reports) {
         event(&mut stream, &json!({"choices": [], "usage": usage}));
     }
     let _ = stream.write_all(b"data: [DONE]\n\n");
-}
-
-fn event(stream: &mut TcpStream, data: &Value) {
-    let _ = write!(stream, "data: {data}\n\n");
-}
-
-/// The body of one HTTP/1.1 request (`content-length` framed).
-fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(body)
 }
 
 /// `dsh run` in a directory holding `config` as its dsh.toml, against the

@@ -1,3 +1,4 @@
+pub(crate) mod http;
 pub(crate) mod model;
 pub(crate) mod otlp;
 pub(crate) mod tree;

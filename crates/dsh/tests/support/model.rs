@@ -12,13 +12,15 @@
 //! released: unanswered, or answered after all.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use super::http::{event, read_request};
 
 /// What a script answers to one request: the chunks of its stream (each a
 /// `data:` event), after a delay.
@@ -438,32 +440,4 @@ fn serve(mut stream: TcpStream, state: &State) {
 
 fn head(stream: &mut TcpStream) {
     let _ = stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n");
-}
-
-fn event(stream: &mut TcpStream, data: &Value) {
-    let _ = write!(stream, "data: {data}\n\n");
-}
-
-/// The body of one HTTP/1.1 request (`content-length` framed).
-pub(crate) fn read_request(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut length = 0;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).ok()? == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().ok()?;
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    Some(body)
 }
