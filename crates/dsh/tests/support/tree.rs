@@ -447,10 +447,14 @@ impl Tree {
             .unwrap_or_else(|| panic!("no transcript of {tag}"))
     }
 
-    /// Cuts the transcript of agent `tag` just before its first tool result
-    /// that carries a marker: as if the process had died after its children
-    /// ended and before it recorded what they gave. Only messages go (the
-    /// suffix of a file written in order: a state a kill leaves); how many.
+    /// Cuts the messages of agent `tag`'s transcript from its first tool
+    /// result that carries a marker: as if the process had died after its
+    /// children ended and before it recorded what they gave. The records of
+    /// children starting stay, so the state is one a kill leaves whatever
+    /// order the children ended in: on a loaded machine one child may end
+    /// (and its result be written) before the next starts, and a plain cut
+    /// would then forget that the later ones ever ran. Returns how many
+    /// messages went.
     pub(crate) fn forget_results(&self, tag: &str) -> usize {
         let path = self.transcript_of(tag);
         let text = std::fs::read_to_string(&path).unwrap();
@@ -470,9 +474,14 @@ impl Tree {
             entries[cut..].iter().all(|entry| entry["type"] != "turn_end"),
             "{tag}'s transcript ends a run after its results:\n{text}"
         );
-        let kept: String = lines[..cut].iter().map(|line| format!("{line}\n")).collect();
+        let (gone, kept): (Vec<_>, Vec<_>) = lines
+            .iter()
+            .zip(&entries)
+            .enumerate()
+            .partition(|(at, (_, entry))| *at >= cut && entry["type"] == "message");
+        let kept: String = kept.iter().map(|(_, (line, _))| format!("{line}\n")).collect();
         std::fs::write(&path, kept).unwrap();
-        lines.len() - cut
+        gone.len()
     }
 
     /// The last turn end of each child's transcript (`stop`), by label;
