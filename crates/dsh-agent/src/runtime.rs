@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use dsh_llm::{ChatModel, Price};
 use dsh_tools::ToolRegistry;
+use futures::future::BoxFuture;
 
 use crate::context::Learned;
 use crate::kept::KeptFacts;
@@ -59,18 +60,20 @@ pub enum EndOfRun {
 /// Called when an agent of the runtime is resumed after an interruption,
 /// before its turn goes on ([`Agent::resume`](crate::Agent::resume)): a
 /// harness restores what the agent had running in the background (its
-/// tasks, under their ids) here.
+/// tasks, under their ids) here. The turn waits for the returned future, so
+/// a task restored finished reads finished to the agent's first model call.
 pub trait OnResume: Send + Sync + 'static {
     /// The agent `agent` is about to go on with its turn.
-    fn resumed(&self, agent: &dsh_tools::AgentRef);
+    fn resumed(&self, agent: dsh_tools::AgentRef) -> BoxFuture<'static, ()>;
 }
 
-impl<F> OnResume for F
+impl<F, Fut> OnResume for F
 where
-    F: Fn(&dsh_tools::AgentRef) + Send + Sync + 'static,
+    F: Fn(dsh_tools::AgentRef) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
 {
-    fn resumed(&self, agent: &dsh_tools::AgentRef) {
-        self(agent);
+    fn resumed(&self, agent: dsh_tools::AgentRef) -> BoxFuture<'static, ()> {
+        Box::pin(self(agent))
     }
 }
 

@@ -146,7 +146,8 @@ impl Harness {
     /// children calls it for each of them too). Every background child the
     /// records name becomes a task again under the id the model read: one
     /// that had finished delivers its result (its completion notice queued
-    /// unless the agent had read it), an interrupted one goes on from its
+    /// unless the agent had read it), and is finished again when this
+    /// returns; an interrupted one goes on from its
     /// last completed step, one that cannot go on is reported disconnected.
     /// Foreground children are continued by their calls, run again when the
     /// turn resumes. The report says what became of each child.
@@ -164,13 +165,13 @@ impl Harness {
     ///     .background(Background::Continuable(Arc::new(MemoryChildStore::new())))
     ///     .build()
     ///     .unwrap();
-    /// let report = harness.recover(&AgentRef::new("parent")).unwrap();
+    /// let report = harness.recover(&AgentRef::new("parent")).await.unwrap();
     /// assert!(report.children.is_empty(), "a parent with no recorded children");
     /// # }
     /// ```
-    pub fn recover(&self, agent: &AgentRef) -> Result<RecoveryReport, ControlError> {
+    pub async fn recover(&self, agent: &AgentRef) -> Result<RecoveryReport, ControlError> {
         match &self.control {
-            Some(control) => control.recover(agent),
+            Some(control) => control.recover(agent).await,
             None => Ok(RecoveryReport::default()),
         }
     }

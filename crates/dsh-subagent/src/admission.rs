@@ -222,6 +222,33 @@ impl Admission {
             tree,
         })
     }
+
+    /// The admission of a start that runs nothing: a recovered child whose
+    /// last run had ended only hands back the result it recorded. It passes
+    /// no limit and takes no slot: the parent that waits for it may hold the
+    /// tree's last slot, and a spent budget must not lose a result already
+    /// paid for.
+    pub(crate) fn pass(&self, parent: &AgentRef) -> Reservation {
+        let lineage = parent.lineage();
+        let tree = lineage.admission::<Node>();
+        let node = tree.clone().or_else(|| self.default_root());
+        let parent_budget = lineage
+            .token_budget()
+            .cloned()
+            .or_else(|| node.as_ref().and_then(|node| node.tree_budget().cloned()));
+        let cost_budget = lineage
+            .cost_budget()
+            .cloned()
+            .or_else(|| node.as_ref().and_then(|node| node.cost_budget().cloned()));
+        Reservation {
+            ticket: None,
+            demand: Demand::continuation(),
+            parent_deadline: lineage.deadline(),
+            parent_budget,
+            cost_budget,
+            tree,
+        }
+    }
 }
 
 /// Waits in the queue for a slot (announced on `events` as

@@ -383,6 +383,11 @@ impl SubagentService {
         self.inner.admission.reserve(parent, demand)
     }
 
+    /// The admission of a start that runs nothing ([`Admission::pass`]).
+    pub(crate) fn pass(&self, parent: &AgentRef) -> Reservation {
+        self.inner.admission.pass(parent)
+    }
+
     /// The service's events: who hears them, and the numbering of its runs.
     pub(crate) fn events(&self) -> &Arc<Events> {
         &self.inner.events

@@ -170,10 +170,13 @@ impl SharedRuntime {
         // call) gets back what it ran in the background first.
         if let Some(control) = mounted.harness().control().cloned() {
             let observer = observer.clone();
-            runtime = runtime.with_on_resume(Arc::new(move |agent: &dsh_tools::AgentRef| {
-                match control.recover(agent) {
-                    Ok(report) => observer.recovered(agent.id(), &report),
-                    Err(error) => tracing::warn!(agent = %agent.id(), "{}", wording::recovery_failed(&error)),
+            runtime = runtime.with_on_resume(Arc::new(move |agent: dsh_tools::AgentRef| {
+                let (control, observer) = (control.clone(), observer.clone());
+                async move {
+                    match control.recover(&agent).await {
+                        Ok(report) => observer.recovered(agent.id(), &report),
+                        Err(error) => tracing::warn!(agent = %agent.id(), "{}", wording::recovery_failed(&error)),
+                    }
                 }
             }));
         }
@@ -243,9 +246,9 @@ impl SharedRuntime {
     /// Gives `agent`, resumed without a turn of its own (an MCP session's
     /// calling agent), what it ran in the background back: the harness's
     /// recovery, reported to the observer.
-    pub(crate) fn recover(&self, agent: &Agent) {
+    pub(crate) async fn recover(&self, agent: &Agent) {
         let agent = agent.agent_ref();
-        match self.mounted.harness().recover(&agent) {
+        match self.mounted.harness().recover(&agent).await {
             Ok(report) => self.observer.recovered(agent.id(), &report),
             Err(error) => tracing::warn!(agent = %agent.id(), "{}", wording::recovery_failed(&error)),
         }

@@ -119,7 +119,11 @@ impl Agent {
         origin: &SpanOrigin,
     ) -> RunOutcome {
         if let Some(on_resume) = self.inner.runtime.on_resume() {
-            on_resume.resumed(&self.agent_ref());
+            // A cancel meanwhile ends the wait; the turn then ends at once.
+            tokio::select! {
+                () = on_resume.resumed(self.agent_ref()) => {}
+                () = cancel.cancelled() => {}
+            }
         }
         self.run_input(Input::Resume(message), cancel, origin).await
     }

@@ -78,7 +78,27 @@ impl SubagentControl {
     /// ([`ChildStore::children_of`](dsh_subagent_api::ChildStore::children_of)):
     /// call it when `parent` is resumed, before its turn goes on. Safe to
     /// call again: a child whose task is kept already is left alone.
-    pub fn recover(&self, parent: &AgentRef) -> Result<RecoveryReport, ControlError> {
+    ///
+    /// Returns once each child that had finished has its task finished
+    /// again (its provider handed back its recorded result; that takes no
+    /// slot of the tree's limits): the parent's model may have read
+    /// its completion notice before the interruption, and its first call
+    /// after it must find the result, not a task still running.
+    pub async fn recover(&self, parent: &AgentRef) -> Result<RecoveryReport, ControlError> {
+        let report = self.restore(parent)?;
+        for child in &report.children {
+            if let (Fate::Delivered, Some(task_id)) = (&child.fate, &child.task_id) {
+                // A task that cannot be found was never restored: nothing
+                // to wait for, and the report says what became of it.
+                let _ = self.inner.tasks.wait(task_id, parent.id(), None).await;
+            }
+        }
+        Ok(report)
+    }
+
+    /// Restores each child's task ([`SubagentControl::recover`]), without
+    /// waiting for any.
+    fn restore(&self, parent: &AgentRef) -> Result<RecoveryReport, ControlError> {
         let store = self.inner.store()?;
         let children = store
             .children_of(parent.id())
@@ -172,11 +192,15 @@ impl SubagentControl {
                 why: wording::NO_DESCRIPTOR_RECORDED.to_owned(),
             };
         };
-        let reservation = match self.inner.service.reserve(parent, Demand::continuation()) {
-            Ok(reservation) => reservation,
-            Err(error) => return self.restore_disconnected(record, spec, error.to_string()),
-        };
         let ended = record.ended.is_some();
+        // A child that had ended runs nothing: it hands back its result.
+        let reservation = match ended {
+            true => self.inner.service.pass(parent),
+            false => match self.inner.service.reserve(parent, Demand::continuation()) {
+                Ok(reservation) => reservation,
+                Err(error) => return self.restore_disconnected(record, spec, error.to_string()),
+            },
+        };
         let first_prompt = record.first_prompt.clone();
         let task_id = record.task_id.clone();
         let span = trace::task_span(&SpanOrigin::follows_current());

@@ -119,7 +119,7 @@ async fn serve_stdio(shared: &SharedRuntime, server: &McpToolServer, data_dir: &
     let session = match crate::resume::interrupted_session(data_dir, wording::MCP_LABEL) {
         Some(id) => {
             let session = shared.resume(&id)?.agent;
-            shared.recover(&session);
+            shared.recover(&session).await;
             session
         }
         None => shared.parent(wording::MCP_LABEL)?,
