@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_harness::provider::{
-    BoxFuture, Capabilities, ChildRecord, ContinuableProvider, ContinuationDescriptor, ResumeRequest, RunMode,
-    StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
+    BoxFuture, Capabilities, ChildRecord, ContinuableProvider, ContinuationDescriptor, RecordedChild, Rerun,
+    ResumeRequest, RunMode, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult, SubagentRun,
 };
 use dsh_harness::{AgentRef, Background, CancellationToken, Fate, HarnessBuilder, SubagentToolConfig};
 use dsh_subagent_testing::MemoryChildStore;
@@ -101,4 +101,42 @@ async fn a_child_that_had_finished_is_finished_again_when_the_recovery_returns()
     assert_eq!(task.status, TaskStatus::Completed, "{task:?}");
     let output = task.output.read().await.unwrap();
     assert!(output.contains("the recorded answer"), "{output}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_background_call_run_again_finds_the_child_it_had_started() {
+    let parent = AgentRef::new("parent");
+    let request = StartRequest::text("write it", parent.clone(), CancellationToken::new());
+    let store = MemoryChildStore::new();
+    store.insert(
+        ChildRecord::new("child-1", Some(parent.id().clone()))
+            .with_descriptor(ContinuationDescriptor::for_request("spawn", &request))
+            .with_task(RunMode::Background, Some("subagent-1".to_owned()))
+            .with_ended(Some(StopReason::Completed)),
+    );
+    let harness = HarnessBuilder::new()
+        .subagent(
+            SubagentToolConfig::new("spawn").enable_run_in_background(true),
+            Arc::new(Recovering),
+        )
+        .background(Background::Continuable(Arc::new(store)))
+        .build()
+        .unwrap();
+    harness.recover(&parent).await.unwrap();
+
+    // The call that started it had no recorded result: it runs again,
+    // naming the child its caller's records give it.
+    let mut again = request;
+    let recorded = RecordedChild::in_process("child-1").with_task_id(Some("subagent-1".to_owned()));
+    again.provenance_mut().rerun = Some(Rerun::new(Some(recorded)));
+    let control = harness.control().unwrap();
+    let started = control
+        .start_continuable("spawn", "write it".to_owned(), again)
+        .unwrap();
+
+    assert_eq!(
+        (started.child_id.as_str(), started.task_id.as_str()),
+        ("child-1", "subagent-1")
+    );
+    assert_eq!(harness.tasks().list(parent.id()).len(), 1, "nothing else started");
 }

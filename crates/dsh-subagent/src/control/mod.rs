@@ -234,6 +234,9 @@ impl SubagentControl {
         mut request: StartRequest,
     ) -> Result<Started, ControlError> {
         self.inner.store()?;
+        if let Some(started) = self.started_before(&request) {
+            return Ok(started);
+        }
         let checked = self.check(provider, &request)?;
         request.mode = RunMode::Background;
         let reservation = self
@@ -302,6 +305,21 @@ impl SubagentControl {
         start.call_id = call_id;
         parent.record_child_start(&child_id, &start);
         Ok(Started { child_id, task_id })
+    }
+
+    /// A call run again after an interruption that had started its child
+    /// already ([`Rerun`](dsh_subagent_api::Rerun)): the recovery restored
+    /// that child's task ([`SubagentControl::recover`]), so the call answers
+    /// as it did, with the same ids, and starts nothing. `None` for any
+    /// other call, or when the child's task is not known here.
+    fn started_before(&self, request: &StartRequest) -> Option<Started> {
+        let child = request.provenance().rerun.as_ref()?.child.as_ref()?;
+        let task_id = child.task_id.clone()?;
+        self.inner.tasks.get(&task_id, request.parent.id()).ok()?;
+        Some(Started {
+            child_id: child.id.clone(),
+            task_id,
+        })
     }
 
     /// Sends a message to a continuable child of `parent`.
