@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod mcp_session;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -17,11 +18,10 @@ use std::time::{Duration, SystemTime};
 use common::{DSH, GUARD, Peer, dsh};
 use dsh_mcp::{ClientOptions, McpMount, McpServerSpec, RemoteServer};
 use dsh_tools::{CancellationToken, ToolExecution, ToolRegistry};
+use mcp_session::McpSession;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 
@@ -167,60 +167,15 @@ fn data_bounds_that_are_not_ages_or_sizes_are_refused_naming_the_key() {
 }
 
 /// A `dsh mcp` on stdio over `<dir>/.dsh`, and its rmcp client.
-struct StdioSession {
-    child: Child,
-    client: RunningService<RoleClient, ()>,
-}
-
-async fn mcp_stdio(dir: &Path, extra: &[&str]) -> StdioSession {
-    let mut child = Command::new(DSH)
-        .args(["mcp", "--quiet", "--data-dir", ".dsh"])
-        .args(extra)
-        .current_dir(dir)
-        .env_remove("DSH_API_KEY")
-        .env_remove("DSH_BASE_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    let client = tokio::time::timeout(GUARD, ().serve(transport)).await.unwrap().unwrap();
-    StdioSession { child, client }
-}
-
-impl StdioSession {
-    async fn call(&self, tool: &str, args: Value) -> String {
-        let Value::Object(args) = args else {
-            panic!("arguments must be an object")
-        };
-        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
-        let result = tokio::time::timeout(GUARD, self.client.peer().call_tool(request))
-            .await
-            .unwrap()
-            .unwrap();
-        let text: String = result
-            .content
-            .iter()
-            .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-            .collect();
-        assert_ne!(result.is_error, Some(true), "{tool}: {text}");
-        text
-    }
-
-    async fn close(mut self) {
-        let _ = self.client.cancel().await;
-        let status = tokio::time::timeout(GUARD, self.child.wait()).await.unwrap().unwrap();
-        assert!(status.success(), "{status:?}");
-    }
+async fn mcp_stdio(dir: &Path, extra: &[&str]) -> McpSession {
+    McpSession::start(dir, &[&["--data-dir", ".dsh"], extra].concat()).await
 }
 
 /// A session's continuable child, continued from its transcript once its
 /// first run ended (a cold resume): returns the child's id.
-async fn continue_a_child(session: &StdioSession) -> String {
+async fn continue_a_child(session: &McpSession) -> String {
     let started = session
-        .call(
+        .answer(
             "subagent",
             json!({"description": "d", "prompt": "Work quietly.", "run_in_background": true}),
         )
@@ -231,18 +186,18 @@ async fn continue_a_child(session: &StdioSession) -> String {
         .unwrap_or_else(|| panic!("{started}"))
         .to_owned();
     let done = session
-        .call("task_output", json!({"task_id": "subagent-1", "wait": true}))
+        .answer("task_output", json!({"task_id": "subagent-1", "wait": true}))
         .await;
     assert!(done.ends_with("[status: completed]"), "{done}");
     let sent = session
-        .call("send_message", json!({"subagent_id": child, "message": "and again"}))
+        .answer("send_message", json!({"subagent_id": child, "message": "and again"}))
         .await;
     assert_eq!(
         sent,
         format!("message started task subagent-2 continuing subagent {child}")
     );
     let again = session
-        .call("task_output", json!({"task_id": "subagent-2", "wait": true}))
+        .answer("task_output", json!({"task_id": "subagent-2", "wait": true}))
         .await;
     assert!(again.ends_with("[status: completed]"), "{again}");
     child
@@ -260,7 +215,7 @@ async fn an_mcp_sessions_transcripts_go_with_it_after_a_cold_resume_within_it() 
         "the child is kept while its session is open: {kept:?}"
     );
     assert_eq!(kept.len(), 2, "the session's agent and its child: {kept:?}");
-    session.close().await;
+    assert!(session.close().await.success());
     assert_eq!(transcripts(&data), Vec::<String>::new(), "they went with the session");
 }
 
@@ -270,7 +225,7 @@ async fn keep_transcripts_keeps_an_mcp_sessions_transcripts() {
     let data = dir.path().join(".dsh");
     let session = mcp_stdio(dir.path(), &["--keep-transcripts"]).await;
     let child = continue_a_child(&session).await;
-    session.close().await;
+    assert!(session.close().await.success());
     let kept = transcripts(&data);
     assert!(kept.contains(&child) && kept.len() == 2, "{kept:?}");
 }

@@ -5,126 +5,65 @@
 //! model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService, ServiceExt};
-use serde_json::{Value, json};
-use tokio::process::{Child, Command};
+use mcp_session::{GUARD, McpSession};
+use serde_json::json;
 
-const DSH: &str = env!("CARGO_BIN_EXE_dsh");
+mod mcp_session;
 
-/// A hang guard, far above anything these tests wait for.
-const GUARD: Duration = Duration::from_secs(60);
-
-struct Session {
-    child: Child,
-    client: RunningService<RoleClient, ()>,
+/// A session that may start thousands of children, past dsh's default of
+/// 200 per tree: the bound under test here is the bookkeeping's.
+async fn start(dir: &std::path::Path) -> McpSession {
+    let data = dir.join(".dsh");
+    McpSession::start(
+        dir,
+        &["--data-dir", data.to_str().unwrap(), "--max-children", "1000000"],
+    )
+    .await
 }
 
-async fn start(dir: &Path) -> Session {
-    let mut child = Command::new(DSH)
-        .arg("mcp")
-        .arg("--data-dir")
-        .arg(dir.join(".dsh"))
-        .arg("--quiet")
-        // These sessions start thousands of children, past dsh's default
-        // of 200 per tree: the bound under test here is the bookkeeping's.
-        .args(["--max-children", "1000000"])
-        .current_dir(dir)
-        .env_remove("DSH_API_KEY")
-        .env_remove("DSH_BASE_URL")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    let client = tokio::time::timeout(GUARD, ().serve(transport)).await.unwrap().unwrap();
-    Session { child, client }
+/// Starts `count` background children, one call after another.
+async fn start_children(session: &McpSession, count: usize) {
+    for _ in 0..count {
+        let started = json!({"description": "bulk", "prompt": "Work quietly.", "run_in_background": true});
+        session.answer("subagent", started).await;
+    }
 }
 
-impl Session {
-    async fn call(&self, tool: &str, args: Value) -> (String, bool) {
-        let Value::Object(args) = args else {
-            panic!("arguments must be an object")
-        };
-        let result = tokio::time::timeout(
-            GUARD,
-            self.client
-                .peer()
-                .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args)),
-        )
-        .await
-        .unwrap()
-        .unwrap();
-        let text = result
-            .content
-            .iter()
-            .filter_map(|block| block.as_text().map(|text| text.text.clone()))
-            .collect::<Vec<_>>()
-            .join("\n");
-        (text, result.is_error == Some(true))
-    }
-
-    /// Starts `count` background children, one call after another.
-    async fn start_children(&self, count: usize) {
-        for _ in 0..count {
-            let (started, is_error) = self
-                .call(
-                    "subagent",
-                    json!({"description": "bulk", "prompt": "Work quietly.", "run_in_background": true}),
-                )
-                .await;
-            assert!(!is_error, "{started}");
+/// Waits until no task is running, and returns the last `task_list`.
+async fn settled_list(session: &McpSession) -> String {
+    let deadline = tokio::time::Instant::now() + GUARD;
+    loop {
+        let list = session.answer("task_list", json!({})).await;
+        if !list.contains("[status: running]") {
+            return list;
         }
+        assert!(tokio::time::Instant::now() < deadline, "tasks still running: {list}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
 
-    /// Waits until no task is running, and returns the last `task_list`.
-    async fn settled_list(&self) -> String {
-        let deadline = tokio::time::Instant::now() + GUARD;
-        loop {
-            let (list, is_error) = self.call("task_list", json!({})).await;
-            assert!(!is_error, "{list}");
-            if !list.contains("[status: running]") {
-                return list;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "tasks still running: {list}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// The `dsh` process's resident set, in KiB.
-    fn rss_kib(&self) -> u64 {
-        let pid = self.child.id().unwrap();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    }
-
-    async fn close(mut self) {
-        let _ = self.client.cancel().await;
-        let _ = tokio::time::timeout(GUARD, self.child.wait()).await.unwrap();
-    }
+/// The `dsh` process's resident set, in KiB.
+fn rss_kib(session: &McpSession) -> u64 {
+    let pid = session.child.id().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 /// Starts children up to each running total of `steps`, lets every task
 /// settle after each step, and reads the resident set then. Returns the
 /// resident set (KiB) after each step and the last `task_list`.
-async fn run(session: &Session, steps: &[usize]) -> (Vec<u64>, String) {
+async fn run(session: &McpSession, steps: &[usize]) -> (Vec<u64>, String) {
     let mut started = 0;
     let mut rss = Vec::new();
     let mut list = String::new();
     for &total in steps {
-        session.start_children(total - started).await;
+        start_children(session, total - started).await;
         started = total;
-        list = session.settled_list().await;
-        rss.push(session.rss_kib());
+        list = settled_list(session).await;
+        rss.push(rss_kib(session));
         eprintln!(
             "dsh mcp VmRSS after {total} tasks: {} KiB; task_list: {} lines, {} bytes",
             rss.last().unwrap(),
@@ -142,12 +81,12 @@ async fn task_list_stays_short_and_a_forgotten_task_reads_no_longer_kept() {
     let dir = tempfile::tempdir().unwrap();
     let session = start(dir.path()).await;
     // subagent-1 finishes before any other starts: it is the first forgotten.
-    session.start_children(1).await;
-    session.settled_list().await;
+    start_children(&session, 1).await;
+    settled_list(&session).await;
     let (output, is_error) = session.call("task_output", json!({"task_id": "subagent-1"})).await;
     assert!(!is_error && output.ends_with("[status: completed]"), "{output}");
-    session.start_children(120).await;
-    let list = session.settled_list().await;
+    start_children(&session, 120).await;
+    let list = settled_list(&session).await;
 
     let lines: Vec<&str> = list.lines().collect();
     assert_eq!(lines.len(), 21, "{list}");
