@@ -1,7 +1,13 @@
 //! The queue between the recorders and the writer thread: a recorder
-//! hands each ended exchange on without waiting (a system call only when
-//! the writer sleeps), the writer takes them a batch at a time, and hands
-//! the written ones back emptied, for the stream to fill again.
+//! hands each ended exchange on without waiting, the writer takes what
+//! gathered on a tick of its own, and hands the written ones back emptied,
+//! for the stream to fill again.
+//!
+//! While exchanges come, nothing the stream does wakes the writer: a
+//! wake-up at the moment an exchange ends (a system call, and a thread
+//! woken beside the one running the model's stream) cost a delegation on a
+//! 1 ms model about as much as all its recording besides. Only a writer
+//! that found nothing for [`IDLE`] sleeps until the next exchange wakes it.
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -10,10 +16,15 @@ use super::capture::Capture;
 use super::format::Level;
 use crate::wording;
 
-/// How long the writer lets exchanges gather after the first one wakes
-/// it: one wake-up and one write per batch, not per exchange, so the
-/// stream pays no system call for most of the exchanges it records.
-const BATCH: Duration = Duration::from_millis(2);
+/// How often the writer takes what gathered, while exchanges come: one
+/// write per tick, not per exchange, and an exchange on disk at most a
+/// tick after it ended.
+const TICK: Duration = Duration::from_millis(2);
+
+/// How long the writer goes on ticking with nothing to write before it
+/// sleeps until a recorder wakes it: a model slower than this pays one
+/// wake-up per call, a negligible share of such a call.
+const IDLE: Duration = Duration::from_millis(100);
 
 /// What the writer thread is handed.
 pub(super) enum Message {
@@ -33,7 +44,7 @@ impl Message {
 }
 
 /// The most bytes the emptied exchanges kept for reuse hold: room for
-/// every exchange in flight between the stream and the writer (a batch's
+/// every exchange in flight between the stream and the writer (a tick's
 /// worth, and many more), so that in a steady run none is freed on the
 /// writer's thread only to be allocated again on the stream's.
 const SPARE_BYTES: usize = 8 << 20;
@@ -84,7 +95,8 @@ pub(super) struct QueueState {
     /// The bytes the exchanges in `pending` hold (about).
     pending_bytes: usize,
     ending: Option<Ending>,
-    /// The writer sleeps until something arrives (a recorder wakes it).
+    /// The writer sleeps until something arrives (a recorder wakes it),
+    /// having found nothing for [`IDLE`].
     parked: bool,
     /// Why the recording stopped before it was closed, if it did: what
     /// arrives from then on is dropped (the error is reported when the
@@ -124,7 +136,7 @@ impl Queue {
     }
 
     /// Hands `message` to the writer; never blocks on it, and makes a
-    /// system call only when the writer sleeps with nothing to write. When
+    /// system call only when the writer sleeps, idle for [`IDLE`]. When
     /// it would put more than [`Queue::limit`] bytes in wait, the
     /// recording stops instead: what waits is dropped, and so is what
     /// comes after.
@@ -163,17 +175,37 @@ impl Queue {
     }
 
     /// The writer's next batch, swapped into `batch` (empty, so the two
-    /// vectors take turns and neither grows again): waits for a message,
-    /// then lets more gather for [`BATCH`] unless the recording ends
-    /// first. Returns the ending, if it came.
+    /// vectors take turns and neither grows again): what gathered by the
+    /// next [`TICK`] that finds something, or at once when the recording
+    /// ends. After [`IDLE`] of ticks that found nothing, waits to be woken
+    /// instead (then lets more gather for a tick). Returns the ending, if
+    /// it came.
     pub(super) fn next_batch(&self, batch: &mut Vec<Message>) -> Option<Ending> {
         let mut state = self.lock();
-        while state.pending.is_empty() && state.ending.is_none() {
-            state.parked = true;
-            state = self.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
+        let mut idle = Duration::ZERO;
+        while state.ending.is_none() {
+            if idle >= IDLE {
+                state.parked = true;
+                while state.pending.is_empty() && state.ending.is_none() {
+                    state = self.wake.wait(state).unwrap_or_else(PoisonError::into_inner);
+                }
+                state.parked = false;
+                idle = Duration::ZERO;
+            }
+            state = self.sleep_tick(state);
+            if !state.pending.is_empty() {
+                break;
+            }
+            idle += TICK;
         }
-        state.parked = false;
-        let deadline = Instant::now() + BATCH;
+        std::mem::swap(&mut state.pending, batch);
+        state.pending_bytes = 0;
+        state.ending.take()
+    }
+
+    /// Sleeps one [`TICK`], unless the recording ends first.
+    fn sleep_tick<'a>(&'a self, mut state: MutexGuard<'a, QueueState>) -> MutexGuard<'a, QueueState> {
+        let deadline = Instant::now() + TICK;
         while state.ending.is_none() {
             let Some(left) = deadline
                 .checked_duration_since(Instant::now())
@@ -187,9 +219,13 @@ impl Queue {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-        std::mem::swap(&mut state.pending, batch);
-        state.pending_bytes = 0;
-        state.ending.take()
+        state
+    }
+
+    /// Whether the writer sleeps until a recorder wakes it.
+    #[cfg(test)]
+    pub(super) fn parked(&self) -> bool {
+        self.lock().parked
     }
 
     /// Whether the writer fell [`Queue::limit`] bytes behind.

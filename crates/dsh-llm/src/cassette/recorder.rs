@@ -509,6 +509,27 @@ mod tests {
         assert_eq!(events, expected);
     }
 
+    /// A writer that found nothing for a while sleeps until woken, and the
+    /// next exchange wakes it: written, not left waiting for the end.
+    #[test]
+    fn an_idle_writer_sleeps_and_the_next_exchange_wakes_it() {
+        let shown = Shown::default();
+        let recorder = Recorder::start("c".into(), "c.recording".into(), shown.clone(), false);
+        recorder.claim(Level::Events).unwrap();
+        while !recorder.shared.queue.parked() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut log = ExchangeLog::begin(&recorder, recorder.begin());
+        log.hear(0, &ChatEvent::TextDelta("woken".to_owned()));
+        log.end_at(1, Outcome::Complete);
+        while recorder.shared.queue.lock().spare.is_empty() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let written = String::from_utf8(shown.0.lock().unwrap().clone()).unwrap();
+        assert!(written.contains(r#""data":"woken""#), "{written}");
+        assert_eq!(recorder.finish().unwrap(), 1);
+    }
+
     #[test]
     fn one_level_per_cassette() {
         let recorder = Recorder::start("c".into(), "c.recording".into(), Vec::new(), false);
