@@ -24,10 +24,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use dsh_llm::Concurrency;
+use dsh_transcript::owner_only;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::private;
 use crate::wording;
 
 /// The directory of kept facts under a data directory.
@@ -159,7 +159,7 @@ impl KeptFacts {
             models: &all,
         };
         let dir = self.path.parent().unwrap_or_else(|| Path::new("."));
-        private::dir(dir)?;
+        owner_only::dir(dir)?;
         let temporary = dir.join(temporary_name(&self.path));
         let written = write_new(&temporary, &file);
         let renamed = written.and_then(|()| std::fs::rename(&temporary, &self.path));
@@ -202,7 +202,7 @@ struct FileOut<'a> {
 fn write_new(path: &Path, file: &FileOut<'_>) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
-    private::file_options(&mut options);
+    owner_only::file_options(&mut options);
     let mut out = std::io::BufWriter::new(options.open(path)?);
     serde_json::to_writer(&mut out, file)?;
     out.write_all(b"\n")?;

@@ -11,28 +11,27 @@ pub mod kept;
 mod notices;
 mod observer;
 mod outcome;
-mod private;
 mod runtime;
 mod store;
 mod structured;
 mod tools;
 mod trace;
-pub mod transcript;
 mod usage;
 pub mod wording;
 
 pub use agent::{Agent, AgentBuilder, AgentError, DEFAULT_MAX_TURNS, SteerRefused};
 pub use answer::TranscriptAnswer;
 pub use code::ErrorCode;
-pub use context::{
-    ContextStop, ContextWindow, CountedBy, DEFAULT_ANSWER_RESERVE, FoundBy, answer_reserve, fit_tool_results,
-};
+pub use context::{ContextWindow, DEFAULT_ANSWER_RESERVE, answer_reserve, fit_tool_results};
 pub use dsh_subagent_api::InvalidContextWindow;
+/// The transcript format the loop writes (the `dsh-transcript` crate).
+pub use dsh_transcript as transcript;
+pub use dsh_transcript::{AgentStop, ContextStop, CountedBy, FoundBy};
 pub use info::AgentInfo;
 pub use kept::{KeptError, KeptFacts, KeptModel};
 pub use notices::{Notice, NoticeSource};
 pub use observer::AgentObserver;
-pub use outcome::{AgentStop, RunOutcome};
+pub use outcome::RunOutcome;
 pub use runtime::{AgentRuntime, EndOfRun, KeptUse, OnResume};
 pub use store::JsonlChildStore;
 pub use tools::{ToolView, UnknownFilterTool};

@@ -6,7 +6,12 @@
 //! items. The `pub` items are the texts a model reads; the `pub(crate)` ones
 //! reach a person through this crate's error types, `Display` impls or
 //! `tracing`. Names a program matches stay beside the code: transcript JSON
-//! keys, OpenTelemetry attribute and span names, error codes.
+//! keys, OpenTelemetry attribute and span names, error codes. How a recorded
+//! stop reads, and the transcript format's own errors, are the
+//! `dsh-transcript` crate's (two of its stop reasons are re-exported here).
+
+/// The stop reasons a program matches on, from the transcript format.
+pub use dsh_transcript::wording::{ANSWER_CUT_STOP, CONTEXT_WINDOW_STOP};
 
 /// The runtime context every in-process child receives after its system
 /// prompt (docs/contract.md, "Persona").
@@ -150,24 +155,6 @@ pub(crate) fn transcript_not_created(id: &dyn std::fmt::Display, error: &dyn std
     format!("cannot create the transcript for agent {id}: {error}")
 }
 
-/// A transcript file that could not be read.
-pub(crate) fn transcript_unreadable(path: &std::path::Path, error: &dyn std::fmt::Display) -> String {
-    format!("cannot read transcript {}: {error}", path.display())
-}
-
-/// A complete transcript line that is not an entry.
-pub(crate) fn transcript_corrupt(path: &std::path::Path, line: usize, message: &str) -> String {
-    format!("transcript {} line {line} is corrupt: {message}", path.display())
-}
-
-/// A transcript whose last line was cut off mid-write.
-pub(crate) fn transcript_torn(path: &std::path::Path, line: usize, bytes: usize, intact: usize) -> String {
-    format!(
-        "transcript {} ends with a torn line {line} ({bytes} bytes, likely a crash mid-write); the {intact} entries before it are intact",
-        path.display()
-    )
-}
-
 /// A transcript without its header entry.
 pub(crate) fn transcript_without_header(path: &std::path::Path) -> String {
     format!("transcript {} has no header", path.display())
@@ -192,109 +179,6 @@ pub(crate) fn log_transcript_skipped(path: &std::path::Path, error: &dyn std::fm
 /// [`structured_output_mismatch`].
 pub(crate) fn schema_violation(error: &dyn std::fmt::Display, at: &dyn std::fmt::Display) -> String {
     format!("{error} at {at}")
-}
-
-/// How [`AgentStop`](crate::AgentStop) reads, as progress lines, transcripts and errors show it.
-pub(crate) mod stop {
-    /// The model gave its final answer.
-    pub(crate) const COMPLETED: &str = "completed";
-    /// The model hit its output limit.
-    pub(crate) const MAX_TOKENS: &str = "max-tokens";
-    /// The model refused.
-    pub(crate) const REFUSAL: &str = "refusal";
-    /// The run was cancelled.
-    pub(crate) const CANCELLED: &str = "cancelled";
-    /// The run was stopped resumably (its process is stopping): its turn
-    /// stays open, to be resumed.
-    pub(crate) const INTERRUPTED: &str = "interrupted";
-    /// The agent was interrupted and can no longer be resumed.
-    pub(crate) const DISCONNECTED: &str = "disconnected";
-
-    /// The run used up its model calls.
-    pub(crate) fn max_turns(limit: u32) -> String {
-        format!("max-turns ({limit})")
-    }
-
-    /// A model call failed.
-    pub(crate) fn error(message: &str) -> String {
-        format!("error: {message}")
-    }
-
-    /// The model's answer was cut off (the model client's error says how).
-    pub(crate) fn answer_cut(message: &str) -> String {
-        format!("{}: {message}", super::ANSWER_CUT_STOP)
-    }
-
-    /// A token budget was spent before the next model call.
-    pub(crate) fn token_budget(limit: u64) -> String {
-        format!("token budget of {limit} tokens spent")
-    }
-
-    /// The tree's money budget was spent before the next model call.
-    pub(crate) fn cost_budget(limit: u64) -> String {
-        let limit = dsh_subagent_api::money::amount_text(limit);
-        format!("cost budget of {limit} spent")
-    }
-
-    /// No request fits the context window: the stop reason, then the line.
-    pub(crate) fn context_window(line: &str) -> String {
-        format!("{}: {line}", super::CONTEXT_WINDOW_STOP)
-    }
-}
-
-/// The stop reason of a run whose model's answer was cut off before it
-/// finished: what every progress line shows.
-pub const ANSWER_CUT_STOP: &str = "answer-cut";
-
-/// The stop reason of a run that found no request fitting its model's
-/// context window: what a child's result reads (`subagent run ended
-/// abnormally (context-window)`) and what every progress line shows.
-pub const CONTEXT_WINDOW_STOP: &str = "context-window";
-
-/// Why a run stopped at its context window, when the loop's estimate of
-/// the next request (`request` tokens) exceeds what the `window` holds with
-/// `reserve` kept for the answer.
-pub(crate) fn context_over(request: u64, window: u64, reserve: u64) -> String {
-    format!(
-        "the next request needs about {request} tokens, more than the {} that the model's context window of {window} tokens holds once {reserve} are kept for the answer; {CONTEXT_KEPT}",
-        window.saturating_sub(reserve)
-    )
-}
-
-/// Why a run stopped at its context window, when the server refused a
-/// request of `size` ([`context_size_counted`] or
-/// [`context_size_estimated`]) for its `window` the first time it was sent.
-pub(crate) fn context_refused(size: &str, window: u64, reserve: u64) -> String {
-    format!(
-        "the model's server refused a request of {size} for its context window of {window} tokens ({reserve} kept for the answer); {CONTEXT_KEPT}"
-    )
-}
-
-/// Why a run stopped at its context window, when the server refused a
-/// request of `size` for its `window` again after it had been fitted once
-/// more.
-pub(crate) fn context_refused_twice(size: &str, window: u64, reserve: u64) -> String {
-    format!(
-        "the model's server refused a request of {size} for its context window of {window} tokens ({reserve} kept for the answer) a second time, after the request had been fitted to it once more; {CONTEXT_KEPT}"
-    )
-}
-
-/// Why a run stopped at its context window, when the server refused a
-/// request of `size` for its length and named no window.
-pub(crate) fn context_refused_unnamed(size: &str) -> String {
-    format!(
-        "the model's server refused a request of {size} for its length without naming its context window (configure the window, and requests are fitted before they are sent); {CONTEXT_KEPT}"
-    )
-}
-
-/// A refused request's size by the server's own count.
-pub(crate) fn context_size_counted(tokens: u64) -> String {
-    format!("{tokens} tokens (the server's count)")
-}
-
-/// A refused request's size by the loop's estimate.
-pub(crate) fn context_size_estimated(tokens: u64) -> String {
-    format!("about {tokens} tokens (estimated)")
 }
 
 /// Log line: the server counted `tokens` prompt tokens of a request the
@@ -404,17 +288,6 @@ pub(crate) fn kept_model_invalid(model: &str, why: &str) -> String {
 /// Why a model's facts cannot be learned: a window of 0.
 pub(crate) const KEPT_WINDOW_ZERO: &str = "a context window of 0 tokens";
 
-/// How every context stop's line ends.
-const CONTEXT_KEPT: &str = "the run stopped and its transcript is kept";
-
-/// A transcript written by a newer version of the format.
-pub(crate) fn transcript_version(path: &std::path::Path, found: u32, known: u32) -> String {
-    format!(
-        "transcript {} is of format version {found}, and this dsh reads versions up to {known}: it was written by a newer dsh",
-        path.display()
-    )
-}
-
 /// A transcript that names another agent, or another parent, than the
 /// child it should hold.
 pub(crate) fn transcript_not_of(path: &std::path::Path, child: &str) -> String {
@@ -441,19 +314,6 @@ pub fn child_disconnected(child: &str, task_id: Option<&str>, why: &str) -> Stri
 /// Why a background child that had not begun its run cannot be recovered:
 /// its prompt is not in its records.
 pub(crate) const NEVER_BEGAN: &str = "it was interrupted before its run began, and its records hold no prompt";
-
-/// A delegation tree another process runs now.
-pub(crate) fn tree_busy(path: &std::path::Path) -> String {
-    format!(
-        "the delegation tree is busy: another dsh runs it now (it holds {}); wait for it to end, or stop it first",
-        path.display()
-    )
-}
-
-/// A tree's lock file that could not be made or locked.
-pub(crate) fn tree_lock_failed(path: &std::path::Path, error: &dyn std::fmt::Display) -> String {
-    format!("cannot lock the delegation tree at {}: {error}", path.display())
-}
 
 /// A child its parent's transcript names, whose own transcript is gone.
 pub(crate) fn transcript_missing(path: &std::path::Path) -> String {

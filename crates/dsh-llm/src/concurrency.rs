@@ -51,6 +51,7 @@ impl Concurrency {
     }
 
     /// As a count of requests in flight.
+    #[cfg(feature = "http")]
     pub(crate) fn count(self) -> usize {
         usize::try_from(self.requests()).unwrap_or(usize::MAX)
     }

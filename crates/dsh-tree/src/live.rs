@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use dsh_agent::transcript::now_ms;
 use dsh_subagent::{CutInfo, QueuedInfo, RunEndInfo, RunInfo, SubagentEvent, WaitInfo};
 use dsh_subagent_api::StopReason;
+use dsh_transcript::now_ms;
 
 use dsh_llm::Cost;
 

@@ -12,12 +12,12 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use dsh_agent::transcript::{
+use dsh_llm::Message;
+use dsh_subagent_api::{AgentId, RemoteChild};
+use dsh_transcript::{
     INTERRUPTED, StartRecord, Transcript, TranscriptEntry, TranscriptError, TreeLock, TurnTimes, read_transcript,
     transcript_path,
 };
-use dsh_llm::Message;
-use dsh_subagent_api::{AgentId, RemoteChild};
 
 use crate::node::{Ending, MAX_SHOWN_DEPTH, Node, Place, Problem, ResultSize, Tokens, Tree, Turn};
 use crate::wording;

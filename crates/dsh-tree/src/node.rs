@@ -323,7 +323,7 @@ impl Ending {
     /// a limit.
     pub fn is_failure(&self) -> bool {
         match self {
-            Self::Stopped { reason, .. } => reason == "error" || reason == dsh_agent::wording::ANSWER_CUT_STOP,
+            Self::Stopped { reason, .. } => reason == "error" || reason == dsh_transcript::wording::ANSWER_CUT_STOP,
             Self::Interrupted { .. } => true,
             _ => false,
         }

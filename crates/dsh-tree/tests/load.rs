@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use dsh_agent::transcript::{TranscriptEntry, TranscriptWriter, TreeLock, transcript_path};
 use dsh_llm::{Message, ToolCall, Usage};
 use dsh_subagent_api::AgentId;
+use dsh_transcript::{TranscriptEntry, TranscriptWriter, TreeLock, transcript_path};
 use dsh_tree::{Ending, LoadError, Place, Problem, load};
 
 /// Writes a transcript's entries as lines.

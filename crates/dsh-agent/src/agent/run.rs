@@ -197,11 +197,9 @@ impl Agent {
 
     /// A run with an empty turn, open to steered messages.
     fn open_run(&self) -> Run {
-        let times = TurnTimes {
-            queued_ms: self.lock().queued_ms.take(),
-            started_at_ms: now_ms(),
-            ..TurnTimes::default()
-        };
+        let mut times = TurnTimes::default();
+        times.queued_ms = self.lock().queued_ms.take();
+        times.started_at_ms = now_ms();
         self.open_turn();
         Run {
             turn: Turn::default(),

@@ -1,10 +1,5 @@
-//! Transcripts: one append-only JSONL file per agent.
-//!
-//! Each line is one [`TranscriptEntry`]. Entries are written through as they
-//! happen (a reader can follow a child while it works), and a run's end is
-//! marked by a [`TranscriptEntry::TurnEnd`]. A crash can tear at most the
-//! last line; [`read_transcript`] reports that as a diagnostic and keeps
-//! every earlier entry.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -12,19 +7,22 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use dsh_llm::{Message, Usage};
-use dsh_subagent_api::{ChildStart, RemoteChild};
-use dsh_tools::AgentId;
+use dsh_subagent_api::{AgentId, ChildStart, RemoteChild};
 use serde::{Deserialize, Serialize};
 
+mod context_stop;
 mod lock;
+pub mod owner_only;
 mod repair;
+mod stop;
 mod turns;
+pub mod wording;
 
+pub use context_stop::{ContextStop, CountedBy, FoundBy};
 pub use lock::{TreeLock, TreeLockError, lock_path};
 pub use repair::{repair_for_resume, repair_torn_tail};
+pub use stop::{AgentStop, DISCONNECTED, INTERRUPTED};
 pub use turns::{OpenRound, OpenTurn, Turns};
-
-pub use crate::outcome::{DISCONNECTED, INTERRUPTED};
 
 /// The format version written in every header. Version 2 keeps an
 /// interrupted turn (a crash, a resumable stop) to be resumed, where version
@@ -334,13 +332,13 @@ impl TranscriptWriter {
     /// directory above that already existed keeps its mode.
     pub fn open(path: PathBuf) -> std::io::Result<Self> {
         if let Some(dir) = path.parent() {
-            crate::private::dir(dir)?;
+            crate::owner_only::dir(dir)?;
         }
         let mut options = OpenOptions::new();
         options.create(true).append(true);
-        crate::private::file_options(&mut options);
+        crate::owner_only::file_options(&mut options);
         let file = options.open(&path)?;
-        crate::private::tighten_file(&file)?;
+        crate::owner_only::tighten_file(&file)?;
         Ok(Self {
             path,
             file: Mutex::new(file),
@@ -363,7 +361,7 @@ impl TranscriptWriter {
 
     /// [`TranscriptWriter::append`] of a [`TranscriptEntry::Message`] that
     /// borrows its message, so the message is not copied to be recorded.
-    pub(crate) fn append_message(&self, message: &Message, notices: &[String]) -> std::io::Result<()> {
+    pub fn append_message(&self, message: &Message, notices: &[String]) -> std::io::Result<()> {
         self.append_line(&MessageLine { message, notices })
     }
 

@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use dsh_llm::{Message, ToolCall};
 use dsh_subagent_api::RecordedChild;
 
-use super::{Transcript, TranscriptEntry};
-use crate::outcome::INTERRUPTED;
+use crate::INTERRUPTED;
+use crate::{Transcript, TranscriptEntry};
 
 /// What a transcript holds of its agent's conversation ([`Transcript::turns`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -237,8 +237,8 @@ fn open_turn(mut messages: Vec<Message>) -> OpenTurn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::{FittedResult, TRANSCRIPT_VERSION};
-    use dsh_tools::AgentId;
+    use crate::{FittedResult, TRANSCRIPT_VERSION};
+    use dsh_subagent_api::AgentId;
 
     fn header(version: u32) -> TranscriptEntry {
         TranscriptEntry::Header {

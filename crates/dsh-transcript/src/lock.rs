@@ -10,7 +10,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
-use dsh_tools::AgentId;
+use dsh_subagent_api::AgentId;
 
 /// The held lock of one delegation tree; released when dropped.
 #[derive(Debug)]
@@ -54,11 +54,11 @@ impl TreeLock {
             source,
         };
         if let Some(dir) = path.parent() {
-            crate::private::dir(dir).map_err(io)?;
+            crate::owner_only::dir(dir).map_err(io)?;
         }
         let mut options = OpenOptions::new();
         options.create(true).truncate(false).write(true);
-        crate::private::file_options(&mut options);
+        crate::owner_only::file_options(&mut options);
         let file = options.open(&path).map_err(io)?;
         match file.try_lock() {
             Ok(()) => Ok(Self { path, _file: file }),

@@ -5,7 +5,7 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::Path;
 
-use super::{Transcript, TranscriptEntry, TranscriptWriter};
+use crate::{Transcript, TranscriptEntry, TranscriptWriter};
 
 /// Cuts a torn last line off the file and records it as a
 /// [`TranscriptEntry::Repair`], so appending after a crash never glues a new

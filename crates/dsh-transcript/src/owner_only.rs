@@ -11,7 +11,7 @@ const SHARED: u32 = 0o077;
 
 /// Makes `dir` and any missing directory above it 0700; tightens `dir`
 /// itself to 0700 if it had group or other access.
-pub(crate) fn dir(dir: &Path) -> std::io::Result<()> {
+pub fn dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -26,7 +26,7 @@ pub(crate) fn dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// A file these options create is made 0600.
-pub(crate) fn file_options(options: &mut OpenOptions) {
+pub fn file_options(options: &mut OpenOptions) {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
     #[cfg(not(unix))]
@@ -34,7 +34,7 @@ pub(crate) fn file_options(options: &mut OpenOptions) {
 }
 
 /// Tightens an open file to 0600 if it had group or other access.
-pub(crate) fn tighten_file(file: &File) -> std::io::Result<()> {
+pub fn tighten_file(file: &File) -> std::io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
