@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::ContextStop;
 use crate::wording::stop;
 
-/// The stop a [`TranscriptEntry::TurnEnd`](crate::transcript::TranscriptEntry::TurnEnd)
+/// The stop a [`TranscriptEntry::TurnEnd`](crate::TranscriptEntry::TurnEnd)
 /// records for [`AgentStop::Interrupted`]: a turn that ended so stays open.
 pub const INTERRUPTED: &str = stop::INTERRUPTED;
 
@@ -35,7 +35,7 @@ pub enum AgentStop {
     /// The run was stopped resumably: its process is stopping (an
     /// interrupt, a stop that leaves work to resume) and its turn stays
     /// open. Tool results that only the stop produced are not recorded, so
-    /// a resume runs those calls again ([`Agent::resume`](crate::Agent::resume)).
+    /// a resume runs those calls again (`dsh_agent::Agent::resume`).
     Interrupted,
     /// The model call failed.
     Error(String),
