@@ -11,7 +11,7 @@ pub use client::mount::McpMount;
 pub use client::options::ClientOptions;
 pub use client::spec::{McpEndpoint, McpServerSpec, NAME_SEPARATOR, RemoteServer, SpecError, TOOL_PREFIX};
 pub use code::ErrorCode;
-pub use dsh_process::{Environment, Ladder, Launch};
+pub use dsh_process::{Environment, Ladder, Launch, Program};
 pub use server::call_progress::CallProgress;
 pub use server::http::options::{HttpServeOptions, MCP_PATH, SessionAgents};
 pub use server::tool_server::{CallEnd, MIN_TOKEN_BYTES, McpServeError, McpToolServer};

@@ -55,7 +55,7 @@ impl World {
         if shelf {
             results = results.kept_on(Arc::new(TaskShelf::new(tasks.clone(), tools.clone(), MCP_RESULT_KIND)));
         }
-        let spec = McpServerSpec::from_words("t", &[server().to_owned()]).unwrap();
+        let spec = McpServerSpec::new("t", server(), Vec::<String>::new()).unwrap();
         let mount = McpMount::start(&spec, &tools, &ClientOptions::default().results(results))
             .await
             .unwrap();

@@ -31,7 +31,7 @@ fn spec(name: &str, log: &Path, extra: &[&str]) -> McpServerSpec {
         server().to_owned(),
     ];
     words.extend(extra.iter().map(|word| (*word).to_owned()));
-    McpServerSpec::from_words(name, &words).unwrap()
+    McpServerSpec::new(name, &words[0], &words[1..]).unwrap()
 }
 
 fn log_lines(log: &Path) -> Vec<String> {
@@ -237,12 +237,14 @@ async fn servers_that_cannot_start_name_themselves_and_the_cause() {
 async fn dropping_the_mount_releases_the_whole_process_group() {
     let (_dir, log) = temp_log();
     let tools = ToolRegistry::new();
-    let options = ClientOptions::default()
-        .eof_grace(Duration::from_millis(200))
-        .term_grace(Duration::from_millis(200));
-    let mount = McpMount::start(&spec("t", &log, &["--grandchild"]), &tools, &options)
-        .await
-        .unwrap();
+    let mut spec = spec("t", &log, &["--grandchild"]);
+    if let Some(launch) = spec.launch_mut() {
+        *launch = launch
+            .clone()
+            .eof_grace(Duration::from_millis(200))
+            .term_grace(Duration::from_millis(200));
+    }
+    let mount = McpMount::start(&spec, &tools, &ClientOptions::default()).await.unwrap();
     let pgid = server_pid(&log);
     assert_eq!(killpg(pgid, None), Ok(()));
     drop(mount);

@@ -38,7 +38,11 @@ const LIMIT: Duration = Duration::from_millis(1500);
 fn spec(log: &Path, words: &[&str]) -> McpServerSpec {
     let mut all = vec!["env".to_owned(), format!("MCP_TEST_LOG={}", log.display())];
     all.extend(words.iter().map(|word| (*word).to_owned()));
-    McpServerSpec::from_words("stubborn", &all).unwrap()
+    let mut spec = McpServerSpec::new("stubborn", &all[0], &all[1..]).unwrap();
+    if let Some(launch) = spec.launch_mut() {
+        *launch = launch.clone().eof_grace(GRACE).term_grace(GRACE);
+    }
+    spec
 }
 
 /// The server's pid (its process group) from its log.
@@ -73,8 +77,9 @@ async fn released_in_time(words: &[&str], rungs: u32) -> Pid {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
     let tools = ToolRegistry::new();
-    let options = ClientOptions::default().eof_grace(GRACE).term_grace(GRACE);
-    let mount = McpMount::start(&spec(&log, words), &tools, &options).await.unwrap();
+    let mount = McpMount::start(&spec(&log, words), &tools, &ClientOptions::default())
+        .await
+        .unwrap();
     let pgid = server_pid(&log);
     let began = Instant::now();
     tokio::time::timeout(Duration::from_secs(30), mount.release())

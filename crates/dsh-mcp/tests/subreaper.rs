@@ -55,10 +55,12 @@ async fn released_with_its_grandchild(flags: &[&str]) {
         server().to_owned(),
     ];
     words.extend(flags.iter().chain(&["--grandchild"]).map(|flag| (*flag).to_owned()));
-    let spec = McpServerSpec::from_words("leaky", &words).unwrap();
+    let mut spec = McpServerSpec::new("leaky", &words[0], &words[1..]).unwrap();
+    if let Some(launch) = spec.launch_mut() {
+        *launch = launch.clone().eof_grace(GRACE).term_grace(GRACE);
+    }
     let tools = ToolRegistry::new();
-    let options = ClientOptions::default().eof_grace(GRACE).term_grace(GRACE);
-    let mount = McpMount::start(&spec, &tools, &options).await.unwrap();
+    let mount = McpMount::start(&spec, &tools, &ClientOptions::default()).await.unwrap();
     let (pgid, grandchild) = (logged_pid(&log, "pid"), logged_pid(&log, "grandchild"));
     let began = Instant::now();
     tokio::time::timeout(Duration::from_secs(30), mount.release())

@@ -14,7 +14,8 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use crate::{
-    DEFAULT_EOF_GRACE, DEFAULT_TERM_GRACE, Environment, ExitInfo, Ladder, Launch, ProcessGroup, StderrTail, wording,
+    DEFAULT_EOF_GRACE, DEFAULT_TERM_GRACE, Environment, ExitInfo, Ladder, Launch, ProcessGroup, Program, StderrTail,
+    wording,
 };
 
 /// How many bytes of stderr a child keeps by default
@@ -67,6 +68,13 @@ impl ChildSpec {
             stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
             stderr_log: None,
         }
+    }
+
+    /// Runs `program`: its command, its arguments and its launch.
+    pub fn of(program: &Program) -> Self {
+        Self::new(&program.command)
+            .args(&program.args)
+            .launch(program.launch.clone())
     }
 
     /// Appends arguments.

@@ -1,6 +1,6 @@
-//! How a process is launched and released, apart from which program: the
-//! one description the MCP client and the ACP provider both keep, with the
-//! graces of its teardown ladder.
+//! How a process is launched and released, apart from which program (that
+//! is [`Program`](crate::Program), which holds one): its environment,
+//! working directory and the graces of its teardown ladder.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -60,10 +60,8 @@ impl Ladder {
 
 /// How a process is launched and released: where its environment comes
 /// from, the variables set and withheld, its working directory, and the
-/// graces of its teardown. Which program runs, with which arguments, is
-/// given beside it ([`ChildSpec::new`](crate::ChildSpec::new) and
-/// [`ChildSpec::args`](crate::ChildSpec::args)): an MCP server's spec, an ACP
-/// child's command.
+/// graces of its teardown. A [`Program`](crate::Program) holds one, with the
+/// program it runs and that program's arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Launch {
@@ -107,7 +105,7 @@ impl Launch {
     /// under [`Environment::Scrubbed`]; the inherited environment already has
     /// every one.
     #[must_use]
-    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
+    pub fn pass_env(mut self, name: impl Into<String>) -> Self {
         if let Environment::Scrubbed { pass } = &mut self.environment {
             pass.push(name.into());
         }

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use dsh_process::{Environment, Ladder, Launch};
+use dsh_process::{Environment, Ladder, Launch, Program, valid_variable_name};
 
 use crate::ByteLimit;
 
@@ -51,7 +51,7 @@ pub enum AcpAuth {
     Method(String),
     /// Call `authenticate` with the first offered `env_var` method whose
     /// variable is set in the child's environment (see
-    /// [`AcpConfig::inherit_env`] and [`AcpConfig::env`]); when none is, call
+    /// [`AcpConfig::pass_env`] and [`AcpConfig::env`]); when none is, call
     /// nothing and let the child decide.
     FirstEnvVar,
 }
@@ -78,27 +78,25 @@ pub enum AcpAuth {
 /// let config = AcpConfig::new("dsh")
 ///     .args(["acp", "--quiet"])
 ///     .env("DSH_MODEL", "deepseek-chat")
-///     .inherit_env("DSH_API_KEY")
+///     .pass_env("DSH_API_KEY")
 ///     .permission(PermissionPolicy::AllowFirst)
 ///     .eof_grace(Duration::from_millis(300));
-/// assert_eq!(config.args, ["acp", "--quiet"]);
-/// assert_eq!(config.launch.teardown.term_grace, Duration::from_millis(1500));
+/// assert_eq!(config.program.to_string(), "dsh acp --quiet");
+/// assert_eq!(config.program.launch.teardown.term_grace, Duration::from_millis(1500));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AcpConfig {
     /// The provider's registered name (default [`DEFAULT_NAME`]).
     pub name: String,
-    /// The program to run (resolved through the child's `PATH`).
-    pub command: PathBuf,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// How the child is launched and released: its environment (scrubbed:
-    /// [`BASE_ENV`](crate::BASE_ENV), the names passed on, less the withheld
-    /// ones, then the variables set), its working directory (also sent in
-    /// `session/new`; `None` means the parent process's working directory at
-    /// start), and the graces of its teardown at dispose.
-    pub launch: Launch,
+    /// What runs: the command (resolved through the child's `PATH`), its
+    /// arguments, and how the child is launched and released: its
+    /// environment (scrubbed: [`BASE_ENV`](crate::BASE_ENV), the names
+    /// passed on, less the withheld ones, then the variables set), its
+    /// working directory (also sent in `session/new`; `None` means the parent
+    /// process's working directory at start), and the graces of its teardown
+    /// at dispose.
+    pub program: Program,
     /// The answer to permission requests.
     pub permission: PermissionPolicy,
     /// The authentication method to ask the child for.
@@ -138,11 +136,12 @@ impl AcpConfig {
     pub fn new(command: impl Into<PathBuf>) -> Self {
         Self {
             name: DEFAULT_NAME.to_owned(),
-            command: command.into(),
-            args: Vec::new(),
-            launch: Launch::new(
-                Environment::Scrubbed { pass: Vec::new() },
-                Ladder::new(Duration::from_millis(500), Duration::from_millis(1500)).kill_wait(KILL_WAIT),
+            program: Program::new(
+                command,
+                Launch::new(
+                    Environment::Scrubbed { pass: Vec::new() },
+                    Ladder::new(Duration::from_millis(500), Duration::from_millis(1500)).kill_wait(KILL_WAIT),
+                ),
             ),
             permission: PermissionPolicy::Reject,
             auth: AcpAuth::None,
@@ -161,44 +160,44 @@ impl AcpConfig {
         self
     }
 
-    /// Sets the arguments.
+    /// Appends arguments ([`Program::args`]).
     #[must_use]
     pub fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.args = args.into_iter().map(Into::into).collect();
+        self.program = self.program.args(args);
         self
     }
 
     /// Sets one variable for the child ([`Launch::env`]).
     #[must_use]
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.launch = self.launch.env(key, value);
+        self.program.launch = self.program.launch.env(key, value);
         self
     }
 
     /// Passes one parent variable through, when the parent has it
-    /// ([`Launch::inherit_env`]).
+    /// ([`Launch::pass_env`]).
     #[must_use]
-    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
-        self.launch = self.launch.inherit_env(name);
+    pub fn pass_env(mut self, name: impl Into<String>) -> Self {
+        self.program.launch = self.program.launch.pass_env(name);
         self
     }
 
     /// Withholds one parent variable from the child, even when
-    /// [`AcpConfig::inherit_env`] names it ([`Launch::withheld_env`]).
+    /// [`AcpConfig::pass_env`] names it ([`Launch::withheld_env`]).
     #[must_use]
     pub fn withhold_env(mut self, name: impl Into<String>) -> Self {
-        self.launch = self.launch.withhold_env(name);
+        self.program.launch = self.program.launch.withhold_env(name);
         self
     }
 
     /// Sets the working directory ([`Launch::cwd`]).
     #[must_use]
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.launch = self.launch.cwd(cwd);
+        self.program.launch = self.program.launch.cwd(cwd);
         self
     }
 
@@ -241,7 +240,7 @@ impl AcpConfig {
     /// dispose ([`Launch::eof_grace`]).
     #[must_use]
     pub fn eof_grace(mut self, grace: Duration) -> Self {
-        self.launch = self.launch.eof_grace(grace);
+        self.program.launch = self.program.launch.eof_grace(grace);
         self
     }
 
@@ -249,7 +248,7 @@ impl AcpConfig {
     /// SIGKILL, at dispose ([`Launch::term_grace`]).
     #[must_use]
     pub fn term_grace(mut self, grace: Duration) -> Self {
-        self.launch = self.launch.term_grace(grace);
+        self.program.launch = self.program.launch.term_grace(grace);
         self
     }
 
@@ -275,17 +274,17 @@ impl AcpConfig {
     /// `subagent` tool gives 5 s), or a cancelled call reports that the child
     /// may still be running. The defaults add up to 4 s.
     pub fn longest_release(&self) -> Duration {
-        self.cancel_grace + self.launch.teardown.longest()
+        self.cancel_grace + self.program.launch.teardown.longest()
     }
 
     /// Checks what the builder cannot: a command, an absolute-or-relative
     /// usable cwd, and non-zero timeouts (the byte bounds checked
     /// themselves when they were made).
     pub fn validate(&self) -> Result<(), InvalidConfig> {
-        if self.command.as_os_str().is_empty() {
+        if self.program.command.as_os_str().is_empty() {
             return Err(InvalidConfig::new(wording::COMMAND_EMPTY.to_owned()));
         }
-        if let Some(cwd) = &self.launch.cwd {
+        if let Some(cwd) = &self.program.launch.cwd {
             if cwd.as_os_str().is_empty() {
                 return Err(InvalidConfig::new(wording::CWD_EMPTY.to_owned()));
             }
@@ -293,8 +292,8 @@ impl AcpConfig {
                 return Err(InvalidConfig::new(wording::cwd_not_a_directory(cwd)));
             }
         }
-        for (key, _) in &self.launch.env {
-            if key.is_empty() || key.contains('=') || key.contains('\0') {
+        for (key, _) in &self.program.launch.env {
+            if !valid_variable_name(key) {
                 return Err(InvalidConfig::new(wording::env_name_impossible(key)));
             }
         }
@@ -337,8 +336,8 @@ mod tests {
         assert_eq!(config.auth, AcpAuth::None);
         assert_eq!(config.turn_timeout, None);
         assert_eq!(config.cancel_grace, Duration::from_millis(1000));
-        assert_eq!(config.launch.teardown.eof_grace, Duration::from_millis(500));
-        assert_eq!(config.launch.teardown.term_grace, Duration::from_millis(1500));
+        assert_eq!(config.program.launch.teardown.eof_grace, Duration::from_millis(500));
+        assert_eq!(config.program.launch.teardown.term_grace, Duration::from_millis(1500));
         assert_eq!(config.longest_release(), Duration::from_millis(4000));
         assert_eq!(config.validate(), Ok(()));
     }

@@ -17,12 +17,12 @@ use crate::wording;
 const STDERR_TAIL_BYTES: usize = 1024;
 
 /// What to run for `config` in `cwd`: [`BASE_ENV`](dsh_process::BASE_ENV) and the configured
-/// inherited names from the parent (less the withheld ones), then the explicit entries; the child's
+/// names passed on from the parent (less the withheld ones), then the explicit entries; the child's
 /// stderr logged under `dsh_subagent_acp::child_stderr`.
 pub(crate) fn spec(config: &AcpConfig, cwd: &Path) -> ChildSpec {
-    ChildSpec::new(&config.command)
-        .args(&config.args)
-        .launch(config.launch.clone().cwd(cwd))
+    let mut program = config.program.clone();
+    program.launch = program.launch.cwd(cwd);
+    ChildSpec::of(&program)
         .stderr_tail_bytes(STDERR_TAIL_BYTES)
         .log_stderr(|text| tracing::debug!(target: "dsh_subagent_acp::child_stderr", "{text}"))
 }
@@ -103,8 +103,8 @@ mod tests {
     fn a_withheld_variable_is_not_passed_even_when_inherited_by_name() {
         // Cargo sets both for every test run.
         let config = AcpConfig::new("agent")
-            .inherit_env("CARGO_MANIFEST_DIR")
-            .inherit_env("CARGO_PKG_NAME")
+            .pass_env("CARGO_MANIFEST_DIR")
+            .pass_env("CARGO_PKG_NAME")
             .withhold_env("CARGO_MANIFEST_DIR");
         let env = spec(&config, Path::new("/")).child_env();
         assert!(!env.contains_key(std::ffi::OsStr::new("CARGO_MANIFEST_DIR")));

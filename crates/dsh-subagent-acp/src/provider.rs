@@ -119,7 +119,7 @@ async fn start(
     }
     // Known from the start: the child's reports carry it.
     let id = format!("acp-{}", uuid::Uuid::new_v4());
-    let cwd: PathBuf = match &config.launch.cwd {
+    let cwd: PathBuf = match &config.program.launch.cwd {
         Some(cwd) => cwd.clone(),
         None => std::env::current_dir()
             .map_err(|error| SubagentError::failed_with_code(wording::no_cwd(&error), crate::ErrorCode::NoCwd))?,
@@ -127,12 +127,12 @@ async fn start(
     let spec = crate::process::spec(&config, &cwd);
     let (process, pipes) = ChildProcess::spawn(&spec).map_err(|error| {
         SubagentError::failed_with_code(
-            wording::spawn_failed(&config.command, &error),
+            wording::spawn_failed(&config.program.command, &error),
             crate::ErrorCode::SpawnFailed,
         )
     })?;
     let process = Arc::new(process);
-    tracing::debug!(pgid = process.group_id(), command = %config.command.display(), "{}", wording::LOG_CHILD_STARTED);
+    tracing::debug!(pgid = process.group_id(), command = %config.program.command.display(), "{}", wording::LOG_CHILD_STARTED);
 
     let state = Arc::new(RunState::default());
     let run_cancel = request.cancel.child_token();
@@ -368,7 +368,7 @@ fn published_run(id: String, handle: JoinHandle<Result<Ended, Broken>>, publishe
         run_cancel.cancel();
         let conversation_end = config.cancel_grace + Duration::from_secs(1);
         let _ = tokio::time::timeout(conversation_end, done.wait_for(|done| *done)).await;
-        let torn = process.teardown(&config.launch.teardown).await;
+        let torn = process.teardown(&config.program.launch.teardown).await;
         tracing::debug!(pgid = process.group_id(), ?torn, "{}", wording::LOG_CHILD_RELEASED);
         torn.map(|_| ())
             .map_err(|error| SubagentError::failed_with_code(error, crate::ErrorCode::TeardownFailed))
@@ -385,7 +385,7 @@ async fn release_failed_start(process: &ChildProcess, config: &AcpConfig, cancel
     tokio::select! {
         biased;
         () = cancel.cancelled() => process.kill(),
-        torn = process.teardown(&config.launch.teardown) => {
+        torn = process.teardown(&config.program.launch.teardown) => {
             if let Err(teardown) = torn {
                 tracing::warn!("{teardown}");
             }

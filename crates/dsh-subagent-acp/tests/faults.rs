@@ -229,8 +229,8 @@ async fn a_child_that_ignores_cancel_eof_and_sigterm_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     // `trap '' TERM` is inherited across exec: the agent ignores SIGTERM too.
     let mut config = config(dir.path(), "ignore-cancel");
-    config.command = "sh".into();
-    config.args = vec![
+    config.program.command = "sh".into();
+    config.program.args = vec![
         "-c".into(),
         "trap '' TERM; exec \"$0\" ignore-cancel".into(),
         agent().into(),
@@ -340,7 +340,7 @@ async fn the_child_gets_a_scrubbed_environment_and_the_configured_cwd() {
         dir.path().canonicalize().unwrap()
     );
 
-    let inherited = config(dir.path(), "env").inherit_env("CARGO_PKG_NAME");
+    let inherited = config(dir.path(), "env").pass_env("CARGO_PKG_NAME");
     let text = delegate(inherited, "p").await;
     assert!(text.contains("CARGO_PKG_NAME"), "{text}");
 }

@@ -86,10 +86,11 @@ pub(crate) struct CheckAcpArgs {
     /// How long each step (initialize, session/new, a prompt) may take, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     pub(crate) timeout: u64,
-    /// Pass this variable of yours on to the agent (repeatable); it gets
-    /// no other but PATH, HOME and the like, as an ACP child of dsh.
-    #[arg(long = "env", value_name = "VAR")]
-    pub(crate) env: Vec<String>,
+    /// Pass this variable of yours on to the agent (repeatable), as
+    /// `pass_env` does in dsh.toml; it gets no other but PATH, HOME and the
+    /// like, as an ACP child of dsh.
+    #[arg(long = "pass-env", value_name = "VAR")]
+    pub(crate) pass_env: Vec<String>,
     /// Where the report is saved (under checks/), for `dsh config check`.
     #[arg(long, default_value = ".dsh")]
     pub(crate) data_dir: PathBuf,
@@ -152,9 +153,13 @@ pub(crate) struct AgentArgs {
     #[arg(long, default_value_t = dsh_agent::DEFAULT_MAX_TURNS)]
     pub(crate) max_turns: u32,
     /// Give the agents (parent and children) the tools of an MCP server, as
-    /// `mcp__<name>__<tool>`: a command line (split like a shell's words)
-    /// run on stdio, or an http:// or https:// URL reached over Streamable
-    /// HTTP (headers and a bearer token: see `[[mcp_servers]]` in dsh.toml).
+    /// `mcp__<name>__<tool>`: a command line run on stdio, or an http:// or
+    /// https:// URL reached over Streamable HTTP. The command line is split
+    /// like a shell's words (quotes and backslashes; no variables, globs or
+    /// pipes) into the program and its arguments: the same launch as a
+    /// `[[mcp_servers]]` entry's `command` and `args`, in dsh's whole
+    /// environment and working directory. For variables set, a `cwd`,
+    /// headers or a bearer token, use `[[mcp_servers]]` in dsh.toml.
     /// Repeatable.
     #[arg(long = "mcp-server", value_name = "NAME=COMMAND LINE|URL", value_parser = parse_mcp_server)]
     pub(crate) mcp_servers: Vec<dsh_mcp::McpServerSpec>,

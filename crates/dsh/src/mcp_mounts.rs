@@ -52,44 +52,73 @@ impl McpMounts {
     }
 }
 
+/// What dsh adds to the launch of every MCP server it runs as a process:
+/// the self-mount check's marker, under the server's own variables (which
+/// win), and the variables of ours no server may inherit.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ServerLaunch {
+    env: Vec<(String, String)>,
+    withheld: Vec<String>,
+}
+
+impl ServerLaunch {
+    /// `spec` with the marker set (unless it sets the variable itself) and
+    /// the withheld variables withheld; a remote server is left as it is.
+    pub(crate) fn apply(&self, mut spec: McpServerSpec) -> McpServerSpec {
+        if let Some(launch) = spec.launch_mut() {
+            let own = std::mem::take(&mut launch.env);
+            launch.env = self.env.iter().cloned().chain(own).collect();
+            launch.withheld_env.extend(self.withheld.iter().cloned());
+        }
+        spec
+    }
+}
+
 /// The MCP servers whose tools join the parents' (`--mcp-server`s first,
 /// then `[[mcp_servers]]`): started by [`mount`](Self::mount), released by
 /// [`release`](Self::release).
 pub(crate) struct SharedMcpServers {
     pending: Vec<McpServerSpec>,
     mounted: Mutex<McpMounts>,
-    /// How they are started: with the self-mount check's marker, without the
-    /// withheld variables, their results within the budget.
+    /// Their results within the budget.
     options: ClientOptions,
+    /// What every server run as a process is launched with.
+    launch: ServerLaunch,
 }
 
 impl SharedMcpServers {
     /// The servers to start, never with the `withheld` variables of ours,
     /// their tools' results within `results`; none runs yet.
     pub(crate) fn new(args: &AgentArgs, config: Option<&Config>, withheld: &[String], results: ResultPolicy) -> Self {
-        let mut pending = args.mcp_servers.clone();
-        pending.extend(config.into_iter().flat_map(|config| config.mcp_servers.iter().cloned()));
-        let options = self_mount::child_env(config)
-            .into_iter()
-            .fold(ClientOptions::default(), |options, (key, value)| {
-                options.env(key, value)
-            });
-        let options = withheld
+        let launch = ServerLaunch {
+            env: self_mount::child_env(config).into_iter().collect(),
+            withheld: withheld.to_vec(),
+        };
+        let pending = args
+            .mcp_servers
             .iter()
-            .fold(options, |options, name| options.withhold_env(name))
-            .results(results);
+            .chain(config.into_iter().flat_map(|config| config.mcp_servers.iter()))
+            .map(|spec| launch.apply(spec.clone()))
+            .collect();
         Self {
             pending,
             mounted: Mutex::default(),
-            options,
+            options: ClientOptions::default().results(results),
+            launch,
         }
     }
 
-    /// How MCP servers are started (with the self-mount check's marker, without
-    /// the withheld variables); for the servers an ACP client hands a
-    /// session, too.
+    /// How MCP servers are started (their results within the budget); for
+    /// the servers an ACP client hands a session, too.
     pub(crate) fn options(&self) -> &ClientOptions {
         &self.options
+    }
+
+    /// What every MCP server run as a process is launched with (the
+    /// self-mount check's marker, without the withheld variables); for the
+    /// servers an ACP client hands a session, too.
+    pub(crate) fn launch(&self) -> &ServerLaunch {
+        &self.launch
     }
 
     /// Starts each server and mounts its tools in `tools`, for the parent

@@ -307,10 +307,17 @@ impl SharedRuntime {
         self.mounted.delegation_tools()
     }
 
-    /// How MCP servers are started (with the self-mount check's marker); for the
-    /// servers an ACP client hands a session, too.
+    /// How MCP servers are started (their results within the budget); for
+    /// the servers an ACP client hands a session, too.
     pub(crate) fn mcp_options(&self) -> &ClientOptions {
         self.mcp.options()
+    }
+
+    /// What every MCP server run as a process is launched with (the
+    /// self-mount check's marker, without the withheld variables); for the
+    /// servers an ACP client hands a session, too.
+    pub(crate) fn mcp_launch(&self) -> &crate::mcp_mounts::ServerLaunch {
+        self.mcp.launch()
     }
 
     /// The shared runtime over another registry: the same model, observer,

@@ -162,7 +162,7 @@ fn the_files_mcp_servers_give_the_parent_their_tools() {
     std::fs::write(
         dir.path().join("parent.toml"),
         format!(
-            "[[mcp_servers]]\nname = \"inner\"\ncommand = \"{DSH} mcp --quiet --data-dir inner-data --script script.json\"\n"
+            "[[mcp_servers]]\nname = \"inner\"\ncommand = {DSH:?}\nargs = [\"mcp\", \"--quiet\", \"--data-dir\", \"inner-data\", \"--script\", \"script.json\"]\n"
         ),
     )
     .unwrap();
@@ -192,6 +192,59 @@ fn the_files_mcp_servers_give_the_parent_their_tools() {
         "{}",
         text(&check.stderr)
     );
+}
+
+/// An MCP server of `dsh.toml` runs exactly what its launch keys say: its
+/// `command` with its `args` as given (one word each, spaces kept), in its
+/// `cwd` (relative to the file), in dsh's whole environment with its `env`
+/// set on top.
+#[test]
+fn an_mcp_server_gets_exactly_its_command_args_env_and_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("work")).unwrap();
+    std::fs::write(
+        dir.path().join("script.json"),
+        r#"{"rules": [{"when": {}, "reply": {"text": "done"}}]}"#,
+    )
+    .unwrap();
+    let script = format!(
+        "pwd > launch.txt; printf '%s|' \"$0\" \"$@\" >> launch.txt; echo >> launch.txt; env >> launch.txt; exec {}",
+        common::mcp_test_server().display()
+    );
+    std::fs::write(
+        dir.path().join("dsh.toml"),
+        format!(
+            "[[mcp_servers]]\nname = \"probe\"\ncommand = \"sh\"\nargs = [\"-c\", {script:?}, \"zero\", \"one word\", \"two\"]\nenv = {{ DSH_TEST_SET = \"set by dsh.toml\", DSH_TEST_BOTH = \"the file's\" }}\ncwd = \"work\"\n"
+        ),
+    )
+    .unwrap();
+    let mut command = std::process::Command::new(DSH);
+    command
+        .args(["run", "--quiet", "--script", "script.json", "go"])
+        .current_dir(dir.path());
+    common::offline(&mut command);
+    let output = command
+        .env("DSH_TEST_INHERITED", "from the parent")
+        .env("DSH_TEST_BOTH", "the parent's")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let launch = std::fs::read_to_string(dir.path().join("work").join("launch.txt")).unwrap();
+    let mut lines = launch.lines();
+    let cwd = std::path::PathBuf::from(lines.next().unwrap());
+    assert_eq!(
+        cwd.canonicalize().unwrap(),
+        dir.path().join("work").canonicalize().unwrap()
+    );
+    assert_eq!(lines.next(), Some("zero|one word|two|"));
+    let env: Vec<&str> = lines.collect();
+    for variable in [
+        "DSH_TEST_SET=set by dsh.toml",
+        "DSH_TEST_BOTH=the file's",
+        "DSH_TEST_INHERITED=from the parent",
+    ] {
+        assert!(env.contains(&variable), "{variable} missing from {env:?}");
+    }
 }
 
 /// A token budget on an ACP tool is refused when the file is read: the ACP

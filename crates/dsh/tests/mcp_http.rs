@@ -430,21 +430,19 @@ async fn the_token_variable_reaches_no_process_dsh_starts() {
     std::fs::write(path.join("child.toml"), "").unwrap();
     // An MCP server and an ACP child that write down their environment,
     // the ACP child asking for the token's variable by name.
-    let server_line = format!(
-        "sh -c 'env > mcp-env.txt; exec {}'",
-        common::mcp_test_server().display()
-    );
+    let server_script = format!("env > mcp-env.txt; exec {}", common::mcp_test_server().display());
     let config = format!(
         r#"[[mcp_servers]]
 name = "probe"
-command = {server_line:?}
+command = "sh"
+args = ["-c", {server_script:?}]
 
 [[subagents]]
 tool_name = "subagent_remote"
 provider = "acp"
 command = "sh"
 args = ["-c", "env > acp-env.txt; exec {DSH} acp --quiet --config child.toml"]
-env = ["DSH_TEST_MCP_TOKEN", "DSH_TEST_PASSED"]
+pass_env = ["DSH_TEST_MCP_TOKEN", "DSH_TEST_PASSED"]
 max_depth = "provider-managed"
 "#
     );

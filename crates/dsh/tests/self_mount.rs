@@ -96,7 +96,7 @@ fn an_mcp_server_that_is_dsh_on_the_same_dsh_toml_refuses_and_stops_the_parent()
     write(
         dir.path(),
         "dsh.toml",
-        &format!("[[mcp_servers]]\nname = \"self\"\ncommand = \"{DSH} mcp --quiet\"\n"),
+        &format!("[[mcp_servers]]\nname = \"self\"\ncommand = {DSH:?}\nargs = [\"mcp\", \"--quiet\"]\n"),
     );
     let started = Instant::now();
     let output = dsh(dir.path(), &["run", "--quiet", "go"]);

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use dsh_process::TeardownError;
+use dsh_process::{Program, TeardownError};
 use dsh_tools::{ShelfPlace, Tool, ToolError, ToolExecution, ToolOutput, ToolRegistration, ToolRegistry, json_kind};
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -77,7 +77,7 @@ impl Connection {
             let _ = service.cancel().await;
         }
         match &self.backend {
-            Backend::Process(process) => process.teardown(&self.options.launch.teardown).await,
+            Backend::Process(process) => process.teardown().await,
             Backend::Remote { .. } => Ok(()),
         }
     }
@@ -131,13 +131,12 @@ type Started = (RunningService<RoleClient, ClientConfig>, Vec<McpToolDef>, Backe
 /// Runs the server's program and does the handshake on its stdio.
 async fn start_process(
     spec: &McpServerSpec,
-    program: &str,
-    args: &[String],
+    program: &Program,
     options: &ClientOptions,
 ) -> Result<Started, StartFailure> {
     let (process, stdin, stdout) =
-        ServerProcess::spawn(&spec.name, program, args, options).map_err(|source| StartFailure::CannotRun {
-            program: program.to_owned(),
+        ServerProcess::spawn(&spec.name, program).map_err(|source| StartFailure::CannotRun {
+            program: program.command.to_string_lossy().into_owned(),
             source,
         })?;
     let handshake = async {
@@ -279,7 +278,7 @@ impl McpMount {
             cause,
         };
         let started = match &spec.endpoint {
-            McpEndpoint::Command { program, args } => start_process(spec, program, args, options).await,
+            McpEndpoint::Stdio(program) => start_process(spec, program, options).await,
             McpEndpoint::Url(server) => start_remote(server, options).await,
         };
         let (service, listed, backend) = started.map_err(failed)?;

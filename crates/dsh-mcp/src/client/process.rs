@@ -9,10 +9,10 @@
 use std::fmt;
 use std::time::Duration;
 
-use dsh_process::{Child, ChildSpec, ExitInfo, Ladder, SpawnError, TeardownError};
+use dsh_process::{Child, ChildSpec, ExitInfo, Ladder, Program, SpawnError, TeardownError};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use crate::client::options::{ClientOptions, KILL_WAIT};
+use crate::client::options::KILL_WAIT;
 use crate::wording;
 
 /// How many bytes of the server's stderr a diagnostic may quote (the tail).
@@ -22,26 +22,20 @@ const STDERR_TAIL_BYTES: usize = 512;
 /// close (a grandchild may hold it open).
 const STDERR_CLOSE_WAIT: Duration = Duration::from_millis(500);
 
-/// A running server process.
+/// A running server process, and the ladder of its teardown.
 pub(crate) struct ServerProcess {
     child: Child,
+    ladder: Ladder,
 }
 
 impl ServerProcess {
-    /// Spawns server `name`'s `program` in a new process group, with the
-    /// inherited environment less the withheld variables and the options'
-    /// `env` on top, in their `cwd` (else ours); returns it with its stdin
-    /// and stdout.
-    pub(crate) fn spawn(
-        name: &str,
-        program: &str,
-        args: &[String],
-        options: &ClientOptions,
-    ) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
+    /// Spawns server `name`'s `program` in a new process group, launched as
+    /// its [`Launch`](dsh_process::Launch) says (by default the inherited
+    /// environment less the withheld variables, the variables set on top, in
+    /// our working directory); returns it with its stdin and stdout.
+    pub(crate) fn spawn(name: &str, program: &Program) -> std::io::Result<(Self, ChildStdin, ChildStdout)> {
         let server = name.to_owned();
-        let (child, pipes) = ChildSpec::new(program)
-            .args(args)
-            .launch(options.launch.clone())
+        let (child, pipes) = ChildSpec::of(program)
             .stderr_tail_bytes(STDERR_TAIL_BYTES)
             .log_stderr(move |text| tracing::debug!(target: "dsh_mcp::server_stderr", server = %server, "{text}"))
             .spawn()
@@ -49,7 +43,8 @@ impl ServerProcess {
                 SpawnError::Io(error) => error,
                 _ => std::io::Error::other(wording::PIPES_UNAVAILABLE),
             })?;
-        Ok((Self { child }, pipes.stdin, pipes.stdout))
+        let ladder = program.launch.teardown;
+        Ok((Self { child, ladder }, pipes.stdin, pipes.stdout))
     }
 
     /// How the direct process ended, if it has.
@@ -79,18 +74,18 @@ impl ServerProcess {
         }
     }
 
-    /// With stdin already closed: waits the ladder's `eof_grace`, then
+    /// With stdin already closed: waits the launch's `eof_grace`, then
     /// SIGTERMs the group and waits its `term_grace`, then SIGKILLs it.
     /// Returns once the direct process is reaped and nothing of the group
     /// still runs.
-    pub(crate) async fn teardown(&self, ladder: &Ladder) -> Result<(), TeardownError> {
-        self.child.teardown(ladder).await.map(drop)
+    pub(crate) async fn teardown(&self) -> Result<(), TeardownError> {
+        self.child.teardown(&self.ladder).await.map(drop)
     }
 
     /// Tears the group down without a grace (a server that failed to
     /// start): SIGKILL at once, once stdin is closed.
     pub(crate) async fn kill(&self) -> Result<(), TeardownError> {
-        self.teardown(&Ladder::new(Duration::ZERO, Duration::ZERO).kill_wait(KILL_WAIT))
-            .await
+        let ladder = Ladder::new(Duration::ZERO, Duration::ZERO).kill_wait(KILL_WAIT);
+        self.child.teardown(&ladder).await.map(drop)
     }
 }

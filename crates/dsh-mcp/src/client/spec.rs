@@ -1,8 +1,11 @@
-//! Which MCP server to use: a name, and either a command line (stdio) or a
-//! URL (Streamable HTTP).
+//! Which MCP server to use: a name, and either a program to run (stdio) or
+//! a URL (Streamable HTTP).
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
+
+use dsh_process::{Launch, Program};
 
 use crate::wording;
 
@@ -16,17 +19,20 @@ pub const NAME_SEPARATOR: &str = "__";
 /// `mcp__<server>__<tool>`) and where it is ([`McpEndpoint`]): a program to
 /// run on stdio, or a URL to reach over Streamable HTTP.
 ///
-/// The command-line flag `--mcp-server <name>=<command line or URL>` and a
-/// config file's `[[mcp_servers]]` entry both become one of these.
+/// The command-line flag `--mcp-server <name>=<command line or URL>`, a
+/// config file's `[[mcp_servers]]` entry and an ACP client's `mcpServers`
+/// all become one of these; a program to run is a
+/// [`Program`](dsh_process::Program), as an ACP child's is.
 ///
 /// ```
 /// use dsh_mcp::{McpEndpoint, McpServerSpec};
 ///
 /// let spec: McpServerSpec = "files=npx -y server-files '/tmp/my dir'".parse().unwrap();
 /// assert_eq!(spec.name, "files");
-/// let McpEndpoint::Command { program, args } = &spec.endpoint else { panic!() };
-/// assert_eq!(program, "npx");
-/// assert_eq!(args, &["-y", "server-files", "/tmp/my dir"]);
+/// let McpEndpoint::Stdio(program) = &spec.endpoint else { panic!() };
+/// assert_eq!(program.command.to_str(), Some("npx"));
+/// assert_eq!(program.args, ["-y", "server-files", "/tmp/my dir"]);
+/// assert_eq!(program.launch, McpServerSpec::default_launch());
 /// assert_eq!(spec.tool_name("read"), "mcp__files__read");
 ///
 /// let remote: McpServerSpec = "docs=https://mcp.example.com/mcp".parse().unwrap();
@@ -46,13 +52,9 @@ pub struct McpServerSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum McpEndpoint {
-    /// A program we start and talk to on its stdin and stdout.
-    Command {
-        /// The program to run (looked up on `PATH`).
-        program: String,
-        /// Its arguments.
-        args: Vec<String>,
-    },
+    /// A program we start and talk to on its stdin and stdout: its command
+    /// (looked up on `PATH`), its arguments, and how it is launched.
+    Stdio(Program),
     /// A server already running somewhere, reached over Streamable HTTP.
     Url(RemoteServer),
 }
@@ -101,7 +103,7 @@ pub enum SpecError {
         /// The name as given.
         name: String,
     },
-    /// The command line is empty.
+    /// The command is empty.
     #[error("{}", wording::spec_empty_command(name))]
     EmptyCommand {
         /// The server.
@@ -189,7 +191,7 @@ impl RemoteServer {
     /// environment variable `variable` when the server is mounted.
     pub fn bearer_token_env(mut self, variable: impl Into<String>) -> Result<Self, SpecError> {
         let variable = variable.into();
-        if variable.is_empty() || variable.contains(['=', '\0']) {
+        if !dsh_process::valid_variable_name(&variable) {
             return Err(SpecError::BadEnvName { variable });
         }
         self.bearer_token_env = Some(variable);
@@ -198,24 +200,45 @@ impl RemoteServer {
 }
 
 impl McpServerSpec {
-    /// A server running `program` with `args`; the name is checked.
+    /// How a server run as a process is launched and released unless told
+    /// otherwise: it inherits our whole environment (it is the user's own
+    /// tool, often needing the user's credentials), runs in our working
+    /// directory, and at release may take 2 s to exit after its stdin
+    /// closes and 2 s after SIGTERM, before SIGKILL, and 5 s to vanish after
+    /// SIGKILL.
+    pub fn default_launch() -> Launch {
+        crate::client::options::default_launch()
+    }
+
+    /// A server running `command` with `args`, launched as
+    /// [`McpServerSpec::default_launch`] says; the name is checked.
     pub fn new(
         name: impl Into<String>,
-        program: impl Into<String>,
+        command: impl Into<PathBuf>,
         args: impl IntoIterator<Item = impl Into<String>>,
     ) -> Result<Self, SpecError> {
+        Self::stdio(name, Program::new(command, Self::default_launch()).args(args))
+    }
+
+    /// A server running `program` (its command, arguments and launch); the
+    /// name is checked.
+    pub fn stdio(name: impl Into<String>, program: Program) -> Result<Self, SpecError> {
         let name = checked_name(name.into())?;
-        let program = program.into();
-        if program.is_empty() {
+        if program.command.as_os_str().is_empty() {
             return Err(SpecError::EmptyCommand { name });
         }
         Ok(Self {
             name,
-            endpoint: McpEndpoint::Command {
-                program,
-                args: args.into_iter().map(Into::into).collect(),
-            },
+            endpoint: McpEndpoint::Stdio(program),
         })
+    }
+
+    /// How the server's process is launched: `None` for a remote server.
+    pub fn launch_mut(&mut self) -> Option<&mut Launch> {
+        match &mut self.endpoint {
+            McpEndpoint::Stdio(program) => Some(&mut program.launch),
+            McpEndpoint::Url(_) => None,
+        }
     }
 
     /// A remote server over Streamable HTTP; the name is checked.
@@ -226,27 +249,24 @@ impl McpServerSpec {
         })
     }
 
-    /// A server from a command given as a list of words (program first), as
-    /// a config file's `command = ["prog", "arg"]` gives it.
-    pub fn from_words(name: impl Into<String>, words: &[String]) -> Result<Self, SpecError> {
-        let name = name.into();
-        match words.split_first() {
-            Some((program, args)) => Self::new(name, program.clone(), args.iter().cloned()),
-            None => Err(SpecError::EmptyCommand {
-                name: checked_name(name)?,
-            }),
-        }
-    }
-
     /// A server from one command line, split into words like a POSIX shell
-    /// does (quotes and backslashes; no variables, globs or pipes).
+    /// does (quotes and backslashes; no variables, globs or pipes): the first
+    /// word is the command, the others its arguments, launched as
+    /// [`McpServerSpec::default_launch`] says. This is what the
+    /// `--mcp-server` flag takes, one string; a configuration file writes
+    /// `command` and `args` apart instead.
     pub fn from_command_line(name: impl Into<String>, line: &str) -> Result<Self, SpecError> {
         let name = name.into();
         let words = shlex::split(line).ok_or_else(|| SpecError::BadCommandLine {
             name: name.clone(),
             line: line.to_owned(),
         })?;
-        Self::from_words(name, &words)
+        match words.split_first() {
+            Some((command, args)) => Self::new(name, command, args.iter().cloned()),
+            None => Err(SpecError::EmptyCommand {
+                name: checked_name(name)?,
+            }),
+        }
     }
 
     /// Parses `<name>=<command line>` or `<name>=<http or https URL>`.
@@ -289,13 +309,7 @@ impl FromStr for McpServerSpec {
 impl fmt::Display for McpServerSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.endpoint {
-            McpEndpoint::Command { program, args } => {
-                write!(f, "{}={program}", self.name)?;
-                for arg in args {
-                    write!(f, " {}", shlex::try_quote(arg).unwrap_or_else(|_| arg.into()))?;
-                }
-                Ok(())
-            }
+            McpEndpoint::Stdio(program) => write!(f, "{}={program}", self.name),
             McpEndpoint::Url(server) => write!(f, "{}={}", self.name, server.url),
         }
     }
@@ -308,10 +322,10 @@ mod tests {
     #[test]
     fn a_command_line_splits_like_a_shell() {
         let spec = McpServerSpec::parse("fs=server --root \"/a b\" 'c d' e\\ f").unwrap_or_else(|e| panic!("{e}"));
-        let McpEndpoint::Command { args, .. } = &spec.endpoint else {
+        let McpEndpoint::Stdio(program) = &spec.endpoint else {
             panic!("not a command")
         };
-        assert_eq!(args, &["--root", "/a b", "c d", "e f"]);
+        assert_eq!(program.args, ["--root", "/a b", "c d", "e f"]);
         assert_eq!(spec.to_string(), "fs=server --root '/a b' 'c d' 'e f'");
     }
 
@@ -326,7 +340,7 @@ mod tests {
         assert_eq!(spec.to_string(), "docs=HTTPS://mcp.example.com:8443/mcp?x=1");
         // A command that merely mentions a URL stays a command.
         let command = McpServerSpec::parse("f=curl https://example.com").unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(command.endpoint, McpEndpoint::Command { .. }));
+        assert!(matches!(command.endpoint, McpEndpoint::Stdio(_)));
         let server = RemoteServer::new("http://127.0.0.1:9/mcp")
             .and_then(|s| s.header("X-Api-Key", "secret"))
             .and_then(|s| s.bearer_token_env("TOKEN"))
@@ -370,6 +384,6 @@ mod tests {
             header.as_deref(),
             Some("MCP server header \"Bad Header\" is not a valid HTTP header name and value")
         );
-        assert!(McpServerSpec::from_words("ok", &[]).is_err());
+        assert!(McpServerSpec::new("ok", "", ["a"]).is_err());
     }
 }

@@ -25,16 +25,16 @@ pub(crate) fn offers_list<'a>(
 }
 
 /// How to choose a method, after the list.
-const AUTH_HOW: &str = "`AcpAuth::Method(\"<id>\")` calls authenticate with that id; `AcpAuth::FirstEnvVar` uses the first env_var method whose variable is set in the child's environment (pass it with `inherit_env` or `env`)";
+const AUTH_HOW: &str = "`AcpAuth::Method(\"<id>\")` calls authenticate with that id; `AcpAuth::FirstEnvVar` uses the first env_var method whose variable is set in the child's environment (pass it with `pass_env` or `env`)";
 
 /// A child that requires authentication and offered no method.
-pub(crate) const AUTH_REQUIRED_NO_OFFER: &str = "the child requires authentication but offered no method at initialize; give it its credentials (`inherit_env`, `env`) or log it in beforehand";
+pub(crate) const AUTH_REQUIRED_NO_OFFER: &str = "the child requires authentication but offered no method at initialize; give it its credentials (`pass_env`, `env`) or log it in beforehand";
 
 /// A child that refused with "authentication required" under
 /// `AcpAuth::FirstEnvVar`: the list of its offers, and what to do.
 pub(crate) fn auth_required_env_var(list: &str) -> String {
     format!(
-        "{list}\nno env_var method had its variable set in the child's environment; pass one with `inherit_env` or `env`, or choose a method with `AcpAuth::Method(\"<id>\")`"
+        "{list}\nno env_var method had its variable set in the child's environment; pass one with `pass_env` or `env`, or choose a method with `AcpAuth::Method(\"<id>\")`"
     )
 }
 

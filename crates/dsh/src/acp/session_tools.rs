@@ -20,7 +20,7 @@ use std::path::Path;
 
 use acp::v1::schema::McpServer;
 use agent_client_protocol as acp;
-use dsh_mcp::{McpServerSpec, RemoteServer};
+use dsh_mcp::{McpServerSpec, Program, RemoteServer};
 use dsh_tools::{ToolRegistration, ToolRegistry};
 
 use crate::mcp_mounts::McpMounts;
@@ -36,33 +36,25 @@ pub(crate) struct SessionTools {
     mounts: McpMounts,
 }
 
-/// One server as the client gave it: where it is, and (for a process) its
-/// variables.
-struct ClientServer {
-    spec: McpServerSpec,
-    env: Vec<(String, String)>,
-}
-
 /// The client's servers, checked: stdio and HTTP ones, each with a name
-/// that can be part of a tool name and a command we can run or a URL with
-/// headers HTTP can carry.
-fn client_servers(servers: &[McpServer]) -> Result<Vec<ClientServer>, acp::Error> {
+/// that can be part of a tool name and a command we can run (the same
+/// [`Program`] a `[[mcp_servers]]` entry becomes: its command, its
+/// arguments, the variables it sets, run in the session's `cwd`) or a URL
+/// with headers HTTP can carry.
+fn client_servers(servers: &[McpServer], cwd: &Path) -> Result<Vec<McpServerSpec>, acp::Error> {
     let invalid = |message: String| acp::Error::new(acp::ErrorCode::INVALID_PARAMS, message);
     servers
         .iter()
         .map(|server| match server {
             McpServer::Stdio(stdio) => {
-                let Some(program) = stdio.command.to_str() else {
-                    return Err(invalid(wording::acp_mcp_command_not_utf8(&stdio.name)));
-                };
-                let spec = McpServerSpec::new(stdio.name.clone(), program, stdio.args.iter().cloned())
-                    .map_err(|error| invalid(wording::acp_mcp_bad_server(&stdio.name, &error)))?;
-                let env = stdio
-                    .env
-                    .iter()
-                    .map(|variable| (variable.name.clone(), variable.value.clone()))
-                    .collect();
-                Ok(ClientServer { spec, env })
+                let program = stdio.env.iter().fold(
+                    Program::new(&stdio.command, McpServerSpec::default_launch())
+                        .args(stdio.args.iter().cloned())
+                        .cwd(cwd),
+                    |program, variable| program.env(variable.name.clone(), variable.value.clone()),
+                );
+                McpServerSpec::stdio(stdio.name.clone(), program)
+                    .map_err(|error| invalid(wording::acp_mcp_bad_server(&stdio.name, &error)))
             }
             McpServer::Http(http) => {
                 let remote = RemoteServer::new(http.url.clone())
@@ -73,10 +65,7 @@ fn client_servers(servers: &[McpServer]) -> Result<Vec<ClientServer>, acp::Error
                     })
                     .and_then(|remote| McpServerSpec::remote(http.name.clone(), remote))
                     .map_err(|error| invalid(wording::acp_mcp_bad_server(&http.name, &error)))?;
-                Ok(ClientServer {
-                    spec: remote,
-                    env: Vec::new(),
-                })
+                Ok(remote)
             }
             McpServer::Sse(sse) => Err(invalid(wording::acp_mcp_transport_unsupported(&sse.name, "SSE"))),
             _ => Err(invalid(wording::ACP_MCP_TRANSPORT_UNKNOWN.to_owned())),
@@ -91,7 +80,7 @@ impl SessionTools {
     /// already started are released, and the error names the server and
     /// the cause.
     pub(crate) async fn mount(shared: &SharedRuntime, servers: &[McpServer], cwd: &Path) -> Result<Self, acp::Error> {
-        let servers = client_servers(servers)?;
+        let servers = client_servers(servers, cwd)?;
         if !servers.is_empty() && !cwd.is_dir() {
             return Err(acp::Error::new(
                 acp::ErrorCode::INVALID_PARAMS,
@@ -108,17 +97,11 @@ impl SessionTools {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|error| acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, error.to_string()))?;
         let mut mounts = McpMounts::default();
-        // The self-mount check's marker (the shared runtime's options), then the client's
-        // own variables.
-        let servers = servers.into_iter().map(|server| {
-            let options = server
-                .env
-                .iter()
-                .fold(shared.mcp_options().clone().cwd(cwd), |options, (key, value)| {
-                    options.env(key, value)
-                });
-            (server.spec, options)
-        });
+        // The self-mount check's marker under the client's own variables,
+        // without the withheld ones (the shared runtime's launch).
+        let servers = servers
+            .into_iter()
+            .map(|spec| (shared.mcp_launch().apply(spec), shared.mcp_options().clone()));
         mounts
             .mount(servers, &registry)
             .await
@@ -154,27 +137,31 @@ mod tests {
 
     #[test]
     fn stdio_and_http_servers_are_taken_and_others_refused_by_name() {
-        let taken = client_servers(&servers(serde_json::json!([
-            {"name": "files", "command": "/usr/bin/files", "args": ["--root", "."],
-             "env": [{"name": "TOKEN", "value": "t"}]},
-            {"type": "http", "name": "docs", "url": "https://example.com/mcp",
-             "headers": [{"name": "Authorization", "value": "Bearer t"}]}
-        ])))
+        let cwd = Path::new("/srv");
+        let taken = client_servers(
+            &servers(serde_json::json!([
+                {"name": "files", "command": "/usr/bin/files", "args": ["--root", "."],
+                 "env": [{"name": "TOKEN", "value": "t"}]},
+                {"type": "http", "name": "docs", "url": "https://example.com/mcp",
+                 "headers": [{"name": "Authorization", "value": "Bearer t"}]}
+            ])),
+            cwd,
+        )
         .unwrap();
-        assert_eq!(taken[0].spec.name, "files");
-        let dsh_mcp::McpEndpoint::Command { program, args } = &taken[0].spec.endpoint else {
-            panic!("a command")
-        };
-        assert_eq!(program, "/usr/bin/files");
-        assert_eq!(args, &["--root", "."]);
-        assert_eq!(taken[0].env, [("TOKEN".to_owned(), "t".to_owned())]);
-        let dsh_mcp::McpEndpoint::Url(remote) = &taken[1].spec.endpoint else {
+        assert_eq!(taken[0].name, "files");
+        // The same launch type as a `[[mcp_servers]]` entry's, with the client's variables, in the session's cwd.
+        let expected = Program::new("/usr/bin/files", McpServerSpec::default_launch())
+            .args(["--root", "."])
+            .env("TOKEN", "t")
+            .cwd(cwd);
+        assert_eq!(taken[0].endpoint, dsh_mcp::McpEndpoint::Stdio(expected));
+        let dsh_mcp::McpEndpoint::Url(remote) = &taken[1].endpoint else {
             panic!("a URL")
         };
         assert_eq!(remote.url, "https://example.com/mcp");
         assert_eq!(remote.headers, [("Authorization".to_owned(), "Bearer t".to_owned())]);
 
-        let refused = |json| client_servers(&servers(json)).err().unwrap();
+        let refused = |json| client_servers(&servers(json), cwd).err().unwrap();
         let sse = refused(serde_json::json!([
             {"type": "sse", "name": "old", "url": "https://example.com/sse", "headers": []}
         ]));

@@ -52,8 +52,8 @@ pub(crate) async fn run(args: CheckAcpArgs) -> Result<(), Failure> {
         return Err(Failure::usage(wording::CHECK_NO_COMMAND));
     };
     let mut config = AcpConfig::new(command).args(rest.iter().cloned());
-    for name in &args.env {
-        config = config.inherit_env(name.clone());
+    for name in &args.pass_env {
+        config = config.pass_env(name.clone());
     }
     let report = check(&config, Duration::from_secs(args.timeout.max(1))).await;
     if args.json {
@@ -79,17 +79,15 @@ pub(crate) async fn check(config: &AcpConfig, timeout: Duration) -> Report {
     let written = Arc::new(AtomicUsize::new(0));
     let counter = written.clone();
     let cwd = config
+        .program
         .launch
         .cwd
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_default();
-    let spec = ChildSpec::new(&config.command)
-        .args(&config.args)
-        .launch(config.launch.clone().cwd(&cwd))
-        .log_stderr(move |text| {
-            counter.fetch_add(text.len(), Ordering::Relaxed);
-        });
+    let spec = ChildSpec::of(&config.program.clone().cwd(&cwd)).log_stderr(move |text| {
+        counter.fetch_add(text.len(), Ordering::Relaxed);
+    });
     let (child, mut client) = match client::spawn(&spec) {
         Ok(spawned) => spawned,
         Err(error) => {
@@ -222,7 +220,7 @@ async fn turns(client: &mut Client, child: &Child, findings: &mut Findings, sess
 
 /// The variables the agent is given beyond the base ones.
 fn passed_variables(config: &AcpConfig) -> Vec<String> {
-    match &config.launch.environment {
+    match &config.program.launch.environment {
         dsh_process::Environment::Scrubbed { pass } => pass.clone(),
         _ => Vec::new(),
     }
@@ -242,7 +240,7 @@ async fn described(no: &NoAnswer, child: &Child, method: &str, deadline: Duratio
 
 /// `acp.exit-at-eof` and `acp.teardown`: the ladder, climbed from closed stdin.
 async fn released(child: &Child, findings: &mut Findings, config: &AcpConfig) {
-    let ladder = &config.launch.teardown;
+    let ladder = &config.program.launch.teardown;
     let (at_eof, torn) = match child.teardown(ladder).await {
         Ok(Teardown::Eof) => (Ok(None), Ok(Some(wording::CHECK_GONE_AT_EOF.to_owned()))),
         Ok(how) => (

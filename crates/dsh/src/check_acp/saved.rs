@@ -11,7 +11,8 @@ use dsh_subagent_conformance::Report;
 /// fingerprint of its command and arguments (FNV-1a, stable across builds).
 pub(crate) fn path(data_dir: &Path, config: &AcpConfig) -> PathBuf {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let words = std::iter::once(config.command.to_string_lossy().into_owned()).chain(config.args.iter().cloned());
+    let program = &config.program;
+    let words = std::iter::once(program.command.to_string_lossy().into_owned()).chain(program.args.iter().cloned());
     for word in words {
         for byte in word.bytes().chain([0]) {
             hash ^= u64::from(byte);

@@ -1,6 +1,7 @@
 //! The file as written: `dsh.toml`'s tables and keys, with the span of every
 //! value a later check may need to point at.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use dsh_subagent_api::DurationSetting;
@@ -132,10 +133,12 @@ pub(crate) struct RawSubagent {
     pub(crate) token_budget: Option<Spanned<dsh_subagent_api::TokenLimit>>,
     /// The most of this tool's results the model reads, checked as it is read.
     pub(crate) result_budget: Option<Spanned<dsh_tools::ResultLimit>>,
-    // Keys of `provider = "acp"` only.
+    // Keys of `provider = "acp"` only; the launch keys read as under
+    // `[[mcp_servers]]` (config/launch.rs).
     pub(crate) command: Option<Spanned<String>>,
     pub(crate) args: Option<Spanned<Vec<String>>>,
-    pub(crate) env: Option<Spanned<Vec<String>>>,
+    pub(crate) env: Option<Spanned<BTreeMap<String, String>>>,
+    pub(crate) pass_env: Option<Spanned<Vec<String>>>,
     pub(crate) cwd: Option<Spanned<PathBuf>>,
     pub(crate) permission: Option<Spanned<RawPermission>>,
     pub(crate) auth: Option<Spanned<RawAuth>>,
@@ -156,6 +159,7 @@ impl RawSubagent {
             ("command", self.command.as_ref().map(Spanned::span)),
             ("args", self.args.as_ref().map(Spanned::span)),
             ("env", self.env.as_ref().map(Spanned::span)),
+            ("pass_env", self.pass_env.as_ref().map(Spanned::span)),
             ("cwd", self.cwd.as_ref().map(Spanned::span)),
             ("permission", self.permission.as_ref().map(Spanned::span)),
             ("auth", self.auth.as_ref().map(Spanned::span)),
@@ -249,7 +253,12 @@ pub(crate) struct RawToolFilter {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawMcpServer {
     pub(crate) name: Spanned<String>,
+    // The launch keys, read as under `[[subagents]]` (config/launch.rs).
     pub(crate) command: Option<Spanned<String>>,
+    pub(crate) args: Option<Spanned<Vec<String>>>,
+    pub(crate) env: Option<Spanned<BTreeMap<String, String>>>,
+    pub(crate) pass_env: Option<Spanned<Vec<String>>>,
+    pub(crate) cwd: Option<Spanned<PathBuf>>,
     pub(crate) url: Option<Spanned<String>>,
     /// Extra HTTP headers (a `url` server only), in file order.
     pub(crate) headers: Option<Spanned<toml::Table>>,

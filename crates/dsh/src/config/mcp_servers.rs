@@ -1,25 +1,29 @@
 //! `[[mcp_servers]]`: the MCP servers whose tools join the parent's, each a
-//! command to run or a URL to reach, under a name used once.
+//! program to run (its launch keys read as an ACP child's are) or a URL to
+//! reach, under a name used once.
 
 use std::ops::Range;
+use std::path::Path;
 
 use dsh_mcp::{McpServerSpec, RemoteServer, SpecError};
 use toml::Spanned;
 
 use super::file::RawMcpServer;
+use super::launch::{LaunchKeys, Place};
 use super::{At, ConfigFileError, non_empty, variable_name};
 use crate::wording;
 
-/// Every `[[mcp_servers]]` entry, in file order; a name used twice is
-/// refused at its second use.
+/// Every `[[mcp_servers]]` entry, in file order, a relative `cwd` resolved
+/// against `base`; a name used twice is refused at its second use.
 pub(super) fn resolve_mcp_servers(
     entries: Vec<Spanned<RawMcpServer>>,
+    base: &Path,
     at: &At<'_>,
 ) -> Result<Vec<McpServerSpec>, ConfigFileError> {
     let mut servers: Vec<McpServerSpec> = Vec::with_capacity(entries.len());
     for (index, entry) in entries.into_iter().enumerate() {
         let table = entry.span();
-        let (server, name_span) = Entry { index, at }.resolve(entry.into_inner(), table)?;
+        let (server, name_span) = Entry { index, at, base }.resolve(entry.into_inner(), table)?;
         if let Some(first) = servers.iter().position(|other| other.name == server.name) {
             return Err(at(
                 Some(name_span),
@@ -32,10 +36,12 @@ pub(super) fn resolve_mcp_servers(
     Ok(servers)
 }
 
-/// One entry being read: where it is, for the errors.
+/// One entry being read: where it is, for the errors, and the directory a
+/// relative `cwd` is resolved against.
 struct Entry<'a, 'b> {
     index: usize,
     at: &'a At<'b>,
+    base: &'a Path,
 }
 
 impl Entry<'_, '_> {
@@ -44,9 +50,9 @@ impl Entry<'_, '_> {
         format!("mcp_servers[{}].{name}", self.index)
     }
 
-    /// The entry as the MCP client takes it: a `command` (one command line,
-    /// split into words like a shell's) or a `url` with its headers and the
-    /// variable of its bearer token; and where its name is.
+    /// The entry as the MCP client takes it: a `command` with its `args`,
+    /// `env` and `cwd`, or a `url` with its headers and the variable of its
+    /// bearer token; and where its name is.
     fn resolve(
         &self,
         mut raw: RawMcpServer,
@@ -87,7 +93,9 @@ impl Entry<'_, '_> {
         (self.at)(Some(span), self.key("name"), error.to_string())
     }
 
-    /// A server run as a command: no key of a remote one.
+    /// A server run as a program: no key of a remote one; launched as
+    /// [`McpServerSpec::default_launch`] says (dsh's whole environment) with
+    /// what its launch keys add.
     fn command(&self, command: Spanned<String>, raw: RawMcpServer) -> Result<McpServerSpec, ConfigFileError> {
         let at = self.at;
         let remote_only = [
@@ -101,14 +109,24 @@ impl Entry<'_, '_> {
                 wording::CONFIG_MCP_URL_ONLY_KEY.to_owned(),
             ));
         }
+        let keys = LaunchKeys {
+            args: raw.args.as_ref(),
+            env: raw.env.as_ref(),
+            pass_env: raw.pass_env.as_ref(),
+            cwd: raw.cwd.as_ref(),
+        };
+        let key = |name: &str| self.key(name);
+        let place = Place {
+            key: &key,
+            at,
+            base: self.base,
+        };
+        let program = super::launch::program(&command, &keys, McpServerSpec::default_launch(), &place)?;
         let name_span = raw.name.span();
-        let name = raw.name.into_inner();
-        let command_span = command.span();
-        let command = non_empty(command, &self.key("command"), at)?;
-        match McpServerSpec::from_command_line(name, &command) {
+        match McpServerSpec::stdio(raw.name.into_inner(), program) {
             Ok(spec) => Ok(spec),
             Err(error @ SpecError::BadName { .. }) => Err(self.bad_name(name_span, error)),
-            Err(error) => Err(at(Some(command_span), self.key("command"), error.to_string())),
+            Err(error) => Err(at(Some(command.span()), self.key("command"), error.to_string())),
         }
     }
 
@@ -116,6 +134,19 @@ impl Entry<'_, '_> {
     /// one) and the variable of its bearer token.
     fn remote(&self, url: Spanned<String>, raw: RawMcpServer) -> Result<McpServerSpec, ConfigFileError> {
         let at = self.at;
+        let keys = LaunchKeys {
+            args: raw.args.as_ref(),
+            env: raw.env.as_ref(),
+            pass_env: raw.pass_env.as_ref(),
+            cwd: raw.cwd.as_ref(),
+        };
+        if let Some((name, span)) = keys.written().into_iter().next() {
+            return Err(at(
+                Some(span),
+                self.key(name),
+                wording::CONFIG_MCP_COMMAND_ONLY_KEY.to_owned(),
+            ));
+        }
         let name_span = raw.name.span();
         let name = raw.name.into_inner();
         let url_span = url.span();

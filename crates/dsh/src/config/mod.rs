@@ -12,11 +12,15 @@
 //! Each section is read and checked by a module of its own, whose errors
 //! name its keys: [`model`] (`[model]`), [`limits`] (`[limits]`),
 //! [`subagents`] (`[[subagents]]`), [`mcp_servers`] (`[[mcp_servers]]`) and
-//! [`data`] (`[data]`); [`parse`] composes them.
+//! [`data`] (`[data]`); [`parse`] composes them. The keys that say which
+//! program runs and how (`command`, `args`, `env`, `pass_env`, `cwd`) mean
+//! the same under `[[subagents]]` and `[[mcp_servers]]`, read by one module,
+//! [`launch`].
 
 mod data;
 mod error;
 mod file;
+mod launch;
 mod limits;
 mod mcp_servers;
 mod model;
@@ -96,7 +100,8 @@ pub(crate) fn load_from_cwd(explicit: Option<&Path>) -> Result<Option<Config>, F
 }
 
 /// Parses and checks a configuration. `path` names the file in errors;
-/// relative `cwd`s of ACP children are resolved against `base`.
+/// relative `cwd`s (of ACP children and MCP servers) are resolved against
+/// `base`.
 pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, ConfigFileError> {
     let at =
         |span: Option<Range<usize>>, key: String, message: String| ConfigFileError::at(path, text, span, key, message);
@@ -113,7 +118,7 @@ pub(crate) fn parse(path: &Path, text: &str, base: &Path) -> Result<Config, Conf
         .transpose()?
         .unwrap_or_default();
     let subagents = subagents::resolve_subagents(raw.subagents, base, &at)?;
-    let mcp_servers = mcp_servers::resolve_mcp_servers(raw.mcp_servers, &at)?;
+    let mcp_servers = mcp_servers::resolve_mcp_servers(raw.mcp_servers, base, &at)?;
     let limits = raw.limits.unwrap_or_default();
     let data = raw
         .data
@@ -197,7 +202,7 @@ fn resolve_record(raw: file::RawRecord, base: &Path, at: &At<'_>) -> Result<Path
 
 /// Whether `name` can name an environment variable.
 fn variable_name(name: &str) -> bool {
-    !name.is_empty() && !name.contains(['=', '\0'])
+    dsh_process::valid_variable_name(name)
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ use dsh_tool_subagent::{MaxDepth, RELEASE_GRACE, SubagentToolConfig};
 use toml::Spanned;
 
 use super::file::{ProviderKind, RawAgentOptions, RawAuth, RawPermission, RawSubagent, RawToolFilter};
+use super::launch::{LaunchKeys, Place};
 use super::model::price;
-use super::{At, ConfigFileError, non_empty, variable_name};
+use super::{At, ConfigFileError, non_empty};
 use crate::wording;
 
 /// One delegation tool: its provider and the tool's configuration.
@@ -346,8 +347,9 @@ impl AcpEntry<'_, '_> {
         format!("subagents[{}].{name}", self.index)
     }
 
-    /// The ACP provider's configuration: the command it runs (relative
-    /// `cwd`s against `base`), its variables, answers and timings.
+    /// The ACP provider's configuration: the program it runs (its launch
+    /// keys read as an MCP server's are, a relative `cwd` against `base`),
+    /// its answers and timings.
     fn config(
         &self,
         raw: &RawSubagent,
@@ -363,22 +365,16 @@ impl AcpEntry<'_, '_> {
                 wording::CONFIG_ACP_NEEDS_COMMAND.to_owned(),
             ));
         };
-        let command = non_empty(command.clone(), &self.key("command"), at)?;
-        let mut config = AcpConfig::new(command).name(format!("acp:{tool_name}"));
-        if let Some(args) = &raw.args {
-            config = config.args(args.get_ref().iter().cloned());
-        }
-        if let Some(env) = &raw.env {
-            if let Some(bad) = env.get_ref().iter().find(|name| !variable_name(name)) {
-                return Err(at(Some(env.span()), self.key("env"), wording::config_bad_variable(bad)));
-            }
-            for name in env.get_ref() {
-                config = config.inherit_env(name.clone());
-            }
-        }
-        if let Some(cwd) = &raw.cwd {
-            config = config.cwd(base.join(cwd.get_ref()));
-        }
+        let mut config = AcpConfig::new(command.get_ref()).name(format!("acp:{tool_name}"));
+        let keys = LaunchKeys {
+            args: raw.args.as_ref(),
+            env: raw.env.as_ref(),
+            pass_env: raw.pass_env.as_ref(),
+            cwd: raw.cwd.as_ref(),
+        };
+        let key = |name: &str| self.key(name);
+        let place = Place { key: &key, at, base };
+        config.program = super::launch::program(command, &keys, config.program.launch.clone(), &place)?;
         if let Some(permission) = &raw.permission {
             config = config.permission(match permission.get_ref() {
                 RawPermission::Reject => PermissionPolicy::Reject,

@@ -61,7 +61,8 @@ tool_name = "subagent_remote"
 provider = "acp"
 command = "dsh"
 args = ["acp", "--quiet"]
-env = ["DSH_API_KEY"]
+env = { DSH_MODEL = "deepseek-chat" }
+pass_env = ["DSH_API_KEY"]
 cwd = "."
 permission = "allow-first"
 auth = { method = "api-key" }
@@ -73,7 +74,10 @@ max_depth = "provider-managed"
 
 [[mcp_servers]]
 name = "files"
-command = "mcp-files --root ."
+command = "mcp-files"
+args = ["--root", "."]
+env = { FILES_LOG = "debug" }
+cwd = "."
 
 [[mcp_servers]]
 name = "docs"
@@ -156,21 +160,23 @@ result_budget = 16000
     };
     assert_eq!(acp.tool.provider, "acp:subagent_remote");
     assert_eq!(acp.tool.max_depth, Some(MaxDepth::ProviderManaged));
-    assert_eq!(acp_config.command, PathBuf::from("dsh"));
-    assert_eq!(acp_config.args, ["acp", "--quiet"]);
+    let launch = &acp_config.program.launch;
+    assert_eq!(acp_config.program.command, PathBuf::from("dsh"));
+    assert_eq!(acp_config.program.args, ["acp", "--quiet"]);
     assert_eq!(
-        acp_config.launch.environment,
+        launch.environment,
         dsh_subagent_acp::Environment::Scrubbed {
             pass: vec!["DSH_API_KEY".to_owned()]
         }
     );
-    assert_eq!(acp_config.launch.cwd.as_deref(), Some(dir.path().join(".").as_path()));
+    assert_eq!(launch.env, [("DSH_MODEL".to_owned(), "deepseek-chat".to_owned())]);
+    assert_eq!(launch.cwd.as_deref(), Some(dir.path().join(".").as_path()));
     assert_eq!(acp_config.permission, dsh_subagent_acp::PermissionPolicy::AllowFirst);
     assert_eq!(acp_config.auth, dsh_subagent_acp::AcpAuth::Method("api-key".into()));
     assert_eq!(acp_config.turn_timeout, Some(Duration::from_secs(600)));
     assert_eq!(acp_config.cancel_grace, Duration::from_millis(1000));
-    assert_eq!(acp_config.launch.teardown.eof_grace, Duration::from_millis(500));
-    assert_eq!(acp_config.launch.teardown.term_grace, Duration::from_millis(700));
+    assert_eq!(launch.teardown.eof_grace, Duration::from_millis(500));
+    assert_eq!(launch.teardown.term_grace, Duration::from_millis(700));
     let docs = dsh_mcp::RemoteServer::new("https://mcp.example.com/mcp")
         .and_then(|server| server.header("X-Team", "agents"))
         .and_then(|server| server.bearer_token_env("DOCS_TOKEN"))
@@ -178,10 +184,116 @@ result_budget = 16000
     assert_eq!(
         config.mcp_servers,
         [
-            dsh_mcp::McpServerSpec::new("files", "mcp-files", ["--root", "."]).unwrap(),
+            dsh_mcp::McpServerSpec::stdio(
+                "files",
+                dsh_mcp::Program::new("mcp-files", dsh_mcp::McpServerSpec::default_launch())
+                    .args(["--root", "."])
+                    .env("FILES_LOG", "debug")
+                    .cwd(dir.path().join("."))
+            )
+            .unwrap(),
             dsh_mcp::McpServerSpec::remote("docs", docs).unwrap(),
         ]
     );
+}
+
+/// `command`, `args`, `env`, `pass_env` and `cwd` say the same under
+/// `[[subagents]]` and `[[mcp_servers]]`: the same program, arguments,
+/// variables set and working directory; only where the environment starts
+/// differs (an ACP child's is scrubbed, an MCP server's inherited).
+#[test]
+fn the_launch_keys_mean_the_same_under_both_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = "command = \"/opt/My Agent/run\"\nargs = [\"--root\", \"my dir\"]\nenv = { B = \"2\", A = \"1 1\" }\ncwd = \".\"\n";
+    let text = format!(
+        "[[subagents]]\nprovider = \"acp\"\nmax_depth = \"provider-managed\"\n{keys}pass_env = [\"TOKEN\"]\n\n[[mcp_servers]]\nname = \"m\"\n{keys}"
+    );
+    let config = parse(Path::new("dsh.toml"), &text, dir.path()).unwrap();
+    let Provider::Acp(acp) = &config.subagents[0].provider else {
+        panic!("not acp")
+    };
+    let dsh_mcp::McpEndpoint::Stdio(mcp) = &config.mcp_servers[0].endpoint else {
+        panic!("not a program")
+    };
+    let (acp, mcp) = (&acp.program, mcp);
+    assert_eq!(acp.command, PathBuf::from("/opt/My Agent/run"));
+    assert_eq!((&acp.command, &acp.args), (&mcp.command, &mcp.args));
+    assert_eq!(acp.args, ["--root", "my dir"]);
+    assert_eq!(acp.launch.env, mcp.launch.env);
+    assert_eq!(
+        acp.launch.env,
+        [("A".to_owned(), "1 1".to_owned()), ("B".to_owned(), "2".to_owned())]
+    );
+    assert_eq!(acp.launch.cwd, mcp.launch.cwd);
+    assert_eq!(acp.launch.cwd.as_deref(), Some(dir.path().join(".").as_path()));
+    assert_eq!(
+        acp.launch.environment,
+        dsh_subagent_acp::Environment::Scrubbed {
+            pass: vec!["TOKEN".to_owned()]
+        }
+    );
+    assert_eq!(mcp.launch.environment, dsh_subagent_acp::Environment::Inherited);
+}
+
+/// The launch keys' refusals, where they are written: a shell line as a
+/// `command` (with the `args` it should be), a name that cannot be a
+/// variable, `env` as a list (names to pass are `pass_env`), `pass_env`
+/// into an environment that is inherited whole, launch keys on a `url`
+/// server or an in-process child, and a `cwd` that is not a directory.
+#[test]
+fn the_launch_keys_are_refused_where_they_are_written() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "a shell line as an mcp command",
+            "[[mcp_servers]]\nname = \"files\"\ncommand = \"mcp-files --root .\"\n",
+        ),
+        (
+            "a shell line as an acp command",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh acp --quiet\"\n",
+        ),
+        (
+            "a bad env name",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nenv = { \"A=B\" = \"x\" }\n",
+        ),
+        (
+            "a bad env name on an mcp server",
+            "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nenv = { \"\" = \"x\" }\n",
+        ),
+        (
+            "env as a list of names",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nenv = [\"DSH_API_KEY\"]\n",
+        ),
+        (
+            "an env value that is no string",
+            "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\nenv = { PORT = 8080 }\n",
+        ),
+        (
+            "a bad pass_env name",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\npass_env = [\"A=B\"]\n",
+        ),
+        (
+            "pass_env on an mcp server",
+            "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\npass_env = [\"TOKEN\"]\n",
+        ),
+        (
+            "args on a url server",
+            "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nargs = [\"x\"]\n",
+        ),
+        (
+            "env on a url server",
+            "[[mcp_servers]]\nname = \"a\"\nurl = \"https://example.com/mcp\"\nenv = { A = \"b\" }\n",
+        ),
+        (
+            "pass_env on a spawn child",
+            "[[subagents]]\nprovider = \"spawn\"\npass_env = [\"TOKEN\"]\n",
+        ),
+        (
+            "a cwd that is not a directory",
+            "[[mcp_servers]]\nname = \"a\"\ncommand = \"x\"\ncwd = \"nowhere\"\n",
+        ),
+        ("a blank command", "[[mcp_servers]]\nname = \"a\"\ncommand = \" \"\n"),
+    ];
+    insta::assert_snapshot!(refusals(cases));
 }
 
 #[test]
@@ -205,8 +317,8 @@ fn the_graces_load_under_the_names_of_the_launchs_graces() {
         }
     };
     let named = acp("eof_grace = \"300ms\"\nterm_grace = \"900ms\"\n");
-    assert_eq!(named.launch.teardown.eof_grace, Duration::from_millis(300));
-    assert_eq!(named.launch.teardown.term_grace, Duration::from_millis(900));
+    assert_eq!(named.program.launch.teardown.eof_grace, Duration::from_millis(300));
+    assert_eq!(named.program.launch.teardown.term_grace, Duration::from_millis(900));
     assert_ne!(acp(""), named, "the values above must differ from the defaults");
     let old = error("[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\neof_grace_ms = 300\n");
     assert!(old.contains("unknown field `eof_grace_ms`"), "{old}");
@@ -299,15 +411,7 @@ fn errors_name_file_line_column_and_key() {
             "empty tool name",
             "[[subagents]]\nprovider = \"spawn\"\ntool_name = \"\"\n",
         ),
-        (
-            "bad env name",
-            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nenv = [\"A=B\"]\n",
-        ),
         ("mcp server without command", "[[mcp_servers]]\nname = \"files\"\n"),
-        (
-            "unclosed quote in an mcp command",
-            "[[mcp_servers]]\nname = \"files\"\ncommand = \"mcp-files '/tmp\"\n",
-        ),
         (
             "bad mcp server name",
             "[[mcp_servers]]\nname = \"my files\"\ncommand = \"x\"\n",

@@ -63,11 +63,6 @@ pub(crate) fn acp_mcp_bad_server(name: &str, error: &dyn Display) -> String {
     format!("MCP server \"{name}\" cannot be mounted: {error}")
 }
 
-/// A client-supplied stdio MCP server whose command is not UTF-8.
-pub(crate) fn acp_mcp_command_not_utf8(name: &str) -> String {
-    format!("MCP server \"{name}\": its command is not valid UTF-8")
-}
-
 /// A session whose MCP servers would run in a `cwd` that is not a directory.
 pub(crate) fn acp_mcp_cwd_not_a_directory(cwd: &std::path::Path) -> String {
     format!(

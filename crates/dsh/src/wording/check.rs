@@ -43,8 +43,8 @@ fn ms(duration: Duration) -> String {
 
 /// The command line a report is about.
 pub(crate) fn check_subject(config: &AcpConfig) -> String {
-    let mut words = vec![config.command.display().to_string()];
-    words.extend(config.args.iter().cloned());
+    let mut words = vec![config.program.command.display().to_string()];
+    words.extend(config.program.args.iter().cloned());
     words.join(" ")
 }
 
@@ -68,7 +68,7 @@ pub(crate) const CHECK_UNKNOWN_METHOD_ANSWERED: &str =
 pub(crate) const CHECK_GONE_AT_EOF: &str = "gone at the end of input";
 
 pub(crate) fn check_spawn_failed(config: &AcpConfig, error: &dyn Display) -> String {
-    format!("cannot start `{}`: {error}", config.command.display())
+    format!("cannot start `{}`: {error}", config.program.command.display())
 }
 
 pub(crate) fn check_timed_out(method: &str, deadline: Duration) -> String {

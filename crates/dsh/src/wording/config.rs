@@ -104,6 +104,32 @@ pub(crate) const CONFIG_MCP_COMMAND_AND_URL: &str = "give either `command` or `u
 /// `headers` or `bearer_token_env` on a `command` server.
 pub(crate) const CONFIG_MCP_URL_ONLY_KEY: &str = "applies only to an MCP server with a `url`";
 
+/// A launch key (`args`, `env`, `pass_env`, `cwd`) on a `url` server.
+pub(crate) const CONFIG_MCP_COMMAND_ONLY_KEY: &str =
+    "applies only to an MCP server with a `command`: a server at a `url` runs elsewhere";
+
+/// `pass_env` on an MCP server, which inherits the whole environment.
+pub(crate) const CONFIG_MCP_PASS_ENV: &str = "an MCP server inherits dsh's whole environment, so there is nothing to pass on: leave `pass_env` out (it is for `provider = \"acp\"` children, whose environment is scrubbed), or set a variable with env = { NAME = \"value\" }";
+
+/// A `command` that looks like a shell line: words apart, and no path.
+pub(crate) fn config_command_is_a_line(command: &str) -> String {
+    let mut words = command.split_whitespace();
+    let program = words.next().unwrap_or_default();
+    let args: Vec<String> = words.map(|word| format!("{word:?}")).collect();
+    format!(
+        "`command` is one program, looked up on PATH, never a shell line: write command = {program:?} and put its arguments in `args`, as args = [{}]",
+        args.join(", ")
+    )
+}
+
+/// A `cwd` that is not a directory.
+pub(crate) fn config_cwd_not_a_directory(path: &std::path::Path) -> String {
+    format!(
+        "{} is not a directory (a relative `cwd` is resolved against the directory of the configuration file)",
+        path.display()
+    )
+}
+
 /// A token written in the file (`bearer_token`, or an `Authorization` header).
 pub(crate) const CONFIG_MCP_LITERAL_TOKEN: &str = "a token is never written in the configuration file: put it in an environment variable and name that variable with bearer_token_env";
 
