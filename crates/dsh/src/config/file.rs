@@ -137,7 +137,7 @@ pub(crate) struct RawSubagent {
     // `[[mcp_servers]]` (config/launch.rs).
     pub(crate) command: Option<Spanned<String>>,
     pub(crate) args: Option<Spanned<Vec<String>>>,
-    pub(crate) env: Option<Spanned<BTreeMap<String, String>>>,
+    pub(crate) env: Option<Spanned<RawEnv>>,
     pub(crate) pass_env: Option<Spanned<Vec<String>>>,
     pub(crate) cwd: Option<Spanned<PathBuf>>,
     pub(crate) permission: Option<Spanned<RawPermission>>,
@@ -228,6 +228,32 @@ impl<'de> Deserialize<'de> for RawAuth {
     }
 }
 
+/// `env = { NAME = "value" }`: the variables set for a launched program,
+/// by name. Anything else (a list of names, as `pass_env` takes) is refused
+/// saying what `env` takes.
+#[derive(Debug, Default)]
+pub(crate) struct RawEnv(pub(crate) BTreeMap<String, String>);
+
+impl<'de> Deserialize<'de> for RawEnv {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawEnv;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(crate::wording::CONFIG_EXPECTING_ENV)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<RawEnv, A::Error> {
+                let mut env = BTreeMap::new();
+                while let Some((name, value)) = map.next_entry::<String, String>()? {
+                    env.insert(name, value);
+                }
+                Ok(RawEnv(env))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
 /// `agent_options`: what every child of the tool runs with.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -256,7 +282,7 @@ pub(crate) struct RawMcpServer {
     // The launch keys, read as under `[[subagents]]` (config/launch.rs).
     pub(crate) command: Option<Spanned<String>>,
     pub(crate) args: Option<Spanned<Vec<String>>>,
-    pub(crate) env: Option<Spanned<BTreeMap<String, String>>>,
+    pub(crate) env: Option<Spanned<RawEnv>>,
     pub(crate) pass_env: Option<Spanned<Vec<String>>>,
     pub(crate) cwd: Option<Spanned<PathBuf>>,
     pub(crate) url: Option<Spanned<String>>,

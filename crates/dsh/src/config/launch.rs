@@ -6,12 +6,12 @@
 //! (relative to the file's directory). Together they fill one
 //! [`Program`](dsh_process::Program), over the launch its table starts from.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use dsh_process::{Environment, Launch, Program, valid_variable_name};
 use toml::Spanned;
 
+use super::file::RawEnv;
 use super::{At, ConfigFileError, non_empty};
 use crate::wording;
 
@@ -19,7 +19,7 @@ use crate::wording;
 /// absence each table answers its own way).
 pub(super) struct LaunchKeys<'r> {
     pub(super) args: Option<&'r Spanned<Vec<String>>>,
-    pub(super) env: Option<&'r Spanned<BTreeMap<String, String>>>,
+    pub(super) env: Option<&'r Spanned<RawEnv>>,
     pub(super) pass_env: Option<&'r Spanned<Vec<String>>>,
     pub(super) cwd: Option<&'r Spanned<PathBuf>>,
 }
@@ -73,10 +73,10 @@ pub(super) fn program(
         program = program.args(args.get_ref().iter().cloned());
     }
     if let Some(env) = keys.env {
-        if let Some(bad) = env.get_ref().keys().find(|name| !valid_variable_name(name)) {
+        if let Some(bad) = env.get_ref().0.keys().find(|name| !valid_variable_name(name)) {
             return Err(at(Some(env.span()), key("env"), wording::config_bad_variable(bad)));
         }
-        for (name, value) in env.get_ref() {
+        for (name, value) in &env.get_ref().0 {
             program = program.env(name.clone(), value.clone());
         }
     }

@@ -104,6 +104,9 @@ pub(crate) const CONFIG_MCP_COMMAND_AND_URL: &str = "give either `command` or `u
 /// `headers` or `bearer_token_env` on a `command` server.
 pub(crate) const CONFIG_MCP_URL_ONLY_KEY: &str = "applies only to an MCP server with a `url`";
 
+/// What `env` takes, when it is given something else.
+pub(crate) const CONFIG_EXPECTING_ENV: &str = "a table of variables to set, as env = { NAME = \"value\" } (the names of variables passed through from dsh's environment go in pass_env = [\"NAME\"])";
+
 /// A launch key (`args`, `env`, `pass_env`, `cwd`) on a `url` server.
 pub(crate) const CONFIG_MCP_COMMAND_ONLY_KEY: &str =
     "applies only to an MCP server with a `command`: a server at a `url` runs elsewhere";
@@ -260,8 +263,8 @@ pub(crate) fn config_unknown_filter_tool(name: &str, known: &[&str]) -> String {
 pub(crate) fn started_by_own_config(path: &Path) -> String {
     format!(
         "dsh: {} is the configuration of the dsh that started this one, so this dsh would start itself again, without end. \
-         Give the child its own configuration: add `--config <file>` to its command (the `args` of its [[subagents]] entry, \
-         or the command of its [[mcp_servers]] entry), or run it in a directory with a dsh.toml of its own \
+         Give the child its own configuration: add `--config <file>` to its command (the `args` of its [[subagents]] \
+         or [[mcp_servers]] entry), or run it in a directory with a dsh.toml of its own \
          (the entry's `cwd`). dsh passes the configurations of the dsh processes above this one in DSH_PARENT_CONFIGS.",
         path.display()
     )
