@@ -100,7 +100,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_withheld_variable_is_not_passed_even_when_inherited_by_name() {
+    fn a_withheld_variable_is_not_passed_even_when_named_in_pass_env() {
         // Cargo sets both for every test run.
         let config = AcpConfig::new("agent")
             .pass_env("CARGO_MANIFEST_DIR")
