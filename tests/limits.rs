@@ -49,7 +49,7 @@ fn tool_result(parent: &Agent) -> String {
 async fn a_child_past_its_token_budget_stops_as_max_tokens_with_its_partial_output() {
     let harness = Harness::with(script(), |config| {
         config
-            .token_budget(dsh_subagent_api::TokenLimit::new(1).unwrap())
+            .token_limit(dsh_subagent_api::TokenLimit::new(1).unwrap())
             .tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent", "subagent_fork"]))
     });
     let parent = harness.parent();
@@ -71,7 +71,7 @@ async fn a_child_past_its_token_budget_stops_as_max_tokens_with_its_partial_outp
 async fn a_spent_tree_budget_refuses_the_next_child_and_stops_the_top_level_agent() {
     let harness = Harness::limited(
         script(),
-        Limits::none().with_token_budget(dsh_subagent_api::TokenLimit::new(1).unwrap()),
+        Limits::none().with_token_limit(dsh_subagent_api::TokenLimit::new(1).unwrap()),
         |config| config.tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent", "subagent_fork"])),
     );
     let tree = harness.service.open_tree();
@@ -98,7 +98,7 @@ async fn a_spent_tree_budget_refuses_the_next_child_and_stops_the_top_level_agen
 async fn spending_counts_up_the_tree() {
     let harness = Harness::limited(
         script(),
-        Limits::none().with_token_budget(dsh_subagent_api::TokenLimit::new(1_000_000).unwrap()),
+        Limits::none().with_token_limit(dsh_subagent_api::TokenLimit::new(1_000_000).unwrap()),
         |config| config.tool_filter(dsh_subagent_api::ToolFilter::denying(vec!["subagent", "subagent_fork"])),
     );
     let tree = harness.service.open_tree();

@@ -41,7 +41,7 @@ max_depth = 2
 max_concurrent = 1000
 max_queued = 1000
 max_children = 2000
-result_budget = 100000
+result_limit = 100000
 "#;
 
 /// The most a run may take before the bench gives up on it.

@@ -62,5 +62,5 @@ pub(crate) struct Assembly {
     /// The limits of every delegation tree of the harness's service.
     pub(crate) limits: Limits,
     /// The result budget of every tool that sets none of its own.
-    pub(crate) result_budget: Option<ResultLimit>,
+    pub(crate) result_limit: Option<ResultLimit>,
 }

@@ -68,7 +68,7 @@ impl std::fmt::Debug for HarnessBuilder {
             .field("background", &self.assembly.background)
             .field("later_tools", &self.assembly.later_tools)
             .field("limits", &self.assembly.limits)
-            .field("result_budget", &self.assembly.result_budget)
+            .field("result_limit", &self.assembly.result_limit)
             .finish()
     }
 }
@@ -126,13 +126,13 @@ impl HarnessBuilder {
 
     /// The most of a delegation output the model reads, for every tool of
     /// the harness that sets no budget of its own: each `subagent` tool's
-    /// result ([`SubagentToolConfig::result_budget`]) and what `task_output`
+    /// result ([`SubagentToolConfig::result_limit`]) and what `task_output`
     /// shows (background results, `send_message` answers, and the paged
     /// reads of cut results). [`ResultLimit::DEFAULT`] (8,000 tokens)
     /// unless set. A longer output reads as its head and tail around a
     /// notice that gives the exact `task_output` call reading on.
-    pub fn result_budget(mut self, budget: ResultLimit) -> Self {
-        self.assembly.result_budget = Some(budget);
+    pub fn result_limit(mut self, budget: ResultLimit) -> Self {
+        self.assembly.result_limit = Some(budget);
         self
     }
 

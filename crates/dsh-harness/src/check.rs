@@ -50,13 +50,13 @@ fn tree_budget(assembly: &Assembly, providers: &[Arc<dyn SubagentProvider>]) -> 
         return Ok(());
     };
     let provider = unmetered.name().to_owned();
-    if let Some(limit) = assembly.limits.token_budget() {
+    if let Some(limit) = assembly.limits.token_limit() {
         return Err(BuildError::TreeBudgetUnsupported {
             provider,
             limit: limit.tokens(),
         });
     }
-    if assembly.limits.cost_budget().is_some() {
+    if assembly.limits.cost_limit().is_some() {
         return Err(BuildError::TreeCostBudgetUnsupported { provider });
     }
     Ok(())
@@ -143,7 +143,7 @@ fn capabilities(config: &SubagentToolConfig, provider: &dyn SubagentProvider) ->
     let asked = [
         (config.tool_filter.is_some(), Capability::ToolFilter),
         (config.persona.is_some(), Capability::Persona),
-        (config.token_budget.is_some(), Capability::TokenBudget),
+        (config.token_limit.is_some(), Capability::TokenBudget),
     ];
     match asked
         .into_iter()

@@ -60,7 +60,7 @@ impl Harness {
         let task_tools = match assembly.background {
             Background::Off => None,
             Background::Tasks | Background::Continuable(_) => Some(
-                TaskToolsPlugin::apply_within(&tasks, &tools, assembly.result_budget.unwrap_or_default())
+                TaskToolsPlugin::apply_within(&tasks, &tools, assembly.result_limit.unwrap_or_default())
                     .map_err(refused)?,
             ),
         };
@@ -72,13 +72,13 @@ impl Harness {
             .as_ref()
             .map(|control| SubagentControlPlugin::apply(control, &tools).map_err(refused))
             .transpose()?;
-        let result_budget = assembly.result_budget;
+        let result_limit = assembly.result_limit;
         let subagents = assembly
             .subagents
             .into_iter()
             .map(|(mut config, _)| {
                 // A tool's own budget, else the harness's.
-                config.result_budget = config.result_budget.or(result_budget);
+                config.result_limit = config.result_limit.or(result_limit);
                 config
             })
             .map(|config| match (&control, &task_tools) {

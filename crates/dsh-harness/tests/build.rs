@@ -208,7 +208,7 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
             HarnessBuilder::new()
                 .subagent(SubagentToolConfig::new("spawn"), spawn())
                 .provider(ScriptedProvider::builder("remote").capabilities(limited()).build())
-                .limits(Limits::none().with_token_budget(dsh_subagent_api::TokenLimit::new(100_000).unwrap())),
+                .limits(Limits::none().with_token_limit(dsh_subagent_api::TokenLimit::new(100_000).unwrap())),
             BuildError::TreeBudgetUnsupported {
                 provider: "remote".into(),
                 limit: 100_000,
@@ -219,7 +219,7 @@ fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
             HarnessBuilder::new()
                 .subagent(SubagentToolConfig::new("spawn"), spawn())
                 .provider(ScriptedProvider::builder("remote").capabilities(limited()).build())
-                .limits(Limits::none().with_cost_budget(CostLimit::from_nanos(2_000_000_000).unwrap())),
+                .limits(Limits::none().with_cost_limit(CostLimit::from_nanos(2_000_000_000).unwrap())),
             BuildError::TreeCostBudgetUnsupported {
                 provider: "remote".into(),
             },
@@ -311,10 +311,10 @@ fn a_refused_build_keeps_nothing() {
 /// hold over any provider, and a budget over providers that report usage
 /// builds.
 #[test]
-fn a_tree_token_budget_needs_every_provider_to_report_usage() {
+fn a_tree_token_limit_needs_every_provider_to_report_usage() {
     let budget = Limits::none()
         .with_max_concurrent(ChildCount::new(2).unwrap())
-        .with_token_budget(dsh_subagent_api::TokenLimit::new(5_000).unwrap());
+        .with_token_limit(dsh_subagent_api::TokenLimit::new(5_000).unwrap());
     let unmetered = || {
         ScriptedProvider::builder("acp")
             .capabilities(Capabilities::NONE)

@@ -110,18 +110,18 @@ async fn dropping_the_harness_unmounts_everything() {
 }
 
 #[tokio::test]
-async fn a_harness_result_budget_bounds_every_tool_that_sets_none_of_its_own() {
+async fn a_harness_result_limit_bounds_every_tool_that_sets_none_of_its_own() {
     let long = |name: &str| ScriptedProvider::builder(name).reply("l".repeat(5_000)).build();
     let harness = HarnessBuilder::new()
         .subagent(SubagentToolConfig::new("wide"), long("wide"))
         .subagent(
             SubagentToolConfig::new("own")
                 .tool_name("subagent_own")
-                .result_budget(dsh_harness::ResultLimit::new(2_000).unwrap()),
+                .result_limit(dsh_harness::ResultLimit::new(2_000).unwrap()),
             long("own"),
         )
         .background(Background::Tasks)
-        .result_budget(dsh_harness::ResultLimit::MIN)
+        .result_limit(dsh_harness::ResultLimit::MIN)
         .build()
         .unwrap();
     let call = |tool: &'static str| {

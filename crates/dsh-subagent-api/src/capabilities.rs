@@ -22,7 +22,7 @@ pub struct Capabilities {
     pub tool_filter: bool,
     /// Honours [`ChildSettings::persona`](crate::ChildSettings::persona).
     pub persona: bool,
-    /// Honours [`ChildSettings::token_budget`](crate::ChildSettings::token_budget):
+    /// Honours [`ChildSettings::token_limit`](crate::ChildSettings::token_limit):
     /// the provider reports every model call's usage, so a budget can be kept.
     pub token_budget: bool,
 }

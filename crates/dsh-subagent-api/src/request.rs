@@ -203,7 +203,7 @@ pub struct ChildSettings {
     /// The input plus output tokens the child may spend over all its model
     /// calls, its own children's included, within what its parent has left.
     /// Needs [`Capability::TokenBudget`].
-    pub token_budget: Option<TokenLimit>,
+    pub token_limit: Option<TokenLimit>,
 }
 
 /// The settings of a request that sets none.
@@ -214,7 +214,7 @@ static NO_SETTINGS: ChildSettings = ChildSettings {
     max_depth: None,
     output_schema: None,
     timeout: None,
-    token_budget: None,
+    token_limit: None,
 };
 
 impl ChildSettings {
@@ -247,7 +247,7 @@ impl ChildSettings {
             (self.max_depth.is_some(), Capability::DepthLimit),
             (self.tool_filter.is_some(), Capability::ToolFilter),
             (self.persona.is_some(), Capability::Persona),
-            (self.token_budget.is_some(), Capability::TokenBudget),
+            (self.token_limit.is_some(), Capability::TokenBudget),
         ]
         .into_iter()
         .filter_map(|(needed, capability)| needed.then_some(capability))

@@ -163,10 +163,10 @@ pub(crate) fn duration_refused(written: &str) -> String {
 /// expected.
 pub(crate) const EXPECTING_DURATION: &str = r#"a duration as text, such as "90s" or "10min""#;
 
-/// The one refusal of a token budget, however it was written.
+/// The one refusal of a token limit, however it was written.
 pub(crate) fn token_limit_refused(written: &dyn Display, maximum: u64) -> String {
     format!(
-        "a token budget must be a whole number of tokens, from 1 to {maximum} (leave it out for no token budget); got {written}"
+        "a token limit must be a whole number of tokens, from 1 to {maximum} (leave it out for no token limit); got {written}"
     )
 }
 
@@ -186,13 +186,13 @@ pub(crate) fn queue_limit_refused(written: &dyn Display) -> String {
     )
 }
 
-/// What a cost budget is read as, when serde names it.
+/// What a cost limit is read as, when serde names it.
 pub(crate) const EXPECTING_AMOUNT: &str = "an amount of money";
 
-/// The one refusal of a cost budget, however it was written.
+/// The one refusal of a cost limit, however it was written.
 pub(crate) fn cost_limit_refused(written: &dyn Display, minimum: &dyn Display, maximum: &dyn Display) -> String {
     format!(
-        "a cost budget must be an amount from {minimum} to {maximum}, in the unit the models' prices are given in, such as 2.5 (leave it out for no cost budget); got {written}"
+        "a cost limit must be an amount from {minimum} to {maximum}, in the unit the models' prices are given in, such as 2.5 (leave it out for no cost limit); got {written}"
     )
 }
 

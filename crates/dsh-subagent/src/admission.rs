@@ -38,8 +38,8 @@ pub(crate) struct Demand {
     pub(crate) mode: RunMode,
     /// The child's own wall-time limit.
     pub(crate) timeout: Option<Duration>,
-    /// The child's own token budget.
-    pub(crate) token_budget: Option<dsh_subagent_api::TokenLimit>,
+    /// The child's own token limit: the size of its own budget.
+    pub(crate) token_limit: Option<dsh_subagent_api::TokenLimit>,
 }
 
 /// Who is waiting, for the queue's announcements.
@@ -383,7 +383,7 @@ impl Reservation {
             (Some(own), Some(inherited)) => Some(own.min(inherited)),
             (own, inherited) => own.or(inherited),
         };
-        let budget = match demand.token_budget {
+        let budget = match demand.token_limit {
             Some(limit) => Some(TokenBudget::new(BudgetScope::Child, limit.tokens(), parent_budget)),
             None => parent_budget,
         };
@@ -462,7 +462,7 @@ impl Demand {
             counts: Counts::Continuation,
             mode: RunMode::Background,
             timeout: None,
-            token_budget: None,
+            token_limit: None,
         }
     }
 
@@ -473,7 +473,7 @@ impl Demand {
             counts: Counts::NewChild,
             mode: request.mode,
             timeout: request.settings().timeout,
-            token_budget: request.settings().token_budget,
+            token_limit: request.settings().token_limit,
         }
     }
 }

@@ -105,9 +105,9 @@ impl Node {
         let tree = Arc::new(Tree {
             limits,
             budget: limits
-                .token_budget()
+                .token_limit()
                 .map(|limit| TokenBudget::new(BudgetScope::Tree, limit.tokens(), None)),
-            cost_budget: limits.cost_budget().map(|limit| CostBudget::new(limit.nanos())),
+            cost_budget: limits.cost_limit().map(|limit| CostBudget::new(limit.nanos())),
             state: Mutex::new(TreeState::default()),
             texts,
         });

@@ -36,8 +36,8 @@ pub struct Limits {
     max_concurrent: Option<ChildCount>,
     max_queued: Option<QueueLimit>,
     max_children: Option<ChildCount>,
-    token_budget: Option<TokenLimit>,
-    cost_budget: Option<CostLimit>,
+    token_limit: Option<TokenLimit>,
+    cost_limit: Option<CostLimit>,
     kept_output: Option<usize>,
 }
 
@@ -66,8 +66,8 @@ impl Limits {
             max_concurrent: None,
             max_queued: None,
             max_children: None,
-            token_budget: None,
-            cost_budget: None,
+            token_limit: None,
+            cost_limit: None,
             kept_output: None,
         }
     }
@@ -119,8 +119,8 @@ impl Limits {
     /// agent's own model calls included when that agent spends from its
     /// tree ([`DelegationTree::lineage`](crate::DelegationTree::lineage)).
     #[must_use]
-    pub const fn with_token_budget(mut self, tokens: TokenLimit) -> Self {
-        self.token_budget = Some(tokens);
+    pub const fn with_token_limit(mut self, tokens: TokenLimit) -> Self {
+        self.token_limit = Some(tokens);
         self
     }
 
@@ -132,15 +132,15 @@ impl Limits {
     /// refuses a provider whose children report no usage, since what they
     /// spend could never be priced.
     #[must_use]
-    pub const fn with_cost_budget(mut self, money: CostLimit) -> Self {
-        self.cost_budget = Some(money);
+    pub const fn with_cost_limit(mut self, money: CostLimit) -> Self {
+        self.cost_limit = Some(money);
         self
     }
 
     /// The money a tree may spend, when bounded
-    /// ([`Limits::with_cost_budget`]).
-    pub const fn cost_budget(&self) -> Option<CostLimit> {
-        self.cost_budget
+    /// ([`Limits::with_cost_limit`]).
+    pub const fn cost_limit(&self) -> Option<CostLimit> {
+        self.cost_limit
     }
 
     /// The bytes of outputs the service keeps in a store of its own, when
@@ -168,9 +168,9 @@ impl Limits {
     }
 
     /// The tokens a tree may spend, when bounded
-    /// ([`Limits::with_token_budget`]).
-    pub const fn token_budget(&self) -> Option<TokenLimit> {
-        self.token_budget
+    /// ([`Limits::with_token_limit`]).
+    pub const fn token_limit(&self) -> Option<TokenLimit> {
+        self.token_limit
     }
 
     /// Whether no limit on children is set (then no start passes a gate).
@@ -178,7 +178,7 @@ impl Limits {
         self.max_concurrent.is_none()
             && self.max_queued.is_none()
             && self.max_children.is_none()
-            && self.token_budget.is_none()
-            && self.cost_budget.is_none()
+            && self.token_limit.is_none()
+            && self.cost_limit.is_none()
     }
 }

@@ -122,7 +122,7 @@ impl SubagentService {
         provider: Arc<dyn SubagentProvider>,
     ) -> Result<ProviderRegistration, SubagentError> {
         let name = provider.name().to_owned();
-        let budgeted = self.limits().token_budget().is_some() || self.limits().cost_budget().is_some();
+        let budgeted = self.limits().token_limit().is_some() || self.limits().cost_limit().is_some();
         if budgeted && !provider.capabilities().supports(Capability::TokenBudget) {
             return Err(SubagentError::UnsupportedCapability {
                 provider: name,

@@ -552,7 +552,7 @@ async fn a_child_inherits_the_earlier_deadline_of_its_parent() {
 #[tokio::test(start_paused = true)]
 async fn a_spent_budget_refuses_the_start_naming_whose_budget_it_was() {
     let (service, stats, _registration) = counting_service(
-        Limits::none().with_token_budget(dsh_subagent_api::TokenLimit::new(100).unwrap()),
+        Limits::none().with_token_limit(dsh_subagent_api::TokenLimit::new(100).unwrap()),
         Duration::from_millis(1),
     );
     let tree = service.open_tree();
@@ -584,7 +584,7 @@ async fn a_spent_budget_refuses_the_start_naming_whose_budget_it_was() {
 async fn a_spent_cost_budget_refuses_the_start_and_every_child_spends_from_it() {
     // 0.5 units, in billionths.
     let (service, stats, _registration) = counting_service(
-        Limits::none().with_cost_budget(CostLimit::from_nanos(500_000_000).unwrap()),
+        Limits::none().with_cost_limit(CostLimit::from_nanos(500_000_000).unwrap()),
         Duration::from_millis(1),
     );
     let tree = service.open_tree();

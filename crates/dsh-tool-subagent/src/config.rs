@@ -57,7 +57,7 @@ pub struct SubagentToolConfig {
     /// calls, its own children's included (JSON `tokenBudget`), within what
     /// its parent has left. Past it the child stops as `max-tokens`. Needs
     /// the provider's `tokenBudget` capability.
-    pub token_budget: Option<TokenLimit>,
+    pub token_limit: Option<TokenLimit>,
     /// The most of a result the model reads (JSON `resultBudget`, in
     /// tokens of 4 bytes; at least [`ResultLimit::MIN`]). Absent:
     /// [`ResultLimit::DEFAULT`], 8,000 tokens, unless the harness sets
@@ -65,7 +65,7 @@ pub struct SubagentToolConfig {
     /// tail around a notice; with `task_output` mounted the whole result is
     /// kept as a task of the caller, and the notice gives the exact
     /// `task_output` call that reads on.
-    pub result_budget: Option<ResultLimit>,
+    pub result_limit: Option<ResultLimit>,
 }
 
 const KNOWN_KEYS: [&str; 10] = [
@@ -105,8 +105,8 @@ impl SubagentToolConfig {
             max_depth: None,
             enable_run_in_background: false,
             timeout: None,
-            token_budget: None,
-            result_budget: None,
+            token_limit: None,
+            result_limit: None,
         }
     }
 
@@ -154,21 +154,21 @@ impl SubagentToolConfig {
 
     /// Sets the tokens each child may spend, its own children's included.
     #[must_use]
-    pub fn token_budget(mut self, tokens: TokenLimit) -> Self {
-        self.token_budget = Some(tokens);
+    pub fn token_limit(mut self, tokens: TokenLimit) -> Self {
+        self.token_limit = Some(tokens);
         self
     }
 
     /// Sets the most of a result the model reads.
     #[must_use]
-    pub fn result_budget(mut self, budget: ResultLimit) -> Self {
-        self.result_budget = Some(budget);
+    pub fn result_limit(mut self, budget: ResultLimit) -> Self {
+        self.result_limit = Some(budget);
         self
     }
 
     /// The result budget in force: the configured one, else the default.
-    pub fn result_budget_or_default(&self) -> ResultLimit {
-        self.result_budget.unwrap_or_default()
+    pub fn result_limit_or_default(&self) -> ResultLimit {
+        self.result_limit.unwrap_or_default()
     }
 
     /// Sets the depth cap.
@@ -220,8 +220,8 @@ impl SubagentToolConfig {
                     .map_err(|_| ConfigError::Invalid(wording::config_timeout_invalid(&text)))
             })
             .transpose()?;
-        config.token_budget = typed(object, "tokenBudget")?;
-        config.result_budget = typed(object, "resultBudget")?;
+        config.token_limit = typed(object, "tokenBudget")?;
+        config.result_limit = typed(object, "resultBudget")?;
         config.validate()?;
         Ok(config)
     }

@@ -153,7 +153,7 @@ fn child_settings(config: &SubagentToolConfig) -> ChildSettings {
     settings.persona = config.persona.clone();
     settings.tool_filter = config.tool_filter.clone();
     settings.timeout = config.timeout;
-    settings.token_budget = config.token_budget;
+    settings.token_limit = config.token_limit;
     settings.max_depth = config.max_depth.and_then(MaxDepth::cap);
     settings
 }
@@ -195,7 +195,7 @@ impl Tool for SubagentTool {
                 let delegating = lifecycle::delegate(&self.service, &self.config.provider, request);
                 return Box::pin(delegating.map(move |delegated| {
                     let cutter = Cutter {
-                        budget: self.config.result_budget_or_default(),
+                        budget: self.config.result_limit_or_default(),
                         pages: self.pages.as_ref(),
                         service: &self.service,
                         caller: &caller,

@@ -131,11 +131,11 @@ fn malformed_configs_name_the_key() {
 }
 
 #[test]
-fn timeouts_and_token_budgets_are_read_from_json() {
+fn timeouts_and_token_limits_are_read_from_json() {
     let config =
         SubagentToolConfig::from_json(&json!({"provider": "p", "timeout": "10min", "tokenBudget": 5000})).unwrap();
     assert_eq!(config.timeout, Some(std::time::Duration::from_secs(600)));
-    assert_eq!(config.token_budget.map(|limit| limit.tokens()), Some(5000));
+    assert_eq!(config.token_limit.map(|limit| limit.tokens()), Some(5000));
     for (text, millis) in [("500ms", 500), ("90s", 90_000), ("2 h", 7_200_000), ("3m", 180_000)] {
         assert_eq!(
             text.parse::<DurationSetting>().map(DurationSetting::get),
@@ -149,14 +149,14 @@ fn timeouts_and_token_budgets_are_read_from_json() {
 }
 
 #[test]
-fn result_budgets_are_read_from_json_and_default_to_8000_tokens() {
+fn result_limits_are_read_from_json_and_default_to_8000_tokens() {
     let config = SubagentToolConfig::from_json(&json!({"provider": "p", "resultBudget": 256})).unwrap();
-    assert_eq!(config.result_budget, Some(dsh_tools::ResultLimit::MIN));
-    assert_eq!(config.result_budget_or_default().bytes(), 1_024);
+    assert_eq!(config.result_limit, Some(dsh_tools::ResultLimit::MIN));
+    assert_eq!(config.result_limit_or_default().bytes(), 1_024);
     let default = SubagentToolConfig::from_json(&json!({"provider": "p"})).unwrap();
-    assert_eq!(default.result_budget, None);
-    assert_eq!(default.result_budget_or_default(), dsh_tools::ResultLimit::DEFAULT);
-    assert_eq!(default.result_budget_or_default().bytes(), 32_000);
+    assert_eq!(default.result_limit, None);
+    assert_eq!(default.result_limit_or_default(), dsh_tools::ResultLimit::DEFAULT);
+    assert_eq!(default.result_limit_or_default().bytes(), 32_000);
 }
 
 #[test]

@@ -116,7 +116,7 @@ impl Default for ResultLimit {
 /// fewer than [`ResultLimit::MIN`]. Its text is the one refusal of a
 /// result budget, however it was written.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{}", wording::result_budget_refused(&self.0, ResultLimit::MIN.tokens(), ResultLimit::DEFAULT.tokens()))]
+#[error("{}", wording::result_limit_refused(&self.0, ResultLimit::MIN.tokens(), ResultLimit::DEFAULT.tokens()))]
 pub struct InvalidResultLimit(Written);
 
 impl Bounded for ResultLimit {

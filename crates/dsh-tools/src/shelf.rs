@@ -84,7 +84,7 @@ impl ResultPolicy {
     }
 
     /// The result budget.
-    pub fn result_budget(&self) -> ResultLimit {
+    pub fn result_limit(&self) -> ResultLimit {
         self.budget
     }
 

@@ -83,11 +83,11 @@ pub const EMPTY_NAME: &str = "a tool name must not be empty";
 
 // ---- result budgets and cuts (see `budget`) ----------------------------------
 
-/// The one refusal of a result budget, however it was written: not a
+/// The one refusal of a result limit, however it was written: not a
 /// whole number of tokens, or too few to hold a notice and any text.
-pub fn result_budget_refused(written: &dyn std::fmt::Display, minimum: u64, default: u64) -> String {
+pub fn result_limit_refused(written: &dyn std::fmt::Display, minimum: u64, default: u64) -> String {
     format!(
-        "a result budget must be a whole number of tokens, at least {minimum}: room for a notice and some text at each end (leave it out for the default of {default}); got {written}"
+        "a result limit must be a whole number of tokens, at least {minimum}: room for a notice and some text at each end (leave it out for the default of {default}); got {written}"
     )
 }
 

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use dsh_subagent_api::DurationSetting;
 
 /// dsh: an agent that delegates to subagents.
 #[derive(Debug, Parser)]
@@ -83,9 +84,10 @@ pub(crate) struct CheckAcpArgs {
     /// Print the report as JSON, in its versioned shape.
     #[arg(long)]
     pub(crate) json: bool,
-    /// How long each step (initialize, session/new, a prompt) may take, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
-    pub(crate) timeout: u64,
+    /// How long each step (initialize, session/new, a prompt) may take,
+    /// such as "10s" or "2min".
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub(crate) timeout: DurationSetting,
     /// Pass this variable of yours on to the agent (repeatable), as
     /// `pass_env` does in dsh.toml; it gets no other but PATH, HOME and the
     /// like, as an ACP child of dsh.
@@ -177,17 +179,17 @@ pub(crate) struct AgentArgs {
     #[arg(long, value_name = "N")]
     pub(crate) max_children: Option<dsh_subagent_api::ChildCount>,
     /// The input plus output tokens one tree may spend, its top-level
-    /// agent's own model calls included (default: `[limits].token_budget`,
+    /// agent's own model calls included (default: `[limits].token_limit`,
     /// else none). Refused with an ACP tool: its children report no usage.
     #[arg(long, value_name = "TOKENS")]
-    pub(crate) token_budget: Option<dsh_subagent_api::TokenLimit>,
+    pub(crate) token_limit: Option<dsh_subagent_api::TokenLimit>,
     /// The money one tree may spend, in the unit its models' prices are
     /// given in (`price` in dsh.toml), its top-level agent's own model calls
-    /// and estimated usage included (default: `[limits].cost_budget`, else
+    /// and estimated usage included (default: `[limits].cost_limit`, else
     /// none). Every model of the tree needs a price; refused with an ACP
     /// tool: its children report no usage.
     #[arg(long, value_name = "AMOUNT")]
-    pub(crate) cost_budget: Option<dsh_subagent_api::CostLimit>,
+    pub(crate) cost_limit: Option<dsh_subagent_api::CostLimit>,
     /// The parent model's context window, in tokens: every request is
     /// fitted into it, less a reserve for the answer (default:
     /// `[model].context_window` in dsh.toml, else $DSH_CONTEXT_WINDOW, else
@@ -197,10 +199,10 @@ pub(crate) struct AgentArgs {
     /// The most of a delegation output the model reads, in tokens of 4
     /// bytes (at least 256): a longer `subagent` result or `task_output`
     /// reads as its head and tail, and task_output pages through the rest
-    /// (default: `[limits].result_budget`, else 8000; a `[[subagents]]`
-    /// entry's own `result_budget` wins for its tool).
+    /// (default: `[limits].result_limit`, else 8000; a `[[subagents]]`
+    /// entry's own `result_limit` wins for its tool).
     #[arg(long, value_name = "TOKENS")]
-    pub(crate) result_budget: Option<dsh_tools::ResultLimit>,
+    pub(crate) result_limit: Option<dsh_tools::ResultLimit>,
     /// Record every model exchange of the run (the parent and its
     /// in-process children) into this cassette: at the HTTP level with an
     /// endpoint, else at the events level. Written as FILE.recording and
@@ -231,10 +233,10 @@ impl AgentArgs {
             max_concurrent: None,
             max_queued: None,
             max_children: None,
-            token_budget: None,
-            cost_budget: None,
+            token_limit: None,
+            cost_limit: None,
             context_window: None,
-            result_budget: None,
+            result_limit: None,
             record: None,
             replay: None,
             replay_timing: false,
@@ -249,9 +251,9 @@ impl AgentArgs {
             max_concurrent: self.max_concurrent,
             max_queued: self.max_queued,
             max_children: self.max_children,
-            token_budget: self.token_budget,
-            cost_budget: self.cost_budget,
-            result_budget: self.result_budget,
+            token_limit: self.token_limit,
+            cost_limit: self.cost_limit,
+            result_limit: self.result_limit,
         }
     }
 }
@@ -274,9 +276,10 @@ pub(crate) struct McpArgs {
     #[arg(long, short)]
     pub(crate) quiet: bool,
     /// How long a running tool call that asked for progress may go without
-    /// a progress notification before a heartbeat is sent, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 5000)]
-    pub(crate) progress_interval: u64,
+    /// a progress notification before a heartbeat is sent, such as "5s"
+    /// or "500ms".
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub(crate) progress_interval: DurationSetting,
     /// Serve over Streamable HTTP at http://ADDR:PORT/mcp instead of stdio.
     /// A bare PORT listens on 127.0.0.1; an address beyond loopback needs
     /// --bearer-token-env.
@@ -297,9 +300,10 @@ pub(crate) struct McpArgs {
     /// localhost and the loopback addresses always are). Repeatable.
     #[arg(long = "allowed-host", value_name = "HOST", requires = "listen")]
     pub(crate) allowed_hosts: Vec<String>,
-    /// How long an HTTP session may stay idle before it ends, in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..))]
-    pub(crate) session_idle_timeout: u64,
+    /// How long an HTTP session may stay idle before it ends, such as
+    /// "30min" or "90s".
+    #[arg(long, value_name = "DURATION", default_value = "30min")]
+    pub(crate) session_idle_timeout: DurationSetting,
     #[command(flatten)]
     pub(crate) agent: AgentArgs,
 }
@@ -393,4 +397,38 @@ pub(crate) struct TreeArgs {
     /// (no network; it opens from disk).
     #[arg(long, value_name = "FILE")]
     pub(crate) html: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Cli;
+
+    /// Every duration flag reads its value as a duration does in dsh.toml
+    /// (`"90s"`, `"500ms"`), and refuses a plain number naming the flag, in
+    /// the duration's one wording.
+    #[test]
+    fn every_duration_flag_is_a_duration_setting_refused_at_its_flag() {
+        let cases: [&[&str]; 3] = [
+            &["dsh", "check", "acp", "--timeout", "10", "--", "agent"],
+            &["dsh", "mcp", "--progress-interval", "5000"],
+            &["dsh", "mcp", "--session-idle-timeout", "0s"],
+        ];
+        let mut rendered = Vec::new();
+        for argv in cases {
+            let flag = argv.iter().find(|arg| arg.starts_with("--") && arg.len() > 2).unwrap_or(&"");
+            let refused = Cli::try_parse_from(argv).unwrap_err().to_string();
+            let written = argv[argv.iter().position(|arg| arg == flag).unwrap() + 1];
+            let wording = written.parse::<super::DurationSetting>().unwrap_err().to_string();
+            assert!(
+                refused.contains(&format!("for '{flag} <DURATION>': {wording}\n")),
+                "{refused}"
+            );
+            rendered.push(refused.lines().next().unwrap_or_default().to_owned());
+        }
+        insta::assert_snapshot!(rendered.join("\n"));
+        let accepted = Cli::try_parse_from(["dsh", "mcp", "--progress-interval", "500ms", "--session-idle-timeout", "10min"]);
+        assert!(accepted.is_ok(), "{accepted:?}");
+    }
 }

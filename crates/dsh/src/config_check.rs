@@ -18,14 +18,14 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
     // created there), so continuable children and `send_message` show.
     let file_limits = config.as_ref().map(|config| config.limits).unwrap_or_default();
     let limits = file_limits.resolve(&config::LimitsConfig::default());
-    let result_budget = file_limits.result_budget(&config::LimitsConfig::default());
+    let result_limit = file_limits.result_limit(&config::LimitsConfig::default());
     let mounted = MountedHarness::new(
         config.as_ref(),
         Some(Path::new(".dsh")),
         Surface::Agent,
         None,
         limits,
-        result_budget,
+        result_limit,
         (&[], &[]),
     )?;
     eprintln!(
@@ -38,14 +38,14 @@ pub(crate) fn check(args: &ConfigCheckArgs) -> Result<(), Failure> {
         eprintln!("{}", wording::config_check_record(file));
     }
     let tools = config.iter().flat_map(|config| &config.subagents);
-    for subagent in tools.filter(|s| s.tool.timeout.is_some() || s.tool.token_budget.is_some()) {
+    for subagent in tools.filter(|s| s.tool.timeout.is_some() || s.tool.token_limit.is_some()) {
         let tool = &subagent.tool;
         eprintln!(
             "{}",
             wording::config_check_tool_limits(
                 &tool.tool_name,
                 tool.timeout,
-                tool.token_budget.map(dsh_subagent_api::TokenLimit::tokens)
+                tool.token_limit.map(dsh_subagent_api::TokenLimit::tokens)
             )
         );
     }

@@ -155,7 +155,7 @@ impl MountedHarness {
         surface: Surface,
         observer: Option<Arc<dyn TreeObserver>>,
         limits: Limits,
-        result_budget: ResultLimit,
+        result_limit: ResultLimit,
         (withheld, env): (&[String], &[(String, String)]),
     ) -> Result<Self, Failure> {
         let subagents = match config {
@@ -187,7 +187,7 @@ impl MountedHarness {
             .provider(fork.clone())
             .background(background)
             .limits(limits)
-            .result_budget(result_budget)
+            .result_limit(result_limit)
             .later_tools(dsh_mcp::TOOL_PREFIX);
         let acp = AcpSetup {
             // Every child process carries the self-mount check's marker.

@@ -24,7 +24,7 @@ struct Priced {
 pub(crate) fn priced(
     runtime: AgentRuntime,
     config: Option<&Config>,
-    cost_budget: bool,
+    cost_limit: bool,
 ) -> Result<AgentRuntime, Failure> {
     let parent = runtime.model().model_name().to_owned();
     let mut prices: Vec<Priced> = Vec::new();
@@ -59,7 +59,7 @@ pub(crate) fn priced(
             }
         }
     }
-    if cost_budget
+    if cost_limit
         && let Some((model, whose)) = needed
             .iter()
             .find(|(model, _)| prices.iter().all(|known| &known.model != model))

@@ -112,7 +112,7 @@ impl SharedRuntime {
         // Flags over the file's `[limits]` over dsh's defaults.
         let file_limits = config.map(|config| config.limits).unwrap_or_default();
         let limits = file_limits.resolve(&args.limits());
-        let result_budget = file_limits.result_budget(&args.limits());
+        let result_limit = file_limits.result_limit(&args.limits());
         // Recording or replaying: ACP children record their parts of the
         // same cassette, or replay it.
         let recorded_by_file = config.and_then(|config| config.record.as_deref());
@@ -125,7 +125,7 @@ impl SharedRuntime {
             surface,
             Some(observer.clone()),
             limits,
-            result_budget,
+            result_limit,
             (withheld, &cassette_env),
         )?;
         let retention = data_dir.map(|dir| {
@@ -161,7 +161,7 @@ impl SharedRuntime {
             mounted.tools().clone(),
             dsh_tasks::wording::MCP_RESULT_KIND,
         );
-        let mcp_results = ResultPolicy::new(result_budget).kept_on(Arc::new(shelf));
+        let mcp_results = ResultPolicy::new(result_limit).kept_on(Arc::new(shelf));
         let notices = TaskNotices(mounted.harness().notices());
         let mut runtime = AgentRuntime::new(model, mounted.tools().clone())
             .with_observer(observer.clone() as Arc<dyn AgentObserver>)
@@ -184,7 +184,7 @@ impl SharedRuntime {
             runtime = runtime.with_context_window(window);
         }
         let runtime = on_disk(runtime, data_dir, endpoint, recorder.is_some());
-        let runtime = crate::prices::priced(runtime, config, limits.cost_budget().is_some())?;
+        let runtime = crate::prices::priced(runtime, config, limits.cost_limit().is_some())?;
         Ok(Self {
             banner,
             recorder,

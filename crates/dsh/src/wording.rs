@@ -113,12 +113,12 @@ pub(crate) fn config_check_mcp_servers(count: usize) -> String {
 pub(crate) fn config_check_limits(limits: &dsh_subagent::Limits) -> String {
     let bound = |value: Option<String>| value.unwrap_or_else(|| "unbounded".to_owned());
     format!(
-        "dsh: limits per top-level agent: {} children at once, {} calls waiting, {} children in all, token budget {}",
+        "dsh: limits per top-level agent: {} children at once, {} calls waiting, {} children in all, token limit {}",
         bound(limits.max_concurrent().map(|n| n.children().to_string())),
         bound(limits.max_queued().map(|n| n.calls().to_string())),
         bound(limits.max_children().map(|n| n.children().to_string())),
         limits
-            .token_budget()
+            .token_limit()
             .map_or_else(|| "none".to_owned(), |tokens| format!("{} tokens", tokens.tokens())),
     )
 }
@@ -127,14 +127,14 @@ pub(crate) fn config_check_limits(limits: &dsh_subagent::Limits) -> String {
 pub(crate) fn config_check_tool_limits(
     tool: &str,
     timeout: Option<std::time::Duration>,
-    token_budget: Option<u64>,
+    token_limit: Option<u64>,
 ) -> String {
     let mut parts = Vec::new();
     if let Some(timeout) = timeout {
         parts.push(format!("timeout {}", dsh_subagent::wording::human_duration(timeout)));
     }
-    if let Some(tokens) = token_budget {
-        parts.push(format!("token budget {tokens} tokens"));
+    if let Some(tokens) = token_limit {
+        parts.push(format!("token limit {tokens} tokens"));
     }
     format!("dsh: {tool}: each child run: {}", parts.join(", "))
 }

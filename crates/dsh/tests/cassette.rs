@@ -390,7 +390,7 @@ fn parallel_cut_children_replay_the_same_requests_every_time() {
         {"when": {"first_user_contains": "FAST"}, "reply": {"text": long("fast"), "stream_by": "whole"}}
     ]});
     std::fs::write(dir.path().join("script.json"), script.to_string()).unwrap();
-    let budget = ["--result-budget", "256"];
+    let budget = ["--result-limit", "256"];
     let task = "PARENT task";
     let mut record = vec!["run", "-q", "--script", "script.json", "--record", "run.jsonl"];
     record.extend(budget);

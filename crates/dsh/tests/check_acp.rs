@@ -129,7 +129,7 @@ fn each_bad_agent_is_one_clear_line_and_a_failing_exit() {
         ),
         (
             &[&agent, "silent-init"],
-            &["--timeout", "1"],
+            &["--timeout", "1s"],
             "acp.initialize",
             "initialize was not answered within 1 s",
         ),
@@ -168,7 +168,7 @@ fn each_bad_agent_is_one_clear_line_and_a_failing_exit() {
 fn an_agent_that_ignores_cancel_and_end_of_input_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let agent = agent();
-    let (code, report) = check(dir.path(), &[&agent, "ignore-cancel"], &["--timeout", "1"]);
+    let (code, report) = check(dir.path(), &[&agent, "ignore-cancel"], &["--timeout", "1s"]);
     assert_eq!(code, 1);
     assert_eq!(
         finding(&report, "acp.cancel"),

@@ -67,7 +67,7 @@ fn config_check_prints_the_catalog_the_parent_sees() {
 provider = "spawn"
 persona = "You are terse."
 timeout = "10min"
-token_budget = 200000
+token_limit = 200000
 
 [limits]
 max_concurrent = 3
@@ -90,8 +90,8 @@ max_depth = "provider-managed"
     assert_eq!(
         text(&output.stderr),
         "dsh: dsh.toml is valid; the parent's model sees these tools:\n\
-         dsh: limits per top-level agent: 3 children at once, 64 calls waiting, 200 children in all, token budget none\n\
-         dsh: subagent: each child run: timeout 10 min, token budget 200000 tokens\n\
+         dsh: limits per top-level agent: 3 children at once, 64 calls waiting, 200 children in all, token limit none\n\
+         dsh: subagent: each child run: timeout 10 min, token limit 200000 tokens\n\
          dsh: warning: the delegation tool subagent has no max_depth, so its children may delegate again \
          with no depth cap (a model that always delegates goes as deep as [limits] max_children allows); \
          set max_depth = 1 in its [[subagents]] entry to let only the top-level agent delegate\n\
@@ -250,11 +250,11 @@ fn an_mcp_server_gets_exactly_its_command_args_env_and_cwd() {
 /// A token budget on an ACP tool is refused when the file is read: the ACP
 /// provider cannot bound its child's tokens. Exit 2, nothing starts.
 #[test]
-fn a_token_budget_on_an_acp_tool_is_refused_with_exit_2() {
+fn a_token_limit_on_an_acp_tool_is_refused_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("dsh.toml"),
-        "[[subagents]]\ntool_name = \"subagent_marker\"\nprovider = \"acp\"\ncommand = \"sh\"\nargs = [\"-c\", \"touch spawned\"]\ntoken_budget = 200000\n",
+        "[[subagents]]\ntool_name = \"subagent_marker\"\nprovider = \"acp\"\ncommand = \"sh\"\nargs = [\"-c\", \"touch spawned\"]\ntoken_limit = 200000\n",
     )
     .unwrap();
     for args in [&["run", "hello"][..], &["config", "check"][..], &["mcp"][..]] {
@@ -262,7 +262,7 @@ fn a_token_budget_on_an_acp_tool_is_refused_with_exit_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert_eq!(
             text(&output.stderr),
-            "dsh: dsh.toml:6:16: subagents[0].token_budget: the acp provider cannot apply `token_budget` to its children; remove it from this entry\n",
+            "dsh: dsh.toml:6:16: subagents[0].token_limit: the acp provider cannot apply `token_limit` to its children; remove it from this entry\n",
             "{args:?}"
         );
         assert!(output.stdout.is_empty(), "{args:?}");
@@ -270,17 +270,17 @@ fn a_token_budget_on_an_acp_tool_is_refused_with_exit_2() {
     assert!(!dir.path().join("spawned").exists());
 }
 
-/// A tree token budget (`[limits]` or `--token-budget`) over an ACP entry is
+/// A tree token budget (`[limits]` or `--token-limit`) over an ACP entry is
 /// refused when the harness is assembled: the ACP child reports no usage,
 /// so the budget would never be kept for it. Exit 2, nothing starts.
 #[test]
-fn a_tree_token_budget_over_an_acp_tool_is_refused_with_exit_2() {
+fn a_tree_token_limit_over_an_acp_tool_is_refused_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let acp = "[[subagents]]\ntool_name = \"subagent_marker\"\nprovider = \"acp\"\ncommand = \"sh\"\nargs = [\"-c\", \"touch spawned\"]\n";
     let refusal = "dsh: dsh-harness: the limits set a tree token budget of 5000 tokens, which provider \"acp:subagent_marker\" cannot honour (no tokenBudget capability: its children report no usage, so what they spend would never be counted) — remove the token budget from the limits, or leave this provider out of the harness\n";
     std::fs::write(
         dir.path().join("dsh.toml"),
-        format!("[limits]\ntoken_budget = 5000\n\n{acp}"),
+        format!("[limits]\ntoken_limit = 5000\n\n{acp}"),
     )
     .unwrap();
     for args in [&["run", "hello"][..], &["config", "check"][..], &["mcp"][..]] {
@@ -290,7 +290,7 @@ fn a_tree_token_budget_over_an_acp_tool_is_refused_with_exit_2() {
         assert!(output.stdout.is_empty(), "{args:?}");
     }
     std::fs::write(dir.path().join("dsh.toml"), acp).unwrap();
-    let output = dsh(dir.path(), &["run", "--token-budget", "5000", "hello"]);
+    let output = dsh(dir.path(), &["run", "--token-limit", "5000", "hello"]);
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(text(&output.stderr), refusal);
     assert!(!dir.path().join("spawned").exists());
@@ -308,7 +308,7 @@ fn bad_limits_exit_2_naming_the_key() {
         ),
         (
             "[limits]\nmax_parallel = 4\n",
-            "dsh: dsh.toml:2:1: limits.max_parallel: unknown field `max_parallel`, expected one of `max_concurrent`, `max_queued`, `max_children`, `token_budget`, `cost_budget`, `result_budget`\n",
+            "dsh: dsh.toml:2:1: limits.max_parallel: unknown field `max_parallel`, expected one of `max_concurrent`, `max_queued`, `max_children`, `token_limit`, `cost_limit`, `result_limit`\n",
         ),
     ] {
         std::fs::write(dir.path().join("dsh.toml"), file).unwrap();

@@ -1,5 +1,5 @@
 //! A money budget per delegation tree, through the real `dsh` binary: the
-//! models' prices in `dsh.toml`, the tree's `cost_budget`, and a local
+//! models' prices in `dsh.toml`, the tree's `cost_limit`, and a local
 //! OpenAI-compatible server (plain HTTP/1.1 and server-sent events on
 //! loopback) whose parent delegates one child in every answer and whose
 //! children answer at once. Each call reports 1,000 prompt and 100
@@ -120,11 +120,11 @@ const REFUSED: &str = "subagent not started: this delegation tree's cost budget 
 /// stops on the budget before the parent's next call. The usage line
 /// prices the parent's calls, the child's and the whole tree.
 #[test]
-fn a_tree_out_of_its_cost_budget_refuses_the_next_delegation_and_stops() {
+fn a_tree_out_of_its_cost_limit_refuses_the_next_delegation_and_stops() {
     let base_url = server(Reports::Usage);
     for (config, args) in [
-        (format!("{PRICED}[limits]\ncost_budget = 3\n"), vec![]),
-        (PRICED.to_owned(), vec!["--cost-budget", "3"]),
+        (format!("{PRICED}[limits]\ncost_limit = 3\n"), vec![]),
+        (PRICED.to_owned(), vec!["--cost-limit", "3"]),
     ] {
         let (code, stderr, dir, transcript) = run(&base_url, &config, &args);
         assert_eq!(code, Some(1), "{stderr}");
@@ -179,7 +179,7 @@ fn tree_shows_cost(dir: &std::path::Path) {
 fn estimated_usage_gives_estimated_costs_that_spend_the_budget() {
     let base_url = server(Reports::Nothing);
     // 1,000,000 units per million tokens: one unit a token.
-    let config = "[model]\nprice = { input = 1000000, output = 1000000 }\n[limits]\ncost_budget = 1\n";
+    let config = "[model]\nprice = { input = 1000000, output = 1000000 }\n[limits]\ncost_limit = 1\n";
     let (code, stderr, dir, transcript) = run(&base_url, config, &[]);
     assert_eq!(code, Some(1), "{stderr}");
     let json = common::dsh(dir.path(), &["tree", "--json"]);
@@ -225,14 +225,14 @@ fn no_price_shows_tokens_only_and_a_budget_without_one_is_refused() {
         (&Value::Null, &Value::Null)
     );
 
-    let (code, stderr, _dir, _) = run(&base_url, "", &["--cost-budget", "5"]);
+    let (code, stderr, _dir, _) = run(&base_url, "", &["--cost-limit", "5"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert_eq!(
         stderr,
         "dsh: a cost budget needs the price of every model of the tree, and \"test-model\", the parent's model (set `[model] price` in dsh.toml), has none: what it spends could never be counted\n"
     );
     let config = format!("{PRICED}[[subagents]]\nprovider = \"spawn\"\nagent_options = {{ model = \"other\" }}\n");
-    let (code, stderr, _dir, _) = run(&base_url, &config, &["--cost-budget", "5"]);
+    let (code, stderr, _dir, _) = run(&base_url, &config, &["--cost-limit", "5"]);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("\"other\", the model of the children of `subagent` (set `subagents[0].agent_options.price` in dsh.toml), has none"), "{stderr}");
 
@@ -242,7 +242,7 @@ fn no_price_shows_tokens_only_and_a_budget_without_one_is_refused() {
         stderr,
         "dsh: dsh.toml:2:19: model.price.input: the input price must be a number, zero or more, per million tokens (got -1)\n"
     );
-    let (code, stderr, _dir, _) = run(&base_url, "", &["--cost-budget", "-2"]);
+    let (code, stderr, _dir, _) = run(&base_url, "", &["--cost-limit", "-2"]);
     assert_eq!(code, Some(2), "{stderr}");
 }
 
@@ -251,7 +251,7 @@ fn no_price_shows_tokens_only_and_a_budget_without_one_is_refused() {
 /// cost budget the resume is refused as bad input naming that model and
 /// what would price it, before anything starts.
 #[test]
-fn a_resumed_parent_whose_model_has_no_price_is_refused_under_a_cost_budget() {
+fn a_resumed_parent_whose_model_has_no_price_is_refused_under_a_cost_limit() {
     let base_url = server(Reports::Usage);
     let (_, stderr, dir, _) = run(&base_url, "", &["--max-turns", "1"]);
     let parent = stderr
@@ -262,7 +262,7 @@ fn a_resumed_parent_whose_model_has_no_price_is_refused_under_a_cost_budget() {
         .to_owned();
     std::fs::write(dir.path().join("dsh.toml"), PRICED).unwrap();
     let output = Command::new(common::DSH)
-        .args(["run", "--resume", &parent, "--cost-budget", "5", "Go on."])
+        .args(["run", "--resume", &parent, "--cost-limit", "5", "Go on."])
         .current_dir(dir.path())
         .env("DSH_BASE_URL", &base_url)
         .env("DSH_API_KEY", "sk-test")

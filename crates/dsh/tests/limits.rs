@@ -104,7 +104,7 @@ fn a_run_whose_calls_never_wait_says_nothing_of_waiting() {
 /// reason, and the run stops unfinished (exit 1) saying so.
 #[test]
 fn a_spent_tree_budget_refuses_the_delegations_and_stops_the_run() {
-    let (dir, code, _, stderr) = run_with(&["--token-budget", "100"], "go");
+    let (dir, code, _, stderr) = run_with(&["--token-limit", "100"], "go");
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.ends_with("dsh: the run did not finish: token budget of 100 tokens spent\n"),

@@ -53,7 +53,7 @@ async fn start(dir: &Path, extra: &[&str]) -> Session {
         .arg("mcp")
         .arg("--data-dir")
         .arg(dir.join(".dsh"))
-        .args(["--progress-interval", "50"])
+        .args(["--progress-interval", "50ms"])
         .args(extra)
         .current_dir(dir)
         .env_remove("DSH_API_KEY")

@@ -487,7 +487,7 @@ fn the_limits_events_carry_int_counts_and_a_string_error_type() {
 fn a_cut_result_records_its_full_and_shown_size_and_the_run_shows_it_on_stderr() {
     let dir = tempfile::tempdir().unwrap();
     // The parent delegates; its child answers 5,000 characters; the parent
-    // reads at most 1,024 bytes of it (`--result-budget 256`).
+    // reads at most 1,024 bytes of it (`--result-limit 256`).
     let script = serde_json::json!({"rules": [
         {"when": {"tool_not_offered": "subagent"}, "reply": {"text": "w".repeat(5_000), "stream_by": "whole"}},
         {"when": {"last_message": "user"}, "reply": {"tool_calls": [
@@ -502,7 +502,7 @@ fn a_cut_result_records_its_full_and_shown_size_and_the_run_shows_it_on_stderr()
             "run",
             "--script",
             "long.json",
-            "--result-budget",
+            "--result-limit",
             "256",
             "Write at length.",
         ],
@@ -529,12 +529,12 @@ fn a_cut_result_records_its_full_and_shown_size_and_the_run_shows_it_on_stderr()
     // A budget below 256 tokens is refused before anything runs.
     let refused = dsh(
         dir.path(),
-        &["run", "--script", "long.json", "--result-budget", "100", "go"],
+        &["run", "--script", "long.json", "--result-limit", "100", "go"],
         &[],
     );
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
     assert!(
-        text(&refused.stderr).contains("--result-budget"),
+        text(&refused.stderr).contains("--result-limit"),
         "{}",
         text(&refused.stderr)
     );

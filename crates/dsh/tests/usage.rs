@@ -82,14 +82,14 @@ fn answer(request: &Value, reports: Reports, fan_out: usize) -> Reply {
     Reply::chunks(chunks)
 }
 
-/// `dsh run --token-budget <budget>` against `server`: its exit code,
+/// `dsh run --token-limit <budget>` against `server`: its exit code,
 /// stderr, and the parent's transcript.
 fn run(server: &Server, budget: u64) -> (Option<i32>, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let output = Command::new(common::DSH)
         .args([
             "run",
-            "--token-budget",
+            "--token-limit",
             &budget.to_string(),
             "Split the work and delegate it.",
         ])
@@ -137,14 +137,14 @@ fn a_tree_budget_refuses_every_child_once_the_estimate_spent_it() {
     }
 }
 
-/// `--token-budget 3000` over a parent that would delegate forever: every
+/// `--token-limit 3000` over a parent that would delegate forever: every
 /// request asks for no more than the estimate has left, children start
 /// while the budget lasts, the delegation asked for once it is spent is
 /// refused, and the run stops on its budget after a few requests (read as
 /// zero tokens, the run went on to its turn limit, each request asking for
 /// 3,000 tokens). The usage line says its counts are estimated.
 #[test]
-fn token_budget_stops_a_run_whose_server_reports_no_usage() {
+fn token_limit_stops_a_run_whose_server_reports_no_usage() {
     for reports in ALL {
         let server = Server::start(reports, 1);
         let (code, stderr, transcript) = run(&server, 3_000);

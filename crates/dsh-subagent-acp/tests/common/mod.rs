@@ -47,7 +47,7 @@ impl Mounted {
             SubagentToolConfig::new("acp")
                 .tool_name("subagent_acp")
                 .max_depth(MaxDepth::ProviderManaged)
-                .result_budget(dsh_tools::ResultLimit::new(32 * 1024).unwrap()),
+                .result_limit(dsh_tools::ResultLimit::new(32 * 1024).unwrap()),
             &service,
             &tools,
         )

@@ -65,7 +65,7 @@ fn asking(env: &Env, capability: Capability) -> (StartRequest, Option<Arc<TokenB
         Capability::ToolFilter => settings.tool_filter = Some(ToolFilter::allowing(Vec::<String>::new())),
         Capability::Persona => settings.persona = Some(PERSONA.to_owned()),
         Capability::TokenBudget => {
-            settings.token_budget = TokenLimit::new(CHILD_TOKENS).ok();
+            settings.token_limit = TokenLimit::new(CHILD_TOKENS).ok();
             let budget = TokenBudget::new(BudgetScope::Tree, TREE_TOKENS, None);
             request.parent = request
                 .parent

@@ -170,7 +170,7 @@ fn budgets_are_tokens_at_four_bytes_each() {
 }
 
 #[test]
-fn every_reader_refuses_a_result_budget_in_one_wording() {
+fn every_reader_refuses_a_result_limit_in_one_wording() {
     let json = |value: serde_json::Value| serde_json::from_value::<ResultLimit>(value).unwrap_err().to_string();
     let refusals = [
         ResultLimit::new(12).unwrap_err().to_string(),
@@ -182,7 +182,7 @@ fn every_reader_refuses_a_result_budget_in_one_wording() {
         json(serde_json::json!("8000")),
         json(serde_json::json!({"tokens": 8000})),
     ];
-    insta::assert_snapshot!("result_budget_refused", refusals.join("\n"));
+    insta::assert_snapshot!("result_limit_refused", refusals.join("\n"));
 }
 
 #[test]

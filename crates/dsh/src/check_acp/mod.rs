@@ -55,7 +55,7 @@ pub(crate) async fn run(args: CheckAcpArgs) -> Result<(), Failure> {
     for name in &args.pass_env {
         config = config.pass_env(name.clone());
     }
-    let report = check(&config, Duration::from_secs(args.timeout.max(1))).await;
+    let report = check(&config, args.timeout.get()).await;
     if args.json {
         println!("{}", report.to_json());
     } else {

@@ -130,9 +130,9 @@ pub(crate) struct RawSubagent {
     /// The wall time of each child run, as `"90s"`, `"10min"`, `"1h"`.
     pub(crate) timeout: Option<Spanned<DurationSetting>>,
     /// The tokens each child may spend, its own children's included.
-    pub(crate) token_budget: Option<Spanned<dsh_subagent_api::TokenLimit>>,
+    pub(crate) token_limit: Option<Spanned<dsh_subagent_api::TokenLimit>>,
     /// The most of this tool's results the model reads, checked as it is read.
-    pub(crate) result_budget: Option<Spanned<dsh_tools::ResultLimit>>,
+    pub(crate) result_limit: Option<Spanned<dsh_tools::ResultLimit>>,
     // Keys of `provider = "acp"` only; the launch keys read as under
     // `[[mcp_servers]]` (config/launch.rs).
     pub(crate) command: Option<Spanned<String>>,

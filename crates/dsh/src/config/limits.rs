@@ -1,4 +1,4 @@
-//! `[limits]`: the bounds of every delegation tree, and the result budget
+//! `[limits]`: the bounds of every delegation tree, and the result limit
 //! of every tool without its own.
 
 use dsh_subagent_api::{ChildCount, CostLimit, QueueLimit, TokenLimit};
@@ -22,12 +22,12 @@ pub(crate) struct LimitsConfig {
     /// Children one tree may start over its life.
     pub(crate) max_children: Option<ChildCount>,
     /// Tokens one tree may spend, its top-level agent's own included.
-    pub(crate) token_budget: Option<TokenLimit>,
+    pub(crate) token_limit: Option<TokenLimit>,
     /// Money one tree may spend, its top-level agent's own included.
-    pub(crate) cost_budget: Option<CostLimit>,
+    pub(crate) cost_limit: Option<CostLimit>,
     /// The most of a delegation output the model reads, for every tool
     /// without its own.
-    pub(crate) result_budget: Option<ResultLimit>,
+    pub(crate) result_limit: Option<ResultLimit>,
 }
 
 impl LimitsConfig {
@@ -56,19 +56,19 @@ impl LimitsConfig {
                     .or(self.max_children)
                     .unwrap_or(Self::DEFAULT_MAX_CHILDREN),
             );
-        let limits = match flags.token_budget.or(self.token_budget) {
-            Some(tokens) => limits.with_token_budget(tokens),
+        let limits = match flags.token_limit.or(self.token_limit) {
+            Some(tokens) => limits.with_token_limit(tokens),
             None => limits,
         };
-        match flags.cost_budget.or(self.cost_budget) {
-            Some(money) => limits.with_cost_budget(money),
+        match flags.cost_limit.or(self.cost_limit) {
+            Some(money) => limits.with_cost_limit(money),
             None => limits,
         }
     }
 
-    /// The result budget: `flags` over `self` (the file) over the default
+    /// The result limit: `flags` over `self` (the file) over the default
     /// of 8,000 tokens.
-    pub(crate) fn result_budget(&self, flags: &LimitsConfig) -> ResultLimit {
-        flags.result_budget.or(self.result_budget).unwrap_or_default()
+    pub(crate) fn result_limit(&self, flags: &LimitsConfig) -> ResultLimit {
+        flags.result_limit.or(self.result_limit).unwrap_or_default()
     }
 }

@@ -174,9 +174,9 @@ fn resolve_subagent(
         Some(timeout) => tool.timeout(timeout.into_inner().get()),
         None => tool,
     };
-    let tool = entry.token_budget(raw.token_budget.take(), tool)?;
-    let tool = match raw.result_budget.take() {
-        Some(budget) => tool.result_budget(budget.into_inner()),
+    let tool = entry.token_limit(raw.token_limit.take(), tool)?;
+    let tool = match raw.result_limit.take() {
+        Some(limit) => tool.result_limit(limit.into_inner()),
         None => tool,
     };
     entry.validate(&tool, filter_span.clone(), name_span.clone())?;
@@ -304,16 +304,16 @@ impl Entry<'_, '_> {
         Ok(tool.max_depth(max_depth.into_inner()))
     }
 
-    /// `token_budget` (checked as it was read): only over a provider that
+    /// `token_limit` (checked as it was read): only over a provider that
     /// counts tokens.
-    fn token_budget(
+    fn token_limit(
         &self,
-        budget: Option<Spanned<TokenLimit>>,
+        limit: Option<Spanned<TokenLimit>>,
         tool: SubagentToolConfig,
     ) -> Result<SubagentToolConfig, ConfigFileError> {
-        let Some(budget) = budget else { return Ok(tool) };
-        self.require(self.capabilities.token_budget, "token_budget", budget.span())?;
-        Ok(tool.token_budget(budget.into_inner()))
+        let Some(limit) = limit else { return Ok(tool) };
+        self.require(self.capabilities.token_budget, "token_limit", limit.span())?;
+        Ok(tool.token_limit(limit.into_inner()))
     }
 
     /// The tool's own check, its error at the key it concerns: the span is

@@ -49,8 +49,8 @@ tool_filter = { deny = ["subagent"] }
 max_depth = 1
 enable_run_in_background = true
 timeout = "10min"
-token_budget = 200000
-result_budget = 4000
+token_limit = 200000
+result_limit = 4000
 
 [[subagents]]
 tool_name = "subagent_fork"
@@ -89,8 +89,8 @@ bearer_token_env = "DOCS_TOKEN"
 max_concurrent = 3
 max_queued = 0
 max_children = 50
-token_budget = 1000000
-result_budget = 16000
+token_limit = 1000000
+result_limit = 16000
 "#;
     let config = parse(Path::new("dsh.toml"), text, dir.path()).unwrap();
     assert_eq!(
@@ -136,22 +136,22 @@ result_budget = 16000
     );
     assert!(spawn.tool.enable_run_in_background);
     assert_eq!(spawn.tool.timeout, Some(Duration::from_secs(600)));
-    assert_eq!(spawn.tool.token_budget.map(|limit| limit.tokens()), Some(200_000));
-    assert_eq!(spawn.tool.result_budget, Some(ResultLimit::new(4_000).unwrap()));
+    assert_eq!(spawn.tool.token_limit.map(|limit| limit.tokens()), Some(200_000));
+    assert_eq!(spawn.tool.result_limit, Some(ResultLimit::new(4_000).unwrap()));
     let fork = &config.subagents[1];
     assert!(matches!(fork.provider, Provider::Fork));
     assert!(!fork.tool.enable_run_in_background);
-    assert_eq!((fork.tool.timeout, fork.tool.token_budget), (None, None));
-    assert_eq!(fork.tool.result_budget, None);
+    assert_eq!((fork.tool.timeout, fork.tool.token_limit), (None, None));
+    assert_eq!(fork.tool.result_limit, None);
     assert_eq!(
         config.limits,
         LimitsConfig {
             max_concurrent: ChildCount::new(3).ok(),
             max_queued: Some(QueueLimit::new(0)),
             max_children: ChildCount::new(50).ok(),
-            token_budget: dsh_subagent_api::TokenLimit::new(1_000_000).ok(),
-            cost_budget: None,
-            result_budget: ResultLimit::new(16_000).ok(),
+            token_limit: dsh_subagent_api::TokenLimit::new(1_000_000).ok(),
+            cost_limit: None,
+            result_limit: ResultLimit::new(16_000).ok(),
         }
     );
     let acp = &config.subagents[2];
@@ -447,7 +447,7 @@ fn errors_name_file_line_column_and_key() {
         ("unknown limits key", "[limits]\nmax_concurent = 2\n"),
         ("zero max_concurrent", "[limits]\nmax_concurrent = 0\n"),
         ("zero max_children", "[limits]\nmax_children = 0\n"),
-        ("zero tree token_budget", "[limits]\ntoken_budget = 0\n"),
+        ("zero tree token_limit", "[limits]\ntoken_limit = 0\n"),
         ("negative max_queued", "[limits]\nmax_queued = -1\n"),
         (
             "a timeout that is no duration",
@@ -458,12 +458,12 @@ fn errors_name_file_line_column_and_key() {
             "[[subagents]]\nprovider = \"spawn\"\ntimeout = 600\n",
         ),
         (
-            "zero tool token_budget",
-            "[[subagents]]\nprovider = \"spawn\"\ntoken_budget = 0\n",
+            "zero tool token_limit",
+            "[[subagents]]\nprovider = \"spawn\"\ntoken_limit = 0\n",
         ),
         (
-            "token_budget over acp",
-            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\ntoken_budget = 200000\n",
+            "token_limit over acp",
+            "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\ntoken_limit = 200000\n",
         ),
         (
             "a bad token variable",
@@ -474,15 +474,15 @@ fn errors_name_file_line_column_and_key() {
 }
 
 #[test]
-fn result_budgets_below_256_tokens_are_refused_where_they_are_written() {
+fn result_limits_below_256_tokens_are_refused_where_they_are_written() {
     let cases: &[(&str, &str)] = &[
-        ("tree result_budget", "[limits]\nresult_budget = 12\n"),
-        ("zero tree result_budget", "[limits]\nresult_budget = 0\n"),
+        ("tree result_limit", "[limits]\nresult_limit = 12\n"),
+        ("zero tree result_limit", "[limits]\nresult_limit = 0\n"),
         (
-            "tool result_budget",
-            "[[subagents]]\nprovider = \"spawn\"\n\n[[subagents]]\ntool_name = \"subagent_fork\"\nprovider = \"fork\"\nresult_budget = 255\n",
+            "tool result_limit",
+            "[[subagents]]\nprovider = \"spawn\"\n\n[[subagents]]\ntool_name = \"subagent_fork\"\nprovider = \"fork\"\nresult_limit = 255\n",
         ),
-        ("a word", "[limits]\nresult_budget = \"8k\"\n"),
+        ("a word", "[limits]\nresult_limit = \"8k\"\n"),
     ];
     insta::assert_snapshot!(refusals(cases));
 }
@@ -497,8 +497,8 @@ fn every_bounded_setting_is_refused_at_its_key_line_and_column() {
         (spawn, "max_depth", "-1"),
         (spawn, "max_depth", "9007199254740992"),
         (spawn, "timeout", "\"0s\""),
-        (spawn, "token_budget", "0"),
-        (spawn, "result_budget", "12"),
+        (spawn, "token_limit", "0"),
+        (spawn, "result_limit", "12"),
         (spawn, "agent_options.context_window", "512"),
         (acp, "turn_timeout", "\"90\""),
         (acp, "cancel_grace", "1000"),
@@ -512,9 +512,9 @@ fn every_bounded_setting_is_refused_at_its_key_line_and_column() {
             ("[limits]\n", "max_concurrent", "0"),
             ("[limits]\n", "max_queued", "-1"),
             ("[limits]\n", "max_children", "0"),
-            ("[limits]\n", "token_budget", "0"),
-            ("[limits]\n", "cost_budget", "0"),
-            ("[limits]\n", "result_budget", "12"),
+            ("[limits]\n", "token_limit", "0"),
+            ("[limits]\n", "cost_limit", "0"),
+            ("[limits]\n", "result_limit", "12"),
             ("[model]\n", "context_window", "512"),
             ("[model]\n", "max_concurrent", "0"),
             ("[data]\n", "max_age", "\"forever\""),
@@ -544,22 +544,22 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
     use clap::Parser;
     let cases = [
         (
-            "--result-budget",
+            "--result-limit",
             "12",
-            "limits.result_budget",
-            "[limits]\nresult_budget = 12\n",
+            "limits.result_limit",
+            "[limits]\nresult_limit = 12\n",
         ),
         (
-            "--result-budget",
+            "--result-limit",
             "8k",
-            "limits.result_budget",
-            "[limits]\nresult_budget = \"8k\"\n",
+            "limits.result_limit",
+            "[limits]\nresult_limit = \"8k\"\n",
         ),
         (
-            "--token-budget",
+            "--token-limit",
             "0",
-            "limits.token_budget",
-            "[limits]\ntoken_budget = 0\n",
+            "limits.token_limit",
+            "[limits]\ntoken_limit = 0\n",
         ),
         (
             "--context-window",
@@ -581,16 +581,16 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
         ),
         ("--max-queued", "-1", "limits.max_queued", "[limits]\nmax_queued = -1\n"),
         (
-            "--cost-budget",
+            "--cost-limit",
             "0",
-            "limits.cost_budget",
-            "[limits]\ncost_budget = 0\n",
+            "limits.cost_limit",
+            "[limits]\ncost_limit = 0\n",
         ),
         (
-            "--cost-budget",
+            "--cost-limit",
             "5 dollars",
-            "limits.cost_budget",
-            "[limits]\ncost_budget = \"5 dollars\"\n",
+            "limits.cost_limit",
+            "[limits]\ncost_limit = \"5 dollars\"\n",
         ),
         (
             "--context-window",
@@ -622,16 +622,16 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
 }
 
 #[test]
-fn a_result_budget_flag_beats_the_file_which_beats_the_default() {
+fn a_result_limit_flag_beats_the_file_which_beats_the_default() {
     let none = LimitsConfig::default();
-    assert_eq!(none.result_budget(&none), ResultLimit::DEFAULT);
-    let file = check("[limits]\nresult_budget = 16000\n").unwrap().limits;
-    assert_eq!(file.result_budget(&none).tokens(), 16_000);
+    assert_eq!(none.result_limit(&none), ResultLimit::DEFAULT);
+    let file = check("[limits]\nresult_limit = 16000\n").unwrap().limits;
+    assert_eq!(file.result_limit(&none).tokens(), 16_000);
     let flags = LimitsConfig {
-        result_budget: ResultLimit::new(300).ok(),
+        result_limit: ResultLimit::new(300).ok(),
         ..LimitsConfig::default()
     };
-    assert_eq!(file.result_budget(&flags).tokens(), 300);
+    assert_eq!(file.result_limit(&flags).tokens(), 300);
     // The budget is no limit of the tree's gate.
     assert_eq!(file.resolve(&none), none.resolve(&none));
 }
@@ -646,7 +646,7 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
             .with_max_queued(QueueLimit::new(64))
             .with_max_children(ChildCount::new(200).unwrap())
     );
-    let file = check("[limits]\nmax_concurrent = 3\ntoken_budget = 5000\n")
+    let file = check("[limits]\nmax_concurrent = 3\ntoken_limit = 5000\n")
         .unwrap()
         .limits;
     assert_eq!(
@@ -655,7 +655,7 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
             .with_max_concurrent(ChildCount::new(3).unwrap())
             .with_max_queued(QueueLimit::new(64))
             .with_max_children(ChildCount::new(200).unwrap())
-            .with_token_budget(dsh_subagent_api::TokenLimit::new(5000).unwrap())
+            .with_token_limit(dsh_subagent_api::TokenLimit::new(5000).unwrap())
     );
     let flags = LimitsConfig {
         max_concurrent: ChildCount::new(2).ok(),
@@ -668,7 +668,7 @@ fn a_limit_flag_beats_the_file_which_beats_the_default() {
             .with_max_concurrent(ChildCount::new(2).unwrap())
             .with_max_queued(QueueLimit::new(64))
             .with_max_children(ChildCount::new(10).unwrap())
-            .with_token_budget(dsh_subagent_api::TokenLimit::new(5000).unwrap())
+            .with_token_limit(dsh_subagent_api::TokenLimit::new(5000).unwrap())
     );
 }
 
@@ -703,11 +703,11 @@ fn the_readme_example_is_valid() {
     let names: Vec<&str> = config.subagents.iter().map(|s| s.tool.tool_name.as_str()).collect();
     assert_eq!(names, ["subagent", "subagent_fork", "subagent_remote"]);
     assert_eq!(config.limits.max_concurrent, Some(LimitsConfig::DEFAULT_MAX_CONCURRENT));
-    assert_eq!(config.limits.token_budget.map(|limit| limit.tokens()), Some(2_000_000));
-    assert_eq!(config.limits.result_budget, Some(ResultLimit::DEFAULT));
+    assert_eq!(config.limits.token_limit.map(|limit| limit.tokens()), Some(2_000_000));
+    assert_eq!(config.limits.result_limit, Some(ResultLimit::DEFAULT));
     assert_eq!(config.subagents[0].tool.timeout, Some(Duration::from_secs(600)));
     assert_eq!(
-        config.subagents[0].tool.result_budget.map(ResultLimit::tokens),
+        config.subagents[0].tool.result_limit.map(ResultLimit::tokens),
         Some(4_000)
     );
     // The commented adapter parses too, once uncommented.
@@ -756,7 +756,7 @@ fn the_catalog_states_dshs_default_limits() {
             "{} children start over the tree's life",
             LimitsConfig::DEFAULT_MAX_CHILDREN.children()
         ),
-        "there is no token budget".to_owned(),
+        "there is no token limit".to_owned(),
     ] {
         assert!(note.contains(&stated), "{stated:?} not in the note");
     }
@@ -793,9 +793,9 @@ fn the_most_requests_at_once_of_an_endpoint_is_read_and_zero_is_refused() {
 }
 
 #[test]
-fn prices_and_a_cost_budget_are_read_per_million_tokens_and_in_units() {
+fn prices_and_a_cost_limit_are_read_per_million_tokens_and_in_units() {
     let config = check(
-        "[model]\nprice = { input = 0.27, output = 1.1, cached_input = 0.07 }\n\n[limits]\ncost_budget = 2.5\n\n[[subagents]]\nprovider = \"spawn\"\nagent_options = { model = \"small\", price = { input = 1, output = 2 } }\n",
+        "[model]\nprice = { input = 0.27, output = 1.1, cached_input = 0.07 }\n\n[limits]\ncost_limit = 2.5\n\n[[subagents]]\nprovider = \"spawn\"\nagent_options = { model = \"small\", price = { input = 1, output = 2 } }\n",
     )
     .unwrap();
     let price = config.model.price.unwrap();
@@ -807,23 +807,23 @@ fn prices_and_a_cost_budget_are_read_per_million_tokens_and_in_units() {
     assert_eq!((child.input(), child.output(), child.cached_input()), (1.0, 2.0, None));
     let none = LimitsConfig::default();
     assert_eq!(
-        config.limits.resolve(&none).cost_budget().map(CostLimit::nanos),
+        config.limits.resolve(&none).cost_limit().map(CostLimit::nanos),
         Some(2_500_000_000)
     );
     let flags = LimitsConfig {
-        cost_budget: CostLimit::from_amount(0.5).ok(),
+        cost_limit: CostLimit::from_amount(0.5).ok(),
         ..LimitsConfig::default()
     };
     assert_eq!(
-        config.limits.resolve(&flags).cost_budget().map(CostLimit::nanos),
+        config.limits.resolve(&flags).cost_limit().map(CostLimit::nanos),
         Some(500_000_000),
         "the flag wins"
     );
-    assert_eq!(check("").unwrap().limits.resolve(&none).cost_budget(), None);
+    assert_eq!(check("").unwrap().limits.resolve(&none).cost_limit(), None);
 }
 
 #[test]
-fn prices_and_cost_budgets_that_are_no_amount_are_refused_at_their_key() {
+fn prices_and_cost_limits_that_are_no_amount_are_refused_at_their_key() {
     let cases: &[(&str, &str)] = &[
         (
             "a negative input price",
@@ -854,10 +854,10 @@ fn prices_and_cost_budgets_that_are_no_amount_are_refused_at_their_key() {
             "a price for an ACP child",
             "[[subagents]]\nprovider = \"acp\"\ncommand = \"dsh\"\nagent_options = { price = { input = 1, output = 1 } }\n",
         ),
-        ("a zero cost budget", "[limits]\ncost_budget = 0\n"),
-        ("a negative cost budget", "[limits]\ncost_budget = -3\n"),
-        ("a cost budget that is not a number", "[limits]\ncost_budget = nan\n"),
-        ("a cost budget that is text", "[limits]\ncost_budget = \"5 dollars\"\n"),
+        ("a zero cost limit", "[limits]\ncost_limit = 0\n"),
+        ("a negative cost limit", "[limits]\ncost_limit = -3\n"),
+        ("a cost limit that is not a number", "[limits]\ncost_limit = nan\n"),
+        ("a cost limit that is text", "[limits]\ncost_limit = \"5 dollars\"\n"),
     ];
     insta::assert_snapshot!(refusals(cases));
 }

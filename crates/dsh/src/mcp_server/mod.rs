@@ -29,7 +29,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use dsh_agent::Agent;
 use dsh_agent::transcript::TreeLock;
@@ -83,7 +82,7 @@ pub(crate) async fn serve(args: McpArgs) -> Result<(), Failure> {
     let quiet = args.quiet;
     let server = McpToolServer::new(shared.tools().clone())
         .identity("dsh", env!("CARGO_PKG_VERSION"))
-        .progress_interval(Duration::from_millis(args.progress_interval))
+        .progress_interval(args.progress_interval.get())
         .on_call_end(move |end| {
             if end.cancelled && !quiet {
                 eprintln!("{}", wording::mcp_call_cancelled(end.tool, &end.result.text));
@@ -184,7 +183,7 @@ impl SessionData {
 async fn listen(args: &McpArgs, address: SocketAddr) -> Result<(TcpListener, HttpServeOptions), Failure> {
     let mut options = HttpServeOptions::default()
         .max_sessions(usize::from(args.max_sessions))
-        .idle_timeout(Duration::from_secs(args.session_idle_timeout));
+        .idle_timeout(args.session_idle_timeout.get());
     if let Some(variable) = &args.bearer_token_env {
         match std::env::var(variable) {
             Ok(token) if !token.trim().is_empty() => options = options.bearer_token(token.trim()),
