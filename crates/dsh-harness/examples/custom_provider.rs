@@ -21,7 +21,9 @@ use dsh_harness::provider::{
     BoxFuture, Capabilities, ContentBlock, StartRequest, StopReason, SubagentError, SubagentProvider, SubagentResult,
     SubagentRun, concat_text,
 };
-use dsh_harness::{AgentRef, Background, CancellationToken, HarnessBuilder, SubagentToolConfig, ToolExecution};
+use dsh_harness::{
+    AgentRef, Background, CancellationToken, Harness, HarnessBuilder, SubagentToolConfig, ToolExecution,
+};
 use dsh_tool_subagent::ErrorCode;
 use serde_json::json;
 use tokio::sync::{Notify, oneshot};
@@ -140,10 +142,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .background(Background::Tasks)
         .build()?;
-    let tools = harness.tools();
+    success(&harness).await;
+    max_tokens(&harness).await;
+    cancellation(&harness, &provider).await;
+    background(&harness).await;
 
-    // Success: the child's final text is the tool's result.
-    let ok = tools
+    // Every child was released exactly once, and only once it had settled.
+    assert_eq!(provider.starts.load(Ordering::SeqCst), 4);
+    assert_eq!(provider.disposes.load(Ordering::SeqCst), 4);
+    println!("released     → 4 of 4 children, once each");
+    Ok(())
+}
+
+/// Success: the child's final text is the tool's result.
+async fn success(harness: &Harness) {
+    let ok = harness
+        .tools()
         .call(
             "subagent",
             json!({"description": "count", "prompt": "count to 3"}),
@@ -153,9 +167,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert!(!ok.is_error, "{}", ok.text);
     assert_eq!(ok.text, "1 2 3");
     println!("success      → {}", ok.text);
+}
 
-    // A stop reason: the budget runs out; partial output is an error, never a success.
-    let long = tools
+/// A stop reason: the budget runs out; partial output is an error, never a success.
+async fn max_tokens(harness: &Harness) {
+    let long = harness
+        .tools()
         .call(
             "subagent",
             json!({"description": "count", "prompt": "count to 9"}),
@@ -169,10 +186,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     assert!(long.error.as_ref().is_some_and(|e| e.has_code(ErrorCode::RunMaxTokens)));
     println!("max tokens   → {}", long.text.replace('\n', " | "));
+}
 
-    // Cancellation: the caller gives up while the child works.
+/// Cancellation: the caller gives up while the child works.
+async fn cancellation(harness: &Harness, provider: &CountingProvider) {
     let cancel = CancellationToken::new();
-    let call = tools.call(
+    let call = harness.tools().call(
         "subagent",
         json!({"description": "idle", "prompt": "wait"}),
         caller(cancel.clone()),
@@ -185,11 +204,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert!(cancelled.is_error);
     assert_eq!(cancelled.text, "Error: subagent run was cancelled");
     println!("cancellation → {}", cancelled.text);
+}
 
-    // In the background: the call returns a task id at once, the task
-    // settles the child, and its owner is told before its next model call.
-    // Every call reserves the next id when it starts (the three calls above
-    // kept theirs unused), so ids follow the order of the calls.
+/// In the background: the call returns a task id at once, the task
+/// settles the child, and its owner is told before its next model call.
+/// Every call reserves the next id when it starts (the three calls before
+/// kept theirs unused), so ids follow the order of the calls.
+async fn background(harness: &Harness) {
+    let tools = harness.tools();
     let started = tools
         .call(
             "subagent",
@@ -213,10 +235,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ]
     );
     println!("background   → {}", output.text.replace('\n', " | "));
-
-    // Every child was released exactly once, and only once it had settled.
-    assert_eq!(provider.starts.load(Ordering::SeqCst), 4);
-    assert_eq!(provider.disposes.load(Ordering::SeqCst), 4);
-    println!("released     → 4 of 4 children, once each");
-    Ok(())
 }

@@ -61,6 +61,8 @@ pub(crate) struct Assembly {
     pub(crate) later_tools: Vec<String>,
     /// The limits of every delegation tree of the harness's service.
     pub(crate) limits: Limits,
-    /// The result budget of every tool that sets none of its own.
-    pub(crate) result_limit: Option<ResultLimit>,
+    /// The result limit of every tool that sets none of its own: the one
+    /// place a harness decides it, [`ResultLimit::DEFAULT`] (its `Default`)
+    /// unless the builder was given one.
+    pub(crate) result_limit: ResultLimit,
 }

@@ -125,14 +125,14 @@ impl HarnessBuilder {
     }
 
     /// The most of a delegation output the model reads, for every tool of
-    /// the harness that sets no budget of its own: each `subagent` tool's
+    /// the harness that sets no limit of its own: each `subagent` tool's
     /// result ([`SubagentToolConfig::result_limit`]) and what `task_output`
     /// shows (background results, `send_message` answers, and the paged
     /// reads of cut results). [`ResultLimit::DEFAULT`] (8,000 tokens)
     /// unless set. A longer output reads as its head and tail around a
     /// notice that gives the exact `task_output` call reading on.
-    pub fn result_limit(mut self, budget: ResultLimit) -> Self {
-        self.assembly.result_limit = Some(budget);
+    pub fn result_limit(mut self, limit: ResultLimit) -> Self {
+        self.assembly.result_limit = limit;
         self
     }
 

@@ -10,7 +10,7 @@ use dsh_tasks::TaskRegistry;
 use dsh_tool_subagent::SubagentToolPlugin;
 use dsh_tool_subagent_control::SubagentControlPlugin;
 use dsh_tool_tasks::TaskToolsPlugin;
-use dsh_tools::{AgentId, AgentRef, RegistryError, ToolRegistration, ToolRegistry};
+use dsh_tools::{AgentId, AgentRef, RegistryError, ResultLimit, ToolRegistration, ToolRegistry};
 
 use crate::BuildError;
 use crate::assembly::{Assembly, Background};
@@ -39,6 +39,7 @@ pub struct Harness {
     tasks: TaskRegistry,
     service: SubagentService,
     tools: ToolRegistry,
+    result_limit: ResultLimit,
 }
 
 impl Harness {
@@ -59,10 +60,9 @@ impl Harness {
             .collect::<Result<Vec<_>, _>>()?;
         let task_tools = match assembly.background {
             Background::Off => None,
-            Background::Tasks | Background::Continuable(_) => Some(
-                TaskToolsPlugin::apply_within(&tasks, &tools, assembly.result_limit.unwrap_or_default())
-                    .map_err(refused)?,
-            ),
+            Background::Tasks | Background::Continuable(_) => {
+                Some(TaskToolsPlugin::apply_within(&tasks, &tools, assembly.result_limit).map_err(refused)?)
+            }
         };
         let control = match assembly.background {
             Background::Continuable(store) => Some(SubagentControl::new(service.clone(), tasks.clone(), store)),
@@ -77,8 +77,8 @@ impl Harness {
             .subagents
             .into_iter()
             .map(|(mut config, _)| {
-                // A tool's own budget, else the harness's.
-                config.result_limit = config.result_limit.or(result_limit);
+                // A tool's own limit, else the harness's: every tool gets one.
+                config.result_limit = Some(config.result_limit.unwrap_or(result_limit));
                 config
             })
             .map(|config| match (&control, &task_tools) {
@@ -97,6 +97,7 @@ impl Harness {
             tasks,
             service,
             tools,
+            result_limit,
         })
     }
 
@@ -118,6 +119,13 @@ impl Harness {
     /// its run events to follow every child.
     pub fn service(&self) -> &SubagentService {
         &self.service
+    }
+
+    /// The result limit of every tool of this harness that sets none of its
+    /// own ([`HarnessBuilder::result_limit`](crate::HarnessBuilder::result_limit), else [`ResultLimit::DEFAULT`]):
+    /// what a harness gives the other tools it mounts, such as MCP tools.
+    pub fn result_limit(&self) -> ResultLimit {
+        self.result_limit
     }
 
     /// The background tasks of every agent of this harness (none while

@@ -59,9 +59,10 @@ pub struct SubagentToolConfig {
     /// the provider's `tokenBudget` capability.
     pub token_limit: Option<TokenLimit>,
     /// The most of a result the model reads (JSON `resultBudget`, in
-    /// tokens of 4 bytes; at least [`ResultLimit::MIN`]). Absent:
-    /// [`ResultLimit::DEFAULT`], 8,000 tokens, unless the harness sets
-    /// another for all its tools. A longer result reads as its head and
+    /// tokens of 4 bytes; at least [`ResultLimit::MIN`]). Absent, a
+    /// harness fills in its own (8,000 tokens unless it sets another for
+    /// all its tools); a tool loaded without a harness reads
+    /// [`ResultLimit::DEFAULT`]. A longer result reads as its head and
     /// tail around a notice; with `task_output` mounted the whole result is
     /// kept as a task of the caller, and the notice gives the exact
     /// `task_output` call that reads on.
@@ -161,12 +162,14 @@ impl SubagentToolConfig {
 
     /// Sets the most of a result the model reads.
     #[must_use]
-    pub fn result_limit(mut self, budget: ResultLimit) -> Self {
-        self.result_limit = Some(budget);
+    pub fn result_limit(mut self, limit: ResultLimit) -> Self {
+        self.result_limit = Some(limit);
         self
     }
 
-    /// The result budget in force: the configured one, else the default.
+    /// The result limit in force: the configured one (a harness always
+    /// fills one in), else, for a tool loaded without a harness, the
+    /// default.
     pub fn result_limit_or_default(&self) -> ResultLimit {
         self.result_limit.unwrap_or_default()
     }

@@ -32,10 +32,10 @@ impl Pages {
     }
 }
 
-/// What one cut needs besides the result: the budget, where it is kept
+/// What one cut needs besides the result: the result limit, where it is kept
 /// and under which id, and who reads it.
 pub(crate) struct Cutter<'a> {
-    pub(crate) budget: ResultLimit,
+    pub(crate) limit: ResultLimit,
     pub(crate) pages: Option<&'a Pages>,
     pub(crate) service: &'a SubagentService,
     pub(crate) caller: &'a AgentRef,
@@ -53,7 +53,7 @@ impl Cutter<'_> {
     /// gives the exact `task_output` call reading on (or says the rest is
     /// not kept); a failure keeps its code and stays a failure.
     pub(crate) fn within(mut self, (outcome, source): Delegated) -> Result<ToolOutput, ToolError> {
-        let budget = self.budget.bytes();
+        let budget = self.limit.bytes();
         match outcome {
             Ok(output) if output.text.len() > budget => {
                 let text = Arc::new(output.text);

@@ -195,7 +195,7 @@ impl Tool for SubagentTool {
                 let delegating = lifecycle::delegate(&self.service, &self.config.provider, request);
                 return Box::pin(delegating.map(move |delegated| {
                     let cutter = Cutter {
-                        budget: self.config.result_limit_or_default(),
+                        limit: self.config.result_limit_or_default(),
                         pages: self.pages.as_ref(),
                         service: &self.service,
                         caller: &caller,

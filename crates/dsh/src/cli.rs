@@ -417,7 +417,10 @@ mod tests {
         ];
         let mut rendered = Vec::new();
         for argv in cases {
-            let flag = argv.iter().find(|arg| arg.starts_with("--") && arg.len() > 2).unwrap_or(&"");
+            let flag = argv
+                .iter()
+                .find(|arg| arg.starts_with("--") && arg.len() > 2)
+                .unwrap_or(&"");
             let refused = Cli::try_parse_from(argv).unwrap_err().to_string();
             let written = argv[argv.iter().position(|arg| arg == flag).unwrap() + 1];
             let wording = written.parse::<super::DurationSetting>().unwrap_err().to_string();
@@ -428,7 +431,14 @@ mod tests {
             rendered.push(refused.lines().next().unwrap_or_default().to_owned());
         }
         insta::assert_snapshot!(rendered.join("\n"));
-        let accepted = Cli::try_parse_from(["dsh", "mcp", "--progress-interval", "500ms", "--session-idle-timeout", "10min"]);
+        let accepted = Cli::try_parse_from([
+            "dsh",
+            "mcp",
+            "--progress-interval",
+            "500ms",
+            "--session-idle-timeout",
+            "10min",
+        ]);
         assert!(accepted.is_ok(), "{accepted:?}");
     }
 }

@@ -146,8 +146,8 @@ impl MountedHarness {
     /// ACP provider runs its command per delegation, never with the
     /// `withheld` variables of ours. ACP children's reports go to
     /// `observer`, when there is one. `limits` bound every delegation tree
-    /// (each top-level agent opens its own: [`MountedHarness::open_tree`]).
-    /// `env` is what it gives ACP children besides the self-mount check's marker
+    /// (each top-level agent opens its own: [`MountedHarness::open_tree`]);
+    /// `result_limit`, when set, every tool without its own. `env` is what it gives ACP children besides the self-mount check's marker
     /// (the cassette they record a part of, or replay: [`crate::cassette_mode`]).
     pub(crate) fn new(
         config: Option<&Config>,
@@ -155,7 +155,7 @@ impl MountedHarness {
         surface: Surface,
         observer: Option<Arc<dyn TreeObserver>>,
         limits: Limits,
-        result_limit: ResultLimit,
+        result_limit: Option<ResultLimit>,
         (withheld, env): (&[String], &[(String, String)]),
     ) -> Result<Self, Failure> {
         let subagents = match config {
@@ -187,8 +187,11 @@ impl MountedHarness {
             .provider(fork.clone())
             .background(background)
             .limits(limits)
-            .result_limit(result_limit)
             .later_tools(dsh_mcp::TOOL_PREFIX);
+        // Absent, the harness's default: decided there only.
+        if let Some(limit) = result_limit {
+            builder = builder.result_limit(limit);
+        }
         let acp = AcpSetup {
             // Every child process carries the self-mount check's marker.
             child_env: self_mount::child_env(config)

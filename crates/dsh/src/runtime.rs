@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use dsh_agent::{Agent, AgentObserver, AgentRuntime, EndOfRun, KeptFacts, KeptUse, Notice, NoticeSource};
+use dsh_llm::ChatModel;
 use dsh_llm::cassette::Recorder;
 use dsh_mcp::ClientOptions;
 use dsh_subagent::{SubagentEvent, Subscription};
@@ -66,6 +67,67 @@ pub(crate) struct SharedRuntime {
     recorder: Option<Recorder>,
     /// Who hears what becomes of the tree.
     observer: Arc<dyn TreeObserver>,
+}
+
+/// Every child's start and end, whatever its provider, from the run
+/// events (an in-process agent's steps come from the agent loop), to
+/// `observer`; and to `retention`, which holds a running child's
+/// transcript from sweeps.
+fn watch_children(
+    mounted: &MountedHarness,
+    observer: &Arc<dyn TreeObserver>,
+    retention: Option<Arc<Retention>>,
+) -> Subscription {
+    let children = observer.clone();
+    mounted
+        .harness()
+        .service()
+        .subscribe(Arc::new(move |event: &SubagentEvent| {
+            children.child_event(event);
+            if let Some(retention) = &retention {
+                retention.child_event(event);
+            }
+            Ok(())
+        }))
+}
+
+/// How the tools of MCP servers answer: within the harness's result
+/// limit, a longer result kept as a finished `mcp-<n>` task of its caller.
+fn mcp_results(mounted: &MountedHarness) -> ResultPolicy {
+    let shelf = TaskShelf::new(
+        mounted.harness().tasks().clone(),
+        mounted.tools().clone(),
+        dsh_tasks::wording::MCP_RESULT_KIND,
+    );
+    ResultPolicy::new(mounted.harness().result_limit()).kept_on(Arc::new(shelf))
+}
+
+/// The agent loop's runtime over `model` and the mounted tools: its steps
+/// reported to `observer`, finished background tasks handed to their
+/// owners, and a resumed agent (a parent, or an in-process child resumed
+/// by its call) given back what it ran in the background first.
+fn agent_runtime(
+    model: Arc<dyn ChatModel>,
+    mounted: &MountedHarness,
+    observer: &Arc<dyn TreeObserver>,
+) -> AgentRuntime {
+    let notices = TaskNotices(mounted.harness().notices());
+    let runtime = AgentRuntime::new(model, mounted.tools().clone())
+        .with_observer(observer.clone() as Arc<dyn AgentObserver>)
+        .with_notices(Arc::new(notices));
+    let Some(control) = mounted.harness().control().cloned() else {
+        return runtime;
+    };
+    let observer = observer.clone();
+    runtime.with_on_resume(Arc::new(move |agent: dsh_tools::AgentRef| {
+        let (control, observer) = (control.clone(), observer.clone());
+        async move {
+            match control.recover(&agent).await {
+                Ok(report) => observer.recovered(agent.id(), &report),
+                Err(error) => tracing::warn!(agent = %agent.id(), "{}", wording::recovery_failed(&error)),
+            }
+        }
+    }))
 }
 
 /// `runtime` over `data_dir`, when there is one: the transcripts, and what
@@ -132,21 +194,7 @@ impl SharedRuntime {
             let policy = config.map(|config| config.data).unwrap_or_default();
             Arc::new(Retention::new(dir.to_owned(), policy))
         });
-        // Every child's start and end, whatever its provider, from the run
-        // events; an in-process agent's steps from the agent loop. A running
-        // child's transcript is held from sweeps.
-        let children = observer.clone();
-        let held = retention.clone();
-        let runs = mounted
-            .harness()
-            .service()
-            .subscribe(Arc::new(move |event: &SubagentEvent| {
-                children.child_event(event);
-                if let Some(retention) = &held {
-                    retention.child_event(event);
-                }
-                Ok(())
-            }));
+        let runs = watch_children(&mounted, &observer, retention.clone());
         let choice = model::choose(args, cassette_mode.replay(), &file_model, |key| std::env::var(key).ok())
             .map_err(Failure::usage)?;
         let recorder = cassette_mode.recorder()?;
@@ -154,32 +202,8 @@ impl SharedRuntime {
         let endpoint = choice.endpoint();
         let model = choice.model(recorder.as_ref()).map_err(Failure::usage)?;
         let window = model::context_window(args, &file_model, |key| std::env::var(key).ok()).map_err(Failure::usage)?;
-        // The tools of MCP servers answer within the same budget, a longer
-        // result kept as a finished `mcp-<n>` task of its caller.
-        let shelf = TaskShelf::new(
-            mounted.harness().tasks().clone(),
-            mounted.tools().clone(),
-            dsh_tasks::wording::MCP_RESULT_KIND,
-        );
-        let mcp_results = ResultPolicy::new(result_limit).kept_on(Arc::new(shelf));
-        let notices = TaskNotices(mounted.harness().notices());
-        let mut runtime = AgentRuntime::new(model, mounted.tools().clone())
-            .with_observer(observer.clone() as Arc<dyn AgentObserver>)
-            .with_notices(Arc::new(notices));
-        // A resumed agent (a parent, or an in-process child resumed by its
-        // call) gets back what it ran in the background first.
-        if let Some(control) = mounted.harness().control().cloned() {
-            let observer = observer.clone();
-            runtime = runtime.with_on_resume(Arc::new(move |agent: dsh_tools::AgentRef| {
-                let (control, observer) = (control.clone(), observer.clone());
-                async move {
-                    match control.recover(&agent).await {
-                        Ok(report) => observer.recovered(agent.id(), &report),
-                        Err(error) => tracing::warn!(agent = %agent.id(), "{}", wording::recovery_failed(&error)),
-                    }
-                }
-            }));
-        }
+        let mcp_results = mcp_results(&mounted);
+        let mut runtime = agent_runtime(model, &mounted, &observer);
         if let Some(window) = window {
             runtime = runtime.with_context_window(window);
         }

@@ -9,8 +9,9 @@ mod recover;
 
 use dsh_subagent_api::ErrorCode as SubagentCode;
 use dsh_subagent_api::{
-    ContentBlock, ContinuableProvider, ContinuationDescriptor, RecoverRequest, ResumeRequest, SpanOrigin, StartRequest,
-    Steerer, StopReason, SubagentError, SubagentResult, SubagentRun, child_depth, concat_text,
+    ContentBlock, ContinuableProvider, ContinuationDescriptor, RecordedChild, RecoverRequest, ResumeRequest,
+    SpanOrigin, StartRequest, Steerer, StopReason, SubagentError, SubagentResult, SubagentRun, child_depth,
+    concat_text,
 };
 use dsh_tools::{AgentId, AgentRef, CancellationToken};
 use std::sync::{Arc, PoisonError};
@@ -20,7 +21,7 @@ use futures::future::BoxFuture;
 use crate::answer::TranscriptAnswer;
 use crate::structured::{Captured, StructuredOutput};
 use crate::transcript::{Transcript, TranscriptEntry, read_transcript, repair_for_resume, transcript_path};
-use crate::{Agent, AgentStop, ContextWindow, ErrorCode, RunOutcome, SteerRefused, wording};
+use crate::{Agent, AgentBuilder, AgentStop, ContextWindow, ErrorCode, RunOutcome, SteerRefused, wording};
 use recover::Found;
 
 /// What the child starts from.
@@ -296,40 +297,8 @@ fn start(
     continuation: Option<(String, serde_json::Value)>,
 ) -> Result<SubagentRun, SubagentError> {
     let parent = in_process_parent(&request.cancel, &request.parent)?;
-    let settings = request.settings();
-    let depth = child_depth(request.parent.depth(), settings.max_depth)?;
-    let options = settings.agent_options.clone().unwrap_or_default();
-    let mut system_prompt = match settings.persona.as_deref().or(parent.system_prompt()) {
-        Some(prompt) => format!("{prompt}\n\n{}", wording::DELEGATION_CONTEXT),
-        None => wording::DELEGATION_CONTEXT.to_owned(),
-    };
-    let structured = match settings.output_schema.clone() {
-        Some(schema) => {
-            let (tool, captured) = StructuredOutput::new(schema)
-                .map_err(|message| SubagentError::failed_with_code(message, SubagentCode::InvalidOutputSchema))?;
-            system_prompt.push_str("\n\n");
-            system_prompt.push_str(wording::STRUCTURED_OUTPUT_INSTRUCTION);
-            Some((Arc::new(tool), captured))
-        }
-        None => None,
-    };
-    let model = options.model.or_else(|| parent.model_override().map(str::to_owned));
-    let context_window = options
-        .context_window
-        .or_else(|| inherited_window(&parent, model.as_deref()));
-    let mut builder = Agent::builder(parent.runtime().clone())
-        .runs_once()
-        .parent(parent.id().clone())
-        .depth(depth)
-        .label(request.label.clone())
-        .system_prompt(system_prompt)
-        .model(model)
-        .context_window(context_window)
-        .max_tokens(options.max_tokens.or(parent.max_tokens()))
-        .max_turns(parent.max_turns())
-        .lineage(request.lineage.clone())
-        .provenance(request.provenance(), request.mode);
-    if let Some(filter) = settings.tool_filter.clone() {
+    let (mut builder, structured) = child_builder(&request, &parent)?;
+    if let Some(filter) = request.settings().tool_filter.clone() {
         builder = builder.tool_filter(filter);
     }
     if let Some((tool, _)) = &structured {
@@ -344,36 +313,7 @@ fn start(
         .as_ref()
         .and_then(|rerun| rerun.child.as_ref());
     if let Some(child) = recorded.filter(|child| child.remote.is_none()) {
-        let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
-        let id = AgentId::new(child.id.clone());
-        let task_id = child.task_id.as_deref().or(request.provenance().task_id.as_deref());
-        let transcript = match recover::find(data_dir, &id, parent.id(), task_id) {
-            Found::Ended(result) | Found::Disconnected(result) => return Ok(recorded_run(id.as_str(), result)),
-            Found::Open(transcript) => transcript,
-        };
-        if let Some(captured) = &captured {
-            *captured.lock().unwrap_or_else(PoisonError::into_inner) =
-                recover::structured_answer(&transcript.messages());
-        }
-        // A child that had not begun its turn runs its prompt now.
-        let go = match transcript.turns().open {
-            Some(_) => Go::Resume(None),
-            None => Go::Prompt(prompt),
-        };
-        let child = builder
-            .id(id)
-            .resume_from(&transcript)
-            .build()
-            .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
-        return Ok(publish(
-            child,
-            parent,
-            go,
-            &request.cancel,
-            captured,
-            request.origin,
-            None,
-        ));
+        return rerun_recorded(child, builder, parent, &request, captured, prompt);
     }
     if context == ChildContext::InheritParent {
         builder = builder.seed(parent.history());
@@ -396,6 +336,93 @@ fn start(
         captured,
         request.origin,
         call_id,
+    ))
+}
+
+/// The structured-output tool a child answers through, and what it
+/// captures, when the request sets an output schema.
+type Structured = Option<(Arc<StructuredOutput>, Captured)>;
+
+/// The child's agent as the request and its parent set it: its depth,
+/// system prompt (the persona or the parent's, with the delegation
+/// context), model, context window and limits; and its structured-output
+/// tool, when the request sets an output schema.
+fn child_builder(request: &StartRequest, parent: &Agent) -> Result<(AgentBuilder, Structured), SubagentError> {
+    let settings = request.settings();
+    let depth = child_depth(request.parent.depth(), settings.max_depth)?;
+    let options = settings.agent_options.clone().unwrap_or_default();
+    let mut system_prompt = match settings.persona.as_deref().or(parent.system_prompt()) {
+        Some(prompt) => format!("{prompt}\n\n{}", wording::DELEGATION_CONTEXT),
+        None => wording::DELEGATION_CONTEXT.to_owned(),
+    };
+    let structured = match settings.output_schema.clone() {
+        Some(schema) => {
+            let (tool, captured) = StructuredOutput::new(schema)
+                .map_err(|message| SubagentError::failed_with_code(message, SubagentCode::InvalidOutputSchema))?;
+            system_prompt.push_str("\n\n");
+            system_prompt.push_str(wording::STRUCTURED_OUTPUT_INSTRUCTION);
+            Some((Arc::new(tool), captured))
+        }
+        None => None,
+    };
+    let model = options.model.or_else(|| parent.model_override().map(str::to_owned));
+    let context_window = options
+        .context_window
+        .or_else(|| inherited_window(parent, model.as_deref()));
+    let builder = Agent::builder(parent.runtime().clone())
+        .runs_once()
+        .parent(parent.id().clone())
+        .depth(depth)
+        .label(request.label.clone())
+        .system_prompt(system_prompt)
+        .model(model)
+        .context_window(context_window)
+        .max_tokens(options.max_tokens.or(parent.max_tokens()))
+        .max_turns(parent.max_turns())
+        .lineage(request.lineage.clone())
+        .provenance(request.provenance(), request.mode);
+    Ok((builder, structured))
+}
+
+/// A call run again after an interruption, whose child had started in
+/// this process: its recorded result when it had ended, else the child
+/// resumed from its transcript (its prompt run now if it had not begun
+/// its turn).
+fn rerun_recorded(
+    child: &RecordedChild,
+    builder: AgentBuilder,
+    parent: Arc<Agent>,
+    request: &StartRequest,
+    captured: Option<Captured>,
+    prompt: String,
+) -> Result<SubagentRun, SubagentError> {
+    let data_dir = parent.runtime().data_dir().ok_or_else(persistence_unavailable)?;
+    let id = AgentId::new(child.id.clone());
+    let task_id = child.task_id.as_deref().or(request.provenance().task_id.as_deref());
+    let transcript = match recover::find(data_dir, &id, parent.id(), task_id) {
+        Found::Ended(result) | Found::Disconnected(result) => return Ok(recorded_run(id.as_str(), result)),
+        Found::Open(transcript) => transcript,
+    };
+    if let Some(captured) = &captured {
+        *captured.lock().unwrap_or_else(PoisonError::into_inner) = recover::structured_answer(&transcript.messages());
+    }
+    let go = match transcript.turns().open {
+        Some(_) => Go::Resume(None),
+        None => Go::Prompt(prompt),
+    };
+    let child = builder
+        .id(id)
+        .resume_from(&transcript)
+        .build()
+        .map_err(|error| SubagentError::failed_with_code(error.to_string(), ErrorCode::ChildSetupFailed))?;
+    Ok(publish(
+        child,
+        parent,
+        go,
+        &request.cancel,
+        captured,
+        request.origin.clone(),
+        None,
     ))
 }
 

@@ -66,9 +66,10 @@ impl LimitsConfig {
         }
     }
 
-    /// The result limit: `flags` over `self` (the file) over the default
-    /// of 8,000 tokens.
-    pub(crate) fn result_limit(&self, flags: &LimitsConfig) -> ResultLimit {
-        flags.result_limit.or(self.result_limit).unwrap_or_default()
+    /// The result limit, when one is set: `flags` over `self` (the file).
+    /// Absent, the harness's default applies
+    /// ([`dsh_harness::Harness::result_limit`]), decided there only.
+    pub(crate) fn result_limit(&self, flags: &LimitsConfig) -> Option<ResultLimit> {
+        flags.result_limit.or(self.result_limit)
     }
 }

@@ -580,12 +580,7 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
             "[limits]\nmax_children = 0\n",
         ),
         ("--max-queued", "-1", "limits.max_queued", "[limits]\nmax_queued = -1\n"),
-        (
-            "--cost-limit",
-            "0",
-            "limits.cost_limit",
-            "[limits]\ncost_limit = 0\n",
-        ),
+        ("--cost-limit", "0", "limits.cost_limit", "[limits]\ncost_limit = 0\n"),
         (
             "--cost-limit",
             "5 dollars",
@@ -622,17 +617,17 @@ fn a_flag_and_the_file_refuse_a_setting_in_the_same_words() {
 }
 
 #[test]
-fn a_result_limit_flag_beats_the_file_which_beats_the_default() {
+fn a_result_limit_flag_beats_the_file_which_leaves_the_default_to_the_harness() {
     let none = LimitsConfig::default();
-    assert_eq!(none.result_limit(&none), ResultLimit::DEFAULT);
+    assert_eq!(none.result_limit(&none), None);
     let file = check("[limits]\nresult_limit = 16000\n").unwrap().limits;
-    assert_eq!(file.result_limit(&none).tokens(), 16_000);
+    assert_eq!(file.result_limit(&none).map(ResultLimit::tokens), Some(16_000));
     let flags = LimitsConfig {
         result_limit: ResultLimit::new(300).ok(),
         ..LimitsConfig::default()
     };
-    assert_eq!(file.result_limit(&flags).tokens(), 300);
-    // The budget is no limit of the tree's gate.
+    assert_eq!(file.result_limit(&flags).map(ResultLimit::tokens), Some(300));
+    // The result limit is no bound of the tree's gate.
     assert_eq!(file.resolve(&none), none.resolve(&none));
 }
 
