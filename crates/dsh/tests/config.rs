@@ -262,7 +262,7 @@ fn a_token_limit_on_an_acp_tool_is_refused_with_exit_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         assert_eq!(
             text(&output.stderr),
-            "dsh: dsh.toml:6:16: subagents[0].token_limit: the acp provider cannot apply `token_limit` to its children; remove it from this entry\n",
+            "dsh: dsh.toml:6:15: subagents[0].token_limit: the acp provider cannot apply `token_limit` to its children; remove it from this entry\n",
             "{args:?}"
         );
         assert!(output.stdout.is_empty(), "{args:?}");
