@@ -235,25 +235,7 @@ impl Server {
             earlier.tools.release().await;
             earlier.unlock();
         }
-        // Locked before its transcript is touched, as `dsh run --resume`
-        // does: a tree another process runs is refused, changing nothing.
-        let lock = match shared.data_dir() {
-            Some(data_dir) if resume::is_parent_id(data_dir, &id) => {
-                match lock_session(&shared, &dsh_tools::AgentId::new(id.as_str())) {
-                    Ok(lock) => lock,
-                    Err(error) => {
-                        eprintln!("{}", wording::failed(&error));
-                        let message = match error {
-                            TreeLockError::Busy { .. } => wording::session_busy(&id),
-                            _ => wording::session_not_loaded(&id),
-                        };
-                        return Err(acp::Error::new(acp::ErrorCode::INVALID_REQUEST, message));
-                    }
-                }
-            }
-            // No data directory, or an unknown id: the resume refuses it.
-            _ => None,
-        };
+        let lock = lock_loaded(&shared, &id)?;
         let mut tools = SessionTools::mount(&shared, &request.mcp_servers, &request.cwd).await?;
         let resumed = shared.resume_on(shared.runtime_with(tools.registry().clone()), &id);
         let resume::Resumed {
@@ -265,19 +247,7 @@ impl Server {
             Ok(resumed) => resumed,
             Err(error) => {
                 tools.release().await;
-                return Err(match error {
-                    // The client learns only that the id cannot be loaded: the
-                    // full reason names the data directory and lists the other
-                    // sessions, which are not its business. The person running
-                    // dsh reads it on stderr.
-                    ResumeError::Unknown(_) => {
-                        acp::Error::new(acp::ErrorCode::INVALID_PARAMS, wording::unknown_session(&id))
-                    }
-                    ResumeError::Failed(failure) => {
-                        eprintln!("{}", failure.message());
-                        acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, wording::session_not_loaded(&id))
-                    }
-                });
+                return Err(not_loaded(error, &id));
             }
         };
         for repair in repairs {
@@ -425,6 +395,39 @@ impl Server {
                 .await;
             session.tools.release().await;
             session.unlock();
+        }
+    }
+}
+
+/// The tree lock of the session `session/load` continues, taken before its
+/// transcript is touched, as `dsh run --resume` does: a tree another
+/// process runs is refused, changing nothing. No data directory, or an
+/// unknown id: no lock, and the resume refuses it.
+fn lock_loaded(shared: &SharedRuntime, id: &str) -> Result<Option<TreeLock>, acp::Error> {
+    match shared.data_dir() {
+        Some(data_dir) if resume::is_parent_id(data_dir, id) => lock_session(shared, &dsh_tools::AgentId::new(id))
+            .map_err(|error| {
+                eprintln!("{}", wording::failed(&error));
+                let message = match error {
+                    TreeLockError::Busy { .. } => wording::session_busy(&id),
+                    _ => wording::session_not_loaded(&id),
+                };
+                acp::Error::new(acp::ErrorCode::INVALID_REQUEST, message)
+            }),
+        _ => Ok(None),
+    }
+}
+
+/// Why `session/load` of `id` could not resume it, as the client reads it.
+/// The client learns only that the id cannot be loaded: the full reason
+/// names the data directory and lists the other sessions, which are not
+/// its business. The person running dsh reads it on stderr.
+fn not_loaded(error: ResumeError, id: &str) -> acp::Error {
+    match error {
+        ResumeError::Unknown(_) => acp::Error::new(acp::ErrorCode::INVALID_PARAMS, wording::unknown_session(&id)),
+        ResumeError::Failed(failure) => {
+            eprintln!("{}", failure.message());
+            acp::Error::new(acp::ErrorCode::INTERNAL_ERROR, wording::session_not_loaded(&id))
         }
     }
 }
