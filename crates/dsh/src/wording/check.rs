@@ -151,7 +151,7 @@ pub(crate) fn check_auth_unusable(methods: &[Value]) -> String {
         })
         .collect();
     format!(
-        "the agent advertises {}, none usable without a person: pass an env_var method's variable with --env VAR",
+        "the agent advertises {}, none usable without a person: pass an env_var method's variable with --pass-env VAR",
         ids.join(", ")
     )
 }
