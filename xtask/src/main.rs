@@ -4,16 +4,20 @@
 //! - `cargo xtask catalog --check` exits 0 when that file is current, 1 when it is stale.
 //! - `cargo xtask arrows` exits 0 when every dependency between our crates is
 //!   allowed by the Arrows section of `docs/design.md`, 1 naming each one that is not.
+//! - `cargo xtask modules` exits 0 when no modules of one folder form a circle.
+//! - `cargo xtask sizes` exits 0 when every Rust file is under 900 lines.
 
 mod arrows;
 mod modules;
+mod sizes;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use dsh_tool_catalog::{CATALOG_PATH, Freshness};
 
-const USAGE: &str = "usage: cargo xtask catalog [--check] | cargo xtask arrows | cargo xtask modules";
+const USAGE: &str =
+    "usage: cargo xtask catalog [--check] | cargo xtask arrows | cargo xtask modules | cargo xtask sizes";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -23,6 +27,7 @@ fn main() -> ExitCode {
         ["catalog", "--check"] => catalog(true),
         ["arrows"] => workspace_root().and_then(|root| arrows::check(&root)),
         ["modules"] => workspace_root().and_then(|root| modules::check(&root)),
+        ["sizes"] => workspace_root().and_then(|root| sizes::check(&root)),
         _ => Err(USAGE.to_owned()),
     };
     match outcome {
