@@ -364,6 +364,7 @@ enum Fate {
 /// (and, if that task completed, recorded exactly once and answered), or
 /// refused with "not delivered" (and never recorded). None is lost, none
 /// duplicated.
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 async fn race(iterations: usize) {
     let data = tempfile::tempdir().unwrap();
     let world = Arc::new(World::open(data.path()));

@@ -259,9 +259,24 @@ fn millis(duration: Duration) -> f64 {
     micros(duration) / 1000.0
 }
 
-/// The ACP rows on one runtime flavor: `samples` interleaved samples of each
-/// measurement after one warm-up of each.
-async fn measure(dsh: &Path, samples: usize, flavor: Flavor) -> Result<Vec<Row>, String> {
+/// Each measurement's samples, sorted.
+struct Samples {
+    /// `dsh --version`: the floor.
+    floor: Vec<Duration>,
+    /// spawn + wait `/bin/true`.
+    truth: Vec<Duration>,
+    /// A whole delegation to `dsh acp`.
+    ours: Vec<Duration>,
+    /// A delegation `dsh acp` refuses at once.
+    refused: Vec<Duration>,
+    /// The provider's phases.
+    start: Vec<Duration>,
+    answer: Vec<Duration>,
+    dispose: Vec<Duration>,
+}
+
+/// `count` interleaved samples of each measurement after one warm-up of each.
+async fn sample(dsh: &Path, count: usize) -> Result<Samples, String> {
     let (_, version) = spawn_and_wait(dsh, &["--version"]).await?;
     if !version.starts_with("dsh ") {
         return Err(format!(
@@ -282,76 +297,82 @@ async fn measure(dsh: &Path, samples: usize, flavor: Flavor) -> Result<Vec<Row>,
 
     let (mut floor, mut truth, mut ours, mut parts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut refused = Vec::new();
-    for _ in 0..samples {
+    for _ in 0..count {
         floor.push(spawn_and_wait(dsh, &["--version"]).await?.0);
         truth.push(spawn_and_wait(true_bin, &[]).await?.0);
         ours.push(mounted.delegate().await?);
         refused.push(refusing.delegate_refused().await?);
         parts.push(phases(&provider).await?);
     }
-    let (floor, truth, ours, refused) = (sorted(floor), sorted(truth), sorted(ours), sorted(refused));
     let phase = |pick: fn(&Phases) -> Duration| sorted(parts.iter().map(pick).collect());
-    let (start, answer, dispose) = (phase(|p| p.start), phase(|p| p.answer), phase(|p| p.dispose));
+    Ok(Samples {
+        floor: sorted(floor),
+        truth: sorted(truth),
+        ours: sorted(ours),
+        refused: sorted(refused),
+        start: phase(|p| p.start),
+        answer: phase(|p| p.answer),
+        dispose: phase(|p| p.dispose),
+    })
+}
 
+/// The ACP rows on one runtime flavor: `samples` interleaved samples of each
+/// measurement after one warm-up of each.
+async fn measure(dsh: &Path, samples: usize, flavor: Flavor) -> Result<Vec<Row>, String> {
+    let measured = sample(dsh, samples).await?;
     let mut rows = Vec::new();
     // Each percentile with the bound the whole delegation is held to at it
     // (a ratio to the floor), if any.
     for (name, p, bound) in [("p50", 0.5, Some(1.5)), ("p90", 0.9, None)] {
-        let at = |samples: &[Duration]| millis(crate::percentile(samples, p));
-        let floor_ms = at(&floor);
-        let row = |figure: String, ours: f64, with_floor: bool| Row {
-            figure,
-            flavor: flavor.name(),
-            ours: format!("{ours:.2} ms"),
-            floor: if with_floor {
-                format!("{floor_ms:.2} ms (`dsh --version`)")
-            } else {
-                "-".to_owned()
-            },
-            ratio: if with_floor {
-                format!("{:.1}×", ratio(ours, floor_ms))
-            } else {
-                "-".to_owned()
-            },
-            target: "(none)".to_owned(),
-        };
-        let mut whole = row(
-            format!("ACP delegation to `dsh acp`, spawn → answer → teardown ({name}, {samples} samples)"),
-            at(&ours),
-            true,
-        );
-        if let Some(bound) = bound {
-            let times = ratio(at(&ours), floor_ms);
-            whole.target = format!("≤ {bound}× floor: {}", crate::yes_no(times <= bound));
-        }
-        rows.push(whole);
-        rows.push(row(
-            format!("… of which provider start: spawn + initialize + session/new ({name})"),
-            at(&start),
-            true,
-        ));
-        rows.push(row(
-            format!("… of which provider result: session/prompt → answer ({name})"),
-            at(&answer),
-            true,
-        ));
-        rows.push(row(
-            format!("… of which provider dispose: stdin EOF → group gone ({name})"),
-            at(&dispose),
-            true,
-        ));
-        rows.push(row(
-            format!("ACP failed delegation: `dsh acp` refuses the prompt at once, spawn → error → teardown ({name})"),
-            at(&refused),
-            true,
-        ));
-        rows.push(row(
-            format!("reference: spawn + wait `/bin/true` ({name})"),
-            at(&truth),
-            true,
-        ));
+        rows.extend(percentile_rows(&measured, samples, flavor, (name, p, bound)));
     }
     Ok(rows)
+}
+
+/// The rows of one percentile `(name, p, bound)`.
+fn percentile_rows(measured: &Samples, samples: usize, flavor: Flavor, at_p: (&str, f64, Option<f64>)) -> Vec<Row> {
+    let (name, p, bound) = at_p;
+    let at = |samples: &[Duration]| millis(crate::percentile(samples, p));
+    let floor_ms = at(&measured.floor);
+    let row = |figure: String, ours: f64| Row {
+        figure,
+        flavor: flavor.name(),
+        ours: format!("{ours:.2} ms"),
+        floor: format!("{floor_ms:.2} ms (`dsh --version`)"),
+        ratio: format!("{:.1}×", ratio(ours, floor_ms)),
+        target: "(none)".to_owned(),
+    };
+    let mut whole = row(
+        format!("ACP delegation to `dsh acp`, spawn → answer → teardown ({name}, {samples} samples)"),
+        at(&measured.ours),
+    );
+    if let Some(bound) = bound {
+        let times = ratio(at(&measured.ours), floor_ms);
+        whole.target = format!("≤ {bound}× floor: {}", crate::yes_no(times <= bound));
+    }
+    vec![
+        whole,
+        row(
+            format!("… of which provider start: spawn + initialize + session/new ({name})"),
+            at(&measured.start),
+        ),
+        row(
+            format!("… of which provider result: session/prompt → answer ({name})"),
+            at(&measured.answer),
+        ),
+        row(
+            format!("… of which provider dispose: stdin EOF → group gone ({name})"),
+            at(&measured.dispose),
+        ),
+        row(
+            format!("ACP failed delegation: `dsh acp` refuses the prompt at once, spawn → error → teardown ({name})"),
+            at(&measured.refused),
+        ),
+        row(
+            format!("reference: spawn + wait `/bin/true` ({name})"),
+            at(&measured.truth),
+        ),
+    ]
 }
 
 /// The ACP rows on both flavors, `samples` samples each. The runtimes enable

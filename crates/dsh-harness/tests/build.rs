@@ -86,6 +86,7 @@ fn denying(names: &[&str]) -> ToolFilter {
 }
 
 /// Each mis-assembly, the error it gets, and its code.
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn mis_assemblies() -> Vec<(&'static str, HarnessBuilder, BuildError)> {
     let background = SubagentToolConfig::new("spawn").enable_run_in_background(true);
     let limited = || Capabilities::NONE;

@@ -155,6 +155,7 @@ fn an_unknown_id_an_empty_directory_and_a_path_are_clear_errors() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn bad_records_are_marked_on_their_nodes_and_the_rest_is_shown() {
     let dir = tempfile::tempdir().unwrap();
     write(

@@ -343,6 +343,7 @@ fn dsh_acp_answers_initialize_then_exits_2_when_its_runtime_fails_to_build() {
 /// `dsh acp` fed through `cat` and then a `sleep`, so it sees no EOF); its
 /// whole process group is gone.
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn a_sessions_background_child_is_released_when_the_connection_closes() {
     let dir = tempfile::tempdir().unwrap();
     let pids = dir.path().join("pids");

@@ -200,6 +200,7 @@ async fn a_session_gets_the_stdio_mcp_servers_its_client_hands_it_and_only_it() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 async fn a_loaded_session_gets_the_servers_of_its_load_and_a_new_load_replaces_them() {
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("script.json");

@@ -128,6 +128,7 @@ impl Server {
 }
 
 /// Answers one request on `stream` (and closes it).
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn serve(mut stream: TcpStream, shape: Shape, counting: Counting, log: &Mutex<Vec<Seen>>) {
     let Some(body) = read_request(&mut stream) else { return };
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {

@@ -84,6 +84,7 @@ fn parent_of<'a>(spans: &'a [Span], span: &Span) -> &'a Span {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn a_delegation_exports_one_tree_with_the_gen_ai_attributes() {
     let dir = tempfile::tempdir().unwrap();
     let receiver = Receiver::start();

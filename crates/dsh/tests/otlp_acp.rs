@@ -68,6 +68,7 @@ fn exporting_to(receiver: &Receiver) -> SdkTracerProvider {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn an_acp_child_continues_the_parents_trace() {
     let receiver = Receiver::start();
     let provider = exporting_to(&receiver);

@@ -161,6 +161,7 @@ const ACP_PLAIN_CHILD: &str = r#"{"rules": [{"when": {}, "reply": {"text": "blin
 /// An ACP child shows its own subtree, read from the data directory it
 /// named; one that keeps no transcripts says where it ran.
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn dsh_tree_shows_an_acp_childs_own_tree_or_where_it_ran() {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {

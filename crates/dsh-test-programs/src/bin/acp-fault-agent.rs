@@ -134,6 +134,7 @@ fn auth_methods() -> Value {
     ])
 }
 
+#[allow(clippy::too_many_lines, reason = "one agent's behaviour per request, in order")]
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().cloned().unwrap_or_else(|| "echo".to_owned());

@@ -31,6 +31,7 @@ fn refusals(cases: &[(&str, &str)]) -> String {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn a_full_file_resolves_every_key() {
     let dir = tempfile::tempdir().unwrap();
     let text = r#"
@@ -325,6 +326,7 @@ fn the_graces_load_under_the_names_of_the_launchs_graces() {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn errors_name_file_line_column_and_key() {
     let cases: &[(&str, &str)] = &[
         ("syntax", "[model\nbase_url = 1\n"),

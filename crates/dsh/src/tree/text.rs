@@ -154,6 +154,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
     fn a_tree_reads_as_one_line_per_agent_with_its_turns_and_problems() {
         let mut short = child(
             "c1",

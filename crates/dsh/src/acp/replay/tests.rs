@@ -91,6 +91,7 @@ fn said(replayed: &[Replayed]) -> Vec<String> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 fn a_session_replays_with_its_children_and_closes_its_orphans_deepest_first() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path();

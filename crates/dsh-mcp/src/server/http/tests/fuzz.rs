@@ -285,6 +285,7 @@ async fn open(server: &Running) -> String {
     answer.session().unwrap()
 }
 
+#[allow(clippy::too_many_lines, reason = "one scenario, read in order")]
 async fn run_case(ops: Vec<Op>) {
     let server = serve(
         HttpServeOptions::default()
