@@ -54,11 +54,11 @@ pub struct SubagentToolConfig {
     /// reached)` with the partial output.
     pub timeout: Option<Duration>,
     /// The input plus output tokens each child may spend over all its model
-    /// calls, its own children's included (JSON `tokenBudget`), within what
+    /// calls, its own children's included (JSON `tokenLimit`), within what
     /// its parent has left. Past it the child stops as `max-tokens`. Needs
-    /// the provider's `tokenBudget` capability.
+    /// the provider's `tokenLimit` capability.
     pub token_limit: Option<TokenLimit>,
-    /// The most of a result the model reads (JSON `resultBudget`, in
+    /// The most of a result the model reads (JSON `resultLimit`, in
     /// tokens of 4 bytes; at least [`ResultLimit::MIN`]). Absent, a
     /// harness fills in its own (8,000 tokens unless it sets another for
     /// all its tools); a tool loaded without a harness reads
@@ -78,8 +78,8 @@ const KNOWN_KEYS: [&str; 10] = [
     "maxDepth",
     "enableRunInBackground",
     "timeout",
-    "tokenBudget",
-    "resultBudget",
+    "tokenLimit",
+    "resultLimit",
 ];
 
 impl SubagentToolConfig {
@@ -184,7 +184,7 @@ impl SubagentToolConfig {
     /// Reads a configuration from JSON with the reference's camelCase keys
     /// (`provider`, `toolName`, `agentOptions`, `persona`, `toolFilter`,
     /// `maxDepth`, `enableRunInBackground`), and the limits of this
-    /// workspace (`timeout`, `tokenBudget`, `resultBudget`), then
+    /// workspace (`timeout`, `tokenLimit`, `resultLimit`), then
     /// [`validate`](Self::validate)s it.
     /// Unknown keys and wrong types are refused with a message naming the key.
     pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
@@ -223,8 +223,8 @@ impl SubagentToolConfig {
                     .map_err(|_| ConfigError::Invalid(wording::config_timeout_invalid(&text)))
             })
             .transpose()?;
-        config.token_limit = typed(object, "tokenBudget")?;
-        config.result_limit = typed(object, "resultBudget")?;
+        config.token_limit = typed(object, "tokenLimit")?;
+        config.result_limit = typed(object, "resultLimit")?;
         config.validate()?;
         Ok(config)
     }
@@ -232,7 +232,7 @@ impl SubagentToolConfig {
     /// The load-time checks of what no type of its own checks: `toolFilter`
     /// names a list, names are not empty, a `timeout` given as a
     /// [`Duration`] is not zero, `maxTokens` is a positive safe integer.
-    /// (`maxDepth`, `tokenBudget` and `resultBudget` checked themselves when
+    /// (`maxDepth`, `tokenLimit` and `resultLimit` checked themselves when
     /// they were made, and so did a `timeout` read as text.)
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(filter) = &self.tool_filter

@@ -208,7 +208,7 @@ async fn an_answer_within_the_budget_is_unchanged_and_a_tool_may_set_its_own_bud
     let _registration = service
         .register_provider(ScriptedProvider::builder("small").reply("m".repeat(5_000)).build())
         .unwrap();
-    let config = SubagentToolConfig::from_json(&json!({"provider": "small", "resultBudget": 256})).unwrap();
+    let config = SubagentToolConfig::from_json(&json!({"provider": "small", "resultLimit": 256})).unwrap();
     let _plugin = SubagentToolPlugin::apply_with_tasks(config, &service, &tools, &tasks).unwrap();
     let result = tools
         .call("subagent", json!({"description": "small", "prompt": "p"}), exec())

@@ -116,11 +116,11 @@ fn malformed_configs_name_the_key() {
         json!({"provider": "p", "timeout": "10"}),
         json!({"provider": "p", "timeout": "0s"}),
         json!({"provider": "p", "timeout": 600}),
-        json!({"provider": "p", "tokenBudget": 0}),
-        json!({"provider": "p", "tokenBudget": -5}),
-        json!({"provider": "p", "resultBudget": 255}),
-        json!({"provider": "p", "resultBudget": "8k"}),
-        json!({"provider": "p", "resultBudget": -1}),
+        json!({"provider": "p", "tokenLimit": 0}),
+        json!({"provider": "p", "tokenLimit": -5}),
+        json!({"provider": "p", "resultLimit": 255}),
+        json!({"provider": "p", "resultLimit": "8k"}),
+        json!({"provider": "p", "resultLimit": -1}),
     ];
     let mut rendered = Vec::new();
     for config in cases {
@@ -133,7 +133,7 @@ fn malformed_configs_name_the_key() {
 #[test]
 fn timeouts_and_token_limits_are_read_from_json() {
     let config =
-        SubagentToolConfig::from_json(&json!({"provider": "p", "timeout": "10min", "tokenBudget": 5000})).unwrap();
+        SubagentToolConfig::from_json(&json!({"provider": "p", "timeout": "10min", "tokenLimit": 5000})).unwrap();
     assert_eq!(config.timeout, Some(std::time::Duration::from_secs(600)));
     assert_eq!(config.token_limit.map(|limit| limit.tokens()), Some(5000));
     for (text, millis) in [("500ms", 500), ("90s", 90_000), ("2 h", 7_200_000), ("3m", 180_000)] {
@@ -150,7 +150,7 @@ fn timeouts_and_token_limits_are_read_from_json() {
 
 #[test]
 fn result_limits_are_read_from_json_and_default_to_8000_tokens() {
-    let config = SubagentToolConfig::from_json(&json!({"provider": "p", "resultBudget": 256})).unwrap();
+    let config = SubagentToolConfig::from_json(&json!({"provider": "p", "resultLimit": 256})).unwrap();
     assert_eq!(config.result_limit, Some(dsh_tools::ResultLimit::MIN));
     assert_eq!(config.result_limit_or_default().bytes(), 1_024);
     let default = SubagentToolConfig::from_json(&json!({"provider": "p"})).unwrap();

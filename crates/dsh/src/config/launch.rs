@@ -4,7 +4,7 @@
 //! arguments, each as written), `env` (variables set, a table), `pass_env`
 //! (names passed on from dsh's environment into a scrubbed one) and `cwd`
 //! (relative to the file's directory). Together they fill one
-//! [`Program`](dsh_process::Program), over the launch its table starts from.
+//! [`Program`], over the launch its table starts from.
 
 use std::path::{Path, PathBuf};
 
